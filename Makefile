@@ -1,0 +1,32 @@
+# Two commands on a fresh machine: `make run` (dashboard) and `make test` (whole suite).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8501
+
+.PHONY: run test test-fast install install-test bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+install: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+
+install-test: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+
+## Set up and start the dashboard on the bundled dataset.
+run: install
+	$(BIN)/streamlit run app.py --server.port $(PORT) --server.headless true --browser.gatherUsageStats false
+
+## Set up and run the whole test suite (statistical and browser tests included).
+test: install-test
+	$(BIN)/python -m pytest -n 2 --dist loadgroup
+
+## The quick inner loop: everything but slow and browser tests.
+test-fast: install-test
+	$(BIN)/python -m pytest -n 2 -m "not slow and not browser"
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis artifacts

@@ -1,0 +1,5 @@
+import sys
+
+from ldpviz.cli import main
+
+sys.exit(main())

@@ -1,0 +1,205 @@
+"""The ``ldpviz`` command line: list datasets and mechanisms, run a scenario, sweep.
+
+Bad arguments exit with status 2 and one line naming the argument; no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Sequence
+
+import numpy as np
+
+from ldpviz import datasets, experiment, mechanisms
+from ldpviz.domain import Region
+from ldpviz.errors import LdpvizInputError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, no usage dump
+        self.exit(2, f"ldpviz: error: {message} (see 'ldpviz {self.prog.split()[-1]} --help')\n"
+                  if " " in self.prog else f"ldpviz: error: {message} (see 'ldpviz --help')\n")
+
+
+def _number(text: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _params(pairs: Sequence[str]) -> dict[str, Any]:
+    out = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise LdpvizInputError(f"--param expects key=value, got {pair!r}")
+        key, value = pair.split("=", 1)
+        out[key.strip()] = _number(value.strip())
+    return out
+
+
+def _bbox(text: str) -> Region:
+    try:
+        w, s, e, n = (float(v) for v in text.split(","))
+    except ValueError:
+        raise LdpvizInputError(f"--bbox expects four numbers W,S,E,N (degrees), got {text!r}") from None
+    return Region.from_bbox(w, s, e, n, name="bbox")
+
+
+def _scenario_and_data(args: argparse.Namespace) -> tuple[experiment.Scenario, datasets.Dataset | None]:
+    data = None
+    name = args.dataset
+    if args.csv:
+        data = datasets.load_file(args.csv, lat_column=args.lat_column, lon_column=args.lon_column)
+        print(data.report.summary(), file=sys.stderr)
+        name = data.name
+    region: Any = args.region
+    if args.bbox:
+        if args.region:
+            raise LdpvizInputError("give either --region or --bbox, not both")
+        region = _bbox(args.bbox)
+    scenario = experiment.Scenario(dataset=name, mechanism=args.mechanism, epsilon=args.epsilon,
+                                   grid_side=args.grid, region=region, params=_params(args.param),
+                                   n_users=args.users, seed=args.seed, trials=args.trials)
+    return scenario, data
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (np.floating, float)):
+        return float(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def cmd_datasets(args: argparse.Namespace) -> int:
+    for row in datasets.describe():
+        kind = "synthetic" if row["synthetic"] else "real"
+        print(f"{row['name']:<20} {row['n']:>9,} points  {kind:<9}  {row['label']}")
+        print(f"{'':<20} regions: {', '.join(row['presets'])}")
+    return 0
+
+
+def cmd_mechanisms(args: argparse.Namespace) -> int:
+    for row in mechanisms.describe():
+        print(f"{row['name']:<16} {row['privacy_model']:<10} {row['family']}: {row['label']}")
+        for p in row["params"]:
+            default = "auto" if p["default"] is None else p["default"]
+            print(f"{'':<16}   {p['name']} ({p['type']}, default {default}): {p['help']}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    scenario, data = _scenario_and_data(args)
+    result = experiment.run(scenario, data)
+    summary = result.summary()
+    if args.json:
+        print(json.dumps(_jsonable(summary)))
+        return 0
+    print(f"{scenario.mechanism} at epsilon = {scenario.epsilon:g} on {result.n_users:,} users, "
+          f"d = {scenario.grid_side} ({result.grid.cell_m:,.0f} m cells), {result.guarantee}")
+    for key in ("w2_m", "w2_cells", "aqe", "kl", "l1", "emd_l1_m", "similarity"):
+        if key in summary:
+            print(f"  {key:<12} {summary[key]:.6g}")
+    print(f"  {'seconds':<12} {summary['seconds']:.3f}")
+    for note in result.notes:
+        print(f"  note: {note}")
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    scenario, data = _scenario_and_data(args)
+    vary: dict[str, list[Any]] = {}
+    for spec in args.vary:
+        if "=" not in spec:
+            raise LdpvizInputError(f"--vary expects name=v1,v2,..., got {spec!r}")
+        key, values = spec.split("=", 1)
+        key = {"grid": "grid_side", "d": "grid_side", "users": "n_users"}.get(key.strip(), key.strip())
+        vary[key] = [_number(v.strip()) for v in values.split(",") if v.strip()]
+    if not vary:
+        raise LdpvizInputError("sweep needs at least one --vary name=v1,v2,...")
+
+    def progress(done: int, total: int) -> None:
+        width = 30
+        filled = int(width * done / total)
+        print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} scenarios", end="", file=sys.stderr,
+              flush=True)
+        if done == total:
+            print(file=sys.stderr)
+
+    executor = None
+    if args.workers and args.workers > 1:
+        from concurrent.futures import ProcessPoolExecutor
+        executor = ProcessPoolExecutor(args.workers)
+    try:
+        df = experiment.sweep(scenario, vary, dataset=data, executor=executor, progress=progress)
+    finally:
+        if executor is not None:
+            executor.shutdown()
+    if args.out:
+        df.to_csv(args.out, index=False)
+        print(f"wrote {len(df)} rows to {args.out}", file=sys.stderr)
+    else:
+        df.to_csv(sys.stdout, index=False)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="ldpviz", description="Private spatial distribution estimation: run and compare "
+                                                "mechanisms on location data.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub.add_parser("datasets", help="list bundled datasets and their region presets").set_defaults(fn=cmd_datasets)
+    sub.add_parser("mechanisms", help="list mechanisms, privacy models and parameters").set_defaults(
+        fn=cmd_mechanisms)
+    for name, fn, helptext in (("run", cmd_run, "run one scenario"),
+                               ("sweep", cmd_sweep, "run a grid of scenarios to CSV")):
+        p = sub.add_parser(name, help=helptext)
+        source = p.add_mutually_exclusive_group()
+        source.add_argument("--dataset", default="minneapolis-stops", help="bundled dataset name")
+        source.add_argument("--csv", help="path to a CSV or Parquet file with lat/lon columns")
+        p.add_argument("--lat-column", help="latitude column of --csv (auto-detected by default)")
+        p.add_argument("--lon-column", help="longitude column of --csv (auto-detected by default)")
+        p.add_argument("--region", help="region preset of the dataset (see 'ldpviz datasets')")
+        p.add_argument("--bbox", help="region as W,S,E,N in degrees (grown to a square)")
+        p.add_argument("--mechanism", default="grr", help="mechanism name (see 'ldpviz mechanisms')")
+        p.add_argument("--epsilon", type=float, default=1.0, help="privacy budget epsilon > 0")
+        p.add_argument("--grid", type=int, default=32, help="grid side d (d x d cells)")
+        p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                       help="mechanism parameter, repeatable")
+        p.add_argument("--users", type=int, help="number of users (seeded subsample)")
+        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--trials", type=int, default=1)
+        if name == "run":
+            p.add_argument("--json", action="store_true", help="print one JSON object")
+        else:
+            p.add_argument("--vary", action="append", default=[], metavar="NAME=V1,V2",
+                           help="parameter to vary: epsilon, grid, users, seed or a mechanism parameter")
+            p.add_argument("--out", help="CSV file to write (default: stdout)")
+            p.add_argument("--workers", type=int, default=1, help="local worker processes")
+        p.set_defaults(fn=fn)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.fn(args)
+    except LdpvizInputError as err:
+        print(f"ldpviz: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("ldpviz: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,19 @@
+"""The one exception type the tool raises for bad user input.
+
+Every message is written for the person who gave the input (a privacy officer,
+a teacher, an analyst): it names the parameter, what was wrong and what to do.
+Pages and the CLI catch this type and show the message; anything else that
+escapes is a bug.
+"""
+
+from __future__ import annotations
+
+
+class LdpvizInputError(ValueError):
+    """Input the tool cannot work with; ``str(err)`` is the user-facing message."""
+
+
+def require(condition: bool, message: str) -> None:
+    """Raise :class:`LdpvizInputError` with ``message`` unless ``condition`` holds."""
+    if not condition:
+        raise LdpvizInputError(message)

@@ -1,0 +1,201 @@
+"""The Mechanism interface shared by every family.
+
+Modelled on the papers' frequency oracle FO = <T, E> (grid paper Sec. 2.3) and
+on pure-ldp's client/server split:
+
+* :meth:`Mechanism.perturb` is the *client* half: what one phone runs on its own
+  location, vectorised over all users (one report per user);
+* :meth:`Mechanism.estimate` is the *server* half: reports in, an
+  :class:`Estimate` of the spatial distribution out;
+* :meth:`Mechanism.run` chains the two. Multi-round mechanisms (PrivAG, AAG)
+  and central-DP aggregators, which have no single client report, override it.
+
+Parameters are declared once per class as :class:`Param` objects and validated
+once, at construction, with messages a privacy officer understands (in the
+spirit of scikit-learn's parameter validation). A mechanism whose transition
+probabilities are explicit also implements :meth:`Mechanism.channel`, which the
+privacy tests and the audit page check against e^epsilon.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ldpviz.domain import Binned, Grid
+from ldpviz.errors import LdpvizInputError, require
+from ldpviz.partition import Partition
+
+#: Privacy models a mechanism may declare.
+LDP = "LDP"
+CENTRAL_DP = "central DP"
+GEO_I = "Geo-I"
+NO_PRIVACY = "none"
+PRIVACY_MODELS = (LDP, CENTRAL_DP, GEO_I, NO_PRIVACY)
+
+EPSILON_MIN = 1e-3
+EPSILON_MAX = 50.0
+
+
+def validate_epsilon(epsilon: Any) -> float:
+    """Epsilon must be a finite number in (0, 50]; return it as a float."""
+    try:
+        value = float(epsilon)
+    except (TypeError, ValueError):
+        raise LdpvizInputError(f"epsilon must be a number > 0, got {epsilon!r}") from None
+    require(math.isfinite(value), f"epsilon must be a finite number > 0, got {epsilon!r}")
+    require(value > 0, f"epsilon must be > 0, got {value:g}")
+    require(value >= EPSILON_MIN, f"epsilon must be at least {EPSILON_MIN:g}, got {value:g}")
+    require(value <= EPSILON_MAX, f"epsilon must be at most {EPSILON_MAX:g} (beyond that there is no "
+                                  f"meaningful privacy), got {value:g}")
+    return value
+
+
+@dataclass(frozen=True)
+class Param:
+    """A declared mechanism parameter: name, type, default, bounds and a help text.
+
+    ``default=None`` means "computed by the mechanism" (e.g. DAM's optimal radius);
+    the help text should say how.
+    """
+
+    name: str
+    kind: type
+    default: Any
+    help: str
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[Any, ...] | None = None
+
+    def validate(self, value: Any) -> Any:
+        if value is None:
+            require(self.default is None, f"parameter '{self.name}' needs a value")
+            return None
+        if self.kind is bool:
+            if isinstance(value, str):
+                low = value.strip().lower()
+                require(low in ("true", "false", "1", "0", "yes", "no"),
+                        f"parameter '{self.name}' must be true or false, got {value!r}")
+                return low in ("true", "1", "yes")
+            require(isinstance(value, (bool, np.bool_)) or value in (0, 1),
+                    f"parameter '{self.name}' must be true or false, got {value!r}")
+            return bool(value)
+        if self.kind in (int, float):
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                raise LdpvizInputError(f"parameter '{self.name}' must be a number, got {value!r}") from None
+            require(math.isfinite(number), f"parameter '{self.name}' must be finite, got {value!r}")
+            if self.kind is int:
+                require(number == int(number), f"parameter '{self.name}' must be a whole number, got {value!r}")
+                number = int(number)
+            if self.minimum is not None:
+                require(number >= self.minimum, f"parameter '{self.name}' must be >= {self.minimum:g}, got {number:g}")
+            if self.maximum is not None:
+                require(number <= self.maximum, f"parameter '{self.name}' must be <= {self.maximum:g}, got {number:g}")
+            value = number
+        else:
+            value = self.kind(value)
+        if self.choices is not None:
+            require(value in self.choices,
+                    f"parameter '{self.name}' must be one of {', '.join(map(str, self.choices))}; got {value!r}")
+        return value
+
+
+@dataclass
+class Estimate:
+    """What the server learns: a distribution over the grid (and its native partition).
+
+    ``density`` is a valid distribution on the mechanism's ``(d, d)`` grid
+    (non-negative, sums to 1). ``partition`` is the mechanism's own partition
+    (the adaptive grids' rectangles) with the same total mass; range queries
+    (AQE) are answered on it. ``raw`` keeps an unprojected estimate (e.g. the
+    unbiased counts of a frequency oracle, which can be negative) when there is
+    one. ``info`` summarises what happened (reports, iterations, domain size...).
+    """
+
+    density: np.ndarray
+    partition: Partition | None = None
+    raw: np.ndarray | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        density = np.asarray(self.density, dtype=float)
+        if density.ndim != 2 or density.shape[0] != density.shape[1]:
+            raise ValueError(f"Estimate.density must be square (d, d), got shape {density.shape}")
+        self.density = density
+        if self.partition is None:
+            self.partition = Partition.uniform(density)
+
+
+class Mechanism:
+    """Base class: subclasses set the class attributes and implement the halves.
+
+    Construct through :func:`ldpviz.mechanisms.create` or directly:
+    ``DAM(grid, epsilon=1.0, radius=None)``.
+    """
+
+    name: ClassVar[str]
+    label: ClassVar[str]             #: human name, e.g. "DAM (Disk Area Mechanism)"
+    family: ClassVar[str]            #: e.g. "Spatial LDP (DAM paper)"
+    privacy_model: ClassVar[str]     #: one of PRIVACY_MODELS
+    reference: ClassVar[str]         #: paper file and section/equation
+    summary: ClassVar[str] = ""      #: one plain sentence for non-experts
+    params: ClassVar[tuple[Param, ...]] = ()
+    has_channel: ClassVar[bool] = False
+    has_client: ClassVar[bool] = True  #: False for central-DP and multi-round mechanisms
+
+    def __init__(self, grid: Grid, epsilon: float, **params: Any) -> None:
+        require(isinstance(grid, Grid), "a mechanism needs a Grid")
+        self.grid = grid
+        self.epsilon = validate_epsilon(epsilon)
+        known = {p.name: p for p in self.params}
+        unknown = sorted(set(params) - set(known))
+        require(not unknown, f"mechanism '{self.name}' has no parameter {', '.join(map(repr, unknown))}; "
+                             f"it takes: {', '.join(known) or 'no parameters'}")
+        self.param_values: dict[str, Any] = {
+            p.name: p.validate(params.get(p.name, p.default)) for p in self.params}
+        self.setup()
+
+    # ---- hooks for subclasses ------------------------------------------
+    def setup(self) -> None:
+        """Precompute whatever depends only on (grid, epsilon, params); validate combinations."""
+
+    def perturb(self, users: Binned, rng: np.random.Generator) -> Any:
+        """Client side: one randomised report per user."""
+        raise NotImplementedError(f"{self.name} has no separate client half; use run()")
+
+    def estimate(self, reports: Any) -> Estimate:
+        """Server side: reports -> estimated distribution."""
+        raise NotImplementedError(f"{self.name} has no separate server half; use run()")
+
+    def run(self, users: Binned, rng: np.random.Generator) -> Estimate:
+        """The whole protocol on a population of users."""
+        return self.estimate(self.perturb(users, rng))
+
+    def channel(self) -> np.ndarray:
+        """Dense transition matrix ``P[y, x]`` = P(report y | true cell x); columns sum to 1."""
+        raise NotImplementedError(f"{self.name} has no explicit channel")
+
+    def guarantee(self) -> str:
+        """The privacy guarantee in words, e.g. 'epsilon-LDP with epsilon = 1'."""
+        if self.privacy_model == NO_PRIVACY:
+            return "no privacy: reports are the true cells"
+        if self.privacy_model == GEO_I:
+            return f"epsilon-geo-indistinguishability with epsilon = {self.epsilon:g} per cell side"
+        return f"epsilon-{self.privacy_model} with epsilon = {self.epsilon:g}"
+
+    # ---- helpers -----------------------------------------------------------
+    def __getattr__(self, item: str) -> Any:
+        # Parameters read as attributes: mech.radius
+        values = self.__dict__.get("param_values")
+        if values is not None and item in values:
+            return values[item]
+        raise AttributeError(item)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.param_values.items())
+        return f"{type(self).__name__}(d={self.grid.side}, epsilon={self.epsilon:g}{', ' + args if args else ''})"

@@ -1,0 +1,103 @@
+"""Partitions of the unit square into rectangles carrying (estimated) mass.
+
+The uniform ``d x d`` grid is one Partition; the adaptive grids of the grid
+paper (PrivAG, AAG; grid-decompositions-ug-privag-aag.md Sec. 3) produce others.
+Range queries are answered natively on any Partition by area-proportional
+intersection (grid paper eq. 8: a query partially covering a cell receives the
+covered fraction of the cell's count, i.e. uniformity within a cell), and any
+Partition converts to an evaluation grid the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def _overlap_1d(a0: np.ndarray, a1: np.ndarray, b0: np.ndarray, b1: np.ndarray) -> np.ndarray:
+    """Length of the overlap of intervals [a0, a1] and [b0, b1] (broadcasting)."""
+    return np.clip(np.minimum(a1, b1) - np.maximum(a0, b0), 0.0, None)
+
+
+@dataclass(frozen=True)
+class Partition:
+    """Rectangles ``rects[k] = (x0, y0, x1, y1)`` in unit coordinates and their ``mass[k]``.
+
+    Mass may be a count, a frequency, or (for raw unbiased estimates) negative.
+    """
+
+    rects: np.ndarray
+    mass: np.ndarray
+
+    def __post_init__(self) -> None:
+        rects = np.asarray(self.rects, dtype=float).reshape(-1, 4)
+        mass = np.asarray(self.mass, dtype=float).reshape(-1)
+        if rects.shape[0] != mass.shape[0]:
+            raise ValueError(f"{rects.shape[0]} rectangles but {mass.shape[0]} masses")
+        object.__setattr__(self, "rects", rects)
+        object.__setattr__(self, "mass", mass)
+
+    @classmethod
+    def uniform(cls, density: np.ndarray) -> "Partition":
+        """The ``d x d`` grid partition of a ``(d, d)`` density indexed ``[row, col]``."""
+        density = np.asarray(density, dtype=float)
+        d = density.shape[0]
+        edges = np.arange(d + 1) / d
+        x0, y0 = np.meshgrid(edges[:-1], edges[:-1])
+        x1, y1 = np.meshgrid(edges[1:], edges[1:])
+        rects = np.column_stack([x0.ravel(), y0.ravel(), x1.ravel(), y1.ravel()])
+        return cls(rects, density.ravel())
+
+    @property
+    def areas(self) -> np.ndarray:
+        return (self.rects[:, 2] - self.rects[:, 0]) * (self.rects[:, 3] - self.rects[:, 1])
+
+    def __len__(self) -> int:
+        return len(self.mass)
+
+    def query(self, queries: np.ndarray, chunk: int = 256) -> np.ndarray:
+        """Mass inside each query rectangle ``(q, 4)``, assuming uniformity within each piece."""
+        queries = np.asarray(queries, dtype=float).reshape(-1, 4)
+        areas = self.areas
+        safe = np.where(areas > 0, areas, 1.0)
+        density = np.where(areas > 0, self.mass / safe, 0.0)
+        out = np.empty(len(queries))
+        r = self.rects
+        for start in range(0, len(queries), chunk):
+            q = queries[start:start + chunk, None, :]
+            ox = _overlap_1d(r[None, :, 0], r[None, :, 2], q[..., 0], q[..., 2])
+            oy = _overlap_1d(r[None, :, 1], r[None, :, 3], q[..., 1], q[..., 3])
+            out[start:start + chunk] = (ox * oy) @ density
+        return out
+
+    def to_grid(self, side: int) -> np.ndarray:
+        """Area-proportional conversion to a ``(side, side)`` grid indexed ``[row, col]``."""
+        edges = np.arange(side + 1) / side
+        areas = self.areas
+        safe = np.where(areas > 0, areas, 1.0)
+        density = np.where(areas > 0, self.mass / safe, 0.0)
+        # Overlap of every piece with every column and every row (separable for rectangles).
+        ox = _overlap_1d(self.rects[:, None, 0], self.rects[:, None, 2], edges[None, :-1], edges[None, 1:])
+        oy = _overlap_1d(self.rects[:, None, 1], self.rects[:, None, 3], edges[None, :-1], edges[None, 1:])
+        return np.einsum("k,kr,kc->rc", density, oy, ox)
+
+    def is_tiling(self, atol: float = 1e-9) -> bool:
+        """True when the rectangles cover the unit square exactly once."""
+        if np.any(self.rects[:, 2] < self.rects[:, 0]) or np.any(self.rects[:, 3] < self.rects[:, 1]):
+            return False
+        if abs(self.areas.sum() - 1.0) > atol:
+            return False
+        if np.any(self.rects < -atol) or np.any(self.rects > 1 + atol):
+            return False
+        # Pairwise overlaps must be zero (checked in chunks).
+        r = self.rects
+        for start in range(0, len(r), 512):
+            a = r[start:start + 512, None, :]
+            ov = _overlap_1d(a[..., 0], a[..., 2], r[None, :, 0], r[None, :, 2]) * \
+                _overlap_1d(a[..., 1], a[..., 3], r[None, :, 1], r[None, :, 3])
+            idx = np.arange(start, min(start + 512, len(r)))
+            ov[np.arange(len(idx)), idx] = 0.0
+            if ov.max(initial=0.0) > atol:
+                return False
+        return True

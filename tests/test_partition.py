@@ -1,0 +1,35 @@
+"""Partitions: area-proportional queries and conversion to grids."""
+
+import numpy as np
+import pytest
+
+from ldpviz.partition import Partition
+
+
+def test_uniform_partition_tiles_and_converts_back():
+    rng = np.random.default_rng(0)
+    dens = rng.random((6, 6))
+    p = Partition.uniform(dens)
+    assert p.is_tiling()
+    np.testing.assert_allclose(p.to_grid(6), dens)
+    np.testing.assert_allclose(p.to_grid(3).sum(), dens.sum())
+    np.testing.assert_allclose(p.to_grid(3)[0, 0], dens[:2, :2].sum())
+
+
+def test_query_partial_overlap_by_hand():
+    """Two rectangles [0,.5]x[0,1] mass 4 and [.5,1]x[0,1] mass 2; query [.25,.75]x[0,.5]."""
+    p = Partition(np.array([[0, 0, 0.5, 1], [0.5, 0, 1, 1]]), np.array([4.0, 2.0]))
+    # left piece: overlap area .25*.5=.125 of area .5 -> 1.0; right: .125/.5*2 = .5
+    assert p.query(np.array([[0.25, 0, 0.75, 0.5]]))[0] == pytest.approx(1.5)
+
+
+def test_adaptive_partition_to_finer_grid():
+    p = Partition(np.array([[0, 0, 1, 0.5], [0, 0.5, 0.5, 1], [0.5, 0.5, 1, 1]]), np.array([2.0, 1.0, 1.0]))
+    assert p.is_tiling()
+    g = p.to_grid(2)
+    np.testing.assert_allclose(g, [[1.0, 1.0], [1.0, 1.0]])
+
+
+def test_overlapping_rectangles_are_not_a_tiling():
+    p = Partition(np.array([[0, 0, 0.6, 1], [0.4, 0, 1, 1]]), np.ones(2))
+    assert not p.is_tiling()
