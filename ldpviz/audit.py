@@ -64,6 +64,8 @@ NOT_AUDITABLE = "not auditable black-box at the client"
 
 #: A report column with more distinct values than this (in the selection half) is cut into quantile bins.
 MAX_DISTINCT_VALUES = 64
+#: ... and an integer column with more than this many.
+MAX_DISTINCT_INTEGERS = 256
 QUANTILE_BINS = 32
 #: Joint keys are only formed from reports with at most this many columns.
 MAX_JOINT_COLUMNS = 4096
@@ -205,7 +207,8 @@ class _Column:
     def __init__(self, values: np.ndarray) -> None:
         self.kind = "values"
         distinct = np.unique(values)
-        if len(distinct) > MAX_DISTINCT_VALUES and np.issubdtype(values.dtype, np.number):
+        limit = MAX_DISTINCT_INTEGERS if values.dtype.kind in "iub" else MAX_DISTINCT_VALUES
+        if len(distinct) > limit and np.issubdtype(values.dtype, np.number):
             self.kind = "bins"
             qs = np.quantile(values.astype(float), np.linspace(0, 1, QUANTILE_BINS + 1)[1:-1])
             self.edges = np.unique(qs)
@@ -227,6 +230,8 @@ class _Column:
             hi = np.inf if code >= len(self.edges) else self.edges[code]
             return f"[{lo:.4g}, {hi:.4g})"
         value = self.distinct[code]
+        if isinstance(value, (bytes, np.bytes_)):
+            return f"output #{code}"
         return str(int(value)) if isinstance(value, (bool, np.bool_)) else str(value)
 
 
@@ -462,7 +467,7 @@ def _claim(model: str, epsilon: float, distance: float) -> float:
 def audit_mechanism(name_or_mech: str | type[Mechanism] | Mechanism, grid: Grid | int = 4,
                     epsilon: float = 1.0, n_samples: int = 40_000, seed: int = 0, confidence: float = 0.99,
                     params: dict[str, Any] | None = None, pairs: Iterable[AuditPair] | None = None,
-                    events_per_direction: int = 4) -> AuditResult:
+                    events_per_direction: int = 4, protocol_samples: int | None = None) -> AuditResult:
     """Audit a mechanism black-box from its client half; see the module docstring for the method.
 
     ``name_or_mech`` is a registry name, a Mechanism class, or a built mechanism
@@ -470,6 +475,13 @@ def audit_mechanism(name_or_mech: str | type[Mechanism] | Mechanism, grid: Grid 
     side d. ``n_samples`` reports are drawn from each input of each pair (half
     choose events, half evaluate them). The result's bounds hold jointly with
     probability ``confidence``.
+
+    Mechanisms without a client half (``has_client = False``) that claim LDP or
+    Geo-I are reported as not auditable unless ``protocol_samples`` is given:
+    then the whole protocol (``run``) is run that many times per input on the
+    audited user plus a few fixed other users, and the estimated densities are
+    the outputs (slow: one ``run`` per sample). Central-DP mechanisms are never
+    audited here.
     """
     t0 = time.perf_counter()
     require(isinstance(n_samples, (int, np.integer)) and 100 <= n_samples <= MAX_SAMPLES,
@@ -489,14 +501,22 @@ def audit_mechanism(name_or_mech: str | type[Mechanism] | Mechanism, grid: Grid 
     base = dict(mechanism=mech.name, label=getattr(mech, "label", mech.name), privacy_model=model,
                 grid_side=grid.side, epsilon=mech.epsilon, n_samples=int(n_samples), seed=int(seed),
                 confidence=confidence)
+    protocol = None
     if not mech.has_client:
-        why = ("it is a central-DP aggregator: users send exact data to a trusted curator, so there is no "
-               "client report to audit" if model == CENTRAL_DP else
-               "it runs in several rounds (the server adapts later questions to earlier answers), so a user's "
-               "report cannot be drawn on its own")
-        return AuditResult(**base, claimed=math.inf if model == NO_PRIVACY else mech.epsilon,
-                           lower_bound=math.nan, passed=True, status=NOT_AUDITABLE, pairs=[], n_events=0,
-                           seconds=time.perf_counter() - t0, notes=[f"Not audited: {why}."])
+        if model == CENTRAL_DP or not protocol_samples:
+            why = ("it is a central-DP aggregator: users send exact data to a trusted curator, so there is no "
+                   "client report to audit" if model == CENTRAL_DP else
+                   "it has no separate client half (it runs in several rounds, or the server builds part of the "
+                   "protocol from the users' data), so a user's report cannot be drawn on its own; audit the "
+                   "whole protocol with protocol_samples=")
+            return AuditResult(**base, claimed=math.inf if model == NO_PRIVACY else mech.epsilon,
+                               lower_bound=math.nan, passed=True, status=NOT_AUDITABLE, pairs=[], n_events=0,
+                               seconds=time.perf_counter() - t0, notes=[f"Not audited: {why}."])
+        require(isinstance(protocol_samples, (int, np.integer)) and 100 <= protocol_samples <= MAX_SAMPLES,
+                f"protocol_samples must be a whole number from 100 to {MAX_SAMPLES:,}, got {protocol_samples!r}")
+        n_samples = int(protocol_samples)
+        base["n_samples"] = n_samples
+        protocol = _background(mech, grid, int(seed))
 
     chosen = list(pairs) if pairs is not None else hard_pairs(grid, mech)
     require(len(chosen) > 0, "the audit needs at least one pair of inputs")
@@ -509,8 +529,11 @@ def audit_mechanism(name_or_mech: str | type[Mechanism] | Mechanism, grid: Grid 
         reports = []
         for which, point in enumerate((pair.first, pair.second)):
             rng = np.random.default_rng([int(seed), index, which, grid.side])
-            out = mech.perturb(point.users(int(n_samples)), rng)
-            reports.append(report_columns(out, int(n_samples), mech))
+            if protocol is None:
+                out = mech.perturb(point.users(int(n_samples)), rng)
+            else:
+                out = _protocol_outputs(mech, protocol, point, int(n_samples), rng)
+            reports.append(report_columns(out, int(n_samples), mech if protocol is None else None))
         results.append(_audit_pair(pair, grid, reports, half, int(n_samples) - half, alpha,
                                    events_per_direction, _claim(model, mech.epsilon, pair.distance_cells(grid))))
 
@@ -524,6 +547,12 @@ def audit_mechanism(name_or_mech: str | type[Mechanism] | Mechanism, grid: Grid 
     passed = all(p.passed for p in results)
     status = NO_CLAIM if not math.isfinite(claimed) else (PASSED if passed else FAILED)
     notes = []
+    if protocol is not None:
+        notes.append(f"No client half: the whole protocol (run) was audited on {len(protocol.cells) + 1} users, the "
+                     f"audited user plus {len(protocol.cells)} fixed others, {n_samples:,} runs per input; the "
+                     "output is the estimated density. Under LDP, changing one user's location may change this "
+                     "output by at most the claimed loss, so anything the server derives from the users' true "
+                     "data (not from their reports) shows up here.")
     if model == GEO_I and any(p.distance_cells == 0 for p in results):
         notes.append("Pairs at distance 0 (same position) must give a bound of 0 under Geo-I.")
     return AuditResult(**base, claimed=claimed, lower_bound=float(lower), passed=passed, status=status,
@@ -535,6 +564,37 @@ def _describer(keys: _Keys, space: str, uniq: np.ndarray) -> Any:
     def describe(k: int) -> str:
         return keys.describe(space, uniq[k])
     return describe
+
+
+def _background(mech: Mechanism, grid: Grid, seed: int) -> Binned:
+    """The fewest fixed other users (0, 1, 3, 7 or 15, seeded cells) with which ``run`` accepts a population."""
+    rng = np.random.default_rng([seed, 0xB6])
+    probe = AuditInput(0, (0.5 / grid.side, 0.5 / grid.side))
+    last: LdpvizInputError | None = None
+    for k in (0, 1, 3, 7, 15):
+        cells = rng.integers(0, grid.n_cells, k)
+        centres = grid.cell_centers_unit()[cells]
+        others = Binned(cells=cells.astype(np.int64), unit=centres, n_outside=0)
+        try:
+            mech.run(_with(others, probe), np.random.default_rng(0))
+            return others
+        except LdpvizInputError as err:
+            last = err
+    raise LdpvizInputError(f"{mech.name} did not run on any small population for the protocol audit ({last})")
+
+
+def _with(others: Binned, point: AuditInput) -> Binned:
+    return Binned(cells=np.append(others.cells, point.cell).astype(np.int64),
+                  unit=np.vstack([others.unit, np.asarray(point.position, float)[None, :]]), n_outside=0)
+
+
+def _protocol_outputs(mech: Mechanism, others: Binned, point: AuditInput, n: int,
+                      rng: np.random.Generator) -> np.ndarray:
+    """``n`` runs of the whole protocol; each output (the density, to 12 digits) as one byte-string key."""
+    users = _with(others, point)
+    seeds = rng.integers(0, 2**63 - 1, n)
+    keys = [np.round(mech.run(users, np.random.default_rng(int(s))).density, 12).tobytes() for s in seeds]
+    return np.array(keys)
 
 
 def _audit_pair(pair: AuditPair, grid: Grid, reports: list[list[np.ndarray]], n_sel: int, n_eval: int,

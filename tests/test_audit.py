@@ -235,3 +235,33 @@ def test_hard_pairs_on_tiny_grids_are_distinct() -> None:
 def test_audit_registry_table() -> None:
     table = audit.audit_registry(grid_sides=(2,), epsilons=(1.0,), n_samples=2_000, names=["exact", "grr"])
     assert list(table["mechanism"]) == ["exact", "grr"] and table.loc[1, "status"] == audit.PASSED
+
+
+# ---------------------------------------------------------------- whole-protocol audit (no client half)
+class ToyProtocolGRR(GRR):
+    """GRR run as a whole protocol only (no client half), as multi-round mechanisms are."""
+
+    name = "toy-protocol-grr"
+    has_client = False
+
+    def run(self, users: Binned, rng: np.random.Generator) -> Estimate:
+        return self.estimate(GRR.perturb(self, users, rng))
+
+
+class ToyProtocolLeaky(ToyProtocolGRR):
+    """Leaks: the server 'builds its domain from the users', i.e. keeps the true occupied cells."""
+
+    name = "toy-protocol-leaky"
+
+    def run(self, users: Binned, rng: np.random.Generator) -> Estimate:
+        density = self.grid.histogram(users.cells)
+        return Estimate(density / density.sum())
+
+
+def test_protocol_audit_of_mechanisms_without_client_half() -> None:
+    """protocol_samples audits run() on tiny populations: a GRR-based protocol passes, a leaky one fails."""
+    assert audit.audit_mechanism(ToyProtocolGRR, 4, 1.0).status == audit.NOT_AUDITABLE
+    ok = audit.audit_mechanism(ToyProtocolGRR, 4, 1.0, protocol_samples=1_000, seed=2)
+    assert ok.passed and ok.lower_bound >= 0 and "whole protocol" in ok.notes[0], ok.to_frame().to_string()
+    leaky = audit.audit_mechanism(ToyProtocolLeaky, 4, 1.0, protocol_samples=300, seed=2)
+    assert leaky.status == audit.FAILED and leaky.lower_bound > 2
