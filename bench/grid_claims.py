@@ -54,13 +54,13 @@ class Population:
         return len(self.unit)
 
 
-def populations(quick: bool) -> list[Population]:
+def populations(quick: bool, n_synth: int | None = None) -> list[Population]:
     """The bundled real data (whole city) and a synthetic Gaussian mixture."""
     out = []
     real = datasets.load("minneapolis-stops")
     grid = Grid(real.default_region, EVAL_SIDE)
     out.append(Population("Minneapolis stops (real, whole city)", grid.bin_lonlat(real.lon, real.lat).unit, grid))
-    n_synth = 100_000 if quick else 500_000
+    n_synth = n_synth or (100_000 if quick else 500_000)
     synth = datasets.gaussian_mixture(n_points=n_synth, n_clusters=20, cluster_std=0.03, seed=SEED)
     grid = Grid(synth.default_region, EVAL_SIDE)
     out.append(Population(f"Gaussian mixture (synthetic, {n_synth:,} users, 20 clusters)",
@@ -127,6 +127,7 @@ def claims(pop: Population, epsilons, trials: int, sides) -> dict:
     rhos = sorted(set(SMALL_RHOS + LARGE_RHOS + (CHOICE_RHO,)))
     result = {"fig2": {}, "best_side": {}, "aqe": {}}
     for eps in epsilons:
+        print(f"  epsilon {eps:g}", flush=True)
         sweep = ug_sweep(pop, eps, trials, sides, rhos)
         best = min(sweep, key=lambda s: sweep[s][CHOICE_RHO])
         result["fig2"][eps] = sweep
@@ -227,12 +228,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small populations, 2 trials, fewer N and epsilon")
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "docs"),
                         help="output directory (default docs/)")
+    parser.add_argument("--trials", type=int, default=None, help="runs per cell (default 10; quick: 2)")
+    parser.add_argument("--synthetic-users", type=int, default=None,
+                        help="size of the synthetic population (default 500,000; quick: 100,000)")
     args = parser.parse_args()
-    trials = 2 if args.quick else 10
+    trials = args.trials or (2 if args.quick else 10)
     epsilons = (1.0, 5.0) if args.quick else EPSILONS
     sides = (2, 4, 8, 16, 32) if args.quick else UG_SIDES
     results = {}
-    for pop in populations(args.quick):
+    for pop in populations(args.quick, args.synthetic_users):
         print(f"{pop.name}: {pop.n:,} users", flush=True)
         results[pop.name] = claims(pop, epsilons, trials, sides)
     os.makedirs(args.out, exist_ok=True)
