@@ -113,7 +113,8 @@ def data_controls(cfg: dict[str, Any], show_users: bool = True) -> Data | None:
     """Dataset, region (preset, saved, fit-to-data, typed bounds) and number of users."""
     st.sidebar.header("Data")
     names = datasets.names() + list(st.session_state["uploads"])
-    name = bind(cfg, "dataset", st.sidebar.selectbox, "Dataset", names, valid=names, format_func=_dataset_label,
+    labels = {n: _dataset_label(n) for n in names}   # a pure lookup: format_func must not read session state
+    name = bind(cfg, "dataset", st.sidebar.selectbox, "Dataset", names, valid=names, format_func=labels.get,
                 help="Bundled real data, the papers' synthetic sets, or a file you uploaded on the Data page.")
     try:
         data, key = compute.get_dataset(name)

@@ -46,7 +46,7 @@ def defaults() -> dict[str, Any]:
         "mechanism": default_mechanism(), "epsilon": 1.0, "grid_side": 32, "params": {},
         "radius_multiple": 1.0, "n_users": DEFAULT_USERS, "seed": 0, "trials": 1,
         "compare": [], "metric": "w2_m", "vary": "epsilon", "values": "", "sweep_mechanisms": [],
-        "cell": None, "show_difference": False,
+        "cell": None, "show_difference": False, "channel_side": 12,
     }
 
 
@@ -169,6 +169,9 @@ def decode(query: Mapping[str, str], known_datasets: list[str] | None = None) ->
             raise LdpvizInputError(f"unknown metric {v!r}")
         cfg["metric"] = v
 
+    def set_channel_side(v: str) -> None:
+        cfg["channel_side"] = _number(v, int, 2, 32, "channel grid side")
+
     def set_cell(v: str) -> None:
         row, col = (_number(p, int, 0, MAX_GRID_SIDE - 1, "cell") for p in v.split(","))
         cfg["cell"] = (row, col)
@@ -186,6 +189,7 @@ def decode(query: Mapping[str, str], known_datasets: list[str] | None = None) ->
     take("smech", set_sweep_mechs)
     take("metric", set_metric)
     take("cell", set_cell)
+    take("cd", set_channel_side)
     if "region" in query:
         cfg["region"] = str(query["region"])   # checked against the dataset's presets by the sidebar
     if "vary" in query:
@@ -223,7 +227,7 @@ def encode(cfg: Mapping[str, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     simple = {"dataset": "ds", "mechanism": "mech", "epsilon": "eps", "grid_side": "d", "n_users": "users",
               "seed": "seed", "trials": "trials", "radius_multiple": "rmul", "metric": "metric", "vary": "vary",
-              "values": "vals"}
+              "values": "vals", "channel_side": "cd"}
     for field, key in simple.items():
         if cfg.get(field) != base[field] and cfg.get(field) not in (None, ""):
             out[key] = _fmt(cfg[field])
