@@ -58,8 +58,6 @@ def readouts(result: Result, previous: dict[str, float] | None, seconds: float, 
             continue
         value = means[key]
         text = fmt_metric(key, value)
-        if spread is not None and key in spread:
-            text += f" ± {fmt_metric(key, float(spread[key]))}"
         label = metric_label(key)
         if key == "w2_m":
             label = f"{label} · {100 * value / result.region.side_m:.2g}% of side"
@@ -68,9 +66,12 @@ def readouts(result: Result, previous: dict[str, float] | None, seconds: float, 
         delta = None
         if previous and key in previous and np.isfinite(previous[key]) and np.isfinite(value):
             change = value - previous[key]
-            delta = f"{'+' if change >= 0 else '−'}{fmt_metric(key, abs(change))}"
+            delta = f"{'+' if change >= 0 else '-'}{fmt_metric(key, abs(change))}"
         col.metric(label, text, delta=delta, delta_color="inverse" if lower_is_better(key) else "normal",
                    help=metrics.METRIC_INFO.get(key, {}).get("help"))
+    if spread is not None:
+        parts = [f"{metric_label(k)} ± {fmt_metric(k, float(spread[k]))}" for k in READOUTS if k in spread]
+        st.caption(f"Means over {len(result.metrics)} trials; spread (standard deviation): " + " · ".join(parts))
     cols[-1].metric("Run time", f"{result.timings['total']:.2f} s",
                     delta="from cache" if cached else None, delta_color="off",
                     help=f"perturb {result.timings['perturb']:.2f} s, estimate {result.timings['estimate']:.2f} s, "

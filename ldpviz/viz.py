@@ -34,10 +34,10 @@ def colours(values: np.ndarray, vmax: float, alpha: int = 200) -> np.ndarray:
 def view_state(region: Region, pixels: float = 340.0) -> pdk.ViewState:
     """A view that frames the region: its side spans about ``pixels`` screen pixels.
 
-    Web-Mercator zoom z shows 40 075 km * cos(lat) / (256 * 2^z) metres per pixel.
+    deck.gl's Web-Mercator zoom z shows 40 075 km * cos(lat) / (512 * 2^z) metres per pixel.
     """
     zoom = float(np.clip(np.log2(40_075_000 * np.cos(np.radians(region.center_lat)) * pixels
-                                 / (256.0 * region.side_m)), 1, 20))
+                                 / (512.0 * region.side_m)), 1, 20))
     return pdk.ViewState(longitude=region.center_lon, latitude=region.center_lat, zoom=zoom, pitch=0)
 
 
@@ -231,7 +231,7 @@ def sweep_figure(summary: pd.DataFrame, x: str, metric: str, *, group: str = "me
         lo, hi = part[f"{metric}_lo"].tolist(), part[f"{metric}_hi"].tolist()
         if np.any(np.asarray(hi) > np.asarray(lo)):
             rgb = tuple(int(colour[j:j + 2], 16) for j in (1, 3, 5))
-            fig.add_trace(go.Scatter(x=xs + xs[::-1], y=hi + lo[::-1], fill="toself", line={"width": 0},
+            fig.add_trace(go.Scatter(x=xs + xs[::-1], y=hi + lo[::-1], fill="toself", line={"width": 0}, mode="lines",
                                      fillcolor=f"rgba({rgb[0]},{rgb[1]},{rgb[2]},0.18)", hoverinfo="skip",
                                      showlegend=False, legendgroup=str(name)))
         fig.add_trace(go.Scatter(x=xs, y=part[metric].tolist(), mode="lines+markers", name=str(name),
@@ -243,7 +243,8 @@ def sweep_figure(summary: pd.DataFrame, x: str, metric: str, *, group: str = "me
                       margin={"l": 10, "r": 10, "t": 30, "b": 10}, legend={"orientation": "h", "y": -0.25},
                       template="plotly_white")
     if log_x:
-        fig.update_xaxes(type="log")
+        ticks = sorted(set(summary[x].tolist()))
+        fig.update_xaxes(type="log", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])
     return fig
 
 

@@ -70,7 +70,7 @@ if results:
             msg += ". With one trial there are no confidence intervals; raise Trials for them"
         st.success(msg + ".", icon=":material/emoji_events:")
         shown = [metric] + [k for k in ("w2_m", "aqe", "kl", "l1", "emd_l1_m") if k != metric]
-        display = ui.confidence_table(table, "label", shown)
+        display = ui.confidence_table(table, "label", shown).rename(columns={"label": "mechanism"})
         display.insert(1, "privacy", [by_name[n]["privacy_model"] for n in table["mechanism"]])
         display["seconds"] = table["seconds"].round(2)
         st.dataframe(display, hide_index=True)

@@ -71,7 +71,7 @@ for i, r in enumerate(described):
     entry["measured ε (worst case)"] = (None if measured is None else (math.inf if math.isinf(measured) else round(measured, 6)))
     entry["max ratio / e^ε"] = (None if measured is None or r["privacy_model"] == mechanisms.GEO_I else
                                 (math.inf if math.isinf(measured) else round(math.exp(measured - eps), 6)))
-    entry["verdict"] = audit["verdict"]
+    entry["verdict"] = {"pass": "✅ pass", "FAIL": "❌ FAIL"}.get(audit["verdict"], audit["verdict"])
     attacker = ui.attacker_error_m(r["name"], side, data.region, eps, ())
     entry["attacker error"] = ui.fmt_metres(attacker) if attacker is not None else "—"
     if run_audit:
@@ -81,7 +81,7 @@ for i, r in enumerate(described):
     bar.progress((i + 1) / len(described), text=f"{i + 1} of {len(described)} mechanisms measured")
 bar.empty()
 table = pd.DataFrame(rows)
-fails = table[table["verdict"] == "FAIL"]
+fails = table[table["verdict"] == "❌ FAIL"]
 if len(fails):
     st.error(f"{len(fails)} mechanism(s) exceed their claimed ε: {', '.join(fails['mechanism'])}.",
              icon=":material/gpp_bad:")
