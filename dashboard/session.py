@@ -98,10 +98,13 @@ class Data:
     upload_filename: str | None
 
 
-def _dataset_label(name: str) -> str:
+def _dataset_label(name: str, load: bool = True) -> str:
+    """'Uploaded: file.csv', the dataset's label when it is loaded (``load``), else its registry name."""
     uploads = st.session_state.get("uploads", {})
     if name in uploads:
         return f"Uploaded: {uploads[name].label}"
+    if not load:
+        return name
     try:
         data = compute.load_bundled(name)
     except (LdpvizInputError, FileNotFoundError):
@@ -113,7 +116,9 @@ def data_controls(cfg: dict[str, Any], show_users: bool = True) -> Data | None:
     """Dataset, region (preset, saved, fit-to-data, typed bounds) and number of users."""
     st.sidebar.header("Data")
     names = datasets.names() + list(st.session_state["uploads"])
-    labels = {n: _dataset_label(n) for n in names}   # a pure lookup: format_func must not read session state
+    # A pure lookup (format_func must not read session state); only the selected dataset is loaded for its
+    # label, the others show their registry names, so a cold start does not generate every synthetic set.
+    labels = {n: _dataset_label(n, load=(n == cfg.get("dataset"))) for n in names}
     name = bind(cfg, "dataset", st.sidebar.selectbox, "Dataset", names, valid=names, format_func=labels.get,
                 help="Bundled real data, the papers' synthetic sets, or a file you uploaded on the Data page.")
     try:

@@ -73,7 +73,7 @@ def readouts(result: Result, previous: dict[str, float] | None, seconds: float, 
         parts = [f"{metric_label(k)} ± {fmt_metric(k, float(spread[k]))}" for k in READOUTS if k in spread]
         st.caption(f"Means over {len(result.metrics)} trials; spread (standard deviation): " + " · ".join(parts))
     cols[-1].metric("Run time", f"{result.timings['total']:.2f} s",
-                    delta="from cache" if cached else None, delta_color="off",
+                    delta="from cache" if cached else None, delta_color="off", delta_arrow="off",
                     help=f"perturb {result.timings['perturb']:.2f} s, estimate {result.timings['estimate']:.2f} s, "
                          f"metrics {result.timings['metrics']:.2f} s per trial; page waited {seconds:.2f} s")
 
@@ -119,13 +119,14 @@ def export_section(cfg: dict[str, Any], result: Result, decks: dict[str, Any], u
                    "Uploaded files are not part of a link.")
         config = {"query": state.encode(cfg), "scenario": _jsonable(result.summary())}
         cols = st.columns(2 + len(decks))
-        cols[0].download_button("Configuration (JSON)", json.dumps(config, indent=2), "ldpviz-config.json",
+        # Callables: the files are built when clicked, not on every rerun (keeps slider moves fast).
+        cols[0].download_button("Configuration (JSON)", lambda: json.dumps(config, indent=2), "ldpviz-config.json",
                                 "application/json", key="dl:json")
-        cols[1].download_button("Results (CSV)", compute.result_table(result).to_csv(index=False),
+        cols[1].download_button("Results (CSV)", lambda: compute.result_table(result).to_csv(index=False),
                                 "ldpviz-results.csv", "text/csv", key="dl:csv")
         for col, (name, deck) in zip(cols[2:], decks.items()):
-            col.download_button(f"Map: {name} (HTML)", deck.to_html(as_string=True), f"ldpviz-map-{name}.html",
-                                "text/html", key=f"dl:map:{name}")
+            col.download_button(f"Map: {name} (HTML)", lambda deck=deck: deck.to_html(as_string=True),
+                                f"ldpviz-map-{name}.html", "text/html", key=f"dl:map:{name}")
         st.markdown("Reproduce this run with the ldpviz API:")
         st.code(compute.python_snippet(result.scenario, upload_filename), language="python")
 

@@ -139,7 +139,9 @@ def test_page_renders_and_reacts_to_epsilon(server, browser, path, name, has_eps
             assert_no_exception(page)
             assert main_text(page) != before
             assert "eps=1.25" in page.url, page.url   # one step right of 1; the new setting is in the link
-        page.wait_for_timeout(800)   # let the maps paint
+        if page.locator('[data-testid="stDeckGlJsonChart"]').count():
+            page.locator('[data-testid="stDeckGlJsonChart"] canvas').first.wait_for(timeout=30_000)
+        page.wait_for_timeout(1500)   # let the maps paint
         page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
     finally:
         page.close()
