@@ -112,7 +112,8 @@ def main() -> None:
         "# Dashboard benchmark",
         "",
         f"Run {dt.datetime.now().strftime('%Y-%m-%d %H:%M')} on {platform.node()} ({platform.platform()}, "
-        f"{os.cpu_count()} CPUs, Python {platform.python_version()}), by `bench/bench_dashboard.py`.",
+        f"{os.cpu_count()} CPUs, Python {platform.python_version()}), by `bench/bench_dashboard.py`; load "
+        f"average at the end {os.getloadavg()[0]:.1f} (the machine is shared, so timings vary between runs).",
         "",
         f"Scenario: Minneapolis stops (bundled), mechanism `{mechanism}`, d = 32, 50,000 users, seed 0, one "
         "trial; Streamlit served locally, Debian Chromium headless via Playwright.",

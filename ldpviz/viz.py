@@ -57,20 +57,34 @@ def frame_layers(grid: Grid, max_lines: int = 64) -> list[pdk.Layer]:
     ]
 
 
+#: deck.gl accessor building a rectangle from a record's corners (keeps the JSON sent to the browser small).
+RECT_POLYGON = "[[w, s], [e, s], [e, n], [w, n]]"  # pydeck prefixes "@@=" (an expression)
+
+
+def cell_bounds(grid: Grid) -> np.ndarray:
+    """(n_cells, 4) west, south, east, north of every cell in degrees (flat-index order), rounded to 1e-6."""
+    edges = np.arange(grid.side + 1) / grid.side
+    lon_e, _ = grid.region.unit_to_lonlat(np.column_stack([edges, np.zeros_like(edges)]))
+    _, lat_e = grid.region.unit_to_lonlat(np.column_stack([np.zeros_like(edges), edges]))
+    cols, rows = np.meshgrid(np.arange(grid.side), np.arange(grid.side))
+    cols, rows = cols.ravel(), rows.ravel()
+    return np.round(np.column_stack([lon_e[cols], lat_e[rows], lon_e[cols + 1], lat_e[rows + 1]]), 6)
+
+
 def density_records(grid: Grid, density: np.ndarray, vmax: float | None = None) -> list[dict]:
-    """One record per non-empty cell: polygon, share of users (%) and colour."""
+    """One record per non-empty cell: corners (w, s, e, n), share of users (%) and colour."""
     values = np.asarray(density, dtype=float).ravel()
     vmax = float(values.max()) if vmax is None else vmax
     rgba = colours(values, vmax)
-    polys = grid.cell_polygons_lonlat()
-    return [{"polygon": polys[k], "share": round(100 * float(values[k]), 4), "color": rgba[k].tolist(),
-             "cell": int(k)} for k in np.nonzero(values > 0)[0]]
+    bounds = cell_bounds(grid)
+    return [{"w": bounds[k, 0], "s": bounds[k, 1], "e": bounds[k, 2], "n": bounds[k, 3],
+             "share": round(100 * float(values[k]), 4), "color": rgba[k].tolist(), "cell": int(k)}
+            for k in np.nonzero(values > 0)[0]]
 
 
 def density_deck(grid: Grid, density: np.ndarray, vmax: float | None = None, height: int = 420) -> pdk.Deck:
     """A pydeck map of a density on the grid, with the frame layers and a tooltip."""
-    layer = pdk.Layer("PolygonLayer", density_records(grid, density, vmax), get_polygon="polygon",
-                      get_fill_color="color", stroked=False, pickable=True)
+    layer = _polygon_layer(density_records(grid, density, vmax))
     return pdk.Deck(layers=[*frame_layers(grid), layer], initial_view_state=view_state(grid.region),
                     map_style=None, tooltip={"text": "cell {cell}: {share}% of users"}, height=height)
 
@@ -115,14 +129,15 @@ def partition_records(region: Region, partition: Partition, side: int, vmax: flo
     for k in np.nonzero(per_cell > 0)[0]:
         x0, y0, x1, y1 = partition.rects[k]
         lon, lat = region.unit_to_lonlat(np.array([[x0, y0], [x1, y1]]))
-        w, e, s, n = float(lon[0]), float(lon[1]), float(lat[0]), float(lat[1])
-        out.append({"polygon": [[w, s], [e, s], [e, n], [w, n], [w, s]], "share": round(100 * float(partition.mass[k]), 4),
+        out.append({"w": round(float(lon[0]), 6), "s": round(float(lat[0]), 6), "e": round(float(lon[1]), 6),
+                    "n": round(float(lat[1]), 6), "share": round(100 * float(partition.mass[k]), 4),
                     "color": rgba[k].tolist(), "cell": f"rect {k}"})
     return out
 
 
 def _polygon_layer(records: list[dict], line: bool = False) -> pdk.Layer:
-    return pdk.Layer("PolygonLayer", records, get_polygon="polygon", get_fill_color="color",
+    """Rectangles from records with corners w, s, e, n (see :data:`RECT_POLYGON`)."""
+    return pdk.Layer("PolygonLayer", records, get_polygon=RECT_POLYGON, get_fill_color="color",
                      stroked=line, get_line_color=[60, 60, 60, 120], line_width_min_pixels=1 if line else 0,
                      pickable=True)
 
@@ -155,9 +170,9 @@ def difference_deck(grid: Grid, true_density: np.ndarray, estimate: np.ndarray, 
     diff = (np.asarray(estimate, dtype=float) - np.asarray(true_density, dtype=float)).ravel()
     vabs = float(np.abs(diff).max()) or 1.0
     rgba = diverging_colours(diff, vabs)
-    polys = grid.cell_polygons_lonlat()
-    records = [{"polygon": polys[k], "share": round(100 * float(diff[k]), 4), "color": rgba[k].tolist(),
-                "cell": int(k)} for k in np.nonzero(diff != 0)[0]]
+    b = cell_bounds(grid)
+    records = [{"w": b[k, 0], "s": b[k, 1], "e": b[k, 2], "n": b[k, 3], "share": round(100 * float(diff[k]), 4),
+                "color": rgba[k].tolist(), "cell": int(k)} for k in np.nonzero(diff != 0)[0]]
     return pdk.Deck(layers=[*frame_layers(grid), _polygon_layer(records)], initial_view_state=view_state(grid.region),
                     map_style=None, tooltip={"text": "cell {cell}: estimate - truth = {share} points of %"},
                     height=height)
@@ -188,9 +203,9 @@ def column_deck(grid: Grid, values: np.ndarray, marks: dict[int, list[int]] | No
     values = np.asarray(values, dtype=float).ravel()
     vmax = float(values.max()) or 1.0
     rgba = colours(values, vmax, alpha=220)
-    polys = grid.cell_polygons_lonlat()
-    records = [{"polygon": polys[k], "share": f"{values[k]:.3g}", "color": rgba[k].tolist(), "cell": int(k)}
-               for k in np.nonzero(values > 0)[0]]
+    b = cell_bounds(grid)
+    records = [{"w": b[k, 0], "s": b[k, 1], "e": b[k, 2], "n": b[k, 3], "share": f"{values[k]:.3g}",
+                "color": rgba[k].tolist(), "cell": int(k)} for k in np.nonzero(values > 0)[0]]
     layers = [*frame_layers(grid), _polygon_layer(records)]
     if frame is not None and frame is not grid:
         layers.append(pdk.Layer("PathLayer", [{"path": frame.region.outline_lonlat()}], get_path="path",

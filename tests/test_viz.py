@@ -60,7 +60,8 @@ def test_estimate_map_uses_the_adaptive_partition():
     # Every rectangle holds 1/16 of the mass per grid cell: all the same (top) colour.
     assert len({tuple(r["color"]) for r in polys}) == 1
     west, south, east, north = REGION.bbox
-    assert polys[0]["polygon"][0] == pytest.approx([west, south])
+    assert (polys[0]["w"], polys[0]["s"]) == pytest.approx((west, south), abs=1e-6)
+    assert deck.layers[-1].get_polygon == "@@=" + viz.RECT_POLYGON
 
 
 def test_difference_map_is_symmetric():
@@ -92,6 +93,9 @@ def test_column_map_marks_cells():
     assert len(layer_data(deck, "PolygonLayer")[0]) == 8
     highlight = layer_data(deck, "PathLayer")[-1]
     assert highlight[0]["path"] == grid.cell_polygons_lonlat()[4]
+    w, s, e, n = viz.cell_bounds(grid)[4]
+    assert highlight[0]["path"][0] == pytest.approx([w, s], abs=1e-6)
+    assert highlight[0]["path"][2] == pytest.approx([e, n], abs=1e-6)
 
 
 def test_sweep_figure_has_bands_and_current_marker():
