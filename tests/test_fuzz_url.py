@@ -22,7 +22,8 @@ from ldpviz.mechanisms.base import EPSILON_MAX, EPSILON_MIN
 ROOT = Path(__file__).resolve().parents[1]
 state = pytest.importorskip("dashboard.state", reason="the dashboard is not in this checkout yet")
 
-KEYS = ["ds", "mech", "eps", "d", "users", "seed", "trials", "rmul", "bbox", "cmp", "smech", "metric", "cell",
+#: 'cell' is fuzzed separately below (known bug, reported).
+KEYS = ["ds", "mech", "eps", "d", "users", "seed", "trials", "rmul", "bbox", "cmp", "smech", "metric",
         "cd", "region", "vary", "vals", "diff", "p.radius", "p.projection", "p.domain", "p.alpha", "zzz"]
 NASTY = ["", " ", "nan", "NaN", "inf", "-inf", "1e999", "-1", "0", "1e-300", "99999999999999999999", "3.5",
          "abc", "1,2", "1,2,3,4", "-200,-100,200,100", "\u00e9\u00e8", "\x00", "%00", "'; DROP TABLE", "[1]",
@@ -46,6 +47,22 @@ def test_decode_never_raises_and_keeps_only_valid_values(query: dict[str, str]) 
     assert state.encode(again) == state.encode(cfg)
 
 
+@pytest.mark.xfail(raises=ValueError, strict=True,
+                   reason="dashboard/state.py set_cell unpacks v.split(',') into two values: 'cell=0' raises "
+                          "ValueError instead of a warning (reported to the lead); remove this mark once fixed")
+@pytest.mark.parametrize("cell", ["0", "1,2,3"])
+def test_decode_malformed_cell(cell: str) -> None:
+    cfg, warnings = state.decode({"cell": cell})
+    assert warnings and "cell" in warnings[0]
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(cell=st.text(max_size=12).filter(lambda t: t.count(",") == 1))
+def test_decode_cell_with_two_parts_never_raises(cell: str) -> None:
+    cfg, warnings = state.decode({"cell": cell})
+    assert cfg.get("cell") is None or all(0 <= v < 1024 for v in cfg["cell"])
+
+
 HOSTILE_LINKS = [
     {"eps": "nan", "d": "0", "users": "-5"},
     {"eps": "1e999", "d": "99999", "trials": "1000000"},
@@ -54,6 +71,7 @@ HOSTILE_LINKS = [
     {"mech": "grr", "p.projection": "\x00", "p.nope": "1"},
     {"cmp": "grr,,exact,unknown", "smech": "grr,grr", "metric": "not-a-metric", "vary": "nope", "vals": "a,b"},
     {"cell": "-1,99999", "cd": "0", "seed": "-3", "rmul": "inf"},
+    {"cell": "3,x", "cd": "-1"},
     {"ds": "normal", "users": "3000", "d": "8", "eps": "0.0001"},
 ]
 PAGES = ["app.py", "pages/1_Compare.py", "pages/2_Trade-offs.py", "pages/3_Mechanisms.py", "pages/4_Data.py",
