@@ -11,7 +11,9 @@ without touching this file. Users are capped at a few hundred to bound runtime.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import resource
 
 import numpy as np
 import pytest
@@ -26,7 +28,7 @@ from ldpviz.errors import LdpvizInputError
 NAMES = mechanisms.available()
 REGION = Region(10.0, 50.0, 4_000.0, "fuzz square")
 SHAPES = ("random", "identical", "collinear", "inside one cell", "outside the region", "corners and edges")
-FUZZ = settings(max_examples=12, deadline=None, derandomize=True,
+FUZZ = settings(max_examples=10, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
@@ -57,8 +59,12 @@ def dataset(shape: str, n: int, d: int, seed: int) -> Dataset:
 
 
 @st.composite
-def parameters(draw: st.DrawFn, name: str) -> dict:
-    """Values for a random subset of the mechanism's declared parameters, within their declared ranges."""
+def parameters(draw: st.DrawFn, name: str, full_range: bool = False) -> dict:
+    """Values for a random subset of the mechanism's declared parameters, within their declared ranges.
+
+    By default numbers stay within a moderate span above the minimum (8x the default, or 32 above the
+    minimum when the default is computed); ``full_range`` uses the whole declared range.
+    """
     out = {}
     for p in mechanisms.get(name).params:
         if not draw(st.booleans()):
@@ -70,18 +76,38 @@ def parameters(draw: st.DrawFn, name: str) -> dict:
         elif p.kind in (int, float):
             low = p.minimum if p.minimum is not None else (0 if p.default is None else min(0, p.default))
             high = p.maximum if p.maximum is not None else max(10 * abs(p.default or 1), low + 10)
+            if not full_range:
+                span = max(8 * abs(p.default), low + 8) if isinstance(p.default, (int, float)) else low + 32
+                high = min(high, span)
             high = min(high, low + 1e6)
             value = draw(st.floats(low, high, allow_nan=False, allow_infinity=False))
-            out[p.name] = int(round(value)) if p.kind is int else value
             if p.kind is int:
-                out[p.name] = min(max(out[p.name], math.ceil(low)), math.floor(high))
+                value = min(max(int(round(value)), math.ceil(low)), math.floor(high))
+            out[p.name] = value
     return out
+
+
+#: Address-space cap while a fuzz case runs: a runaway allocation fails the case with MemoryError
+#: instead of taking the machine down (the whole suite runs in a few hundred MB).
+MEMORY_CAP_BYTES = 8 * 2**30
+
+
+@contextlib.contextmanager
+def memory_cap(limit: int = MEMORY_CAP_BYTES):
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    capped = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (capped, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def check_outcome(scenario: experiment.Scenario, data: Dataset) -> None:
     """A valid Result or an LdpvizInputError with a message; anything else fails the test."""
     try:
-        result = experiment.run(scenario, data)
+        with memory_cap():
+            result = experiment.run(scenario, data)
     except LdpvizInputError as err:
         assert str(err).strip(), "LdpvizInputError without a message"
         return
@@ -94,16 +120,18 @@ def check_outcome(scenario: experiment.Scenario, data: Dataset) -> None:
         assert est.density.shape == (d, d)
         assert np.all(np.isfinite(est.density)) and est.density.min() >= 0, scenario
         assert np.isclose(est.density.sum(), 1.0, atol=1e-9), (scenario, est.density.sum())
-        assert np.isclose(est.partition.mass.sum(), 1.0, atol=1e-6), scenario
+        # the partition may hold raw (unprojected) masses, e.g. the adaptive grids' unbiased estimates
+        assert np.all(np.isfinite(est.partition.mass)), scenario
 
 
-def _scenario(name: str, data: st.DataObject, max_side: int, max_users: int) -> tuple[experiment.Scenario, Dataset]:
+def _scenario(name: str, data: st.DataObject, max_side: int, max_users: int,
+              full_range: bool = False) -> tuple[experiment.Scenario, Dataset]:
     epsilon = data.draw(st.floats(0.01, 20.0), label="epsilon")
     side = data.draw(st.integers(1, max_side), label="d")
     shape = data.draw(st.sampled_from(SHAPES), label="shape")
     n_points = data.draw(st.sampled_from([1, 2, 3, 7, 40, max_users]), label="points")
     n_users = data.draw(st.one_of(st.none(), st.integers(1, max_users)), label="n_users")
-    params = data.draw(parameters(name), label="params")
+    params = data.draw(parameters(name, full_range), label="params")
     seed = data.draw(st.integers(0, 2**31), label="seed")
     scenario = experiment.Scenario(dataset="fuzz", mechanism=name, epsilon=epsilon, grid_side=side,
                                    region=REGION, params=params, n_users=n_users, seed=seed,
@@ -128,6 +156,16 @@ def test_large_grids_give_result_or_input_error(name: str, data: st.DataObject) 
     scenario, ds = _scenario(name, data, max_side=256, max_users=200)
     scenario = scenario.with_(grid_side=data.draw(st.integers(100, 256), label="large d"))
     check_outcome(scenario, ds)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=6, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_full_parameter_ranges_give_result_or_input_error(name: str, data: st.DataObject) -> None:
+    """Parameters anywhere in their declared ranges (e.g. the largest radius): a Result or a clear refusal,
+    within the memory cap."""
+    check_outcome(*_scenario(name, data, max_side=16, max_users=100, full_range=True))
 
 
 @pytest.mark.parametrize("name", NAMES)
