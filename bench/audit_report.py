@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ldpviz import audit, mechanisms
@@ -46,8 +47,20 @@ def _exponent_setup(self: GRR) -> None:
     self.p, self.q = e / (e + self.grid.n_cells - 1), 1 / (e + self.grid.n_cells - 1)
 
 
+def _keep_or_other(self: GRR, users, rng):
+    """GRR's sampler with the (wrong) keep probability self.p: the true cell, or another uniformly."""
+    cells = np.asarray(users.cells)
+    n_cells = self.grid.n_cells
+    keep = rng.random(len(cells)) < self.p
+    other = rng.integers(0, max(n_cells - 1, 1), size=len(cells))
+    other += other >= cells
+    return np.where(keep, cells, np.minimum(other, n_cells - 1))
+
+
 GRRBinaryFormula.setup = _binary_setup
 GRRWrongExponent.setup = _exponent_setup
+GRRBinaryFormula.perturb = _keep_or_other
+GRRWrongExponent.perturb = _keep_or_other
 
 
 #: Parameter settings audited besides the defaults (whole-protocol audits): the L-SRR paper assumes a

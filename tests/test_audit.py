@@ -64,6 +64,14 @@ def test_exact_is_flagged_as_leaking() -> None:
 
 
 # ---------------------------------------------------------------- broken mechanisms are caught
+def _keep_or_other(cells: np.ndarray, n_cells: int, keep_probability: float, rng: np.random.Generator) -> np.ndarray:
+    """GRR's sampler with a given keep probability: the true cell, or another one uniformly."""
+    keep = rng.random(len(cells)) < keep_probability
+    other = rng.integers(0, max(n_cells - 1, 1), size=len(cells))
+    other += other >= cells
+    return np.where(keep, cells, np.minimum(other, n_cells - 1))
+
+
 class GRRBinaryFormula(GRR):
     """Broken GRR: uses the binary randomised-response keep probability e^eps / (e^eps + 1) for D cells."""
 
@@ -74,6 +82,9 @@ class GRRBinaryFormula(GRR):
         e = math.exp(self.epsilon)
         self.p = e / (e + 1)
         self.q = (1 - self.p) / max(self.grid.n_cells - 1, 1)
+
+    def perturb(self, users: Binned, rng: np.random.Generator) -> np.ndarray:
+        return _keep_or_other(np.asarray(users.cells), self.grid.n_cells, self.p, rng)
 
 
 class GRRWrongExponent(GRR):
@@ -86,6 +97,9 @@ class GRRWrongExponent(GRR):
         e = math.exp(1.5 * self.epsilon)
         self.p = e / (e + self.grid.n_cells - 1)
         self.q = 1 / (e + self.grid.n_cells - 1)
+
+    def perturb(self, users: Binned, rng: np.random.Generator) -> np.ndarray:
+        return _keep_or_other(np.asarray(users.cells), self.grid.n_cells, self.p, rng)
 
 
 @pytest.mark.parametrize("broken", [GRRBinaryFormula, GRRWrongExponent])

@@ -62,8 +62,8 @@ def dataset(shape: str, n: int, d: int, seed: int) -> Dataset:
 def parameters(draw: st.DrawFn, name: str, full_range: bool = False) -> dict:
     """Values for a random subset of the mechanism's declared parameters, within their declared ranges.
 
-    By default numbers stay within a moderate span above the minimum (8x the default, or 32 above the
-    minimum when the default is computed); ``full_range`` uses the whole declared range.
+    By default numbers stay within a moderate span above the minimum (8x the default above it, or 32 above the
+    minimum when the default is computed or 0); ``full_range`` uses the whole declared range.
     """
     out = {}
     for p in mechanisms.get(name).params:
@@ -77,7 +77,7 @@ def parameters(draw: st.DrawFn, name: str, full_range: bool = False) -> dict:
             low = p.minimum if p.minimum is not None else (0 if p.default is None else min(0, p.default))
             high = p.maximum if p.maximum is not None else max(10 * abs(p.default or 1), low + 10)
             if not full_range:
-                span = max(8 * abs(p.default), low + 8) if isinstance(p.default, (int, float)) else low + 32
+                span = low + (8 * abs(p.default) if isinstance(p.default, (int, float)) and p.default else 32)
                 high = min(high, span)
             high = min(high, low + 1e6)
             value = draw(st.floats(low, high, allow_nan=False, allow_infinity=False))
