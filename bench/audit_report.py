@@ -88,7 +88,7 @@ def _markdown(frame: pd.DataFrame) -> str:
 def run(quick: bool, out: Path) -> Path:
     sides = (4,) if quick else (4, 8, 16)
     epsilons = (1.0, 4.0) if quick else (0.5, 1.0, 2.0, 4.0, 8.0)
-    n_samples = 20_000 if quick else 200_000
+    n_samples = 20_000 if quick else 100_000
     seed, confidence = 0, 0.99
     rows, details = [], []
     targets: list = list(mechanisms.available()) + [GRRBinaryFormula, GRRWrongExponent]
