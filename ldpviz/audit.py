@@ -67,9 +67,13 @@ MAX_DISTINCT_VALUES = 64
 #: ... and an integer column with more than this many.
 MAX_DISTINCT_INTEGERS = 256
 QUANTILE_BINS = 32
+#: Keys seen fewer times than this in the selection half are left out of candidate events.
+MIN_KEY_COUNT = 8
 #: Joint keys are only formed from reports with at most this many columns.
 MAX_JOINT_COLUMNS = 4096
 MAX_SAMPLES = 2_000_000
+#: uint8 reports up to this many bytes per user are read as packed bits.
+MAX_PACKED_BYTES = 128
 MAX_AUDIT_CELLS = 4096
 
 
@@ -167,6 +171,10 @@ def _columns(reports: Any, n: int) -> list[np.ndarray]:
     if isinstance(reports, np.ndarray) and reports.dtype != object:
         if reports.ndim >= 1 and reports.shape[0] == n:
             flat = reports.reshape(n, -1)
+            if flat.dtype == np.uint8 and flat.shape[1] <= MAX_PACKED_BYTES:
+                # bytes are often packed bits (np.packbits, e.g. OUE): one column per bit exposes each bit as
+                # its own event space; the joint key carries the same information either way.
+                flat = np.unpackbits(flat, axis=1)
             return [flat[:, j] for j in range(flat.shape[1])]
         raise LdpvizInputError(f"expected one report per user ({n}), got an array of shape {reports.shape}")
     if isinstance(reports, dict):
@@ -327,7 +335,9 @@ def _candidate_events(space: str, ids_a: np.ndarray, ids_b: np.ndarray, n_ids: i
     seen_b = ids_b[ids_b >= 0]
     count_a = np.bincount(seen_a, minlength=n_ids).astype(float)
     count_b = np.bincount(seen_b, minlength=n_ids).astype(float)
-    present = np.flatnonzero(count_a > 0)
+    # Only keys seen often enough in the selection half: a key seen once or twice looks infinitely telling
+    # there and almost never recurs in the evaluation half (sparse report spaces, e.g. long bit vectors).
+    present = np.flatnonzero((count_a > 0) & (count_a + count_b >= MIN_KEY_COUNT))
     if len(present) == 0:
         return []
     score = (count_a[present] + 0.5) / (count_b[present] + 0.5)
