@@ -582,9 +582,12 @@ def _query_fractions(obj: Any, queries: np.ndarray, name: str, allow_points: boo
                      kind: str | None = None) -> np.ndarray:
     """Fraction of the total mass (or of the points) inside each query."""
     if isinstance(obj, Partition):
+        # Masses are normalised by their total. Raw unbiased estimates (grid paper) can have
+        # a total <= 0 at tiny epsilon; their masses are then read as fractions of users as
+        # they are, so a useless estimate scores badly instead of failing.
+        require(bool(np.all(np.isfinite(obj.mass))), f"{name} partition has NaN or infinite masses")
         total = float(obj.mass.sum())
-        require(math.isfinite(total) and total > 0, f"{name} partition has no positive total mass")
-        return obj.query(queries) / total
+        return obj.query(queries) / total if total > 0 else obj.query(queries)
     try:
         arr = np.asarray(obj, dtype=float)
     except (TypeError, ValueError):
@@ -622,7 +625,8 @@ def aqe(true: Any, est: Any, *, n_users: int, queries: np.ndarray | None = None,
 
     ``AQE = mean_q |ans_q - ans'_q| / max(ans_q, b)`` with ``b = bound_fraction
     x n_users`` (the paper: 2% of |U|) and answers as counts (fraction of the
-    total mass x ``n_users``). Answers on a partition or density are
+    total mass x ``n_users``; a Partition whose raw masses total <= 0 is read as
+    fractions of users as it is). Answers on a partition or density are
     area-proportional (eq. 8, uniformity within a cell). ``queries`` default to
     ``random_queries(rho, gamma, seed)``.
 
