@@ -1,23 +1,597 @@
-"""Categorical frequency oracles over grid cells: exact (no privacy) and GRR.
+"""Categorical frequency oracles: exact (no privacy), GRR, OLH, OUE and HR.
 
-GRR / direct encoding: L-SRR paper (l-srr-staircase-randomized-response.md)
-eq. (1); Wang et al., "Locally Differentially Private Protocols for Frequency
-Estimation", USENIX Security'17, Sec. 4.1. The other oracles (OLH, OUE, HR)
-live beside it in this module's family.
+Every oracle is a pair FO = <T, E> (grid paper Sec. 2.3): a client half that
+perturbs one user's value and a server half that turns the reports into an
+unbiased count for every value. The halves are plain functions on integer
+values in ``[0, D)`` for an arbitrary domain size ``D`` (grid cells, adaptive
+grid cells, SRR groups...), so any module can run an oracle on its own domain:
+
+* GRR / direct encoding: :func:`grr_perturb`, :func:`grr_estimate_counts`
+  (L-SRR eq. 1; Wang et al. USENIX Security'17 Sec. 4.1);
+* OLH: :func:`olh_perturb`, :func:`olh_support_counts`, :func:`olh_estimate_counts`
+  (grid paper eq. 2-3; USENIX'17 Sec. 4.4);
+* OUE: :func:`oue_perturb`, :func:`oue_support_counts`, :func:`oue_estimate_counts`
+  (USENIX'17 Sec. 4.3);
+* HR: :func:`hr_perturb`, :func:`hr_estimate_counts` (Acharya, Sun, Zhang,
+  "Hadamard Response", AISTATS'19; L-SRR Sec. 3.5 and ref. [38]).
+
+All four are "pure" protocols (USENIX'17 Def. 2): each report *supports* a set
+of values; a user's report supports its own value with probability ``p*`` and
+any other given value with probability ``q*``. The unbiased count is
+``(support - n q*) / (p* - q*)`` (:func:`pure_estimate_counts`) with variance
+``n q*(1-q*)/(p*-q*)^2 + f (1-p*-q*)/(p*-q*)`` (:func:`pure_variance`, USENIX'17
+Thm. 2); HR has its own variance (:func:`hr_variance`).
+
+*Aggregate paths* simulate the server's sufficient statistic directly where its
+distribution is exactly known, for n much larger than D:
+:func:`grr_aggregate_histogram` (a multinomial per true value),
+:func:`hr_aggregate_histogram` (likewise over HR's outputs),
+:func:`oue_aggregate_support` (independent binomials per bit — exact, since
+OUE flips every bit independently) and :func:`olh_aggregate_support`
+(independent binomials per value — exact for a fully random hash family,
+which USENIX'17's analysis assumes; the per-user path uses a universal family
+and matches it in every per-value marginal). Mechanisms choose with the
+``path`` parameter; the per-user path is the default.
 """
 
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from ldpviz.domain import Binned
+from ldpviz.errors import require
 from ldpviz.estimation import to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, NO_PRIVACY, Estimate, Mechanism, Param
 
 FAMILY_FO = "Frequency oracles (grid cells)"
+PATHS = ("per-user", "aggregate")
+#: Above this many (values x outputs) the multinomial aggregate path would need too much work.
+MAX_AGGREGATE_ENTRIES = 1 << 26
+
+
+# ---------------------------------------------------------------------------
+# Report containers (what crosses the wire, or its exact aggregate)
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ReportHistogram:
+    """Aggregate path: how many users reported each output (GRR: cells, HR: Hadamard columns)."""
+
+    counts: np.ndarray
+    n: int
+
+
+@dataclass(frozen=True)
+class SupportCounts:
+    """Aggregate path: for every value, how many reports support it (OLH, OUE)."""
+
+    support: np.ndarray
+    n: int
+
+
+@dataclass(frozen=True)
+class OLHReports:
+    """One OLH report per user: the seed of the user's hash function and the perturbed bucket."""
+
+    seeds: np.ndarray      #: uint64, index of the user's member of the hash family (see olh_hash)
+    buckets: np.ndarray    #: int64 in [0, g)
+    g: int                 #: number of hash buckets
+
+
+@dataclass(frozen=True)
+class OUEReports:
+    """One OUE report per user: D bits, packed 8 per byte along axis 1 (np.packbits)."""
+
+    packed: np.ndarray     #: uint8 (n, ceil(D / 8))
+    domain_size: int
+
+
+# ---------------------------------------------------------------------------
+# Shared estimator of pure protocols
+# ---------------------------------------------------------------------------
+
+def pure_estimate_counts(support: np.ndarray, n: int, p_star: float, q_star: float) -> np.ndarray:
+    """Unbiased counts from support counts: (support - n q*) / (p* - q*) (USENIX'17 Thm. 2)."""
+    return (np.asarray(support, dtype=float) - n * q_star) / (p_star - q_star)
+
+
+def pure_variance(n: int, true_counts: np.ndarray | float, p_star: float, q_star: float) -> np.ndarray:
+    """Exact variance of :func:`pure_estimate_counts` per value (USENIX'17 eq. 4 before approximation)."""
+    f = np.asarray(true_counts, dtype=float)
+    return n * q_star * (1 - q_star) / (p_star - q_star) ** 2 + f * (1 - p_star - q_star) / (p_star - q_star)
+
+
+def _as_values(values: np.ndarray, domain_size: int) -> np.ndarray:
+    v = np.asarray(values, dtype=np.int64).reshape(-1)
+    require(domain_size >= 1, f"the domain must hold at least one value, got {domain_size}")
+    if v.size:
+        require(v.min() >= 0 and v.max() < domain_size,
+                f"values must lie in [0, {domain_size}), got range [{v.min()}, {v.max()}]")
+    return v
+
+
+def _multinomial_rows(true_counts: np.ndarray, columns: Callable[[np.ndarray], np.ndarray], n_out: int,
+                      rng: np.random.Generator) -> np.ndarray:
+    """Sum over true values v of Multinomial(n_v, columns(v)): the exact report histogram."""
+    counts = np.asarray(true_counts, dtype=np.int64).reshape(-1)
+    require(counts.size * n_out <= MAX_AGGREGATE_ENTRIES,
+            f"the aggregate path needs {counts.size:,} x {n_out:,} multinomial entries, more than "
+            f"{MAX_AGGREGATE_ENTRIES:,}; use path='per-user' for a domain this large")
+    out = np.zeros(n_out, dtype=np.int64)
+    rows = np.nonzero(counts)[0]
+    step = max(1, (1 << 22) // max(n_out, 1))
+    for start in range(0, len(rows), step):
+        chunk = rows[start:start + step]
+        pvals = columns(chunk)
+        out += rng.multinomial(counts[chunk], pvals).sum(axis=0)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# GRR (direct encoding)
+# ---------------------------------------------------------------------------
+
+def grr_probabilities(domain_size: int, epsilon: float) -> tuple[float, float]:
+    """(p, q) of GRR: keep with p = e^eps/(e^eps + D - 1), each other value q = 1/(e^eps + D - 1)."""
+    if domain_size == 1:
+        return 1.0, 0.0
+    denom = math.exp(epsilon) + domain_size - 1
+    return math.exp(epsilon) / denom, 1.0 / denom
+
+
+def grr_perturb(values: np.ndarray, domain_size: int, epsilon: float, rng: np.random.Generator) -> np.ndarray:
+    """Client half of GRR (L-SRR eq. 1), vectorised: one report in [0, D) per value."""
+    v = _as_values(values, domain_size)
+    if domain_size == 1:
+        return v.copy()
+    p, _ = grr_probabilities(domain_size, epsilon)
+    keep = rng.random(len(v)) < p
+    other = rng.integers(0, domain_size - 1, size=len(v))
+    other += other >= v
+    return np.where(keep, v, other)
+
+
+def grr_estimate_counts(reports: np.ndarray | ReportHistogram, domain_size: int, epsilon: float) -> np.ndarray:
+    """Server half of GRR: unbiased count per value (may be negative)."""
+    if isinstance(reports, ReportHistogram):
+        observed, n = np.asarray(reports.counts, dtype=float), reports.n
+    else:
+        observed = np.bincount(np.asarray(reports, dtype=np.int64), minlength=domain_size).astype(float)
+        n = int(observed.sum())
+    if domain_size == 1:
+        return observed
+    p, q = grr_probabilities(domain_size, epsilon)
+    return pure_estimate_counts(observed, n, p, q)
+
+
+def grr_channel(domain_size: int, epsilon: float) -> np.ndarray:
+    """P[y, x] of GRR."""
+    if domain_size == 1:
+        return np.ones((1, 1))
+    p, q = grr_probabilities(domain_size, epsilon)
+    P = np.full((domain_size, domain_size), q)
+    np.fill_diagonal(P, p)
+    return P
+
+
+def grr_aggregate_histogram(true_counts: np.ndarray, epsilon: float, rng: np.random.Generator) -> ReportHistogram:
+    """Aggregate path of GRR: the report histogram, sum over v of Multinomial(n_v, P[:, v]). Exact."""
+    counts = np.asarray(true_counts, dtype=np.int64).reshape(-1)
+    D = counts.size
+    n = int(counts.sum())
+    if D == 1:
+        return ReportHistogram(counts.copy(), n)
+    p, q = grr_probabilities(D, epsilon)
+    kept = rng.binomial(counts, p)
+    moved = counts - kept
+
+    def columns(rows: np.ndarray) -> np.ndarray:  # the D - 1 other values, uniformly
+        return np.full((len(rows), D - 1), 1.0 / (D - 1))
+
+    # Multinomial over the D - 1 others of each row, then shifted past the row's own value.
+    out = kept.copy()
+    rows = np.nonzero(moved)[0]
+    require(len(rows) * (D - 1) <= MAX_AGGREGATE_ENTRIES or len(rows) == 0,
+            f"the aggregate path needs {len(rows):,} x {D - 1:,} multinomial entries; use path='per-user'")
+    step = max(1, (1 << 22) // (D - 1))
+    for start in range(0, len(rows), step):
+        chunk = rows[start:start + step]
+        draws = rng.multinomial(moved[chunk], columns(chunk))          # (k, D - 1)
+        others = np.arange(D - 1)[None, :]
+        targets = others + (others >= chunk[:, None])                  # skip the row's own value
+        out += np.bincount(targets.ravel(), weights=draws.ravel(), minlength=D).astype(np.int64)
+    return ReportHistogram(out, n)
+
+
+# ---------------------------------------------------------------------------
+# HR (Hadamard response)
+# ---------------------------------------------------------------------------
+
+def hr_output_size(domain_size: int) -> int:
+    """K = 2^ceil(log2(D + 1)): the smallest power of two above D (L-SRR Sec. 3.5, [38])."""
+    return 1 << int(math.ceil(math.log2(domain_size + 1)))
+
+
+def hr_in_probability(epsilon: float) -> float:
+    """Probability that a report lands in the user's own set C_x: e^eps / (1 + e^eps)."""
+    return 1.0 / (1.0 + math.exp(-epsilon))
+
+
+def fwht(values: np.ndarray) -> np.ndarray:
+    """Fast Walsh-Hadamard transform in Sylvester order: out[r] = sum_j (-1)^popcount(r & j) values[j]."""
+    a = np.asarray(values, dtype=float).copy()
+    K = a.size
+    require(K & (K - 1) == 0, "the Walsh-Hadamard transform needs a power-of-two length")
+    h = 1
+    while h < K:
+        a = a.reshape(-1, 2, h)
+        a = np.stack([a[:, 0] + a[:, 1], a[:, 0] - a[:, 1]], axis=1)
+        h *= 2
+    return a.reshape(K)
+
+
+def hr_perturb(values: np.ndarray, domain_size: int, epsilon: float, rng: np.random.Generator) -> np.ndarray:
+    """Client half of HR: a report in [0, K), K = :func:`hr_output_size`.
+
+    Value x owns row x + 1 of the Sylvester Hadamard matrix H_K (row 0, all +1,
+    is skipped); C_x = {j : H[x+1, j] = +1} = {j : popcount((x+1) & j) even},
+    |C_x| = K/2. The report is uniform on C_x with probability e^eps/(1+e^eps),
+    otherwise uniform on its complement, so every output has probability
+    2e^eps/(K(1+e^eps)) or 2/(K(1+e^eps)): ratio e^eps. Sampling: draw j uniform
+    on [0, K) and, if it is on the wrong side, flip the lowest set bit of x + 1
+    (a bijection between C_x and its complement), so no per-user loop.
+    """
+    v = _as_values(values, domain_size)
+    K = hr_output_size(domain_size)
+    row = (v + 1).astype(np.uint64)
+    j = rng.integers(0, K, size=len(v), dtype=np.uint64)
+    in_set = (np.bitwise_count(row & j) & 1) == 0
+    want_in = rng.random(len(v)) < hr_in_probability(epsilon)
+    lowbit = row & (~row + np.uint64(1))
+    j = np.where(in_set == want_in, j, j ^ lowbit)
+    return j.astype(np.int64)
+
+
+def hr_estimate_counts(reports: np.ndarray | ReportHistogram, domain_size: int, epsilon: float) -> np.ndarray:
+    """Server half of HR: unbiased count per value via one fast Walsh-Hadamard transform.
+
+    With t = H_K @ histogram, t[x+1] = (#reports in C_x) - (#outside) and
+    E[t[x+1]] = n_x (2 p_in - 1), because a report of any other value x' lands
+    in C_x with probability exactly 1/2 (rows of H_K are orthogonal: |C_x n C_x'| = K/4).
+    This is the unique solution of L-SRR Algorithm 2's linear system for HR.
+    """
+    K = hr_output_size(domain_size)
+    if isinstance(reports, ReportHistogram):
+        hist = np.asarray(reports.counts, dtype=float)
+    else:
+        hist = np.bincount(np.asarray(reports, dtype=np.int64), minlength=K).astype(float)
+    t = fwht(hist)
+    return t[1:domain_size + 1] / (2.0 * hr_in_probability(epsilon) - 1.0)
+
+
+def hr_support_probabilities(epsilon: float) -> tuple[float, float]:
+    """(p*, q*) of HR as a pure protocol: a report supports x when it lies in C_x."""
+    return hr_in_probability(epsilon), 0.5
+
+
+def hr_variance(n: int, true_counts: np.ndarray | float, epsilon: float) -> np.ndarray:
+    """Exact variance of :func:`hr_estimate_counts`: [f (1 - (2p-1)^2) + (n - f)] / (2p-1)^2."""
+    f = np.asarray(true_counts, dtype=float)
+    bias = 2.0 * hr_in_probability(epsilon) - 1.0
+    return (f * (1 - bias ** 2) + (n - f)) / bias ** 2
+
+
+def hr_channel(domain_size: int, epsilon: float) -> np.ndarray:
+    """P[y, x] of HR, shape (K, D)."""
+    K = hr_output_size(domain_size)
+    rows = np.arange(1, domain_size + 1, dtype=np.uint64)[None, :]
+    cols = np.arange(K, dtype=np.uint64)[:, None]
+    in_set = (np.bitwise_count(rows & cols) & 1) == 0
+    p_in = hr_in_probability(epsilon)
+    return np.where(in_set, 2.0 * p_in / K, 2.0 * (1.0 - p_in) / K)
+
+
+def hr_aggregate_histogram(true_counts: np.ndarray, epsilon: float, rng: np.random.Generator) -> ReportHistogram:
+    """Aggregate path of HR: sum over v of Multinomial(n_v, P[:, v]). Exact."""
+    counts = np.asarray(true_counts, dtype=np.int64).reshape(-1)
+    D = counts.size
+    K = hr_output_size(D)
+    p_in = hr_in_probability(epsilon)
+    cols = np.arange(K, dtype=np.uint64)[None, :]
+
+    def columns(rows: np.ndarray) -> np.ndarray:
+        in_set = (np.bitwise_count((rows.astype(np.uint64) + np.uint64(1))[:, None] & cols) & 1) == 0
+        return np.where(in_set, 2.0 * p_in / K, 2.0 * (1.0 - p_in) / K)
+
+    return ReportHistogram(_multinomial_rows(counts, columns, K, rng), int(counts.sum()))
+
+
+# ---------------------------------------------------------------------------
+# OLH (optimised local hashing)
+# ---------------------------------------------------------------------------
+
+#: Prime modulus of the universal hash family (Mersenne prime 2^31 - 1).
+OLH_PRIME = (1 << 31) - 1
+#: Cap on the number of buckets: beyond it (epsilon > ~13.9) hashing gains nothing measurable.
+OLH_MAX_BUCKETS = 1 << 20
+
+
+def olh_buckets(epsilon: float) -> int:
+    """g = round(e^eps + 1), the variance-optimal number of buckets (USENIX'17 Sec. 4.4; grid paper Sec. 2.3)."""
+    if epsilon > math.log(OLH_MAX_BUCKETS):
+        return OLH_MAX_BUCKETS
+    return max(2, int(round(math.exp(epsilon) + 1)))
+
+
+def olh_probabilities(epsilon: float, g: int) -> tuple[float, float]:
+    """(p, q) of the bucket perturbation, grid paper eq. 2: p = e^eps/(e^eps+g-1), q = 1/(e^eps+g-1)."""
+    denom = math.exp(epsilon) + g - 1
+    return math.exp(epsilon) / denom, 1.0 / denom
+
+
+def _olh_decode(seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    seeds = np.asarray(seeds, dtype=np.uint64)
+    P = np.uint64(OLH_PRIME)
+    return seeds // P + np.uint64(1), seeds % P
+
+
+def _bucket_starts(g: int) -> np.ndarray:
+    """L_y = ceil(y P / g): hash value z falls in bucket y iff L_y <= z < L_{y+1}."""
+    y = np.arange(g + 1, dtype=np.uint64)
+    return (y * np.uint64(OLH_PRIME) + np.uint64(g - 1)) // np.uint64(g)
+
+
+def olh_hash(seeds: np.ndarray, values: np.ndarray, g: int) -> np.ndarray:
+    """H_seed(v) = floor(((a v + b) mod P) g / P) with (a, b) = (seed // P + 1, seed mod P).
+
+    A Carter-Wegman universal family over the prime P = 2^31 - 1 (a in [1, P),
+    b in [0, P)); H(v) is uniform on the buckets and two distinct values collide
+    with probability 1/g up to an error below g/P (< 5e-4 even at the 2^20-bucket
+    cap, below 1e-8 for epsilon <= 3). Broadcasts seeds against values.
+    """
+    a, b = _olh_decode(seeds)
+    z = (a * np.asarray(values, dtype=np.uint64) + b) % np.uint64(OLH_PRIME)
+    return ((z * np.uint64(g)) // np.uint64(OLH_PRIME)).astype(np.int64)
+
+
+def olh_perturb(values: np.ndarray, domain_size: int, epsilon: float, rng: np.random.Generator,
+                g: int | None = None) -> OLHReports:
+    """Client half of OLH: draw a hash function, hash the value, perturb the bucket by eq. 2."""
+    v = _as_values(values, domain_size)
+    require(domain_size < OLH_PRIME, f"OLH's hash family supports at most {OLH_PRIME - 1:,} values")
+    g = olh_buckets(epsilon) if g is None else int(g)
+    require(g >= 2, f"OLH needs at least 2 buckets, got {g}")
+    seeds = rng.integers(0, (OLH_PRIME - 1) * OLH_PRIME, size=len(v), dtype=np.uint64)
+    hashed = olh_hash(seeds, v, g)
+    p, _ = olh_probabilities(epsilon, g)
+    keep = rng.random(len(v)) < p
+    other = rng.integers(0, g - 1, size=len(v))
+    other += other >= hashed
+    return OLHReports(seeds, np.where(keep, hashed, other), g)
+
+
+def _olh_support_chunk(a: np.ndarray, b: np.ndarray, buckets: np.ndarray, starts: np.ndarray,
+                       domain_size: int) -> np.ndarray:
+    """Support counts of one chunk of users: a loop over values, vectorised over users (uint32).
+
+    For each user keep z = (a v + b - L_y) mod P as v steps by one (z += a, then
+    one conditional subtraction of P), so the user supports v iff z < L_{y+1} - L_y.
+    """
+    P = np.uint32(OLH_PRIME)
+    lo = starts[buckets]
+    width = (starts[buckets + 1] - lo).astype(np.uint32)
+    z = ((b + np.uint64(OLH_PRIME) - lo) % np.uint64(OLH_PRIME)).astype(np.uint32)
+    step = a.astype(np.uint32)
+    tmp = np.empty_like(z)
+    hit = np.empty(z.shape, dtype=bool)
+    out = np.empty(domain_size, dtype=np.int64)
+    for v in range(domain_size):
+        if v:
+            np.add(z, step, out=z)                 # < 2^32: both terms < 2^31
+            np.subtract(z, P, out=tmp)             # wraps to a huge value when z < P
+            np.minimum(z, tmp, out=z)
+        np.less(z, width, out=hit)
+        out[v] = np.count_nonzero(hit)
+    return out
+
+
+def olh_support_counts(reports: OLHReports, domain_size: int, chunk: int = 1 << 17,
+                       threads: int = 2) -> np.ndarray:
+    """Sup(v) for every v in [0, D): how many users' reports satisfy x'_u = H_u(v) (grid paper Sec. 2.3).
+
+    Exact: every user's own hash function is evaluated on every value (n x D
+    evaluations in uint32 integer arithmetic, chunked over users, chunks spread
+    over ``threads`` threads; numpy releases the GIL inside each operation).
+    """
+    a, b = _olh_decode(reports.seeds)
+    buckets = np.asarray(reports.buckets, dtype=np.int64)
+    starts = _bucket_starts(reports.g)
+    n = len(buckets)
+    bounds = [(s, min(s + chunk, n)) for s in range(0, n, chunk)]
+    if not bounds:
+        return np.zeros(domain_size, dtype=np.int64)
+
+    def work(bound: tuple[int, int]) -> np.ndarray:
+        s, e = bound
+        return _olh_support_chunk(a[s:e], b[s:e], buckets[s:e], starts, domain_size)
+
+    if threads > 1 and len(bounds) > 1:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            parts = list(pool.map(work, bounds))
+    else:
+        parts = [work(bd) for bd in bounds]
+    return np.sum(parts, axis=0)
+
+
+def olh_support_probabilities(epsilon: float, g: int) -> tuple[float, float]:
+    """(p*, q*) of OLH as a pure protocol: p* = e^eps/(e^eps+g-1), q* = 1/g."""
+    return olh_probabilities(epsilon, g)[0], 1.0 / g
+
+
+def olh_estimate_counts(reports: OLHReports | SupportCounts, domain_size: int, epsilon: float,
+                        g: int | None = None) -> np.ndarray:
+    """Server half of OLH: Phi(v) by grid paper eq. 3 for every v (may be negative)."""
+    if isinstance(reports, SupportCounts):
+        support, n = reports.support, reports.n
+        g = olh_buckets(epsilon) if g is None else g
+    else:
+        support, n, g = olh_support_counts(reports, domain_size), len(reports.buckets), reports.g
+    p_star, q_star = olh_support_probabilities(epsilon, g)
+    return pure_estimate_counts(support, n, p_star, q_star)
+
+
+def olh_hash_channel(seed: int, domain_size: int, epsilon: float, g: int) -> np.ndarray:
+    """P[y, x] of OLH for one fixed hash function (the per-hash-function channel), shape (g, D)."""
+    hashed = olh_hash(np.uint64(seed), np.arange(domain_size), g)
+    p, q = olh_probabilities(epsilon, g)
+    P = np.full((g, domain_size), q)
+    P[hashed, np.arange(domain_size)] = p
+    return P
+
+
+def olh_aggregate_support(true_counts: np.ndarray, epsilon: float, rng: np.random.Generator,
+                          g: int | None = None) -> SupportCounts:
+    """Aggregate path of OLH: Sup(v) ~ Bin(n_v, p*) + Bin(n - n_v, 1/g), independent over v.
+
+    Exact for a fully random hash family (given a user's report, the hash values
+    of the other values are independent and uniform); the per-user universal
+    family matches it in every per-value marginal.
+    """
+    counts = np.asarray(true_counts, dtype=np.int64).reshape(-1)
+    g = olh_buckets(epsilon) if g is None else int(g)
+    n = int(counts.sum())
+    p_star, q_star = olh_support_probabilities(epsilon, g)
+    return SupportCounts(rng.binomial(counts, p_star) + rng.binomial(n - counts, q_star), n)
+
+
+def olh_variance(n: int, true_counts: np.ndarray | float, epsilon: float, g: int | None = None) -> np.ndarray:
+    """Exact variance of the OLH estimate (USENIX'17 eq. 4 with p* and q* = 1/g)."""
+    g = olh_buckets(epsilon) if g is None else g
+    return pure_variance(n, true_counts, *olh_support_probabilities(epsilon, g))
+
+
+# ---------------------------------------------------------------------------
+# OUE (optimised unary encoding)
+# ---------------------------------------------------------------------------
+
+def oue_probabilities(epsilon: float) -> tuple[float, float]:
+    """(p, q) of OUE: the user's own bit is 1 w.p. 1/2, every other bit w.p. 1/(e^eps + 1) (USENIX'17 Sec. 4.3)."""
+    return 0.5, 1.0 / (math.exp(epsilon) + 1.0)
+
+
+def oue_perturb(values: np.ndarray, domain_size: int, epsilon: float, rng: np.random.Generator,
+                chunk: int = 1 << 14) -> OUEReports:
+    """Client half of OUE: one-hot encode, then report each bit independently (packed bits)."""
+    v = _as_values(values, domain_size)
+    p, q = oue_probabilities(epsilon)
+    n = len(v)
+    packed = np.empty((n, (domain_size + 7) // 8), dtype=np.uint8)
+    rows = max(1, min(chunk, (1 << 22) // max(domain_size, 1)))
+    for s in range(0, n, rows):
+        e = min(s + rows, n)
+        bits = rng.random((e - s, domain_size)) < q
+        bits[np.arange(e - s), v[s:e]] = rng.random(e - s) < p
+        packed[s:e] = np.packbits(bits, axis=1)
+    return OUEReports(packed, domain_size)
+
+
+def oue_support_counts(reports: OUEReports) -> np.ndarray:
+    """How many reports have bit v set, for every v."""
+    D = reports.domain_size
+    out = np.zeros(D, dtype=np.int64)
+    rows = max(1, (1 << 22) // max(D, 1))
+    for s in range(0, len(reports.packed), rows):
+        out += np.unpackbits(reports.packed[s:s + rows], axis=1, count=D).sum(axis=0, dtype=np.int64)
+    return out
+
+
+def oue_estimate_counts(reports: OUEReports | SupportCounts, domain_size: int, epsilon: float) -> np.ndarray:
+    """Server half of OUE: unbiased count per value (may be negative)."""
+    if isinstance(reports, SupportCounts):
+        support, n = reports.support, reports.n
+    else:
+        support, n = oue_support_counts(reports), len(reports.packed)
+    return pure_estimate_counts(support, n, *oue_probabilities(epsilon))
+
+
+def oue_aggregate_support(true_counts: np.ndarray, epsilon: float, rng: np.random.Generator) -> SupportCounts:
+    """Aggregate path of OUE: bit v's count ~ Bin(n_v, 1/2) + Bin(n - n_v, q), independent over v. Exact."""
+    counts = np.asarray(true_counts, dtype=np.int64).reshape(-1)
+    n = int(counts.sum())
+    p, q = oue_probabilities(epsilon)
+    return SupportCounts(rng.binomial(counts, p) + rng.binomial(n - counts, q), n)
+
+
+def oue_bit_channel(epsilon: float) -> np.ndarray:
+    """Per-bit channel: rows = reported bit (0, 1), columns = (bit is the user's own, bit is another)."""
+    p, q = oue_probabilities(epsilon)
+    return np.array([[1 - p, 1 - q], [p, q]])
+
+
+# ---------------------------------------------------------------------------
+# One entry point over every oracle (used by the grid decompositions)
+# ---------------------------------------------------------------------------
+
+ORACLES = ("grr", "olh", "oue", "hr")
+
+
+def oracle_counts(oracle: str, values: np.ndarray, domain_size: int, epsilon: float, rng: np.random.Generator,
+                  path: str = "per-user") -> np.ndarray:
+    """Run frequency oracle ``oracle`` on ``values`` in [0, D): client and server halves, unbiased counts."""
+    require(oracle in ORACLES, f"unknown frequency oracle {oracle!r}; choose one of {', '.join(ORACLES)}")
+    require(path in PATHS, f"path must be one of {', '.join(PATHS)}; got {path!r}")
+    if path == "aggregate":
+        true_counts = np.bincount(_as_values(values, domain_size), minlength=domain_size)
+        if oracle == "grr":
+            return grr_estimate_counts(grr_aggregate_histogram(true_counts, epsilon, rng), domain_size, epsilon)
+        if oracle == "hr":
+            return hr_estimate_counts(hr_aggregate_histogram(true_counts, epsilon, rng), domain_size, epsilon)
+        if oracle == "olh":
+            return olh_estimate_counts(olh_aggregate_support(true_counts, epsilon, rng), domain_size, epsilon)
+        return oue_estimate_counts(oue_aggregate_support(true_counts, epsilon, rng), domain_size, epsilon)
+    if oracle == "grr":
+        return grr_estimate_counts(grr_perturb(values, domain_size, epsilon, rng), domain_size, epsilon)
+    if oracle == "hr":
+        return hr_estimate_counts(hr_perturb(values, domain_size, epsilon, rng), domain_size, epsilon)
+    if oracle == "olh":
+        return olh_estimate_counts(olh_perturb(values, domain_size, epsilon, rng), domain_size, epsilon)
+    return oue_estimate_counts(oue_perturb(values, domain_size, epsilon, rng), domain_size, epsilon)
+
+
+def oracle_variance(oracle: str, n: int, true_counts: np.ndarray | float, domain_size: int,
+                    epsilon: float) -> np.ndarray:
+    """Analytical variance of each oracle's unbiased count."""
+    if oracle == "grr":
+        return pure_variance(n, true_counts, *grr_probabilities(domain_size, epsilon))
+    if oracle == "olh":
+        return olh_variance(n, true_counts, epsilon)
+    if oracle == "oue":
+        return pure_variance(n, true_counts, *oue_probabilities(epsilon))
+    if oracle == "hr":
+        return hr_variance(n, true_counts, epsilon)
+    raise ValueError(f"unknown oracle {oracle!r}")
+
+
+# ---------------------------------------------------------------------------
+# Mechanisms over the d x d evaluation grid
+# ---------------------------------------------------------------------------
+
+_PROJECTION = Param("projection", str, "clip",
+                    "how unbiased counts (which can be negative) become the map's distribution: 'clip' "
+                    "(zero the negatives) or 'norm-sub' (Wang et al. NDSS'20)", choices=("clip", "norm-sub"))
+
+
+def _path_param(what: str) -> Param:
+    return Param("path", str, "per-user",
+                 f"'per-user' simulates every phone; 'aggregate' draws {what} directly from its exact "
+                 "distribution (same result in distribution, faster when users far outnumber cells)",
+                 choices=PATHS)
 
 
 @register
@@ -43,61 +617,177 @@ class Exact(Mechanism):
         return np.eye(self.grid.n_cells)
 
 
+class _GridOracle(Mechanism):
+    """Shared server side: unbiased counts -> (d, d) raw estimate -> projected distribution."""
+
+    family = FAMILY_FO
+    privacy_model = LDP
+
+    def _true_counts(self, users: Binned) -> np.ndarray:
+        return np.bincount(np.asarray(users.cells, dtype=np.int64), minlength=self.grid.n_cells)
+
+    def estimate_counts(self, reports) -> np.ndarray:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _n_reports(self, reports) -> int:
+        if isinstance(reports, (ReportHistogram, SupportCounts)):
+            return reports.n
+        if isinstance(reports, OLHReports):
+            return len(reports.buckets)
+        if isinstance(reports, OUEReports):
+            return len(reports.packed)
+        return len(reports)
+
+    def estimate(self, reports) -> Estimate:
+        d = self.grid.side
+        raw = self.estimate_counts(reports).reshape(d, d)
+        density = to_distribution(raw, self.projection)
+        info = {"reports": self._n_reports(reports), "domain size": self.grid.n_cells, "path": self.path}
+        info.update(self._info())
+        return Estimate(density, raw=raw, info=info)
+
+    def _info(self) -> dict:
+        return {}
+
+
 @register
-class GRR(Mechanism):
+class GRR(_GridOracle):
     """Generalised randomised response over the d x d cells.
 
     Keep the true cell with p = e^eps / (e^eps + D - 1), otherwise report one of
     the other D - 1 cells uniformly, q = 1 / (e^eps + D - 1) each (L-SRR eq. 1).
     Server: unbiased counts c_hat(v) = (C(v) - n q) / (p - q) (USENIX'17 Sec. 4.1),
-    then a projection to a distribution (``projection``).
+    then a projection to a distribution (``projection``). ``path='aggregate'``
+    draws the report histogram as one multinomial per true cell.
     """
 
     name = "grr"
     label = "GRR (generalised randomised response)"
-    family = FAMILY_FO
-    privacy_model = LDP
     reference = "l-srr-staircase-randomized-response.md eq. (1); Wang et al. USENIX Security'17 Sec. 4.1"
     summary = ("Each phone keeps its true cell with a boosted probability, otherwise names a cell uniformly at "
                "random; the server corrects the counts for the known noise.")
-    params = (Param("projection", str, "clip", "how negative unbiased counts become a distribution",
-                    choices=("clip", "norm-sub")),)
+    params = (_PROJECTION, _path_param("the report histogram (a multinomial per true cell)"))
     has_channel = True
 
     def setup(self) -> None:
-        D = self.grid.n_cells
-        # exp(eps) is at most e^50 here; computed in log space for the ratio to stay exact.
-        denom = math.exp(self.epsilon) + D - 1
-        self.p = math.exp(self.epsilon) / denom
-        self.q = 1.0 / denom
+        self.p, self.q = grr_probabilities(self.grid.n_cells, self.epsilon)
 
-    def perturb(self, users: Binned, rng: np.random.Generator) -> np.ndarray:
-        cells = np.asarray(users.cells, dtype=np.int64)
-        D = self.grid.n_cells
-        if D == 1:
-            return cells.copy()
-        keep = rng.random(len(cells)) < self.p
-        other = rng.integers(0, D - 1, size=len(cells))
-        other += other >= cells
-        return np.where(keep, cells, other)
+    def perturb(self, users: Binned, rng: np.random.Generator) -> np.ndarray | ReportHistogram:
+        if self.path == "aggregate":
+            return grr_aggregate_histogram(self._true_counts(users), self.epsilon, rng)
+        return grr_perturb(users.cells, self.grid.n_cells, self.epsilon, rng)
 
-    def estimate_counts(self, reports: np.ndarray) -> np.ndarray:
+    def estimate_counts(self, reports: np.ndarray | ReportHistogram) -> np.ndarray:
         """Unbiased count estimate for every cell (may be negative)."""
-        observed = np.bincount(np.asarray(reports, dtype=np.int64), minlength=self.grid.n_cells).astype(float)
-        if self.grid.n_cells == 1:
-            return observed
-        n = observed.sum()
-        return (observed - n * self.q) / (self.p - self.q)
+        return grr_estimate_counts(reports, self.grid.n_cells, self.epsilon)
 
-    def estimate(self, reports: np.ndarray) -> Estimate:
-        raw = self.estimate_counts(reports).reshape(self.grid.side, self.grid.side)
-        density = to_distribution(raw, self.projection)
-        return Estimate(density, raw=raw, info={"reports": int(len(reports)), "p": self.p, "q": self.q})
+    def _info(self) -> dict:
+        return {"p": self.p, "q": self.q}
 
     def channel(self) -> np.ndarray:
-        D = self.grid.n_cells
-        if D == 1:
-            return np.ones((1, 1))
-        P = np.full((D, D), self.q)
-        np.fill_diagonal(P, self.p)
-        return P
+        return grr_channel(self.grid.n_cells, self.epsilon)
+
+
+@register
+class OLH(_GridOracle):
+    """Optimised local hashing over the d x d cells (grid paper Sec. 2.3, eq. 2-3; USENIX'17 Sec. 4.4).
+
+    Each phone draws its own hash function from a universal family (see
+    :func:`olh_hash`), hashes its cell into g = round(e^eps + 1) buckets and
+    perturbs the bucket by eq. 2; the report is <hash seed, bucket>. The server
+    evaluates every user's hash on every cell (support counts) and applies eq. 3.
+    The full channel over (seed, bucket) is not a matrix we can list; the
+    per-hash-function channel (:func:`olh_hash_channel`) is what the tests check.
+    """
+
+    name = "olh"
+    label = "OLH (optimised local hashing)"
+    reference = ("grid-decompositions-ug-privag-aag.md Sec. 2.3 eq. (2)-(3); Wang et al. USENIX Security'17 "
+                 "Sec. 4.4")
+    summary = ("Each phone hashes its cell into a few buckets with its own random hash function and reports a "
+               "noisy bucket; the server counts, for every cell, the reports consistent with it.")
+    params = (_PROJECTION, _path_param("the support counts (independent binomials per cell)"))
+
+    def setup(self) -> None:
+        self.g = olh_buckets(self.epsilon)
+
+    def perturb(self, users: Binned, rng: np.random.Generator) -> OLHReports | SupportCounts:
+        if self.path == "aggregate":
+            return olh_aggregate_support(self._true_counts(users), self.epsilon, rng, self.g)
+        return olh_perturb(users.cells, self.grid.n_cells, self.epsilon, rng, self.g)
+
+    def estimate_counts(self, reports: OLHReports | SupportCounts) -> np.ndarray:
+        return olh_estimate_counts(reports, self.grid.n_cells, self.epsilon, self.g)
+
+    def _info(self) -> dict:
+        return {"buckets g": self.g}
+
+
+@register
+class OUE(_GridOracle):
+    """Optimised unary encoding over the d x d cells (USENIX'17 Sec. 4.3).
+
+    One bit per cell; the own bit is reported as 1 with p = 1/2, every other bit
+    as 1 with q = 1/(e^eps + 1), independently. Reports are D bits per user.
+    """
+
+    name = "oue"
+    label = "OUE (optimised unary encoding)"
+    reference = "Wang et al. USENIX Security'17 Sec. 4.3 (cited by grid-decompositions-ug-privag-aag.md Sec. 3.1)"
+    summary = ("Each phone sends one noisy yes/no bit for every cell; the server counts the yeses per cell and "
+               "corrects for the known noise.")
+    params = (_PROJECTION, _path_param("the bit counts (independent binomials per cell)"))
+    has_channel = False
+
+    def setup(self) -> None:
+        self.p, self.q = oue_probabilities(self.epsilon)
+
+    def perturb(self, users: Binned, rng: np.random.Generator) -> OUEReports | SupportCounts:
+        if self.path == "aggregate":
+            return oue_aggregate_support(self._true_counts(users), self.epsilon, rng)
+        require(len(users.cells) * self.grid.n_cells <= 1 << 34,
+                f"OUE per-user reports for {len(users.cells):,} users x {self.grid.n_cells:,} cells do not fit "
+                "in memory; use path='aggregate' or a coarser grid")
+        return oue_perturb(users.cells, self.grid.n_cells, self.epsilon, rng)
+
+    def estimate_counts(self, reports: OUEReports | SupportCounts) -> np.ndarray:
+        return oue_estimate_counts(reports, self.grid.n_cells, self.epsilon)
+
+    def _info(self) -> dict:
+        return {"p": self.p, "q": self.q}
+
+
+@register
+class HR(_GridOracle):
+    """Hadamard response over the d x d cells (Acharya et al. AISTATS'19; L-SRR Sec. 3.5, ref. [38]).
+
+    Reports are one of K = 2^ceil(log2(D+1)) Hadamard columns (log2 K bits);
+    see :func:`hr_perturb` and :func:`hr_estimate_counts`.
+    """
+
+    name = "hr"
+    label = "HR (Hadamard response)"
+    reference = "l-srr-staircase-randomized-response.md Sec. 3.5 and ref. [38] (Acharya, Sun, Zhang AISTATS'19)"
+    summary = ("Each phone reports one code word, drawn with a boosted probability from a set tied to its cell "
+               "by a Hadamard matrix; the server inverts the code with one fast transform.")
+    params = (_PROJECTION, _path_param("the report histogram (a multinomial per true cell)"))
+    has_channel = True
+
+    def setup(self) -> None:
+        self.K = hr_output_size(self.grid.n_cells)
+
+    def perturb(self, users: Binned, rng: np.random.Generator) -> np.ndarray | ReportHistogram:
+        if self.path == "aggregate":
+            return hr_aggregate_histogram(self._true_counts(users), self.epsilon, rng)
+        return hr_perturb(users.cells, self.grid.n_cells, self.epsilon, rng)
+
+    def estimate_counts(self, reports: np.ndarray | ReportHistogram) -> np.ndarray:
+        return hr_estimate_counts(reports, self.grid.n_cells, self.epsilon)
+
+    def _info(self) -> dict:
+        return {"outputs K": self.K}
+
+    def channel(self) -> np.ndarray:
+        """P[y, x], shape (K, D); built for grids up to 64 x 64."""
+        require(self.grid.n_cells <= 4096, "the HR channel matrix is built only for grids up to 64 x 64")
+        return hr_channel(self.grid.n_cells, self.epsilon)
