@@ -147,6 +147,44 @@ def grid_domain(grid: Grid) -> LocationDomain:
     return LocationDomain(codes=codes[order], n_bits=2 * levels, rects=rects, kind="grid", level=levels, cells=cells)
 
 
+def build_location_domain(grid: Grid, users: Binned, kind: str, level: int | None) -> LocationDomain:
+    """Occupied tiles at ``level`` (default :func:`default_level`, coarsened to fit) or the grid's cells."""
+    if kind == "grid":
+        return grid_domain(grid)
+    require(len(users.cells) > 0, "this mechanism needs at least one user inside the region")
+    if level is not None:
+        dom = occupied_domain(grid, users.unit, level)
+        require(dom.size <= MAX_DOMAIN_SIZE,
+                f"at quadkey level {level} the users occupy {dom.size} tiles; at most {MAX_DOMAIN_SIZE} are "
+                f"supported. Choose a coarser level (smaller number).")
+        return dom
+    level = default_level(grid)
+    dom = occupied_domain(grid, users.unit, level)
+    while dom.size > MAX_DOMAIN_SIZE and level > 1:
+        level -= 1
+        dom = occupied_domain(grid, users.unit, level)
+    return dom
+
+
+def domain_positions(grid: Grid, domain: LocationDomain, users: Binned) -> np.ndarray:
+    """Each user's position in the sorted domain."""
+    if domain.kind == "grid":
+        inverse = np.empty(domain.size, dtype=np.int64)
+        inverse[domain.cells] = np.arange(domain.size)
+        return inverse[np.asarray(users.cells, dtype=np.int64)]
+    return domain.index_of(user_codes(grid, users.unit, domain.level))
+
+
+def domain_to_grid(grid: Grid, domain: LocationDomain, probs: np.ndarray) -> tuple[np.ndarray, Partition | None]:
+    """A distribution over the domain -> (d, d) density (area-proportional for tiles) and its partition."""
+    if domain.kind == "grid":
+        density = np.zeros(grid.n_cells)
+        density[domain.cells] = probs
+        return density.reshape(grid.side, grid.side), None
+    partition = Partition(domain.rects, probs)
+    return to_distribution(partition.to_grid(grid.side), "clip"), partition
+
+
 # ---------------------------------------------------------------------------
 # Offline part: groups, m, c and the staircase probabilities (Sec. 3.2-3.3)
 # ---------------------------------------------------------------------------
@@ -648,28 +686,10 @@ class SRR(Mechanism):
     # ---- domain -----------------------------------------------------------
     def build_domain(self, users: Binned) -> LocationDomain:
         """The public domain for these users (see the class docstring)."""
-        if self.domain == "grid":
-            return grid_domain(self.grid)
-        require(len(users.cells) > 0, "SRR needs at least one user inside the region")
-        if self.level is not None:
-            dom = occupied_domain(self.grid, users.unit, self.level)
-            require(dom.size <= MAX_DOMAIN_SIZE,
-                    f"at quadkey level {self.level} the users occupy {dom.size} tiles; SRR handles at most "
-                    f"{MAX_DOMAIN_SIZE}. Choose a coarser level (smaller number).")
-            return dom
-        level = default_level(self.grid)
-        dom = occupied_domain(self.grid, users.unit, level)
-        while dom.size > MAX_DOMAIN_SIZE and level > 1:
-            level -= 1
-            dom = occupied_domain(self.grid, users.unit, level)
-        return dom
+        return build_location_domain(self.grid, users, self.domain, self.level)
 
     def positions(self, domain: LocationDomain, users: Binned) -> np.ndarray:
-        if domain.kind == "grid":
-            inverse = np.empty(domain.size, dtype=np.int64)
-            inverse[domain.cells] = np.arange(domain.size)
-            return inverse[np.asarray(users.cells, dtype=np.int64)]
-        return domain.index_of(user_codes(self.grid, users.unit, domain.level))
+        return domain_positions(self.grid, domain, users)
 
     def plan(self, domain: LocationDomain) -> StaircasePlan:
         return cached_plan(domain, self.epsilon, self.groups)
@@ -694,14 +714,7 @@ class SRR(Mechanism):
             raw = hadamard_estimate(plan, counts)
             probs = to_distribution(raw, self.projection)
             info.update(solver=plan._lu["method"], identifiable_rank=plan._lu["rank"])
-        if domain.kind == "grid":
-            density = np.zeros(self.grid.n_cells)
-            density[domain.cells] = probs
-            density = density.reshape(self.grid.side, self.grid.side)
-            partition = None
-        else:
-            partition = Partition(domain.rects, probs)
-            density = to_distribution(partition.to_grid(self.grid.side), "clip")
+        density, partition = domain_to_grid(self.grid, domain, probs)
         info.update({
             "reports": int(len(reports.positions)), "domain": domain.kind, "domain_size": domain.size,
             "level": domain.level, "groups_m": plan.m, "c": plan.c, "epsilon_target": plan.epsilon_target,
