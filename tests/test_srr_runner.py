@@ -29,11 +29,12 @@ def test_runner_gives_finite_metrics_and_a_distribution(mechanism):
         assert est.density.sum() == pytest.approx(1.0, abs=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mechanism", ["srr", "olh-h", "pldp"])
 def test_cli_run_json(mechanism):
     """`python -m ldpviz run --mechanism X --json` prints one JSON summary with finite L1 in [0, 2]."""
     out = subprocess.run([sys.executable, "-m", "ldpviz", "run", "--mechanism", mechanism, "--json",
-                          "--dataset", "normal", "--grid", "8", "--users", "2000"],
+                          "--region", "Downtown", "--grid", "8", "--users", "2000"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr
