@@ -1,24 +1,98 @@
-"""ldpviz dashboard — Explore (landing page)."""
+"""ldpviz dashboard — the router and the Explore page (the landing page).
 
+True and estimated densities side by side, live accuracy readouts, and a plain
+summary. Everything computed comes from ldpviz (Scenario -> Result) through
+dashboard.compute.cached_run; the figures are built in ldpviz.viz. The other pages
+live in pages/ and are listed in the navigation at the bottom of this file.
+"""
+
+import time
+
+import numpy as np
 import streamlit as st
 
-from ldpviz import Grid, datasets, viz
+from dashboard import compute, session, ui
+from ldpviz import viz
+from ldpviz.domain import Grid
 
-st.set_page_config(page_title="ldpviz — Explore", layout="wide")
+def explore() -> None:
+    """True and estimated densities side by side, live readouts, plain summary, exports."""
+    cfg = session.setup_page("Explore")
+    st.title("Explore: what private collection does to a map")
+
+    data = session.data_controls(cfg)
+    session.privacy_controls(cfg)
+    st.sidebar.header("Mechanism")
+    mechanism = session.mechanism_picker(cfg)
+    run_params = {}
+    with session.guard("the mechanism parameters"):
+        grid = Grid(data.region, int(cfg["grid_side"])) if data is not None else None
+        run_params = session.param_controls(cfg, mechanism, grid)
+    session.run_controls(cfg)
+    session.sync_url(cfg)
+
+    if data is None:
+        st.stop()
+
+    with session.guard("this scenario"):
+        scenario = session.scenario(cfg, data, params=run_params)
+        started = time.perf_counter()
+        with st.spinner("Perturbing, estimating and scoring ..."):
+            result = compute.run_scenario(scenario)
+        waited = time.perf_counter() - started
+        cached = waited < 0.5 * result.timings["total"]
+
+        ss = st.session_state
+        last = ss.get("explore_last")
+        if last is None or last[0] != repr(scenario):
+            ss["explore_prev"] = last[1] if last else None
+            ss["explore_last"] = (repr(scenario), result.mean())
+        previous = ss.get("explore_prev")
+
+        ui.readouts(result, previous, waited, cached)
+        st.markdown(ui.summary_sentence(result))
+        st.caption(f"{result.guarantee}. " + " ".join(result.notes))
+
+        est = result.estimate
+        vmax = float(max(result.true_density.max(), est.density.max()))
+        true_deck = viz.density_deck(result.grid, result.true_density, vmax=vmax)
+        est_deck = viz.estimate_deck(result.grid, est.density, est.partition, vmax=vmax)
+        diff = session.bind(cfg, "show_difference", st.toggle, "Show the difference map (estimate − truth)")
+        session.sync_url(cfg)
+        left, right = st.columns(2)
+        with left:
+            st.subheader("True density")
+            st.pydeck_chart(true_deck, height=440, key="map:true")
+        with right:
+            if diff:
+                st.subheader("Difference: estimate − truth")
+                diff_deck = viz.difference_deck(result.grid, result.true_density, est.density)
+                st.pydeck_chart(diff_deck, height=440, key="map:diff")
+            else:
+                label = "Estimated density" + ("" if viz.is_uniform_partition(est.partition, result.grid.side)
+                                               else f" ({len(est.partition)} adaptive rectangles)")
+                st.subheader(label)
+                st.pydeck_chart(est_deck, height=440, key="map:est")
+        if diff:
+            vabs = float(np.abs(est.density - result.true_density).max())
+            st.html(viz.legend_html(vabs, "estimate − truth, share of users per cell", diverging=True))
+        else:
+            st.html(viz.legend_html(vmax))
+        st.caption(f"{result.grid.side} × {result.grid.side} cells of {result.grid.cell_m:,.0f} m; both maps share "
+                   "one colour scale and one view. No basemap is needed: the outline and light grid frame the region.")
+        if est.info:
+            with st.expander("What the server received"):
+                st.json({k: (v if isinstance(v, (int, float, str, bool)) else str(v)) for k, v in est.info.items()})
+        ui.export_section(cfg, result, {"true": true_deck, "estimate": est_deck}, data.upload_filename)
 
 
-@st.cache_data(show_spinner="Loading the dataset ...")
-def true_density(name: str, side: int):
-    data = datasets.load(name)
-    grid = Grid(data.default_region, side)
-    binned = grid.bin_lonlat(data.lon, data.lat)
-    return data, grid, grid.histogram(binned.cells) / max(len(binned.cells), 1), binned.n_outside
-
-
-st.title("ldpviz — private location data, visualised")
-name = st.sidebar.selectbox("Dataset", datasets.names())
-side = st.sidebar.slider("Grid side d", 4, 128, 32)
-data, grid, density, outside = true_density(name, side)
-st.caption(f"{data.label}: {data.n:,} points; region side {grid.region.side_m / 1000:.1f} km, "
-           f"{grid.cell_m:,.0f} m cells. {outside:,} points outside the region.")
-st.pydeck_chart(viz.density_deck(grid, density))
+PAGES = [
+    st.Page(explore, title="Explore", icon=":material/map:", default=True),
+    st.Page("pages/1_Compare.py", title="Compare", icon=":material/compare:", url_path="Compare"),
+    st.Page("pages/2_Trade-offs.py", title="Trade-offs", icon=":material/show_chart:", url_path="Trade-offs"),
+    st.Page("pages/3_Mechanisms.py", title="Mechanisms", icon=":material/shuffle:", url_path="Mechanisms"),
+    st.Page("pages/4_Data.py", title="Data", icon=":material/upload_file:", url_path="Data"),
+    st.Page("pages/5_Privacy_audit.py", title="Privacy audit", icon=":material/verified_user:",
+            url_path="Privacy_audit"),
+]
+st.navigation(PAGES).run()

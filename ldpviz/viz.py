@@ -7,9 +7,12 @@ outline and a light grid, so they read well even when basemap tiles cannot load.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
 import pydeck as pdk
 
 from ldpviz.domain import Grid, Region
+from ldpviz.partition import Partition
 
 #: Sequential colour ramp (light yellow -> dark red), RGB.
 RAMP = np.array([[255, 255, 204], [254, 217, 118], [253, 141, 60], [227, 26, 28], [128, 0, 38]], dtype=float)
@@ -28,9 +31,13 @@ def colours(values: np.ndarray, vmax: float, alpha: int = 200) -> np.ndarray:
     return np.hstack([rgb, a]).round().astype(int)
 
 
-def view_state(region: Region) -> pdk.ViewState:
-    """A view that frames the region (zoom from its side length)."""
-    zoom = float(np.clip(np.log2(40_075_000 * np.cos(np.radians(region.center_lat)) / region.side_m) - 1.2, 1, 20))
+def view_state(region: Region, pixels: float = 340.0) -> pdk.ViewState:
+    """A view that frames the region: its side spans about ``pixels`` screen pixels.
+
+    deck.gl's Web-Mercator zoom z shows 40 075 km * cos(lat) / (512 * 2^z) metres per pixel.
+    """
+    zoom = float(np.clip(np.log2(40_075_000 * np.cos(np.radians(region.center_lat)) * pixels
+                                 / (512.0 * region.side_m)), 1, 20))
     return pdk.ViewState(longitude=region.center_lon, latitude=region.center_lat, zoom=zoom, pitch=0)
 
 
@@ -50,19 +57,231 @@ def frame_layers(grid: Grid, max_lines: int = 64) -> list[pdk.Layer]:
     ]
 
 
+#: deck.gl accessor building a rectangle from a record's corners (keeps the JSON sent to the browser small).
+RECT_POLYGON = "[[w, s], [e, s], [e, n], [w, n]]"  # pydeck prefixes "@@=" (an expression)
+
+
+def cell_bounds(grid: Grid) -> np.ndarray:
+    """(n_cells, 4) west, south, east, north of every cell in degrees (flat-index order), rounded to 1e-6."""
+    edges = np.arange(grid.side + 1) / grid.side
+    lon_e, _ = grid.region.unit_to_lonlat(np.column_stack([edges, np.zeros_like(edges)]))
+    _, lat_e = grid.region.unit_to_lonlat(np.column_stack([np.zeros_like(edges), edges]))
+    cols, rows = np.meshgrid(np.arange(grid.side), np.arange(grid.side))
+    cols, rows = cols.ravel(), rows.ravel()
+    return np.round(np.column_stack([lon_e[cols], lat_e[rows], lon_e[cols + 1], lat_e[rows + 1]]), 6)
+
+
 def density_records(grid: Grid, density: np.ndarray, vmax: float | None = None) -> list[dict]:
-    """One record per non-empty cell: polygon, share of users (%) and colour."""
+    """One record per non-empty cell: corners (w, s, e, n), share of users (%) and colour."""
     values = np.asarray(density, dtype=float).ravel()
     vmax = float(values.max()) if vmax is None else vmax
     rgba = colours(values, vmax)
-    polys = grid.cell_polygons_lonlat()
-    return [{"polygon": polys[k], "share": round(100 * float(values[k]), 4), "color": rgba[k].tolist(),
-             "cell": int(k)} for k in np.nonzero(values > 0)[0]]
+    bounds = cell_bounds(grid)
+    return [{"w": bounds[k, 0], "s": bounds[k, 1], "e": bounds[k, 2], "n": bounds[k, 3],
+             "share": round(100 * float(values[k]), 4), "color": rgba[k].tolist(), "cell": int(k)}
+            for k in np.nonzero(values > 0)[0]]
 
 
 def density_deck(grid: Grid, density: np.ndarray, vmax: float | None = None, height: int = 420) -> pdk.Deck:
     """A pydeck map of a density on the grid, with the frame layers and a tooltip."""
-    layer = pdk.Layer("PolygonLayer", density_records(grid, density, vmax), get_polygon="polygon",
-                      get_fill_color="color", stroked=False, pickable=True)
+    layer = _polygon_layer(density_records(grid, density, vmax))
     return pdk.Deck(layers=[*frame_layers(grid), layer], initial_view_state=view_state(grid.region),
                     map_style=None, tooltip={"text": "cell {cell}: {share}% of users"}, height=height)
+
+
+#: Diverging ramp for differences (blue = too little estimated, red = too much).
+DIVERGING = np.array([[33, 102, 172], [146, 197, 222], [247, 247, 247], [244, 165, 130], [178, 24, 43]],
+                     dtype=float)
+
+
+def diverging_colours(values: np.ndarray, vabs: float, alpha: int = 210) -> np.ndarray:
+    """RGBA per value on a symmetric blue-white-red ramp over [-vabs, vabs]; zero is transparent."""
+    values = np.asarray(values, dtype=float)
+    t = np.clip(0.5 + 0.5 * (values / vabs if vabs > 0 else np.zeros_like(values)), 0.0, 1.0)
+    pos = t * (len(DIVERGING) - 1)
+    lo = np.floor(pos).astype(int)
+    hi = np.minimum(lo + 1, len(DIVERGING) - 1)
+    frac = (pos - lo)[:, None]
+    rgb = DIVERGING[lo] * (1 - frac) + DIVERGING[hi] * frac
+    a = np.where(values != 0, alpha, 0)[:, None]
+    return np.hstack([rgb, a]).round().astype(int)
+
+
+def is_uniform_partition(partition: Partition | None, side: int) -> bool:
+    """True when ``partition`` is (equivalent to) the plain ``side x side`` grid."""
+    if partition is None:
+        return True
+    if len(partition) != side * side:
+        return False
+    return bool(np.allclose(partition.rects, Partition.uniform(np.zeros((side, side))).rects))
+
+
+def partition_records(region: Region, partition: Partition, side: int, vmax: float) -> list[dict]:
+    """One record per rectangle of an adaptive partition, coloured by its mass per grid-cell area.
+
+    Mass per grid-cell area (mass / (area * d^2)) puts the rectangles on the same
+    colour scale as a d x d density, so adaptive and uniform maps compare directly.
+    """
+    areas = partition.areas
+    per_cell = np.where(areas > 0, partition.mass / np.where(areas > 0, areas, 1.0) / side ** 2, 0.0)
+    rgba = colours(np.clip(per_cell, 0, None), vmax)
+    out = []
+    for k in np.nonzero(per_cell > 0)[0]:
+        x0, y0, x1, y1 = partition.rects[k]
+        lon, lat = region.unit_to_lonlat(np.array([[x0, y0], [x1, y1]]))
+        out.append({"w": round(float(lon[0]), 6), "s": round(float(lat[0]), 6), "e": round(float(lon[1]), 6),
+                    "n": round(float(lat[1]), 6), "share": round(100 * float(partition.mass[k]), 4),
+                    "color": rgba[k].tolist(), "cell": f"rect {k}"})
+    return out
+
+
+def _polygon_layer(records: list[dict], line: bool = False) -> pdk.Layer:
+    """Rectangles from records with corners w, s, e, n (see :data:`RECT_POLYGON`)."""
+    return pdk.Layer("PolygonLayer", records, get_polygon=RECT_POLYGON, get_fill_color="color",
+                     stroked=line, get_line_color=[60, 60, 60, 120], line_width_min_pixels=1 if line else 0,
+                     pickable=True)
+
+
+def highlight_layer(grid: Grid, cells: dict[int, list[int]]) -> pdk.Layer:
+    """Outlines of some cells (flat index -> RGBA), e.g. a user's true cell and report."""
+    polys = grid.cell_polygons_lonlat() if cells else []
+    data = [{"path": polys[int(k)], "color": colour} for k, colour in cells.items() if 0 <= int(k) < grid.n_cells]
+    return pdk.Layer("PathLayer", data, get_path="path", get_color="color", width_min_pixels=3)
+
+
+def estimate_deck(grid: Grid, density: np.ndarray, partition: Partition | None = None, vmax: float | None = None,
+                  height: int = 420, extra_layers: list[pdk.Layer] | None = None) -> pdk.Deck:
+    """A map of an estimate: grid cells, or the adaptive partition's rectangles when it has one."""
+    values = np.asarray(density, dtype=float)
+    vmax = float(values.max()) if vmax is None else vmax
+    if is_uniform_partition(partition, grid.side):
+        layer = _polygon_layer(density_records(grid, values, vmax))
+        tooltip = "cell {cell}: {share}% of users"
+    else:
+        layer = _polygon_layer(partition_records(grid.region, partition, grid.side, vmax), line=True)
+        tooltip = "{cell}: {share}% of users"
+    return pdk.Deck(layers=[*frame_layers(grid), layer, *(extra_layers or [])],
+                    initial_view_state=view_state(grid.region), map_style=None,
+                    tooltip={"text": tooltip}, height=height)
+
+
+def difference_deck(grid: Grid, true_density: np.ndarray, estimate: np.ndarray, height: int = 420) -> pdk.Deck:
+    """Estimated minus true share per cell on a symmetric diverging scale (red: too much)."""
+    diff = (np.asarray(estimate, dtype=float) - np.asarray(true_density, dtype=float)).ravel()
+    vabs = float(np.abs(diff).max()) or 1.0
+    rgba = diverging_colours(diff, vabs)
+    b = cell_bounds(grid)
+    records = [{"w": b[k, 0], "s": b[k, 1], "e": b[k, 2], "n": b[k, 3], "share": round(100 * float(diff[k]), 4),
+                "color": rgba[k].tolist(), "cell": int(k)} for k in np.nonzero(diff != 0)[0]]
+    return pdk.Deck(layers=[*frame_layers(grid), _polygon_layer(records)], initial_view_state=view_state(grid.region),
+                    map_style=None, tooltip={"text": "cell {cell}: estimate - truth = {share} points of %"},
+                    height=height)
+
+
+def output_grid(grid: Grid, n_outputs: int) -> Grid | None:
+    """The grid a channel's outputs live on: the grid itself, or a centred, larger grid of the same cells.
+
+    DAM-like mechanisms report on a grid grown by the disk radius on every side,
+    so their output domain is (d + 2r)^2 cells. Returns None when the outputs are
+    not a square grid around the region (then draw them as a bar chart).
+    """
+    if n_outputs == grid.n_cells:
+        return grid
+    side = int(round(np.sqrt(n_outputs)))
+    if side * side != n_outputs or side < grid.side or (side - grid.side) % 2:
+        return None
+    region = grid.region
+    return Grid(Region(region.center_lon, region.center_lat, grid.cell_m * side, region.name), side)
+
+
+def column_deck(grid: Grid, values: np.ndarray, marks: dict[int, list[int]] | None = None,
+                frame: Grid | None = None, height: int = 360, label: str = "probability") -> pdk.Deck:
+    """A probability vector over a grid's cells (a channel column, a posterior) as a map.
+
+    ``frame`` draws the original region's outline too when ``grid`` is a larger output grid.
+    """
+    values = np.asarray(values, dtype=float).ravel()
+    vmax = float(values.max()) or 1.0
+    rgba = colours(values, vmax, alpha=220)
+    b = cell_bounds(grid)
+    records = [{"w": b[k, 0], "s": b[k, 1], "e": b[k, 2], "n": b[k, 3], "share": f"{values[k]:.3g}",
+                "color": rgba[k].tolist(), "cell": int(k)} for k in np.nonzero(values > 0)[0]]
+    layers = [*frame_layers(grid), _polygon_layer(records)]
+    if frame is not None and frame is not grid:
+        layers.append(pdk.Layer("PathLayer", [{"path": frame.region.outline_lonlat()}], get_path="path",
+                                get_color=[20, 20, 160, 230], width_min_pixels=2))
+    if marks:
+        layers.append(highlight_layer(grid, marks))
+    return pdk.Deck(layers=layers, initial_view_state=view_state(grid.region), map_style=None,
+                    tooltip={"text": f"cell {{cell}}: {label} {{share}}"}, height=height)
+
+
+def legend_html(vmax: float, label: str = "share of users per cell", diverging: bool = False) -> str:
+    """A small colour bar (HTML) for the maps' shared scale."""
+    ramp = DIVERGING if diverging else RAMP
+    stops = ", ".join(f"rgb({r:.0f},{g:.0f},{b:.0f})" for r, g, b in ramp)
+    lo = f"-{100 * vmax:.2g}%" if diverging else "0%"
+    return (f"<div style='font-size:0.8rem;display:flex;align-items:center;gap:0.5rem'>"
+            f"<span>{lo}</span><div style='flex:0 0 180px;height:10px;background:linear-gradient(to right, {stops});"
+            f"border:1px solid #999'></div><span>{100 * vmax:.2g}%</span><span>({label})</span></div>")
+
+
+# ---- plotly figures -------------------------------------------------------------------
+
+def sweep_figure(summary: pd.DataFrame, x: str, metric: str, *, group: str = "mechanism",
+                 current: float | None = None, metric_label: str | None = None, x_label: str | None = None,
+                 log_x: bool = False) -> go.Figure:
+    """One line per ``group`` of a :func:`ldpviz.experiment.summarise` table: mean with a CI band.
+
+    ``summary`` needs columns ``x``, ``metric``, ``metric_lo``, ``metric_hi``, ``group``.
+    ``current`` marks the current setting with a dashed vertical line.
+    """
+    fig = go.Figure()
+    palette = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666",
+               "#1f78b4", "#b2df8a"]
+    for i, (name, part) in enumerate(summary.groupby(group, sort=False)):
+        part = part.sort_values(x)
+        colour = palette[i % len(palette)]
+        xs = part[x].tolist()
+        lo, hi = part[f"{metric}_lo"].tolist(), part[f"{metric}_hi"].tolist()
+        if np.any(np.asarray(hi) > np.asarray(lo)):
+            rgb = tuple(int(colour[j:j + 2], 16) for j in (1, 3, 5))
+            fig.add_trace(go.Scatter(x=xs + xs[::-1], y=hi + lo[::-1], fill="toself", line={"width": 0}, mode="lines",
+                                     fillcolor=f"rgba({rgb[0]},{rgb[1]},{rgb[2]},0.18)", hoverinfo="skip",
+                                     showlegend=False, legendgroup=str(name)))
+        fig.add_trace(go.Scatter(x=xs, y=part[metric].tolist(), mode="lines+markers", name=str(name),
+                                 line={"color": colour}, legendgroup=str(name)))
+    if current is not None:
+        fig.add_vline(x=current, line_dash="dash", line_color="#444", annotation_text="current",
+                      annotation_position="top")
+    fig.update_layout(xaxis_title=x_label or x, yaxis_title=metric_label or metric, height=340,
+                      margin={"l": 10, "r": 10, "t": 30, "b": 10}, legend={"orientation": "h", "y": -0.25},
+                      template="plotly_white")
+    if log_x:
+        ticks = sorted(set(summary[x].tolist()))
+        fig.update_xaxes(type="log", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])
+    return fig
+
+
+def compare_figure(table: pd.DataFrame, metric: str, metric_label: str | None = None,
+                   label_column: str = "mechanism") -> go.Figure:
+    """Horizontal bars of a metric per mechanism with confidence intervals (columns metric, _lo, _hi)."""
+    err_plus = (table[f"{metric}_hi"] - table[metric]).clip(lower=0)
+    err_minus = (table[metric] - table[f"{metric}_lo"]).clip(lower=0)
+    fig = go.Figure(go.Bar(x=table[metric], y=table[label_column], orientation="h", marker_color="#d95f02",
+                           error_x={"type": "data", "array": err_plus, "arrayminus": err_minus}))
+    fig.update_layout(xaxis_title=metric_label or metric, height=max(200, 40 * len(table) + 80),
+                      margin={"l": 10, "r": 10, "t": 20, "b": 10}, template="plotly_white",
+                      yaxis={"autorange": "reversed"})
+    return fig
+
+
+def channel_bar_figure(column: np.ndarray, marks: dict[int, str] | None = None) -> go.Figure:
+    """A channel column or posterior over outputs that are not a map grid, as bars."""
+    column = np.asarray(column, dtype=float).ravel()
+    fig = go.Figure(go.Bar(x=np.arange(len(column)), y=column, marker_color="#e31a1c"))
+    for k, text in (marks or {}).items():
+        fig.add_vline(x=k, line_dash="dot", annotation_text=text)
+    fig.update_layout(xaxis_title="report", yaxis_title="probability", height=280, template="plotly_white",
+                      margin={"l": 10, "r": 10, "t": 20, "b": 10})
+    return fig

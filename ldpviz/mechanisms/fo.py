@@ -685,6 +685,8 @@ class GRR(_GridOracle):
         return {"p": self.p, "q": self.q}
 
     def channel(self) -> np.ndarray:
+        """P[y, x], shape (D, D); built for grids up to 64 x 64."""
+        require(self.grid.n_cells <= 4096, "the GRR channel matrix is built only for grids up to 64 x 64")
         return grr_channel(self.grid.n_cells, self.epsilon)
 
 
@@ -745,7 +747,7 @@ class OUE(_GridOracle):
     def perturb(self, users: Binned, rng: np.random.Generator) -> OUEReports | SupportCounts:
         if self.path == "aggregate":
             return oue_aggregate_support(self._true_counts(users), self.epsilon, rng)
-        require(len(users.cells) * self.grid.n_cells <= 1 << 34,
+        require(len(users.cells) * self.grid.n_cells <= 1 << 33,
                 f"OUE per-user reports for {len(users.cells):,} users x {self.grid.n_cells:,} cells do not fit "
                 "in memory; use path='aggregate' or a coarser grid")
         return oue_perturb(users.cells, self.grid.n_cells, self.epsilon, rng)

@@ -1,0 +1,1 @@
+"""Shared page code of the Streamlit dashboard (state, URL, sidebar, cached compute)."""

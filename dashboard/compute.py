@@ -1,0 +1,235 @@
+"""The one cached path from a Scenario to a Result, plus small cached helpers.
+
+Every page computes through :func:`cached_run`: results are keyed by the
+Scenario (its repr: dataset, region, mechanism, parameters, epsilon, d, users,
+seed, trials) and the dataset's content key, and the cache is bounded
+(``MAX_RESULTS`` entries, ``RESULT_TTL_S`` seconds) so a busy session cannot
+grow memory without limit. Uploaded datasets are passed alongside (excluded
+from hashing: their content key already identifies them) and never written
+anywhere.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from ldpviz import datasets, experiment, mechanisms
+from ldpviz.domain import Grid, Region  # noqa: F401 (Grid re-exported for pages)
+from ldpviz.errors import LdpvizInputError
+from ldpviz.experiment import Result, Scenario
+
+MAX_RESULTS = 128
+RESULT_TTL_S = 3600
+MAX_CHANNEL_CELLS = 32 * 32
+
+
+@st.cache_data(max_entries=MAX_RESULTS, ttl=RESULT_TTL_S, show_spinner=False, hash_funcs={Scenario: repr})
+def cached_run(scenario: Scenario, dataset_key: str, _dataset: datasets.Dataset | None = None) -> Result:
+    """``ldpviz.experiment.run`` memoised on (scenario, dataset content key)."""
+    return experiment.run(scenario, _dataset)
+
+
+@st.cache_resource(max_entries=16, show_spinner="Loading the dataset ...")
+def load_bundled(name: str) -> datasets.Dataset:
+    """A bundled dataset, loaded once per server (read-only arrays, shared across sessions)."""
+    return datasets.load(name)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def fit_region(dataset_key: str, _dataset: datasets.Dataset) -> Region:
+    return Region.fit(_dataset.lon, _dataset.lat)
+
+
+def get_dataset(name: str) -> tuple[datasets.Dataset, str]:
+    """(dataset, content key): an upload kept in this session, or a bundled dataset."""
+    uploads = st.session_state.get("uploads", {})
+    if name in uploads:
+        return uploads[name], uploads[name].key
+    data = load_bundled(name)
+    return data, data.key
+
+
+def is_upload(name: str) -> bool:
+    return name in st.session_state.get("uploads", {})
+
+
+def dataset_arg(name: str) -> datasets.Dataset | None:
+    """What to pass to ``experiment.run`` besides the scenario: the upload itself, or None."""
+    return st.session_state["uploads"][name] if is_upload(name) else None
+
+
+def run_scenario(scenario: Scenario) -> Result:
+    data, key = get_dataset(scenario.dataset)
+    return cached_run(scenario, key, dataset_arg(scenario.dataset))
+
+
+# ---- radius-like parameters ---------------------------------------------------------------------
+
+def radius_param(mechanism: str) -> Any:
+    """The mechanism's radius parameter (computed default, numeric, named *radius*), or None."""
+    for p in mechanisms.get(mechanism).params:
+        if p.default is None and p.kind in (int, float) and "radius" in p.name:
+            return p
+    return None
+
+
+def resolved_param(mech: mechanisms.Mechanism, name: str) -> float | None:
+    """The value a mechanism computed for a parameter left at its default (e.g. DAM's optimal radius).
+
+    Looks, in order, at ``mech.param_values[name]``, then the instance attributes
+    ``<name>``, ``<name>_cells``, ``optimal_<name>``; None when none holds a number.
+    """
+    candidates = [mech.param_values.get(name)]
+    candidates += [mech.__dict__.get(attr) for attr in (name, f"{name}_cells", f"optimal_{name}")]
+    for value in candidates:
+        if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) \
+                and math.isfinite(float(value)):
+            return float(value)
+    return None
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def optimal_radius(mechanism: str, grid_side: int, region: Region, epsilon: float,
+                   params: tuple) -> float | None:
+    """The radius the mechanism picks by default at this grid and epsilon (None if it does not say)."""
+    p = radius_param(mechanism)
+    if p is None:
+        return None
+    mech = mechanisms.create(mechanism, Grid(region, grid_side), epsilon,
+                             **{k: v for k, v in params if k != p.name})
+    return resolved_param(mech, p.name)
+
+
+# ---- channels -------------------------------------------------------------------------------------
+
+@st.cache_data(max_entries=16, show_spinner="Building the channel ...")
+def cached_channel(mechanism: str, grid_side: int, region: Region, epsilon: float, params: tuple) -> np.ndarray:
+    """P[y, x] of a mechanism with an explicit channel, on a small grid."""
+    if grid_side * grid_side > MAX_CHANNEL_CELLS:
+        raise LdpvizInputError(f"channels are drawn on grids up to {int(math.isqrt(MAX_CHANNEL_CELLS))} x "
+                               f"{int(math.isqrt(MAX_CHANNEL_CELLS))}; choose a smaller grid side")
+    mech = mechanisms.create(mechanism, Grid(region, grid_side), epsilon, **dict(params))
+    return np.asarray(mech.channel(), dtype=float)
+
+
+# ---- sweeps -----------------------------------------------------------------------------------------
+
+def sweep_rows(result: Result) -> list[dict[str, Any]]:
+    """One row per trial, in the layout of ``experiment.sweep`` (so ``summarise`` applies)."""
+    s = result.scenario
+    base = {"dataset": s.dataset, "mechanism": s.mechanism, "epsilon": s.epsilon, "grid_side": s.grid_side,
+            "n_users": result.n_users, "seed": s.seed, **{f"param_{k}": v for k, v in s.params}}
+    return [{**base, **row, "seconds": result.timings["total"] / s.trials}
+            for row in result.metrics.to_dict("records")]
+
+
+def result_table(result: Result) -> pd.DataFrame:
+    """Per-trial metrics with the scenario spelled out, for CSV export."""
+    return pd.DataFrame(sweep_rows(result))
+
+
+# ---- reproduction ------------------------------------------------------------------------------------
+
+def python_snippet(scenario: Scenario, upload_filename: str | None = None) -> str:
+    """A short script that reproduces a run with the ldpviz API."""
+    region = scenario.region
+    if isinstance(region, Region):
+        region_src = (f"Region(center_lon={region.center_lon!r}, center_lat={region.center_lat!r}, "
+                      f"side_m={region.side_m!r}, name={region.name!r})")
+    else:
+        region_src = repr(region)
+    lines = ["from ldpviz import Scenario, run"]
+    if isinstance(region, Region):
+        lines.append("from ldpviz.domain import Region")
+    if upload_filename:
+        lines.append("from ldpviz import datasets")
+        lines.append(f"data = datasets.load_file({upload_filename!r})   # your file")
+    lines += [
+        "",
+        "scenario = Scenario(",
+        f"    dataset={scenario.dataset!r}, mechanism={scenario.mechanism!r}, epsilon={scenario.epsilon!r},",
+        f"    grid_side={scenario.grid_side!r}, region={region_src},",
+        f"    params={dict(scenario.params)!r}, n_users={scenario.n_users!r}, seed={scenario.seed!r}, "
+        f"trials={scenario.trials!r},",
+        ")",
+        f"result = run(scenario{', data' if upload_filename else ''})",
+        "print(result.metrics.mean(numeric_only=True))",
+    ]
+    return "\n".join(lines)
+
+
+# ---- privacy audit from channels ------------------------------------------------------------------
+
+def ldp_epsilon(P: np.ndarray) -> float:
+    """The smallest epsilon the channel satisfies: max over reports y of log(max_x P[y,x] / min_x P[y,x]).
+
+    Infinite when some report is possible from one cell and impossible from another.
+    """
+    P = np.asarray(P, dtype=float)
+    hi = P.max(axis=1)
+    lo = P.min(axis=1)
+    live = hi > 0
+    if np.any(live & (lo <= 0)):
+        return math.inf
+    if not np.any(live):
+        return 0.0
+    return float(np.max(np.log(hi[live]) - np.log(lo[live])))
+
+
+def geo_epsilon(P: np.ndarray, grid: Grid, chunk: int = 64) -> float:
+    """Geo-I: max over y and x != x' of log(P[y,x] / P[y,x']) / dist(x, x') in cell sides."""
+    P = np.asarray(P, dtype=float)
+    centres = grid.cell_centers_unit() * grid.side
+    dist = np.linalg.norm(centres[:, None, :] - centres[None, :, :], axis=2)
+    np.fill_diagonal(dist, np.inf)
+    with np.errstate(divide="ignore"):
+        logp = np.log(P)
+    worst = 0.0
+    for start in range(0, P.shape[0], chunk):
+        block = logp[start:start + chunk]
+        live = np.isfinite(block).any(axis=1)
+        block = block[live]
+        if not len(block):
+            continue
+        if np.any(~np.isfinite(block)):
+            return math.inf
+        diff = block[:, :, None] - block[:, None, :]
+        worst = max(worst, float(np.max(diff / dist[None])))
+    return worst
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def audit_row(mechanism: str, grid_side: int, region: Region, epsilon: float) -> dict[str, Any]:
+    """Claimed guarantee and the measured worst case of one mechanism (default parameters)."""
+    cls = mechanisms.get(mechanism)
+    grid = Grid(region, grid_side)
+    mech = mechanisms.create(mechanism, grid, epsilon)
+    row: dict[str, Any] = {"guarantee": mech.guarantee(), "measured": None, "verdict": "no channel to measure"}
+    if not cls.has_channel:
+        if cls.privacy_model == mechanisms.CENTRAL_DP:
+            row["verdict"] = "central DP: no per-user report to measure"
+        return row
+    side = grid_side if cls.privacy_model != mechanisms.GEO_I else min(grid_side, 16)
+    if side != grid_side:
+        grid = Grid(region, side)
+        mech = mechanisms.create(mechanism, grid, epsilon)
+    P = np.asarray(mech.channel(), dtype=float)
+    row["audit_side"] = side
+    row["columns_sum_to_1"] = bool(np.allclose(P.sum(axis=0), 1.0, atol=1e-9))
+    if cls.privacy_model == mechanisms.GEO_I:
+        measured = geo_epsilon(P, grid)
+    else:
+        measured = ldp_epsilon(P)
+    row["measured"] = measured
+    if cls.privacy_model == mechanisms.NO_PRIVACY:
+        row["verdict"] = "no guarantee claimed"
+    elif measured <= epsilon * (1 + 1e-9) + 1e-9 and row["columns_sum_to_1"]:
+        row["verdict"] = "pass"
+    else:
+        row["verdict"] = "FAIL"
+    return row

@@ -1,0 +1,251 @@
+"""The dashboard's configuration and its round trip through the URL query parameters.
+
+One plain dict (:func:`defaults`) holds everything a page needs to rebuild a
+view: dataset, region, mechanism and its parameters, epsilon, grid side, users,
+seed, trials, and the page-specific choices (mechanisms compared, sweep axis...).
+:func:`decode` reads query parameters into that dict, validating every value
+and collecting a warning for each one it had to ignore; :func:`encode` writes it
+back, leaving out values equal to their defaults so links stay short.
+
+No Streamlit here: the pages hold the dict in ``st.session_state`` and mirror it
+into ``st.query_params`` (see :mod:`dashboard.session`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+from ldpviz import datasets, mechanisms, metrics
+from ldpviz.domain import MAX_GRID_SIDE, Region
+from ldpviz.errors import LdpvizInputError
+
+#: The epsilon slider: fine steps at the low end where the privacy is, coarser above.
+EPSILON_OPTIONS: tuple[float, ...] = tuple(
+    [round(0.1 * k, 2) for k in range(1, 10)] + [round(1 + 0.25 * k, 2) for k in range(8)]
+    + [round(3 + 0.5 * k, 2) for k in range(15)])
+EPSILON_RANGE = (0.1, 10.0)
+GRID_OPTIONS: tuple[int, ...] = (4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
+MAX_TRIALS_UI = 50
+DEFAULT_USERS = 50_000
+REGION_FIT = "fit to data"
+REGION_BBOX = "bounds typed in"
+SWEEP_AXES = ("epsilon", "grid_side")
+DEFAULT_SWEEP_VALUES = {"epsilon": "0.25, 0.5, 1, 2, 4, 8", "grid_side": "8, 16, 32, 64"}
+
+
+def default_mechanism() -> str:
+    names = mechanisms.available()
+    return "dam" if "dam" in names else ("grr" if "grr" in names else names[0])
+
+
+def defaults() -> dict[str, Any]:
+    """The configuration a fresh session starts from."""
+    return {
+        "dataset": datasets.names()[0], "region": None, "bbox": None,
+        "mechanism": default_mechanism(), "epsilon": 1.0, "grid_side": 32, "params": {},
+        "radius_multiple": 1.0, "n_users": DEFAULT_USERS, "seed": 0, "trials": 1,
+        "compare": [], "metric": "w2_m", "vary": "epsilon", "values": "", "sweep_mechanisms": [],
+        "cell": None, "show_difference": False, "channel_side": 12,
+    }
+
+
+# ---- parsing helpers ---------------------------------------------------------------------
+
+def _number(text: str, kind: type, low: float, high: float, what: str) -> Any:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise LdpvizInputError(f"{what} must be a number, got {text!r}") from None
+    if not math.isfinite(value) or not low <= value <= high:
+        raise LdpvizInputError(f"{what} must be between {low:g} and {high:g}, got {text!r}")
+    if kind is int:
+        if value != int(value):
+            raise LdpvizInputError(f"{what} must be a whole number, got {text!r}")
+        return int(value)
+    return value
+
+
+def parse_bbox(text: str) -> tuple[float, float, float, float]:
+    """'W,S,E,N' in degrees -> a validated tuple (raises LdpvizInputError with the reason)."""
+    parts = [p for p in str(text).replace(";", ",").split(",") if p.strip()]
+    if len(parts) != 4:
+        raise LdpvizInputError(f"bounds must be four numbers west,south,east,north in degrees, got {text!r}")
+    w, s, e, n = (_number(p.strip(), float, -180, 180, "a bound") for p in parts)
+    Region.from_bbox(w, s, e, n)  # validates order and size
+    return (w, s, e, n)
+
+
+def parse_values(text: str, kind: type = float) -> list[Any]:
+    """'0.5, 1, 2' -> [0.5, 1.0, 2.0] (a sweep's values); raises LdpvizInputError on junk."""
+    out = []
+    for part in str(text).replace(";", ",").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            value = float(part)
+        except ValueError:
+            raise LdpvizInputError(f"sweep values must be numbers separated by commas; {part!r} is not a number") from None
+        if not math.isfinite(value):
+            raise LdpvizInputError(f"sweep values must be finite numbers, got {part!r}")
+        if kind is int:
+            if value != int(value):
+                raise LdpvizInputError(f"this sweep needs whole numbers, got {part!r}")
+            value = int(value)
+        if value not in out:
+            out.append(value)
+    if not out:
+        raise LdpvizInputError("give at least one value to sweep over, e.g. 0.5, 1, 2, 4")
+    if len(out) > 20:
+        raise LdpvizInputError(f"at most 20 sweep values at a time, got {len(out)}")
+    return sorted(out)
+
+
+def param_specs(mechanism: str) -> dict[str, Any]:
+    """name -> Param of a registered mechanism."""
+    return {p.name: p for p in mechanisms.get(mechanism).params}
+
+
+# ---- URL <-> config -------------------------------------------------------------------------
+
+def decode(query: Mapping[str, str], known_datasets: list[str] | None = None) -> tuple[dict[str, Any], list[str]]:
+    """Query parameters -> (config, warnings). Every bad value is dropped with a warning, never raised."""
+    cfg = defaults()
+    warnings: list[str] = []
+    known_datasets = known_datasets or datasets.names()
+
+    def take(key: str, parse) -> None:
+        if key not in query:
+            return
+        try:
+            parse(query[key])
+        except LdpvizInputError as exc:
+            warnings.append(f"link parameter '{key}' ignored: {exc}")
+
+    def set_dataset(v: str) -> None:
+        if v not in known_datasets:
+            raise LdpvizInputError(f"unknown dataset {v!r} (uploaded files are not part of a link; "
+                                   "upload the file again on the Data page)")
+        cfg["dataset"] = v
+
+    def set_mechanism(v: str) -> None:
+        mechanisms.get(v)
+        cfg["mechanism"] = v
+
+    def set_epsilon(v: str) -> None:
+        cfg["epsilon"] = _number(v, float, *EPSILON_RANGE, "epsilon")
+
+    def set_grid(v: str) -> None:
+        cfg["grid_side"] = _number(v, int, 2, MAX_GRID_SIDE, "grid side d")
+
+    def set_users(v: str) -> None:
+        cfg["n_users"] = _number(v, int, 0, 50_000_000, "number of users")
+
+    def set_seed(v: str) -> None:
+        cfg["seed"] = _number(v, int, 0, 2**32 - 1, "seed")
+
+    def set_trials(v: str) -> None:
+        cfg["trials"] = _number(v, int, 1, MAX_TRIALS_UI, "trials")
+
+    def set_rmul(v: str) -> None:
+        cfg["radius_multiple"] = _number(v, float, 0.05, 20, "multiple of the optimal radius")
+
+    def set_bbox(v: str) -> None:
+        cfg["bbox"] = parse_bbox(v)
+
+    def set_compare(v: str) -> None:
+        names = [n for n in v.split(",") if n]
+        unknown = [n for n in names if n not in mechanisms.available()]
+        if unknown:
+            warnings.append(f"link parameter 'cmp': unknown mechanism(s) {', '.join(unknown)} left out")
+        cfg["compare"] = [n for n in names if n in mechanisms.available()]
+
+    def set_sweep_mechs(v: str) -> None:
+        cfg["sweep_mechanisms"] = [n for n in v.split(",") if n in mechanisms.available()]
+
+    def set_metric(v: str) -> None:
+        if v not in metrics.METRIC_INFO:
+            raise LdpvizInputError(f"unknown metric {v!r}")
+        cfg["metric"] = v
+
+    def set_channel_side(v: str) -> None:
+        cfg["channel_side"] = _number(v, int, 2, 32, "channel grid side")
+
+    def set_cell(v: str) -> None:
+        row, col = (_number(p, int, 0, MAX_GRID_SIDE - 1, "cell") for p in v.split(","))
+        cfg["cell"] = (row, col)
+
+    take("ds", set_dataset)
+    take("mech", set_mechanism)
+    take("eps", set_epsilon)
+    take("d", set_grid)
+    take("users", set_users)
+    take("seed", set_seed)
+    take("trials", set_trials)
+    take("rmul", set_rmul)
+    take("bbox", set_bbox)
+    take("cmp", set_compare)
+    take("smech", set_sweep_mechs)
+    take("metric", set_metric)
+    take("cell", set_cell)
+    take("cd", set_channel_side)
+    if "region" in query:
+        cfg["region"] = str(query["region"])   # checked against the dataset's presets by the sidebar
+    if "vary" in query:
+        cfg["vary"] = str(query["vary"])       # checked against the chosen mechanisms by the page
+    if "vals" in query:
+        cfg["values"] = str(query["vals"])
+    cfg["show_difference"] = query.get("diff") == "1"
+    specs = param_specs(cfg["mechanism"])
+    params: dict[str, Any] = {}
+    for key, value in query.items():
+        if not key.startswith("p."):
+            continue
+        name = key[2:]
+        if name not in specs:
+            warnings.append(f"link parameter '{key}' ignored: {cfg['mechanism']} has no parameter {name!r}")
+            continue
+        try:
+            params[name] = specs[name].validate(value)
+        except LdpvizInputError as exc:
+            warnings.append(f"link parameter '{key}' ignored: {exc}")
+    if params:
+        cfg["params"] = {cfg["mechanism"]: params}
+    return cfg, warnings
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def encode(cfg: Mapping[str, Any]) -> dict[str, str]:
+    """Config -> query parameters (strings), leaving out values equal to the defaults."""
+    base = defaults()
+    out: dict[str, str] = {}
+    simple = {"dataset": "ds", "mechanism": "mech", "epsilon": "eps", "grid_side": "d", "n_users": "users",
+              "seed": "seed", "trials": "trials", "radius_multiple": "rmul", "metric": "metric", "vary": "vary",
+              "values": "vals", "channel_side": "cd"}
+    for field, key in simple.items():
+        if cfg.get(field) != base[field] and cfg.get(field) not in (None, ""):
+            out[key] = _fmt(cfg[field])
+    if cfg.get("region"):
+        out["region"] = str(cfg["region"])
+    if cfg.get("region") == REGION_BBOX and cfg.get("bbox"):
+        out["bbox"] = ",".join(f"{v:.6f}" for v in cfg["bbox"])
+    if cfg.get("compare"):
+        out["cmp"] = ",".join(cfg["compare"])
+    if cfg.get("sweep_mechanisms"):
+        out["smech"] = ",".join(cfg["sweep_mechanisms"])
+    if cfg.get("cell") is not None:
+        out["cell"] = f"{cfg['cell'][0]},{cfg['cell'][1]}"
+    if cfg.get("show_difference"):
+        out["diff"] = "1"
+    mech = cfg.get("mechanism")
+    specs = param_specs(mech) if mech in mechanisms.available() else {}
+    for name, value in (cfg.get("params") or {}).get(mech, {}).items():
+        if name in specs and value != specs[name].default:
+            out[f"p.{name}"] = _fmt(value)
+    return out

@@ -1,0 +1,156 @@
+"""Page building blocks shared by several pages: readouts, plain-language summary, exports."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from dashboard import compute, state
+from ldpviz import mechanisms, metrics
+from ldpviz.domain import Grid, Region
+from ldpviz.errors import LdpvizInputError
+from ldpviz.experiment import Result, Scenario
+
+#: The live readouts on Explore, in order.
+READOUTS = ("w2_m", "aqe", "kl", "l1", "emd_l1_m")
+
+
+def fmt_metres(value: float) -> str:
+    if not np.isfinite(value):
+        return "n/a"
+    if abs(value) >= 1000:
+        return f"{value / 1000:,.2f} km"
+    return f"{value:,.0f} m" if abs(value) >= 10 else f"{value:.1f} m"
+
+
+def fmt_metric(key: str, value: float) -> str:
+    if key.endswith("_m"):
+        return fmt_metres(value)
+    if not np.isfinite(value):
+        return "n/a"
+    return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def metric_label(key: str) -> str:
+    return metrics.METRIC_INFO.get(key, {}).get("label", key)
+
+
+def lower_is_better(key: str) -> bool:
+    return bool(metrics.METRIC_INFO.get(key, {}).get("lower_is_better", True))
+
+
+def short_name(mechanism: str) -> str:
+    label = mechanisms.get(mechanism).label
+    return label.split(" (")[0]
+
+
+def readouts(result: Result, previous: dict[str, float] | None, seconds: float, cached: bool) -> None:
+    """st.metric per headline metric, with the change since the previous setting and the spread over trials."""
+    means = result.mean()
+    spread = result.metrics.std(ddof=1, numeric_only=True) if len(result.metrics) > 1 else None
+    cols = st.columns(len(READOUTS) + 1)
+    for col, key in zip(cols, READOUTS):
+        if key not in means:
+            continue
+        value = means[key]
+        text = fmt_metric(key, value)
+        label = metric_label(key)
+        if key == "w2_m":
+            label = f"{label} · {100 * value / result.region.side_m:.2g}% of side"
+        elif key == "aqe":
+            label = f"{label} · queries {100 * result.scenario.query_rho:g}% of area"
+        delta = None
+        if previous and key in previous and np.isfinite(previous[key]) and np.isfinite(value):
+            change = value - previous[key]
+            delta = f"{'+' if change >= 0 else '-'}{fmt_metric(key, abs(change))}"
+        col.metric(label, text, delta=delta, delta_color="inverse" if lower_is_better(key) else "normal",
+                   help=metrics.METRIC_INFO.get(key, {}).get("help"))
+    if spread is not None:
+        parts = [f"{metric_label(k)} ± {fmt_metric(k, float(spread[k]))}" for k in READOUTS if k in spread]
+        st.caption(f"Means over {len(result.metrics)} trials; spread (standard deviation): " + " · ".join(parts))
+    cols[-1].metric("Run time", f"{result.timings['total']:.2f} s",
+                    delta="from cache" if cached else None, delta_color="off", delta_arrow="off",
+                    help=f"perturb {result.timings['perturb']:.2f} s, estimate {result.timings['estimate']:.2f} s, "
+                         f"metrics {result.timings['metrics']:.2f} s per trial; page waited {seconds:.2f} s")
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def attacker_error_m(mechanism: str, grid_side: int, region: Region, epsilon: float, params: tuple) -> float | None:
+    """metrics.local_privacy (expected error of an attacker's best guess, metres), when available."""
+    if not hasattr(metrics, "local_privacy") or not mechanisms.get(mechanism).has_channel:
+        return None
+    grid = Grid(region, grid_side)
+    try:
+        mech = mechanisms.create(mechanism, grid, epsilon, **dict(params))
+        value = metrics.local_privacy(mech, grid, epsilon)
+    except (LdpvizInputError, NotImplementedError):
+        return None
+    if isinstance(value, dict):
+        value = next((v for k, v in value.items() if k.endswith("_m")), None)
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if np.isfinite(value) else None
+
+
+def summary_sentence(result: Result) -> str:
+    """'At ε = 1, DAM's estimate is on average 240 m from the truth; an attacker ... 1.3 km.'"""
+    s = result.scenario
+    means = result.mean()
+    name = short_name(s.mechanism)
+    text = (f"At ε = {s.epsilon:g}, {name}'s estimate is on average **{fmt_metres(means.get('w2_m', np.nan))}** "
+            f"from the truth (W2 distance over {result.n_users:,} users)")
+    attacker = attacker_error_m(s.mechanism, s.grid_side, result.region, s.epsilon, s.params) \
+        if mechanisms.get(s.mechanism).privacy_model != mechanisms.CENTRAL_DP else None
+    if attacker is not None:
+        text += f"; an attacker's best guess of one person's location is off by **{fmt_metres(attacker)}**"
+    return text + "."
+
+
+def export_section(cfg: dict[str, Any], result: Result, decks: dict[str, Any], upload_filename: str | None) -> None:
+    """Downloads: configuration (JSON), results (CSV), maps (HTML), and a reproducing Python snippet."""
+    with st.expander("Export and reproduce", icon=":material/download:"):
+        st.caption("The address bar holds the whole configuration: copy the link to reopen this view. "
+                   "Uploaded files are not part of a link.")
+        config = {"query": state.encode(cfg), "scenario": _jsonable(result.summary())}
+        cols = st.columns(2 + len(decks))
+        # Callables: the files are built when clicked, not on every rerun (keeps slider moves fast).
+        cols[0].download_button("Configuration (JSON)", lambda: json.dumps(config, indent=2), "ldpviz-config.json",
+                                "application/json", key="dl:json")
+        cols[1].download_button("Results (CSV)", lambda: compute.result_table(result).to_csv(index=False),
+                                "ldpviz-results.csv", "text/csv", key="dl:csv")
+        for col, (name, deck) in zip(cols[2:], decks.items()):
+            col.download_button(f"Map: {name} (HTML)", lambda deck=deck: deck.to_html(as_string=True),
+                                f"ldpviz-map-{name}.html", "text/html", key=f"dl:map:{name}")
+        st.markdown("Reproduce this run with the ldpviz API:")
+        st.code(compute.python_snippet(result.scenario, upload_filename), language="python")
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def confidence_table(df: pd.DataFrame, by: str, metric_keys: list[str]) -> pd.DataFrame:
+    """Readable 'mean [lo, hi]' columns from a summarise() table."""
+    out = pd.DataFrame({by: df[by]})
+    for key in metric_keys:
+        if key in df:
+            out[metric_label(key)] = [f"{fmt_metric(key, m)} [{fmt_metric(key, lo)}, {fmt_metric(key, hi)}]"
+                                      if hi > lo else fmt_metric(key, m)
+                                      for m, lo, hi in zip(df[key], df[f"{key}_lo"], df[f"{key}_hi"])]
+    return out

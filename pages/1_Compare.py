@@ -1,0 +1,97 @@
+"""Compare: several mechanisms at the same epsilon, grid and data."""
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from dashboard import compute, session, ui
+from ldpviz import experiment, metrics, viz
+
+cfg = session.setup_page("Compare")
+st.title("Compare mechanisms on the same data, ε and grid")
+
+data = session.data_controls(cfg)
+session.privacy_controls(cfg)
+session.run_controls(cfg)
+
+rows = session.mechanism_rows()
+by_name = {r["name"]: r for r in rows}
+names = list(by_name)
+chosen = [n for n in cfg.get("compare") or [] if n in by_name]
+if not chosen:
+    chosen = list(dict.fromkeys([cfg["mechanism"]] + [n for n in names if by_name[n]["privacy_model"] != "none"]))[:4]
+st.session_state.setdefault("w:compare", chosen)
+st.session_state["w:compare"] = [n for n in st.session_state["w:compare"] if n in by_name]
+left, right = st.columns([3, 1])
+chosen = left.multiselect("Mechanisms", names, key="w:compare",
+                          format_func=lambda n: f"{by_name[n]['label']} · {by_name[n]['privacy_model']}",
+                          help="Each runs with its default parameters at the ε, grid and users in the sidebar.")
+cfg["compare"] = chosen
+metric_keys = list(metrics.METRIC_INFO)
+metric = session.bind(cfg, "metric", right.selectbox, "Rank by", metric_keys, valid=metric_keys,
+                      format_func=ui.metric_label)
+session.sync_url(cfg)
+
+if data is None or not chosen:
+    st.info("Choose at least one mechanism to compare.")
+    st.stop()
+
+results = {}
+failed = {}
+bar = st.progress(0.0, text="Running ...")
+for i, name in enumerate(chosen):
+    try:
+        results[name] = compute.run_scenario(session.scenario(cfg, data, mechanism=name))
+    except Exception as exc:  # noqa: BLE001 -- shown per mechanism below, the others still run
+        failed[name] = exc
+    bar.progress((i + 1) / len(chosen), text=f"{i + 1} of {len(chosen)} mechanisms done")
+bar.empty()
+for name, exc in failed.items():
+    with session.guard(by_name[name]["label"]):
+        raise exc
+
+if results:
+    with session.guard("the comparison"):
+        tidy = pd.DataFrame([row for r in results.values() for row in compute.sweep_rows(r)])
+        table = experiment.summarise(tidy, ["mechanism"])
+        ascending = ui.lower_is_better(metric)
+        table = table.sort_values(metric, ascending=ascending).reset_index(drop=True)
+        table["label"] = [by_name[n]["label"] for n in table["mechanism"]]
+        best = table.iloc[0]
+        msg = (f"Best for this data at ε = {cfg['epsilon']:g} by {ui.metric_label(metric)}: "
+               f"**{best['label']}** ({ui.fmt_metric(metric, best[metric])})")
+        if len(table) > 1 and int(cfg["trials"]) > 1:
+            second = table.iloc[1]
+            overlap = (best[f"{metric}_hi"] >= second[f"{metric}_lo"]) if ascending else \
+                (best[f"{metric}_lo"] <= second[f"{metric}_hi"])
+            if overlap:
+                msg += f", though its confidence interval overlaps {second['label']}'s"
+        elif int(cfg["trials"]) == 1:
+            msg += ". With one trial there are no confidence intervals; raise Trials for them"
+        st.success(msg + ".", icon=":material/emoji_events:")
+        shown = [metric] + [k for k in ("w2_m", "aqe", "kl", "l1", "emd_l1_m") if k != metric]
+        display = ui.confidence_table(table, "label", shown).rename(columns={"label": "mechanism"})
+        display.insert(1, "privacy", [by_name[n]["privacy_model"] for n in table["mechanism"]])
+        display["seconds"] = table["seconds"].round(2)
+        st.dataframe(display, hide_index=True)
+        st.plotly_chart(viz.compare_figure(table, metric, ui.metric_label(metric), label_column="label"),
+                        key="fig:compare")
+
+        st.subheader("Estimated densities")
+        first = next(iter(results.values()))
+        vmax = max(float(first.true_density.max()), *(float(r.estimate.density.max()) for r in results.values()))
+        panels = [("Truth", None)] + [(by_name[n]["label"], results[n]) for n in table["mechanism"]]
+        for start in range(0, len(panels), 3):
+            cols = st.columns(3)
+            for col, (title, res) in zip(cols, panels[start:start + 3]):
+                with col:
+                    st.markdown(f"**{title}**")
+                    if res is None:
+                        deck = viz.density_deck(first.grid, first.true_density, vmax=vmax, height=300)
+                    else:
+                        deck = viz.estimate_deck(res.grid, res.estimate.density, res.estimate.partition,
+                                                 vmax=vmax, height=300)
+                        st.caption(f"{ui.metric_label(metric)} {ui.fmt_metric(metric, res.mean()[metric])}")
+                    st.pydeck_chart(deck, height=300, key=f"map:{title}")
+        st.html(viz.legend_html(vmax))
+        st.download_button("Comparison (CSV)", table.to_csv(index=False), "ldpviz-compare.csv", "text/csv")

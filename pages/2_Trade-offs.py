@@ -1,0 +1,119 @@
+"""Trade-offs: sweeps over epsilon, d, or any mechanism parameter, with confidence bands."""
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import compute, session, state, ui
+from ldpviz import experiment, mechanisms, metrics, viz
+from ldpviz.errors import LdpvizInputError
+
+MAX_AUTO_RUNS = 80   # bigger sweeps wait for the Run button
+
+cfg = session.setup_page("Trade-offs")
+st.title("Trade-offs: accuracy against ε, grid side and parameters")
+
+data = session.data_controls(cfg)
+session.privacy_controls(cfg)
+session.run_controls(cfg)
+
+rows = session.mechanism_rows()
+by_name = {r["name"]: r for r in rows}
+chosen = [n for n in cfg.get("sweep_mechanisms") or [] if n in by_name] or [cfg["mechanism"]]
+st.session_state.setdefault("w:sweep_mechanisms", chosen)
+st.session_state["w:sweep_mechanisms"] = [n for n in st.session_state["w:sweep_mechanisms"] if n in by_name]
+chosen = st.multiselect("Mechanisms", list(by_name), key="w:sweep_mechanisms",
+                        format_func=lambda n: f"{by_name[n]['label']} · {by_name[n]['privacy_model']}")
+cfg["sweep_mechanisms"] = chosen
+
+# Sweepable axes: epsilon, d, and every numeric parameter of the chosen mechanisms.
+axes = {"epsilon": "ε (privacy budget)", "grid_side": "grid side d"}
+param_kind = {}
+for name in chosen:
+    for p in by_name[name]["params"]:
+        if p["type"] in ("int", "float") and not p["choices"]:
+            axes.setdefault(p["name"], f"parameter: {p['name']}")
+            param_kind[p["name"]] = int if p["type"] == "int" else float
+c1, c2, c3 = st.columns([1, 2, 2])
+vary = session.bind(cfg, "vary", c1.selectbox, "Vary", list(axes), valid=list(axes), format_func=axes.get)
+prev_vary = st.session_state.get("sweep_prev_vary")
+if (prev_vary is not None and prev_vary != vary) or not cfg.get("values"):
+    default_values = state.DEFAULT_SWEEP_VALUES.get(vary)
+    if default_values is None:
+        spec = next(p for n in chosen for p in by_name[n]["params"] if p["name"] == vary)
+        base = spec["default"] if spec["default"] is not None else 1
+        default_values = ", ".join(f"{v:g}" for v in sorted({base * m for m in (0.5, 1, 2, 4)}))
+    cfg["values"] = default_values
+    st.session_state["w:values"] = default_values
+st.session_state["sweep_prev_vary"] = vary
+values_text = session.bind(cfg, "values", c2.text_input, "Values (comma-separated)")
+metric_keys = list(metrics.METRIC_INFO)
+st.session_state.setdefault("w:sweep_metrics", ["w2_m", "aqe", "kl"])
+shown = c3.multiselect("Metrics", metric_keys, key="w:sweep_metrics", format_func=ui.metric_label)
+session.sync_url(cfg)
+
+if data is None or not chosen:
+    st.info("Choose at least one mechanism.")
+    st.stop()
+
+with session.guard("the sweep"):
+    kind = int if vary == "grid_side" else param_kind.get(vary, float)
+    values = state.parse_values(values_text, kind)
+    if vary == "epsilon":
+        for v in values:
+            mechanisms.validate_epsilon(v)
+    current = {"epsilon": float(cfg["epsilon"]), "grid_side": int(cfg["grid_side"])}.get(vary)
+    if current is None:
+        current = cfg.get("params", {}).get(cfg["mechanism"], {}).get(vary)
+    scenarios, skipped = [], []
+    for name in chosen:
+        own = {p["name"] for p in by_name[name]["params"]}
+        if vary not in axes or (vary not in ("epsilon", "grid_side") and vary not in own):
+            skipped.append(by_name[name]["label"])
+            continue
+        base = session.scenario(cfg, data, mechanism=name)
+        scenarios += experiment.expand(base, {vary: values})
+    if skipped:
+        st.caption(f"Not swept (no parameter '{vary}'): {', '.join(skipped)}.")
+    n_runs = len(scenarios) * int(cfg["trials"])
+    st.caption(f"{len(scenarios)} settings × {cfg['trials']} trials = {n_runs} runs; each setting is cached, "
+               f"so revisiting a sweep is instant. Current setting: {axes[vary]} = {current if current is not None else 'default'}.")
+    go = n_runs <= MAX_AUTO_RUNS or st.button(f"Run {n_runs} runs", type="primary")
+    if not go:
+        st.info(f"This sweep has {n_runs} runs; press the button to start it (smaller sweeps start by themselves).")
+        st.stop()
+    bar = st.progress(0.0, text="Sweeping ...")
+    tidy_rows, errors = [], []
+    for i, sc in enumerate(scenarios):
+        try:
+            tidy_rows += compute.sweep_rows(compute.run_scenario(sc))
+        except LdpvizInputError as exc:
+            errors.append(f"{by_name[sc.mechanism]['label']} at {vary} = {getattr(sc, vary, sc.param_dict.get(vary))}: {exc}")
+        bar.progress((i + 1) / len(scenarios), text=f"{i + 1} of {len(scenarios)} settings done")
+    bar.empty()
+    for err in errors[:5]:
+        st.error(err)
+    if not tidy_rows:
+        st.stop()
+    tidy = pd.DataFrame(tidy_rows)
+    x = vary if vary in ("epsilon", "grid_side") else f"param_{vary}"
+    summary = experiment.summarise(tidy, ["mechanism", x])
+    summary["mechanism"] = [by_name[n]["label"] for n in summary["mechanism"]]
+    log_x = vary == "epsilon" and max(values) / min(values) >= 10
+    cols = st.columns(2)
+    for i, key in enumerate(shown):
+        fig = viz.sweep_figure(summary, x, key, current=current, metric_label=ui.metric_label(key),
+                               x_label=axes[vary], log_x=log_x)
+        cols[i % 2].plotly_chart(fig, key=f"fig:{key}")
+    if int(cfg["trials"]) == 1:
+        st.caption("Bands are 95% confidence intervals over trials; raise Trials in the sidebar to see them.")
+    d1, d2 = st.columns(2)
+    d1.download_button("Every run (CSV)", tidy.to_csv(index=False), "ldpviz-sweep-runs.csv", "text/csv")
+    d2.download_button("Means and confidence intervals (CSV)", summary.to_csv(index=False),
+                       "ldpviz-sweep-summary.csv", "text/csv")
+    with st.expander("Reproduce with the ldpviz API"):
+        base = session.scenario(cfg, data, mechanism=chosen[0])
+        st.code(compute.python_snippet(base, data.upload_filename).replace(
+            "result = run(scenario", "from ldpviz import sweep, summarise\n"
+            f"runs = sweep(scenario, {{{vary!r}: {values!r}}}").replace(
+            "print(result.metrics.mean(numeric_only=True))", f"print(summarise(runs, ['mechanism', {x!r}]))"),
+            language="python")

@@ -1,0 +1,139 @@
+"""Mechanisms: what each one does, its formula and reference, its channel, and one user's journey."""
+
+import inspect
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from dashboard import compute, session, state, ui
+from ldpviz import mechanisms, viz
+from ldpviz.domain import Grid
+
+CHANNEL_SIDES = (4, 6, 8, 10, 12, 16, 20, 24, 32)
+
+cfg = session.setup_page("Mechanisms")
+st.title("Mechanisms: how each one randomises a location")
+
+data = session.data_controls(cfg, show_users=False)
+session.privacy_controls(cfg)
+st.sidebar.header("Mechanism")
+name = session.mechanism_picker(cfg)
+cls = mechanisms.get(name)
+sides = sorted(set(CHANNEL_SIDES) | {int(cfg.get("channel_side") or 12)})
+side = session.bind(cfg, "channel_side", st.sidebar.select_slider, "Grid side for the channel pictures", sides,
+                    valid=sides, help="Channels are drawn on a small grid (up to 32 × 32) so they stay readable.")
+grid = Grid(data.region, int(side)) if data is not None else None
+with session.guard("the mechanism parameters"):
+    params = session.param_controls(cfg, name, grid)
+session.sync_url(cfg)
+
+row = next(r for r in mechanisms.describe() if r["name"] == name)
+st.header(cls.label)
+st.markdown(f"**{row['privacy_model']}** · {row['family']}")
+if row["summary"]:
+    st.markdown(row["summary"])
+st.markdown(f"**Reference:** {row['reference']}")
+with st.expander("How it works: the formulas (from the implementation's documentation)", expanded=False):
+    st.code(inspect.cleandoc(cls.__doc__ or "No documentation."), language="text")
+if row["params"]:
+    st.markdown("**Parameters**")
+    st.dataframe(pd.DataFrame([{"name": p["name"], "type": p["type"], "default": str(p["default"]),
+                                "range / choices": (", ".join(map(str, p["choices"])) if p["choices"] else
+                                                    f"{p['minimum'] if p['minimum'] is not None else ''} … "
+                                                    f"{p['maximum'] if p['maximum'] is not None else ''}"),
+                                "meaning": p["help"]} for p in row["params"]]), hide_index=True)
+
+if data is None:
+    st.stop()
+
+with session.guard(f"the channel of {cls.label}"):
+    mech = mechanisms.create(name, grid, float(cfg["epsilon"]), **params)
+    st.info(f"Guarantee: {mech.guarantee()}.", icon=":material/shield:")
+    if not cls.has_channel:
+        why = ("a trusted server adds the noise to the aggregate, so no single report exists"
+               if cls.privacy_model == mechanisms.CENTRAL_DP else
+               "its reports are not a fixed cell-to-report table (several rounds, or a report space too large "
+               "to list)")
+        st.warning(f"{cls.label} has no explicit per-user channel to draw: {why}. Its effect on a whole map is "
+                   "on the Explore page.", icon=":material/info:")
+        st.stop()
+
+    P = compute.cached_channel(name, grid.side, grid.region, float(cfg["epsilon"]), tuple(sorted(params.items())))
+    if P.ndim != 2 or P.shape[1] != grid.n_cells:
+        st.error(f"The channel of {cls.label} has shape {P.shape}, expected (reports, {grid.n_cells}); it "
+                 "cannot be drawn.")
+        st.stop()
+
+    st.subheader("One user's journey")
+    st.markdown("Pick where the user really is (sliders, or click a coloured cell on the first map). Their phone "
+                "draws one report from the channel; the server, knowing the channel and the population's "
+                "density, works out where the user probably was (Bayes' rule).")
+    cell = cfg.get("cell") or (grid.side // 2, grid.side // 2)
+    cell = (min(int(cell[0]), grid.side - 1), min(int(cell[1]), grid.side - 1))
+    for axis, value in (("row", cell[0]), ("col", cell[1])):
+        key = f"w:cell_{axis}"
+        if key not in st.session_state or st.session_state[key] > grid.side - 1:
+            st.session_state[key] = value
+    c1, c2, c3 = st.columns(3)
+    row_i = c1.slider("Row (from the south)", 0, grid.side - 1, key="w:cell_row")
+    col_i = c2.slider("Column (from the west)", 0, grid.side - 1, key="w:cell_col")
+    draw = c3.number_input("Draw number", 0, 10_000, 0, key="w:draw",
+                           help="Each number is a different random report from the same channel.")
+    cfg["cell"] = (int(row_i), int(col_i))
+    session.sync_url(cfg)
+    x = int(row_i) * grid.side + int(col_i)
+
+    hist = grid.histogram(grid.bin_lonlat(data.dataset.lon, data.dataset.lat).cells).ravel()
+    prior = hist / hist.sum() if hist.sum() > 0 else np.full(grid.n_cells, 1.0 / grid.n_cells)
+    column = P[:, x]
+    rng = np.random.default_rng([int(cfg["seed"]), x, int(draw)])
+    y = int(rng.choice(len(column), p=column / column.sum()))
+    joint = P[y, :] * prior
+    posterior = joint / joint.sum() if joint.sum() > 0 else np.full(grid.n_cells, 1.0 / grid.n_cells)
+    out_grid = viz.output_grid(grid, P.shape[0])
+
+    RED, BLUE = [200, 0, 0, 255], [0, 70, 200, 255]
+    m1, m2, m3 = st.columns(3)
+    with m1:
+        st.markdown("**1 · True location** (red), over the population density")
+        event = st.pydeck_chart(viz.column_deck(grid, prior, marks={x: RED}, label="share"), height=360,
+                                key="map:prior", on_select="rerun", selection_mode="single-object")
+    with m2:
+        st.markdown("**2 · The channel P(report | true cell)** and the report sent (blue)")
+        if out_grid is not None:
+            marks = {x + 0: RED} if out_grid is grid else {}
+            st.pydeck_chart(viz.column_deck(out_grid, column, marks={**marks, y: BLUE}, frame=grid), height=360,
+                            key="map:channel")
+            if out_grid is not grid:
+                st.caption(f"Reports live on a larger {out_grid.side} × {out_grid.side} grid around the region "
+                           "(blue outline).")
+        else:
+            st.plotly_chart(viz.channel_bar_figure(column, {y: "report"}), key="fig:channel")
+            st.caption(f"{P.shape[0]} possible reports; they are not map cells, so they are drawn as bars.")
+    with m3:
+        st.markdown("**3 · The server's posterior** over where the user was (true cell in red)")
+        st.pydeck_chart(viz.column_deck(grid, posterior, marks={x: RED}, label="posterior"), height=360,
+                        key="map:posterior")
+    centres = grid.cell_centers_m()
+    dist = np.linalg.norm(centres - centres[x], axis=1)
+    best = int(np.argmax(posterior))
+    k1, k2, k3, k4 = st.columns(4)
+    k1.metric("Posterior on the true cell", f"{posterior[x]:.1%}", help="Prior share of that cell: "
+              f"{prior[x]:.1%}")
+    k2.metric("Attacker's best guess is off by", ui.fmt_metres(float(dist[best])))
+    k3.metric("Expected error of a posterior guess", ui.fmt_metres(float(posterior @ dist)))
+    ratio = column.max() / column[column > 0].min() if np.any(column > 0) else np.nan
+    k4.metric("Max / min report probability", f"{ratio:.3g}", help=f"e^ε = {np.exp(float(cfg['epsilon'])):.3g}")
+
+    if event and getattr(event, "selection", None):
+        objects = event.selection.get("objects", {}) if isinstance(event.selection, dict) else {}
+        picked = [o for objs in objects.values() for o in objs if isinstance(o, dict) and "cell" in o]
+        if picked:
+            k = int(picked[0]["cell"])
+            new = (k // grid.side, k % grid.side)
+            if new != cfg["cell"] and st.session_state.get("last_pick") != k:
+                st.session_state["last_pick"] = k
+                st.session_state["w:cell_row"], st.session_state["w:cell_col"] = new
+                cfg["cell"] = new
+                st.rerun()
