@@ -665,3 +665,4 @@ def evaluate(true_density: np.ndarray, estimate: Any, *, cell_m: float, n_users:
         "pearson": pearson(p, q),
         "similarity": similarity(p, q),
     }
+from ldpviz.knn import knn_quality  # noqa: E402  (L-SRR Sec. 6.3)
