@@ -265,11 +265,13 @@ class ClampedChannel:
         return rows * d + cols
 
     def dense(self) -> np.ndarray:
-        d = self.side
+        """P[y, x] summed exactly (no FFT round-off, so tiny probabilities keep their ratios)."""
+        d, K = self.side, self.radius
         P = np.empty((d * d, d * d))
-        e = np.zeros((d, d))
+        box = np.zeros((d + 2 * K, d + 2 * K))
         for x in range(d * d):
-            e.flat[x] = 1.0
-            P[:, x] = self.forward(e).ravel()
-            e.flat[x] = 0.0
+            r, c = divmod(x, d)
+            box[:] = 0.0
+            box[r:r + 2 * K + 1, c:c + 2 * K + 1] = self.kernel
+            P[:, x] = self._fold(box).ravel()
         return P / P.sum(axis=0, keepdims=True)
