@@ -28,7 +28,7 @@ from ldpviz.errors import require
 from ldpviz.estimation import expectation_maximisation
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param
-from ldpviz.mechanisms.dam import FAMILY_SPATIAL, POSTPROCESS_PARAM
+from ldpviz.mechanisms.dam import FAMILY_SPATIAL
 
 #: Midpoint nodes per input bucket when averaging the SW channel over a bucket.
 BUCKET_NODES = 64
@@ -97,7 +97,9 @@ class MDSW(Mechanism):
     params = (Param("split", str, "users",
                     "'users': half the users report east, half north, each with the full epsilon; "
                     "'budget': every user reports both with epsilon/2", choices=("users", "budget")),
-              POSTPROCESS_PARAM)
+              Param("postprocess", str, "ems",
+                    "server post-processing of each marginal: 'ems' = EM with binomial smoothing (Li et al.'s "
+                    "recommendation for Square Wave), 'em' = plain EM", choices=("ems", "em")))
     has_channel = True
 
     def setup(self) -> None:
