@@ -34,7 +34,13 @@ def test_dam_beats_mdsw_and_is_at_least_as_good_as_huem(dataset):
     assert dam <= mean_w2("huem", dataset)
 
 
-@pytest.mark.parametrize("dataset", ["Normal", "MNormal"])
+@pytest.mark.parametrize("dataset", [
+    "Normal",
+    pytest.param("MNormal", marks=pytest.mark.xfail(strict=True, reason=(
+        "does not reproduce: with EM post-processing W2 falls up to 1.33 b and stays flat to 1.67 b "
+        "(0.0352, 0.0292, 0.0226, 0.0218, 0.0218 for factors 0.33..1.67, seeds 1000-1001); "
+        "see docs/dam-claims.md"))),
+])
 def test_w2_is_u_shaped_in_the_radius(dataset):
     """W2 against b (0.33 to 1.67 times the optimal b) first falls then rises, minimum near b (Fig. 8)."""
     w = [mean_w2("dam", dataset, {"radius_factor": f}, trials=2) for f in claims.RADIUS_FACTORS]

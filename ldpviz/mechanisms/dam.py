@@ -19,8 +19,8 @@ Choices where the paper is open (documented for the dashboard):
 * PostProcess is "EM [6]" (Sec. VI-B), so ``postprocess`` defaults to plain EM; ``ems``
   adds [6]'s binomial smoothing after every step. On 2-D grids of d ~ 15 the (1,2,1)^2
   smoothing blurs concentrated data badly (W2 three times EM's on Normal, d = 15,
-  eps = 3.5), which is why it is not the default. Stopping rule: log-likelihood
-  improvement per report < 1e-6 or 10,000 iterations (see ldpviz.estimation).
+  eps = 3.5), which is why it is not the default. Stopping rule: count log-likelihood
+  improvement < 1e-3 x number of cells, or 10,000 iterations (see ldpviz.estimation).
 """
 
 from __future__ import annotations
