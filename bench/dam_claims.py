@@ -74,7 +74,7 @@ def planar_laplace_same_lp(grid: Grid, epsilon: float) -> float:
     """epsilon' (per cell) of planar Laplace whose local privacy equals DAM's at epsilon."""
     target = lp_from_disk_channel(mechanisms.create("dam", grid, epsilon).chan)
     lo, hi = math.log(0.05), math.log(20.0)
-    for _ in range(30):
+    for _ in range(20):
         mid = (lo + hi) / 2
         lp = lp_from_channel(mechanisms.create("planar-laplace", grid, math.exp(mid)).channel(), grid.side)
         lo, hi = (mid, hi) if lp > target else (lo, mid)
