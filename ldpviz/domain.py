@@ -75,12 +75,24 @@ class Region:
         return cls(lon0, lat0, max(width, height), name)
 
     @classmethod
-    def fit(cls, lon: np.ndarray, lat: np.ndarray, margin: float = 0.01, name: str = "fit to data") -> "Region":
-        """The square region that holds every point, grown by ``margin`` of its side."""
+    def fit(cls, lon: np.ndarray, lat: np.ndarray, margin: float = 0.01, name: str = "fit to data",
+            min_side_m: float = 100.0) -> "Region":
+        """The square region that holds every point, grown by ``margin`` of its side.
+
+        Identical or nearly identical points get a square of ``min_side_m`` metres.
+        """
+        lon = np.asarray(lon, dtype=float)
+        lat = np.asarray(lat, dtype=float)
         require(len(lon) > 0, "cannot fit a region to an empty set of points")
-        region = cls.from_bbox(float(np.min(lon)), float(np.min(lat)),
-                               float(np.max(lon)) + 1e-9, float(np.max(lat)) + 1e-9, name)
-        return cls(region.center_lon, region.center_lat, max(region.side_m * (1 + 2 * margin), 1.0), name)
+        require(bool(np.all(np.isfinite(lon)) and np.all(np.isfinite(lat))),
+                "cannot fit a region to points with missing coordinates")
+        west, east = float(lon.min()), float(lon.max())
+        south, north = float(lat.min()), float(lat.max())
+        lat0 = (south + north) / 2.0
+        width = math.radians(east - west) * EARTH_RADIUS_M * math.cos(math.radians(lat0))
+        height = math.radians(north - south) * EARTH_RADIUS_M
+        side = max(max(width, height) * (1 + 2 * margin), min_side_m)
+        return cls((west + east) / 2.0, lat0, side, name)
 
     # ---- projection -----------------------------------------------------
     def to_metres(self, lon: np.ndarray, lat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -119,3 +119,15 @@ def test_cell_geometry():
 def test_grid_side_validated(side):
     with pytest.raises(LdpvizInputError, match="grid side"):
         Grid(Region(0, 0, 1000), side)
+
+
+def test_fit_holds_all_points_and_handles_identical_points():
+    """fit() contains every point; a single repeated point gets a small square, not an error."""
+    rng = np.random.default_rng(2)
+    lon, lat = -93.3 + rng.random(100) * 0.1, 44.9 + rng.random(100) * 0.05
+    r = Region.fit(lon, lat)
+    assert r.contains(lon, lat).all()
+    same = Region.fit(np.full(5, 10.0), np.full(5, 50.0))
+    assert same.side_m == pytest.approx(100.0) and same.contains(np.array([10.0]), np.array([50.0])).all()
+    with pytest.raises(LdpvizInputError):
+        Region.fit(np.array([]), np.array([]))

@@ -1,0 +1,667 @@
+"""How far an estimated spatial distribution is from the truth.
+
+Flat functions in the style of POT (``ot``). Every grid metric takes ``true``
+and ``est`` as ``(d, d)`` non-negative arrays on the same grid (indexed
+``[row, col]``, see :mod:`ldpviz.domain`); both are normalised to sum 1 here, and
+an input with zero total mass raises :class:`~ldpviz.errors.LdpvizInputError`.
+Distances are in *cells* (cell centres one unit apart) unless ``cell_m`` (the
+cell side in metres, ``Grid.cell_m``) is given, in which case they are in metres.
+
+Sources (files in ``shared/papers/``):
+
+* ``dam-disk-area-mechanism.md`` -- 2-Wasserstein distance between the true and
+  recovered densities (eq. 17, Sec. VII-C) and the sliced Wasserstein distance
+  (Sec. V-A, Definition 7);
+* ``dp-heatmaps-sparse-emd.md`` -- EMD with the L1 ground metric (Sec. 2.1) and
+  the heatmap metrics Similarity, Pearson coefficient and KL-divergence (Sec. 4,
+  "Metrics");
+* ``grid-decompositions-ug-privag-aag.md`` -- range queries answered
+  area-proportionally (eq. 8) and the Average Query Error (eq. 9, Sec. 4.2).
+
+Exact transport on a d x d grid
+-------------------------------
+``w2`` and ``emd_l1`` solve the discrete transport problem between the cell
+centres exactly. For small supports this is POT's network simplex on the dense
+cost matrix (``method="exact"``). A dense cost matrix has (d^2)^2 entries, which
+at d = 64 is 16.8 M pairs and ~6 s of network simplex, and at d = 128 does not
+fit comfortably in memory. ``method="fast"`` is a *multiscale, certified*
+solver (:func:`_ot_multiscale`) that returns the same optimum:
+
+1. solve the problem on the 2x coarsened grid (recursively, down to
+   ``_BASE_SIDE``), which says roughly where every cell's mass goes;
+2. on the fine grid, keep only the pairs (i, j) whose coarse parents are
+   matched by the coarse plan, widened to the 3x3 coarse neighbourhood of the
+   destination, and solve that *sparse* transport problem exactly with POT's
+   sparse network simplex (``ot.emd`` with a ``scipy.sparse`` cost);
+3. check the dual solution (u, v) against *all* d^2 x d^2 pairs at once: the
+   reduced costs ``c_ij - u_i - v_j`` are all >= 0 iff the sparse optimum is
+   the global optimum (LP duality). ``min_j c_ij - v_j`` is a c-transform, and
+   because both ground costs are separable (``f(dx) + f(dy)``) it costs
+   O(d^3) rather than O(d^4);
+4. add every violated pair's row's most negative pairs and re-solve, until the
+   certificate holds (column generation; each round strictly adds pairs, so it
+   ends).
+
+The result is the exact optimum up to ``_CERT_TOL`` in squared cells (the
+certificate bounds the gap between primal and dual), not an approximation;
+``bench/w2_accuracy.py`` measures it against the dense solver and times it
+(``docs/w2-accuracy.md``). Entropic (Sinkhorn) methods were rejected because
+their bias grows with the regularisation and their iteration count with its
+inverse, so a 2% guarantee at d = 64 costs more than this exact method.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+import ot
+import scipy.sparse as sp
+
+from ldpviz.errors import LdpvizInputError, require
+from ldpviz.partition import Partition
+
+try:  # POT's low-level sparse network simplex, used only for its warm start
+    from ot.lp.emd_wrap import emd_c_sparse as _emd_c_sparse
+except ImportError:  # pragma: no cover - older or restructured POT
+    _emd_c_sparse = None
+
+__all__ = [
+    "w2", "sliced_w2", "emd_l1", "kl", "l1", "mse", "pearson", "similarity",
+    "random_queries", "aqe", "evaluate", "METRIC_INFO",
+]
+
+#: ``method="auto"`` uses the dense exact solver while (support of true) x
+#: (support of est) is at most this many pairs (a full 32x32 grid is 1.05 M);
+#: above it the multiscale solver is faster (see docs/w2-accuracy.md).
+AUTO_EXACT_MAX_PAIRS = 1_100_000
+#: ``method="exact"`` refuses dense cost matrices larger than this (8 bytes each).
+EXACT_MAX_PAIRS = 64_000_000
+#: Largest number of network-simplex iterations allowed (a cap, not a target).
+_NUM_ITER_MAX = 100_000_000
+#: Recursion base of the multiscale solver: grids this small are solved densely.
+_BASE_SIDE = 16
+#: Ring (in fine cells) added around each coarse-plan destination block.
+_RING = 2
+#: Reduced costs above -_CERT_TOL (squared cells / cells) certify optimality.
+_CERT_TOL = 1e-9
+#: Candidate pairs added per violated row in one column-generation round.
+_ADD_PER_ROW = 32
+#: Column-generation rounds before falling back to the dense solver.
+_MAX_ROUNDS = 50
+#: Aspect ratios (width / height) of random queries: log-uniform on this range.
+QUERY_ASPECT_RANGE = (0.25, 4.0)
+
+
+# ---- input checking ----------------------------------------------------------------
+
+def _as_distribution(x: Any, name: str) -> np.ndarray:
+    """``x`` as a ``(d, d)`` float array normalised to sum 1, or LdpvizInputError."""
+    try:
+        arr = np.array(x, dtype=float)
+    except (TypeError, ValueError):
+        raise LdpvizInputError(f"{name} must be a (d, d) array of numbers, got {type(x).__name__}") from None
+    require(arr.ndim == 2 and arr.shape[0] == arr.shape[1] and arr.shape[0] >= 1,
+            f"{name} must be a square (d, d) density array, got shape {arr.shape}")
+    require(bool(np.all(np.isfinite(arr))), f"{name} contains NaN or infinite values")
+    scale = float(np.abs(arr).max())
+    # Round-off from upstream arithmetic (e.g. -1e-18) is clipped; real negatives are refused.
+    require(float(arr.min()) >= -1e-12 * scale,
+            f"{name} has negative entries (smallest {arr.min():g}); a density must be non-negative "
+            f"(project raw estimates onto the simplex first)")
+    np.clip(arr, 0.0, None, out=arr)
+    total = float(arr.sum())
+    require(total > 0.0, f"{name} has zero total mass: a distribution needs at least one cell with "
+                         f"positive mass")
+    return arr / total
+
+
+def _pair(true: Any, est: Any) -> tuple[np.ndarray, np.ndarray]:
+    p = _as_distribution(true, "the true density")
+    q = _as_distribution(est, "the estimated density")
+    require(p.shape == q.shape, f"the true and estimated densities must be on the same grid, got shapes "
+                                f"{p.shape} and {q.shape}")
+    return p, q
+
+
+def _check_cell_m(cell_m: Any) -> float:
+    try:
+        value = float(cell_m)
+    except (TypeError, ValueError):
+        raise LdpvizInputError(f"cell_m (cell side in metres) must be a number, got {cell_m!r}") from None
+    require(math.isfinite(value) and value > 0, f"cell_m (cell side in metres) must be > 0, got {cell_m!r}")
+    return value
+
+
+# ---- transport on the grid ------------------------------------------------------------
+
+def _axis_cost(delta: np.ndarray, metric: str) -> np.ndarray:
+    """Per-axis ground cost: both metrics are separable, c = f(dx) + f(dy)."""
+    delta = np.asarray(delta, dtype=float)
+    return delta * delta if metric == "sqeuclidean" else np.abs(delta)
+
+
+def _pair_cost(i: np.ndarray, j: np.ndarray, d: int, metric: str) -> np.ndarray:
+    """Ground cost between flat cell indices ``i`` and ``j`` (broadcasting), in cells."""
+    ri, ci = np.divmod(i, d)
+    rj, cj = np.divmod(j, d)
+    return _axis_cost(ci - cj, metric) + _axis_cost(ri - rj, metric)
+
+
+def _result_ok(log: dict, what: str) -> None:
+    code = int(log.get("result_code", 1))
+    if code != 1:  # 1 = OPTIMAL in POT's network simplex
+        raise RuntimeError(f"{what}: network simplex did not reach the optimum "
+                           f"(result code {code}: {log.get('warning')})")
+
+
+def _emd_dense(p: np.ndarray, q: np.ndarray, metric: str, want_plan: bool = True):
+    """Exact OT between ``(d, d)`` distributions on their supports (dense cost matrix).
+
+    Returns ``(cost, i, j, mass)``: the optimal cost and the optimal plan's
+    non-zero entries as flat grid indices.
+    """
+    d = p.shape[0]
+    ia = np.flatnonzero(p.ravel() > 0)
+    ib = np.flatnonzero(q.ravel() > 0)
+    a = p.ravel()[ia]
+    b = q.ravel()[ib]
+    M = _pair_cost(ia[:, None], ib[None, :], d, metric)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the result code is checked below
+        if want_plan:
+            G, log = ot.emd(a, b, M, numItermax=_NUM_ITER_MAX, log=True)
+        else:
+            _, log = ot.emd2(a, b, M, numItermax=_NUM_ITER_MAX, log=True)
+    _result_ok(log, "exact transport")
+    cost = max(float(log["cost"]), 0.0)
+    if not want_plan:
+        return cost, None, None, None
+    r, c = np.nonzero(G > 0)
+    return cost, ia[r], ib[c], G[r, c]
+
+
+def _coarsen(p: np.ndarray) -> np.ndarray:
+    """2x2 block sums (a zero row and column are added first when d is odd)."""
+    d = p.shape[0]
+    if d % 2:
+        p = np.pad(p, ((0, 1), (0, 1)))
+        d += 1
+    return p.reshape(d // 2, 2, d // 2, 2).sum(axis=(1, 3))
+
+
+def _ctransform(w: np.ndarray, metric: str, max_block: int = 1 << 22) -> np.ndarray:
+    """``H[i] = min_j c(i, j) + w[j]`` over a ``(d, d)`` grid, in O(d^3) by separability.
+
+    ``w`` is ``+inf`` on cells that are not allowed as ``j``.
+    """
+    d = w.shape[0]
+    k = np.arange(d)
+    D = _axis_cost(k[:, None] - k[None, :], metric)          # D[a, b] = f(a - b)
+    step = max(1, max_block // (d * d))
+    T = np.empty((d, d))
+    for s in range(0, d, step):                               # T[yi, xj] = min_yj f(yi-yj) + w[yj, xj]
+        T[s:s + step] = np.min(D[s:s + step, :, None] + w[None, :, :], axis=1)
+    H = np.empty((d, d))
+    for s in range(0, d, step):                               # H[yi, xi] = min_xj f(xi-xj) + T[yi, xj]
+        H[s:s + step] = np.min(T[s:s + step, None, :] + D[None, :, :], axis=2)
+    return H
+
+
+def _emd_sparse(a: np.ndarray, b: np.ndarray, ei: np.ndarray, ej: np.ndarray, cost: np.ndarray,
+                warm: tuple[np.ndarray, np.ndarray] | None = None):
+    """Exact OT restricted to the pairs ``(ei[k], ej[k])`` (POT's sparse network simplex).
+
+    Returns ``(cost, rows, cols, mass, u, v)``. ``warm`` (duals of a previous,
+    smaller problem) is passed to POT's warm start when its low-level sparse
+    solver offers one (POT >= 0.9.6); otherwise the public ``ot.emd`` is used.
+    """
+    if warm is not None and _emd_c_sparse is not None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fs, ft, fv, cost_, u, v, code = _emd_c_sparse(
+                    a, b, ei.astype(np.uint64), ej.astype(np.uint64), np.ascontiguousarray(cost, dtype=float),
+                    _NUM_ITER_MAX, np.ascontiguousarray(warm[0], dtype=float),
+                    np.ascontiguousarray(warm[1], dtype=float))
+        except TypeError:  # a POT without the warm-start arguments
+            pass
+        else:
+            _result_ok({"result_code": code}, "sparse transport")
+            return float(cost_), fs.astype(np.int64), ft.astype(np.int64), fv, np.asarray(u), np.asarray(v)
+    M = sp.coo_array((cost, (ei, ej)), shape=(len(a), len(b)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        G, log = ot.emd(a, b, M, numItermax=_NUM_ITER_MAX, log=True, center_dual=False)
+    _result_ok(log, "sparse transport")
+    G = sp.coo_array(G)
+    return float(log["cost"]), G.row, G.col, G.data, np.asarray(log["u"]), np.asarray(log["v"])
+
+
+def _unique_sorted(x: np.ndarray) -> np.ndarray:
+    """Sorted unique values (sort + diff; faster here than numpy's hash-based unique)."""
+    x = np.sort(x, kind="stable")
+    if x.size:
+        x = x[np.concatenate([[True], x[1:] != x[:-1]])]
+    return x
+
+
+def _ot_multiscale(p: np.ndarray, q: np.ndarray, metric: str, stats: dict | None = None):
+    """Exact OT by coarse-to-fine sparse network simplex with a global dual certificate.
+
+    Same return value as :func:`_emd_dense`. See the module docstring for the method.
+    """
+    d = p.shape[0]
+    if d <= _BASE_SIDE:
+        return _emd_dense(p, q, metric)
+    # 1. coarse solution
+    _, ci, cj, _ = _ot_multiscale(_coarsen(p), _coarsen(q), metric, None)
+    dc = (d + 1) // 2
+    # 2. candidate pairs: children of the coarse source x children of the coarse
+    #    destination widened by a ring of ``_RING`` fine cells.
+    h = _RING
+    ri, cli = np.divmod(ci, dc)
+    rj, clj = np.divmod(cj, dc)
+    off_i = np.array([0, 1])
+    off_j = np.arange(-h, h + 2)
+    fr_i = (2 * ri[:, None] + off_i[None, :])                 # (E, 2)
+    fc_i = (2 * cli[:, None] + off_i[None, :])
+    fr_j = (2 * rj[:, None] + off_j[None, :])                 # (E, 4h+2)
+    fc_j = (2 * clj[:, None] + off_j[None, :])
+    src = (fr_i[:, :, None] * d + fc_i[:, None, :])           # (E, 2, 2) flat fine indices
+    src_ok = (fr_i[:, :, None] < d) & (fc_i[:, None, :] < d)
+    src = np.where(src_ok, src, -1).reshape(len(ci), -1)
+    dst_ok = ((fr_j[:, :, None] >= 0) & (fr_j[:, :, None] < d) &
+              (fc_j[:, None, :] >= 0) & (fc_j[:, None, :] < d))
+    dst = np.where(dst_ok, fr_j[:, :, None] * d + fc_j[:, None, :], -1).reshape(len(ci), -1)
+
+    pf, qf = p.ravel(), q.ravel()
+    ia = np.flatnonzero(pf > 0)
+    ib = np.flatnonzero(qf > 0)
+    a, b = pf[ia], qf[ib]
+    pos_a = np.full(d * d, -1, dtype=np.int64)
+    pos_a[ia] = np.arange(len(ia))
+    pos_b = np.full(d * d, -1, dtype=np.int64)
+    pos_b[ib] = np.arange(len(ib))
+    S = np.broadcast_to(src[:, :, None], (len(ci), src.shape[1], dst.shape[1])).ravel()
+    T = np.broadcast_to(dst[:, None, :], (len(ci), src.shape[1], dst.shape[1])).ravel()
+    ok = (S >= 0) & (T >= 0)
+    S, T = S[ok], T[ok]
+    li, lj = pos_a[S], pos_b[T]
+    ok = (li >= 0) & (lj >= 0)
+    keys = _unique_sorted(li[ok] * len(ib) + lj[ok])
+
+    rows_b, cols_b = np.divmod(ib, d)
+    rounds = 0
+    warm = None
+    while True:
+        rounds += 1
+        ei, ej = np.divmod(keys, len(ib))
+        cost, gi, gj, gm, u, v = _emd_sparse(a, b, ei, ej, _pair_cost(ia[ei], ib[ej], d, metric), warm)
+        warm = (u, v)
+        # 3. certificate: min_j c_ij - v_j >= u_i for every source cell i
+        w = np.full(d * d, np.inf)
+        w[ib] = -v
+        H = _ctransform(w.reshape(d, d), metric).ravel()[ia]
+        slack = H - u
+        bad = np.flatnonzero(slack < -_CERT_TOL)
+        if bad.size == 0:
+            break
+        if rounds >= _MAX_ROUNDS:
+            if stats is not None:
+                stats["fallback"] = True
+            return _emd_dense(p, q, metric)
+        # 4. add, for every violated row, its most negative reduced costs
+        new = []
+        step = max(1, (1 << 22) // max(len(ib), 1))
+        for s in range(0, len(bad), step):
+            rows = bad[s:s + step]
+            ri_, ci_ = np.divmod(ia[rows], d)
+            red = (_axis_cost(ci_[:, None] - cols_b[None, :], metric) +
+                   _axis_cost(ri_[:, None] - rows_b[None, :], metric) - u[rows, None] - v[None, :])
+            k = min(_ADD_PER_ROW, len(ib))
+            top = np.argpartition(red, k - 1, axis=1)[:, :k]
+            vals = np.take_along_axis(red, top, axis=1)
+            sel = vals < -_CERT_TOL
+            new.append((rows[:, None] * len(ib) + top)[sel])
+        keys = _unique_sorted(np.concatenate([keys, *new]))
+    if stats is not None:
+        stats.update(rounds=rounds, pairs=int(len(keys)), gap=float(cost - (a @ u + b @ v)))
+    return max(cost, 0.0), ia[gi], ib[gj], gm
+
+
+def _transport_cost(p: np.ndarray, q: np.ndarray, metric: str, method: str) -> float:
+    """Optimal transport cost (squared cells or cells) with the chosen solver."""
+    require(method in ("auto", "exact", "fast"),
+            f"method must be 'auto', 'exact' or 'fast', got {method!r}")
+    pairs = int(np.count_nonzero(p)) * int(np.count_nonzero(q))
+    if method == "auto":
+        method = "exact" if pairs <= AUTO_EXACT_MAX_PAIRS else "fast"
+    if method == "exact":
+        require(pairs <= EXACT_MAX_PAIRS,
+                f"exact transport would need a {pairs:,}-entry cost matrix (more than "
+                f"{EXACT_MAX_PAIRS:,}); use method='fast', which gives the same optimum")
+        return _emd_dense(p, q, metric, want_plan=False)[0]
+    return _ot_multiscale(p, q, metric)[0]
+
+
+# ---- distances ---------------------------------------------------------------------
+
+def w2(true: Any, est: Any, *, cell_m: float = 1.0, method: str = "auto") -> float:
+    """2-Wasserstein distance with Euclidean ground cost between cell centres.
+
+    ``sqrt(min_T sum_ij T_ij ||c_i - c_j||^2)`` over plans T with marginals
+    ``true`` and ``est`` (DAM paper, dam-disk-area-mechanism.md eq. 17 and
+    Sec. VII-C, where W2 = sqrt(W2^2) is the headline metric).
+
+    ``method``: ``"exact"`` -- POT's network simplex (``ot.emd2``) on the dense
+    cost matrix between the two supports (zero-mass cells dropped);
+    ``"fast"`` -- the multiscale certified solver described in the module
+    docstring, which returns the same optimum (to 1e-9 squared cells) at a
+    fraction of the time and memory for d >= 32; ``"auto"`` -- exact while the
+    supports' product is at most :data:`AUTO_EXACT_MAX_PAIRS`, else fast.
+    Returned in cells, or in metres when ``cell_m`` is given.
+    """
+    p, q = _pair(true, est)
+    cell = _check_cell_m(cell_m)
+    return math.sqrt(_transport_cost(p, q, "sqeuclidean", method)) * cell
+
+
+def emd_l1(true: Any, est: Any, *, cell_m: float = 1.0) -> float:
+    """Earth Mover's Distance with the L1 (Manhattan) ground metric between cell centres.
+
+    ``min_T sum_ij T_ij ||c_i - c_j||_1`` (dp-heatmaps-sparse-emd.md, Sec. 2.1),
+    between the normalised distributions. Solved exactly: dense network simplex
+    for small supports, else the same multiscale certified solver as
+    :func:`w2` with the cityblock cost (its certificate is exact for any
+    separable cost). Returned in cells, or metres when ``cell_m`` is given.
+    """
+    p, q = _pair(true, est)
+    cell = _check_cell_m(cell_m)
+    return _transport_cost(p, q, "cityblock", "auto") * cell
+
+
+def sliced_w2(true: Any, est: Any, *, cell_m: float = 1.0, n_projections: int = 200, seed: int = 0) -> float:
+    """Sliced 2-Wasserstein distance, normalised to be comparable with :func:`w2`.
+
+    DAM paper (dam-disk-area-mechanism.md Sec. V-A, Definition 7): project both
+    distributions on lines and average the 1-D squared Wasserstein distances.
+    Computed with ``ot.sliced_wasserstein_distance(p=2)`` on the cell centres
+    weighted by mass; the directions are ``n_projections`` evenly spaced angles
+    in [0, pi) rotated by a random offset drawn from ``seed`` (stratified
+    Monte Carlo: deterministic per seed and far less noisy than i.i.d. angles).
+
+    POT returns ``sqrt(mean_theta W2^2(proj_theta))``, which in 2-D is at most
+    ``W2 / sqrt(2)``. We multiply by ``sqrt(2)`` so that a pure translation by a
+    vector ``s`` gives exactly ``|s|`` and the value stays a lower bound on
+    :func:`w2` (``E_theta (theta . z)^2 = |z|^2 / 2``). In cells, or metres
+    with ``cell_m``.
+    """
+    p, q = _pair(true, est)
+    cell = _check_cell_m(cell_m)
+    require(isinstance(n_projections, (int, np.integer)) and n_projections >= 1,
+            f"n_projections must be a whole number >= 1, got {n_projections!r}")
+    d = p.shape[0]
+    ia = np.flatnonzero(p.ravel() > 0)
+    ib = np.flatnonzero(q.ravel() > 0)
+
+    def centres(idx: np.ndarray) -> np.ndarray:
+        r, c = np.divmod(idx, d)
+        return np.column_stack([c + 0.5, r + 0.5]).astype(float)
+
+    offset = np.random.default_rng(seed).uniform()
+    angles = np.pi * (np.arange(n_projections) + offset) / n_projections
+    projections = np.vstack([np.cos(angles), np.sin(angles)])
+    value = ot.sliced_wasserstein_distance(centres(ia), centres(ib), p.ravel()[ia], q.ravel()[ib],
+                                           p=2, projections=projections)
+    return float(value) * math.sqrt(2.0) * cell
+
+
+def kl(true: Any, est: Any, *, floor: float = 1e-10) -> float:
+    """Kullback-Leibler divergence KL(true || est) in nats.
+
+    Heatmap metric of dp-heatmaps-sparse-emd.md (Sec. 4, "Metrics"; lower is
+    better). Zero cells: terms with ``true = 0`` contribute 0 (``0 log 0 = 0``);
+    ``est`` is floored at ``floor`` and renormalised, so KL stays finite when the
+    estimate misses a cell the truth uses. Always >= 0.
+    """
+    p, q = _pair(true, est)
+    require(isinstance(floor, (int, float, np.floating)) and 0 < floor < 1,
+            f"floor must be a number in (0, 1), got {floor!r}")
+    q = np.maximum(q, floor)
+    q = q / q.sum()
+    mask = p > 0
+    return max(float(np.sum(p[mask] * np.log(p[mask] / q[mask]))), 0.0)
+
+
+def l1(true: Any, est: Any) -> float:
+    """L1 distance ``sum |p - q|`` between the normalised distributions, in [0, 2].
+
+    The l1 error of dp-heatmaps-sparse-emd.md (Sec. 1 and Appendix B: bounded by EMD).
+    """
+    p, q = _pair(true, est)
+    return float(np.abs(p - q).sum())
+
+
+def mse(true: Any, est: Any) -> float:
+    """Mean over cells of ``(p - q)^2`` between the normalised distributions.
+
+    The mean squared error of frequency estimates (DAM paper, Sec. I, among
+    "mean absolute error, variances or KL" metrics).
+    """
+    p, q = _pair(true, est)
+    return float(np.mean((p - q) ** 2))
+
+
+def pearson(true: Any, est: Any) -> float:
+    """Pearson correlation coefficient between the cell values (higher is better).
+
+    Heatmap metric of dp-heatmaps-sparse-emd.md (Sec. 4, "Metrics"). Undefined
+    when either distribution is constant over the grid (e.g. uniform); we then
+    return 0.0 (no linear association can be measured).
+    """
+    p, q = _pair(true, est)
+    p, q = p.ravel(), q.ravel()
+    if np.all(p == p[0]) or np.all(q == q[0]):
+        return 0.0
+    r = float(np.corrcoef(p, q)[0, 1])
+    return float(np.clip(r, -1.0, 1.0))
+
+
+def similarity(true: Any, est: Any) -> float:
+    """Histogram intersection ``sum min(p, q)`` in [0, 1] (higher is better).
+
+    The Similarity metric of dp-heatmaps-sparse-emd.md (Sec. 4, "Metrics");
+    equals ``1 - l1 / 2`` for normalised distributions.
+    """
+    p, q = _pair(true, est)
+    return float(np.minimum(p, q).sum())
+
+
+# ---- range queries --------------------------------------------------------------------
+
+def random_queries(rho: float, gamma: int = 500, seed: int = 0) -> np.ndarray:
+    """``gamma`` random axis-aligned query rectangles ``(x0, y0, x1, y1)`` of area ``rho``.
+
+    Grid paper (grid-decompositions-ug-privag-aag.md, Sec. 4.2 and 4.4):
+    gamma = 500 random queries with ``A(q) = rho x Omega``. The paper does not
+    say how the shapes are drawn; we draw the aspect ratio width/height
+    log-uniformly on :data:`QUERY_ASPECT_RANGE` (narrowed so the rectangle fits
+    in the unit square), then the position uniformly among those that keep the
+    rectangle inside [0, 1]^2. Same seed, same queries.
+    """
+    try:
+        rho = float(rho)
+    except (TypeError, ValueError):
+        raise LdpvizInputError(f"query size rho must be a number in (0, 1], got {rho!r}") from None
+    require(math.isfinite(rho) and 0 < rho <= 1,
+            f"query size rho (fraction of the region's area) must be in (0, 1], got {rho!r}")
+    require(isinstance(gamma, (int, np.integer)) and not isinstance(gamma, bool) and gamma >= 1,
+            f"the number of queries gamma must be a whole number >= 1, got {gamma!r}")
+    rng = np.random.default_rng(seed)
+    lo = max(QUERY_ASPECT_RANGE[0], rho)
+    hi = min(QUERY_ASPECT_RANGE[1], 1.0 / rho)
+    aspect = np.exp(rng.uniform(math.log(lo), math.log(hi), gamma))
+    width = np.minimum(np.sqrt(rho * aspect), 1.0)
+    height = np.minimum(rho / width, 1.0)
+    x0 = rng.uniform(0.0, 1.0, gamma) * (1.0 - width)
+    y0 = rng.uniform(0.0, 1.0, gamma) * (1.0 - height)
+    return np.column_stack([x0, y0, np.minimum(x0 + width, 1.0), np.minimum(y0 + height, 1.0)])
+
+
+def _check_queries(queries: Any) -> np.ndarray:
+    try:
+        qs = np.asarray(queries, dtype=float)
+    except (TypeError, ValueError):
+        raise LdpvizInputError("queries must be an array of rectangles (x0, y0, x1, y1)") from None
+    require(qs.ndim == 2 and qs.shape[1] == 4 and qs.shape[0] >= 1,
+            f"queries must have shape (n, 4) with rows (x0, y0, x1, y1), got {qs.shape}")
+    require(bool(np.all(np.isfinite(qs))), "queries contain NaN or infinite coordinates")
+    require(bool(np.all(qs[:, 2] >= qs[:, 0]) and np.all(qs[:, 3] >= qs[:, 1])),
+            "every query needs x0 <= x1 and y0 <= y1")
+    return qs
+
+
+def _count_points(points: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """Fraction of ``points`` inside each query; cells' convention: [x0, x1) except at the far edge 1."""
+    order = np.argsort(points[:, 0], kind="stable")
+    xs, ys = points[order, 0], points[order, 1]
+    out = np.empty(len(queries))
+    for k, (x0, y0, x1, y1) in enumerate(queries):
+        lo = np.searchsorted(xs, x0, side="left")
+        hi = np.searchsorted(xs, x1, side="right" if x1 >= 1.0 else "left")
+        y = ys[lo:hi]
+        inside = (y >= y0) & ((y < y1) | ((y1 >= 1.0) & (y <= y1)))
+        out[k] = np.count_nonzero(inside)
+    return out / len(points)
+
+
+def _query_fractions(obj: Any, queries: np.ndarray, name: str, allow_points: bool,
+                     kind: str | None = None) -> np.ndarray:
+    """Fraction of the total mass (or of the points) inside each query."""
+    if isinstance(obj, Partition):
+        total = float(obj.mass.sum())
+        require(math.isfinite(total) and total > 0, f"{name} partition has no positive total mass")
+        return obj.query(queries) / total
+    try:
+        arr = np.asarray(obj, dtype=float)
+    except (TypeError, ValueError):
+        raise LdpvizInputError(f"{name} must be a Partition, a (d, d) density or (n, 2) points") from None
+    if kind is None:
+        kind = "points" if (arr.ndim == 2 and arr.shape[1] == 2 and arr.shape[0] != 2) else "density"
+    if kind == "points":
+        require(allow_points, f"{name} must be a Partition or a (d, d) density, not points")
+        require(arr.ndim == 2 and arr.shape[1] == 2 and len(arr) > 0,
+                f"{name} points must have shape (n, 2) with n >= 1, got {arr.shape}")
+        require(bool(np.all(np.isfinite(arr))), f"{name} points contain NaN or infinite coordinates")
+        return _count_points(arr, queries)
+    p = _as_distribution(arr, name)
+    return Partition.uniform(p).query(queries)
+
+
+def _aqe(true: Any, est: Any, n_users: Any, queries: np.ndarray, bound_fraction: float,
+         true_kind: str | None = None) -> float:
+    try:
+        n = float(n_users)
+    except (TypeError, ValueError):
+        raise LdpvizInputError(f"n_users must be a whole number >= 1, got {n_users!r}") from None
+    require(math.isfinite(n) and n >= 1, f"n_users must be a whole number >= 1, got {n_users!r}")
+    require(isinstance(bound_fraction, (int, float, np.floating)) and 0 < bound_fraction <= 1,
+            f"bound_fraction must be in (0, 1], got {bound_fraction!r}")
+    ans_true = _query_fractions(true, queries, "the truth", True, true_kind) * n
+    ans_est = _query_fractions(est, queries, "the estimate", False) * n
+    bound = bound_fraction * n
+    return float(np.mean(np.abs(ans_true - ans_est) / np.maximum(ans_true, bound)))
+
+
+def aqe(true: Any, est: Any, *, n_users: int, queries: np.ndarray | None = None, rho: float = 0.01,
+        gamma: int = 500, seed: int = 0, bound_fraction: float = 0.02) -> float:
+    """Average Query Error of the grid paper (grid-decompositions-ug-privag-aag.md eq. 9).
+
+    ``AQE = mean_q |ans_q - ans'_q| / max(ans_q, b)`` with ``b = bound_fraction
+    x n_users`` (the paper: 2% of |U|) and answers as counts (fraction of the
+    total mass x ``n_users``). Answers on a partition or density are
+    area-proportional (eq. 8, uniformity within a cell). ``queries`` default to
+    ``random_queries(rho, gamma, seed)``.
+
+    ``true`` may be a :class:`~ldpviz.partition.Partition`, a ``(d, d)`` density,
+    or ``(n, 2)`` user points in unit coordinates (exact answers: the fraction of
+    points inside, counted half-open ``[x0, x1)`` except at the far edge 1, as
+    cells bin them); ``est`` a Partition or a ``(d, d)`` density. An array of
+    shape ``(2, 2)`` is read as a density; pass two points through
+    :func:`evaluate` (``true_points``) instead.
+    """
+    qs = _check_queries(random_queries(rho, gamma, seed) if queries is None else queries)
+    return _aqe(true, est, n_users, qs, bound_fraction)
+
+
+# ---- everything at once ----------------------------------------------------------------
+
+METRIC_INFO: dict[str, dict[str, Any]] = {
+    "w2_m": {"label": "W2 (m)", "lower_is_better": True,
+             "help": "2-Wasserstein distance in metres: how far, on average, mass must move "
+                     "(DAM paper, dam-disk-area-mechanism.md eq. 17)."},
+    "w2_cells": {"label": "W2 (cells)", "lower_is_better": True,
+                 "help": "2-Wasserstein distance in grid cells (DAM paper eq. 17), comparable across regions."},
+    "sliced_w2_m": {"label": "Sliced W2 (m)", "lower_is_better": True,
+                    "help": "Sliced 2-Wasserstein distance in metres, scaled by sqrt(2) so it lower-bounds W2 "
+                            "(DAM paper Sec. V-A, Definition 7)."},
+    "emd_l1_m": {"label": "EMD, L1 (m)", "lower_is_better": True,
+                 "help": "Earth Mover's Distance with Manhattan ground distance, in metres "
+                         "(dp-heatmaps-sparse-emd.md Sec. 2.1)."},
+    "aqe": {"label": "AQE", "lower_is_better": True,
+            "help": "Average relative error of random range-count queries, bounded at 2% of users "
+                    "(grid-decompositions-ug-privag-aag.md eq. 9)."},
+    "kl": {"label": "KL divergence", "lower_is_better": True,
+           "help": "KL(true || estimate) in nats, estimate floored at 1e-10 "
+                   "(dp-heatmaps-sparse-emd.md Sec. 4, Metrics)."},
+    "l1": {"label": "L1 distance", "lower_is_better": True,
+           "help": "Sum of absolute cell differences, 0 to 2 (dp-heatmaps-sparse-emd.md Sec. 1)."},
+    "mse": {"label": "MSE", "lower_is_better": True,
+            "help": "Mean squared difference of cell probabilities (DAM paper Sec. I)."},
+    "pearson": {"label": "Pearson r", "lower_is_better": False,
+                "help": "Correlation of cell probabilities, 0 if either map is flat "
+                        "(dp-heatmaps-sparse-emd.md Sec. 4, Metrics)."},
+    "similarity": {"label": "Similarity", "lower_is_better": False,
+                   "help": "Histogram intersection sum min(p, q), 0 to 1 "
+                           "(dp-heatmaps-sparse-emd.md Sec. 4, Metrics)."},
+}
+
+
+def evaluate(true_density: np.ndarray, estimate: Any, *, cell_m: float, n_users: int,
+             true_points: np.ndarray | None = None, queries: np.ndarray | None = None,
+             rho: float = 0.01) -> dict[str, float]:
+    """Every metric of :data:`METRIC_INFO` for one estimate, keyed as there.
+
+    ``estimate`` is an :class:`~ldpviz.mechanisms.base.Estimate`: grid metrics
+    use ``estimate.density``, AQE uses ``estimate.partition`` (the mechanism's
+    own cells, grid paper eq. 8). AQE's true answers come from ``true_points``
+    (exact counts) when given, else from ``true_density``; ``queries`` default
+    to ``random_queries(rho)`` (seed 0).
+    """
+    density = getattr(estimate, "density", estimate)
+    partition = getattr(estimate, "partition", None)
+    p, q = _pair(true_density, density)
+    cell = _check_cell_m(cell_m)
+    if partition is None:
+        partition = Partition.uniform(q)
+    qs = _check_queries(random_queries(rho) if queries is None else queries)
+    if true_points is not None:
+        aqe_value = _aqe(true_points, partition, n_users, qs, 0.02, true_kind="points")
+    else:
+        aqe_value = _aqe(p, partition, n_users, qs, 0.02, true_kind="density")
+    w2_cells = w2(p, q)
+    return {
+        "w2_m": w2_cells * cell,
+        "w2_cells": w2_cells,
+        "sliced_w2_m": sliced_w2(p, q, cell_m=cell),
+        "emd_l1_m": emd_l1(p, q, cell_m=cell),
+        "aqe": aqe_value,
+        "kl": kl(p, q),
+        "l1": l1(p, q),
+        "mse": mse(p, q),
+        "pearson": pearson(p, q),
+        "similarity": similarity(p, q),
+    }
