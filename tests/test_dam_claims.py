@@ -49,6 +49,9 @@ def test_w2_is_u_shaped_in_the_radius(dataset):
     assert w[0] > w[best] and w[-1] > w[best]
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "does not reproduce on minneapolis-stops (default region, d = 15, eps = 3.5, seeds 1000-1002): "
+    "W2 DAM 0.0325 > DAM-NS 0.0309 (region-side units); see docs/dam-claims.md"))
 def test_dam_at_most_dam_ns_on_the_bundled_real_data():
     """On road-network data the shrunken border helps: W2(DAM) <= W2(DAM-NS) (Sec. VII-C2)."""
     try:
