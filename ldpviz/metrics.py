@@ -710,3 +710,13 @@ def evaluate(true_density: np.ndarray, estimate: Any, *, cell_m: float, n_users:
         "pearson": pearson(p, q),
         "similarity": similarity(p, q),
     }
+
+
+def local_privacy(mechanism: Any, grid: Any = None, eps: float | None = None, **params: Any) -> float:
+    """Local privacy (DAM paper eq. 15-16): expected distance in metres between a user's true cell
+    and a Bayesian adversary's guess from one report (uniform prior). See :mod:`ldpviz.local_privacy`."""
+    from ldpviz.local_privacy import local_privacy as _local_privacy
+    return _local_privacy(mechanism, grid, eps, **params)
+
+
+from ldpviz.knn import knn_quality  # noqa: E402  (L-SRR Sec. 6.3)
