@@ -67,6 +67,10 @@ class SpatialAreaMechanism(Mechanism):
     def kernel(self) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError
 
+    def resolved_defaults(self) -> dict[str, float]:
+        """The radius in use (cells, before flooring): radius_factor x the optimal b of eq. (12)."""
+        return {"radius": self.radius_continuous}
+
     def setup(self) -> None:
         d = self.grid.side
         self.optimal_radius_cells = optimal_radius(self.epsilon, d)
