@@ -23,8 +23,8 @@ Exact transport on a d x d grid
 ``w2`` and ``emd_l1`` solve the discrete transport problem between the cell
 centres exactly. For small supports this is POT's network simplex on the dense
 cost matrix (``method="exact"``). A dense cost matrix has (d^2)^2 entries, which
-at d = 64 is 16.8 M pairs and ~6 s of network simplex, and at d = 128 does not
-fit comfortably in memory. ``method="fast"`` is a *multiscale, certified*
+at d = 64 is 16.8 M pairs and up to ~19 s of network simplex, and at d = 128
+(268 M pairs, 2 GB) does not fit comfortably in memory. ``method="fast"`` is a *multiscale, certified*
 solver (:func:`_ot_multiscale`) that returns the same optimum:
 
 1. solve the problem on the 2x coarsened grid (recursively, down to
@@ -32,22 +32,31 @@ solver (:func:`_ot_multiscale`) that returns the same optimum:
 2. on the fine grid, keep only the pairs (i, j) whose coarse parents are
    matched by the coarse plan, widened to the 3x3 coarse neighbourhood of the
    destination, and solve that *sparse* transport problem exactly with POT's
-   sparse network simplex (``ot.emd`` with a ``scipy.sparse`` cost);
+   sparse network simplex (``ot.emd`` with a ``scipy.sparse`` cost; later
+   rounds warm-start from the previous duals). The restricted problem is
+   always feasible: spreading each coarse transfer over the children in
+   proportion to their mass is a feasible plan;
 3. check the dual solution (u, v) against *all* d^2 x d^2 pairs at once: the
    reduced costs ``c_ij - u_i - v_j`` are all >= 0 iff the sparse optimum is
    the global optimum (LP duality). ``min_j c_ij - v_j`` is a c-transform, and
    because both ground costs are separable (``f(dx) + f(dy)``) it costs
    O(d^3) rather than O(d^4);
-4. add every violated pair's row's most negative pairs and re-solve, until the
-   certificate holds (column generation; each round strictly adds pairs, so it
-   ends).
+4. for every violated row add its ``_ADD_PER_ROW`` most negative pairs and
+   re-solve, until the certificate holds (column generation; each round
+   strictly adds pairs, so it ends).
 
 The result is the exact optimum up to ``_CERT_TOL`` in squared cells (the
-certificate bounds the gap between primal and dual), not an approximation;
+certificate bounds the gap between primal and dual), not an approximation, for
+grids up to :data:`FAST_MAX_SIDE`; larger grids are first summed into f x f
+blocks (an approximation with a stated bound, see :func:`w2`);
 ``bench/w2_accuracy.py`` measures it against the dense solver and times it
-(``docs/w2-accuracy.md``). Entropic (Sinkhorn) methods were rejected because
-their bias grows with the regularisation and their iteration count with its
-inverse, so a 2% guarantee at d = 64 costs more than this exact method.
+(``docs/w2-accuracy.md``). Other candidates were set aside: dropping
+negligible mass does not help because LDP estimates are dense; entropic
+(Sinkhorn) distances are biased by an amount that grows with the
+regularisation while their iteration count grows with its inverse; plain
+coarsening (exact W2 between 2x2 block sums) was measured at d = 64 to be
+off by up to 28% when W2 is about one cell. An exact method at the same
+speed needs no error budget.
 """
 
 from __future__ import annotations
@@ -74,9 +83,12 @@ __all__ = [
 ]
 
 #: ``method="auto"`` uses the dense exact solver while (support of true) x
-#: (support of est) is at most this many pairs (a full 32x32 grid is 1.05 M);
-#: above it the multiscale solver is faster (see docs/w2-accuracy.md).
-AUTO_EXACT_MAX_PAIRS = 1_100_000
+#: (support of est) is at most this many pairs (a full 19x19 grid is 130 k);
+#: above it the multiscale solver is faster (from d = 24 on, see docs/w2-accuracy.md).
+AUTO_EXACT_MAX_PAIRS = 150_000
+#: The multiscale solver works on grids up to this side; larger grids are first
+#: summed into f x f blocks (f = ceil(d / FAST_MAX_SIDE)), an approximation.
+FAST_MAX_SIDE = 128
 #: ``method="exact"`` refuses dense cost matrices larger than this (8 bytes each).
 EXACT_MAX_PAIRS = 64_000_000
 #: Largest number of network-simplex iterations allowed (a cap, not a target).
@@ -89,7 +101,7 @@ _RING = 2
 _CERT_TOL = 1e-9
 #: Candidate pairs added per violated row in one column-generation round.
 _ADD_PER_ROW = 32
-#: Column-generation rounds before falling back to the dense solver.
+#: Column-generation rounds before falling back to the dense solver (never reached in the bench).
 _MAX_ROUNDS = 50
 #: Aspect ratios (width / height) of random queries: log-uniform on this range.
 QUERY_ASPECT_RANGE = (0.25, 4.0)
@@ -309,7 +321,7 @@ def _ot_multiscale(p: np.ndarray, q: np.ndarray, metric: str, stats: dict | None
         bad = np.flatnonzero(slack < -_CERT_TOL)
         if bad.size == 0:
             break
-        if rounds >= _MAX_ROUNDS:
+        if rounds >= _MAX_ROUNDS and len(ia) * len(ib) <= EXACT_MAX_PAIRS:
             if stats is not None:
                 stats["fallback"] = True
             return _emd_dense(p, q, metric)
@@ -326,10 +338,25 @@ def _ot_multiscale(p: np.ndarray, q: np.ndarray, metric: str, stats: dict | None
             vals = np.take_along_axis(red, top, axis=1)
             sel = vals < -_CERT_TOL
             new.append((rows[:, None] * len(ib) + top)[sel])
-        keys = _unique_sorted(np.concatenate([keys, *new]))
+        grown = _unique_sorted(np.concatenate([keys, *new]))
+        if len(grown) == len(keys):  # only round-off violations on pairs already in: optimal
+            if stats is not None:
+                stats["roundoff_stop"] = True
+            break
+        keys = grown
     if stats is not None:
         stats.update(rounds=rounds, pairs=int(len(keys)), gap=float(cost - (a @ u + b @ v)))
-    return max(cost, 0.0), ia[gi], ib[gj], gm
+    keep = gm > 0
+    return max(cost, 0.0), ia[gi[keep]], ib[gj[keep]], gm[keep]
+
+
+def _coarsen_by(p: np.ndarray, factor: int) -> np.ndarray:
+    """``factor x factor`` block sums (zero rows and columns added to reach a multiple)."""
+    d = p.shape[0]
+    e = -(-d // factor) * factor
+    if e != d:
+        p = np.pad(p, ((0, e - d), (0, e - d)))
+    return p.reshape(e // factor, factor, e // factor, factor).sum(axis=(1, 3))
 
 
 def _transport_cost(p: np.ndarray, q: np.ndarray, metric: str, method: str) -> float:
@@ -344,7 +371,14 @@ def _transport_cost(p: np.ndarray, q: np.ndarray, metric: str, method: str) -> f
                 f"exact transport would need a {pairs:,}-entry cost matrix (more than "
                 f"{EXACT_MAX_PAIRS:,}); use method='fast', which gives the same optimum")
         return _emd_dense(p, q, metric, want_plan=False)[0]
-    return _ot_multiscale(p, q, metric)[0]
+    d = p.shape[0]
+    if d <= FAST_MAX_SIDE:
+        return _ot_multiscale(p, q, metric)[0]
+    # Beyond FAST_MAX_SIDE: exact transport between f x f blocks (block centres f cells apart),
+    # an approximation within sqrt(2) (f - 1) cells of W2 (each side moves <= (f - 1) / sqrt(2)).
+    f = -(-d // FAST_MAX_SIDE)
+    cost = _ot_multiscale(_coarsen_by(p, f), _coarsen_by(q, f), metric)[0]
+    return cost * (f * f if metric == "sqeuclidean" else f)
 
 
 # ---- distances ---------------------------------------------------------------------
@@ -360,9 +394,12 @@ def w2(true: Any, est: Any, *, cell_m: float = 1.0, method: str = "auto") -> flo
     cost matrix between the two supports (zero-mass cells dropped);
     ``"fast"`` -- the multiscale certified solver described in the module
     docstring, which returns the same optimum (to 1e-9 squared cells) at a
-    fraction of the time and memory for d >= 32; ``"auto"`` -- exact while the
+    fraction of the time and memory from d ~ 24 on; ``"auto"`` -- exact while the
     supports' product is at most :data:`AUTO_EXACT_MAX_PAIRS`, else fast.
-    Returned in cells, or in metres when ``cell_m`` is given.
+    Grids larger than :data:`FAST_MAX_SIDE` are, for ``"fast"``/``"auto"``,
+    first summed into f x f blocks (f = ceil(d / FAST_MAX_SIDE)); that value is
+    within sqrt(2) (f - 1) cells of the exact W2 (both sides move by at most
+    (f - 1) / sqrt(2) cells). Returned in cells, or metres when ``cell_m`` is given.
     """
     p, q = _pair(true, est)
     cell = _check_cell_m(cell_m)
@@ -376,7 +413,9 @@ def emd_l1(true: Any, est: Any, *, cell_m: float = 1.0) -> float:
     between the normalised distributions. Solved exactly: dense network simplex
     for small supports, else the same multiscale certified solver as
     :func:`w2` with the cityblock cost (its certificate is exact for any
-    separable cost). Returned in cells, or metres when ``cell_m`` is given.
+    separable cost). Above :data:`FAST_MAX_SIDE` the f x f block approximation
+    of :func:`w2` applies (within 2 (f - 1) cells). Returned in cells, or metres
+    when ``cell_m`` is given.
     """
     p, q = _pair(true, est)
     cell = _check_cell_m(cell_m)
@@ -448,8 +487,9 @@ def l1(true: Any, est: Any) -> float:
 def mse(true: Any, est: Any) -> float:
     """Mean over cells of ``(p - q)^2`` between the normalised distributions.
 
-    The mean squared error of frequency estimates (DAM paper, Sec. I, among
-    "mean absolute error, variances or KL" metrics).
+    The squared-error (variance) metric of frequency estimation that the DAM
+    paper (dam-disk-area-mechanism.md Sec. I) lists with "mean absolute error,
+    variances or KL divergence" as common, order-blind metrics.
     """
     p, q = _pair(true, est)
     return float(np.mean((p - q) ** 2))
@@ -542,9 +582,12 @@ def _query_fractions(obj: Any, queries: np.ndarray, name: str, allow_points: boo
                      kind: str | None = None) -> np.ndarray:
     """Fraction of the total mass (or of the points) inside each query."""
     if isinstance(obj, Partition):
+        # Masses are normalised by their total. Raw unbiased estimates (grid paper) can have
+        # a total <= 0 at tiny epsilon; their masses are then read as fractions of users as
+        # they are, so a useless estimate scores badly instead of failing.
+        require(bool(np.all(np.isfinite(obj.mass))), f"{name} partition has NaN or infinite masses")
         total = float(obj.mass.sum())
-        require(math.isfinite(total) and total > 0, f"{name} partition has no positive total mass")
-        return obj.query(queries) / total
+        return obj.query(queries) / total if total > 0 else obj.query(queries)
     try:
         arr = np.asarray(obj, dtype=float)
     except (TypeError, ValueError):
@@ -582,7 +625,8 @@ def aqe(true: Any, est: Any, *, n_users: int, queries: np.ndarray | None = None,
 
     ``AQE = mean_q |ans_q - ans'_q| / max(ans_q, b)`` with ``b = bound_fraction
     x n_users`` (the paper: 2% of |U|) and answers as counts (fraction of the
-    total mass x ``n_users``). Answers on a partition or density are
+    total mass x ``n_users``; a Partition whose raw masses total <= 0 is read as
+    fractions of users as it is). Answers on a partition or density are
     area-proportional (eq. 8, uniformity within a cell). ``queries`` default to
     ``random_queries(rho, gamma, seed)``.
 
@@ -620,7 +664,8 @@ METRIC_INFO: dict[str, dict[str, Any]] = {
     "l1": {"label": "L1 distance", "lower_is_better": True,
            "help": "Sum of absolute cell differences, 0 to 2 (dp-heatmaps-sparse-emd.md Sec. 1)."},
     "mse": {"label": "MSE", "lower_is_better": True,
-            "help": "Mean squared difference of cell probabilities (DAM paper Sec. I)."},
+            "help": "Mean over cells of the squared difference of cell probabilities (the variance-type "
+                    "error the DAM paper's Sec. I lists among common metrics)."},
     "pearson": {"label": "Pearson r", "lower_is_better": False,
                 "help": "Correlation of cell probabilities, 0 if either map is flat "
                         "(dp-heatmaps-sparse-emd.md Sec. 4, Metrics)."},
@@ -665,3 +710,13 @@ def evaluate(true_density: np.ndarray, estimate: Any, *, cell_m: float, n_users:
         "pearson": pearson(p, q),
         "similarity": similarity(p, q),
     }
+
+
+def local_privacy(mechanism: Any, grid: Any = None, eps: float | None = None, **params: Any) -> float:
+    """Local privacy (DAM paper eq. 15-16): expected distance in metres between a user's true cell
+    and a Bayesian adversary's guess from one report (uniform prior). See :mod:`ldpviz.local_privacy`."""
+    from ldpviz.local_privacy import local_privacy as _local_privacy
+    return _local_privacy(mechanism, grid, eps, **params)
+
+
+from ldpviz.knn import knn_quality  # noqa: E402  (L-SRR Sec. 6.3)

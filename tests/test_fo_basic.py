@@ -78,3 +78,14 @@ def test_unknown_mechanism_and_parameter(grid):
         mechanisms.create("grr", grid, 1.0, radius=3)
     with pytest.raises(LdpvizInputError, match="projection"):
         mechanisms.create("grr", grid, 1.0, projection="bogus")
+
+
+def test_effective_params_fill_computed_defaults():
+    """effective_params() reports the value a mechanism computed for a None default (DAM's radius)."""
+    grid = Grid(Region(0, 0, 1000), 15)
+    dam = mechanisms.create("dam", grid, 3.5)
+    assert dam.param_values["radius"] is None
+    assert dam.effective_params()["radius"] == pytest.approx(3.499, abs=1e-3)  # eq. (12), L = 15 cells
+    half = mechanisms.create("dam", grid, 3.5, radius_factor=0.5)
+    assert half.effective_params()["radius"] == pytest.approx(3.499 / 2, abs=1e-3)
+    assert mechanisms.create("grr", grid, 1.0).effective_params() == {"projection": "clip", "path": "per-user"}

@@ -180,6 +180,22 @@ class Mechanism:
         """Dense transition matrix ``P[y, x]`` = P(report y | true cell x); columns sum to 1."""
         raise NotImplementedError(f"{self.name} has no explicit channel")
 
+    def effective_params(self) -> dict[str, Any]:
+        """Every parameter's value as used, computed defaults filled in (e.g. DAM's optimal radius).
+
+        Subclasses whose parameters default to a computed value (``default=None``)
+        override :meth:`resolved_defaults`; pages show these numbers to the user.
+        """
+        values = dict(self.param_values)
+        for key, value in self.resolved_defaults().items():
+            if values.get(key) is None:
+                values[key] = value
+        return values
+
+    def resolved_defaults(self) -> dict[str, Any]:
+        """Values chosen for parameters left at a computed default (``default=None``)."""
+        return {}
+
     def guarantee(self) -> str:
         """The privacy guarantee in words, e.g. 'epsilon-LDP with epsilon = 1'."""
         if self.privacy_model == NO_PRIVACY:

@@ -1,0 +1,210 @@
+"""Re-run the L-SRR paper's utility claims on the bundled Minneapolis stops (Fig. 8, Table 3).
+
+Paper: /work/shared/papers/l-srr-staircase-randomized-response.md Sec. 6.1-6.3.
+Claims checked: L1(SRR) < L1(GRR) and L1(SRR) <= L1(HR) at eps in {1, 3, 5}
+(Fig. 8; KL reported too), and k-NN precision (k = 25) of SRR >= GRR's at eps = 3 (Table 3).
+
+Setting (mirrors Sec. 6.1): the whole-city region (20 km square), the location domain is the
+occupied quadkey tiles (level 17, ~216 m, chosen by SRR's default for a 64 x 64 grid of 312.5 m
+cells), every stop is one user. All paper baselines run on that same domain: ``grr-tiles``,
+``hr-tiles`` (ldpviz.mechanisms.srr_baselines), ``olh-h``, ``pldp``. The tool's grid-cell ``grr``
+and ``hr`` (all 4,096 cells) are shown for reference. Every estimate goes through Norm-Sub.
+Metrics are computed on the 64 x 64 evaluation grid by ``ldpviz.metrics`` (L1, KL) and
+``ldpviz.knn.knn_quality``.
+
+Run: PYTHONPATH=. python bench/srr_claims.py [--quick] [--out DIR]   (writes DIR/srr-claims.md)
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import ldpviz
+from ldpviz import experiment
+from ldpviz.knn import knn_quality
+
+SEED = 2024
+EPSILONS = (1.0, 3.0, 5.0)
+KNN_EPSILON = 3.0
+GRID_SIDE = 64
+REGION = "Whole city"
+#: (row label, registry name, parameters); all estimates projected with Norm-Sub.
+MECHANISMS = (
+    ("srr", "srr", {}),
+    ("grr-tiles (paper's GRR)", "grr-tiles", {}),
+    ("hr-tiles (paper's HR)", "hr-tiles", {}),
+    ("olh-h", "olh-h", {}),
+    ("pldp", "pldp", {}),
+    ("grr (tool, all grid cells)", "grr", {"projection": "norm-sub"}),
+    ("hr (tool, all grid cells)", "hr", {"projection": "norm-sub"}),
+)
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def measure(trials: int, seed: int = SEED) -> tuple[pd.DataFrame, dict]:
+    """One row per (mechanism, eps, trial): L1, KL, k-NN precision/recall/NMSE, plus SRR plan info."""
+    rows, info = [], {}
+    for label, name, params in MECHANISMS:
+        for eps in EPSILONS:
+            t0 = time.perf_counter()
+            scenario = experiment.Scenario(dataset="minneapolis-stops", mechanism=name, epsilon=eps,
+                                           grid_side=GRID_SIDE, region=REGION, params=params, seed=seed,
+                                           trials=trials)
+            result = experiment.run(scenario)
+            true_counts = result.true_density * result.n_users
+            for trial, est in enumerate(result.estimates):
+                knn = knn_quality(true_counts, est.density, k=25)
+                m = result.metrics.iloc[trial]
+                rows.append({"mechanism": label, "epsilon": eps, "trial": trial, "l1": m["l1"], "kl": m["kl"],
+                             "precision": knn["precision"], "recall": knn["recall"], "nmse": knn["nmse"]})
+            e = result.estimate.info
+            info[(label, eps)] = {"domain_size": e.get("domain_size", result.grid.n_cells), "m": e.get("groups_m"),
+                                  "c": e.get("c"), "rank": e.get("identifiable_rank"), "solver": e.get("solver"),
+                                  "level": e.get("level"), "n_users": result.n_users,
+                                  "seconds": time.perf_counter() - t0}
+            print(f"{label:32s} eps={eps:g}  L1={result.metrics['l1'].mean():.3f}  "
+                  f"KL={result.metrics['kl'].mean():.3f}  ({time.perf_counter() - t0:.1f} s)", flush=True)
+    return pd.DataFrame(rows), info
+
+
+def fmt(mean: float, sd: float, digits: int = 3) -> str:
+    return f"{mean:.{digits}f} ± {sd:.{digits}f}" if np.isfinite(sd) else f"{mean:.{digits}f}"
+
+
+def claims(summary: pd.DataFrame) -> list[tuple[str, bool, str]]:
+    """The paper's claims, evaluated on the means."""
+    def val(label: str, eps: float, col: str) -> float:
+        return float(summary.loc[(label, eps), (col, "mean")])
+    out = []
+    srr, grr, hr = "srr", "grr-tiles (paper's GRR)", "hr-tiles (paper's HR)"
+    for eps in EPSILONS:
+        a, b, c = val(srr, eps, "l1"), val(grr, eps, "l1"), val(hr, eps, "l1")
+        out.append((f"L1(SRR) < L1(GRR) at eps = {eps:g} (Fig. 8)", a < b, f"{a:.3f} vs {b:.3f}"))
+        out.append((f"L1(SRR) <= L1(HR) at eps = {eps:g} (Fig. 8)", a <= c, f"{a:.3f} vs {c:.3f}"))
+    for eps in EPSILONS:
+        a, b = val(srr, eps, "kl"), min(val(lab, eps, "kl") for lab, _, _ in MECHANISMS[2:6])
+        out.append((f"KL(SRR) lowest of the paper's five schemes at eps = {eps:g} (Fig. 8)", a <= b,
+                    f"{a:.3f} vs best other {b:.3f}"))
+    a, b = val(srr, KNN_EPSILON, "precision"), val(grr, KNN_EPSILON, "precision")
+    out.append((f"k-NN precision(SRR) >= precision(GRR) at eps = {KNN_EPSILON:g} (Table 3)", a >= b,
+                f"{a:.1%} vs {b:.1%}"))
+    return out
+
+
+def render(df: pd.DataFrame, info: dict, trials: int, seconds: float, quick: bool) -> str:
+    summary = df.groupby(["mechanism", "epsilon"], sort=False)[["l1", "kl", "precision", "recall", "nmse"]].agg(
+        ["mean", "std"])
+    labels = [lab for lab, _, _ in MECHANISMS]
+    srr_info = {eps: info[("srr", eps)] for eps in EPSILONS}
+    n_users = srr_info[EPSILONS[0]]["n_users"]
+    lines = [
+        "# L-SRR claims on the bundled Minneapolis data (Fig. 8, Table 3)", "",
+        f"Machine: {platform.system()} {platform.machine()}, CPU {cpu_model()}; Python "
+        f"{platform.python_version()}, numpy {np.__version__}, ldpviz {getattr(ldpviz, '__version__', '?')}. "
+        f"Date {datetime.date.today()}. Script `bench/srr_claims.py`{' --quick' if quick else ''}; "
+        f"seed {SEED} (trial t uses rng [seed, t]); {trials} trials per cell; {seconds / 60:.1f} min in all.", "",
+        f"Setting (mirrors L-SRR Sec. 6.1): dataset `minneapolis-stops`, region '{REGION}' (20 km square), "
+        f"all {n_users:,} stops as users. SRR's location domain is the **occupied quadkey tiles** at level "
+        f"{srr_info[EPSILONS[0]]['level']} (~216 m; {srr_info[EPSILONS[0]]['domain_size']:,} tiles, cf. the paper's "
+        "374-3,202 locations), chosen by SRR's default for the 64 x 64 evaluation grid (312.5 m cells). As in the "
+        "paper, the baselines run on the **same domain**: `grr-tiles`, `hr-tiles` (GRR and HR of "
+        "`ldpviz.mechanisms.fo` on SRR's tiles), `olh-h`, `pldp`. For reference the tool's own `grr` and `hr` "
+        "(on all 4,096 grid cells, empty ones included) are listed too. Every estimate is projected with "
+        "Norm-Sub. L1 and KL (`ldpviz.metrics`) are measured on the 64 x 64 grid (tile estimates mapped "
+        "area-proportionally), not on the tiles; k-NN lists with `ldpviz.knn.knn_quality` (k = 25). "
+        "Values: mean ± standard deviation over trials.", "",
+        "SRR plan per epsilon (Lemma 3.4 m, Theorem 3.3 c; rank = identifiable dimension of Algorithm 2's "
+        "system): " + "; ".join(
+            f"eps {e:g}: m = {srr_info[e]['m']}, c = {srr_info[e]['c']:.2f} (e^eps = {np.exp(e):.1f}), "
+            f"rank {srr_info[e]['rank']} of {srr_info[e]['domain_size']}" for e in EPSILONS) + ".", "",
+        "## Fig. 8: L1 distance and KL divergence", "",
+        "| mechanism | " + " | ".join(f"L1, eps={e:g}" for e in EPSILONS) + " | "
+        + " | ".join(f"KL, eps={e:g}" for e in EPSILONS) + " |",
+        "|---|" + "---|" * (2 * len(EPSILONS)),
+    ]
+    for lab in labels:
+        cells = [fmt(summary.loc[(lab, e), ("l1", "mean")], summary.loc[(lab, e), ("l1", "std")]) for e in EPSILONS]
+        cells += [fmt(summary.loc[(lab, e), ("kl", "mean")], summary.loc[(lab, e), ("kl", "std")]) for e in EPSILONS]
+        lines.append(f"| {lab} | " + " | ".join(cells) + " |")
+    lines += ["", "## Table 3: k-NN lists (k = 25)", "",
+              "| mechanism | eps | precision | recall | NMSE (x 1e-4) |", "|---|---|---|---|---|"]
+    for eps in EPSILONS:
+        for lab in labels:
+            s = summary.loc[(lab, eps)]
+            lines.append(f"| {lab} | {eps:g} | {s[('precision', 'mean')]:.1%} | {s[('recall', 'mean')]:.1%} | "
+                         f"{fmt(1e4 * s[('nmse', 'mean')], 1e4 * s[('nmse', 'std')], 2)} |")
+    lines += ["", "## The paper's claims here", "", "| claim | holds | ours |", "|---|---|---|"]
+    lines += [f"| {text} | {'yes' if ok else '**no**'} | {detail} |" for text, ok, detail in claims(summary)]
+    lines += ["", DISCUSSION]
+    return "\n".join(lines) + "\n"
+
+
+DISCUSSION = """## Where we differ from the paper, and why
+
+* **SRR stops improving with epsilon.** Our SRR's L1 hardly changes from eps = 1 to 5 (it is even a
+  little higher at 5), while GRR, OLH-H and PLDP keep improving; at eps = 5 GRR on the same tiles
+  (and OLH-H, PLDP) beat SRR in L1, so the Fig. 8 claim L1(SRR) < L1(GRR) does not hold there. The cause
+  is structural, in the mechanism as the paper defines it: the groups are LCP balls (Def. 3.2), so every
+  tile of the innermost group G_1(x) has the same G_1 -- the same quadtree block -- and the same outer
+  groups; all tiles of a block therefore send *identical* report distributions (eq. 2-4) and no
+  estimator can tell them apart (`channel_classes` in srr.py; the "rank" above counts the distinguishable
+  classes: a few tens out of thousands of tiles). With the group thresholds that maximise the expected
+  LCP and Lemma 3.4's m (2-3 here), G_1 blocks hold hundreds of tiles (quadtree blocks kilometres wide),
+  so SRR recovers the city's density only at block resolution, whatever epsilon. SRR's MLE estimator
+  (the Sec. 6.5 ablation, `estimator="mle"`) is left out of this run for time (EM on a 2,634-tile
+  channel); it cannot separate tiles of a block either. The paper does not discuss this; its Fig. 8 curves
+  for SRR keep falling with epsilon, which our faithful reading cannot reproduce. See docs/srr-method.md
+  for the choices behind the groups and Algorithm 2.
+* **c is far below e^eps** (Theorem 3.3 is evaluated exactly: the ratio of the largest to the smallest
+  normaliser over all inputs costs privacy budget when group sizes differ between inputs, as they do on
+  clustered real data). The paper says c is close to e^eps.
+* **Where SRR does win** (see the claims table for the exact figures of this run): in L1 against GRR on
+  the same tiles at eps = 1 and 3, and by far in the k-NN lists of Table 3, which only need the
+  neighbourhood-scale density that SRR's blocks do capture. KL is the claim to read in the table: where another
+  scheme's estimate is smoother than SRR's (e.g. HR near-uniform at low eps), it can have the lower KL.
+* **Metric resolution**: the paper measures L1/KL over its location domain; we measure on the 64 x 64
+  evaluation grid (tiles mapped area-proportionally), the tool's common ground for all mechanisms.
+  The paper's datasets (Gowalla, Geolife, Porto taxis, Foursquare) are not bundled; Minneapolis stops
+  (51,920 users) are one real city of comparable domain size.
+* **Seed sensitivity**: HR on the tiles varies a lot between trials at eps = 1, so L1(SRR) <= L1(HR)
+  there rests on a few trials; tests/test_srr_claims.py (32 x 32 grid, 813 tiles, for speed) asserts
+  SRR < GRR at eps 1 and 3 and SRR <= HR at eps 1 and 5, which held on seeds 0-3; SRR vs HR at eps 3
+  was not stable on that grid and is not asserted.
+* **Tool GRR/HR**: on all grid cells, empty ones included, GRR and HR are worse than on the occupied
+  tiles (a larger domain); the paper's comparison is the tiles one.
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one trial per cell (smoke run)")
+    parser.add_argument("--out", default="docs", help="output folder (default docs/)")
+    args = parser.parse_args()
+    trials = 1 if args.quick else 3
+    t0 = time.perf_counter()
+    df, info = measure(trials)
+    text = render(df, info, trials, time.perf_counter() - t0, args.quick)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "srr-claims.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,277 @@
+"""Translation-invariant grid channels for the DAM paper's mechanisms.
+
+dam-disk-area-mechanism.md, Sec. IV-VI and Appendix A. Everything is in *cell units*:
+a cell has side 1 and offsets ``(dy, dx)`` are integer row/column differences.
+
+* :func:`optimal_radius` -- eq. (12), the radius b maximising the mutual-information bound.
+* :func:`dam_weights` -- the discrete DAM footprint: pure-high cells (centre within
+  ``b_hat``), mixed cells crossed by the circle with their centre outside, holding the
+  shrunken high area of Theorem VI.1 (clamped to [0, 1]); ``shrink=False`` gives DAM-NS.
+* :func:`huem_weights` -- HUEM's grid version (Appendix A) as a sum of nested DAM disks.
+* :class:`DiskChannel` -- P(y|x) = W(y - x) / Z on the output domain (the input grid
+  grown by the footprint, Theorem VI.2), W = 1 off the footprint. Forward and adjoint
+  maps are FFT convolutions with a precomputed kernel transform, never dense matrices.
+* :class:`ClampedChannel` -- a kernel on the infinite lattice, reports remapped to the
+  nearest cell of the d x d grid (planar Laplace with remapping, Andres et al. CCS'13).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import fft as sfft
+from scipy import ndimage
+
+from ldpviz.errors import require
+
+
+# ---------------------------------------------------------------------------
+# radius (eq. 12) and footprints (Sec. VI-A, Appendix A)
+# ---------------------------------------------------------------------------
+def optimal_radius(epsilon: float, side: float = 1.0) -> float:
+    """Eq. (12): b = (2 m2 + sqrt(4 m2^2 + pi e^eps m1 m2)) / (pi e^eps m1) * L.
+
+    m1 = e^eps - 1 - eps, m2 = 1 - e^eps + eps e^eps (computed with expm1 so that small
+    epsilon does not cancel). eps -> 0 gives (2 + sqrt(4 + pi)) / pi * L.
+    """
+    eps = float(epsilon)
+    e = math.exp(eps)
+    m1 = math.expm1(eps) - eps
+    m2 = eps * e - math.expm1(eps)
+    if m1 <= 0 or m2 <= 0:  # eps below float resolution: the limit
+        return (2 + math.sqrt(4 + math.pi)) / math.pi * side
+    return (2 * m2 + math.sqrt(4 * m2 * m2 + math.pi * e * m1 * m2)) / (math.pi * e * m1) * side
+
+
+def _offsets(radius: int) -> tuple[np.ndarray, np.ndarray]:
+    r = np.arange(-radius, radius + 1, dtype=float)
+    dy, dx = np.meshgrid(r, r, indexing="ij")
+    return dy, dx
+
+
+def dam_weights(radius_cells: int, shrink: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """High-area fraction of every offset cell and the footprint, arrays ``(2b+1, 2b+1)``.
+
+    A cell whose centre lies in or on the circle of radius ``b_hat`` is pure high (1).
+    With ``shrink``, a cell the circle crosses (nearest point strictly inside the
+    circle) but whose centre is outside gets Theorem VI.1's shrunken area
+    S = 4 (delta |x| + 1/2)(delta |y| + 1/2), delta = b_hat / sqrt(x^2 + y^2) - 1,
+    clamped to [0, 1]; such cells belong to the footprint (the paper's A_m) even when S
+    clamps to 0. Every crossed cell has |x|, |y| <= b_hat, so the arrays have radius b_hat.
+    """
+    b = int(radius_cells)
+    require(b >= 0, "the disk radius must be >= 0 cells")
+    dy, dx = _offsets(b)
+    rho2 = dx * dx + dy * dy
+    inside = rho2 <= b * b
+    high = inside.astype(float)
+    if not shrink:
+        return high, inside
+    near2 = np.maximum(np.abs(dx) - 0.5, 0) ** 2 + np.maximum(np.abs(dy) - 0.5, 0) ** 2
+    crossed = (~inside) & (near2 < b * b)
+    rho = np.sqrt(np.where(crossed, rho2, 1.0))
+    delta = b / rho - 1.0
+    area = 4.0 * (delta * np.abs(dx) + 0.5) * (delta * np.abs(dy) + 0.5)
+    high[crossed] = np.clip(area[crossed], 0.0, 1.0)
+    return high, inside | crossed
+
+
+def huem_weights(radius_cells: int, epsilon: float) -> tuple[np.ndarray, np.ndarray]:
+    """HUEM's grid weights W / q (Appendix A), arrays ``(2b+1, 2b+1)``; W = 1 outside.
+
+    Ring kappa (1..b_hat, width one cell) has level L_k = e^{(1 - (k-1)/b_hat) eps}, the
+    outside level 1 = q. Written as nested disks, W = 1 + sum_k (L_k - L_{k+1}) s_k with
+    s_k the shrunken DAM fraction for radius k, so a cell split by circle k gets
+    s L_k + (1 - s) L_{k+1}, the Appendix's weighted sum. 1 <= W <= e^eps.
+    """
+    b = int(radius_cells)
+    _, footprint = dam_weights(b, shrink=True)
+    weight = np.ones((2 * b + 1, 2 * b + 1))
+    if b == 0:
+        weight[0, 0] = math.exp(epsilon)
+        return weight, footprint
+    levels = [math.exp((1.0 - (k - 1) / b) * epsilon) for k in range(1, b + 1)] + [1.0]
+    for k in range(1, b + 1):
+        s_k, _ = dam_weights(k, shrink=True)
+        weight[b - k:b + k + 1, b - k:b + k + 1] += (levels[k - 1] - levels[k]) * s_k
+    return weight, footprint
+
+
+def huem_continuous_q(epsilon: float, radius: float, side: float = 1.0) -> float:
+    """Def. 5's low density q generalised to an L x L input square.
+
+    Normalisation 1 = q (pi b^2 (e^eps - 1 - eps) 2 / eps^2 + 4 L b + L^2); L = 1 gives
+    q = eps^2 / (2 pi (e^eps - 1 - eps) b^2 + 4 eps^2 b + eps^2).
+    """
+    eps = float(epsilon)
+    m1 = math.expm1(eps) - eps
+    return eps * eps / (2 * math.pi * m1 * radius ** 2 + 4 * eps * eps * radius * side + eps * eps * side ** 2)
+
+
+# ---------------------------------------------------------------------------
+# FFT convolution helpers
+# ---------------------------------------------------------------------------
+class _Convolver:
+    """Linear convolution / correlation with one fixed kernel via cached real FFTs."""
+
+    def __init__(self, kernel: np.ndarray, max_len: int) -> None:
+        self.kernel = np.asarray(kernel, float)
+        self.shape = (sfft.next_fast_len(max_len, real=True),) * 2
+        self.k_fft = sfft.rfft2(self.kernel, self.shape)
+        self.k_flip_fft = sfft.rfft2(self.kernel[::-1, ::-1], self.shape)
+
+    def full(self, a: np.ndarray) -> np.ndarray:
+        """Full linear convolution a * kernel (size len(a) + len(kernel) - 1)."""
+        n = a.shape[0] + self.kernel.shape[0] - 1
+        return sfft.irfft2(sfft.rfft2(a, self.shape) * self.k_fft, self.shape)[:n, :n]
+
+    def valid_corr(self, a: np.ndarray) -> np.ndarray:
+        """Valid correlation: out[i] = sum_k kernel[k] a[i + k] (size len(a) - len(kernel) + 1)."""
+        m = self.kernel.shape[0] - 1
+        n = a.shape[0] - m
+        return sfft.irfft2(sfft.rfft2(a, self.shape) * self.k_flip_fft, self.shape)[m:m + n, m:m + n]
+
+
+def _draw(cdf: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
+    return np.minimum(np.searchsorted(cdf, rng.random(size) * cdf[-1], side="right"), len(cdf) - 1)
+
+
+# ---------------------------------------------------------------------------
+# Channels
+# ---------------------------------------------------------------------------
+class DiskChannel:
+    """P(y | x) = W(y - x) / Z over the output domain (Sec. VI-A, eq. 13).
+
+    ``weight`` (``(2R+1, 2R+1)``, values in [1, e^eps] on ``footprint``, 1 elsewhere) is
+    the relative report weight of each offset. The output domain is the d x d input grid
+    grown by the footprint (the union of every input's footprint, Theorem VI.2), held as
+    a boolean ``mask`` on a ``(d+2R, d+2R)`` box; input cell (r, c) sits at box
+    (r + R, c + R). Every footprint fits in the domain, so Z = |domain| + sum(W - 1) is
+    the same for all inputs: the channel is translation invariant and
+    max P(y|x) / P(y|x') = max W / min W <= e^eps.
+    """
+
+    def __init__(self, side: int, weight: np.ndarray, footprint: np.ndarray) -> None:
+        self.side = int(side)
+        self.radius = (weight.shape[0] - 1) // 2
+        self.out_side = self.side + 2 * self.radius
+        bump = np.where(footprint, np.asarray(weight, float) - 1.0, 0.0)
+        require(np.all(bump >= -1e-12), "kernel weights must be >= 1")
+        self.bump = np.maximum(bump, 0.0)
+        grid = np.zeros((self.out_side, self.out_side), bool)
+        R, d = self.radius, self.side
+        grid[R:R + d, R:R + d] = True
+        self.mask = ndimage.binary_dilation(grid, structure=footprint[::-1, ::-1]) if R > 0 else grid
+        self.mask_cells = np.flatnonzero(self.mask)
+        self.z = float(self.mask.sum() + self.bump.sum())
+        self.weight = 1.0 + self.bump
+        self.conv = _Convolver(self.bump, self.out_side)
+        flat = self.bump.ravel()
+        self._bump_cdf = np.cumsum(flat)
+        self._bump_mass = float(flat.sum())
+
+    @property
+    def n_outputs(self) -> int:
+        return int(self.mask.sum())
+
+    def forward(self, f: np.ndarray) -> np.ndarray:
+        """Output probabilities ``(D, D)`` for an input distribution ``f`` ``(d, d)``."""
+        return (self.mask * f.sum() + np.maximum(self.conv.full(f), 0.0) * self.mask) / self.z
+
+    def adjoint(self, r: np.ndarray) -> np.ndarray:
+        """sum_y P(y | x) r(y) for every input x, ``(d, d)``."""
+        r = r * self.mask
+        return (r.sum() + self.conv.valid_corr(r)) / self.z
+
+    def sample(self, cells: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """One report per input cell: flat index into the ``(D, D)`` box.
+
+        Mixture form of the channel: with probability sum(W - 1) / Z an offset drawn from
+        (W - 1) (always inside the domain), otherwise a uniform domain cell.
+        """
+        cells = np.asarray(cells, dtype=np.int64)
+        n = len(cells)
+        d, D, R = self.side, self.out_side, self.radius
+        out = self.mask_cells[rng.integers(0, len(self.mask_cells), size=n)]
+        if self._bump_mass > 0:
+            bumped = rng.random(n) < self._bump_mass / self.z
+            m = int(bumped.sum())
+            k = _draw(self._bump_cdf, rng, m)
+            w = 2 * R + 1
+            rows = cells[bumped] // d + k // w
+            cols = cells[bumped] % d + k % w
+            out[bumped] = rows * D + cols
+        return out
+
+    def dense(self) -> np.ndarray:
+        """P[y, x] over domain cells y (``mask`` order) and input cells x; columns sum to 1."""
+        d, D, R = self.side, self.out_side, self.radius
+        P = np.empty((len(self.mask_cells), d * d))
+        base = self.mask.astype(float)
+        for x in range(d * d):
+            r, c = divmod(x, d)
+            col = base.copy()
+            col[r:r + 2 * R + 1, c:c + 2 * R + 1] += self.bump
+            P[:, x] = col.ravel()[self.mask_cells] / self.z
+        return P
+
+
+class ClampedChannel:
+    """A lattice kernel k(delta) with reports remapped to the nearest grid cell.
+
+    P(y | x) = sum over lattice cells z with clamp(z) = y of k(z - x), where clamp moves
+    each coordinate into [0, d-1] (the nearest cell of the square grid). ``kernel`` has
+    radius K: offsets beyond K carry negligible mass by construction of the caller.
+    """
+
+    def __init__(self, side: int, kernel: np.ndarray) -> None:
+        self.side = int(side)
+        k = np.asarray(kernel, float)
+        self.kernel = k / k.sum()
+        self.radius = (k.shape[0] - 1) // 2
+        self.conv = _Convolver(self.kernel, self.side + 2 * self.radius)
+        self._cdf = np.cumsum(self.kernel.ravel())
+
+    @property
+    def n_outputs(self) -> int:
+        return self.side * self.side
+
+    def _fold(self, a: np.ndarray) -> np.ndarray:
+        d, K = self.side, self.radius
+        for axis in (0, 1):
+            a = np.moveaxis(a, axis, 0)
+            low = a[:K + 1].sum(axis=0)
+            high = a[K + d - 1:].sum(axis=0)
+            mid = a[K + 1:K + d - 1]
+            a = np.moveaxis(np.concatenate([low[None], mid, high[None]]) if d > 1 else (low + high - a[K])[None],
+                            0, axis)
+        return a
+
+    def forward(self, f: np.ndarray) -> np.ndarray:
+        return np.maximum(self._fold(self.conv.full(f)), 0.0)
+
+    def adjoint(self, r: np.ndarray) -> np.ndarray:
+        padded = np.pad(r, self.radius, mode="edge")
+        return self.conv.valid_corr(padded)
+
+    def sample(self, cells: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        cells = np.asarray(cells, dtype=np.int64)
+        d, K = self.side, self.radius
+        k = _draw(self._cdf, rng, len(cells))
+        w = 2 * K + 1
+        rows = np.clip(cells // d + k // w - K, 0, d - 1)
+        cols = np.clip(cells % d + k % w - K, 0, d - 1)
+        return rows * d + cols
+
+    def dense(self) -> np.ndarray:
+        """P[y, x] summed exactly (no FFT round-off, so tiny probabilities keep their ratios)."""
+        d, K = self.side, self.radius
+        P = np.empty((d * d, d * d))
+        box = np.zeros((d + 2 * K, d + 2 * K))
+        for x in range(d * d):
+            r, c = divmod(x, d)
+            box[:] = 0.0
+            box[r:r + 2 * K + 1, c:c + 2 * K + 1] = self.kernel
+            P[:, x] = self._fold(box).ravel()
+        return P / P.sum(axis=0, keepdims=True)

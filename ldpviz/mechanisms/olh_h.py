@@ -1,0 +1,139 @@
+"""OLH-H: OLH over the quadkey hierarchy with constrained inference (L-SRR Sec. 6.2 baseline).
+
+Paper: l-srr-staircase-randomized-response.md Sec. 6.2 ("we randomly sample a
+hierarchical level for each location ... adapt the constrained inference [34]
+to adjust the frequencies of parent and leaf nodes for consistency"); OLH from
+Wang et al. USENIX Security'17 (ldpviz.mechanisms.fo); constrained inference
+from Hay et al., VLDB'10 (ref. [34]).
+
+The hierarchy is the quadkey tree of the SRR location domain (occupied tiles at
+level h, or the grid's quadtree): level l holds the distinct level-l ancestors
+of the domain, from the first level with two or more nodes down to h. Each
+user picks one level uniformly at random (independently of the location) and
+reports their level-l node with OLH at the full epsilon, so the protocol is
+epsilon-LDP. The server estimates every level's frequencies (OLH support
+counts scaled by the level's number of reports) and makes them consistent.
+
+Constrained inference: Hay et al.'s two-pass formulas assume a complete k-ary
+tree; the quadkey tree of occupied tiles is not complete, so we use the same
+two passes in their general form (the exact least-squares solution for any
+tree with known node variances): bottom-up, each node's estimate is combined
+with the sum of its children's by inverse-variance weighting; top-down, each
+parent's residual is shared among the children in proportion to their
+variances. The root is the whole population (frequency 1, known exactly).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ldpviz.domain import Binned
+from ldpviz.estimation import to_distribution
+from ldpviz.mechanisms import register
+from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param
+from ldpviz.mechanisms.fo import olh_buckets, olh_estimate_counts, olh_perturb, olh_probabilities
+from ldpviz.mechanisms.srr import (FAMILY_SRR, MAX_LEVEL, LocationDomain, build_location_domain,
+                                   domain_positions, domain_to_grid)
+
+
+def hierarchy(domain: LocationDomain) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Levels from the top (first with >= 2 nodes) to the leaves: ``(node_codes, leaf_to_node_index)``."""
+    depth = domain.n_bits // 2
+    levels = []
+    for level in range(1, depth + 1):
+        prefix = domain.codes >> (2 * (depth - level))
+        nodes, index = np.unique(prefix, return_inverse=True)
+        if len(nodes) >= 2 or level == depth:
+            levels.append((nodes, index.reshape(-1)))
+    return levels
+
+
+def olh_node_variance(epsilon: float, n_level: int) -> float:
+    """Variance of an OLH frequency (fraction of all users) from ``n_level`` reports (USENIX'17 eq. 6)."""
+    g = olh_buckets(epsilon)
+    p, _ = olh_probabilities(epsilon, g)
+    q = 1.0 / g
+    return q * (1 - q) / (max(n_level, 1) * (p - q) ** 2)
+
+
+def constrained_inference(levels: list[tuple[np.ndarray, np.ndarray]], noisy: list[np.ndarray],
+                          variances: list[float]) -> list[np.ndarray]:
+    """Least-squares consistent frequencies on the tree (two passes; root = 1 exactly)."""
+    parents: list[np.ndarray] = []                 # parent of a level-i node = level-(i-1) node of its leaves
+    for i in range(1, len(levels)):
+        nodes, idx = levels[i]
+        _, idx_up = levels[i - 1]
+        par = np.empty(len(nodes), dtype=np.int64)
+        par[idx] = idx_up
+        parents.append(par)
+    est = [np.asarray(z, dtype=float).copy() for z in noisy]
+    var = [np.full(len(z), v) for z, v in zip(noisy, variances)]
+    for i in range(len(levels) - 1, 0, -1):        # bottom-up
+        par = parents[i - 1]
+        s = np.bincount(par, weights=est[i], minlength=len(est[i - 1]))
+        v = np.bincount(par, weights=var[i], minlength=len(est[i - 1]))
+        w_own = 1.0 / var[i - 1]
+        w_kids = np.where(v > 0, 1.0 / np.where(v > 0, v, 1.0), np.inf)
+        combined = np.where(np.isinf(w_kids), s, (est[i - 1] * w_own + s * w_kids) / (w_own + w_kids))
+        var[i - 1] = np.where(np.isinf(w_kids), 0.0, 1.0 / (w_own + w_kids))
+        est[i - 1] = combined
+    out = [None] * len(levels)
+    top = est[0] + (1.0 - est[0].sum()) * var[0] / var[0].sum()     # root = 1
+    out[0] = top
+    for i in range(1, len(levels)):                # top-down
+        par = parents[i - 1]
+        s = np.bincount(par, weights=est[i], minlength=len(out[i - 1]))
+        v = np.bincount(par, weights=var[i], minlength=len(out[i - 1]))
+        share = np.where(v[par] > 0, var[i] / np.where(v[par] > 0, v[par], 1.0), 0.0)
+        out[i] = est[i] + (out[i - 1] - s)[par] * share
+    return out
+
+
+@register
+class OLHH(Mechanism):
+    """OLH over the quadkey hierarchy, one random level per user, with constrained inference (Sec. 6.2)."""
+
+    name = "olh-h"
+    label = "OLH-H (hierarchical OLH)"
+    family = FAMILY_SRR
+    privacy_model = LDP
+    reference = ("l-srr-staircase-randomized-response.md Sec. 6.2; Wang et al. USENIX Security'17 (OLH); "
+                 "Hay et al. VLDB'10 (constrained inference)")
+    summary = ("Each phone reports, with hashed randomized response, which block it is in at one randomly "
+               "chosen zoom level; the server makes the levels agree.")
+    params = (
+        Param("domain", str, "occupied", "location domain: tiles holding users or every grid cell",
+              choices=("occupied", "grid")),
+        Param("level", int, None, "quadkey level of the leaf tiles; default as for SRR", minimum=1,
+              maximum=MAX_LEVEL),
+        Param("projection", str, "norm-sub", "how the leaf estimates become a distribution",
+              choices=("norm-sub", "clip")),
+    )
+    has_client = False    # the (public) domain is built from the users inside run()
+
+    def run(self, users: Binned, rng: np.random.Generator) -> Estimate:
+        domain = build_location_domain(self.grid, users, self.domain, self.level)
+        leaves = domain_positions(self.grid, domain, users)
+        levels = hierarchy(domain)
+        n = len(leaves)
+        choice = rng.integers(0, len(levels), size=n)
+        noisy, variances, reports = [], [], []
+        for i, (nodes, index) in enumerate(levels):
+            mine = index[leaves[choice == i]]
+            n_level = len(mine)
+            if n_level:
+                counts = olh_estimate_counts(olh_perturb(mine, len(nodes), self.epsilon, rng),
+                                             len(nodes), self.epsilon)
+                noisy.append(counts / n_level)
+            else:
+                noisy.append(np.full(len(nodes), 1.0 / len(nodes)))
+            variances.append(olh_node_variance(self.epsilon, n_level) if n_level else 1e12)
+            reports.append(n_level)
+        consistent = constrained_inference(levels, noisy, variances)
+        probs = to_distribution(consistent[-1], self.projection)
+        density, partition = domain_to_grid(self.grid, domain, probs)
+        return Estimate(density, partition=partition, raw=consistent[-1], info={
+            "reports": n, "domain": domain.kind, "domain_size": domain.size, "levels": len(levels),
+            "reports_per_level": reports})

@@ -1,0 +1,93 @@
+"""GRR and HR over SRR's location domain: the L-SRR paper's Sec. 6.2 baselines as the paper ran them.
+
+Paper: l-srr-staircase-randomized-response.md Sec. 6.1-6.2. In the paper every
+scheme (GRR, OLH-H, PLDP, HR, L-SRR) works on the same location domain: the
+locations reported in the city region ("Only the reported locations in this
+area are considered as the domain"). The tool's ``grr`` and ``hr`` work on
+every cell of the evaluation grid, empty cells included, which is a larger
+domain than SRR's occupied tiles. ``grr-tiles`` and ``hr-tiles`` run the same
+frequency oracles (``ldpviz.mechanisms.fo``: L-SRR eq. 1 and ref. [38]) on
+SRR's public location domain (:func:`ldpviz.mechanisms.srr.build_location_domain`),
+so the comparison of Fig. 8 / Table 3 is like for like. Privacy is that of the
+oracle on a domain of D values (e^eps ratio; channel tests in tests/test_fo_*.py
+and tests/test_srr_claims.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ldpviz.domain import Binned
+from ldpviz.estimation import to_distribution
+from ldpviz.mechanisms import register
+from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param
+from ldpviz.mechanisms.fo import grr_estimate_counts, grr_perturb, hr_estimate_counts, hr_perturb
+from ldpviz.mechanisms.srr import (FAMILY_SRR, MAX_LEVEL, LocationDomain, build_location_domain,
+                                   domain_positions, domain_to_grid)
+
+_DOMAIN_PARAMS = (
+    Param("domain", str, "occupied", "location domain: tiles holding users (the paper's setting) or every "
+          "evaluation-grid cell", choices=("occupied", "grid")),
+    Param("level", int, None, "quadkey level of the tiles; default as for SRR", minimum=1, maximum=MAX_LEVEL),
+    Param("projection", str, "norm-sub", "how unbiased counts become a distribution", choices=("norm-sub", "clip")),
+)
+
+
+class _TileOracle(Mechanism):
+    """A frequency oracle on SRR's location domain; subclasses give the client and server halves."""
+
+    family = FAMILY_SRR
+    privacy_model = LDP
+    params = _DOMAIN_PARAMS
+    has_client = False    # the (public) domain is built from the users inside run(), as for SRR
+
+    def perturb_positions(self, positions: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+        raise NotImplementedError  # pragma: no cover
+
+    def estimate_positions(self, reports: np.ndarray, size: int) -> np.ndarray:
+        raise NotImplementedError  # pragma: no cover
+
+    def run(self, users: Binned, rng: np.random.Generator) -> Estimate:
+        domain: LocationDomain = build_location_domain(self.grid, users, self.domain, self.level)
+        positions = domain_positions(self.grid, domain, users)
+        reports = self.perturb_positions(positions, domain.size, rng)
+        counts = self.estimate_positions(reports, domain.size)
+        probs = to_distribution(counts, self.projection)
+        density, partition = domain_to_grid(self.grid, domain, probs)
+        return Estimate(density, partition=partition, raw=counts, info={
+            "reports": int(len(positions)), "domain": domain.kind, "domain_size": domain.size,
+            "level": domain.level})
+
+
+@register
+class GRRTiles(_TileOracle):
+    """GRR (L-SRR eq. 1) over SRR's location domain (occupied tiles by default)."""
+
+    name = "grr-tiles"
+    label = "GRR over SRR's location tiles (L-SRR baseline)"
+    reference = "l-srr-staircase-randomized-response.md eq. (1), Sec. 6.2 (GRR baseline on the location domain)"
+    summary = ("Like GRR, but the phone chooses among the same map tiles SRR uses (the places where people "
+               "are), not every grid cell.")
+
+    def perturb_positions(self, positions: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+        return grr_perturb(positions, size, self.epsilon, rng)
+
+    def estimate_positions(self, reports: np.ndarray, size: int) -> np.ndarray:
+        return grr_estimate_counts(reports, size, self.epsilon)
+
+
+@register
+class HRTiles(_TileOracle):
+    """Hadamard response (ref. [38]) over SRR's location domain (occupied tiles by default)."""
+
+    name = "hr-tiles"
+    label = "HR over SRR's location tiles (L-SRR baseline)"
+    reference = "l-srr-staircase-randomized-response.md Sec. 3.5, 6.2 and ref. [38] (HR on the location domain)"
+    summary = ("Like HR, but the code words index the same map tiles SRR uses (the places where people are), "
+               "not every grid cell.")
+
+    def perturb_positions(self, positions: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+        return hr_perturb(positions, size, self.epsilon, rng)
+
+    def estimate_positions(self, reports: np.ndarray, size: int) -> np.ndarray:
+        return hr_estimate_counts(reports, size, self.epsilon)

@@ -1,0 +1,72 @@
+"""The DAM paper's claims (Sec. VII-C), re-run on synthetic data with fixed seeds.
+
+Normal and MNormal as in Sec. VII-A (bench/dam_claims.py), d = 15, epsilon = 3.5,
+60,000 users per trial, trial t seeded with 1000 + t. Full tables: docs/dam-claims.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import dam_claims as claims  # noqa: E402
+
+N, TRIALS, SEED = 60_000, 3, 1000
+
+pytestmark = pytest.mark.slow
+
+
+def mean_w2(name, dataset, params=None, trials=TRIALS):
+    return float(np.mean(claims.run_w2(name, dataset, 15, 3.5, trials, N, SEED, params)))
+
+
+@pytest.mark.parametrize("dataset", ["Normal", "MNormal"])
+def test_dam_beats_mdsw_and_is_at_least_as_good_as_huem(dataset):
+    """W2(DAM) < W2(MDSW) and W2(DAM) <= W2(HUEM) (Sec. VII-C2, Fig. 9)."""
+    dam = mean_w2("dam", dataset)
+    assert dam < mean_w2("mdsw", dataset)
+    assert dam < mean_w2("mdsw", dataset, {"postprocess": "em"})
+    assert dam <= mean_w2("huem", dataset)
+
+
+@pytest.mark.parametrize("dataset", [
+    "Normal",
+    pytest.param("MNormal", marks=pytest.mark.xfail(strict=True, reason=(
+        "does not reproduce: with EM post-processing W2 falls up to 1.33 b and stays flat to 1.67 b "
+        "(0.0352, 0.0292, 0.0226, 0.0218, 0.0218 for factors 0.33..1.67, seeds 1000-1001); "
+        "see docs/dam-claims.md"))),
+])
+def test_w2_is_u_shaped_in_the_radius(dataset):
+    """W2 against b (0.33 to 1.67 times the optimal b) first falls then rises, minimum near b (Fig. 8)."""
+    w = [mean_w2("dam", dataset, {"radius_factor": f}, trials=2) for f in claims.RADIUS_FACTORS]
+    best = int(np.argmin(w))
+    assert best in (1, 2, 3), w
+    assert w[0] > w[best] and w[-1] > w[best]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "does not reproduce on minneapolis-stops (default region, d = 15, eps = 3.5, seeds 1000-1002): "
+    "W2 DAM 0.0325 > DAM-NS 0.0309 (region-side units); see docs/dam-claims.md"))
+def test_dam_at_most_dam_ns_on_the_bundled_real_data():
+    """On road-network data the shrunken border helps: W2(DAM) <= W2(DAM-NS) (Sec. VII-C2)."""
+    try:
+        datasets = importlib.import_module("ldpviz.datasets")
+        data = datasets.load("minneapolis-stops")
+    except Exception as err:  # the bundled data arrives with main's datasets module
+        pytest.skip(f"bundled real dataset not available on this branch: {err}")
+    from ldpviz import mechanisms
+    from ldpviz.domain import Grid
+    grid = Grid(data.default_region, 15)
+    users = grid.bin_lonlat(data.lon, data.lat)
+    true = grid.histogram(users.cells)
+    result = {}
+    for name in ("dam", "dam-ns"):
+        mech = mechanisms.create(name, grid, 3.5)
+        result[name] = np.mean([claims.w2(true, mech.run(users, np.random.default_rng(SEED + t)).density)
+                                for t in range(TRIALS)])
+    assert result["dam"] <= result["dam-ns"], result

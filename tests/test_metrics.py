@@ -1,0 +1,362 @@
+"""Tests of ldpviz.metrics: each test's docstring states the property it checks."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import ot
+import pytest
+
+from ldpviz import metrics
+from ldpviz.errors import LdpvizInputError
+from ldpviz.mechanisms.base import Estimate
+from ldpviz.partition import Partition
+
+
+# ---- helpers ---------------------------------------------------------------------------
+
+def point_mass(d: int, row: int, col: int) -> np.ndarray:
+    p = np.zeros((d, d))
+    p[row, col] = 1.0
+    return p
+
+
+def centres(d: int) -> np.ndarray:
+    """Cell centres (x = col + 0.5, y = row + 0.5) in flat-index order, in cells."""
+    c = np.arange(d) + 0.5
+    cols, rows = np.meshgrid(c, c)
+    return np.column_stack([cols.ravel(), rows.ravel()])
+
+
+def blobs(d: int, seed: int, k: int = 3) -> np.ndarray:
+    """A smooth clustered density: a few Gaussian blobs."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:d, 0:d] + 0.5
+    out = np.zeros((d, d))
+    for _ in range(k):
+        cx, cy = rng.uniform(0, d, 2)
+        s = rng.uniform(0.05, 0.15) * d
+        out += rng.uniform(0.5, 2.0) * np.exp(-((x - cx) ** 2 + (y - cy) ** 2) / (2 * s * s))
+    return out / out.sum()
+
+
+def noisy(p: np.ndarray, seed: int, scale: float = 0.5) -> np.ndarray:
+    """An LDP-like estimate of ``p``: additive noise, clipped, renormalised."""
+    rng = np.random.default_rng(seed)
+    q = np.clip(p + rng.normal(0.0, scale / p.size, p.shape), 0.0, None)
+    return q / q.sum()
+
+
+def reference_w2(p: np.ndarray, q: np.ndarray, metric: str = "sqeuclidean") -> float:
+    """Independent computation: ot.emd2 on the full cost matrix from ot.dist."""
+    d = p.shape[0]
+    X = centres(d)
+    M = ot.dist(X, X, metric=metric)
+    a = p.ravel() / p.sum()
+    b = q.ravel() / q.sum()
+    value = ot.emd2(a, b, M, numItermax=10_000_000)
+    return math.sqrt(value) if metric == "sqeuclidean" else float(value)
+
+
+# ---- W2 ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("method", ["exact", "fast", "auto"])
+def test_w2_point_masses_is_their_distance(method):
+    """W2 between two point masses is the Euclidean distance of the cells, in cells and metres."""
+    p = point_mass(40, 1, 2)
+    q = point_mass(40, 4, 6)   # 3 rows north, 4 columns east: distance 5 cells
+    assert metrics.w2(p, q, method=method) == pytest.approx(5.0, abs=1e-12)
+    assert metrics.w2(p, q, cell_m=12.5, method=method) == pytest.approx(62.5, abs=1e-9)
+
+
+@pytest.mark.parametrize("method", ["exact", "fast"])
+def test_w2_of_equal_densities_is_zero(method):
+    """W2(p, p) = 0 for dense and sparse densities."""
+    rng = np.random.default_rng(3)
+    p = rng.random((24, 24))
+    assert metrics.w2(p, p, method=method) == pytest.approx(0.0, abs=1e-9)
+    s = np.where(rng.random((24, 24)) < 0.2, rng.random((24, 24)), 0.0)
+    assert metrics.w2(s, 3.0 * s, method=method) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_w2_exact_matches_independent_emd2():
+    """Exact W2 equals sqrt(ot.emd2) with ot.dist('sqeuclidean') on the full grid, random 8x8 densities."""
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        p = rng.random((8, 8))
+        q = rng.random((8, 8)) * (rng.random((8, 8)) < 0.6)   # some empty cells in est
+        assert metrics.w2(p, q, method="exact") == pytest.approx(reference_w2(p, q), rel=1e-9)
+
+
+@pytest.mark.parametrize("d", [16, 25, 32])
+def test_w2_fast_matches_exact(d):
+    """Fast W2 is within 2% of exact (it is certified exact, so we ask for 1e-7) on random, clustered,
+    noisy and sparse densities."""
+    rng = np.random.default_rng(d)
+    t = blobs(d, seed=d)
+    sparse = np.where(rng.random((d, d)) < 0.15, rng.pareto(1.5, (d, d)) + 0.01, 0.0)
+    cases = [
+        (rng.random((d, d)), rng.random((d, d))),
+        (t, noisy(t, seed=1)),
+        (t, blobs(d, seed=d + 1)),
+        (sparse, noisy(sparse, seed=2, scale=0.2)),
+    ]
+    for p, q in cases:
+        exact = metrics.w2(p, q, method="exact")
+        fast = metrics.w2(p, q, method="fast")
+        assert abs(fast - exact) <= 0.02 * exact
+        assert fast == pytest.approx(exact, rel=1e-7)
+
+
+def test_w2_auto_above_threshold_is_exact():
+    """'auto' switches to the multiscale solver above AUTO_EXACT_MAX_PAIRS and still gives the exact value."""
+    d = 24
+    assert d ** 4 > metrics.AUTO_EXACT_MAX_PAIRS
+    t = blobs(d, seed=5)
+    q = noisy(t, seed=6)
+    assert metrics.w2(t, q) == pytest.approx(reference_w2(t, q), rel=1e-7)
+
+
+def test_block_approximation_above_fast_max_side_is_within_bound(monkeypatch):
+    """Above FAST_MAX_SIDE, W2 and EMD-L1 use f x f block sums: within sqrt(2)(f-1) and 2(f-1) cells."""
+    monkeypatch.setattr(metrics, "FAST_MAX_SIDE", 8)
+    d, f = 20, 3                                  # ceil(20 / 8) = 3
+    for seed in range(3):
+        t = blobs(d, seed=seed)
+        q = noisy(t, seed=seed + 20, scale=3.0)
+        exact_w2 = metrics.w2(t, q, method="exact")
+        assert abs(metrics.w2(t, q, method="fast") - exact_w2) <= math.sqrt(2) * (f - 1)
+        assert abs(metrics.emd_l1(t, q) - reference_w2(t, q, metric="cityblock")) <= 2 * (f - 1)
+
+
+def test_w2_is_symmetric_and_scale_invariant():
+    """W2(p, q) = W2(q, p), and inputs are normalised (counts and frequencies give the same value)."""
+    rng = np.random.default_rng(11)
+    p, q = rng.random((20, 20)), rng.random((20, 20))
+    assert metrics.w2(p, q) == pytest.approx(metrics.w2(q, p), rel=1e-9)
+    assert metrics.w2(1000 * p, q) == pytest.approx(metrics.w2(p, q), rel=1e-9)
+
+
+def test_w2_rejects_bad_method_and_cell_size():
+    """An unknown method or a non-positive cell size is an input error."""
+    p = point_mass(4, 0, 0)
+    with pytest.raises(LdpvizInputError, match="method"):
+        metrics.w2(p, p, method="sinkhorn")
+    with pytest.raises(LdpvizInputError, match="cell_m"):
+        metrics.w2(p, p, cell_m=0)
+
+
+# ---- sliced W2 -------------------------------------------------------------------------------
+
+def test_sliced_w2_is_a_lower_bound_of_w2():
+    """sqrt(2)-normalised sliced W2 <= W2 (E_theta (theta.z)^2 = |z|^2 / 2), up to 1% for the quadrature."""
+    rng = np.random.default_rng(7)
+    for seed in range(4):
+        p = blobs(16, seed=seed)
+        q = noisy(p, seed=seed + 10) if seed % 2 else rng.random((16, 16))
+        assert metrics.sliced_w2(p, q) <= 1.01 * metrics.w2(p, q)
+
+
+def test_sliced_w2_of_a_shift_is_the_shift():
+    """Translating a density by a vector s gives sliced W2 = |s| (in cells and in metres)."""
+    p = np.zeros((16, 16))
+    p[2:6, 3:7] = np.arange(16).reshape(4, 4) + 1.0
+    q = np.roll(np.roll(p, 3, axis=0), 2, axis=1)        # 3 cells north, 2 east
+    assert metrics.sliced_w2(p, q) == pytest.approx(math.sqrt(13), rel=1e-9)
+    assert metrics.sliced_w2(p, q, cell_m=10.0, seed=4) == pytest.approx(10 * math.sqrt(13), rel=1e-9)
+    assert metrics.w2(p, q) == pytest.approx(math.sqrt(13), rel=1e-9)
+
+
+def test_sliced_w2_is_deterministic_per_seed():
+    """Same seed, same value."""
+    rng = np.random.default_rng(2)
+    p, q = rng.random((12, 12)), rng.random((12, 12))
+    assert metrics.sliced_w2(p, q, seed=3) == metrics.sliced_w2(p, q, seed=3)
+
+
+# ---- EMD (L1) -----------------------------------------------------------------------------
+
+def test_emd_l1_point_masses_is_manhattan_distance():
+    """EMD with L1 ground metric between two point masses is |drow| + |dcol| (cells and metres)."""
+    p = point_mass(10, 1, 2)
+    q = point_mass(10, 4, 6)
+    assert metrics.emd_l1(p, q) == pytest.approx(7.0, abs=1e-12)
+    assert metrics.emd_l1(p, q, cell_m=3.0) == pytest.approx(21.0, abs=1e-9)
+
+
+def test_emd_l1_sanity_bounds():
+    """W1 (Euclidean) <= EMD-L1 <= sqrt(2) W1, EMD-L1 <= diameter x TV, and it matches ot.emd2 with cityblock."""
+    for seed in range(3):
+        p = blobs(12, seed=seed)
+        q = noisy(p, seed=seed + 1, scale=2.0)
+        e = metrics.emd_l1(p, q)
+        w1 = reference_w2(p, q, metric="euclidean")
+        assert w1 - 1e-9 <= e <= math.sqrt(2) * w1 + 1e-9
+        assert e <= 2 * (12 - 1) * metrics.l1(p, q) / 2 + 1e-9
+        assert e == pytest.approx(reference_w2(p, q, metric="cityblock"), rel=1e-9)
+
+
+def test_emd_l1_large_grid_uses_exact_multiscale():
+    """Above the dense threshold EMD-L1 (multiscale, certified) equals the dense cityblock optimum."""
+    d = 24
+    assert d ** 4 > metrics.AUTO_EXACT_MAX_PAIRS
+    t = blobs(d, seed=8)
+    q = noisy(t, seed=9)
+    assert metrics.emd_l1(t, q) == pytest.approx(reference_w2(t, q, metric="cityblock"), rel=1e-7)
+
+
+# ---- KL, L1, MSE, Pearson, similarity ----------------------------------------------------
+
+def test_kl_properties():
+    """KL(p || p) = 0, KL >= 0, and it is finite when est has zeros where true has mass."""
+    rng = np.random.default_rng(4)
+    p = rng.random((10, 10))
+    assert metrics.kl(p, p) == pytest.approx(0.0, abs=1e-12)
+    for _ in range(5):
+        assert metrics.kl(rng.random((10, 10)), rng.random((10, 10))) >= 0.0
+    q = p.copy()
+    q[:5] = 0.0
+    value = metrics.kl(p, q)
+    assert math.isfinite(value) and value > 0.0
+    # terms with true = 0 contribute nothing
+    t = np.zeros((2, 2)); t[0, 0] = 1.0
+    assert metrics.kl(t, np.array([[0.5, 0.5], [0.0, 0.0]])) == pytest.approx(math.log(2), rel=1e-6)
+
+
+def test_l1_similarity_mse_pearson():
+    """l1 in [0, 2] (2 for disjoint supports); similarity = 1 - l1/2; mse >= 0; pearson(p, p) = 1,
+    pearson = 0 when one map is flat."""
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        p, q = rng.random((9, 9)), rng.random((9, 9))
+        v = metrics.l1(p, q)
+        assert 0.0 <= v <= 2.0
+        assert metrics.similarity(p, q) == pytest.approx(1.0 - v / 2.0, abs=1e-12)
+        assert metrics.mse(p, q) >= 0.0
+        assert -1.0 <= metrics.pearson(p, q) <= 1.0
+    assert metrics.l1(point_mass(4, 0, 0), point_mass(4, 3, 3)) == pytest.approx(2.0)
+    assert metrics.similarity(point_mass(4, 0, 0), point_mass(4, 3, 3)) == pytest.approx(0.0)
+    p = rng.random((9, 9))
+    assert metrics.pearson(p, p) == pytest.approx(1.0)
+    assert metrics.pearson(p, np.ones((9, 9))) == 0.0
+    assert metrics.mse(p, 5 * p) == pytest.approx(0.0, abs=1e-15)
+
+
+# ---- queries and AQE ------------------------------------------------------------------------
+
+def test_random_queries_area_inside_and_deterministic():
+    """Every query has area rho, lies inside [0, 1]^2, aspect in range; same seed gives the same queries."""
+    for rho in (0.0001, 0.01, 0.04, 0.5, 1.0):
+        qs = metrics.random_queries(rho, gamma=300, seed=1)
+        assert qs.shape == (300, 4)
+        w, h = qs[:, 2] - qs[:, 0], qs[:, 3] - qs[:, 1]
+        np.testing.assert_allclose(w * h, rho, rtol=1e-9)
+        assert np.all(qs >= 0.0) and np.all(qs <= 1.0)
+        lo, hi = metrics.QUERY_ASPECT_RANGE
+        assert np.all(w / h >= lo * (1 - 1e-9)) and np.all(w / h <= hi * (1 + 1e-9))
+    np.testing.assert_array_equal(metrics.random_queries(0.01, seed=7), metrics.random_queries(0.01, seed=7))
+    assert not np.array_equal(metrics.random_queries(0.01, seed=7), metrics.random_queries(0.01, seed=8))
+    assert len(metrics.random_queries(0.01)) == 500
+
+
+def test_random_queries_rejects_bad_rho():
+    """rho must be in (0, 1]."""
+    for rho in (0.0, -0.1, 1.5, float("nan")):
+        with pytest.raises(LdpvizInputError, match="rho"):
+            metrics.random_queries(rho)
+
+
+def test_aqe_hand_computed_partial_overlap():
+    """AQE (grid paper eq. 8-9) on a 2x2 grid, computed by hand.
+
+    True density [row, col] = [[0.4, 0.1], [0.2, 0.3]] (row 0 is south), estimate
+    [[0.2, 0.3], [0.25, 0.25]], n = 1000 users, bound b = 2% x 1000 = 20.
+    Query A = left half of the south-west cell (0, 0, 0.25, 0.5): true 0.4 x 1/2 x 1000 = 200,
+    estimate 0.2 x 1/2 x 1000 = 100, error 100 / max(200, 20) = 0.5.
+    Query B = (0.5, 0, 0.6, 0.1), 4% of the south-east cell: true 0.1 x 0.04 x 1000 = 4,
+    estimate 0.3 x 0.04 x 1000 = 12, error 8 / max(4, 20) = 0.4.  AQE = (0.5 + 0.4) / 2 = 0.45.
+    """
+    true = np.array([[0.4, 0.1], [0.2, 0.3]])
+    est = np.array([[0.2, 0.3], [0.25, 0.25]])
+    queries = np.array([[0.0, 0.0, 0.25, 0.5], [0.5, 0.0, 0.6, 0.1]])
+    assert metrics.aqe(true, est, n_users=1000, queries=queries) == pytest.approx(0.45, rel=1e-12)
+    # The same with partitions, masses as counts.
+    assert metrics.aqe(Partition.uniform(1000 * true), Partition.uniform(7 * est), n_users=1000,
+                       queries=queries) == pytest.approx(0.45, rel=1e-12)
+    # An adaptive partition: the west half as one piece (mass 0.6), east split in two (0.1, 0.3).
+    # Query A covers 1/4 of the west piece: 0.15 x 1000 = 150, error 50 / 200 = 0.25;
+    # query B covers 4% of the south-east piece [0.5, 1] x [0, 0.5]: 0.1 x 0.04 x 1000 = 4, error 0.
+    adaptive = Partition(np.array([[0, 0, 0.5, 1], [0.5, 0, 1, 0.5], [0.5, 0.5, 1, 1]]), np.array([0.6, 0.1, 0.3]))
+    assert metrics.aqe(true, adaptive, n_users=1000, queries=queries) == pytest.approx(0.125, rel=1e-12)
+
+
+def test_aqe_points_equal_density_on_cell_aligned_queries():
+    """With queries aligned to cell edges, AQE from exact point counts equals AQE from the true density."""
+    d = 4
+    rng = np.random.default_rng(6)
+    cells = rng.integers(0, d, size=(500, 2))                  # (col, row)
+    pts = (cells + rng.uniform(0.05, 0.95, size=(500, 2))) / d  # strictly inside cells
+    density = np.zeros((d, d))
+    np.add.at(density, (cells[:, 1], cells[:, 0]), 1.0)
+    est = rng.random((d, d))
+    queries = np.array([[0.25, 0.5, 0.75, 1.0], [0.0, 0.0, 0.5, 0.25], [0.5, 0.25, 1.0, 1.0], [0, 0, 1, 1]])
+    a_points = metrics.aqe(pts, est, n_users=500, queries=queries)
+    a_density = metrics.aqe(density, est, n_users=500, queries=queries)
+    assert a_points == pytest.approx(a_density, rel=1e-12)
+    assert a_points > 0.0
+
+
+def test_aqe_default_queries_and_zero_for_identical():
+    """AQE of the truth against itself is 0; the default queries are random_queries(rho, gamma, seed)."""
+    p = blobs(8, seed=1)
+    assert metrics.aqe(p, p, n_users=100) == pytest.approx(0.0, abs=1e-12)
+    q = noisy(p, seed=2, scale=5.0)
+    explicit = metrics.aqe(p, q, n_users=100, queries=metrics.random_queries(0.04, 50, seed=3))
+    assert metrics.aqe(p, q, n_users=100, rho=0.04, gamma=50, seed=3) == explicit
+
+
+# ---- evaluate and input errors ----------------------------------------------------------------
+
+def test_evaluate_returns_every_metric_finite():
+    """evaluate() returns exactly the METRIC_INFO keys, all finite; w2_m = w2_cells x cell_m."""
+    d = 16
+    t = blobs(d, seed=3)
+    est = Estimate(density=noisy(t, seed=4))
+    rng = np.random.default_rng(0)
+    pts = rng.uniform(0, 1, size=(200, 2))
+    for kwargs in ({}, {"true_points": pts}):
+        row = metrics.evaluate(t, est, cell_m=50.0, n_users=200, **kwargs)
+        assert set(row) == set(metrics.METRIC_INFO)
+        assert all(math.isfinite(v) for v in row.values())
+        assert row["w2_m"] == pytest.approx(50.0 * row["w2_cells"])
+    for key, info in metrics.METRIC_INFO.items():
+        assert set(info) >= {"label", "lower_is_better", "help"}, key
+        assert isinstance(info["lower_is_better"], bool)
+
+
+@pytest.mark.parametrize("fn", [metrics.w2, metrics.sliced_w2, metrics.emd_l1, metrics.kl, metrics.l1,
+                                metrics.mse, metrics.pearson, metrics.similarity])
+def test_zero_mass_and_bad_inputs_raise(fn):
+    """A zero-mass input, negative entries or mismatched grids raise LdpvizInputError with a clear message."""
+    p = np.ones((4, 4))
+    with pytest.raises(LdpvizInputError, match="zero total mass"):
+        fn(np.zeros((4, 4)), p)
+    with pytest.raises(LdpvizInputError, match="zero total mass"):
+        fn(p, np.zeros((4, 4)))
+    with pytest.raises(LdpvizInputError, match="negative"):
+        fn(p, -p)
+    with pytest.raises(LdpvizInputError, match="same grid"):
+        fn(p, np.ones((5, 5)))
+
+
+def test_aqe_zero_mass_raises():
+    """AQE refuses a zero-mass truth or estimate."""
+    q = metrics.random_queries(0.1, 10)
+    with pytest.raises(LdpvizInputError, match="zero total mass"):
+        metrics.aqe(np.zeros((4, 4)), np.ones((4, 4)), n_users=10, queries=q)
+    # A raw estimate partition with no positive total (possible for unbiased FO estimates at
+    # tiny epsilon) is scored, not refused: every answer is 0, so each query's error is
+    # ans_true / max(ans_true, b) with ans_true = area x n (uniform truth), b = 0.02 n.
+    got = metrics.aqe(np.ones((4, 4)), Partition.uniform(np.zeros((4, 4))), n_users=10, queries=q)
+    assert got == pytest.approx(1.0)  # every query has area 0.1 > 0.02, so each error is 1

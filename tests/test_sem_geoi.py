@@ -1,0 +1,100 @@
+"""SEM-Geo-I: geo-indistinguishability of the subset channel, sampler, LP calibration, EM."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from ldpviz import mechanisms
+from ldpviz.domain import Binned, Grid, Region
+from ldpviz.errors import LdpvizInputError
+from ldpviz.local_privacy import cell_distances, local_privacy, lp_from_channel
+from ldpviz.mechanisms.sem_geoi import sem_local_privacy_cells
+
+
+def grid(d: int) -> Grid:
+    return Grid(Region(0.0, 45.0, 1000.0), d)
+
+
+def users(cells) -> Binned:
+    cells = np.asarray(cells, dtype=np.int64)
+    return Binned(cells, np.zeros((len(cells), 2)), 0)
+
+
+@pytest.mark.parametrize("d,eps,k", [(2, 0.5, 1), (2, 2.0, 2), (3, 1.0, 1), (3, 1.5, 3), (3, 0.3, 4)])
+def test_subset_channel_is_geo_indistinguishable(d, eps, k):
+    """Columns over all k-subsets sum to 1 and P(S|x) <= e^{eps' |x-x'|} P(S|x')."""
+    P = mechanisms.create("sem-geoi", grid(d), eps, calibration="raw", subset_size=k).channel()
+    assert P.shape[0] == math.comb(d * d, k)
+    assert np.allclose(P.sum(axis=0), 1.0, atol=1e-12)
+    ratio = (P[:, :, None] / P[:, None, :]).max(axis=0)
+    assert (ratio / np.exp(eps * cell_distances(d))).max() <= 1 + 1e-9
+
+
+def test_membership_matches_enumeration():
+    mech = mechanisms.create("sem-geoi", grid(3), 1.0, calibration="raw", subset_size=3)
+    P = mech.channel()
+    member = np.zeros((9, 9))
+    for i, s in enumerate(itertools.combinations(range(9), 3)):
+        member[list(s)] += P[i]
+    assert np.allclose(member, mech.tables.member, atol=1e-12)
+    assert np.allclose(member.sum(axis=0), 3.0)
+
+
+def test_sampler_follows_channel():
+    """Chi-square of 30,000 subset reports from three cells against the declared column (p > 1e-3)."""
+    mech = mechanisms.create("sem-geoi", grid(3), 1.2, calibration="raw", subset_size=2)
+    P = mech.channel()
+    index = {s: i for i, s in enumerate(itertools.combinations(range(9), 2))}
+    rng = np.random.default_rng(3)
+    for x in (0, 4, 7):
+        reps = np.sort(mech.perturb(users(np.full(30_000, x)), rng), axis=1)
+        assert np.all(reps[:, 0] != reps[:, 1])
+        rows = np.array([index[(int(a), int(b))] for a, b in reps])
+        observed = np.bincount(rows, minlength=P.shape[0])
+        assert stats.chisquare(observed, P[:, x] * len(reps)).pvalue > 1e-3
+
+
+def test_monte_carlo_lp_matches_exact():
+    mech = mechanisms.create("sem-geoi", grid(3), 0.8, calibration="raw", subset_size=2)
+    exact = lp_from_channel(mech.channel(), 3)
+    assert sem_local_privacy_cells(mech.tables, samples_per_cell=400) == pytest.approx(exact, rel=0.02)
+
+
+@pytest.mark.slow
+def test_calibration_matches_dam_local_privacy():
+    """'same-lp-as-dam': SEM-Geo-I's LP equals DAM's at the same epsilon (Sec. VII-B)."""
+    g = grid(8)
+    sem = mechanisms.create("sem-geoi", g, 2.0)
+    dam_lp = local_privacy("dam", g, 2.0)
+    assert local_privacy(sem) == pytest.approx(dam_lp, rel=0.02)
+    assert sem.eps_prime > 0 and "calibrated" in sem.guarantee()
+
+
+def test_refuses_large_grids_and_oversized_reports():
+    with pytest.raises(LdpvizInputError, match="too slow"):
+        mechanisms.create("sem-geoi", grid(40), 1.0, calibration="raw")
+    mech = mechanisms.create("sem-geoi", grid(4), 1.0, calibration="raw", subset_size=8)
+    with pytest.raises(LdpvizInputError, match="cells in total"):
+        mech.perturb(users(np.zeros(20_000_000, dtype=np.int64)), np.random.default_rng(0))
+
+
+@pytest.mark.slow
+def test_em_error_shrinks_with_n():
+    """L1 error of the EM estimate on membership counts falls with n."""
+    d = 6
+    mech = mechanisms.create("sem-geoi", grid(d), 1.0, calibration="raw", subset_size=3, postprocess="em")
+    r, c = np.mgrid[0:d, 0:d]
+    truth = np.exp(-((r - 4) ** 2 + (c - 2) ** 2) / 4.0)
+    truth /= truth.sum()
+    errors = []
+    for n in (10_000, 100_000, 1_000_000):
+        rng = np.random.default_rng(n)
+        cells = rng.choice(d * d, size=n, p=truth.ravel())
+        errors.append(np.abs(mech.estimate(mech.perturb(users(cells), rng)).density - truth).sum())
+    assert errors[0] > errors[1] > errors[2]
+    assert errors[2] < 0.4 * errors[0]

@@ -1,0 +1,51 @@
+"""L-SRR paper claims on the bundled Minneapolis stops (Fig. 8 L1, Table 3 k-NN), fixed seeds.
+
+Setting: whole-city region, 32 x 32 grid (625 m cells), SRR's occupied level-16 tiles (813) as the
+location domain shared by SRR and the paper's GRR/HR baselines (``grr-tiles``, ``hr-tiles``), all
+51,920 users, 2 trials, seed 0. Checked locally on seeds 0-3: the asserted claims held for every seed
+with margins of >= 0.04 in L1. Full re-run and discussion: docs/srr-claims.md (bench/srr_claims.py).
+"""
+
+import math
+
+import pytest
+
+from ldpviz import experiment
+from ldpviz.knn import knn_quality
+
+pytestmark = pytest.mark.slow
+
+SETTING = dict(dataset="minneapolis-stops", grid_side=32, region="Whole city", seed=0, trials=2)
+
+
+def mean_l1(mechanism: str, epsilon: float) -> float:
+    result = experiment.run(experiment.Scenario(mechanism=mechanism, epsilon=epsilon, **SETTING))
+    return float(result.metrics["l1"].mean())
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 3.0, 5.0])
+def test_srr_l1_against_grr_and_hr_on_the_same_tiles(epsilon):
+    """Fig. 8: L1(SRR) < L1(GRR) and L1(SRR) <= L1(HR), where they hold in our faithful implementation.
+
+    What does NOT hold (reported in docs/srr-claims.md, not tuned away):
+    * eps = 5: GRR beats SRR (L1 ~0.37 vs ~0.72 here). SRR's LCP groups make all tiles of a G_1 block
+      send identical reports, so SRR only resolves block-level density and stops improving with eps.
+    * eps = 3 vs HR: not stable across seeds on this grid (SRR ~0.81, HR 0.76-0.87), so not asserted.
+    """
+    srr = mean_l1("srr", epsilon)
+    assert math.isfinite(srr)
+    if epsilon in (1.0, 3.0):
+        assert srr < mean_l1("grr-tiles", epsilon)
+    if epsilon in (1.0, 5.0):
+        assert srr <= mean_l1("hr-tiles", epsilon)
+
+
+def test_srr_knn_precision_at_least_grr_at_eps3():
+    """Table 3: the k-NN lists (k = 25) derived from SRR's estimate are at least as precise as GRR's (eps = 3)."""
+    precision = {}
+    for mechanism in ("srr", "grr-tiles"):
+        result = experiment.run(experiment.Scenario(mechanism=mechanism, epsilon=3.0, **SETTING))
+        counts = result.true_density * result.n_users
+        values = [knn_quality(counts, est.density, k=25)["precision"] for est in result.estimates]
+        precision[mechanism] = sum(values) / len(values)
+    assert precision["srr"] >= precision["grr-tiles"]
