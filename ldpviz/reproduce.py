@@ -78,7 +78,15 @@ def discover(repo: Path) -> list[Path]:
 
 
 def follows_convention(script: Path, repo: Path) -> tuple[bool, str]:
-    """Whether ``script --help`` lists both ``--quick`` and ``--out`` (bench/README.md)."""
+    """Whether ``script --help`` lists both ``--quick`` and ``--out`` (bench/README.md).
+
+    The source is read first: a script that never mentions both flags is not run at all (a script
+    without argparse would treat ``--help`` as a full run and rewrite its reports).
+    """
+    source = script.read_text(encoding="utf-8", errors="replace")
+    absent = [flag for flag in ("--quick", "--out") if flag not in source]
+    if absent:
+        return False, f"does not accept {' and '.join(absent)} (see bench/README.md)"
     try:
         done = subprocess.run([sys.executable, str(script), "--help"], cwd=repo, env=_env(repo),
                               capture_output=True, text=True, timeout=HELP_TIMEOUT_S)
