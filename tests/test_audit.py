@@ -279,3 +279,25 @@ def test_protocol_audit_of_mechanisms_without_client_half() -> None:
     assert ok.passed and ok.lower_bound >= 0 and "whole protocol" in ok.notes[0], ok.to_frame().to_string()
     leaky = audit.audit_mechanism(ToyProtocolLeaky, 4, 1.0, protocol_samples=300, seed=2)
     assert leaky.status == audit.FAILED and leaky.lower_bound > 2
+
+
+# ---------------------------------------------------------------- location-domain mechanisms (L-SRR family)
+DOMAIN_MECHANISMS = ("srr", "olh-h", "pldp", "grr-tiles", "hr-tiles")
+
+
+@pytest.mark.parametrize("name", DOMAIN_MECHANISMS)
+def test_default_public_domain_passes_whole_protocol_audit(name: str) -> None:
+    """Default domain='grid' is data-independent: the whole-protocol audit certifies no loss above epsilon."""
+    result = audit.audit_mechanism(name, 4, 1.0, protocol_samples=300, seed=2)
+    assert result.status == audit.PASSED and result.lower_bound <= 1.0, result.to_frame().to_string()
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n == "srr" else [pytest.mark.slow])
+                                  for n in DOMAIN_MECHANISMS])
+def test_occupied_domain_is_flagged_and_documented(name: str) -> None:
+    """domain='occupied' (the paper's setting) leaks which tiles hold users: the audit certifies a loss above
+    epsilon = 1 for a lone user's tile, and the guarantee says plainly that it is not eps-LDP then."""
+    result = audit.audit_mechanism(name, 4, 1.0, protocol_samples=300, seed=2, params={"domain": "occupied"})
+    assert result.status == audit.FAILED and result.lower_bound > 2.0, result.to_frame().to_string()
+    guarantee = mechanisms.create(name, audit.audit_grid(4), 1.0, domain="occupied").guarantee()
+    assert "NOT epsilon-LDP" in guarantee and "public" in guarantee

@@ -177,7 +177,8 @@ def users_grid():
     return grid, grid.bin_unit(uv)
 
 
-@pytest.mark.parametrize("params", [{}, {"domain": "grid"}, {"estimator": "mle"}, {"level": 14, "groups": 3}])
+@pytest.mark.parametrize("params", [{}, {"domain": "occupied"}, {"estimator": "mle"},
+                                    {"domain": "occupied", "level": 14, "groups": 3}])
 def test_mechanism_runs(users_grid, params):
     """The registered mechanism returns a valid (d, d) distribution with the achieved eps in info."""
     grid, users = users_grid
@@ -199,12 +200,39 @@ def test_grid_channel_is_ldp():
 
 
 def test_bad_inputs():
-    with pytest.raises(LdpvizInputError):
-        mechanisms.create("srr", Grid(Region(0, 0, 1000), 100), 1.0, domain="grid")
+    with pytest.raises(LdpvizInputError, match="blocks"):
+        mechanisms.create("srr", Grid(Region(0, 0, 1000), 100), 1.0, domain="grid").channel()
     with pytest.raises(LdpvizInputError):
         mechanisms.create("srr", Grid(Region(0, 0, 1000), 4), 1.0, domain="nowhere")
     with pytest.raises(LdpvizInputError):
-        mechanisms.create("srr", Grid(Region(0, 0, 1000), 4), 1.0).channel()
+        mechanisms.create("srr", Grid(Region(0, 0, 1000), 4), 1.0, domain="occupied").channel()
+    with pytest.raises(LdpvizInputError, match="level"):
+        mechanisms.create("srr", Grid(Region(0, 0, 1000), 4), 1.0, level=12)
+
+
+def test_default_domain_is_public_grid():
+    """The default domain depends on the grid only: two different populations get the same domain."""
+    grid = Grid(Region(-93.26, 44.97, 10_000), 16)
+    mech = mechanisms.create("srr", grid, 1.0)
+    assert mech.domain == "grid" and "NOT" not in mech.guarantee()
+    rng = np.random.default_rng(1)
+    one = mech.build_domain(grid.bin_unit(rng.random((5, 2))))
+    two = mech.build_domain(grid.bin_unit(np.full((3, 2), 0.1)))
+    assert one.key() == two.key() and one.size == grid.n_cells
+    occupied = mechanisms.create("srr", grid, 1.0, domain="occupied")
+    assert "NOT epsilon-LDP" in occupied.guarantee()
+
+
+def test_large_grid_uses_public_blocks():
+    """Beyond MAX_DOMAIN_SIZE cells the grid domain uses k x k blocks (d = 100 -> 2 x 2, 2,500 blocks)."""
+    grid = Grid(Region(-93.26, 44.97, 10_000), 100)
+    users = grid.bin_unit(np.clip(np.random.default_rng(2).normal(0.5, 0.1, (3000, 2)), 0, 1))
+    est = mechanisms.create("srr", grid, 3.0).run(users, np.random.default_rng(0))
+    assert est.info["domain_size"] == 2500 and est.density.shape == (100, 100)
+    assert est.density.min() >= 0 and est.density.sum() == pytest.approx(1.0)
+    # each 2 x 2 block's mass is spread evenly over its cells
+    blocks = est.density.reshape(50, 2, 50, 2)
+    np.testing.assert_allclose(blocks, blocks[:, :1, :, :1].repeat(2, 1).repeat(2, 3), atol=1e-12)
 
 
 def test_offline_plan_is_cached(users_grid):

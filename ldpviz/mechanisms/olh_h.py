@@ -6,8 +6,9 @@ to adjust the frequencies of parent and leaf nodes for consistency"); OLH from
 Wang et al. USENIX Security'17 (ldpviz.mechanisms.fo); constrained inference
 from Hay et al., VLDB'10 (ref. [34]).
 
-The hierarchy is the quadkey tree of the SRR location domain (occupied tiles at
-level h, or the grid's quadtree): level l holds the distinct level-l ancestors
+The hierarchy is the quadkey tree of the SRR location domain (by default the
+public grid's quadtree; with ``domain="occupied"`` the occupied tiles at level
+h, the paper's setting, see srr.py on why that is not LDP): level l holds the distinct level-l ancestors
 of the domain, from the first level with two or more nodes down to h. Each
 user picks one level uniformly at random (independently of the location) and
 reports their level-l node with OLH at the full epsilon, so the protocol is
@@ -34,8 +35,8 @@ from ldpviz.estimation import to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param
 from ldpviz.mechanisms.fo import olh_buckets, olh_estimate_counts, olh_perturb, olh_probabilities
-from ldpviz.mechanisms.srr import (FAMILY_SRR, MAX_LEVEL, LocationDomain, build_location_domain,
-                                   domain_positions, domain_to_grid)
+from ldpviz.mechanisms.srr import (FAMILY_SRR, LocationDomain, build_location_domain, check_domain_params,
+                                   domain_guarantee, domain_param, domain_positions, domain_to_grid, level_param)
 
 
 def hierarchy(domain: LocationDomain) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -104,14 +105,18 @@ class OLHH(Mechanism):
     summary = ("Each phone reports, with hashed randomized response, which block it is in at one randomly "
                "chosen zoom level; the server makes the levels agree.")
     params = (
-        Param("domain", str, "occupied", "location domain: tiles holding users or every grid cell",
-              choices=("occupied", "grid")),
-        Param("level", int, None, "quadkey level of the leaf tiles; default as for SRR", minimum=1,
-              maximum=MAX_LEVEL),
+        domain_param(),
+        level_param(),
         Param("projection", str, "norm-sub", "how the leaf estimates become a distribution",
               choices=("norm-sub", "clip")),
     )
-    has_client = False    # the (public) domain is built from the users inside run()
+    has_client = False    # the domain is built inside run() (from the users with domain="occupied")
+
+    def setup(self) -> None:
+        check_domain_params(self.domain, self.level)
+
+    def guarantee(self) -> str:
+        return domain_guarantee(self.epsilon, self.domain)
 
     def run(self, users: Binned, rng: np.random.Generator) -> Estimate:
         domain = build_location_domain(self.grid, users, self.domain, self.level)

@@ -33,8 +33,8 @@ from ldpviz.domain import Binned
 from ldpviz.estimation import to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param
-from ldpviz.mechanisms.srr import (FAMILY_SRR, MAX_LEVEL, build_location_domain, domain_positions,
-                                   domain_to_grid)
+from ldpviz.mechanisms.srr import (FAMILY_SRR, build_location_domain, check_domain_params, domain_guarantee,
+                                   domain_param, domain_positions, domain_to_grid, level_param)
 
 
 def projection_dim(domain_size: int, epsilon: float, beta: float = 0.05) -> int:
@@ -87,15 +87,20 @@ class PLDP(Mechanism):
     summary = ("Each phone sends one randomly flipped sign of a public random code of its place; the server "
                "correlates the signs with the code to count every place.")
     params = (
-        Param("domain", str, "occupied", "location domain: tiles holding users or every grid cell",
-              choices=("occupied", "grid")),
-        Param("level", int, None, "quadkey level of the tiles; default as for SRR", minimum=1, maximum=MAX_LEVEL),
+        domain_param(),
+        level_param(),
         Param("projection_dim", int, None, "rows m of the random projection; default "
               "ceil(log(d+1) log(2/beta) / eps^2), beta = 0.05", minimum=1, maximum=1_000_000),
         Param("projection", str, "norm-sub", "how unbiased counts become a distribution",
               choices=("norm-sub", "clip")),
     )
-    has_client = False    # the (public) domain is built from the users inside run()
+    has_client = False    # the domain is built inside run() (from the users with domain="occupied")
+
+    def setup(self) -> None:
+        check_domain_params(self.domain, self.level)
+
+    def guarantee(self) -> str:
+        return domain_guarantee(self.epsilon, self.domain)
 
     def run(self, users: Binned, rng: np.random.Generator) -> Estimate:
         domain = build_location_domain(self.grid, users, self.domain, self.level)

@@ -5,14 +5,21 @@ Algorithms 1-2, Lemma 3.4, Theorem 3.3 and Appendix B.
 
 The location domain ``D`` (Sec. 3.2) is a sorted array of hierarchical codes:
 
-* ``domain="occupied"`` (the paper's setting, Sec. 6.1: "only the reported
-  locations in this area are considered as the domain"): the distinct Bing
-  quadkey tiles at level ``h`` that hold at least one user. In the paper the
-  domain is public knowledge released by the server (Sec. 3.2, "Offline
-  Computation"); the tool builds it from the users inside :meth:`SRR.run`,
-  which is why SRR has no separate client half here (``has_client = False``).
-* ``domain="grid"``: every cell of the evaluation grid, encoded by the same
-  quadtree interleaving of ``(row, col)`` (a data-independent public domain).
+* ``domain="grid"`` (the default): every cell of the evaluation grid, encoded
+  by the quadtree interleaving of ``(row, col)`` -- a public, data-independent
+  domain, as the paper assumes (Sec. 3.2, "Offline Computation": the server
+  releases D before collection). Grids with more than ``MAX_DOMAIN_SIZE``
+  cells use square blocks of ``k x k`` cells instead (the smallest ``k`` that
+  fits), still fixed by the grid alone.
+* ``domain="occupied"`` (the paper's experimental setting, Sec. 6.1: "only the
+  reported locations in this area are considered as the domain"): the distinct
+  Bing quadkey tiles at level ``h`` that hold at least one user, built from the
+  users' *true* locations inside :meth:`SRR.run`. This treats the set of
+  occupied tiles as public knowledge, as the paper does; if that set is
+  private, the protocol is NOT eps-LDP (a lone user's tile is revealed by its
+  membership in D; the whole-protocol audit certifies a loss of ~4 at eps = 1).
+  Opt-in only. Either way SRR has no separate client half here
+  (``has_client = False``): the domain is built inside ``run``.
 
 For every input ``x`` the other locations are split into ``m`` groups by their
 LCP with ``x`` (Def. 3.2): ``G_1(x) = {y : LCP >= t_1}``, ``G_j(x) =
@@ -83,7 +90,8 @@ class LocationDomain:
 
     ``codes`` are ``n_bits``-bit integers (sorted, distinct); ``rects`` are
     the locations' rectangles in unit coordinates of the region (clipped to
-    it); ``cells`` (grid domain only) maps each location to its flat grid cell.
+    it); ``cells`` (grid domain only) maps each location to its flat grid cell,
+    or with ``block > 1`` to its flat index among the ``k x k`` blocks of cells.
     """
 
     codes: np.ndarray
@@ -92,6 +100,7 @@ class LocationDomain:
     kind: str
     level: int
     cells: np.ndarray | None = None
+    block: int = 1
 
     @property
     def size(self) -> int:
@@ -99,7 +108,7 @@ class LocationDomain:
 
     def key(self) -> str:
         digest = hashlib.sha1(self.codes.tobytes()).hexdigest()
-        return f"{self.kind}:{self.n_bits}:{digest}"
+        return f"{self.kind}:{self.n_bits}:{self.block}:{digest}"
 
     def index_of(self, codes: np.ndarray) -> np.ndarray:
         """Position in the domain of each code (all must be members)."""
@@ -134,17 +143,32 @@ def occupied_domain(grid: Grid, unit: np.ndarray, level: int) -> LocationDomain:
     return LocationDomain(codes=codes, n_bits=2 * level, rects=rects, kind="occupied", level=level)
 
 
+def grid_block(grid: Grid) -> int:
+    """Cells per block side of the public grid domain: 1, or the smallest k with ceil(d/k)^2 <= MAX_DOMAIN_SIZE."""
+    k = 1
+    while math.ceil(grid.side / k) ** 2 > MAX_DOMAIN_SIZE:
+        k += 1
+    return k
+
+
 def grid_domain(grid: Grid) -> LocationDomain:
-    """Every cell of the evaluation grid, quadtree-encoded by interleaving (row, col) bits."""
-    side = grid.side
+    """Every cell of the evaluation grid (or every k x k block, see :func:`grid_block`), quadtree-encoded.
+
+    Depends on the grid alone, never on the users: a public, data-independent domain.
+    """
+    block = grid_block(grid)
+    d = grid.side
+    side = math.ceil(d / block)
     levels = max(1, math.ceil(math.log2(side))) if side > 1 else 1
     rows, cols = np.divmod(np.arange(side * side, dtype=np.int64), side)
     codes = quadkey.interleave(cols, rows)
     order = np.argsort(codes)
     cells = np.arange(side * side, dtype=np.int64)[order]
     r, c = rows[order], cols[order]
-    rects = np.column_stack([c / side, r / side, (c + 1) / side, (r + 1) / side])
-    return LocationDomain(codes=codes[order], n_bits=2 * levels, rects=rects, kind="grid", level=levels, cells=cells)
+    rects = np.column_stack([c * block, r * block, np.minimum((c + 1) * block, d),
+                             np.minimum((r + 1) * block, d)]) / d
+    return LocationDomain(codes=codes[order], n_bits=2 * levels, rects=rects, kind="grid", level=levels, cells=cells,
+                          block=block)
 
 
 def build_location_domain(grid: Grid, users: Binned, kind: str, level: int | None) -> LocationDomain:
@@ -166,18 +190,61 @@ def build_location_domain(grid: Grid, users: Binned, kind: str, level: int | Non
     return dom
 
 
+#: Help text of the ``domain`` parameter shared by SRR and its Sec. 6.2 baselines.
+DOMAIN_HELP = ("location domain: 'grid' (default) = every evaluation-grid cell (k x k blocks of cells beyond "
+               f"{MAX_DOMAIN_SIZE} cells), public and independent of the data; 'occupied' = the quadkey tiles "
+               "holding users (the L-SRR paper's experiments). 'occupied' treats the set of occupied tiles as public "
+               "knowledge, as the paper does: it is NOT epsilon-LDP if that set is private (a lone user's tile "
+               "shows in the domain)")
+LEVEL_HELP = ("quadkey level h of the tiles (domain='occupied' only); default: the coarsest level whose tiles are "
+              f"no larger than a grid cell, made coarser until the domain has at most {MAX_DOMAIN_SIZE} tiles")
+
+
+def domain_param() -> Param:
+    """The ``domain`` parameter: public grid by default, the paper's occupied tiles as an explicit opt-in."""
+    return Param("domain", str, "grid", DOMAIN_HELP, choices=("grid", "occupied"))
+
+
+def level_param() -> Param:
+    return Param("level", int, None, LEVEL_HELP, minimum=1, maximum=MAX_LEVEL)
+
+
+def check_domain_params(domain: str, level: int | None) -> None:
+    """``level`` only shapes the occupied domain: refuse it with the grid domain rather than ignore it."""
+    require(level is None or domain == "occupied",
+            f"the quadkey level (level={level}) applies only to domain='occupied'; the default public grid "
+            "domain uses the grid's own cells. Remove level or set domain='occupied'.")
+
+
+def domain_guarantee(epsilon: float, domain: str) -> str:
+    """The guarantee in words for a mechanism on the given location domain."""
+    if domain == "occupied":
+        return (f"epsilon = {epsilon:g} LDP for each report GIVEN a public domain: here the domain is the set of "
+                "tiles holding users, built from their true locations, and treated as public knowledge (as in "
+                "the L-SRR paper's experiments). If which tiles are occupied is itself private, this is NOT "
+                "epsilon-LDP: a user alone in a tile is revealed by the domain. Use domain='grid' for a "
+                "data-independent domain.")
+    return (f"epsilon-LDP with epsilon = {epsilon:g} over a public, data-independent domain (every grid cell "
+            "or block of cells)")
+
+
 def domain_positions(grid: Grid, domain: LocationDomain, users: Binned) -> np.ndarray:
     """Each user's position in the sorted domain."""
     if domain.kind == "grid":
         inverse = np.empty(domain.size, dtype=np.int64)
         inverse[domain.cells] = np.arange(domain.size)
-        return inverse[np.asarray(users.cells, dtype=np.int64)]
+        cells = np.asarray(users.cells, dtype=np.int64)
+        if domain.block > 1:
+            side = math.ceil(grid.side / domain.block)
+            rows, cols = np.divmod(cells, grid.side)
+            cells = (rows // domain.block) * side + cols // domain.block
+        return inverse[cells]
     return domain.index_of(user_codes(grid, users.unit, domain.level))
 
 
 def domain_to_grid(grid: Grid, domain: LocationDomain, probs: np.ndarray) -> tuple[np.ndarray, Partition | None]:
     """A distribution over the domain -> (d, d) density (area-proportional for tiles) and its partition."""
-    if domain.kind == "grid":
+    if domain.kind == "grid" and domain.block == 1:
         density = np.zeros(grid.n_cells)
         density[domain.cells] = probs
         return density.reshape(grid.side, grid.side), None
@@ -646,9 +713,10 @@ class SRR(Mechanism):
     reported in ``Estimate.info["epsilon_achieved"]``. The estimate over D is
     mapped to the evaluation grid area-proportionally (each tile a rectangle).
 
-    In the paper the domain is public knowledge; with ``domain="occupied"``
-    the tool builds it from the users' tiles (the paper's experimental setting),
-    so the run as a whole is not a pure client/server split.
+    In the paper the domain is public knowledge. The default ``domain="grid"``
+    is public and data-independent; ``domain="occupied"`` builds it from the
+    users' true tiles (the paper's experimental setting), which is eps-LDP only
+    if the set of occupied tiles is public knowledge (see :func:`domain_guarantee`).
     """
 
     name = "srr"
@@ -660,11 +728,8 @@ class SRR(Mechanism):
     summary = ("Each phone reports a nearby place more often than a far one, in a few distance bands "
                "(a staircase); the server undoes the known noise.")
     params = (
-        Param("domain", str, "occupied", "location domain: tiles holding users (the paper's setting) or every "
-              "evaluation-grid cell", choices=("occupied", "grid")),
-        Param("level", int, None, "quadkey level h of the tiles (occupied domain); default: the coarsest level "
-              "whose tiles are no larger than a grid cell, made coarser until the domain has at most "
-              f"{MAX_DOMAIN_SIZE} tiles", minimum=1, maximum=MAX_LEVEL),
+        domain_param(),
+        level_param(),
         Param("groups", int, None, "number of staircase groups m; default: Lemma 3.4 (mutual information)",
               minimum=2, maximum=64),
         Param("estimator", str, "hadamard", "server estimator: revised empirical (Hadamard candidate sets, "
@@ -673,14 +738,10 @@ class SRR(Mechanism):
               choices=("norm-sub", "clip")),
     )
     has_channel = False   # the occupied domain depends on the data; channel() serves domain="grid"
-    has_client = False    # the domain is built from the users inside run()
+    has_client = False    # the domain is built inside run()
 
     def setup(self) -> None:
-        if self.domain == "grid":
-            require(self.grid.n_cells <= MAX_DOMAIN_SIZE,
-                    f"SRR over every grid cell needs a domain of at most {MAX_DOMAIN_SIZE} cells; a "
-                    f"{self.grid.side} x {self.grid.side} grid has {self.grid.n_cells}. Use a grid side of at "
-                    f"most {int(math.isqrt(MAX_DOMAIN_SIZE))} or domain='occupied'.")
+        check_domain_params(self.domain, self.level)
         self._domain: LocationDomain | None = None
 
     # ---- domain -----------------------------------------------------------
@@ -734,6 +795,9 @@ class SRR(Mechanism):
             raise LdpvizInputError("SRR's channel over grid cells exists only with domain='grid'; with the "
                                    "occupied domain it depends on which tiles hold users (see plan.channel()).")
         domain = grid_domain(self.grid)
+        require(domain.block == 1,
+                f"SRR's dense channel is built only for grids of at most {MAX_DOMAIN_SIZE} cells; a "
+                f"{self.grid.side} x {self.grid.side} grid uses blocks of {domain.block} x {domain.block} cells.")
         q = self.plan(domain).channel()
         out = np.empty_like(q)
         cells = domain.cells
@@ -741,5 +805,5 @@ class SRR(Mechanism):
         return out
 
     def guarantee(self) -> str:
-        return (f"epsilon-LDP with epsilon = {self.epsilon:g} (Theorem 3.3; the achieved bound, reported with "
-                f"each run, may be slightly below)")
+        return (domain_guarantee(self.epsilon, self.domain) + " (Theorem 3.3; the achieved bound, reported with "
+                "each run, may be slightly below)")

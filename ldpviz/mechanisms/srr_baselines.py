@@ -8,7 +8,8 @@ every cell of the evaluation grid, empty cells included, which is a larger
 domain than SRR's occupied tiles. ``grr-tiles`` and ``hr-tiles`` run the same
 frequency oracles (``ldpviz.mechanisms.fo``: L-SRR eq. 1 and ref. [38]) on
 SRR's public location domain (:func:`ldpviz.mechanisms.srr.build_location_domain`),
-so the comparison of Fig. 8 / Table 3 is like for like. Privacy is that of the
+so the comparison of Fig. 8 / Table 3 is like for like (with ``domain="occupied"``,
+the paper's setting; the default is the public grid domain, see srr.py). Privacy is that of the
 oracle on a domain of D values (e^eps ratio; channel tests in tests/test_fo_*.py
 and tests/test_srr_claims.py).
 """
@@ -22,13 +23,12 @@ from ldpviz.estimation import to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param
 from ldpviz.mechanisms.fo import grr_estimate_counts, grr_perturb, hr_estimate_counts, hr_perturb
-from ldpviz.mechanisms.srr import (FAMILY_SRR, MAX_LEVEL, LocationDomain, build_location_domain,
-                                   domain_positions, domain_to_grid)
+from ldpviz.mechanisms.srr import (FAMILY_SRR, LocationDomain, build_location_domain, check_domain_params,
+                                   domain_guarantee, domain_param, domain_positions, domain_to_grid, level_param)
 
 _DOMAIN_PARAMS = (
-    Param("domain", str, "occupied", "location domain: tiles holding users (the paper's setting) or every "
-          "evaluation-grid cell", choices=("occupied", "grid")),
-    Param("level", int, None, "quadkey level of the tiles; default as for SRR", minimum=1, maximum=MAX_LEVEL),
+    domain_param(),
+    level_param(),
     Param("projection", str, "norm-sub", "how unbiased counts become a distribution", choices=("norm-sub", "clip")),
 )
 
@@ -39,7 +39,13 @@ class _TileOracle(Mechanism):
     family = FAMILY_SRR
     privacy_model = LDP
     params = _DOMAIN_PARAMS
-    has_client = False    # the (public) domain is built from the users inside run(), as for SRR
+    has_client = False    # the domain is built inside run() (from the users with domain="occupied"), as for SRR
+
+    def setup(self) -> None:
+        check_domain_params(self.domain, self.level)
+
+    def guarantee(self) -> str:
+        return domain_guarantee(self.epsilon, self.domain)
 
     def perturb_positions(self, positions: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
         raise NotImplementedError  # pragma: no cover
@@ -61,7 +67,7 @@ class _TileOracle(Mechanism):
 
 @register
 class GRRTiles(_TileOracle):
-    """GRR (L-SRR eq. 1) over SRR's location domain (occupied tiles by default)."""
+    """GRR (L-SRR eq. 1) over SRR's location domain (public grid cells by default; the paper's occupied tiles on request)."""
 
     name = "grr-tiles"
     label = "GRR over SRR's location tiles (L-SRR baseline)"
@@ -78,7 +84,7 @@ class GRRTiles(_TileOracle):
 
 @register
 class HRTiles(_TileOracle):
-    """Hadamard response (ref. [38]) over SRR's location domain (occupied tiles by default)."""
+    """Hadamard response (ref. [38]) over SRR's location domain (public grid cells by default; the paper's occupied tiles on request)."""
 
     name = "hr-tiles"
     label = "HR over SRR's location tiles (L-SRR baseline)"
