@@ -8,8 +8,8 @@ The location domain ``D`` (Sec. 3.2) is a sorted array of hierarchical codes:
 * ``domain="grid"`` (the default): every cell of the evaluation grid, encoded
   by the quadtree interleaving of ``(row, col)`` -- a public, data-independent
   domain, as the paper assumes (Sec. 3.2, "Offline Computation": the server
-  releases D before collection). Grids with more than ``MAX_DOMAIN_SIZE``
-  cells use square blocks of ``k x k`` cells instead (the smallest ``k`` that
+  releases D before collection). Grids with more than ``MAX_GRID_DOMAIN_SIZE``
+  (4096) cells use square blocks of ``k x k`` cells instead (the smallest ``k`` that
   fits), still fixed by the grid alone.
 * ``domain="occupied"`` (the paper's experimental setting, Sec. 6.1: "only the
   reported locations in this area are considered as the domain"): the distinct
@@ -77,6 +77,9 @@ from ldpviz.partition import Partition
 FAMILY_SRR = "Location LDP (L-SRR paper)"
 #: Largest domain SRR accepts: its estimator solves a dense d x d system.
 MAX_DOMAIN_SIZE = 6000
+#: Largest public grid domain (64 x 64 cells): beyond it, k x k blocks of cells. Lower than MAX_DOMAIN_SIZE
+#: because SRR's estimator falls back to an O(D^3) SVD at small epsilon (~20 s at D = 4096, minutes at 6000).
+MAX_GRID_DOMAIN_SIZE = 4096
 #: Finest quadkey level considered (4.7 m tiles, the paper's h = 23).
 MAX_LEVEL = 23
 
@@ -144,9 +147,9 @@ def occupied_domain(grid: Grid, unit: np.ndarray, level: int) -> LocationDomain:
 
 
 def grid_block(grid: Grid) -> int:
-    """Cells per block side of the public grid domain: 1, or the smallest k with ceil(d/k)^2 <= MAX_DOMAIN_SIZE."""
+    """Cells per block side of the public grid domain: 1, or the smallest k with ceil(d/k)^2 <= MAX_GRID_DOMAIN_SIZE."""
     k = 1
-    while math.ceil(grid.side / k) ** 2 > MAX_DOMAIN_SIZE:
+    while math.ceil(grid.side / k) ** 2 > MAX_GRID_DOMAIN_SIZE:
         k += 1
     return k
 
@@ -192,7 +195,7 @@ def build_location_domain(grid: Grid, users: Binned, kind: str, level: int | Non
 
 #: Help text of the ``domain`` parameter shared by SRR and its Sec. 6.2 baselines.
 DOMAIN_HELP = ("location domain: 'grid' (default) = every evaluation-grid cell (k x k blocks of cells beyond "
-               f"{MAX_DOMAIN_SIZE} cells), public and independent of the data; 'occupied' = the quadkey tiles "
+               f"{MAX_GRID_DOMAIN_SIZE} cells), public and independent of the data; 'occupied' = the quadkey tiles "
                "holding users (the L-SRR paper's experiments). 'occupied' treats the set of occupied tiles as public "
                "knowledge, as the paper does: it is NOT epsilon-LDP if that set is private (a lone user's tile "
                "shows in the domain)")
@@ -796,7 +799,7 @@ class SRR(Mechanism):
                                    "occupied domain it depends on which tiles hold users (see plan.channel()).")
         domain = grid_domain(self.grid)
         require(domain.block == 1,
-                f"SRR's dense channel is built only for grids of at most {MAX_DOMAIN_SIZE} cells; a "
+                f"SRR's dense channel is built only for grids of at most {MAX_GRID_DOMAIN_SIZE} cells; a "
                 f"{self.grid.side} x {self.grid.side} grid uses blocks of {domain.block} x {domain.block} cells.")
         q = self.plan(domain).channel()
         out = np.empty_like(q)

@@ -67,13 +67,13 @@ class _TileOracle(Mechanism):
 
 @register
 class GRRTiles(_TileOracle):
-    """GRR (L-SRR eq. 1) over SRR's location domain (public grid cells by default; the paper's occupied tiles on request)."""
+    """GRR (L-SRR eq. 1) over SRR's location domain (public grid by default; occupied tiles on request)."""
 
     name = "grr-tiles"
     label = "GRR over SRR's location tiles (L-SRR baseline)"
     reference = "l-srr-staircase-randomized-response.md eq. (1), Sec. 6.2 (GRR baseline on the location domain)"
-    summary = ("Like GRR, but the phone chooses among the same map tiles SRR uses (the places where people "
-               "are), not every grid cell.")
+    summary = ("Like GRR, but the phone chooses among the same places SRR uses: the grid cells (blocks of cells "
+               "on large grids), or on request the map tiles where people are, as in the paper.")
 
     def perturb_positions(self, positions: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
         return grr_perturb(positions, size, self.epsilon, rng)
@@ -84,13 +84,13 @@ class GRRTiles(_TileOracle):
 
 @register
 class HRTiles(_TileOracle):
-    """Hadamard response (ref. [38]) over SRR's location domain (public grid cells by default; the paper's occupied tiles on request)."""
+    """Hadamard response (ref. [38]) over SRR's location domain (public grid by default; occupied tiles on request)."""
 
     name = "hr-tiles"
     label = "HR over SRR's location tiles (L-SRR baseline)"
     reference = "l-srr-staircase-randomized-response.md Sec. 3.5, 6.2 and ref. [38] (HR on the location domain)"
-    summary = ("Like HR, but the code words index the same map tiles SRR uses (the places where people are), "
-               "not every grid cell.")
+    summary = ("Like HR, but the code words index the same places SRR uses: the grid cells (blocks of cells on "
+               "large grids), or on request the map tiles where people are, as in the paper.")
 
     def perturb_positions(self, positions: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
         return hr_perturb(positions, size, self.epsilon, rng)
