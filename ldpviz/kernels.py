@@ -21,7 +21,6 @@ import math
 
 import numpy as np
 from scipy import fft as sfft
-from scipy import ndimage
 
 from ldpviz.errors import require
 
@@ -84,6 +83,11 @@ def huem_weights(radius_cells: int, epsilon: float) -> tuple[np.ndarray, np.ndar
     outside level 1 = q. Written as nested disks, W = 1 + sum_k (L_k - L_{k+1}) s_k with
     s_k the shrunken DAM fraction for radius k, so a cell split by circle k gets
     s L_k + (1 - s) L_{k+1}, the Appendix's weighted sum. 1 <= W <= e^eps.
+
+    Computed in O(b^2), not by summing b disks: s_k(cell) is 1 for every k >= the cell's
+    centre distance (those terms telescope to L_kin - 1) and fractional only for a k strictly
+    between the cell's nearest-point and centre distances (at most one k, as they differ by
+    < 1), which gets :func:`dam_weights`' shrunken area for that radius.
     """
     b = int(radius_cells)
     _, footprint = dam_weights(b, shrink=True)
@@ -91,10 +95,30 @@ def huem_weights(radius_cells: int, epsilon: float) -> tuple[np.ndarray, np.ndar
     if b == 0:
         weight[0, 0] = math.exp(epsilon)
         return weight, footprint
-    levels = [math.exp((1.0 - (k - 1) / b) * epsilon) for k in range(1, b + 1)] + [1.0]
-    for k in range(1, b + 1):
-        s_k, _ = dam_weights(k, shrink=True)
-        weight[b - k:b + k + 1, b - k:b + k + 1] += (levels[k - 1] - levels[k]) * s_k
+    # levels[k] = L_k for k = 1..b, levels[b + 1] = 1 (levels[0] unused)
+    levels = np.array([math.nan] + [math.exp((1.0 - (k - 1) / b) * epsilon) for k in range(1, b + 1)] + [1.0])
+    dy, dx = _offsets(b)
+    rho2 = dx * dx + dy * dy
+    near2 = np.maximum(np.abs(dx) - 0.5, 0) ** 2 + np.maximum(np.abs(dy) - 0.5, 0) ** 2
+    # smallest k >= 1 with k^2 >= rho2 (the cell's centre is inside disk k for every k >= k_in)
+    k_in = np.maximum(np.ceil(np.sqrt(rho2)).astype(np.int64), 1)
+    k_in = np.where((k_in - 1) ** 2 >= rho2, k_in - 1, k_in)
+    k_in = np.where(k_in ** 2 < rho2, k_in + 1, k_in)
+    k_in = np.maximum(k_in, 1)
+    inside = k_in <= b
+    weight[inside] += levels[k_in[inside]] - 1.0
+    # circles crossing the cell with its centre outside: near2 < k^2 < rho2, 1 <= k <= b
+    rho = np.sqrt(np.where(rho2 > 0, rho2, 1.0))
+    base = np.floor(np.sqrt(near2)).astype(np.int64)
+    for step in range(3):
+        k = base + step
+        crossed = (k >= 1) & (k <= b) & (near2 < k * k) & (rho2 > k * k)
+        if not crossed.any():
+            continue
+        kc = k[crossed]
+        delta = kc / rho[crossed] - 1.0
+        area = np.clip(4.0 * (delta * np.abs(dx[crossed]) + 0.5) * (delta * np.abs(dy[crossed]) + 0.5), 0.0, 1.0)
+        weight[crossed] += (levels[kc] - levels[kc + 1]) * area
     return weight, footprint
 
 
@@ -133,6 +157,36 @@ class _Convolver:
         return sfft.irfft2(sfft.rfft2(a, self.shape) * self.k_flip_fft, self.shape)[m:m + n, m:m + n]
 
 
+def output_support(side: int, footprint: np.ndarray) -> np.ndarray:
+    """The output domain: the d x d square grown by ``footprint`` (their Minkowski sum), ``(d+2R, d+2R)`` bool.
+
+    Cell ``(R + i, R + j)`` of the box is the input cell ``(i, j)``. Exact and O(D^2): a footprint that is
+    symmetric and shrinks monotonically away from its centre (every disk of this module) is a union of
+    centred rectangles, so a box cell is covered iff the footprint holds the cell's offset from the nearest
+    input cell -- the padded square with the footprint's rounded corners. Any other footprint is handled
+    by an FFT convolution of the two indicator arrays (O(D^2 log D)); never a binary dilation, whose cost
+    is (box cells) x (footprint cells).
+    """
+    d = int(side)
+    R = (footprint.shape[0] - 1) // 2
+    D = d + 2 * R
+    if R == 0:
+        return np.ones((d, d), bool)
+    symmetric = np.array_equal(footprint, footprint[::-1, :]) and np.array_equal(footprint, footprint[:, ::-1])
+    quadrant = footprint[R:, R:]
+    monotone = bool(np.all(quadrant[1:, :] <= quadrant[:-1, :]) and np.all(quadrant[:, 1:] <= quadrant[:, :-1]))
+    if symmetric and monotone and footprint[R, R]:
+        # distance (in cells) of each box row/column from the input rows/columns [R, R + d)
+        gap = np.maximum(np.maximum(R - np.arange(D), np.arange(D) - (R + d - 1)), 0)
+        return quadrant[gap[:, None], gap[None, :]]
+    square = np.zeros((D, D))
+    square[R:R + d, R:R + d] = 1.0
+    # report offset (out - in) = k - R for footprint index k: a full convolution, box cell x at index x + R
+    shape = (D + 2 * R,) * 2
+    conv = sfft.irfft2(sfft.rfft2(square, shape) * sfft.rfft2(footprint.astype(float), shape), shape)
+    return conv[R:R + D, R:R + D] > 0.5
+
+
 def _draw(cdf: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
     return np.minimum(np.searchsorted(cdf, rng.random(size) * cdf[-1], side="right"), len(cdf) - 1)
 
@@ -159,10 +213,7 @@ class DiskChannel:
         bump = np.where(footprint, np.asarray(weight, float) - 1.0, 0.0)
         require(np.all(bump >= -1e-12), "kernel weights must be >= 1")
         self.bump = np.maximum(bump, 0.0)
-        grid = np.zeros((self.out_side, self.out_side), bool)
-        R, d = self.radius, self.side
-        grid[R:R + d, R:R + d] = True
-        self.mask = ndimage.binary_dilation(grid, structure=footprint[::-1, ::-1]) if R > 0 else grid
+        self.mask = output_support(self.side, np.asarray(footprint, bool))
         self.mask_cells = np.flatnonzero(self.mask)
         self.z = float(self.mask.sum() + self.bump.sum())
         self.weight = 1.0 + self.bump

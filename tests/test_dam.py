@@ -217,3 +217,59 @@ def test_binomial_smooth_and_em_exact_channel():
     est, info = expectation_maximisation(P @ truth * 1e6, lambda v: P @ v, lambda r: P.T @ r, (2,),
                                          smoothing=False, tolerance=1e-6)
     assert np.allclose(est, truth, atol=1e-4)
+
+
+# ---------------------------------------------------------------- output domain and HUEM weights at scale
+def _support_brute_force(side: int, footprint: np.ndarray) -> np.ndarray:
+    R = (footprint.shape[0] - 1) // 2
+    box = np.zeros((side + 2 * R, side + 2 * R), bool)
+    for r in range(side):
+        for c in range(side):
+            box[r:r + 2 * R + 1, c:c + 2 * R + 1] |= footprint
+    return box
+
+
+def test_output_support_is_the_minkowski_sum() -> None:
+    """kernels.output_support equals the union of every input's footprint: disks (direct formula) and
+    arbitrary footprints (FFT path), on several grids."""
+    from ldpviz.kernels import output_support
+    rng = np.random.default_rng(0)
+    for side in (1, 2, 5, 12):
+        for b in (0, 1, 3, 7):
+            for shrink in (True, False):
+                footprint = dam_weights(b, shrink)[1]
+                assert np.array_equal(output_support(side, footprint), _support_brute_force(side, footprint))
+            if b:
+                footprint = rng.random((2 * b + 1, 2 * b + 1)) < 0.3
+                assert np.array_equal(output_support(side, footprint), _support_brute_force(side, footprint))
+
+
+def _huem_weights_by_nested_disks(b: int, epsilon: float) -> np.ndarray:
+    """Appendix A summed literally over the b nested DAM disks (the former O(b^3) construction)."""
+    weight = np.ones((2 * b + 1, 2 * b + 1))
+    if b == 0:
+        return weight * math.exp(epsilon)
+    levels = [math.exp((1.0 - (k - 1) / b) * epsilon) for k in range(1, b + 1)] + [1.0]
+    for k in range(1, b + 1):
+        s_k, _ = dam_weights(k, shrink=True)
+        weight[b - k:b + k + 1, b - k:b + k + 1] += (levels[k - 1] - levels[k]) * s_k
+    return weight
+
+
+@pytest.mark.parametrize("epsilon", [0.01, 1.0, 5.0])
+def test_huem_weights_match_nested_disk_sum(epsilon: float) -> None:
+    """The O(b^2) HUEM weights equal the nested-disk sum of Appendix A for every radius up to 40."""
+    for b in range(0, 41):
+        np.testing.assert_allclose(huem_weights(b, epsilon)[0], _huem_weights_by_nested_disks(b, epsilon),
+                                   rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["dam", "huem"])
+@pytest.mark.parametrize("side,params", [(256, {}), (16, {"radius_factor": 20.0}), (128, {"radius": 1024.0})])
+def test_large_grids_and_radii_run(name: str, side: int, params: dict) -> None:
+    """Large grids (d = 256, the default radius) and the largest radii run in modest memory and give a
+    distribution (they exhausted memory through a binary dilation before)."""
+    grid = Grid(Region(0, 0, 10_000), side)
+    users = grid.bin_unit(np.clip(np.random.default_rng(1).normal(0.5, 0.1, (2000, 2)), 0, 1))
+    est = mechanisms.create(name, grid, 1.0, **params).run(users, np.random.default_rng(2))
+    assert est.density.shape == (side, side) and est.density.sum() == pytest.approx(1.0)

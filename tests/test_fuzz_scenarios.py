@@ -147,21 +147,8 @@ def test_any_scenario_gives_result_or_input_error(name: str, data: st.DataObject
     check_outcome(*_scenario(name, data, max_side=24, max_users=300))
 
 
-#: Mechanisms whose memory runs away on large grids or radii today (reported); not run, so the suite stays
-#: fast. scipy.ndimage.binary_dilation with the disk footprint in kernels.DiskChannel needs ~(out side)^2 x
-#: (footprint cells) memory: > 8 GB at d >= 100 or radius_factor ~6 at d = 16.
-MEMORY_BUGS = {name: "kernels.DiskChannel: binary_dilation with a large disk footprint exhausts memory "
-                     "(MemoryError under the 8 GB cap) instead of refusing or using a cheaper dilation"
-               for name in ("dam", "dam-ns", "huem")}
-
-
-def _names_with_memory_bugs() -> list:
-    return [pytest.param(n, marks=[pytest.mark.xfail(run=False, reason=MEMORY_BUGS[n])] if n in MEMORY_BUGS else [])
-            for n in NAMES]
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("name", _names_with_memory_bugs())
+@pytest.mark.parametrize("name", NAMES)
 @settings(max_examples=4, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_large_grids_give_result_or_input_error(name: str, data: st.DataObject) -> None:
@@ -172,7 +159,7 @@ def test_large_grids_give_result_or_input_error(name: str, data: st.DataObject) 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", _names_with_memory_bugs())
+@pytest.mark.parametrize("name", NAMES)
 @settings(max_examples=6, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_full_parameter_ranges_give_result_or_input_error(name: str, data: st.DataObject) -> None:
