@@ -14,6 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+#: Largest (queries x pieces) or (pieces x side) block held at once (2^22 floats = 32 MiB per array).
+BLOCK_ENTRIES = 1 << 22
+
 
 def _overlap_1d(a0: np.ndarray, a1: np.ndarray, b0: np.ndarray, b1: np.ndarray) -> np.ndarray:
     """Length of the overlap of intervals [a0, a1] and [b0, b1] (broadcasting)."""
@@ -57,8 +60,13 @@ class Partition:
         return len(self.mass)
 
     def query(self, queries: np.ndarray, chunk: int = 256) -> np.ndarray:
-        """Mass inside each query rectangle ``(q, 4)``, assuming uniformity within each piece."""
+        """Mass inside each query rectangle ``(q, 4)``, assuming uniformity within each piece.
+
+        Queries are handled ``chunk`` at a time, fewer when the partition is large, so that no block
+        exceeds BLOCK_ENTRIES (one query at a time for partitions beyond that).
+        """
         queries = np.asarray(queries, dtype=float).reshape(-1, 4)
+        chunk = max(1, min(int(chunk), BLOCK_ENTRIES // max(len(self.mass), 1)))
         areas = self.areas
         safe = np.where(areas > 0, areas, 1.0)
         density = np.where(areas > 0, self.mass / safe, 0.0)
@@ -77,10 +85,16 @@ class Partition:
         areas = self.areas
         safe = np.where(areas > 0, areas, 1.0)
         density = np.where(areas > 0, self.mass / safe, 0.0)
-        # Overlap of every piece with every column and every row (separable for rectangles).
-        ox = _overlap_1d(self.rects[:, None, 0], self.rects[:, None, 2], edges[None, :-1], edges[None, 1:])
-        oy = _overlap_1d(self.rects[:, None, 1], self.rects[:, None, 3], edges[None, :-1], edges[None, 1:])
-        return np.einsum("k,kr,kc->rc", density, oy, ox)
+        # Overlap of every piece with every column and every row (separable for rectangles), in blocks of
+        # pieces so that large partitions on large grids stay within BLOCK_ENTRIES per array.
+        step = max(1, BLOCK_ENTRIES // max(side, 1))
+        out = np.zeros((side, side))
+        for start in range(0, len(self.mass), step):
+            r = self.rects[start:start + step]
+            ox = _overlap_1d(r[:, None, 0], r[:, None, 2], edges[None, :-1], edges[None, 1:])
+            oy = _overlap_1d(r[:, None, 1], r[:, None, 3], edges[None, :-1], edges[None, 1:])
+            out += np.einsum("k,kr,kc->rc", density[start:start + step], oy, ox)
+        return out
 
     def is_tiling(self, atol: float = 1e-9) -> bool:
         """True when the rectangles cover the unit square exactly once."""

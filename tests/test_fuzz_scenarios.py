@@ -168,23 +168,8 @@ def test_full_parameter_ranges_give_result_or_input_error(name: str, data: st.Da
     check_outcome(*_scenario(name, data, max_side=16, max_users=100, full_range=True))
 
 
-#: Cases that fail today, reported to the lead; strict, so a fix turns them into errors to remove here.
-KNOWN_BUGS = {
-    ("ug", 50.0): "grids.py: at epsilon = 50 UG's grid-size formula gives a ~1M-piece partition and AQE needs "
-                  "a 1.9 GiB overlap matrix (MemoryError) instead of capping the side or refusing",
-    ("privag", 50.0): "grids.py: at epsilon = 50 PrivAG's second-level sides explode (a 303 GiB allocation)",
-    ("aag", 50.0): "grids.py: at epsilon = 50 AAG's second-level sides explode (a 303 GiB allocation)",
-}
-
-
 def _extreme_cases() -> list:
-    cases = []
-    for name in NAMES:
-        for epsilon in (0.01, 20.0, 50.0):
-            reason = KNOWN_BUGS.get((name, epsilon))
-            marks = [pytest.mark.xfail(raises=MemoryError, strict=True, reason=reason)] if reason else []
-            cases.append(pytest.param(name, epsilon, marks=marks, id=f"{epsilon:g}-{name}"))
-    return cases
+    return [pytest.param(name, epsilon, id=f"{epsilon:g}-{name}") for name in NAMES for epsilon in (0.01, 20.0, 50.0)]
 
 
 @pytest.mark.parametrize("name,epsilon", _extreme_cases())

@@ -173,3 +173,27 @@ def test_grid_registry_and_bad_input():
         mechanisms.create("privag", grid, 1.0).run(users, np.random.default_rng(0))
     with pytest.raises(LdpvizInputError, match="sigma"):
         mechanisms.create("aag", grid, 1.0, sigma=1.5)
+
+
+# ---------------------------------------------------------------- size cap at extreme epsilon / alpha
+def test_capped_second_sides_keep_budget_and_proportions():
+    """Eq. 5 sides beyond the budget are scaled by one common factor: total <= MAX_GRID_CELLS, order kept."""
+    sides = np.array([1, 3, 300, 5000, 10**7], dtype=np.int64)
+    capped, scaled = grids.capped_second_sides(sides)
+    assert scaled and float(np.square(capped.astype(float)).sum()) <= grids.MAX_GRID_CELLS
+    assert np.all(np.diff(capped) >= 0) and capped.min() >= 1
+    same, scaled = grids.capped_second_sides(np.array([2, 3]), min_side=2)
+    assert not scaled and same.tolist() == [2, 3]
+
+
+@pytest.mark.parametrize("name,epsilon,params", [("ug", 50.0, {}), ("ug", 18.0, {"alpha": 4.5}),
+                                                 ("privag", 50.0, {}), ("aag", 50.0, {}),
+                                                 ("privag", 50.0, {"alpha": 10.0})])
+def test_extreme_sizes_are_capped(name, epsilon, params):
+    """At eps = 50 (or a large alpha) eq. 4-5 ask for millions of cells; the grid is capped at MAX_GRID_CELLS
+    and says so in info, and the estimate is still a distribution."""
+    grid = Grid(Region(0, 0, 1000), 16)
+    users = grid.bin_unit(_clustered_users(500))
+    est = mechanisms.create(name, grid, epsilon, **params).run(users, np.random.default_rng(0))
+    assert est.info["capped"] and est.info["cells"] <= grids.MAX_GRID_CELLS
+    assert est.density.sum() == pytest.approx(1.0) and len(est.partition) == est.info["cells"]

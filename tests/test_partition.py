@@ -33,3 +33,15 @@ def test_adaptive_partition_to_finer_grid():
 def test_overlapping_rectangles_are_not_a_tiling():
     p = Partition(np.array([[0, 0, 0.6, 1], [0.4, 0, 1, 1]]), np.ones(2))
     assert not p.is_tiling()
+
+
+def test_large_partitions_are_processed_in_blocks(monkeypatch):
+    """query and to_grid give the same results when the block budget forces one query / few pieces at a time."""
+    import ldpviz.partition as P
+    rng = np.random.default_rng(3)
+    part = Partition.uniform(rng.random((40, 40)))
+    queries = np.sort(rng.random((50, 2, 2)), axis=1).transpose(0, 2, 1).reshape(50, 4)[:, [0, 2, 1, 3]]
+    full_q, full_g = part.query(queries), part.to_grid(24)
+    monkeypatch.setattr(P, "BLOCK_ENTRIES", 1000)
+    np.testing.assert_allclose(part.query(queries), full_q, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(part.to_grid(24), full_g, rtol=1e-12, atol=1e-15)

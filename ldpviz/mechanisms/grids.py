@@ -32,6 +32,13 @@ Choices where the paper is open (documented in docs/grids-design.md and tested):
   [MIN_SPLIT_FRACTION, 1 - MIN_SPLIT_FRACTION] so no part has zero width.
 * Edge and corner cells: a missing neighbour takes the cell's own density
   (Sec. 3.3, "Handling edge and corner cells").
+* Size cap (not in the paper): eq. 4-5 grow like e^(eps/4), so at large epsilon
+  (e.g. 50) or large alpha they ask for millions of cells (hundreds of GiB).
+  Every grid is capped at MAX_GRID_CELLS = 65,536 cells (256 x 256): N and g1
+  are capped at 256 (AAG's g1 at 128, as each of its cells holds >= 2 x 2
+  parts), and when the g2_k of eq. 5 would exceed the budget they are all
+  scaled down by one common factor (keeping their proportions, each >= 1, or
+  >= 2 for AAG). ``Estimate.info["capped"]`` says when this happened.
 """
 
 from __future__ import annotations
@@ -53,8 +60,10 @@ FAMILY_GRIDS = "Grid decompositions (grid paper)"
 REFERENCE = "grid-decompositions-ug-privag-aag.md"
 #: No AAG part is narrower than this share of its first-level cell.
 MIN_SPLIT_FRACTION = 0.05
-#: Guard on the adaptive grid's size (every cell is an oracle value; OLH costs users x cells).
-MAX_ADAPTIVE_CELLS = 1 << 20
+#: Most cells any grid of this module has (256 x 256): every cell is an oracle value (OLH costs users x cells)
+#: and a range query touches every piece. Eq. 4-5 sizes beyond it are capped (see the module docstring).
+MAX_GRID_CELLS = 1 << 16
+MAX_GRID_SIDE = math.isqrt(MAX_GRID_CELLS)
 
 
 # ---------------------------------------------------------------------------
@@ -75,6 +84,30 @@ def second_level_sides(density: np.ndarray, n_users: int, epsilon: float, alpha:
     phi = np.clip(np.asarray(density, dtype=float), 0.0, None)
     value = np.sqrt(2.0 * alpha * phi * math.expm1(epsilon) * math.sqrt((1 - sigma) * n_users / math.exp(epsilon)))
     return np.maximum(1, np.round(value)).astype(np.int64)
+
+
+def capped_first_side(side: int, min_pieces: int = 1) -> int:
+    """``side`` limited so that side^2 cells of at least ``min_pieces`` x ``min_pieces`` fit MAX_GRID_CELLS."""
+    return max(1, min(int(side), math.isqrt(MAX_GRID_CELLS // (min_pieces * min_pieces))))
+
+
+def capped_second_sides(sides: np.ndarray, min_side: int = 1) -> tuple[np.ndarray, bool]:
+    """Eq. 5 sides (each >= ``min_side``), scaled down by one common factor until sum(g2^2) <= MAX_GRID_CELLS.
+
+    Returns the sides and whether they were scaled. Needs len(sides) * min_side^2 <= MAX_GRID_CELLS
+    (guaranteed by :func:`capped_first_side`).
+    """
+    g2 = np.maximum(np.asarray(sides, dtype=np.int64), min_side)
+    total = float(np.square(g2.astype(float)).sum())
+    if total <= MAX_GRID_CELLS:
+        return g2, False
+    require(len(g2) * min_side * min_side <= MAX_GRID_CELLS, "first-level grid too large for the cell budget")
+    factor = math.sqrt(MAX_GRID_CELLS / total)
+    while True:
+        scaled = np.maximum(min_side, np.floor(g2 * factor)).astype(np.int64)
+        if float(np.square(scaled.astype(float)).sum()) <= MAX_GRID_CELLS:
+            return scaled, True
+        factor *= 0.95
 
 
 # ---------------------------------------------------------------------------
@@ -263,8 +296,9 @@ class _GridDecomposition(Mechanism):
     def _finish(self, grid2: TwoLevelGrid, unit: np.ndarray, rng: np.random.Generator,
                 info: dict) -> Estimate:
         """Final phase: users in ``unit`` report their sub-cell; partition masses are fractions of them."""
-        require(grid2.n_cells <= MAX_ADAPTIVE_CELLS,
-                f"the grid would have {grid2.n_cells:,} cells, more than {MAX_ADAPTIVE_CELLS:,}; lower alpha")
+        require(grid2.n_cells <= MAX_GRID_CELLS,
+                f"the grid would have {grid2.n_cells:,} cells, more than {MAX_GRID_CELLS:,}; lower alpha or "
+                "cells_per_side")
         cells = grid2.locate(unit)
         counts = self._oracle(cells, grid2.n_cells, rng)
         mass = _project(counts, self.projection) / max(len(unit), 1)
@@ -300,21 +334,22 @@ class UG(_GridDecomposition):
     summary = ("The area is cut into N x N equal cells; every phone reports its cell through a frequency "
                "oracle and the server estimates how many people are in each cell.")
     params = (Param("cells_per_side", int, None,
-                    "N, cells per side of the uniform grid; empty = eq. 4 of the grid paper with alpha",
-                    minimum=1, maximum=1024),
+                    "N, cells per side of the uniform grid; empty = eq. 4 of the grid paper with alpha, capped at "
+                    f"{MAX_GRID_SIDE} ({MAX_GRID_CELLS:,} cells)", minimum=1, maximum=MAX_GRID_SIDE),
               Param("alpha", float, 0.02, "alpha of eq. 4 when N is computed", minimum=1e-4, maximum=10.0),
               _ORACLE, _PATH, _PROJECTION)
 
     def side_for(self, n_users: int) -> int:
         if self.cells_per_side is not None:
             return int(self.cells_per_side)
-        return min(1024, first_level_side(n_users, self.epsilon, self.alpha))
+        return capped_first_side(first_level_side(n_users, self.epsilon, self.alpha))
 
     def run(self, users: Binned, rng: np.random.Generator) -> Estimate:
         unit = np.asarray(users.unit, dtype=float).reshape(-1, 2)
         require(len(unit) >= 1, "UG needs at least one user")
         side = self.side_for(len(unit))
-        return self._finish(TwoLevelGrid.uniform(side), unit, rng, {"N": side})
+        capped = self.cells_per_side is None and side < first_level_side(len(unit), self.epsilon, self.alpha)
+        return self._finish(TwoLevelGrid.uniform(side), unit, rng, {"N": side, "capped": capped})
 
 
 @register
@@ -337,6 +372,9 @@ class PrivAG(_GridDecomposition):
               _ORACLE, _PATH, _PROJECTION)
 
 
+    #: smallest number of pieces per side of a first-level cell (AAG always cuts each cell in four)
+    min_pieces = 1
+
     def _alpha_first(self) -> float:
         return self.alpha
 
@@ -346,13 +384,15 @@ class PrivAG(_GridDecomposition):
     def run(self, users: Binned, rng: np.random.Generator) -> Estimate:
         first, second = self._split_users(users, rng)
         n = len(first) + len(second)
-        g1 = first_level_side(n, self.epsilon, self._alpha_first())
+        g1_formula = first_level_side(n, self.epsilon, self._alpha_first())
+        g1 = capped_first_side(g1_formula, self.min_pieces)
         grid1 = TwoLevelGrid.uniform(g1)
         phi = self._oracle(grid1.first_level_cells(first), g1 * g1, rng) / len(first)
-        g2 = second_level_sides(phi, n, self.epsilon, self.alpha, self.sigma)
+        g2, scaled = capped_second_sides(second_level_sides(phi, n, self.epsilon, self.alpha, self.sigma),
+                                         self.min_pieces)
         grid2 = self._second_grid(g1, phi.reshape(g1, g1), g2)
         info = {"g1": g1, "first-level cells": g1 * g1, "max g2": int(g2.max()),
-                "first-phase reports": len(first)}
+                "first-phase reports": len(first), "capped": bool(scaled or g1 < g1_formula)}
         return self._finish(grid2, second, rng, info)
 
 
@@ -375,6 +415,8 @@ class AAG(PrivAG):
                     "alpha of eq. 4 for the first-level grid (0.02 reproduces the paper's Table 1)",
                     minimum=1e-4, maximum=10.0),
               _ORACLE, _PATH, _PROJECTION)
+
+    min_pieces = 2
 
     def _alpha_first(self) -> float:
         return self.alpha_first
