@@ -8,6 +8,7 @@ from scipy import stats
 
 from ldpviz import mechanisms
 from ldpviz.domain import Grid, Region
+from ldpviz.errors import LdpvizInputError
 from ldpviz.mechanisms import pldp
 
 
@@ -52,3 +53,17 @@ def test_pldp_runs():
     users = grid.bin_unit(np.clip(np.random.default_rng(4).normal(0.5, 0.2, (5000, 2)), 0, 1))
     est = mechanisms.create("pldp", grid, 1.0).run(users, np.random.default_rng(5))
     assert est.density.sum() == pytest.approx(1.0) and est.info["projection_dim"] >= 1
+
+
+def test_projection_is_bounded_and_signs_are_blockwise_identical():
+    """The public matrix never exceeds MAX_PROJECTION_ENTRIES: the default m is capped (eps = 0.01 asks for
+    ~10^5 rows), an explicit projection_dim beyond the cap is refused; block-wise generation is the same matrix."""
+    grid = Grid(Region(0, 0, 1000), 64)
+    users = grid.bin_unit(np.random.default_rng(0).random((500, 2)))
+    est = mechanisms.create("pldp", grid, 0.01).run(users, np.random.default_rng(1))
+    assert est.info["projection_dim"] * est.info["domain_size"] <= pldp.MAX_PROJECTION_ENTRIES
+    assert est.info["projection_dim_capped"] and est.density.sum() == pytest.approx(1.0)
+    with pytest.raises(LdpvizInputError, match="projection_dim"):
+        mechanisms.create("pldp", grid, 1.0, projection_dim=pldp.MAX_PROJECTION_DIM).run(users, np.random.default_rng(1))
+    full = np.where(np.random.default_rng(7).random((3000, 700)) < 0.5, -1, 1).astype(np.int8)
+    np.testing.assert_array_equal(pldp.projection_signs(3000, 700, 7), full)

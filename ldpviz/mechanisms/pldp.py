@@ -20,7 +20,9 @@ dimension defaults to m = ceil(log(d + 1) log(2 / beta) / eps^2) with beta = 0.0
 our reading of Chen et al.'s setting. Differences from the original (we have
 no copy of the paper): the SDP clustering step and personalised safe regions
 are not modelled (they are trivial at a single root-level protection region),
-and m follows the formula above; see docs/srr-method.md.
+and m follows the formula above, capped so that the public m x d matrix has at most
+MAX_PROJECTION_ENTRIES (16.8M) entries (at small eps the formula asks for 10^5-10^6 rows; the
+estimator stays unbiased over Phi for any m); see docs/srr-method.md.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import math
 import numpy as np
 
 from ldpviz.domain import Binned
+from ldpviz.errors import require
 from ldpviz.estimation import to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param
@@ -42,9 +45,22 @@ def projection_dim(domain_size: int, epsilon: float, beta: float = 0.05) -> int:
     return max(1, math.ceil(math.log(domain_size + 1) * math.log(2.0 / beta) / epsilon ** 2))
 
 
+#: Largest public sign matrix (m x d int8 entries, 16 MiB); keeps a run to about a second.
+MAX_PROJECTION_ENTRIES = 1 << 24
+#: Largest projection_dim a user may ask for (and only while m x d <= MAX_PROJECTION_ENTRIES).
+MAX_PROJECTION_DIM = 100_000
+_ROW_BLOCK = 1 << 20   # entries generated / converted at a time
+
+
 def projection_signs(m: int, d: int, seed: int) -> np.ndarray:
-    """The public sign matrix sqrt(m) Phi in {-1, +1}^(m x d) (int8)."""
-    return np.where(np.random.default_rng(seed).random((m, d)) < 0.5, -1, 1).astype(np.int8)
+    """The public sign matrix sqrt(m) Phi in {-1, +1}^(m x d) (int8), drawn in row blocks (same values)."""
+    rng = np.random.default_rng(seed)
+    out = np.empty((m, d), dtype=np.int8)
+    step = max(1, _ROW_BLOCK // max(d, 1))
+    for start in range(0, m, step):
+        block = rng.random((min(step, m - start), d))
+        out[start:start + len(block)] = np.where(block < 0.5, -1, 1)
+    return out
 
 
 def pcep_perturb(positions: np.ndarray, signs: np.ndarray, epsilon: float,
@@ -61,7 +77,13 @@ def pcep_estimate_counts(rows: np.ndarray, reported: np.ndarray, signs: np.ndarr
     """Server: unbiased (over Phi) counts c_eps sum_i s_i sqrt(m) Phi[j_i, v] for every v."""
     c_eps = (math.exp(epsilon) + 1.0) / (math.exp(epsilon) - 1.0)
     per_row = np.bincount(rows, weights=reported, minlength=signs.shape[0])
-    return c_eps * (per_row @ signs.astype(float))
+    used = np.flatnonzero(per_row)            # rows no report fell on contribute nothing
+    total = np.zeros(signs.shape[1])
+    step = max(1, _ROW_BLOCK // max(signs.shape[1], 1))
+    for start in range(0, len(used), step):
+        block = used[start:start + step]
+        total += per_row[block] @ signs[block].astype(float)
+    return c_eps * total
 
 
 def pcep_channel(signs: np.ndarray, epsilon: float) -> np.ndarray:
@@ -90,7 +112,8 @@ class PLDP(Mechanism):
         domain_param(),
         level_param(),
         Param("projection_dim", int, None, "rows m of the random projection; default "
-              "ceil(log(d+1) log(2/beta) / eps^2), beta = 0.05", minimum=1, maximum=1_000_000),
+              "ceil(log(d+1) log(2/beta) / eps^2), beta = 0.05, capped so that m x (domain size) <= "
+              f"{MAX_PROJECTION_ENTRIES:,}", minimum=1, maximum=MAX_PROJECTION_DIM),
         Param("projection", str, "norm-sub", "how unbiased counts become a distribution",
               choices=("norm-sub", "clip")),
     )
@@ -105,7 +128,13 @@ class PLDP(Mechanism):
     def run(self, users: Binned, rng: np.random.Generator) -> Estimate:
         domain = build_location_domain(self.grid, users, self.domain, self.level)
         positions = domain_positions(self.grid, domain, users)
-        m = self.projection_dim or projection_dim(domain.size, self.epsilon)
+        cap = max(1, MAX_PROJECTION_ENTRIES // domain.size)
+        if self.projection_dim is not None:
+            require(self.projection_dim <= cap,
+                    f"projection_dim = {self.projection_dim:,} is too large for a domain of {domain.size:,} "
+                    f"locations: the public matrix may have at most {MAX_PROJECTION_ENTRIES:,} entries, so "
+                    f"projection_dim <= {cap:,} here. Lower projection_dim.")
+        m = self.projection_dim or min(projection_dim(domain.size, self.epsilon), cap)
         signs = projection_signs(m, domain.size, int(rng.integers(0, 2 ** 63 - 1)))
         rows, reported = pcep_perturb(positions, signs, self.epsilon, rng)
         counts = pcep_estimate_counts(rows, reported, signs, self.epsilon)
@@ -113,4 +142,5 @@ class PLDP(Mechanism):
         density, partition = domain_to_grid(self.grid, domain, probs)
         return Estimate(density, partition=partition, raw=counts, info={
             "reports": int(len(positions)), "domain": domain.kind, "domain_size": domain.size,
-            "projection_dim": m})
+            "projection_dim": m,
+            "projection_dim_capped": self.projection_dim is None and m < projection_dim(domain.size, self.epsilon)})
