@@ -301,3 +301,26 @@ def test_occupied_domain_is_flagged_and_documented(name: str) -> None:
     assert result.status == audit.FAILED and result.lower_bound > 2.0, result.to_frame().to_string()
     guarantee = mechanisms.create(name, audit.audit_grid(4), 1.0, domain="occupied").guarantee()
     assert "NOT epsilon-LDP" in guarantee and "public" in guarantee
+
+
+# ---------------------------------------------------------------- OLH: report_key exposes the support events
+def test_olh_report_key_gives_a_useful_sound_bound() -> None:
+    """Raw OLH reports carry a fresh random seed each (the audit used to certify 0). With the mechanism's
+    report_key (which cells each report supports) the bound is large at a large epsilon and still <= eps."""
+    result = audit.audit_mechanism("olh", 4, 5.0, n_samples=40_000, seed=11)
+    assert result.passed and 3.0 < result.lower_bound <= 5.0, result.to_frame().to_string()
+    small = audit.audit_mechanism("olh", 4, 1.0, n_samples=40_000, seed=11)
+    assert small.passed and 0.2 < small.lower_bound <= 1.0
+
+
+def test_olh_report_key_matches_support() -> None:
+    """report_key's row for a report marks exactly the cells whose hash equals the reported bucket."""
+    from ldpviz.mechanisms.fo import olh_hash
+    mech = mechanisms.create("olh", audit.audit_grid(3), 2.0)
+    reports = mech.perturb(audit.AuditInput(4, (0.5, 0.5)).users(500), np.random.default_rng(0))
+    key = mech.report_key(reports)
+    assert key.shape == (500, 9) and key.dtype == bool
+    expected = olh_hash(reports.seeds[:, None], np.arange(9, dtype=np.uint64)[None, :], reports.g) == \
+        reports.buckets[:, None]
+    np.testing.assert_array_equal(key, expected)
+    assert key[:, 4].mean() > key[:, 0].mean()      # the true cell is supported more often

@@ -721,6 +721,27 @@ class OLH(_GridOracle):
     def estimate_counts(self, reports: OLHReports | SupportCounts) -> np.ndarray:
         return olh_estimate_counts(reports, self.grid.n_cells, self.epsilon, self.g)
 
+    def report_key(self, reports: OLHReports | SupportCounts) -> np.ndarray | SupportCounts:
+        """For the black-box audit (ldpviz.audit): which cells each report supports, ``(n, D)`` bool.
+
+        A raw report <seed, bucket> carries a fresh random seed, so no two reports are
+        alike and frequency-based events see nothing. Whether the report supports cell v
+        (H_seed(v) == bucket) is a function of the report (post-processing, so any event
+        on it is sound) and is the event the estimator itself uses: P[supports x | x] = p,
+        P[supports x | x'] = 1/g, a ratio of about (e^eps + 1) / 2 <= e^eps.
+        """
+        if not isinstance(reports, OLHReports):
+            return reports
+        values = np.arange(self.grid.n_cells, dtype=np.uint64)[None, :]
+        n = len(reports.buckets)
+        out = np.empty((n, self.grid.n_cells), dtype=bool)
+        step = max(1, (1 << 22) // max(self.grid.n_cells, 1))
+        for start in range(0, n, step):
+            seeds = np.asarray(reports.seeds[start:start + step], dtype=np.uint64)[:, None]
+            buckets = np.asarray(reports.buckets[start:start + step])[:, None]
+            out[start:start + step] = olh_hash(seeds, values, reports.g) == buckets
+        return out
+
     def _info(self) -> dict:
         return {"buckets g": self.g}
 
