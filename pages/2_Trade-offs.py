@@ -22,7 +22,7 @@ chosen = [n for n in cfg.get("sweep_mechanisms") or [] if n in by_name] or [cfg[
 st.session_state.setdefault("w:sweep_mechanisms", chosen)
 st.session_state["w:sweep_mechanisms"] = [n for n in st.session_state["w:sweep_mechanisms"] if n in by_name]
 chosen = st.multiselect("Mechanisms", list(by_name), key="w:sweep_mechanisms",
-                        format_func=lambda n: f"{by_name[n]['label']} · {by_name[n]['privacy_model']}")
+                        format_func=lambda n: f"{by_name[n]['label']} · {session.model_tag(by_name[n]['privacy_model'])}")
 cfg["sweep_mechanisms"] = chosen
 
 # Sweepable axes: epsilon, d, and every numeric parameter of the chosen mechanisms.

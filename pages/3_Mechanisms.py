@@ -30,7 +30,7 @@ session.sync_url(cfg)
 
 row = next(r for r in mechanisms.describe() if r["name"] == name)
 st.header(cls.label)
-st.markdown(f"**{row['privacy_model']}** · {row['family']}")
+st.markdown(f"**{session.model_tag(row['privacy_model'])}** · {row['family']}")
 if row["summary"]:
     st.markdown(row["summary"])
 st.markdown(f"**Reference:** {row['reference']}")
