@@ -51,12 +51,17 @@ with session.guard(f"the channel of {cls.label}"):
     mech = mechanisms.create(name, grid, float(cfg["epsilon"]), **params)
     st.info(f"Guarantee: {mech.guarantee()}.", icon=":material/shield:")
     if not cls.has_channel:
-        why = ("a trusted server adds the noise to the aggregate, so no single report exists"
-               if cls.privacy_model == mechanisms.CENTRAL_DP else
-               "its reports are not a fixed cell-to-report table (several rounds, or a report space too large "
-               "to list)")
+        if cls.privacy_model == mechanisms.CENTRAL_DP:
+            why = ("it is central DP (trusted aggregator): users send exact locations to a trusted server, which "
+                   "adds the noise to the published map, so no single user's report exists")
+        elif not cls.has_client:
+            why = ("it runs as a whole protocol over all users (several rounds, or a location domain built from "
+                   "the users' data), so there is no single-user journey to show")
+        else:
+            why = ("its reports (hashes or bit vectors) are too many to list as a cell-to-report table, so there "
+                   "is no channel picture or posterior to draw")
         st.warning(f"{cls.label} has no explicit per-user channel to draw: {why}. Its effect on a whole map is "
-                   "on the Explore page.", icon=":material/info:")
+                   "on the Explore page; the Privacy audit page lists its guarantee.", icon=":material/info:")
         st.stop()
 
     P = compute.cached_channel(name, grid.side, grid.region, float(cfg["epsilon"]), tuple(sorted(params.items())))
