@@ -207,7 +207,11 @@ def _mechanism_label(row: dict[str, Any]) -> str:
 def mechanism_rows() -> list[dict[str, Any]]:
     """The registry, grouped by family (families in first-registration order)."""
     rows = mechanisms.describe()
-    order = {f: i for i, f in enumerate(dict.fromkeys(r["family"] for r in rows))}
+    model_rank = {mechanisms.LDP: 0, mechanisms.GEO_I: 0, mechanisms.CENTRAL_DP: 1, mechanisms.NO_PRIVACY: 2}
+    families: dict[str, int] = {}
+    for r in rows:   # a family's rank: its most local member (LDP/Geo-I first, central DP, then references)
+        families[r["family"]] = min(families.get(r["family"], 9), model_rank.get(r["privacy_model"], 3))
+    order = {f: (rank, f) for f, rank in families.items()}
     return sorted(rows, key=lambda r: (order[r["family"]], r["label"]))
 
 

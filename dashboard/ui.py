@@ -176,12 +176,19 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
+def metric_floor(key: str) -> float | None:
+    """0 for error metrics (distances, divergences cannot be negative), None for scores like correlation."""
+    return 0.0 if lower_is_better(key) else None
+
+
 def confidence_table(df: pd.DataFrame, by: str, metric_keys: list[str]) -> pd.DataFrame:
-    """Readable 'mean [lo, hi]' columns from a summarise() table."""
+    """Readable 'mean [lo, hi]' columns from a summarise() table (intervals clipped at impossible values)."""
     out = pd.DataFrame({by: df[by]})
     for key in metric_keys:
         if key in df:
-            out[metric_label(key)] = [f"{fmt_metric(key, m)} [{fmt_metric(key, lo)}, {fmt_metric(key, hi)}]"
-                                      if hi > lo else fmt_metric(key, m)
-                                      for m, lo, hi in zip(df[key], df[f"{key}_lo"], df[f"{key}_hi"])]
+            floor = metric_floor(key)
+            out[metric_label(key)] = [
+                f"{fmt_metric(key, m)} [{fmt_metric(key, lo if floor is None else max(lo, floor))}, "
+                f"{fmt_metric(key, hi)}]" if hi > lo else fmt_metric(key, m)
+                for m, lo, hi in zip(df[key], df[f"{key}_lo"], df[f"{key}_hi"])]
     return out

@@ -73,7 +73,8 @@ if results:
         display.insert(1, "privacy", [session.model_tag(by_name[n]["privacy_model"]) for n in table["mechanism"]])
         display["seconds"] = table["seconds"].round(2)
         st.dataframe(display, hide_index=True)
-        st.plotly_chart(viz.compare_figure(table, metric, ui.metric_label(metric), label_column="label"),
+        st.plotly_chart(viz.compare_figure(table, metric, ui.metric_label(metric), label_column="label",
+                                           floor=ui.metric_floor(metric)),
                         key="fig:compare")
 
         st.subheader("Estimated densities")

@@ -102,7 +102,7 @@ with session.guard("the sweep"):
     cols = st.columns(2)
     for i, key in enumerate(shown):
         fig = viz.sweep_figure(summary, x, key, current=current, metric_label=ui.metric_label(key),
-                               x_label=axes[vary], log_x=log_x)
+                               x_label=axes[vary], log_x=log_x, floor=ui.metric_floor(key))
         cols[i % 2].plotly_chart(fig, key=f"fig:{key}")
     if int(cfg["trials"]) == 1:
         st.caption("Bands are 95% confidence intervals over trials; raise Trials in the sidebar to see them.")

@@ -38,7 +38,7 @@ with st.expander("How it works: the formulas (from the implementation's document
     st.code(inspect.cleandoc(cls.__doc__ or "No documentation."), language="text")
 if row["params"]:
     st.markdown("**Parameters**")
-    st.dataframe(pd.DataFrame([{"name": p["name"], "type": p["type"], "default": str(p["default"]),
+    st.dataframe(pd.DataFrame([{"name": p["name"], "type": p["type"], "default": "computed" if p["default"] is None else str(p["default"]),
                                 "range / choices": (", ".join(map(str, p["choices"])) if p["choices"] else
                                                     f"{p['minimum'] if p['minimum'] is not None else ''} … "
                                                     f"{p['maximum'] if p['maximum'] is not None else ''}"),

@@ -76,6 +76,8 @@ for i, r in enumerate(described):
     rows.append(entry)
 bar.empty()
 table = pd.DataFrame(rows)
+first = ["mechanism", "privacy model", "verdict", "measured ε (worst case)", "max ratio / e^ε", "attacker error"]
+table = table[first + [c for c in table.columns if c not in first]]
 fails = table[table["verdict"] == "❌ FAIL"]
 measured_n = int((table["verdict"] == "✅ pass").sum())
 if len(fails):
