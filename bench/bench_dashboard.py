@@ -83,7 +83,8 @@ def main() -> None:
             t_first_map = time.perf_counter() - t0
             wait_idle(page)
             slider = page.locator('[data-testid="stSidebar"] input[aria-label^="Privacy budget"]').first
-            times, values = [], []
+            times, times_full, values = [], [], []
+            sentence = summary_text(page)
             for _ in range(args.moves):
                 before = summary_text(page)
                 slider.focus()
@@ -97,6 +98,12 @@ def main() -> None:
                                          .find(e => e.innerText.includes("estimate is on average"));
                                      return m && m.innerText !== before; }""", arg=before, timeout=120_000)
                 times.append(time.perf_counter() - start)
+                # The attacker clause (local privacy) is filled in after the maps; time it too.
+                page.wait_for_function(
+                    """() => { const m = [...document.querySelectorAll('[data-testid="stMarkdownContainer"]')]
+                                         .find(e => e.innerText.includes("estimate is on average"));
+                               return m && !m.innerText.includes("computing how far off"); }""", timeout=120_000)
+                times_full.append(time.perf_counter() - start)
                 wait_idle(page)
                 values.append(page.locator('[data-testid="stMetricValue"]').first.inner_text())
             final_eps = page.url.split("eps=")[1].split("&")[0]
@@ -108,6 +115,8 @@ def main() -> None:
     times_sorted = sorted(times)
     p95 = times_sorted[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
     median = statistics.median(times)
+    full_sorted = sorted(times_full)
+    full_p95 = full_sorted[min(len(full_sorted) - 1, int(round(0.95 * (len(full_sorted) - 1))))]
     lines = [
         "# Dashboard benchmark",
         "",
@@ -125,6 +134,8 @@ def main() -> None:
         f"| ε slider move to updated W2 readout, median of {len(times)} | {median:.2f} s | |",
         f"| ε slider move to updated W2 readout, p95 | {p95:.2f} s | < 1.5 s |",
         f"| fastest / slowest move | {min(times):.2f} s / {max(times):.2f} s | |",
+        f"| ε slider move to the attacker clause (local privacy), median / p95 | "
+        f"{statistics.median(times_full):.2f} s / {full_p95:.2f} s | |",
         "",
         f"Every move was a new ε (0.1 upwards in slider steps, ending at ε = {final_eps}), so none was served "
         "from the result cache; revisiting a setting is a cache hit and faster still.",
@@ -132,6 +143,8 @@ def main() -> None:
         "Per-move seconds: " + ", ".join(f"{t:.2f}" for t in times),
         "",
         "W2 readouts seen: " + ", ".join(values),
+        "",
+        "Summary sentence at the start (ε = 0.1): " + sentence.replace("\n", " "),
         "",
     ]
     Path(args.out).write_text("\n".join(lines))
