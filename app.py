@@ -55,8 +55,7 @@ def explore() -> None:
         sentence = st.empty()
         sentence.markdown(ui.summary_sentence(result))
         central = mechanisms.get(scenario.mechanism).privacy_model == mechanisms.CENTRAL_DP
-        st.caption(("**Central DP (trusted aggregator):** users send exact locations to a trusted server, which "
-                    "adds the noise to the published map; this is not local privacy. " if central else "")
+        st.caption(("**Central DP (trusted aggregator).** " if central else "")
                    + f"{result.guarantee}. " + " ".join(result.notes))
 
         est = result.estimate

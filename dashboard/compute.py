@@ -267,5 +267,7 @@ def blackbox_row(mechanism: str, grid_side: int, region: Region, epsilon: float,
         res = audit.audit_mechanism(mechanism, Grid(region, grid_side), epsilon, n_samples=n_samples, seed=seed)
     except LdpvizInputError as exc:
         return {"lower_bound": None, "status": f"not audited: {exc}", "passed": None, "seconds": 0.0}
-    return {"lower_bound": float(res.lower_bound), "status": str(res.status), "passed": bool(res.passed),
+    bound = float(res.lower_bound)
+    return {"lower_bound": bound if math.isfinite(bound) else None, "status": str(res.status),
+            "passed": bool(res.passed),
             "seconds": float(res.seconds), "summary": res.summary(), "confidence": float(res.confidence)}

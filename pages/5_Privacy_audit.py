@@ -32,7 +32,7 @@ side = int(session.bind(cfg, "audit_side", st.sidebar.select_slider, "Audit grid
 blackbox = compute.blackbox_available()
 if blackbox:
     st.sidebar.header("Black-box audit")
-    run_blackbox = st.sidebar.toggle("Run the black-box audit", key="w:blackbox",
+    run_blackbox = st.sidebar.toggle("Run the black-box audit", value=True, key="w:blackbox",
                                      help="Samples reports from pairs of hard-to-separate locations and certifies a "
                                           "lower bound on each mechanism's ε (ldpviz.audit). Slower; results cached.")
     n_samples = st.sidebar.select_slider("Samples per location", state.BLACKBOX_SAMPLES, value=2_000,

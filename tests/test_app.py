@@ -271,3 +271,18 @@ def test_audit_passes_registered_ldp_channels():
     at.select_slider(key="w:epsilon").set_value(2.0).run()
     assert_clean(at)
     assert at.success[0].value != before and "ε = 2" in at.success[0].value
+
+
+def test_audit_page_black_box_column_when_available():
+    """With ldpviz.audit installed, the audit page certifies a lower bound per mechanism (small n, default
+    on) and no registered mechanism's bound exceeds its claim."""
+    from dashboard import compute
+    if not compute.blackbox_available():
+        pytest.skip("ldpviz.audit (the black-box auditor) is not on this branch yet")
+    at = app("pages/5_Privacy_audit.py")
+    at.run()
+    assert_clean(at)
+    table = at.dataframe[0].value
+    assert "black-box lower bound ε" in table and "black-box verdict" in table
+    assert (table["black-box verdict"] == "passed").any()
+    assert not (table["black-box verdict"] == "failed").any(), table
