@@ -76,12 +76,19 @@ def has_radius(mechanism: str) -> bool:
     return {"radius", "radius_factor"} <= names
 
 
+@st.cache_resource(max_entries=8, ttl=RESULT_TTL_S, show_spinner=False)
+def built_mechanism(mechanism: str, grid_side: int, region: Region, epsilon: float,
+                    params: tuple) -> mechanisms.Mechanism:
+    """A constructed mechanism, shared by the sidebar (effective_params) and the attacker clause (local
+    privacy), so a slow setup (SEM-Geo-I calibrates against DAM) is paid once. Read-only use only."""
+    return mechanisms.create(mechanism, Grid(region, grid_side), epsilon, **dict(params))
+
+
 @st.cache_data(max_entries=64, show_spinner=False)
 def effective_params(mechanism: str, grid_side: int, region: Region, epsilon: float,
                      params: tuple) -> dict[str, Any]:
     """``Mechanism.effective_params()`` at this grid and epsilon: computed defaults filled in."""
-    mech = mechanisms.create(mechanism, Grid(region, grid_side), epsilon, **dict(params))
-    return mech.effective_params()
+    return built_mechanism(mechanism, grid_side, region, epsilon, params).effective_params()
 
 
 def radius_summary(mechanism: str, grid: Grid, epsilon: float, params: dict[str, Any]) -> dict[str, float] | None:

@@ -82,7 +82,6 @@ def readouts(result: Result, previous: dict[str, float] | None, seconds: float, 
 LP_MAX_SIDE_DISK = 64      #: DAM family: the kernel route (~1.7 s at d = 64)
 LP_MAX_CELLS_DENSE = 1024  #: any explicit channel: the dense formula, O(outputs x cells^2)
 LP_MAX_SIDE_OWN = 16       #: mechanisms with their own Monte Carlo estimate (SEM-Geo-I)
-UNIT_REGION = Region(0.0, 0.0, 1000.0, name="unit")
 
 
 def attacker_plan(mechanism: str, grid_side: int) -> tuple[bool, str]:
@@ -104,10 +103,11 @@ def attacker_plan(mechanism: str, grid_side: int) -> tuple[bool, str]:
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
-def attacker_error_cells(mechanism: str, grid_side: int, epsilon: float, params: tuple) -> float | None:
-    """metrics.local_privacy in cell sides (uniform prior; independent of the region), None if unavailable."""
+def attacker_error_cells(mechanism: str, grid_side: int, region: Region, epsilon: float,
+                         params: tuple) -> float | None:
+    """metrics.local_privacy in cell sides (uniform prior), None if unavailable."""
     try:
-        mech = mechanisms.create(mechanism, Grid(UNIT_REGION, grid_side), epsilon, **dict(params))
+        mech = compute.built_mechanism(mechanism, grid_side, region, epsilon, params)
         value = float(metrics.local_privacy(mech)) / mech.grid.cell_m
     except (LdpvizInputError, NotImplementedError, MemoryError):
         return None
@@ -119,7 +119,7 @@ def attacker_error_m(mechanism: str, grid: Grid, epsilon: float, params: tuple) 
     ok, why = attacker_plan(mechanism, grid.side)
     if not ok:
         return None, why
-    cells = attacker_error_cells(mechanism, grid.side, float(epsilon), tuple(params))
+    cells = attacker_error_cells(mechanism, grid.side, grid.region, float(epsilon), tuple(sorted(params)))
     if cells is None:
         return None, f"the attacker's error is not available for {short_name(mechanism)} on this grid"
     return cells * grid.cell_m, ""
