@@ -64,6 +64,9 @@ with session.guard("the sweep"):
     current = {"epsilon": float(cfg["epsilon"]), "grid_side": int(cfg["grid_side"])}.get(vary)
     if current is None:
         current = cfg.get("params", {}).get(cfg["mechanism"], {}).get(vary)
+    if current is None:   # the parameter's registry default, when it is a number
+        current = next((p["default"] for n in chosen for p in by_name[n]["params"]
+                        if p["name"] == vary and isinstance(p["default"], (int, float))), None)
     scenarios, skipped = [], []
     for name in chosen:
         own = {p["name"] for p in by_name[name]["params"]}

@@ -26,6 +26,7 @@ side = session.bind(cfg, "channel_side", st.sidebar.select_slider, "Grid side fo
 grid = Grid(data.region, int(side)) if data is not None else None
 with session.guard("the mechanism parameters"):
     params = session.param_controls(cfg, name, grid)
+    session.show_resolved_defaults()
 session.sync_url(cfg)
 
 row = next(r for r in mechanisms.describe() if r["name"] == name)
