@@ -9,6 +9,7 @@ import streamlit as st
 from dashboard import compute, session, state, ui
 from ldpviz import mechanisms, viz
 from ldpviz.domain import Grid
+from ldpviz.errors import LdpvizInputError
 
 CHANNEL_SIDES = (4, 6, 8, 10, 12, 16, 20, 24, 32)
 
@@ -49,9 +50,12 @@ if data is None:
     st.stop()
 
 with session.guard(f"the channel of {cls.label}"):
-    mech = mechanisms.create(name, grid, float(cfg["epsilon"]), **params)
-    st.info(f"Guarantee: {mech.guarantee()}.", icon=":material/shield:")
     if not cls.has_channel:
+        try:   # the guarantee in words; a grid this mechanism refuses (dp-heatmap: not a power of two) skips it
+            st.info(f"Guarantee: {mechanisms.create(name, grid, float(cfg['epsilon']), **params).guarantee()}.",
+                    icon=":material/shield:")
+        except LdpvizInputError:
+            pass
         if cls.privacy_model == mechanisms.CENTRAL_DP:
             why = ("it is central DP (trusted aggregator): users send exact locations to a trusted server, which "
                    "adds the noise to the published map, so no single user's report exists")
@@ -64,6 +68,8 @@ with session.guard(f"the channel of {cls.label}"):
         st.warning(f"{cls.label} has no explicit per-user channel to draw: {why}. Its effect on a whole map is "
                    "on the Explore page; the Privacy audit page lists its guarantee.", icon=":material/info:")
         st.stop()
+    mech = mechanisms.create(name, grid, float(cfg["epsilon"]), **params)
+    st.info(f"Guarantee: {mech.guarantee()}.", icon=":material/shield:")
 
     P = compute.cached_channel(name, grid.side, grid.region, float(cfg["epsilon"]), tuple(sorted(params.items())))
     if P.ndim != 2 or P.shape[1] != grid.n_cells:

@@ -286,3 +286,27 @@ def test_audit_page_black_box_column_when_available():
     assert "black-box lower bound ε" in table and "black-box verdict" in table
     assert (table["black-box verdict"] == "passed").any()
     assert not (table["black-box verdict"] == "failed").any(), table
+
+
+def test_mechanisms_page_explains_missing_channels_and_journeys():
+    """No channel or no client half: the page says why there is no single-user journey; a channel that is
+    only built for small grids (planar Laplace beyond d = 24) gives an error box, not a traceback."""
+    by_kind = {}
+    for r in mechanisms.describe():
+        cls = mechanisms.get(r["name"])
+        kind = ("central" if cls.privacy_model == mechanisms.CENTRAL_DP else
+                "protocol" if not cls.has_client and not cls.has_channel else
+                "no-channel" if not cls.has_channel else None)
+        if kind:
+            by_kind.setdefault(kind, r["name"])
+    expected = {"central": "trusted aggregator", "protocol": "no single-user journey", "no-channel": "too many to list"}
+    for kind, name in by_kind.items():
+        at = app("pages/3_Mechanisms.py", mech=name, cd="6")
+        at.run()
+        assert_clean(at)
+        assert any(expected[kind] in w.value for w in at.warning), (name, [w.value for w in at.warning])
+    if "planar-laplace" in mechanisms.available():
+        at = app("pages/3_Mechanisms.py", mech="planar-laplace", cd="32")
+        at.run()
+        assert_clean(at)
+        assert any("Cannot compute the channel" in e.value for e in at.error)
