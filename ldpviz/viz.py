@@ -255,8 +255,10 @@ def sweep_figure(summary: pd.DataFrame, x: str, metric: str, *, group: str = "me
         fig.add_trace(go.Scatter(x=xs, y=part[metric].tolist(), mode="lines+markers", name=str(name),
                                  line={"color": colour}, legendgroup=str(name)))
     if current is not None:
-        fig.add_vline(x=current, line_dash="dash", line_color="#444", annotation_text="current",
-                      annotation_position="top")
+        fig.add_vline(x=current, line_dash="dash", line_color="#444")
+        # Placed by hand: plotly's vline annotation lands off the line on log axes (it needs log10(x) there).
+        fig.add_annotation(x=float(np.log10(current)) if log_x and current > 0 else current, y=1, yref="paper",
+                           text="current", showarrow=False, yanchor="bottom", font={"color": "#444"})
     fig.update_layout(xaxis_title=x_label or x, yaxis_title=metric_label or metric, height=340,
                       margin={"l": 10, "r": 10, "t": 30, "b": 10}, legend={"orientation": "h", "y": -0.25},
                       template="plotly_white")
