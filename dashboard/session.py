@@ -196,6 +196,14 @@ MODEL_TAGS = {mechanisms.LDP: "LDP", mechanisms.GEO_I: "Geo-I",
               mechanisms.CENTRAL_DP: "central DP (trusted aggregator)", mechanisms.NO_PRIVACY: "no privacy"}
 
 
+MODEL_MEANING = {
+    mechanisms.LDP: "each phone randomises its own report before sending it; no one sees true locations.",
+    mechanisms.GEO_I: "each phone randomises its report; nearby places are hard to tell apart, far ones less so.",
+    mechanisms.CENTRAL_DP: "phones send exact locations to a trusted server, which adds noise to the published map.",
+    mechanisms.NO_PRIVACY: "reports are the true locations (a reference point, not a private mechanism).",
+}
+
+
 def model_tag(privacy_model: str) -> str:
     return MODEL_TAGS.get(privacy_model, privacy_model)
 
@@ -234,11 +242,14 @@ def mechanism_picker(cfg: dict[str, Any], where: Any = None) -> str:
                              help="Mechanisms come in families from the papers; central-DP heatmaps assume a "
                                   "trusted server that sees exact locations.")
     names = [r["name"] for r in rows if r["family"] == family]
-    return bind(cfg, "mechanism", where.selectbox, "Mechanism", names, valid=names,
-                format_func=lambda n: _mechanism_label(by_name[n]),
-                help="The tag after · is the privacy model (LDP: each phone randomises its own report; central "
-                     "DP (trusted aggregator): a server that sees exact locations adds noise to the published "
-                     "map; Geo-I: privacy that decays with distance).")
+    chosen = bind(cfg, "mechanism", where.selectbox, "Mechanism", names, valid=names,
+                  format_func=lambda n: _mechanism_label(by_name[n]),
+                  help="The tag after · is the privacy model (LDP: each phone randomises its own report; central "
+                       "DP (trusted aggregator): a server that sees exact locations adds noise to the published "
+                       "map; Geo-I: privacy that decays with distance).")
+    model = by_name[chosen]["privacy_model"]
+    where.caption(f"Privacy model: **{model_tag(model)}** — {MODEL_MEANING.get(model, '')}")
+    return chosen
 
 
 #: Compare's default picks: one representative per family, in this order of preference.
