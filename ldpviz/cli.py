@@ -135,15 +135,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if done == total:
             print(file=sys.stderr)
 
-    executor = None
-    if args.workers and args.workers > 1:
-        from concurrent.futures import ProcessPoolExecutor
-        executor = ProcessPoolExecutor(args.workers)
-    try:
+    from ldpviz import parallel
+    with parallel.executor_for(args.workers, args.scheduler) as executor:
         df = experiment.sweep(scenario, vary, dataset=data, executor=executor, progress=progress)
-    finally:
-        if executor is not None:
-            executor.shutdown()
     if args.out:
         df.to_csv(args.out, index=False)
         print(f"wrote {len(df)} rows to {args.out}", file=sys.stderr)
@@ -184,7 +178,13 @@ def build_parser() -> argparse.ArgumentParser:
                            help="parameter to vary: epsilon, grid, users, seed or a mechanism parameter")
             p.add_argument("--out", help="CSV file to write (default: stdout)")
             p.add_argument("--workers", type=int, default=1, help="local worker processes")
+            p.add_argument("--scheduler", help="Dask scheduler address (tcp://host:8786) to run the sweep on a "
+                                                "cluster; needs pip install 'ldpviz[cluster]'")
         p.set_defaults(fn=fn)
+    from ldpviz import reproduce
+    rp = sub.add_parser("reproduce", help="regenerate every benchmark and report (bench/*.py) into docs/")
+    reproduce.add_arguments(rp)
+    rp.set_defaults(fn=reproduce.run_from_args)
     return parser
 
 

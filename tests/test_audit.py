@@ -1,0 +1,281 @@
+"""Black-box privacy audit (ldpviz.audit): sound for every registered mechanism, catches broken ones.
+
+The registry tests are generated from ``mechanisms.available()``, so every
+mechanism family that lands is audited without touching this file.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from ldpviz import audit, mechanisms
+from ldpviz.domain import Binned
+from ldpviz.errors import LdpvizInputError
+from ldpviz.mechanisms.base import CENTRAL_DP, GEO_I, LDP, NO_PRIVACY, Estimate, Mechanism
+from ldpviz.mechanisms.fo import GRR
+
+NAMES = mechanisms.available()
+
+
+def _audit_or_skip(name: str, side: int, epsilon: float, n_samples: int) -> audit.AuditResult:
+    try:
+        return audit.audit_mechanism(name, side, epsilon, n_samples=n_samples, seed=11, confidence=0.99)
+    except LdpvizInputError as err:
+        pytest.skip(f"{name} refuses d={side}, epsilon={epsilon}: {err}")
+
+
+def _check_registered(result: audit.AuditResult, name: str) -> None:
+    cls = mechanisms.get(name)
+    if not cls.has_client:
+        assert result.status == audit.NOT_AUDITABLE and result.notes, result
+        return
+    if cls.privacy_model == NO_PRIVACY:
+        assert result.status == audit.NO_CLAIM
+        return
+    assert cls.privacy_model in (LDP, GEO_I)
+    assert result.pairs and all(math.isfinite(p.lower_bound) and p.lower_bound >= 0 for p in result.pairs)
+    assert result.lower_bound <= result.claimed, result.to_frame().to_string()
+    assert result.passed and result.status == audit.PASSED
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("side,epsilon", [(4, 0.5), (4, 2.0)])
+def test_registered_mechanism_bound_within_claim(name: str, side: int, epsilon: float) -> None:
+    """Every registered client-side mechanism: audited lower bound <= its epsilon at 99% confidence."""
+    _check_registered(_audit_or_skip(name, side, epsilon, 20_000), name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("side,epsilon", [(2, 1.0), (8, 1.0), (8, 5.0)])
+def test_registered_mechanism_bound_within_claim_more_grids(name: str, side: int, epsilon: float) -> None:
+    """As above on more grids and epsilons (including a large epsilon, where ratios are extreme)."""
+    _check_registered(_audit_or_skip(name, side, epsilon, 40_000), name)
+
+
+def test_exact_is_flagged_as_leaking() -> None:
+    """The no-privacy baseline: the audit certifies a large loss (it has power), and claims nothing."""
+    result = audit.audit_mechanism("exact", 4, 1.0, n_samples=20_000, seed=0)
+    assert result.status == audit.NO_CLAIM and result.lower_bound > 5.0
+
+
+# ---------------------------------------------------------------- broken mechanisms are caught
+def _keep_or_other(cells: np.ndarray, n_cells: int, keep_probability: float, rng: np.random.Generator) -> np.ndarray:
+    """GRR's sampler with a given keep probability: the true cell, or another one uniformly."""
+    keep = rng.random(len(cells)) < keep_probability
+    other = rng.integers(0, max(n_cells - 1, 1), size=len(cells))
+    other += other >= cells
+    return np.where(keep, cells, np.minimum(other, n_cells - 1))
+
+
+class GRRBinaryFormula(GRR):
+    """Broken GRR: uses the binary randomised-response keep probability e^eps / (e^eps + 1) for D cells."""
+
+    name = "grr-broken-binary"
+
+    def setup(self) -> None:
+        super().setup()
+        e = math.exp(self.epsilon)
+        self.p = e / (e + 1)
+        self.q = (1 - self.p) / max(self.grid.n_cells - 1, 1)
+
+    def perturb(self, users: Binned, rng: np.random.Generator) -> np.ndarray:
+        return _keep_or_other(np.asarray(users.cells), self.grid.n_cells, self.p, rng)
+
+
+class GRRWrongExponent(GRR):
+    """Broken GRR: keep probability computed with e^(1.5 eps) (a subtle 50% budget overrun)."""
+
+    name = "grr-broken-exponent"
+
+    def setup(self) -> None:
+        super().setup()
+        e = math.exp(1.5 * self.epsilon)
+        self.p = e / (e + self.grid.n_cells - 1)
+        self.q = 1 / (e + self.grid.n_cells - 1)
+
+    def perturb(self, users: Binned, rng: np.random.Generator) -> np.ndarray:
+        return _keep_or_other(np.asarray(users.cells), self.grid.n_cells, self.p, rng)
+
+
+@pytest.mark.parametrize("broken", [GRRBinaryFormula, GRRWrongExponent])
+@pytest.mark.parametrize("side,epsilon", [(2, 1.0), (4, 1.0), (4, 2.0), (8, 0.5)])
+def test_broken_grr_is_caught(broken: type[GRR], side: int, epsilon: float) -> None:
+    """A GRR with the wrong probabilities exceeds its claimed epsilon, and the same audit says so."""
+    result = audit.audit_mechanism(broken, side, epsilon, n_samples=40_000, seed=3, confidence=0.99)
+    assert not result.passed and result.status == audit.FAILED
+    assert result.lower_bound > epsilon
+
+
+def test_correct_grr_rarely_fails_across_seeds() -> None:
+    """Soundness in practice: a correct GRR passes the audit for every one of 40 seeds (expected < 0.4 fails)."""
+    failures = [seed for seed in range(40)
+                if not audit.audit_mechanism("grr", 2, 1.0, n_samples=2_000, seed=seed).passed]
+    assert failures == []
+
+
+def test_bound_tightens_with_samples() -> None:
+    """More samples, tighter bound: GRR's certified loss approaches epsilon from below."""
+    small = audit.audit_mechanism("grr", 4, 1.0, n_samples=2_000, seed=0).lower_bound
+    large = audit.audit_mechanism("grr", 4, 1.0, n_samples=200_000, seed=0).lower_bound
+    assert small < large <= 1.0 and large > 0.85
+
+
+# ---------------------------------------------------------------- generic report handling
+class ToyOUE(Mechanism):
+    """Optimised unary encoding: bit vectors (n, D); bit x is 1 w.p. 1/2, others w.p. 1/(e^eps + 1)."""
+
+    name, label, family, privacy_model, reference = "toy-oue", "toy OUE", "test", LDP, "Wang et al. 2017"
+    overrun = 1.0
+
+    def perturb(self, users: Binned, rng: np.random.Generator) -> np.ndarray:
+        n, D = len(users.cells), self.grid.n_cells
+        q = 1 / (math.exp(self.overrun * self.epsilon) + 1)
+        bits = rng.random((n, D)) < q
+        bits[np.arange(n), users.cells] = rng.random(n) < 0.5
+        return bits
+
+
+class ToyOUEBroken(ToyOUE):
+    name = "toy-oue-broken"
+    overrun = 3.0
+
+
+@dataclass
+class SeedBucket:
+    seed: np.ndarray
+    bucket: np.ndarray
+
+
+class ToyLocalHash(Mechanism):
+    """OLH-like reports as a dataclass of (seed, bucket); g = 2 buckets, hash = parity of (seed + cell)."""
+
+    name, label, family, privacy_model, reference = "toy-olh", "toy OLH", "test", LDP, "Wang et al. 2017"
+
+    def perturb(self, users: Binned, rng: np.random.Generator) -> SeedBucket:
+        n = len(users.cells)
+        seed = rng.integers(0, 1 << 30, n)
+        hashed = (seed + users.cells) % 2
+        keep = rng.random(n) < math.exp(self.epsilon) / (math.exp(self.epsilon) + 1)
+        return SeedBucket(seed, np.where(keep, hashed, 1 - hashed))
+
+
+class ToyPlanarLaplace(Mechanism):
+    """Planar Laplace on unit positions (Geo-I, eps per cell side): float (n, 2) outputs."""
+
+    name, label, family, privacy_model, reference = "toy-planar", "toy planar Laplace", "test", GEO_I, "Andres 2013"
+    overrun = 1.0
+
+    def perturb(self, users: Binned, rng: np.random.Generator) -> np.ndarray:
+        n = len(users.cells)
+        radius_cells = rng.gamma(2.0, 1.0 / (self.overrun * self.epsilon), n)
+        angle = rng.uniform(0, 2 * np.pi, n)
+        step = np.column_stack([np.cos(angle), np.sin(angle)]) * (radius_cells / self.grid.side)[:, None]
+        return users.unit + step
+
+
+class ToyPlanarLaplaceBroken(ToyPlanarLaplace):
+    name = "toy-planar-broken"
+    overrun = 4.0
+
+
+class ToyCentral(Mechanism):
+    name, label, family, privacy_model, reference = "toy-central", "toy central", "test", CENTRAL_DP, "-"
+    has_client = False
+
+    def run(self, users: Binned, rng: np.random.Generator) -> Estimate:
+        return Estimate(np.full((self.grid.side,) * 2, 1 / self.grid.n_cells))
+
+
+@pytest.mark.parametrize("good,bad", [(ToyOUE, ToyOUEBroken), (ToyPlanarLaplace, ToyPlanarLaplaceBroken)])
+def test_bit_vector_and_continuous_reports(good: type[Mechanism], bad: type[Mechanism]) -> None:
+    """Bit-vector (OUE) and float-position (planar Laplace) reports: correct passes, 3-4x overrun is caught."""
+    ok = audit.audit_mechanism(good, 4, 1.0, n_samples=40_000, seed=5)
+    assert ok.passed and ok.lower_bound > 0.2, ok.to_frame().to_string()
+    broken = audit.audit_mechanism(bad, 4, 1.0, n_samples=40_000, seed=5)
+    assert not broken.passed, broken.to_frame().to_string()
+
+
+def test_dataclass_reports_with_unique_seeds() -> None:
+    """(seed, bucket) reports whose seeds are all distinct are handled (sound, no crash)."""
+    result = audit.audit_mechanism(ToyLocalHash, 4, 1.0, n_samples=10_000, seed=0)
+    assert result.passed and result.pairs
+
+
+def test_report_columns_shapes() -> None:
+    """Every report container becomes a list of per-user columns."""
+    n = 5
+    assert len(audit.report_columns(np.arange(n), n)) == 1
+    assert len(audit.report_columns(np.zeros((n, 3, 2)), n)) == 6
+    assert len(audit.report_columns((np.arange(n), np.zeros((n, 2))), n)) == 3
+    assert len(audit.report_columns({"a": np.arange(n), "b": np.arange(n)}, n)) == 2
+    assert len(audit.report_columns([(1, 2)] * n, n)) == 2
+    assert len(audit.report_columns([{"x": i} for i in range(n)], n)) == 1
+    with pytest.raises(LdpvizInputError):
+        audit.report_columns(np.arange(n + 1), n)
+
+
+def test_central_dp_is_reported_not_auditable() -> None:
+    result = audit.audit_mechanism(ToyCentral, 4, 1.0)
+    assert result.status == audit.NOT_AUDITABLE and "central" in result.summary()
+
+
+def test_clopper_pearson_known_values() -> None:
+    """k = 0: upper bound 1 - alpha^(1/n) (exact); k = n: lower bound alpha^(1/n)."""
+    n, alpha = 1000, 0.01
+    assert np.isclose(audit.cp_upper(np.array([0]), n, alpha)[0], 1 - alpha ** (1 / n))
+    assert np.isclose(audit.cp_lower(np.array([n]), n, alpha)[0], alpha ** (1 / n))
+    assert audit.cp_lower(np.array([0]), n, alpha)[0] == 0.0
+
+
+@pytest.mark.parametrize("kwargs", [dict(n_samples=10), dict(confidence=1.0), dict(seed=-1), dict(grid=128),
+                                    dict(epsilon=0.0)])
+def test_bad_audit_arguments_are_input_errors(kwargs: dict) -> None:
+    args = dict(grid=4, epsilon=1.0) | kwargs
+    with pytest.raises(LdpvizInputError):
+        audit.audit_mechanism("grr", **args)
+
+
+def test_hard_pairs_on_tiny_grids_are_distinct() -> None:
+    for side in (1, 2, 3, 16):
+        pairs = audit.hard_pairs(audit.audit_grid(side))
+        assert len({(p.first, p.second) for p in pairs}) == len(pairs) >= 1
+
+
+def test_audit_registry_table() -> None:
+    table = audit.audit_registry(grid_sides=(2,), epsilons=(1.0,), n_samples=2_000, names=["exact", "grr"])
+    assert list(table["mechanism"]) == ["exact", "grr"] and table.loc[1, "status"] == audit.PASSED
+
+
+# ---------------------------------------------------------------- whole-protocol audit (no client half)
+class ToyProtocolGRR(GRR):
+    """GRR run as a whole protocol only (no client half), as multi-round mechanisms are."""
+
+    name = "toy-protocol-grr"
+    has_client = False
+
+    def run(self, users: Binned, rng: np.random.Generator) -> Estimate:
+        return self.estimate(GRR.perturb(self, users, rng))
+
+
+class ToyProtocolLeaky(ToyProtocolGRR):
+    """Leaks: the server 'builds its domain from the users', i.e. keeps the true occupied cells."""
+
+    name = "toy-protocol-leaky"
+
+    def run(self, users: Binned, rng: np.random.Generator) -> Estimate:
+        density = self.grid.histogram(users.cells)
+        return Estimate(density / density.sum())
+
+
+def test_protocol_audit_of_mechanisms_without_client_half() -> None:
+    """protocol_samples audits run() on tiny populations: a GRR-based protocol passes, a leaky one fails."""
+    assert audit.audit_mechanism(ToyProtocolGRR, 4, 1.0).status == audit.NOT_AUDITABLE
+    ok = audit.audit_mechanism(ToyProtocolGRR, 4, 1.0, protocol_samples=1_000, seed=2)
+    assert ok.passed and ok.lower_bound >= 0 and "whole protocol" in ok.notes[0], ok.to_frame().to_string()
+    leaky = audit.audit_mechanism(ToyProtocolLeaky, 4, 1.0, protocol_samples=300, seed=2)
+    assert leaky.status == audit.FAILED and leaky.lower_bound > 2

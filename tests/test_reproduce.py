@@ -1,0 +1,93 @@
+"""`ldpviz reproduce`: discovers bench scripts, enforces the --quick/--out convention, records provenance."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ldpviz import reproduce
+from ldpviz.errors import LdpvizInputError
+
+GOOD = """
+import argparse, pathlib
+p = argparse.ArgumentParser(); p.add_argument("--quick", action="store_true"); p.add_argument("--out", default="docs")
+a = p.parse_args(); out = pathlib.Path(a.out); out.mkdir(parents=True, exist_ok=True)
+(out / "good-report.md").write_text("# Good report\\nquick=%s\\n" % a.quick)
+"""
+NO_FLAGS = "print('I ignore the convention')\n"
+FAILS = """
+import argparse
+p = argparse.ArgumentParser(); p.add_argument("--quick", action="store_true"); p.add_argument("--out")
+p.parse_args(); raise SystemExit(3)
+"""
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    for name, body in (("a_good", GOOD), ("b_no_flags", NO_FLAGS), ("c_fails", FAILS), ("_helper", "raise SystemExit(9)")):
+        (bench / f"{name}.py").write_text(textwrap.dedent(body))
+    return tmp_path
+
+
+def test_runs_every_script_and_reports_status(repo: Path) -> None:
+    runs, manifest = reproduce.reproduce(quick=True, out=repo / "out", repo=repo, echo=False)
+    status = {r.name: r.status for r in runs}
+    assert status["a_good"] == "ok"
+    assert status["b_no_flags"].startswith("skipped") and "--quick" in status["b_no_flags"]
+    assert status["c_fails"] == "failed (exit 3)"
+    assert "_helper" not in status                      # helpers are not run
+    assert (repo / "out" / "good-report.md").read_text().splitlines()[1] == "quick=True"
+    text = manifest.read_text()
+    assert "Machine:" in text and "quick smoke run" in text and "[good-report.md](good-report.md)" in text
+    assert next(r for r in runs if r.name == "a_good").outputs == ["good-report.md"]
+
+
+def test_cli_exit_code_and_only(repo: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("LDPVIZ_REPO", str(repo))
+    assert reproduce.main(["--quick", "--only", "a_good", "--out", str(repo / "o")]) == 0
+    assert reproduce.main(["--quick", "--out", str(repo / "o")]) == 1
+    assert reproduce.main(["--only", "nope"]) == 2
+    assert "no bench script named nope" in capsys.readouterr().err
+
+
+def test_full_run_defaults_to_docs_and_refreshes_index(repo: Path) -> None:
+    docs = repo / "docs"
+    docs.mkdir()
+    (docs / "index.md").write_text(f"# Evidence\n\nHand-written differences.\n\n{reproduce.INDEX_BEGIN}\nold\n"
+                                   f"{reproduce.INDEX_END}\n\nFooter.\n")
+    (repo / "bench" / "b_no_flags.py").unlink()
+    (repo / "bench" / "c_fails.py").unlink()
+    runs, _ = reproduce.reproduce(quick=False, repo=repo, echo=False)
+    assert [r.status for r in runs] == ["ok"]
+    index = (docs / "index.md").read_text()
+    assert "Hand-written differences." in index and "Footer." in index and "old" not in index
+    assert "- [Good report](good-report.md)" in index and "(reproduce.md)" in index
+
+
+def test_quick_never_writes_docs_by_default(repo: Path) -> None:
+    (repo / "bench" / "b_no_flags.py").unlink()
+    reproduce.reproduce(quick=True, repo=repo, only=["a_good"], echo=False)
+    assert (repo / "build" / "reproduce-quick" / "good-report.md").is_file()
+    assert not (repo / "docs").exists()
+
+
+def test_installed_without_bench_gives_clear_message(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("LDPVIZ_REPO", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(reproduce, "__file__", str(tmp_path / "site-packages" / "ldpviz" / "reproduce.py"))
+    with pytest.raises(LdpvizInputError, match="source checkout"):
+        reproduce.find_repo()
+
+
+@pytest.mark.slow
+def test_this_repository_bench_scripts_follow_the_convention() -> None:
+    """Every bench/*.py of this checkout accepts --quick and --out (bench/README.md)."""
+    repo = reproduce.find_repo()
+    broken = {s.name: why for s in reproduce.discover(repo) for ok, why in [reproduce.follows_convention(s, repo)]
+              if not ok}
+    assert broken == {}
