@@ -176,7 +176,10 @@ def decode(query: Mapping[str, str], known_datasets: list[str] | None = None) ->
         cfg["audit_side"] = _number(v, int, 2, 32, "audit grid side")
 
     def set_cell(v: str) -> None:
-        row, col = (_number(p, int, 0, MAX_GRID_SIDE - 1, "cell") for p in v.split(","))
+        parts = str(v).split(",")
+        if len(parts) != 2:
+            raise LdpvizInputError(f"cell must be two whole numbers 'row,col', got {v!r}")
+        row, col = (_number(p, int, 0, MAX_GRID_SIDE - 1, "cell") for p in parts)
         cfg["cell"] = (row, col)
 
     take("ds", set_dataset)
