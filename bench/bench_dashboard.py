@@ -3,9 +3,12 @@
 Default scenario: the bundled dataset (Minneapolis stops), DAM if registered else GRR, d = 32, 50,000
 users, seed 0, one trial. The server is started with ``streamlit run`` on a free local port and driven
 by Playwright in Debian's headless Chromium. The slider starts at ε = 0.1 and moves one step right 20
-times, so every move is a setting not yet computed (no cache hits). Writes docs/dashboard-benchmark.md.
+times, so every move is a setting not yet computed (no cache hits). Writes OUT/dashboard-benchmark.md
+(bench/README.md convention: --out DIR, default docs/; --quick: 5 moves, the same code paths).
+With --screenshot it instead saves OUT/screenshot-explore.png for the README (DAM, Minneapolis stops,
+whole city, eps = 2).
 
-    PYTHONPATH=. python bench/bench_dashboard.py [--moves 20]
+    PYTHONPATH=. python bench/bench_dashboard.py [--quick] [--out DIR] [--moves 20] [--screenshot]
 """
 
 from __future__ import annotations
@@ -47,12 +50,16 @@ def summary_text(page) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--moves", type=int, default=20)
-    parser.add_argument("--out", default=str(ROOT / "docs" / "dashboard-benchmark.md"))
-    parser.add_argument("--screenshot", default=None, metavar="PNG",
-                        help="instead of timing, save the README screenshot of Explore (DAM, Minneapolis stops, "
-                             "whole city, eps = 2) to this file")
+    parser.add_argument("--moves", type=int, default=None, help="slider moves to time (default 20, --quick 5)")
+    parser.add_argument("--quick", action="store_true", help="5 slider moves instead of 20 (a smoke run)")
+    parser.add_argument("--out", default=str(ROOT / "docs"), help="output directory (default docs/)")
+    parser.add_argument("--screenshot", action="store_true",
+                        help="instead of timing, save OUT/screenshot-explore.png, the README screenshot of Explore "
+                             "(DAM, Minneapolis stops, whole city, eps = 2)")
     args = parser.parse_args()
+    moves = args.moves or (5 if args.quick else 20)
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
 
     from playwright.sync_api import sync_playwright
 
@@ -89,9 +96,10 @@ def main() -> None:
                                .some(e => e.innerText.includes("estimate is on average")
                                           && !e.innerText.includes("computing how far off"))""", timeout=120_000)
                 page.wait_for_timeout(2500)   # let the maps paint
-                page.screenshot(path=args.screenshot)
+                shot = out_dir / "screenshot-explore.png"
+                page.screenshot(path=str(shot))
                 browser.close()
-                print(f"wrote {args.screenshot}")
+                print(f"wrote {shot}")
                 return
             t0 = time.perf_counter()
             page.goto(f"{url}/?eps=0.1&mech={mechanism}&d=32&users=50000")
@@ -101,7 +109,7 @@ def main() -> None:
             slider = page.locator('[data-testid="stSidebar"] input[aria-label^="Privacy budget"]').first
             times, times_full, values = [], [], []
             sentence = summary_text(page)
-            for _ in range(args.moves):
+            for _ in range(moves):
                 before = summary_text(page)
                 slider.focus()
                 start = time.perf_counter()
@@ -133,9 +141,11 @@ def main() -> None:
     median = statistics.median(times)
     full_sorted = sorted(times_full)
     full_p95 = full_sorted[min(len(full_sorted) - 1, int(round(0.95 * (len(full_sorted) - 1))))]
+    from ldpviz.reproduce import provenance_markdown
     lines = [
         "# Dashboard benchmark",
         "",
+        provenance_markdown(seeds="0", trials="1", quick=args.quick),
         f"Run {dt.datetime.now().strftime('%Y-%m-%d %H:%M')} on {platform.node()} ({platform.platform()}, "
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}), by `bench/bench_dashboard.py`; load "
         f"average at the end {os.getloadavg()[0]:.1f} (the machine is shared, so timings vary between runs).",
@@ -163,8 +173,10 @@ def main() -> None:
         "Summary sentence at the start (ε = 0.1): " + sentence.replace("\n", " "),
         "",
     ]
-    Path(args.out).write_text("\n".join(lines))
+    report = out_dir / "dashboard-benchmark.md"
+    report.write_text("\n".join(lines))
     print("\n".join(lines))
+    print(f"wrote {report}")
 
 
 if __name__ == "__main__":
