@@ -102,6 +102,7 @@ def explore() -> None:
             with st.expander("What the server received"):
                 st.json({k: (v if isinstance(v, (int, float, str, bool)) else str(v)) for k, v in est.info.items()})
         ui.export_section(cfg, result, {"true": true_deck, "estimate": est_deck}, data.upload_filename)
+        session.show_resolved_defaults()   # builds the mechanism once; the attacker clause reuses it
         sentence.markdown(ui.summary_sentence(result, ui.attacker_error_m(
             scenario.mechanism, result.grid, scenario.epsilon, scenario.params)))
     session.show_resolved_defaults()

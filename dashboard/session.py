@@ -333,19 +333,13 @@ def param_controls(cfg: dict[str, Any], mechanism: str, grid: Grid | None) -> di
     if grid is None:
         return values
     epsilon = float(cfg["epsilon"])
-    radius = compute.radius_summary(mechanism, grid, epsilon, values)
-    if radius is not None and radius_slot is not None:
-        explicit = values.get("radius") is not None
-        radius_slot.caption(
-            f"Optimal radius b (eq. 12 of the DAM paper): **{radius['optimal_cells']:.2f} cells = "
-            f"{fmt_m(radius['optimal_m'])}**; in use: **{radius['used_cells']:.2f} cells = "
-            f"{fmt_m(radius['used_m'])}**" + (" (the explicit radius above; the factor is ignored)." if explicit
-                                                else "."))
     auto_names = [n for n in auto_names if n != "radius"]
-    if auto_names and overrides_resolved_defaults(mechanism):
-        # Filled by show_resolved_defaults() once the page's main result is on screen: a mechanism's setup
-        # can be slow (SEM-Geo-I calibrates against DAM), and the readouts must not wait for a caption.
-        st.session_state["_resolved_pending"] = (st.sidebar.empty(), mechanism, grid, epsilon,
+    auto_slot = st.sidebar.empty() if auto_names and overrides_resolved_defaults(mechanism) else None
+    if radius_slot is not None or auto_slot is not None:
+        # Filled by show_resolved_defaults() once the page's main result is on screen: building a mechanism
+        # costs a setup (SEM-Geo-I calibrates against DAM; DAM at small epsilon builds a large disk), and
+        # the readouts must not wait for a caption.
+        st.session_state["_resolved_pending"] = (radius_slot, auto_slot, mechanism, grid, epsilon,
                                                  tuple(sorted(values.items())), tuple(auto_names))
     return values
 
@@ -355,15 +349,23 @@ def show_resolved_defaults() -> None:
     pending = st.session_state.pop("_resolved_pending", None)
     if pending is None:
         return
-    slot, mechanism, grid, epsilon, params, auto_names = pending
+    radius_slot, auto_slot, mechanism, grid, epsilon, params, auto_names = pending
     try:
         resolved = compute.effective_params(mechanism, grid.side, grid.region, epsilon, params)
+        radius = compute.radius_summary(mechanism, grid, epsilon, dict(params)) if radius_slot else None
     except LdpvizInputError:
         return
+    if radius is not None:
+        explicit = dict(params).get("radius") is not None
+        radius_slot.caption(
+            f"Optimal radius b (eq. 12 of the DAM paper): **{radius['optimal_cells']:.2f} cells = "
+            f"{fmt_m(radius['optimal_m'])}**; in use: **{radius['used_cells']:.2f} cells = "
+            f"{fmt_m(radius['used_m'])}**" + (" (the explicit radius above; the factor is ignored)." if explicit
+                                                else "."))
     shown = [f"{n.replace('_', ' ')} = **{resolved[n]:g}**" for n in auto_names
              if isinstance(resolved.get(n), (int, float)) and not isinstance(resolved.get(n), bool)]
-    if shown:
-        slot.caption("Chosen automatically: " + ", ".join(shown) + ".")
+    if shown and auto_slot is not None:
+        auto_slot.caption("Chosen automatically: " + ", ".join(shown) + ".")
 
 
 def fmt_m(metres: float) -> str:
