@@ -62,7 +62,7 @@ for i, r in enumerate(described):
              "max ratio / e^ε": (None if measured is None or r["privacy_model"] in (mechanisms.GEO_I,
                                                                                      mechanisms.NO_PRIVACY) else
                                  (math.inf if math.isinf(measured) else round(math.exp(measured - eps), 6))),
-             "verdict": {compute.PASS: "✅ pass", compute.FAIL: "❌ FAIL"}.get(audit["verdict"], audit["verdict"])}
+             "verdict": audit["verdict"]}
     attacker, why = ui.attacker_error_m(r["name"], grid, eps, ())
     entry["attacker error"] = ui.fmt_metres(attacker) if attacker is not None else "—"
     seconds = audit["seconds"]
@@ -78,8 +78,8 @@ bar.empty()
 table = pd.DataFrame(rows)
 first = ["mechanism", "privacy model", "verdict", "measured ε (worst case)", "max ratio / e^ε", "attacker error"]
 table = table[first + [c for c in table.columns if c not in first]]
-fails = table[table["verdict"] == "❌ FAIL"]
-measured_n = int((table["verdict"] == "✅ pass").sum())
+fails = table[table["verdict"] == "FAIL"]
+measured_n = int((table["verdict"] == "pass").sum())
 if len(fails):
     st.error(f"{len(fails)} mechanism(s) exceed their claimed ε: {', '.join(fails['mechanism'])}.",
              icon=":material/gpp_bad:")
