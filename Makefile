@@ -28,5 +28,10 @@ test: install-test
 test-fast: install-test
 	$(BIN)/python -m pytest -n 2 -m "not slow and not browser"
 
+## CI smoke run of every bench/ script (bench/README.md) into build/reproduce-quick/; fails if any script fails.
+.PHONY: reproduce-quick
+reproduce-quick: install-test
+	$(BIN)/python -m ldpviz reproduce --quick
+
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis artifacts

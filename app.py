@@ -12,8 +12,9 @@ import numpy as np
 import streamlit as st
 
 from dashboard import compute, session, ui
-from ldpviz import viz
+from ldpviz import mechanisms, viz
 from ldpviz.domain import Grid
+from ldpviz.mechanisms.heatmap import heatmap
 
 def explore() -> None:
     """True and estimated densities side by side, live readouts, plain summary, exports."""
@@ -50,15 +51,32 @@ def explore() -> None:
         previous = ss.get("explore_prev")
 
         ui.readouts(result, previous, waited, cached)
-        st.markdown(ui.summary_sentence(result))
-        st.caption(f"{result.guarantee}. " + " ".join(result.notes))
+        # The attacker clause comes last (local privacy can take a second): readouts and maps first.
+        sentence = st.empty()
+        sentence.markdown(ui.summary_sentence(result))
+        central = mechanisms.get(scenario.mechanism).privacy_model == mechanisms.CENTRAL_DP
+        st.caption(("**Central DP (trusted aggregator).** " if central else "")
+                   + f"{result.guarantee}. " + " ".join(result.notes))
 
         est = result.estimate
-        vmax = float(max(result.true_density.max(), est.density.max()))
-        true_deck = viz.density_deck(result.grid, result.true_density, vmax=vmax)
-        est_deck = viz.estimate_deck(result.grid, est.density, est.partition, vmax=vmax)
-        diff = session.bind(cfg, "show_difference", st.toggle, "Show the difference map (estimate − truth)")
+        est_density = est.density
+        t1, t2 = st.columns(2)
+        diff = session.bind(cfg, "show_difference", t1.toggle, "Show the difference map (estimate − truth)")
+        sigma = 0.0
+        if central:
+            smooth = t2.toggle("Gaussian filter (the heatmap paper's display)", key="w:heatmap_filter",
+                               help="Shows both maps as heatmaps H_p^σ (heatmap paper Sec. 2.3): each cell's mass "
+                                    "spread by a Gaussian of σ cells. Display only; the metrics use the raw maps.")
+            if smooth:
+                sigma = t2.slider("σ (cells)", 0.5, 4.0, 1.0, 0.5, key="w:heatmap_sigma")
+        true_density = result.true_density
+        if sigma > 0:
+            true_density, est_density = heatmap(true_density, sigma), heatmap(est_density, sigma)
         session.sync_url(cfg)
+        vmax = float(max(true_density.max(), est_density.max()))
+        true_deck = viz.density_deck(result.grid, true_density, vmax=vmax)
+        est_deck = (viz.density_deck(result.grid, est_density, vmax=vmax) if sigma > 0 else
+                    viz.estimate_deck(result.grid, est_density, est.partition, vmax=vmax))
         left, right = st.columns(2)
         with left:
             st.subheader("True density")
@@ -66,15 +84,15 @@ def explore() -> None:
         with right:
             if diff:
                 st.subheader("Difference: estimate − truth")
-                diff_deck = viz.difference_deck(result.grid, result.true_density, est.density)
+                diff_deck = viz.difference_deck(result.grid, true_density, est_density)
                 st.pydeck_chart(diff_deck, height=440, key="map:diff")
             else:
-                label = "Estimated density" + ("" if viz.is_uniform_partition(est.partition, result.grid.side)
+                label = "Estimated density" + ("" if sigma > 0 or viz.is_uniform_partition(est.partition, result.grid.side)
                                                else f" ({len(est.partition)} adaptive rectangles)")
                 st.subheader(label)
                 st.pydeck_chart(est_deck, height=440, key="map:est")
         if diff:
-            vabs = float(np.abs(est.density - result.true_density).max())
+            vabs = float(np.abs(est_density - true_density).max())
             st.html(viz.legend_html(vabs, "estimate − truth, share of users per cell", diverging=True))
         else:
             st.html(viz.legend_html(vmax))
@@ -84,6 +102,10 @@ def explore() -> None:
             with st.expander("What the server received"):
                 st.json({k: (v if isinstance(v, (int, float, str, bool)) else str(v)) for k, v in est.info.items()})
         ui.export_section(cfg, result, {"true": true_deck, "estimate": est_deck}, data.upload_filename)
+        session.show_resolved_defaults()   # builds the mechanism once; the attacker clause reuses it
+        sentence.markdown(ui.summary_sentence(result, ui.attacker_error_m(
+            scenario.mechanism, result.grid, scenario.epsilon, scenario.params)))
+    session.show_resolved_defaults()
 
 
 PAGES = [

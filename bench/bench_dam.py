@@ -1,18 +1,17 @@
 """Speed of the DAM paper's mechanisms: n users on a d x d grid, perturb + estimate.
 
-Usage: PYTHONPATH=. python bench/bench_dam.py [--users 1000000] [--side 64] [--repeats 5]
-Writes docs/dam-benchmark.md (machine, date, seed, medians). Not a timed test.
+Usage: PYTHONPATH=. python bench/bench_dam.py [--quick] [--out DIR] [--users 1000000] [--side 64] [--repeats 5]
+Writes DIR/dam-benchmark.md (default docs/; provenance, seed, medians). Not a timed test.
+``--quick``: 20,000 users on a 40 x 40 grid (still beyond SEM-Geo-I's limit, so its fallback path runs),
+1 repeat, SEM-Geo-I at d = 8.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +19,7 @@ import numpy as np
 from ldpviz import mechanisms
 from ldpviz.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError
+from ldpviz.reproduce import provenance_markdown
 
 NAMES = ("dam", "dam-ns", "huem", "planar-laplace", "mdsw", "sem-geoi")
 TARGET_S = {"dam": 1.0, "dam-ns": 1.0, "huem": 1.0, "planar-laplace": 1.0}
@@ -57,14 +57,22 @@ def time_one(name: str, grid: Grid, users, repeats: int, epsilon: float) -> dict
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--users", type=int, default=1_000_000)
-    ap.add_argument("--side", type=int, default=64)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: 20,000 users, d = 40, 1 repeat, SEM-Geo-I at d = 8 (about 20 s)")
+    ap.add_argument("--out", default="docs", help="output directory (default docs/)")
+    ap.add_argument("--users", type=int, help="default 1,000,000 (20,000 with --quick)")
+    ap.add_argument("--side", type=int, help="default 64 (40 with --quick)")
     ap.add_argument("--epsilon", type=float, default=3.5)
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--sem-side", type=int, default=16, help="grid side for SEM-Geo-I (refused at 64)")
-    ap.add_argument("--out", default="docs/dam-benchmark.md")
+    ap.add_argument("--repeats", type=int, help="default 5 (1 with --quick)")
+    ap.add_argument("--sem-side", type=int, help="grid side for SEM-Geo-I, refused beyond 32 (default 16; 8 with "
+                                                 "--quick)")
     args = ap.parse_args(argv)
+    for key, full, quick in (("users", 1_000_000, 20_000), ("side", 64, 40), ("repeats", 5, 1), ("sem_side", 16, 8)):
+        if getattr(args, key) is None:
+            setattr(args, key, quick if args.quick else full)
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(SEED)
     grid, users = population(args.users, args.side, rng)
     rows = []
@@ -82,10 +90,11 @@ def main(argv=None) -> int:
         verdict = "" if target is None else ("meets" if result["total"] <= target else "MISSES") + f" {target:g} s"
         rows.append((name, result, verdict, note))
         print(name, result, verdict, note, file=sys.stderr)
-    lines = [f"# DAM family benchmark\n",
-             f"`bench/bench_dam.py`, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; machine: {platform.machine()} "
-             f"{platform.processor() or ''}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-             f"numpy {np.__version__}. {args.users:,} users on a {args.side} x {args.side} grid, epsilon = "
+    lines = ["# DAM family benchmark\n",
+             provenance_markdown(seeds=f"{SEED} (population), {SEED}..{SEED + args.repeats - 1} (repeats)",
+                                 trials=f"median of {args.repeats} repeats", quick=args.quick),
+             f"`bench/bench_dam.py`{' --quick' if args.quick else ''}: {args.users:,} users on a {args.side} x "
+             f"{args.side} grid, epsilon = "
              f"{args.epsilon:g}, seed {SEED}, median of {args.repeats} repeats (setup excluded from the total: it is "
              f"done once per (grid, epsilon)). Default parameters (EM post-processing, EMS for MDSW).\n",
              "| mechanism | setup s | perturb s | estimate s | perturb + estimate s | EM iterations | target | note |",
@@ -93,7 +102,9 @@ def main(argv=None) -> int:
     for name, r, verdict, note in rows:
         lines.append(f"| {name} | {r['setup']:.3f} | {r['perturb']:.3f} | {r['estimate']:.3f} | {r['total']:.3f} | "
                      f"{r['iterations']} | {verdict} | {note} |")
-    Path(args.out).write_text("\n".join(lines) + "\n")
+    path = out_dir / "dam-benchmark.md"
+    path.write_text("\n".join(lines) + "\n")
+    print(f"wrote {path}")
     return 0
 
 

@@ -173,15 +173,19 @@ def check(result: dict[str, Any]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="5 sessions, 2 rounds, small scenarios")
+    parser.add_argument("--quick", action="store_true", help="3 sessions, 2 rounds, small scenarios")
     parser.add_argument("--out", default="docs", help="output directory (default: docs/)")
     args = parser.parse_args(argv)
     from ldpviz.reproduce import provenance_markdown
 
-    if not Path(CHROMIUM).exists():
-        print(f"{CHROMIUM} not found: cannot drive a browser", file=sys.stderr)
-        return 1
-    sessions, rounds = (5, 2) if args.quick else (8, 3)
+    if not Path(CHROMIUM).exists():   # the rule of tests/browser/test_e2e.py and bench_dashboard.py
+        if os.environ.get("LDPVIZ_REQUIRE_BROWSER") == "1":
+            print(f"concurrency_report: FAILED: {CHROMIUM} not found (LDPVIZ_REQUIRE_BROWSER=1)", file=sys.stderr)
+            return 1
+        print(f"concurrency_report: SKIPPED, no report written: {CHROMIUM} not found "
+              "(set LDPVIZ_REQUIRE_BROWSER=1 to make this a failure)", file=sys.stderr)
+        return 0
+    sessions, rounds = (3, 2) if args.quick else (8, 3)
     result = run(sessions=sessions, rounds=rounds, users=3000 if args.quick else 20_000)
     problems = check(result)
     rss = result["rss_mb"]

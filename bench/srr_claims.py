@@ -29,6 +29,7 @@ import pandas as pd
 import ldpviz
 from ldpviz import experiment
 from ldpviz.knn import knn_quality
+from ldpviz.reproduce import provenance_markdown
 
 SEED = 2024
 EPSILONS = (1.0, 3.0, 5.0)
@@ -118,6 +119,7 @@ def render(df: pd.DataFrame, info: dict, trials: int, seconds: float, quick: boo
     n_users = srr_info[EPSILONS[0]]["n_users"]
     lines = [
         "# L-SRR claims on the bundled Minneapolis data (Fig. 8, Table 3)", "",
+        provenance_markdown(seeds=f"{SEED} (trial t uses rng [seed, t])", trials=f"{trials} per cell", quick=quick),
         f"Machine: {platform.system()} {platform.machine()}, CPU {cpu_model()}; Python "
         f"{platform.python_version()}, numpy {np.__version__}, ldpviz {getattr(ldpviz, '__version__', '?')}. "
         f"Date {datetime.date.today()}. Script `bench/srr_claims.py`{' --quick' if quick else ''}; "

@@ -68,41 +68,49 @@ def run_scenario(scenario: Scenario) -> Result:
     return cached_run(scenario, key, dataset_arg(scenario.dataset))
 
 
-# ---- radius-like parameters ---------------------------------------------------------------------
+# ---- parameters as the mechanism uses them -------------------------------------------------------
 
-def radius_param(mechanism: str) -> Any:
-    """The mechanism's radius parameter (computed default, numeric, named *radius*), or None."""
-    for p in mechanisms.get(mechanism).params:
-        if p.default is None and p.kind in (int, float) and "radius" in p.name:
-            return p
-    return None
+def has_radius(mechanism: str) -> bool:
+    """True for mechanisms with a computed-default ``radius`` and a ``radius_factor`` (the DAM family)."""
+    names = {p.name for p in mechanisms.get(mechanism).params}
+    return {"radius", "radius_factor"} <= names
 
 
-def resolved_param(mech: mechanisms.Mechanism, name: str) -> float | None:
-    """The value a mechanism computed for a parameter left at its default (e.g. DAM's optimal radius).
-
-    Looks, in order, at ``mech.param_values[name]``, then the instance attributes
-    ``<name>``, ``<name>_cells``, ``optimal_<name>``; None when none holds a number.
-    """
-    candidates = [mech.param_values.get(name)]
-    candidates += [mech.__dict__.get(attr) for attr in (name, f"{name}_cells", f"optimal_{name}")]
-    for value in candidates:
-        if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) \
-                and math.isfinite(float(value)):
-            return float(value)
-    return None
+@st.cache_resource(max_entries=8, ttl=RESULT_TTL_S, show_spinner=False)
+def built_mechanism(mechanism: str, grid_side: int, region: Region, epsilon: float,
+                    params: tuple) -> mechanisms.Mechanism:
+    """A constructed mechanism, shared by the sidebar (effective_params) and the attacker clause (local
+    privacy), so a slow setup (SEM-Geo-I calibrates against DAM) is paid once. Read-only use only."""
+    return mechanisms.create(mechanism, Grid(region, grid_side), epsilon, **dict(params))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def optimal_radius(mechanism: str, grid_side: int, region: Region, epsilon: float,
-                   params: tuple) -> float | None:
-    """The radius the mechanism picks by default at this grid and epsilon (None if it does not say)."""
-    p = radius_param(mechanism)
-    if p is None:
+def effective_params(mechanism: str, grid_side: int, region: Region, epsilon: float,
+                     params: tuple) -> dict[str, Any]:
+    """``Mechanism.effective_params()`` at this grid and epsilon: computed defaults filled in."""
+    return built_mechanism(mechanism, grid_side, region, epsilon, params).effective_params()
+
+
+def radius_summary(mechanism: str, grid: Grid, epsilon: float, params: dict[str, Any]) -> dict[str, float] | None:
+    """The DAM family's radius: optimal b (eq. 12) and the b in use, in cells and metres; None otherwise.
+
+    The optimal b is the radius used at ``radius_factor`` = 1, i.e. used / radius_factor when no
+    explicit radius is given.
+    """
+    if not has_radius(mechanism):
         return None
-    mech = mechanisms.create(mechanism, Grid(region, grid_side), epsilon,
-                             **{k: v for k, v in params if k != p.name})
-    return resolved_param(mech, p.name)
+    values = effective_params(mechanism, grid.side, grid.region, epsilon, tuple(sorted(params.items())))
+    used = values.get("radius")
+    if not isinstance(used, (int, float)) or not math.isfinite(float(used)):
+        return None
+    if params.get("radius") is None:
+        optimal = float(used) / float(values.get("radius_factor") or 1.0)
+    else:
+        others = {k: v for k, v in params.items() if k not in ("radius", "radius_factor")}
+        optimal = float(effective_params(mechanism, grid.side, grid.region, epsilon,
+                                         tuple(sorted(others.items())))["radius"])
+    return {"optimal_cells": optimal, "optimal_m": optimal * grid.cell_m,
+            "used_cells": float(used), "used_m": float(used) * grid.cell_m}
 
 
 # ---- channels -------------------------------------------------------------------------------------
@@ -203,33 +211,70 @@ def geo_epsilon(P: np.ndarray, grid: Grid, chunk: int = 64) -> float:
     return worst
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+#: Verdicts of the channel audit (short texts for the table).
+PASS, FAIL = "pass", "FAIL"
+CENTRAL_NOTE = "central DP (trusted aggregator): no per-user report to measure"
+
+
+@st.cache_data(max_entries=512, ttl=RESULT_TTL_S, show_spinner=False)
 def audit_row(mechanism: str, grid_side: int, region: Region, epsilon: float) -> dict[str, Any]:
-    """Claimed guarantee and the measured worst case of one mechanism (default parameters)."""
+    """One mechanism's row of the audit (default parameters): claimed guarantee, measured worst case, verdict.
+
+    Cached per (mechanism, grid, region, epsilon), so moving epsilon back, or another page's visit,
+    reuses it. Never raises for a mechanism's limits: a channel that cannot be built on this grid
+    becomes the verdict text.
+    """
+    import time
+    started = time.perf_counter()
     cls = mechanisms.get(mechanism)
     grid = Grid(region, grid_side)
-    mech = mechanisms.create(mechanism, grid, epsilon)
-    row: dict[str, Any] = {"guarantee": mech.guarantee(), "measured": None, "verdict": "no channel to measure"}
-    if not cls.has_channel:
-        if cls.privacy_model == mechanisms.CENTRAL_DP:
-            row["verdict"] = "central DP: no per-user report to measure"
-        return row
-    side = grid_side if cls.privacy_model != mechanisms.GEO_I else min(grid_side, 16)
-    if side != grid_side:
-        grid = Grid(region, side)
+    row: dict[str, Any] = {"guarantee": "—", "measured": None, "verdict": "no explicit channel to measure",
+                           "seconds": 0.0}
+    try:
         mech = mechanisms.create(mechanism, grid, epsilon)
-    P = np.asarray(mech.channel(), dtype=float)
-    row["audit_side"] = side
-    row["columns_sum_to_1"] = bool(np.allclose(P.sum(axis=0), 1.0, atol=1e-9))
-    if cls.privacy_model == mechanisms.GEO_I:
-        measured = geo_epsilon(P, grid)
-    else:
-        measured = ldp_epsilon(P)
-    row["measured"] = measured
-    if cls.privacy_model == mechanisms.NO_PRIVACY:
-        row["verdict"] = "no guarantee claimed"
-    elif measured <= epsilon * (1 + 1e-9) + 1e-9 and row["columns_sum_to_1"]:
-        row["verdict"] = "pass"
-    else:
-        row["verdict"] = "FAIL"
+        row["guarantee"] = mech.guarantee()
+        if cls.privacy_model == mechanisms.CENTRAL_DP:
+            row["verdict"] = CENTRAL_NOTE
+        elif cls.has_channel:
+            P = np.asarray(mech.channel(), dtype=float)
+            row["columns_sum_to_1"] = bool(np.allclose(P.sum(axis=0), 1.0, atol=1e-9))
+            measured = geo_epsilon(P, grid) if cls.privacy_model == mechanisms.GEO_I else ldp_epsilon(P)
+            row["measured"] = measured
+            if cls.privacy_model == mechanisms.NO_PRIVACY:
+                row["verdict"] = "no guarantee claimed"
+            elif measured <= epsilon * (1 + 1e-9) + 1e-9 and row["columns_sum_to_1"]:
+                row["verdict"] = PASS
+            else:
+                row["verdict"] = FAIL
+        elif not cls.has_client:
+            row["verdict"] = "no explicit channel (several rounds or a data-dependent domain)"
+    except LdpvizInputError as exc:
+        row["verdict"] = f"not measured on this grid: {exc}"
+    except MemoryError:
+        row["verdict"] = "not measured: the channel is too large for this server"
+    row["seconds"] = time.perf_counter() - started
     return row
+
+
+def blackbox_available() -> bool:
+    """True when ldpviz.audit (the black-box auditor) is installed with ``audit_mechanism``."""
+    import importlib.util
+    if importlib.util.find_spec("ldpviz.audit") is None:
+        return False
+    import importlib
+    return callable(getattr(importlib.import_module("ldpviz.audit"), "audit_mechanism", None))
+
+
+@st.cache_data(max_entries=256, ttl=RESULT_TTL_S, show_spinner=False)
+def blackbox_row(mechanism: str, grid_side: int, region: Region, epsilon: float, n_samples: int,
+                 seed: int) -> dict[str, Any]:
+    """``ldpviz.audit.audit_mechanism``: a certified lower bound on epsilon from sampled reports."""
+    from ldpviz import audit
+    try:
+        res = audit.audit_mechanism(mechanism, Grid(region, grid_side), epsilon, n_samples=n_samples, seed=seed)
+    except LdpvizInputError as exc:
+        return {"lower_bound": None, "status": f"not audited: {exc}", "passed": None, "seconds": 0.0}
+    bound = float(res.lower_bound)
+    return {"lower_bound": bound if math.isfinite(bound) else None, "status": str(res.status),
+            "passed": bool(res.passed),
+            "seconds": float(res.seconds), "summary": res.summary(), "confidence": float(res.confidence)}

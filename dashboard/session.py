@@ -77,6 +77,8 @@ def guard(what: str = "this view") -> Iterator[None]:
     except LdpvizInputError as exc:
         st.error(f"**Cannot compute {what}:** {exc}\n\nChange the setting named above in the sidebar and the "
                  "page updates by itself.", icon=":material/error:")
+        if "power of two" in str(exc):
+            offer_power_of_two(what)
     except MemoryError:
         st.error(f"**{what} needs more memory than this server has.** Choose a smaller grid side d, fewer users "
                  "or fewer trials.", icon=":material/memory:")
@@ -84,6 +86,25 @@ def guard(what: str = "this view") -> Iterator[None]:
         if type(exc).__module__.startswith("streamlit"):
             raise  # st.stop / st.rerun control flow
         report_bug(exc)
+
+
+def nearest_power_of_two(side: int) -> int:
+    """The power of two among the grid-side options closest to ``side`` (on a log scale; ties go up)."""
+    powers = [v for v in state.GRID_OPTIONS if v & (v - 1) == 0]
+    return min(powers, key=lambda v: (abs(math.log2(v) - math.log2(max(side, 1))), -v))
+
+
+def offer_power_of_two(what: str = "") -> None:
+    """A button that moves the grid side to the nearest power of two (for dp-heatmap's quadtree)."""
+    cfg = st.session_state.get("cfg", {})
+    target = nearest_power_of_two(int(cfg.get("grid_side", 32)))
+
+    def apply() -> None:
+        cfg["grid_side"] = target
+        st.session_state["w:grid_side"] = target
+
+    st.button(f"Use d = {target} (the nearest power of two)", on_click=apply, key=f"fix:pow2:{what}",
+              icon=":material/grid_on:")
 
 
 # ---- sidebar ---------------------------------------------------------------------------------
@@ -170,49 +191,114 @@ def privacy_controls(cfg: dict[str, Any]) -> None:
          help="Finer grids show more detail but spread the noise over more cells.")
 
 
+#: How each privacy model reads in lists: central DP is spelled out (a trusted aggregator, not local privacy).
+MODEL_TAGS = {mechanisms.LDP: "LDP", mechanisms.GEO_I: "Geo-I",
+              mechanisms.CENTRAL_DP: "central DP (trusted aggregator)", mechanisms.NO_PRIVACY: "no privacy"}
+
+
+MODEL_MEANING = {
+    mechanisms.LDP: "each phone randomises its own report before sending it; no one sees true locations.",
+    mechanisms.GEO_I: "each phone randomises its report; nearby places are hard to tell apart, far ones less so.",
+    mechanisms.CENTRAL_DP: "phones send exact locations to a trusted server, which adds noise to the published map.",
+    mechanisms.NO_PRIVACY: "reports are the true locations (a reference point, not a private mechanism).",
+}
+
+
+def model_tag(privacy_model: str) -> str:
+    return MODEL_TAGS.get(privacy_model, privacy_model)
+
+
 def _mechanism_label(row: dict[str, Any]) -> str:
-    return f"{row['label']} · {row['privacy_model']}"
+    return f"{row['label']} · {model_tag(row['privacy_model'])}"
 
 
 def mechanism_rows() -> list[dict[str, Any]]:
     """The registry, grouped by family (families in first-registration order)."""
     rows = mechanisms.describe()
-    order = {f: i for i, f in enumerate(dict.fromkeys(r["family"] for r in rows))}
+    model_rank = {mechanisms.LDP: 0, mechanisms.GEO_I: 0, mechanisms.CENTRAL_DP: 1, mechanisms.NO_PRIVACY: 2}
+    families: dict[str, int] = {}
+    for r in rows:   # a family's rank: its most local member (LDP/Geo-I first, central DP, then references)
+        families[r["family"]] = min(families.get(r["family"], 9), model_rank.get(r["privacy_model"], 3))
+    order = {f: (rank, f) for f, rank in families.items()}
     return sorted(rows, key=lambda r: (order[r["family"]], r["label"]))
 
 
 def mechanism_picker(cfg: dict[str, Any], where: Any = None) -> str:
-    """A selectbox of every registered mechanism, grouped by family, labelled with its privacy model."""
+    """Family, then mechanism: every registered mechanism, each labelled with its privacy model."""
     where = where or st.sidebar
     rows = mechanism_rows()
     by_name = {r["name"]: r for r in rows}
-    names = [r["name"] for r in rows]
+    if cfg.get("mechanism") not in by_name:
+        cfg["mechanism"] = state.default_mechanism()
+    families = list(dict.fromkeys(r["family"] for r in rows))
 
-    def fmt(name: str) -> str:
-        r = by_name[name]
-        return f"{_mechanism_label(r)} · {r['family']}"
+    def family_changed() -> None:
+        first = next(r["name"] for r in rows if r["family"] == st.session_state["w:family"])
+        cfg["mechanism"] = first
+        st.session_state["w:mechanism"] = first
 
-    return bind(cfg, "mechanism", where.selectbox, "Mechanism", names, valid=names, format_func=fmt,
-                help="Grouped by family; the tag after · is the privacy model (LDP: each phone randomises "
-                     "its own report; central DP: a trusted server adds the noise; Geo-I: privacy that "
-                     "decays with distance).")
+    st.session_state["w:family"] = by_name[cfg["mechanism"]]["family"]
+    family = where.selectbox("Family", families, key="w:family", on_change=family_changed,
+                             help="Mechanisms come in families from the papers; central-DP heatmaps assume a "
+                                  "trusted server that sees exact locations.")
+    names = [r["name"] for r in rows if r["family"] == family]
+    chosen = bind(cfg, "mechanism", where.selectbox, "Mechanism", names, valid=names,
+                  format_func=lambda n: _mechanism_label(by_name[n]),
+                  help="The tag after · is the privacy model (LDP: each phone randomises its own report; central "
+                       "DP (trusted aggregator): a server that sees exact locations adds noise to the published "
+                       "map; Geo-I: privacy that decays with distance).")
+    model = by_name[chosen]["privacy_model"]
+    where.caption(f"Privacy model: **{model_tag(model)}** — {MODEL_MEANING.get(model, '')}")
+    return chosen
+
+
+#: Compare's default picks: one representative per family, in this order of preference.
+REPRESENTATIVES = ("dam", "grr", "aag", "srr", "dp-heatmap")
+MAX_DEFAULT_COMPARE = 4
+
+
+def default_comparison(current: str) -> list[str]:
+    """A small default selection for Compare: the current mechanism plus one mechanism per other family."""
+    rows = mechanism_rows()
+    family = {r["name"]: r["family"] for r in rows}
+    picks = [current] if current in family else []
+    candidates = [n for n in REPRESENTATIVES if n in family]
+    candidates += [r["name"] for r in rows if r["privacy_model"] != mechanisms.NO_PRIVACY]
+    for name in candidates:
+        if len(picks) >= MAX_DEFAULT_COMPARE:
+            break
+        if family[name] not in {family[p] for p in picks}:
+            picks.append(name)
+    return picks
+
+
+def overrides_resolved_defaults(mechanism: str) -> bool:
+    """True when the mechanism reports values for parameters left at a computed default."""
+    cls = mechanisms.get(mechanism)
+    return cls.resolved_defaults is not mechanisms.Mechanism.resolved_defaults
 
 
 def param_controls(cfg: dict[str, Any], mechanism: str, grid: Grid | None) -> dict[str, Any]:
-    """One widget per registry parameter (defaults and help from the registry). Returns non-default values."""
+    """One widget per registry parameter (defaults and help from the registry). Returns non-default values.
+
+    Parameters left at a computed default show the value the mechanism chose (``effective_params``);
+    the DAM family's ``radius_factor`` shows the optimal radius b (eq. 12) in cells and metres beside it.
+    """
     specs = mechanisms.get(mechanism).params
     stored = cfg.setdefault("params", {}).setdefault(mechanism, {})
-    radius = compute.radius_param(mechanism)
+    st.session_state.pop("_resolved_pending", None)
     values: dict[str, Any] = {}
     if not specs:
         return values
     st.sidebar.header("Mechanism parameters")
+    radius_slot = None
+    auto_names: list[str] = []
     for p in specs:
         key = f"w:p:{mechanism}:{p.name}"
         current = stored.get(p.name, p.default)
-        if radius is not None and p.name == radius.name:
-            continue
         label = p.name.replace("_", " ")
+        if p.name == "radius_factor":
+            label = "radius factor (multiple of the optimal radius b)"
         if p.kind is bool:
             st.session_state.setdefault(key, bool(current))
             value = st.sidebar.checkbox(label, key=key, help=p.help)
@@ -227,8 +313,9 @@ def param_controls(cfg: dict[str, Any], mechanism: str, grid: Grid | None) -> di
                                            help=p.help)
                 if auto:
                     stored.pop(p.name, None)
+                    auto_names.append(p.name)
                     continue
-            step = 1 if p.kind is int else None
+            step = 1 if p.kind is int else (0.05 if p.name == "radius_factor" else None)
             init = current if current is not None else (p.minimum if p.minimum is not None else 1)
             st.session_state.setdefault(key, p.kind(init))
             value = st.sidebar.number_input(
@@ -238,29 +325,51 @@ def param_controls(cfg: dict[str, Any], mechanism: str, grid: Grid | None) -> di
         else:
             st.session_state.setdefault(key, "" if current is None else str(current))
             value = st.sidebar.text_input(label, key=key, help=p.help)
+        if p.name == "radius_factor":
+            radius_slot = st.sidebar.empty()
         stored[p.name] = value
         if value != p.default:
             values[p.name] = value
-    if radius is not None and grid is not None:
-        values.update(radius_controls(cfg, mechanism, radius, grid, values))
+    if grid is None:
+        return values
+    epsilon = float(cfg["epsilon"])
+    auto_names = [n for n in auto_names if n != "radius"]
+    auto_slot = st.sidebar.empty() if auto_names and overrides_resolved_defaults(mechanism) else None
+    if radius_slot is not None or auto_slot is not None:
+        # Filled by show_resolved_defaults() once the page's main result is on screen: building a mechanism
+        # costs a setup (SEM-Geo-I calibrates against DAM; DAM at small epsilon builds a large disk), and
+        # the readouts must not wait for a caption.
+        st.session_state["_resolved_pending"] = (radius_slot, auto_slot, mechanism, grid, epsilon,
+                                                 tuple(sorted(values.items())), tuple(auto_names))
     return values
 
 
-def radius_controls(cfg: dict[str, Any], mechanism: str, p: Any, grid: Grid, others: dict[str, Any]) -> dict[str, Any]:
-    """The radius: the mechanism's optimal value (metres and cells) times a 'multiple of optimal'."""
-    optimal = compute.optimal_radius(mechanism, grid.side, grid.region, float(cfg["epsilon"]),
-                                     tuple(sorted(others.items())))
-    multiple = bind(cfg, "radius_multiple", st.sidebar.number_input, f"{p.name.replace('_', ' ')}: multiple of optimal",
-                    min_value=0.05, max_value=20.0, step=0.25, help=p.help)
-    if optimal is None:
-        st.sidebar.caption(f"{p.name}: the mechanism's own default (it does not report the value).")
-        return {}
-    value = multiple * optimal
-    if p.kind is int:
-        value = max(int(p.minimum) if p.minimum is not None else 0, int(round(value)))
-    st.sidebar.caption(f"Optimal {p.name}: **{optimal:g} cells = {optimal * grid.cell_m:,.0f} m**; "
-                       f"used: {value:g} cells = {value * grid.cell_m:,.0f} m.")
-    return {} if math.isclose(multiple, 1.0) else {p.name: value}
+def show_resolved_defaults() -> None:
+    """The values chosen for parameters left automatic (``Mechanism.effective_params``), in the sidebar."""
+    pending = st.session_state.pop("_resolved_pending", None)
+    if pending is None:
+        return
+    radius_slot, auto_slot, mechanism, grid, epsilon, params, auto_names = pending
+    try:
+        resolved = compute.effective_params(mechanism, grid.side, grid.region, epsilon, params)
+        radius = compute.radius_summary(mechanism, grid, epsilon, dict(params)) if radius_slot else None
+    except LdpvizInputError:
+        return
+    if radius is not None:
+        explicit = dict(params).get("radius") is not None
+        radius_slot.caption(
+            f"Optimal radius b (eq. 12 of the DAM paper): **{radius['optimal_cells']:.2f} cells = "
+            f"{fmt_m(radius['optimal_m'])}**; in use: **{radius['used_cells']:.2f} cells = "
+            f"{fmt_m(radius['used_m'])}**" + (" (the explicit radius above; the factor is ignored)." if explicit
+                                                else "."))
+    shown = [f"{n.replace('_', ' ')} = **{resolved[n]:g}**" for n in auto_names
+             if isinstance(resolved.get(n), (int, float)) and not isinstance(resolved.get(n), bool)]
+    if shown and auto_slot is not None:
+        auto_slot.caption("Chosen automatically: " + ", ".join(shown) + ".")
+
+
+def fmt_m(metres: float) -> str:
+    return f"{metres / 1000:,.2f} km" if metres >= 1000 else f"{metres:,.0f} m"
 
 
 def run_controls(cfg: dict[str, Any]) -> None:

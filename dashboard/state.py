@@ -30,6 +30,8 @@ MAX_TRIALS_UI = 50
 DEFAULT_USERS = 50_000
 REGION_FIT = "fit to data"
 REGION_BBOX = "bounds typed in"
+AUDIT_SIDES: tuple[int, ...] = (4, 6, 8, 12, 16, 24)
+BLACKBOX_SAMPLES: tuple[int, ...] = (500, 1_000, 2_000, 5_000, 20_000)
 SWEEP_AXES = ("epsilon", "grid_side")
 DEFAULT_SWEEP_VALUES = {"epsilon": "0.25, 0.5, 1, 2, 4, 8", "grid_side": "8, 16, 32, 64"}
 
@@ -44,9 +46,10 @@ def defaults() -> dict[str, Any]:
     return {
         "dataset": datasets.names()[0], "region": None, "bbox": None,
         "mechanism": default_mechanism(), "epsilon": 1.0, "grid_side": 32, "params": {},
-        "radius_multiple": 1.0, "n_users": DEFAULT_USERS, "seed": 0, "trials": 1,
+        "n_users": DEFAULT_USERS, "seed": 0, "trials": 1,
         "compare": [], "metric": "w2_m", "vary": "epsilon", "values": "", "sweep_mechanisms": [],
         "cell": None, "show_difference": False, "channel_side": 12,
+        "audit_side": 8,
     }
 
 
@@ -148,9 +151,6 @@ def decode(query: Mapping[str, str], known_datasets: list[str] | None = None) ->
     def set_trials(v: str) -> None:
         cfg["trials"] = _number(v, int, 1, MAX_TRIALS_UI, "trials")
 
-    def set_rmul(v: str) -> None:
-        cfg["radius_multiple"] = _number(v, float, 0.05, 20, "multiple of the optimal radius")
-
     def set_bbox(v: str) -> None:
         cfg["bbox"] = parse_bbox(v)
 
@@ -172,8 +172,14 @@ def decode(query: Mapping[str, str], known_datasets: list[str] | None = None) ->
     def set_channel_side(v: str) -> None:
         cfg["channel_side"] = _number(v, int, 2, 32, "channel grid side")
 
+    def set_audit_side(v: str) -> None:
+        cfg["audit_side"] = _number(v, int, 2, 32, "audit grid side")
+
     def set_cell(v: str) -> None:
-        row, col = (_number(p, int, 0, MAX_GRID_SIDE - 1, "cell") for p in v.split(","))
+        parts = str(v).split(",")
+        if len(parts) != 2:
+            raise LdpvizInputError(f"cell must be two whole numbers 'row,col', got {v!r}")
+        row, col = (_number(p, int, 0, MAX_GRID_SIDE - 1, "cell") for p in parts)
         cfg["cell"] = (row, col)
 
     take("ds", set_dataset)
@@ -183,13 +189,13 @@ def decode(query: Mapping[str, str], known_datasets: list[str] | None = None) ->
     take("users", set_users)
     take("seed", set_seed)
     take("trials", set_trials)
-    take("rmul", set_rmul)
     take("bbox", set_bbox)
     take("cmp", set_compare)
     take("smech", set_sweep_mechs)
     take("metric", set_metric)
     take("cell", set_cell)
     take("cd", set_channel_side)
+    take("ad", set_audit_side)
     if "region" in query:
         cfg["region"] = str(query["region"])   # checked against the dataset's presets by the sidebar
     if "vary" in query:
@@ -226,8 +232,9 @@ def encode(cfg: Mapping[str, Any]) -> dict[str, str]:
     base = defaults()
     out: dict[str, str] = {}
     simple = {"dataset": "ds", "mechanism": "mech", "epsilon": "eps", "grid_side": "d", "n_users": "users",
-              "seed": "seed", "trials": "trials", "radius_multiple": "rmul", "metric": "metric", "vary": "vary",
-              "values": "vals", "channel_side": "cd"}
+              "seed": "seed", "trials": "trials", "metric": "metric", "vary": "vary",
+              "values": "vals", "channel_side": "cd",
+              "audit_side": "ad"}
     for field, key in simple.items():
         if cfg.get(field) != base[field] and cfg.get(field) not in (None, ""):
             out[key] = _fmt(cfg[field])

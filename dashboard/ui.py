@@ -78,38 +78,69 @@ def readouts(result: Result, previous: dict[str, float] | None, seconds: float, 
                          f"metrics {result.timings['metrics']:.2f} s per trial; page waited {seconds:.2f} s")
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def attacker_error_m(mechanism: str, grid_side: int, region: Region, epsilon: float, params: tuple) -> float | None:
-    """metrics.local_privacy (expected error of an attacker's best guess, metres), when available."""
-    if not hasattr(metrics, "local_privacy") or not mechanisms.get(mechanism).has_channel:
-        return None
-    grid = Grid(region, grid_side)
+#: Local privacy is computed on the page only up to these grid sides (larger grids say so instead).
+LP_MAX_SIDE_DISK = 64      #: DAM family: the kernel route (~1.7 s at d = 64)
+LP_MAX_CELLS_DENSE = 1024  #: any explicit channel: the dense formula, O(outputs x cells^2)
+LP_MAX_SIDE_OWN = 16       #: mechanisms with their own Monte Carlo estimate (SEM-Geo-I)
+
+
+def attacker_plan(mechanism: str, grid_side: int) -> tuple[bool, str]:
+    """(affordable, reason): whether the attacker's error (local privacy) is computed for this setting."""
+    cls = mechanisms.get(mechanism)
+    if cls.privacy_model == mechanisms.CENTRAL_DP:
+        return False, "central DP releases no individual report, so there is no single-report attacker"
+    if hasattr(cls, "local_privacy_cells"):
+        ok = grid_side <= LP_MAX_SIDE_OWN
+        return ok, "" if ok else f"the attacker's error is computed up to d = {LP_MAX_SIDE_OWN} for {short_name(mechanism)}"
+    if compute.has_radius(mechanism):
+        ok = grid_side <= LP_MAX_SIDE_DISK
+        return ok, "" if ok else f"the attacker's error is computed up to d = {LP_MAX_SIDE_DISK} (it takes seconds beyond)"
+    if not cls.has_channel:
+        return False, f"{short_name(mechanism)} has no explicit channel, so the attacker's error is not computed"
+    ok = grid_side * grid_side <= LP_MAX_CELLS_DENSE
+    return ok, "" if ok else (f"the attacker's error is computed up to {LP_MAX_CELLS_DENSE:,} cells for "
+                              f"{short_name(mechanism)} (d = {int(np.sqrt(LP_MAX_CELLS_DENSE))})")
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def attacker_error_cells(mechanism: str, grid_side: int, region: Region, epsilon: float,
+                         params: tuple) -> float | None:
+    """metrics.local_privacy in cell sides (uniform prior), None if unavailable."""
     try:
-        mech = mechanisms.create(mechanism, grid, epsilon, **dict(params))
-        value = metrics.local_privacy(mech, grid, epsilon)
-    except (LdpvizInputError, NotImplementedError):
-        return None
-    if isinstance(value, dict):
-        value = next((v for k, v in value.items() if k.endswith("_m")), None)
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
+        mech = compute.built_mechanism(mechanism, grid_side, region, epsilon, params)
+        value = float(metrics.local_privacy(mech)) / mech.grid.cell_m
+    except (LdpvizInputError, NotImplementedError, MemoryError):
         return None
     return value if np.isfinite(value) else None
 
 
-def summary_sentence(result: Result) -> str:
-    """'At ε = 1, DAM's estimate is on average 240 m from the truth; an attacker ... 1.3 km.'"""
+def attacker_error_m(mechanism: str, grid: Grid, epsilon: float, params: tuple) -> tuple[float | None, str]:
+    """(expected error of an attacker's best guess in metres, or None; why not) -- only when affordable."""
+    ok, why = attacker_plan(mechanism, grid.side)
+    if not ok:
+        return None, why
+    cells = attacker_error_cells(mechanism, grid.side, grid.region, float(epsilon), tuple(sorted(params)))
+    if cells is None:
+        return None, f"the attacker's error is not available for {short_name(mechanism)} on this grid"
+    return cells * grid.cell_m, ""
+
+
+def summary_sentence(result: Result, attacker: tuple[float | None, str] | None = None) -> str:
+    """'At ε = 1, DAM's estimate is on average 240 m from the truth; an attacker ... 1.3 km.'
+
+    ``attacker`` is the result of :func:`attacker_error_m` (None: not computed yet).
+    """
     s = result.scenario
     means = result.mean()
     name = short_name(s.mechanism)
     text = (f"At ε = {s.epsilon:g}, {name}'s estimate is on average **{fmt_metres(means.get('w2_m', np.nan))}** "
             f"from the truth (W2 distance over {result.n_users:,} users)")
-    attacker = attacker_error_m(s.mechanism, s.grid_side, result.region, s.epsilon, s.params) \
-        if mechanisms.get(s.mechanism).privacy_model != mechanisms.CENTRAL_DP else None
-    if attacker is not None:
-        text += f"; an attacker's best guess of one person's location is off by **{fmt_metres(attacker)}**"
-    return text + "."
+    if attacker is None:
+        return text + "; computing how far off an attacker's guess of one person's location is ..."
+    value, why = attacker
+    if value is not None:
+        return text + f"; an attacker's best guess of one person's location is off by **{fmt_metres(value)}**."
+    return text + (f". ({why[0].upper() + why[1:]}.)" if why else ".")
 
 
 def export_section(cfg: dict[str, Any], result: Result, decks: dict[str, Any], upload_filename: str | None) -> None:
@@ -145,12 +176,19 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
+def metric_floor(key: str) -> float | None:
+    """0 for error metrics (distances, divergences cannot be negative), None for scores like correlation."""
+    return 0.0 if lower_is_better(key) else None
+
+
 def confidence_table(df: pd.DataFrame, by: str, metric_keys: list[str]) -> pd.DataFrame:
-    """Readable 'mean [lo, hi]' columns from a summarise() table."""
+    """Readable 'mean [lo, hi]' columns from a summarise() table (intervals clipped at impossible values)."""
     out = pd.DataFrame({by: df[by]})
     for key in metric_keys:
         if key in df:
-            out[metric_label(key)] = [f"{fmt_metric(key, m)} [{fmt_metric(key, lo)}, {fmt_metric(key, hi)}]"
-                                      if hi > lo else fmt_metric(key, m)
-                                      for m, lo, hi in zip(df[key], df[f"{key}_lo"], df[f"{key}_hi"])]
+            floor = metric_floor(key)
+            out[metric_label(key)] = [
+                f"{fmt_metric(key, m)} [{fmt_metric(key, lo if floor is None else max(lo, floor))}, "
+                f"{fmt_metric(key, hi)}]" if hi > lo else fmt_metric(key, m)
+                for m, lo, hi in zip(df[key], df[f"{key}_lo"], df[f"{key}_hi"])]
     return out

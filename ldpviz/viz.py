@@ -230,11 +230,12 @@ def legend_html(vmax: float, label: str = "share of users per cell", diverging: 
 
 def sweep_figure(summary: pd.DataFrame, x: str, metric: str, *, group: str = "mechanism",
                  current: float | None = None, metric_label: str | None = None, x_label: str | None = None,
-                 log_x: bool = False) -> go.Figure:
+                 log_x: bool = False, floor: float | None = None) -> go.Figure:
     """One line per ``group`` of a :func:`ldpviz.experiment.summarise` table: mean with a CI band.
 
     ``summary`` needs columns ``x``, ``metric``, ``metric_lo``, ``metric_hi``, ``group``.
-    ``current`` marks the current setting with a dashed vertical line.
+    ``current`` marks the current setting with a dashed vertical line. ``floor`` clips the band
+    below (e.g. 0 for distances: a t-interval over few trials can dip below what is possible).
     """
     fig = go.Figure()
     palette = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666",
@@ -244,6 +245,8 @@ def sweep_figure(summary: pd.DataFrame, x: str, metric: str, *, group: str = "me
         colour = palette[i % len(palette)]
         xs = part[x].tolist()
         lo, hi = part[f"{metric}_lo"].tolist(), part[f"{metric}_hi"].tolist()
+        if floor is not None:
+            lo = [max(v, floor) for v in lo]
         if np.any(np.asarray(hi) > np.asarray(lo)):
             rgb = tuple(int(colour[j:j + 2], 16) for j in (1, 3, 5))
             fig.add_trace(go.Scatter(x=xs + xs[::-1], y=hi + lo[::-1], fill="toself", line={"width": 0}, mode="lines",
@@ -252,8 +255,10 @@ def sweep_figure(summary: pd.DataFrame, x: str, metric: str, *, group: str = "me
         fig.add_trace(go.Scatter(x=xs, y=part[metric].tolist(), mode="lines+markers", name=str(name),
                                  line={"color": colour}, legendgroup=str(name)))
     if current is not None:
-        fig.add_vline(x=current, line_dash="dash", line_color="#444", annotation_text="current",
-                      annotation_position="top")
+        fig.add_vline(x=current, line_dash="dash", line_color="#444")
+        # Placed by hand: plotly's vline annotation lands off the line on log axes (it needs log10(x) there).
+        fig.add_annotation(x=float(np.log10(current)) if log_x and current > 0 else current, y=1, yref="paper",
+                           text="current", showarrow=False, yanchor="bottom", font={"color": "#444"})
     fig.update_layout(xaxis_title=x_label or x, yaxis_title=metric_label or metric, height=340,
                       margin={"l": 10, "r": 10, "t": 30, "b": 10}, legend={"orientation": "h", "y": -0.25},
                       template="plotly_white")
@@ -264,10 +269,14 @@ def sweep_figure(summary: pd.DataFrame, x: str, metric: str, *, group: str = "me
 
 
 def compare_figure(table: pd.DataFrame, metric: str, metric_label: str | None = None,
-                   label_column: str = "mechanism") -> go.Figure:
-    """Horizontal bars of a metric per mechanism with confidence intervals (columns metric, _lo, _hi)."""
+                   label_column: str = "mechanism", floor: float | None = None) -> go.Figure:
+    """Horizontal bars of a metric per mechanism with confidence intervals (columns metric, _lo, _hi).
+
+    ``floor`` clips the intervals below (0 for metrics that cannot be negative).
+    """
+    lo = table[f"{metric}_lo"] if floor is None else table[f"{metric}_lo"].clip(lower=floor)
     err_plus = (table[f"{metric}_hi"] - table[metric]).clip(lower=0)
-    err_minus = (table[metric] - table[f"{metric}_lo"]).clip(lower=0)
+    err_minus = (table[metric] - lo).clip(lower=0)
     fig = go.Figure(go.Bar(x=table[metric], y=table[label_column], orientation="h", marker_color="#d95f02",
                            error_x={"type": "data", "array": err_plus, "arrayminus": err_minus}))
     fig.update_layout(xaxis_title=metric_label or metric, height=max(200, 40 * len(table) + 80),

@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compute, session, ui
-from ldpviz import experiment, metrics, viz
+from ldpviz import experiment, mechanisms, metrics, viz
 
 cfg = session.setup_page("Compare")
 st.title("Compare mechanisms on the same data, ε and grid")
@@ -17,15 +17,14 @@ session.run_controls(cfg)
 rows = session.mechanism_rows()
 by_name = {r["name"]: r for r in rows}
 names = list(by_name)
-chosen = [n for n in cfg.get("compare") or [] if n in by_name]
-if not chosen:
-    chosen = list(dict.fromkeys([cfg["mechanism"]] + [n for n in names if by_name[n]["privacy_model"] != "none"]))[:4]
+chosen = [n for n in cfg.get("compare") or [] if n in by_name] or session.default_comparison(cfg["mechanism"])
 st.session_state.setdefault("w:compare", chosen)
 st.session_state["w:compare"] = [n for n in st.session_state["w:compare"] if n in by_name]
 left, right = st.columns([3, 1])
 chosen = left.multiselect("Mechanisms", names, key="w:compare",
-                          format_func=lambda n: f"{by_name[n]['label']} · {by_name[n]['privacy_model']}",
-                          help="Each runs with its default parameters at the ε, grid and users in the sidebar.")
+                          format_func=lambda n: f"{by_name[n]['label']} · {session.model_tag(by_name[n]['privacy_model'])}",
+                          help="Each runs with its default parameters at the ε, grid and users in the sidebar. "
+                               "The default picks one mechanism per family; add any other.")
 cfg["compare"] = chosen
 metric_keys = list(metrics.METRIC_INFO)
 metric = session.bind(cfg, "metric", right.selectbox, "Rank by", metric_keys, valid=metric_keys,
@@ -71,16 +70,19 @@ if results:
         st.success(msg + ".", icon=":material/emoji_events:")
         shown = [metric] + [k for k in ("w2_m", "aqe", "kl", "l1", "emd_l1_m") if k != metric]
         display = ui.confidence_table(table, "label", shown).rename(columns={"label": "mechanism"})
-        display.insert(1, "privacy", [by_name[n]["privacy_model"] for n in table["mechanism"]])
+        display.insert(1, "privacy", [session.model_tag(by_name[n]["privacy_model"]) for n in table["mechanism"]])
         display["seconds"] = table["seconds"].round(2)
         st.dataframe(display, hide_index=True)
-        st.plotly_chart(viz.compare_figure(table, metric, ui.metric_label(metric), label_column="label"),
+        st.plotly_chart(viz.compare_figure(table, metric, ui.metric_label(metric), label_column="label",
+                                           floor=ui.metric_floor(metric)),
                         key="fig:compare")
 
         st.subheader("Estimated densities")
         first = next(iter(results.values()))
         vmax = max(float(first.true_density.max()), *(float(r.estimate.density.max()) for r in results.values()))
-        panels = [("Truth", None)] + [(by_name[n]["label"], results[n]) for n in table["mechanism"]]
+        panels = [("Truth", None)] + [(by_name[n]["label"] + (" · central DP (trusted aggregator)" if
+                                                             by_name[n]["privacy_model"] == mechanisms.CENTRAL_DP else ""),
+                                       results[n]) for n in table["mechanism"]]
         for start in range(0, len(panels), 3):
             cols = st.columns(3)
             for col, (title, res) in zip(cols, panels[start:start + 3]):

@@ -22,7 +22,7 @@ chosen = [n for n in cfg.get("sweep_mechanisms") or [] if n in by_name] or [cfg[
 st.session_state.setdefault("w:sweep_mechanisms", chosen)
 st.session_state["w:sweep_mechanisms"] = [n for n in st.session_state["w:sweep_mechanisms"] if n in by_name]
 chosen = st.multiselect("Mechanisms", list(by_name), key="w:sweep_mechanisms",
-                        format_func=lambda n: f"{by_name[n]['label']} · {by_name[n]['privacy_model']}")
+                        format_func=lambda n: f"{by_name[n]['label']} · {session.model_tag(by_name[n]['privacy_model'])}")
 cfg["sweep_mechanisms"] = chosen
 
 # Sweepable axes: epsilon, d, and every numeric parameter of the chosen mechanisms.
@@ -64,6 +64,9 @@ with session.guard("the sweep"):
     current = {"epsilon": float(cfg["epsilon"]), "grid_side": int(cfg["grid_side"])}.get(vary)
     if current is None:
         current = cfg.get("params", {}).get(cfg["mechanism"], {}).get(vary)
+    if current is None:   # the parameter's registry default, when it is a number
+        current = next((p["default"] for n in chosen for p in by_name[n]["params"]
+                        if p["name"] == vary and isinstance(p["default"], (int, float))), None)
     scenarios, skipped = [], []
     for name in chosen:
         own = {p["name"] for p in by_name[name]["params"]}
@@ -102,7 +105,7 @@ with session.guard("the sweep"):
     cols = st.columns(2)
     for i, key in enumerate(shown):
         fig = viz.sweep_figure(summary, x, key, current=current, metric_label=ui.metric_label(key),
-                               x_label=axes[vary], log_x=log_x)
+                               x_label=axes[vary], log_x=log_x, floor=ui.metric_floor(key))
         cols[i % 2].plotly_chart(fig, key=f"fig:{key}")
     if int(cfg["trials"]) == 1:
         st.caption("Bands are 95% confidence intervals over trials; raise Trials in the sidebar to see them.")

@@ -9,6 +9,7 @@ import streamlit as st
 from dashboard import compute, session, state, ui
 from ldpviz import mechanisms, viz
 from ldpviz.domain import Grid
+from ldpviz.errors import LdpvizInputError
 
 CHANNEL_SIDES = (4, 6, 8, 10, 12, 16, 20, 24, 32)
 
@@ -26,11 +27,12 @@ side = session.bind(cfg, "channel_side", st.sidebar.select_slider, "Grid side fo
 grid = Grid(data.region, int(side)) if data is not None else None
 with session.guard("the mechanism parameters"):
     params = session.param_controls(cfg, name, grid)
+    session.show_resolved_defaults()
 session.sync_url(cfg)
 
 row = next(r for r in mechanisms.describe() if r["name"] == name)
 st.header(cls.label)
-st.markdown(f"**{row['privacy_model']}** · {row['family']}")
+st.markdown(f"**{session.model_tag(row['privacy_model'])}** · {row['family']}")
 if row["summary"]:
     st.markdown(row["summary"])
 st.markdown(f"**Reference:** {row['reference']}")
@@ -38,7 +40,7 @@ with st.expander("How it works: the formulas (from the implementation's document
     st.code(inspect.cleandoc(cls.__doc__ or "No documentation."), language="text")
 if row["params"]:
     st.markdown("**Parameters**")
-    st.dataframe(pd.DataFrame([{"name": p["name"], "type": p["type"], "default": str(p["default"]),
+    st.dataframe(pd.DataFrame([{"name": p["name"], "type": p["type"], "default": "computed" if p["default"] is None else str(p["default"]),
                                 "range / choices": (", ".join(map(str, p["choices"])) if p["choices"] else
                                                     f"{p['minimum'] if p['minimum'] is not None else ''} … "
                                                     f"{p['maximum'] if p['maximum'] is not None else ''}"),
@@ -48,16 +50,26 @@ if data is None:
     st.stop()
 
 with session.guard(f"the channel of {cls.label}"):
+    if not cls.has_channel:
+        try:   # the guarantee in words; a grid this mechanism refuses (dp-heatmap: not a power of two) skips it
+            st.info(f"Guarantee: {mechanisms.create(name, grid, float(cfg['epsilon']), **params).guarantee()}.",
+                    icon=":material/shield:")
+        except LdpvizInputError:
+            pass
+        if cls.privacy_model == mechanisms.CENTRAL_DP:
+            why = ("it is central DP (trusted aggregator): users send exact locations to a trusted server, which "
+                   "adds the noise to the published map, so no single user's report exists")
+        elif not cls.has_client:
+            why = ("it runs as a whole protocol over all users (several rounds, or a location domain built from "
+                   "the users' data), so there is no single-user journey to show")
+        else:
+            why = ("its reports (hashes or bit vectors) are too many to list as a cell-to-report table, so there "
+                   "is no channel picture or posterior to draw")
+        st.warning(f"{cls.label} has no explicit per-user channel to draw: {why}. Its effect on a whole map is "
+                   "on the Explore page; the Privacy audit page lists its guarantee.", icon=":material/info:")
+        st.stop()
     mech = mechanisms.create(name, grid, float(cfg["epsilon"]), **params)
     st.info(f"Guarantee: {mech.guarantee()}.", icon=":material/shield:")
-    if not cls.has_channel:
-        why = ("a trusted server adds the noise to the aggregate, so no single report exists"
-               if cls.privacy_model == mechanisms.CENTRAL_DP else
-               "its reports are not a fixed cell-to-report table (several rounds, or a report space too large "
-               "to list)")
-        st.warning(f"{cls.label} has no explicit per-user channel to draw: {why}. Its effect on a whole map is "
-                   "on the Explore page.", icon=":material/info:")
-        st.stop()
 
     P = compute.cached_channel(name, grid.side, grid.region, float(cfg["epsilon"]), tuple(sorted(params.items())))
     if P.ndim != 2 or P.shape[1] != grid.n_cells:

@@ -47,9 +47,6 @@ def test_decode_never_raises_and_keeps_only_valid_values(query: dict[str, str]) 
     assert state.encode(again) == state.encode(cfg)
 
 
-@pytest.mark.xfail(raises=ValueError, strict=True,
-                   reason="dashboard/state.py set_cell unpacks v.split(',') into two values: 'cell=0' raises "
-                          "ValueError instead of a warning (reported to the lead); remove this mark once fixed")
 @pytest.mark.parametrize("cell", ["0", "1,2,3"])
 def test_decode_malformed_cell(cell: str) -> None:
     cfg, warnings = state.decode({"cell": cell})

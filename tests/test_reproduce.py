@@ -91,3 +91,16 @@ def test_this_repository_bench_scripts_follow_the_convention() -> None:
     broken = {s.name: why for s in reproduce.discover(repo) for ok, why in [reproduce.follows_convention(s, repo)]
               if not ok}
     assert broken == {}
+
+
+def test_this_repository_bench_scripts_state_provenance() -> None:
+    """Every bench/*.py heads its report with provenance_markdown (bench/README.md rule 5).
+
+    The end-to-end ``ldpviz reproduce --quick`` run of these scripts takes minutes (browser benchmarks
+    included), so it is not a pytest test: CI runs it as ``make reproduce-quick``.
+    """
+    repo = reproduce.find_repo()
+    scripts = reproduce.discover(repo)
+    assert scripts
+    missing = [s.name for s in scripts if "provenance_markdown(" not in s.read_text(encoding="utf-8")]
+    assert missing == []

@@ -98,3 +98,14 @@ def test_em_error_shrinks_with_n():
         errors.append(np.abs(mech.estimate(mech.perturb(users(cells), rng)).density - truth).sum())
     assert errors[0] > errors[1] > errors[2]
     assert errors[2] < 0.4 * errors[0]
+
+
+def test_effective_params_report_the_chosen_subset_size():
+    """effective_params() fills subset_size with the k the mechanism uses (default: mutual-information choice)."""
+    grid = Grid(Region(0, 0, 1000), 6)
+    auto = mechanisms.create("sem-geoi", grid, 1.0, calibration="raw")
+    assert auto.param_values["subset_size"] is None
+    assert auto.effective_params()["subset_size"] == auto.k == auto.tables.k
+    assert 1 <= auto.k < grid.n_cells
+    fixed = mechanisms.create("sem-geoi", grid, 1.0, calibration="raw", subset_size=3)
+    assert fixed.effective_params()["subset_size"] == 3

@@ -110,6 +110,17 @@ def test_sweep_figure_has_bands_and_current_marker():
     assert list(bands[0].y) == [450, 110, 90, 350]
     assert any(shape.x0 == 1.0 for shape in fig.layout.shapes)
     assert fig.layout.xaxis.type == "log"
+    label = next(a for a in fig.layout.annotations if a.text == "current")
+    assert label.x == pytest.approx(0.0)       # log10(1.0): on the line, not off to the side
+    floored = viz.sweep_figure(summary, "epsilon", "w2_m", floor=360.0)
+    band = next(t for t in floored.data if t.fill == "toself")
+    assert list(band.y)[2:] == [360.0, 360.0]  # the lower edge is clipped at the floor
+
+
+def test_compare_figure_clips_at_floor():
+    table = pd.DataFrame({"mechanism": ["A"], "w2_m": [100.0], "w2_m_lo": [-50.0], "w2_m_hi": [250.0]})
+    assert list(viz.compare_figure(table, "w2_m").data[0].error_x.arrayminus) == pytest.approx([150.0])
+    assert list(viz.compare_figure(table, "w2_m", floor=0.0).data[0].error_x.arrayminus) == pytest.approx([100.0])
 
 
 def test_compare_figure_error_bars():

@@ -199,6 +199,10 @@ class SEMGeoI(Mechanism):
         self.tables = self._tables(self.eps_prime)
         self.k = self.tables.k
 
+    def resolved_defaults(self) -> dict[str, int]:
+        """The subset size k in use (the mutual-information choice when ``subset_size`` is not given)."""
+        return {"subset_size": int(self.k)}
+
     def _tables(self, eps_prime: float) -> SubsetTables:
         k = self.subset_size or choose_subset_size(self.grid.side, eps_prime)
         return SubsetTables(self.grid.side, eps_prime, max(1, min(k, self.grid.n_cells - 1)) if self.grid.n_cells > 1 else 1)

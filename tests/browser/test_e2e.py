@@ -141,8 +141,29 @@ def test_page_renders_and_reacts_to_epsilon(server, browser, path, name, has_eps
             assert "eps=1.25" in page.url, page.url   # one step right of 1; the new setting is in the link
         if page.locator('[data-testid="stDeckGlJsonChart"]').count():
             page.locator('[data-testid="stDeckGlJsonChart"] canvas').first.wait_for(timeout=30_000)
-        page.wait_for_timeout(1500)   # let the maps paint
+        if page.locator('[data-testid="stDataFrame"]').count():   # tables draw on a canvas, lazily
+            page.locator('[data-testid="stDataFrame"]').first.scroll_into_view_if_needed()
+            page.locator('[data-testid="stDataFrame"] canvas').first.wait_for(state="attached", timeout=30_000)
+        page.wait_for_timeout(1500)   # let the maps and tables paint
         page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("mechanism", ["dam", "aag", "dp-heatmap"])
+def test_explore_screenshot_per_mechanism(server, browser, mechanism):
+    """Explore with DAM, an adaptive grid (AAG) and a central-DP heatmap: readouts, no exception box."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(f"{server}/?{SMALL}&mech={mechanism}")
+        page.locator('[data-testid="stMetric"]').first.wait_for(timeout=60_000)
+        wait_idle(page)
+        assert_no_exception(page)
+        assert "estimate is on average" in main_text(page)
+        page.locator('[data-testid="stDeckGlJsonChart"] canvas').first.wait_for(timeout=30_000)
+        page.wait_for_timeout(1500)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"explore-{mechanism}.png"), full_page=True)
     finally:
         page.close()
 
