@@ -93,12 +93,17 @@ def browser():
 
 
 def wait_idle(page, timeout_ms: int = 60_000) -> None:
-    """Wait until the script has finished running (the 'Running...' status widget is gone)."""
+    """Wait until the script has finished running: the 'Running...' status widget is gone and stays
+    gone for a moment (a rerun that starts just after a check, e.g. a page that fills in slow parts
+    after a first paint, is waited for too)."""
+    idle = """() => { const s = document.querySelector('[data-testid="stStatusWidget"]');
+                      return !s || !/running/i.test(s.innerText); }"""
     page.wait_for_timeout(300)
-    page.wait_for_function(
-        """() => { const s = document.querySelector('[data-testid="stStatusWidget"]');
-                   return !s || !/running/i.test(s.innerText); }""", timeout=timeout_ms)
-    page.wait_for_timeout(400)
+    for _ in range(20):
+        page.wait_for_function(idle, timeout=timeout_ms)
+        page.wait_for_timeout(700)
+        if page.evaluate(idle):
+            return
 
 
 def main_text(page) -> str:
