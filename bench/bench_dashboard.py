@@ -18,26 +18,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from dashboard import serve  # noqa: E402
+CHROMIUM = serve.CHROMIUM
+ARGS = serve.CHROMIUM_ARGS
 
 
 def wait_idle(page, timeout_ms: int = 120_000) -> None:
@@ -90,24 +81,15 @@ def main() -> int:
     from ldpviz.reproduce import provenance_markdown
     mechanism = state.default_mechanism()
 
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
     server_log = tempfile.TemporaryFile()
     t_launch = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
-                             str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
-                             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                            stdout=server_log, stderr=subprocess.STDOUT)
     try:
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1):
-                    break
-            except OSError:
-                time.sleep(0.05)
-                if proc.poll() is not None or time.perf_counter() - t_launch > 60:
-                    raise RuntimeError("streamlit server did not start within 60 s")
+        proc, url = serve.start(output=server_log)
+    except RuntimeError:
+        server_log.seek(0)
+        print(server_log.read().decode(errors="replace"), file=sys.stderr)
+        raise
+    try:
         t_server = time.perf_counter() - t_launch
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
@@ -163,11 +145,7 @@ def main() -> int:
               + server_log.read().decode(errors="replace")[-3000:], file=sys.stderr)
         raise
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        serve.stop(proc)
         server_log.close()
 
     times_sorted = sorted(times)

@@ -1,0 +1,65 @@
+"""Start and stop the dashboard on a free loopback port (browser tests and benchmarks).
+
+One place for the exact ``streamlit run`` command, so the e2e tests, the
+dashboard benchmark and the concurrency report all measure the same server.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import IO, Any
+
+ROOT = Path(__file__).resolve().parent.parent
+#: Debian's Chromium and the flags this offline machine needs (no background networking).
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(port: int | None = None, output: int | IO[Any] | None = subprocess.DEVNULL,
+          timeout_s: float = 60.0) -> tuple[subprocess.Popen, str]:
+    """Launch ``streamlit run app.py`` headless on loopback and wait until /_stcore/health answers.
+
+    Returns the process and its base URL; raises RuntimeError (with the server's output when it
+    was captured with ``subprocess.PIPE``) if it does not come up within ``timeout_s``.
+    """
+    port = free_port() if port is None else port
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
+         "--server.fileWatcherType", "none"],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=output, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as resp:
+                if resp.status == 200:
+                    return proc, url
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    log = proc.stdout.read().decode(errors="replace") if output is subprocess.PIPE and proc.stdout else ""
+    raise RuntimeError(f"streamlit did not start within {timeout_s:g} s" + (f":\n{log}" if log else ""))
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Terminate the server, killing it if it does not exit within 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
