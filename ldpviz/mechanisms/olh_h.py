@@ -26,17 +26,16 @@ variances. The root is the whole population (frequency 1, known exactly).
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
 from ldpviz.domain import Binned
 from ldpviz.estimation import to_distribution
 from ldpviz.mechanisms import register
-from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param
+from ldpviz.mechanisms.base import LDP, Estimate, Param
 from ldpviz.mechanisms.fo import olh_buckets, olh_estimate_counts, olh_perturb, olh_probabilities
-from ldpviz.mechanisms.srr import (FAMILY_SRR, LocationDomain, build_location_domain, check_domain_params,
-                                   domain_guarantee, domain_param, domain_positions, domain_to_grid, level_param)
+from ldpviz.mechanisms.srr import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, build_location_domain,
+                                   domain_param, domain_positions, domain_to_grid, level_param)
 
 
 def hierarchy(domain: LocationDomain) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -93,7 +92,7 @@ def constrained_inference(levels: list[tuple[np.ndarray, np.ndarray]], noisy: li
 
 
 @register
-class OLHH(Mechanism):
+class OLHH(LocationDomainMechanism):
     """OLH over the quadkey hierarchy, one random level per user, with constrained inference (Sec. 6.2)."""
 
     name = "olh-h"
@@ -110,13 +109,7 @@ class OLHH(Mechanism):
         Param("projection", str, "norm-sub", "how the leaf estimates become a distribution",
               choices=("norm-sub", "clip")),
     )
-    has_client = False    # the domain is built inside run() (from the users with domain="occupied")
 
-    def setup(self) -> None:
-        check_domain_params(self.domain, self.level)
-
-    def guarantee(self) -> str:
-        return domain_guarantee(self.epsilon, self.domain)
 
     def run(self, users: Binned, rng: np.random.Generator) -> Estimate:
         domain = build_location_domain(self.grid, users, self.domain, self.level)

@@ -35,9 +35,9 @@ from ldpviz.domain import Binned
 from ldpviz.errors import require
 from ldpviz.estimation import to_distribution
 from ldpviz.mechanisms import register
-from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param
-from ldpviz.mechanisms.srr import (FAMILY_SRR, build_location_domain, check_domain_params, domain_guarantee,
-                                   domain_param, domain_positions, domain_to_grid, level_param)
+from ldpviz.mechanisms.base import LDP, Estimate, Param
+from ldpviz.mechanisms.srr import (FAMILY_SRR, LocationDomainMechanism, build_location_domain, domain_param,
+                                   domain_positions, domain_to_grid, level_param)
 
 
 def projection_dim(domain_size: int, epsilon: float, beta: float = 0.05) -> int:
@@ -97,7 +97,7 @@ def pcep_channel(signs: np.ndarray, epsilon: float) -> np.ndarray:
 
 
 @register
-class PLDP(Mechanism):
+class PLDP(LocationDomainMechanism):
     """Chen et al. ICDE'16 location aggregation with the root as everyone's safe region (plain eps-LDP)."""
 
     name = "pldp"
@@ -117,13 +117,7 @@ class PLDP(Mechanism):
         Param("projection", str, "norm-sub", "how unbiased counts become a distribution",
               choices=("norm-sub", "clip")),
     )
-    has_client = False    # the domain is built inside run() (from the users with domain="occupied")
 
-    def setup(self) -> None:
-        check_domain_params(self.domain, self.level)
-
-    def guarantee(self) -> str:
-        return domain_guarantee(self.epsilon, self.domain)
 
     def run(self, users: Binned, rng: np.random.Generator) -> Estimate:
         domain = build_location_domain(self.grid, users, self.domain, self.level)

@@ -231,6 +231,23 @@ def domain_guarantee(epsilon: float, domain: str) -> str:
             "or block of cells)")
 
 
+class LocationDomainMechanism(Mechanism):
+    """Base of the mechanisms on the L-SRR location domain (srr, olh-h, pldp and the tile oracles).
+
+    The domain is built inside ``run()`` (from the users when ``domain="occupied"``),
+    so there is no separate client half; parameters ``domain`` and ``level`` are
+    checked together and the guarantee names the domain's status (public or not).
+    """
+
+    has_client = False
+
+    def setup(self) -> None:
+        check_domain_params(self.domain, self.level)
+
+    def guarantee(self) -> str:
+        return domain_guarantee(self.epsilon, self.domain)
+
+
 def domain_positions(grid: Grid, domain: LocationDomain, users: Binned) -> np.ndarray:
     """Each user's position in the sorted domain."""
     if domain.kind == "grid":

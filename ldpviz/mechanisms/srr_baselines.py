@@ -21,10 +21,10 @@ import numpy as np
 from ldpviz.domain import Binned
 from ldpviz.estimation import to_distribution
 from ldpviz.mechanisms import register
-from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param
+from ldpviz.mechanisms.base import LDP, Estimate, Param
 from ldpviz.mechanisms.fo import grr_estimate_counts, grr_perturb, hr_estimate_counts, hr_perturb
-from ldpviz.mechanisms.srr import (FAMILY_SRR, LocationDomain, build_location_domain, check_domain_params,
-                                   domain_guarantee, domain_param, domain_positions, domain_to_grid, level_param)
+from ldpviz.mechanisms.srr import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, build_location_domain,
+                                   domain_param, domain_positions, domain_to_grid, level_param)
 
 _DOMAIN_PARAMS = (
     domain_param(),
@@ -33,19 +33,13 @@ _DOMAIN_PARAMS = (
 )
 
 
-class _TileOracle(Mechanism):
+class _TileOracle(LocationDomainMechanism):
     """A frequency oracle on SRR's location domain; subclasses give the client and server halves."""
 
     family = FAMILY_SRR
     privacy_model = LDP
     params = _DOMAIN_PARAMS
-    has_client = False    # the domain is built inside run() (from the users with domain="occupied"), as for SRR
 
-    def setup(self) -> None:
-        check_domain_params(self.domain, self.level)
-
-    def guarantee(self) -> str:
-        return domain_guarantee(self.epsilon, self.domain)
 
     def perturb_positions(self, positions: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
         raise NotImplementedError  # pragma: no cover
