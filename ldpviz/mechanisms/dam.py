@@ -126,13 +126,15 @@ class DAM(SpatialAreaMechanism):
     summary = ("Each phone reports a nearby cell: any cell within a disk around the true one is e^epsilon times "
                "likelier than the rest; the server inverts this blur.")
 
+    shrink = True   #: crossed border cells get the shrunken high area of Theorem VI.1
+
     def kernel(self) -> tuple[np.ndarray, np.ndarray]:
-        high, footprint = dam_weights(self.radius_cells, shrink=True)
+        high, footprint = dam_weights(self.radius_cells, shrink=self.shrink)
         return 1.0 + math.expm1(self.epsilon) * high, footprint
 
 
 @register
-class DAMNonShrink(SpatialAreaMechanism):
+class DAMNonShrink(DAM):
     """DAM without border shrinkage: a cell is high iff its centre is within b_hat (eq. 13)."""
 
     name = "dam-ns"
@@ -140,10 +142,7 @@ class DAMNonShrink(SpatialAreaMechanism):
     reference = f"{PAPER} eq. (13), Sec. VII-B (DAM-NS)"
     summary = ("Like DAM, but a cell counts as near only if its centre is inside the disk (no partial border "
                "cells).")
-
-    def kernel(self) -> tuple[np.ndarray, np.ndarray]:
-        high, footprint = dam_weights(self.radius_cells, shrink=False)
-        return 1.0 + math.expm1(self.epsilon) * high, footprint
+    shrink = False
 
 
 @register
