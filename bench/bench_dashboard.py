@@ -32,9 +32,7 @@ ARGS = serve.CHROMIUM_ARGS
 
 
 def wait_idle(page, timeout_ms: int = 120_000) -> None:
-    page.wait_for_function(
-        """() => { const s = document.querySelector('[data-testid="stStatusWidget"]');
-                   return !s || !/running/i.test(s.innerText); }""", timeout=timeout_ms)
+    serve.wait_until_idle(page, timeout_ms)
 
 
 def summary_text(page) -> str:

@@ -55,11 +55,7 @@ def start_server() -> tuple[subprocess.Popen, str]:
 
 
 def _wait_idle(page: Any, timeout_ms: int = 120_000) -> None:
-    page.wait_for_timeout(300)
-    page.wait_for_function(
-        """() => { const s = document.querySelector('[data-testid="stStatusWidget"]');
-                   return !s || !/running/i.test(s.innerText); }""", timeout=timeout_ms)
-    page.wait_for_timeout(300)
+    serve.wait_until_idle(page, timeout_ms)
 
 
 def _errors(page: Any) -> list[str]:

@@ -63,3 +63,28 @@ def stop(proc: subprocess.Popen) -> None:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         proc.kill()
+
+
+#: Streamlit's own end-to-end hook: the app root carries the script-run and connection states.
+APP_IDLE = ('[data-testid="stApp"][data-test-script-state="notRunning"]'
+            '[data-test-connection-state="CONNECTED"]')
+
+
+def wait_until_idle(page: Any, timeout_ms: int = 60_000, settle_ms: int = 700) -> None:
+    """Block until the page's script run has finished and stays finished for ``settle_ms``.
+
+    Reads the ``data-test-script-state`` attribute Streamlit sets on its app root (the hook its own
+    e2e suite waits on), not the 'Running...' status text, which is hidden when the widget is
+    minimised. A page that reruns itself right after a first paint is waited for too. Raises
+    TimeoutError if the app is not idle within ``timeout_ms``.
+    """
+    deadline = time.monotonic() + timeout_ms / 1000
+    page.wait_for_timeout(250)   # a rerun triggered just before this call has had time to start
+    while True:
+        remaining_ms = int((deadline - time.monotonic()) * 1000)
+        if remaining_ms <= 0:
+            raise TimeoutError(f"the dashboard was still running after {timeout_ms / 1000:g} s")
+        page.wait_for_selector(APP_IDLE, state="attached", timeout=remaining_ms)
+        page.wait_for_timeout(settle_ms)
+        if page.locator(APP_IDLE).count():
+            return

@@ -62,17 +62,8 @@ def browser():
 
 
 def wait_idle(page, timeout_ms: int = 60_000) -> None:
-    """Wait until the script has finished running: the 'Running...' status widget is gone and stays
-    gone for a moment (a rerun that starts just after a check, e.g. a page that fills in slow parts
-    after a first paint, is waited for too)."""
-    idle = """() => { const s = document.querySelector('[data-testid="stStatusWidget"]');
-                      return !s || !/running/i.test(s.innerText); }"""
-    page.wait_for_timeout(300)
-    for _ in range(20):
-        page.wait_for_function(idle, timeout=timeout_ms)
-        page.wait_for_timeout(700)
-        if page.evaluate(idle):
-            return
+    """Until the script run has finished and stays finished (see dashboard.serve.wait_until_idle)."""
+    serve.wait_until_idle(page, timeout_ms)
 
 
 def main_text(page) -> str:
@@ -80,7 +71,9 @@ def main_text(page) -> str:
 
 
 def assert_no_exception(page) -> None:
+    """No exception box, no bug box, and the run finished: every page empties its progress bar at the end."""
     assert page.locator('[data-testid="stException"]').count() == 0, main_text(page)[:2000]
+    assert page.locator('[data-testid="stProgress"]').count() == 0, main_text(page)[:2000]
     assert "Something went wrong inside ldpviz" not in main_text(page)
 
 
