@@ -151,7 +151,6 @@ def main() -> int:
     median = statistics.median(times)
     full_sorted = sorted(times_full)
     full_p95 = full_sorted[min(len(full_sorted) - 1, int(round(0.95 * (len(full_sorted) - 1))))]
-    from ldpviz.reproduce import provenance_markdown
     lines = [
         "# Dashboard benchmark",
         "",
