@@ -13,7 +13,8 @@ from ldpviz import mechanisms
 from ldpviz.domain import Binned, Grid, Region
 from ldpviz.errors import LdpvizInputError
 from ldpviz.local_privacy import cell_distances, local_privacy, lp_from_channel
-from ldpviz.mechanisms.sem_geoi import sem_local_privacy_cells
+from ldpviz.mechanisms.sem_geoi import (SubsetTables, mean_subset_entropies, sem_local_privacy_cells,
+                                         sem_lp_cells)
 
 
 def grid(d: int) -> Grid:
@@ -63,6 +64,22 @@ def test_monte_carlo_lp_matches_exact():
     mech = mechanisms.create("sem-geoi", grid(3), 0.8, calibration="raw", subset_size=2)
     exact = lp_from_channel(mech.channel(), 3)
     assert sem_local_privacy_cells(mech.tables, samples_per_cell=400) == pytest.approx(exact, rel=0.02)
+
+
+def test_exact_lp_for_single_cell_reports_matches_the_channel():
+    """With k = 1 the calibration's LP is exact: it equals eq. (16) on the explicit channel and the Monte Carlo."""
+    mech = mechanisms.create("sem-geoi", grid(4), 0.7, calibration="raw", subset_size=1)
+    exact = lp_from_channel(mech.channel(), 4)
+    assert sem_lp_cells(mech.tables) == pytest.approx(exact, rel=1e-12)
+    assert sem_local_privacy_cells(mech.tables, samples_per_cell=400) == pytest.approx(exact, rel=0.02)
+
+
+@pytest.mark.parametrize("side,eps_prime", [(3, 0.05), (5, 1.0), (12, 0.3), (12, 8.0)])
+def test_subset_size_criterion_in_matrix_form(side, eps_prime):
+    """The vectorised mean entropy equals the per-k tables' entropy for every candidate k."""
+    ks = np.arange(1, side * side // 2 + 1)
+    direct = [SubsetTables(side, eps_prime, int(k)).entropy().mean() for k in ks]
+    np.testing.assert_allclose(mean_subset_entropies(side, eps_prime, ks), direct, rtol=1e-12, atol=1e-10)
 
 
 @pytest.mark.slow
