@@ -235,7 +235,7 @@ def audit_row(mechanism: str, grid_side: int, region: Region, epsilon: float) ->
         row["guarantee"] = mech.guarantee()
         if cls.privacy_model == mechanisms.CENTRAL_DP:
             row["verdict"] = CENTRAL_NOTE
-        elif cls.has_channel:
+        elif mech.has_channel:   # the instance's flags: e.g. L-SRR's channel exists on the public grid domain only
             P = np.asarray(mech.channel(), dtype=float)
             row["columns_sum_to_1"] = bool(np.allclose(P.sum(axis=0), 1.0, atol=1e-9))
             measured = geo_epsilon(P, grid) if cls.privacy_model == mechanisms.GEO_I else ldp_epsilon(P)
@@ -246,8 +246,9 @@ def audit_row(mechanism: str, grid_side: int, region: Region, epsilon: float) ->
                 row["verdict"] = PASS
             else:
                 row["verdict"] = FAIL
-        elif not cls.has_client:
-            row["verdict"] = "no explicit channel (several rounds or a data-dependent domain)"
+        elif not mech.has_client:
+            row["verdict"] = ("no explicit channel (several rounds, a data-dependent domain, or randomness shared "
+                              "per collection)")
     except LdpvizInputError as exc:
         row["verdict"] = f"not measured on this grid: {exc}"
     except MemoryError:

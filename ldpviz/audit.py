@@ -516,9 +516,9 @@ def audit_mechanism(name_or_mech: str | type[Mechanism] | Mechanism, grid: Grid 
         if model == CENTRAL_DP or not protocol_samples:
             why = ("it is a central-DP aggregator: users send exact data to a trusted curator, so there is no "
                    "client report to audit" if model == CENTRAL_DP else
-                   "it has no separate client half (it runs in several rounds, or the server builds part of the "
-                   "protocol from the users' data), so a user's report cannot be drawn on its own; audit the "
-                   "whole protocol with protocol_samples=")
+                   "it has no separate client half (it runs in several rounds, the server builds part of the "
+                   "protocol from the users' data, or users share public randomness drawn per collection), so a "
+                   "user's report cannot be drawn on its own; audit the whole protocol with protocol_samples=")
             return AuditResult(**base, claimed=math.inf if model == NO_PRIVACY else mech.epsilon,
                                lower_bound=math.nan, passed=True, status=NOT_AUDITABLE, pairs=[], n_events=0,
                                seconds=time.perf_counter() - t0, notes=[f"Not audited: {why}."])

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import compute, session, state, ui
+from dashboard import compute, session, ui
 from ldpviz import mechanisms, viz
 from ldpviz.domain import Grid
 from ldpviz.errors import LdpvizInputError
@@ -50,26 +50,28 @@ if data is None:
     st.stop()
 
 with session.guard(f"the channel of {cls.label}"):
-    if not cls.has_channel:
-        try:   # the guarantee in words; a grid this mechanism refuses (dp-heatmap: not a power of two) skips it
-            st.info(f"Guarantee: {mechanisms.create(name, grid, float(cfg['epsilon']), **params).guarantee()}.",
-                    icon=":material/shield:")
-        except LdpvizInputError:
-            pass
+    try:
+        mech = mechanisms.create(name, grid, float(cfg["epsilon"]), **params)
+    except LdpvizInputError:   # a grid this mechanism refuses (dp-heatmap: not a power of two)
+        if cls.has_channel:
+            raise
+        mech = None
+    if mech is not None:
+        st.info(f"Guarantee: {mech.guarantee()}.", icon=":material/shield:")
+    if mech is None or not mech.has_channel:   # the instance decides: L-SRR's channel needs the public domain
         if cls.privacy_model == mechanisms.CENTRAL_DP:
             why = ("it is central DP (trusted aggregator): users send exact locations to a trusted server, which "
                    "adds the noise to the published map, so no single user's report exists")
-        elif not cls.has_client:
-            why = ("it runs as a whole protocol over all users (several rounds, or a location domain built from "
-                   "the users' data), so there is no single-user journey to show")
+        elif not (mech or cls).has_client:
+            why = ("it runs as a whole protocol over all users (several rounds, a location domain built from the "
+                   "users' data, or public randomness drawn for each collection), so there is no single-user "
+                   "journey to show")
         else:
             why = ("its reports (hashes or bit vectors) are too many to list as a cell-to-report table, so there "
                    "is no channel picture or posterior to draw")
-        st.warning(f"{cls.label} has no explicit per-user channel to draw: {why}. Its effect on a whole map is "
-                   "on the Explore page; the Privacy audit page lists its guarantee.", icon=":material/info:")
+        st.warning(f"{cls.label} has no explicit per-user channel to draw here: {why}. Its effect on a whole map "
+                   "is on the Explore page; the Privacy audit page lists its guarantee.", icon=":material/info:")
         st.stop()
-    mech = mechanisms.create(name, grid, float(cfg["epsilon"]), **params)
-    st.info(f"Guarantee: {mech.guarantee()}.", icon=":material/shield:")
 
     P = compute.cached_channel(name, grid.side, grid.region, float(cfg["epsilon"]), tuple(sorted(params.items())))
     if P.ndim != 2 or P.shape[1] != grid.n_cells:

@@ -48,6 +48,19 @@ def test_explore_renders_for_every_mechanism(mechanism):
         assert any("estimate is on average" in m.value for m in at.markdown)
 
 
+def test_mechanisms_page_follows_the_instance_not_the_class():
+    """SRR draws its staircase channel on the public grid domain; with the occupied domain (built from the
+    users' data) the same page explains that there is no single-user journey."""
+    at = app("pages/3_Mechanisms.py", mech="srr", cd="6")
+    at.run()
+    assert_clean(at)
+    assert len(at.get("deck_gl_json_chart")) >= 2
+    at = app("pages/3_Mechanisms.py", mech="srr", cd="6", **{"p.domain": "occupied"})
+    at.run()
+    assert_clean(at)
+    assert any("no single-user journey" in w.value for w in at.warning), [w.value for w in at.warning]
+
+
 @pytest.mark.parametrize("mechanism", mechanisms.available())
 def test_mechanisms_page_for_every_mechanism(mechanism):
     """The Mechanisms page explains each mechanism and draws its channel when it has one."""

@@ -71,3 +71,51 @@ def test_tile_baselines_follow_their_oracle(mechanism, channel):
     unit = np.column_stack([(cols + 0.5) / 4, (rows + 0.5) / 4])
     est = mech.run(Binned(cells.astype(np.int64), unit, 0), rng)
     assert int(np.argmax(est.density)) == 5
+
+
+@pytest.mark.parametrize("mechanism", ["srr", "grr-tiles", "hr-tiles"])
+def test_public_domain_channel_over_cells_is_ldp_and_followed(mechanism):
+    """With the public grid domain the client half is the phone's: its channel over the grid's cells has
+    columns summing to 1 and max ratio <= e^eps, and reports drawn by perturb() for users in one cell follow
+    that column (chi-square p > 1e-3, seed 11)."""
+    from scipy import stats
+    grid = Grid(Region(0.0, 0.0, 1000.0), 4)
+    for eps in (0.5, 2.0):
+        P = create(mechanism, grid, eps).channel()
+        np.testing.assert_allclose(P.sum(axis=0), 1.0, atol=1e-12)
+        assert (P.max(axis=1) / P.min(axis=1)).max() <= np.exp(eps) * (1 + 1e-9)
+    mech = create(mechanism, grid, 1.2)
+    assert mech.has_client and mech.has_channel
+    P = mech.channel()
+    n, x = 30_000, 6
+    rows, cols = divmod(x, 4)
+    users = Binned(np.full(n, x, dtype=np.int64), np.tile([(cols + 0.5) / 4, (rows + 0.5) / 4], (n, 1)), 0)
+    out = mech.perturb(users, np.random.default_rng(11))
+    reported = out.positions if mechanism == "srr" else out.reports
+    domain_cells = out.plan.domain.cells if mechanism == "srr" else out.domain.cells
+    labels = domain_cells[reported] if P.shape[0] == grid.n_cells else reported   # locations -> their cells
+    observed = np.bincount(labels, minlength=P.shape[0])
+    assert stats.chisquare(observed, P[:, x] * n).pvalue > 1e-3
+
+
+def test_occupied_domain_instances_have_no_client_half():
+    """domain='occupied' is built from the users' true tiles: that instance has no client half or channel."""
+    grid = Grid(Region(0.0, 0.0, 1000.0), 4)
+    for name in ("srr", "grr-tiles", "hr-tiles", "olh-h"):
+        mech = create(name, grid, 1.0, domain="occupied")
+        assert not mech.has_client and not mech.has_channel
+        assert create(name, grid, 1.0).has_client
+
+
+@pytest.mark.parametrize("mechanism", ["srr", "olh-h", "pldp", "grr-tiles", "hr-tiles"])
+def test_run_is_perturb_then_estimate(mechanism):
+    """The halves compose to the protocol: run() equals estimate(perturb()) for the same seed."""
+    grid = Grid(Region(0.0, 0.0, 1000.0), 8)
+    rng = np.random.default_rng(3)
+    cells = rng.integers(0, 64, 2_000)
+    rows, cols = np.divmod(cells, 8)
+    users = Binned(cells, np.column_stack([(cols + 0.5) / 8, (rows + 0.5) / 8]), 0)
+    mech = create(mechanism, grid, 1.0)
+    whole = mech.run(users, np.random.default_rng(5))
+    halves = mech.estimate(mech.perturb(users, np.random.default_rng(5)))
+    np.testing.assert_array_equal(whole.density, halves.density)

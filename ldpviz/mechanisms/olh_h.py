@@ -26,6 +26,8 @@ variances. The root is the whole population (frequency 1, known exactly).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 
 import numpy as np
 
@@ -33,9 +35,10 @@ from ldpviz.domain import Binned
 from ldpviz.estimation import to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Param
-from ldpviz.mechanisms.fo import olh_buckets, olh_estimate_counts, olh_perturb, olh_probabilities
-from ldpviz.mechanisms.srr import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, build_location_domain,
-                                   domain_param, domain_positions, domain_to_grid, level_param)
+from ldpviz.mechanisms.fo import (OLHReports, olh_buckets, olh_estimate_counts, olh_hash, olh_perturb,
+                                 olh_probabilities)
+from ldpviz.mechanisms.srr import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, domain_param, domain_to_grid,
+                                   level_param)
 
 
 def hierarchy(domain: LocationDomain) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -91,6 +94,17 @@ def constrained_inference(levels: list[tuple[np.ndarray, np.ndarray]], noisy: li
     return out
 
 
+@dataclass(frozen=True)
+class OLHHReports:
+    """What the server receives: the public domain and, per user, its level and OLH report at that level."""
+
+    domain: LocationDomain
+    levels: np.ndarray     #: index into :func:`hierarchy` (0 = top)
+    seeds: np.ndarray      #: uint64 hash seeds (see ldpviz.mechanisms.fo.olh_hash)
+    buckets: np.ndarray    #: perturbed buckets in [0, g)
+    g: int
+
+
 @register
 class OLHH(LocationDomainMechanism):
     """OLH over the quadkey hierarchy, one random level per user, with constrained inference (Sec. 6.2)."""
@@ -111,27 +125,59 @@ class OLHH(LocationDomainMechanism):
     )
 
 
-    def run(self, users: Binned, rng: np.random.Generator) -> Estimate:
-        domain = build_location_domain(self.grid, users, self.domain, self.level)
-        leaves = domain_positions(self.grid, domain, users)
+    def perturb(self, users: Binned, rng: np.random.Generator) -> OLHHReports:
+        """Each phone picks a level uniformly and sends an OLH report of its node at that level."""
+        domain = self.build_domain(users)
+        leaves = self.positions(domain, users)
         levels = hierarchy(domain)
         n = len(leaves)
         choice = rng.integers(0, len(levels), size=n)
-        noisy, variances, reports = [], [], []
+        g = olh_buckets(self.epsilon)
+        seeds, buckets = np.zeros(n, dtype=np.uint64), np.zeros(n, dtype=np.int64)
         for i, (nodes, index) in enumerate(levels):
-            mine = index[leaves[choice == i]]
-            n_level = len(mine)
+            mine = choice == i
+            if mine.any():
+                part = olh_perturb(index[leaves[mine]], len(nodes), self.epsilon, rng, g)
+                seeds[mine], buckets[mine] = part.seeds, part.buckets
+        return OLHHReports(domain, choice, seeds, buckets, g)
+
+    def estimate(self, reports: OLHHReports) -> Estimate:
+        domain = reports.domain
+        levels = hierarchy(domain)
+        noisy, variances, per_level = [], [], []
+        for i, (nodes, _) in enumerate(levels):
+            mine = reports.levels == i
+            n_level = int(mine.sum())
             if n_level:
-                counts = olh_estimate_counts(olh_perturb(mine, len(nodes), self.epsilon, rng),
+                counts = olh_estimate_counts(OLHReports(reports.seeds[mine], reports.buckets[mine], reports.g),
                                              len(nodes), self.epsilon)
                 noisy.append(counts / n_level)
             else:
                 noisy.append(np.full(len(nodes), 1.0 / len(nodes)))
             variances.append(olh_node_variance(self.epsilon, n_level) if n_level else 1e12)
-            reports.append(n_level)
+            per_level.append(n_level)
         consistent = constrained_inference(levels, noisy, variances)
         probs = to_distribution(consistent[-1], self.projection)
         density, partition = domain_to_grid(self.grid, domain, probs)
         return Estimate(density, partition=partition, raw=consistent[-1], info={
-            "reports": n, "domain": domain.kind, "domain_size": domain.size, "levels": len(levels),
-            "reports_per_level": reports})
+            "reports": int(len(reports.levels)), "domain": domain.kind, "domain_size": domain.size,
+            "levels": len(levels), "reports_per_level": per_level})
+
+    def report_key(self, reports: OLHHReports) -> np.ndarray:
+        """For the black-box audit: the user's level and which leaves its report supports, ``(n, 1 + D)``.
+
+        As for OLH (:meth:`ldpviz.mechanisms.fo.OLH.report_key`), a raw report carries a
+        fresh hash seed; whether it supports leaf v at the reported level is a function
+        of the report (post-processing), so events on it are sound.
+        """
+        domain = reports.domain
+        n = len(reports.levels)
+        out = np.zeros((n, 1 + domain.size), dtype=np.int64)
+        out[:, 0] = reports.levels
+        for i, (_, index) in enumerate(hierarchy(domain)):
+            mine = np.flatnonzero(reports.levels == i)
+            if len(mine):
+                nodes_of_leaves = index.astype(np.uint64)[None, :]
+                out[mine, 1:] = olh_hash(reports.seeds[mine, None], nodes_of_leaves, reports.g) \
+                    == reports.buckets[mine, None]
+        return out

@@ -28,6 +28,7 @@ estimator stays unbiased over Phi for any m); see docs/srr-method.md.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -36,8 +37,8 @@ from ldpviz.errors import require
 from ldpviz.estimation import to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Param
-from ldpviz.mechanisms.srr import (FAMILY_SRR, LocationDomainMechanism, build_location_domain, domain_param,
-                                   domain_positions, domain_to_grid, level_param)
+from ldpviz.mechanisms.srr import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, domain_param, domain_to_grid,
+                                   level_param)
 
 
 def projection_dim(domain_size: int, epsilon: float, beta: float = 0.05) -> int:
@@ -96,6 +97,16 @@ def pcep_channel(signs: np.ndarray, epsilon: float) -> np.ndarray:
     return out
 
 
+@dataclass(frozen=True)
+class PLDPReports:
+    """What the server receives: the public domain and sign matrix, and per user a row and a sign."""
+
+    domain: LocationDomain
+    signs: np.ndarray      #: the public (m, D) sign matrix, int8
+    rows: np.ndarray       #: the row j each user used
+    reported: np.ndarray   #: the randomised sign in {-1, +1}
+
+
 @register
 class PLDP(LocationDomainMechanism):
     """Chen et al. ICDE'16 location aggregation with the root as everyone's safe region (plain eps-LDP)."""
@@ -117,11 +128,16 @@ class PLDP(LocationDomainMechanism):
         Param("projection", str, "norm-sub", "how unbiased counts become a distribution",
               choices=("norm-sub", "clip")),
     )
+    # The public sign matrix is drawn afresh for each collection (the estimator is unbiased over it), so a
+    # user's report exists only within one collection: reports from two calls of perturb() are not samples
+    # of one channel, and the black-box audit cannot compare them. The whole-protocol audit applies.
+    has_client = False
 
 
-    def run(self, users: Binned, rng: np.random.Generator) -> Estimate:
-        domain = build_location_domain(self.grid, users, self.domain, self.level)
-        positions = domain_positions(self.grid, domain, users)
+    def perturb(self, users: Binned, rng: np.random.Generator) -> PLDPReports:
+        """One collection: the server draws and publishes the sign matrix, each phone sends a row and a sign."""
+        domain = self.build_domain(users)
+        positions = self.positions(domain, users)
         cap = max(1, MAX_PROJECTION_ENTRIES // domain.size)
         if self.projection_dim is not None:
             require(self.projection_dim <= cap,
@@ -131,10 +147,14 @@ class PLDP(LocationDomainMechanism):
         m = self.projection_dim or min(projection_dim(domain.size, self.epsilon), cap)
         signs = projection_signs(m, domain.size, int(rng.integers(0, 2 ** 63 - 1)))
         rows, reported = pcep_perturb(positions, signs, self.epsilon, rng)
-        counts = pcep_estimate_counts(rows, reported, signs, self.epsilon)
+        return PLDPReports(domain, signs, rows, reported)
+
+    def estimate(self, reports: PLDPReports) -> Estimate:
+        domain, m = reports.domain, reports.signs.shape[0]
+        counts = pcep_estimate_counts(reports.rows, reports.reported, reports.signs, self.epsilon)
         probs = to_distribution(counts, self.projection)
         density, partition = domain_to_grid(self.grid, domain, probs)
         return Estimate(density, partition=partition, raw=counts, info={
-            "reports": int(len(positions)), "domain": domain.kind, "domain_size": domain.size,
+            "reports": int(len(reports.rows)), "domain": domain.kind, "domain_size": domain.size,
             "projection_dim": m,
             "projection_dim_capped": self.projection_dim is None and m < projection_dim(domain.size, self.epsilon)})

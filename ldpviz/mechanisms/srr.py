@@ -18,8 +18,10 @@ The location domain ``D`` (Sec. 3.2) is a sorted array of hierarchical codes:
   occupied tiles as public knowledge, as the paper does; if that set is
   private, the protocol is NOT eps-LDP (a lone user's tile is revealed by its
   membership in D; the whole-protocol audit certifies a loss of ~4 at eps = 1).
-  Opt-in only. Either way SRR has no separate client half here
-  (``has_client = False``): the domain is built inside ``run``.
+  Opt-in only, and then SRR has no separate client half (``has_client`` is
+  False on that instance): the domain is built from the users inside ``perturb``.
+  With the public grid domain ``perturb`` is the phone's half and ``channel()``
+  the exact channel over cells (grids of at most 4,096 cells).
 
 For every input ``x`` the other locations are split into ``m`` groups by their
 LCP with ``x`` (Def. 3.2): ``G_1(x) = {y : LCP >= t_1}``, ``G_j(x) =
@@ -61,6 +63,7 @@ import hashlib
 import math
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -234,18 +237,59 @@ def domain_guarantee(epsilon: float, domain: str) -> str:
 class LocationDomainMechanism(Mechanism):
     """Base of the mechanisms on the L-SRR location domain (srr, olh-h, pldp and the tile oracles).
 
-    The domain is built inside ``run()`` (from the users when ``domain="occupied"``),
-    so there is no separate client half; parameters ``domain`` and ``level`` are
-    checked together and the guarantee names the domain's status (public or not).
+    With the default public grid domain each is an ordinary two-halved protocol:
+    ``perturb`` is the phone (it needs only the domain, which the grid alone fixes)
+    and ``estimate`` the server. With ``domain="occupied"`` the domain is built
+    from the users' true locations inside ``perturb``, so such an instance has no
+    separate client half and no channel over the grid's cells (``has_client`` and
+    ``has_channel`` are False on it; ``run`` works as before). ``domain`` and
+    ``level`` are checked together and the guarantee names the domain's status.
     """
 
-    has_client = False
+    has_client = True   # the default public domain; instances with domain="occupied" set it False
 
     def setup(self) -> None:
         check_domain_params(self.domain, self.level)
+        if self.domain == "occupied":
+            self.has_client = False
+            self.has_channel = False
+        elif grid_block(self.grid) > 1:
+            self.has_channel = False   # a location is a k x k block: no channel over single cells
 
     def guarantee(self) -> str:
         return domain_guarantee(self.epsilon, self.domain)
+
+    def build_domain(self, users: Binned) -> LocationDomain:
+        """The location domain: the public grid (users unused) or, on request, the occupied tiles."""
+        return build_location_domain(self.grid, users, self.domain, self.level)
+
+    def positions(self, domain: LocationDomain, users: Binned) -> np.ndarray:
+        """Each user's position in the sorted domain."""
+        return domain_positions(self.grid, domain, users)
+
+    def channel_over_cells(self, domain_channel: Callable[[LocationDomain], np.ndarray]) -> np.ndarray:
+        """``P[y, x]`` over the grid's cells from a channel over domain positions (grid domain only).
+
+        ``domain_channel(domain)`` gives ``Q[y, i]`` for domain position ``i``; columns
+        are relabelled as cells and, when reports are themselves locations (``Q`` square),
+        so are the rows, so the report can be drawn on the grid.
+        """
+        if self.domain != "grid":
+            raise LdpvizInputError(f"{self.label}: a channel over grid cells exists only with domain='grid'; "
+                                   "the occupied domain depends on which tiles hold users.")
+        domain = grid_domain(self.grid)
+        require(domain.block == 1,
+                f"{self.label}: the channel over cells is built only for grids of at most {MAX_GRID_DOMAIN_SIZE} "
+                f"cells; a {self.grid.side} x {self.grid.side} grid uses blocks of {domain.block} x "
+                f"{domain.block} cells.")
+        q = np.asarray(domain_channel(domain), dtype=float)
+        cells = domain.cells
+        out = np.zeros((q.shape[0], self.grid.n_cells))
+        if q.shape[0] == domain.size:
+            out[np.ix_(cells, cells)] = q
+        else:
+            out[:, cells] = q
+        return out
 
 
 def domain_positions(grid: Grid, domain: LocationDomain, users: Binned) -> np.ndarray:
@@ -722,7 +766,7 @@ class SrrReports:
 
 
 @register
-class SRR(Mechanism):
+class SRR(LocationDomainMechanism):
     """Staircase Randomized Response over quadkey-encoded locations (L-SRR Sec. 3, Alg. 1-2).
 
     Each user reports a location of the public domain D: one of the ``m``
@@ -757,20 +801,7 @@ class SRR(Mechanism):
         Param("projection", str, "norm-sub", "how the unbiased Hadamard estimate becomes a distribution",
               choices=("norm-sub", "clip")),
     )
-    has_channel = False   # the occupied domain depends on the data; channel() serves domain="grid"
-    has_client = False    # the domain is built inside run()
-
-    def setup(self) -> None:
-        check_domain_params(self.domain, self.level)
-        self._domain: LocationDomain | None = None
-
-    # ---- domain -----------------------------------------------------------
-    def build_domain(self, users: Binned) -> LocationDomain:
-        """The public domain for these users (see the class docstring)."""
-        return build_location_domain(self.grid, users, self.domain, self.level)
-
-    def positions(self, domain: LocationDomain, users: Binned) -> np.ndarray:
-        return domain_positions(self.grid, domain, users)
+    has_channel = True    # with the public grid domain (see LocationDomainMechanism)
 
     def plan(self, domain: LocationDomain) -> StaircasePlan:
         return cached_plan(domain, self.epsilon, self.groups)
@@ -811,18 +842,7 @@ class SRR(Mechanism):
 
     def channel(self) -> np.ndarray:
         """Dense channel over the grid cells (``domain="grid"`` only; the occupied domain depends on data)."""
-        if self.domain != "grid":
-            raise LdpvizInputError("SRR's channel over grid cells exists only with domain='grid'; with the "
-                                   "occupied domain it depends on which tiles hold users (see plan.channel()).")
-        domain = grid_domain(self.grid)
-        require(domain.block == 1,
-                f"SRR's dense channel is built only for grids of at most {MAX_GRID_DOMAIN_SIZE} cells; a "
-                f"{self.grid.side} x {self.grid.side} grid uses blocks of {domain.block} x {domain.block} cells.")
-        q = self.plan(domain).channel()
-        out = np.empty_like(q)
-        cells = domain.cells
-        out[np.ix_(cells, cells)] = q
-        return out
+        return self.channel_over_cells(lambda domain: self.plan(domain).channel())
 
     def guarantee(self) -> str:
         return (domain_guarantee(self.epsilon, self.domain) + " (Theorem 3.3; the achieved bound, reported with "

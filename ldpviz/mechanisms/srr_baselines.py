@@ -16,15 +16,18 @@ and tests/test_srr_claims.py).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ldpviz.domain import Binned
 from ldpviz.estimation import to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Param
-from ldpviz.mechanisms.fo import grr_estimate_counts, grr_perturb, hr_estimate_counts, hr_perturb
-from ldpviz.mechanisms.srr import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, build_location_domain,
-                                   domain_param, domain_positions, domain_to_grid, level_param)
+from ldpviz.mechanisms.fo import (grr_channel, grr_estimate_counts, grr_perturb, hr_channel, hr_estimate_counts,
+                                 hr_perturb)
+from ldpviz.mechanisms.srr import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, domain_param, domain_to_grid,
+                                   level_param)
 
 _DOMAIN_PARAMS = (
     domain_param(),
@@ -33,13 +36,21 @@ _DOMAIN_PARAMS = (
 )
 
 
+@dataclass(frozen=True)
+class DomainReports:
+    """What the server receives: the public location domain and one oracle report per user."""
+
+    domain: LocationDomain
+    reports: np.ndarray
+
+
 class _TileOracle(LocationDomainMechanism):
     """A frequency oracle on SRR's location domain; subclasses give the client and server halves."""
 
     family = FAMILY_SRR
     privacy_model = LDP
     params = _DOMAIN_PARAMS
-
+    has_channel = True    # with the public grid domain (see LocationDomainMechanism)
 
     def perturb_positions(self, positions: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
         raise NotImplementedError  # pragma: no cover
@@ -47,16 +58,25 @@ class _TileOracle(LocationDomainMechanism):
     def estimate_positions(self, reports: np.ndarray, size: int) -> np.ndarray:
         raise NotImplementedError  # pragma: no cover
 
-    def run(self, users: Binned, rng: np.random.Generator) -> Estimate:
-        domain: LocationDomain = build_location_domain(self.grid, users, self.domain, self.level)
-        positions = domain_positions(self.grid, domain, users)
-        reports = self.perturb_positions(positions, domain.size, rng)
-        counts = self.estimate_positions(reports, domain.size)
+    def domain_channel(self, size: int) -> np.ndarray:
+        raise NotImplementedError  # pragma: no cover
+
+    def perturb(self, users: Binned, rng: np.random.Generator) -> DomainReports:
+        domain = self.build_domain(users)
+        return DomainReports(domain, self.perturb_positions(self.positions(domain, users), domain.size, rng))
+
+    def estimate(self, reports: DomainReports) -> Estimate:
+        domain = reports.domain
+        counts = self.estimate_positions(reports.reports, domain.size)
         probs = to_distribution(counts, self.projection)
         density, partition = domain_to_grid(self.grid, domain, probs)
         return Estimate(density, partition=partition, raw=counts, info={
-            "reports": int(len(positions)), "domain": domain.kind, "domain_size": domain.size,
+            "reports": int(len(reports.reports)), "domain": domain.kind, "domain_size": domain.size,
             "level": domain.level})
+
+    def channel(self) -> np.ndarray:
+        """The oracle's channel over the grid's cells (public grid domain, grids up to 4,096 cells)."""
+        return self.channel_over_cells(lambda domain: self.domain_channel(domain.size))
 
 
 @register
@@ -75,6 +95,9 @@ class GRRTiles(_TileOracle):
     def estimate_positions(self, reports: np.ndarray, size: int) -> np.ndarray:
         return grr_estimate_counts(reports, size, self.epsilon)
 
+    def domain_channel(self, size: int) -> np.ndarray:
+        return grr_channel(size, self.epsilon)
+
 
 @register
 class HRTiles(_TileOracle):
@@ -91,3 +114,6 @@ class HRTiles(_TileOracle):
 
     def estimate_positions(self, reports: np.ndarray, size: int) -> np.ndarray:
         return hr_estimate_counts(reports, size, self.epsilon)
+
+    def domain_channel(self, size: int) -> np.ndarray:
+        return hr_channel(size, self.epsilon)
