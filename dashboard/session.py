@@ -252,6 +252,25 @@ def mechanism_picker(cfg: dict[str, Any], where: Any = None) -> str:
     return chosen
 
 
+def mechanisms_multiselect(cfg: dict[str, Any], field: str, default: list[str], where: Any = None,
+                           help: str | None = None) -> tuple[list[str], dict[str, dict[str, Any]]]:
+    """Several mechanisms, labelled with their privacy model, kept in ``cfg[field]`` (and so in the URL).
+
+    Names the registry no longer lists are dropped from the link and the widget. Returns the
+    chosen names and the registry rows by name.
+    """
+    where = where or st
+    by_name = {r["name"]: r for r in mechanism_rows()}
+    key = f"w:{field}"
+    chosen = [n for n in cfg.get(field) or [] if n in by_name] or default
+    st.session_state.setdefault(key, chosen)
+    st.session_state[key] = [n for n in st.session_state[key] if n in by_name]
+    chosen = where.multiselect("Mechanisms", list(by_name), key=key,
+                               format_func=lambda n: _mechanism_label(by_name[n]), help=help)
+    cfg[field] = chosen
+    return chosen, by_name
+
+
 #: Compare's default picks: one representative per family, in this order of preference.
 REPRESENTATIVES = ("dam", "grr", "aag", "srr", "dp-heatmap")
 MAX_DEFAULT_COMPARE = 4

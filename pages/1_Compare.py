@@ -1,6 +1,5 @@
 """Compare: several mechanisms at the same epsilon, grid and data."""
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -14,18 +13,11 @@ data = session.data_controls(cfg)
 session.privacy_controls(cfg)
 session.run_controls(cfg)
 
-rows = session.mechanism_rows()
-by_name = {r["name"]: r for r in rows}
-names = list(by_name)
-chosen = [n for n in cfg.get("compare") or [] if n in by_name] or session.default_comparison(cfg["mechanism"])
-st.session_state.setdefault("w:compare", chosen)
-st.session_state["w:compare"] = [n for n in st.session_state["w:compare"] if n in by_name]
 left, right = st.columns([3, 1])
-chosen = left.multiselect("Mechanisms", names, key="w:compare",
-                          format_func=lambda n: f"{by_name[n]['label']} · {session.model_tag(by_name[n]['privacy_model'])}",
-                          help="Each runs with its default parameters at the ε, grid and users in the sidebar. "
-                               "The default picks one mechanism per family; add any other.")
-cfg["compare"] = chosen
+chosen, by_name = session.mechanisms_multiselect(
+    cfg, "compare", session.default_comparison(cfg["mechanism"]), where=left,
+    help="Each runs with its default parameters at the ε, grid and users in the sidebar. The default picks one "
+         "mechanism per family; add any other.")
 metric_keys = list(metrics.METRIC_INFO)
 metric = session.bind(cfg, "metric", right.selectbox, "Rank by", metric_keys, valid=metric_keys,
                       format_func=ui.metric_label)

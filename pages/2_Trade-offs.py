@@ -16,14 +16,7 @@ data = session.data_controls(cfg)
 session.privacy_controls(cfg)
 session.run_controls(cfg)
 
-rows = session.mechanism_rows()
-by_name = {r["name"]: r for r in rows}
-chosen = [n for n in cfg.get("sweep_mechanisms") or [] if n in by_name] or [cfg["mechanism"]]
-st.session_state.setdefault("w:sweep_mechanisms", chosen)
-st.session_state["w:sweep_mechanisms"] = [n for n in st.session_state["w:sweep_mechanisms"] if n in by_name]
-chosen = st.multiselect("Mechanisms", list(by_name), key="w:sweep_mechanisms",
-                        format_func=lambda n: f"{by_name[n]['label']} · {session.model_tag(by_name[n]['privacy_model'])}")
-cfg["sweep_mechanisms"] = chosen
+chosen, by_name = session.mechanisms_multiselect(cfg, "sweep_mechanisms", [cfg["mechanism"]])
 
 # Sweepable axes: epsilon, d, and every numeric parameter of the chosen mechanisms.
 axes = {"epsilon": "ε (privacy budget)", "grid_side": "grid side d"}
