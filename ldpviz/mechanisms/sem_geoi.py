@@ -21,8 +21,8 @@ Implementation choices (the paper leaves them open or we could not check them):
   membership channel P(v in S | x) / k (a composite likelihood); exact EM over whole
   subsets costs (reports x cells) per iteration.
 * Calibration (``calibration='same-lp-as-dam'``, the default, as the paper compares):
-  eps' is set (Brent's method on log eps') so that SEM-Geo-I's local privacy (eq. 15-16) equals DAM's at
-  the given epsilon (Brent's method on log eps'); SEM's LP is exact when k = 1 (an n x n
+  eps' is set so that SEM-Geo-I's local privacy (eq. 15-16) equals DAM's at the given
+  epsilon (Brent's method on log eps'); SEM's LP is exact when k = 1 (an n x n
   channel) and otherwise a Monte Carlo estimate (fixed seed, 8 reports per input cell,
   exact posterior). ``calibration='raw'`` takes epsilon as eps' per cell side.
 * Grids beyond 32 x 32 are refused: reports hold k cells each and k grows with the grid.
