@@ -3,7 +3,9 @@
 True and estimated densities side by side, live accuracy readouts, and a plain
 summary. Everything computed comes from ldpviz (Scenario -> Result) through
 dashboard.compute.cached_run; the figures are built in ldpviz.viz. The other pages
-live in pages/ and are listed in the navigation at the bottom of this file.
+live in views/ and are listed in the navigation at the bottom of this file (not in
+pages/: Streamlit auto-discovers that folder, and a link straight to a page would
+then open with its own file-name navigation instead of this one).
 """
 
 import time
@@ -110,11 +112,11 @@ def explore() -> None:
 
 PAGES = [
     st.Page(explore, title="Explore", icon=":material/map:", default=True),
-    st.Page("pages/1_Compare.py", title="Compare", icon=":material/compare:", url_path="Compare"),
-    st.Page("pages/2_Trade-offs.py", title="Trade-offs", icon=":material/show_chart:", url_path="Trade-offs"),
-    st.Page("pages/3_Mechanisms.py", title="Mechanisms", icon=":material/shuffle:", url_path="Mechanisms"),
-    st.Page("pages/4_Data.py", title="Data", icon=":material/upload_file:", url_path="Data"),
-    st.Page("pages/5_Privacy_audit.py", title="Privacy audit", icon=":material/verified_user:",
+    st.Page("views/1_Compare.py", title="Compare", icon=":material/compare:", url_path="Compare"),
+    st.Page("views/2_Trade-offs.py", title="Trade-offs", icon=":material/show_chart:", url_path="Trade-offs"),
+    st.Page("views/3_Mechanisms.py", title="Mechanisms", icon=":material/shuffle:", url_path="Mechanisms"),
+    st.Page("views/4_Data.py", title="Data", icon=":material/upload_file:", url_path="Data"),
+    st.Page("views/5_Privacy_audit.py", title="Privacy audit", icon=":material/verified_user:",
             url_path="Privacy_audit"),
 ]
 st.navigation(PAGES).run()

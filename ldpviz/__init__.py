@@ -6,7 +6,7 @@ The compute core of the dashboard. Flat, functional entry points:
 >>> result = run(Scenario(dataset="minneapolis-stops", mechanism="grr", epsilon=1.0, grid_side=32))
 >>> result.mean()["w2_m"]            # doctest: +SKIP
 
-This package never imports Streamlit; the pages in app.py and pages/ stay thin.
+This package never imports Streamlit; the pages in app.py and views/ stay thin.
 The experiment runner is imported lazily so that ``ldpviz.mechanisms`` stays light.
 """
 

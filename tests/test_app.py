@@ -14,8 +14,8 @@ from ldpviz import mechanisms
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = {"ds": "normal", "users": "3000", "d": "8"}
-PAGES = ["pages/1_Compare.py", "pages/2_Trade-offs.py", "pages/3_Mechanisms.py", "pages/4_Data.py",
-         "pages/5_Privacy_audit.py"]
+PAGES = ["views/1_Compare.py", "views/2_Trade-offs.py", "views/3_Mechanisms.py", "views/4_Data.py",
+         "views/5_Privacy_audit.py"]
 
 
 def app(page: str = "app.py", **query: str) -> AppTest:
@@ -51,11 +51,11 @@ def test_explore_renders_for_every_mechanism(mechanism):
 def test_mechanisms_page_follows_the_instance_not_the_class():
     """SRR draws its staircase channel on the public grid domain; with the occupied domain (built from the
     users' data) the same page explains that there is no single-user journey."""
-    at = app("pages/3_Mechanisms.py", mech="srr", cd="6")
+    at = app("views/3_Mechanisms.py", mech="srr", cd="6")
     at.run()
     assert_clean(at)
     assert len(at.get("deck_gl_json_chart")) >= 2
-    at = app("pages/3_Mechanisms.py", mech="srr", cd="6", **{"p.domain": "occupied"})
+    at = app("views/3_Mechanisms.py", mech="srr", cd="6", **{"p.domain": "occupied"})
     at.run()
     assert_clean(at)
     assert any("no single-user journey" in w.value for w in at.warning), [w.value for w in at.warning]
@@ -64,7 +64,7 @@ def test_mechanisms_page_follows_the_instance_not_the_class():
 @pytest.mark.parametrize("mechanism", mechanisms.available())
 def test_mechanisms_page_for_every_mechanism(mechanism):
     """The Mechanisms page explains each mechanism and draws its channel when it has one."""
-    at = app("pages/3_Mechanisms.py", mech=mechanism, cd="6")
+    at = app("views/3_Mechanisms.py", mech=mechanism, cd="6")
     at.run()
     assert_clean(at)
     assert at.header[0].value == mechanisms.get(mechanism).label
@@ -83,11 +83,11 @@ def test_every_page_renders(page):
 @pytest.mark.parametrize("mechanism", mechanisms.available())
 def test_compare_and_tradeoffs_for_every_mechanism(mechanism):
     """Compare and Trade-offs run each registered mechanism alone (d = 8, a power of two for dp-heatmap)."""
-    at = app("pages/1_Compare.py", cmp=mechanism)
+    at = app("views/1_Compare.py", cmp=mechanism)
     at.run()
     assert_clean(at)
     assert any("Best for this data" in s.value for s in at.success) or at.error
-    at = app("pages/2_Trade-offs.py", smech=mechanism, vary="epsilon", vals="0.5,2")
+    at = app("views/2_Trade-offs.py", smech=mechanism, vary="epsilon", vals="0.5,2")
     at.run()
     assert_clean(at)
     assert len(at.get("plotly_chart")) == 3 or at.error
@@ -156,7 +156,7 @@ def test_compare_defaults_to_one_mechanism_per_family():
     picks = default_comparison("dam")
     assert picks[0] == "dam" and 1 <= len(picks) <= 4
     assert len({family[p] for p in picks}) == len(picks)
-    at = app("pages/1_Compare.py")
+    at = app("views/1_Compare.py")
     at.run()
     assert_clean(at)
     assert at.multiselect(key="w:compare").value == default_comparison(at.session_state["cfg"]["mechanism"])
@@ -164,7 +164,7 @@ def test_compare_defaults_to_one_mechanism_per_family():
 
 def test_central_dp_is_labelled_plainly_in_lists():
     """Sidebar, Compare and audit spell central DP out as a trusted-aggregator model."""
-    at = app("pages/5_Privacy_audit.py")
+    at = app("views/5_Privacy_audit.py")
     at.run()
     table = at.dataframe[0].value
     central = [r["label"] for r in mechanisms.describe() if r["privacy_model"] == mechanisms.CENTRAL_DP]
@@ -208,7 +208,7 @@ def test_link_restores_configuration_and_rejects_junk():
 
 def test_bad_upload_shows_error_and_keeps_previous_data():
     """Data page: a good file becomes the dataset; a bad one shows an error and leaves it selected."""
-    at = app("pages/4_Data.py")
+    at = app("views/4_Data.py")
     at.run()
     good = b"lat,lon\n44.97,-93.26\n44.98,-93.27\nnot-a-number,-93.2\n44.99,-93.25\n"
     at.file_uploader[0].set_value(("stops.csv", good, "text/csv")).run()
@@ -255,14 +255,14 @@ def test_state_round_trip():
 
 
 def test_compare_names_a_best_mechanism():
-    at = app("pages/1_Compare.py", cmp=",".join(m for m in mechanisms.available()), metric="w2_m", trials="2")
+    at = app("views/1_Compare.py", cmp=",".join(m for m in mechanisms.available()), metric="w2_m", trials="2")
     at.run()
     assert_clean(at)
     assert any("Best for this data" in s.value for s in at.success)
 
 
 def test_tradeoffs_sweep_draws_a_chart_per_metric():
-    at = app("pages/2_Trade-offs.py", smech="grr", vary="epsilon", vals="0.5,2", trials="2")
+    at = app("views/2_Trade-offs.py", smech="grr", vary="epsilon", vals="0.5,2", trials="2")
     at.run()
     assert_clean(at)
     assert len(at.get("plotly_chart")) == 3
@@ -271,7 +271,7 @@ def test_tradeoffs_sweep_draws_a_chart_per_metric():
 def test_audit_passes_registered_ldp_channels():
     """The audit page measures every channel on its small grid; no registered mechanism may exceed its epsilon;
     moving epsilon re-measures (new verdict text)."""
-    at = app("pages/5_Privacy_audit.py", eps="0.5")
+    at = app("views/5_Privacy_audit.py", eps="0.5")
     at.run()
     assert_clean(at)
     table = at.dataframe[0].value
@@ -292,7 +292,7 @@ def test_audit_page_black_box_column_when_available():
     from dashboard import compute
     if not compute.blackbox_available():
         pytest.skip("ldpviz.audit (the black-box auditor) is not on this branch yet")
-    at = app("pages/5_Privacy_audit.py")
+    at = app("views/5_Privacy_audit.py")
     at.run()
     assert_clean(at)
     table = at.dataframe[0].value
@@ -314,12 +314,12 @@ def test_mechanisms_page_explains_missing_channels_and_journeys():
             by_kind.setdefault(kind, r["name"])
     expected = {"central": "trusted aggregator", "protocol": "no single-user journey", "no-channel": "too many to list"}
     for kind, name in by_kind.items():
-        at = app("pages/3_Mechanisms.py", mech=name, cd="6")
+        at = app("views/3_Mechanisms.py", mech=name, cd="6")
         at.run()
         assert_clean(at)
         assert any(expected[kind] in w.value for w in at.warning), (name, [w.value for w in at.warning])
     if "planar-laplace" in mechanisms.available():
-        at = app("pages/3_Mechanisms.py", mech="planar-laplace", cd="32")
+        at = app("views/3_Mechanisms.py", mech="planar-laplace", cd="32")
         at.run()
         assert_clean(at)
         assert any("Cannot compute the channel" in e.value for e in at.error)

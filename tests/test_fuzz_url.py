@@ -72,8 +72,8 @@ HOSTILE_LINKS = [
     {"cell": "3,x", "cd": "-1"},
     {"ds": "normal", "users": "3000", "d": "8", "eps": "0.0001"},
 ]
-PAGES = ["app.py", "pages/1_Compare.py", "pages/2_Trade-offs.py", "pages/3_Mechanisms.py", "pages/4_Data.py",
-         "pages/5_Privacy_audit.py"]
+PAGES = ["app.py", "views/1_Compare.py", "views/2_Trade-offs.py", "views/3_Mechanisms.py", "views/4_Data.py",
+         "views/5_Privacy_audit.py"]
 
 
 @pytest.mark.slow

@@ -95,6 +95,10 @@ def test_page_renders_and_reacts_to_epsilon(server, browser, path, name, has_eps
         page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=60_000)
         wait_idle(page)
         assert_no_exception(page)
+        # A link straight to a page gets the app's own navigation (Explore first), not Streamlit's
+        # file-name navigation of an auto-discovered pages/ folder.
+        nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
+        assert "Explore" in nav and "Privacy audit" in nav, nav
         SHOTS.mkdir(parents=True, exist_ok=True)
         if has_eps:
             before = main_text(page)
