@@ -188,7 +188,8 @@ def privacy_controls(cfg: dict[str, Any]) -> None:
          help="Smaller ε = stronger privacy and noisier maps. 0.1 is very strict, 1 is common, 10 is weak.")
     grid_options = sorted(set(state.GRID_OPTIONS) | {int(cfg["grid_side"])})
     bind(cfg, "grid_side", st.sidebar.select_slider, "Grid side d (d × d cells)", grid_options, valid=grid_options,
-         help="Finer grids show more detail but spread the noise over more cells.")
+         help="Finer grids show more detail but spread the noise over more cells. Beyond d = 64 the exact W2 "
+              "and EMD readouts take seconds per run (up to about a minute at d = 128 on a small machine).")
 
 
 #: How each privacy model reads in lists: central DP is spelled out (a trusted aggregator, not local privacy).
