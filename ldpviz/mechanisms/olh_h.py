@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
 import numpy as np
 
 from ldpviz.domain import Binned
@@ -123,7 +122,6 @@ class OLHH(LocationDomainMechanism):
         Param("projection", str, "norm-sub", "how the leaf estimates become a distribution",
               choices=("norm-sub", "clip")),
     )
-
 
     def perturb(self, users: Binned, rng: np.random.Generator) -> OLHHReports:
         """Each phone picks a level uniformly and sends an OLH report of its node at that level."""

@@ -133,7 +133,6 @@ class PLDP(LocationDomainMechanism):
     # of one channel, and the black-box audit cannot compare them. The whole-protocol audit applies.
     has_client = False
 
-
     def perturb(self, users: Binned, rng: np.random.Generator) -> PLDPReports:
         """One collection: the server draws and publishes the sign matrix, each phone sends a row and a sign."""
         domain = self.build_domain(users)
