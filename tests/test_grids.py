@@ -164,9 +164,9 @@ def test_aag_uses_alpha_first_for_g1():
 
 
 def test_grid_registry_and_bad_input():
-    for name in ("ug", "privag", "aag"):
-        cls = mechanisms.get(name)
-        assert not cls.has_client
+    for name in ("privag", "aag"):   # two phases: the second grid is built from the first phase's reports
+        assert not mechanisms.get(name).has_client
+    assert mechanisms.get("ug").has_client   # one round on a grid fixed by the number of users
     grid = Grid(Region(0, 0, 1000), 4)
     users = grid.bin_unit(np.array([[0.5, 0.5]]))
     with pytest.raises(LdpvizInputError, match="needs at least one in each"):
@@ -197,3 +197,18 @@ def test_extreme_sizes_are_capped(name, epsilon, params):
     est = mechanisms.create(name, grid, epsilon, **params).run(users, np.random.default_rng(0))
     assert est.info["capped"] and est.info["cells"] <= grids.MAX_GRID_CELLS
     assert est.density.sum() == pytest.approx(1.0) and len(est.partition) == est.info["cells"]
+
+
+def test_ug_client_half_reports_per_user():
+    """UG is one round: perturb() gives one oracle report per user on the public N x N grid (OLH reports become
+    the cells each supports, for the audit), estimate() turns them into the same map as run(); the aggregate
+    path draws a statistic, so that instance has no client half."""
+    grid = Grid(Region(0, 0, 1000), 8)
+    users = grid.bin_unit(np.random.default_rng(4).random((3_000, 2)))
+    mech = mechanisms.create("ug", grid, 1.0, cells_per_side=4)
+    reports = mech.perturb(users, np.random.default_rng(9))
+    assert reports.side == 4 and reports.n_users == 3_000
+    key = mech.report_key(reports)
+    assert key.shape == (3_000, 16) and key.dtype == bool
+    np.testing.assert_array_equal(mech.estimate(reports).density, mech.run(users, np.random.default_rng(9)).density)
+    assert not mechanisms.create("ug", grid, 1.0, path="aggregate").has_client

@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -455,6 +455,19 @@ def olh_hash_channel(seed: int, domain_size: int, epsilon: float, g: int) -> np.
     return P
 
 
+def olh_supports(reports: OLHReports, domain_size: int) -> np.ndarray:
+    """``(n, D)`` bool: whether each report <seed, bucket> supports each value (H_seed(v) == bucket)."""
+    values = np.arange(domain_size, dtype=np.uint64)[None, :]
+    n = len(reports.buckets)
+    out = np.empty((n, domain_size), dtype=bool)
+    step = max(1, (1 << 22) // max(domain_size, 1))
+    for start in range(0, n, step):
+        seeds = np.asarray(reports.seeds[start:start + step], dtype=np.uint64)[:, None]
+        buckets = np.asarray(reports.buckets[start:start + step])[:, None]
+        out[start:start + step] = olh_hash(seeds, values, reports.g) == buckets
+    return out
+
+
 def olh_aggregate_support(true_counts: np.ndarray, epsilon: float, rng: np.random.Generator,
                           g: int | None = None) -> SupportCounts:
     """Aggregate path of OLH: Sup(v) ~ Bin(n_v, p*) + Bin(n - n_v, 1/g), independent over v.
@@ -541,27 +554,34 @@ def oue_bit_channel(epsilon: float) -> np.ndarray:
 ORACLES = ("grr", "olh", "oue", "hr")
 
 
-def oracle_counts(oracle: str, values: np.ndarray, domain_size: int, epsilon: float, rng: np.random.Generator,
-                  path: str = "per-user") -> np.ndarray:
-    """Run frequency oracle ``oracle`` on ``values`` in [0, D): client and server halves, unbiased counts."""
+def oracle_perturb(oracle: str, values: np.ndarray, domain_size: int, epsilon: float, rng: np.random.Generator,
+                   path: str = "per-user") -> Any:
+    """Client half of frequency oracle ``oracle`` on ``values`` in [0, D): per-user reports, or with
+    ``path="aggregate"`` the oracle's sufficient statistic drawn from its exact distribution."""
     require(oracle in ORACLES, f"unknown frequency oracle {oracle!r}; choose one of {', '.join(ORACLES)}")
     require(path in PATHS, f"path must be one of {', '.join(PATHS)}; got {path!r}")
     if path == "aggregate":
         true_counts = np.bincount(_as_values(values, domain_size), minlength=domain_size)
-        if oracle == "grr":
-            return grr_estimate_counts(grr_aggregate_histogram(true_counts, epsilon, rng), domain_size, epsilon)
-        if oracle == "hr":
-            return hr_estimate_counts(hr_aggregate_histogram(true_counts, epsilon, rng), domain_size, epsilon)
-        if oracle == "olh":
-            return olh_estimate_counts(olh_aggregate_support(true_counts, epsilon, rng), domain_size, epsilon)
-        return oue_estimate_counts(oue_aggregate_support(true_counts, epsilon, rng), domain_size, epsilon)
-    if oracle == "grr":
-        return grr_estimate_counts(grr_perturb(values, domain_size, epsilon, rng), domain_size, epsilon)
-    if oracle == "hr":
-        return hr_estimate_counts(hr_perturb(values, domain_size, epsilon, rng), domain_size, epsilon)
-    if oracle == "olh":
-        return olh_estimate_counts(olh_perturb(values, domain_size, epsilon, rng), domain_size, epsilon)
-    return oue_estimate_counts(oue_perturb(values, domain_size, epsilon, rng), domain_size, epsilon)
+        sample = {"grr": grr_aggregate_histogram, "hr": hr_aggregate_histogram, "olh": olh_aggregate_support,
+                  "oue": oue_aggregate_support}[oracle]
+        return sample(true_counts, epsilon, rng)
+    client = {"grr": grr_perturb, "hr": hr_perturb, "olh": olh_perturb, "oue": oue_perturb}[oracle]
+    return client(values, domain_size, epsilon, rng)
+
+
+def oracle_estimate(oracle: str, reports: Any, domain_size: int, epsilon: float) -> np.ndarray:
+    """Server half: unbiased counts of every value from :func:`oracle_perturb`'s output."""
+    require(oracle in ORACLES, f"unknown frequency oracle {oracle!r}; choose one of {', '.join(ORACLES)}")
+    server = {"grr": grr_estimate_counts, "hr": hr_estimate_counts, "olh": olh_estimate_counts,
+              "oue": oue_estimate_counts}[oracle]
+    return server(reports, domain_size, epsilon)
+
+
+def oracle_counts(oracle: str, values: np.ndarray, domain_size: int, epsilon: float, rng: np.random.Generator,
+                  path: str = "per-user") -> np.ndarray:
+    """Run frequency oracle ``oracle`` on ``values`` in [0, D): client and server halves, unbiased counts."""
+    return oracle_estimate(oracle, oracle_perturb(oracle, values, domain_size, epsilon, rng, path), domain_size,
+                           epsilon)
 
 
 def oracle_variance(oracle: str, n: int, true_counts: np.ndarray | float, domain_size: int,
@@ -730,17 +750,7 @@ class OLH(_GridOracle):
         on it is sound) and is the event the estimator itself uses: P[supports x | x] = p,
         P[supports x | x'] = 1/g, a ratio of about (e^eps + 1) / 2 <= e^eps.
         """
-        if not isinstance(reports, OLHReports):
-            return reports
-        values = np.arange(self.grid.n_cells, dtype=np.uint64)[None, :]
-        n = len(reports.buckets)
-        out = np.empty((n, self.grid.n_cells), dtype=bool)
-        step = max(1, (1 << 22) // max(self.grid.n_cells, 1))
-        for start in range(0, n, step):
-            seeds = np.asarray(reports.seeds[start:start + step], dtype=np.uint64)[:, None]
-            buckets = np.asarray(reports.buckets[start:start + step])[:, None]
-            out[start:start + step] = olh_hash(seeds, values, reports.g) == buckets
-        return out
+        return olh_supports(reports, self.grid.n_cells) if isinstance(reports, OLHReports) else reports
 
     def _info(self) -> dict:
         return {"buckets g": self.g}

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -53,7 +54,8 @@ from ldpviz.errors import require
 from ldpviz.estimation import norm_sub, to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param
-from ldpviz.mechanisms.fo import ORACLES, PATHS, oracle_counts
+from ldpviz.mechanisms.fo import (ORACLES, PATHS, OLHReports, olh_supports, oracle_counts, oracle_estimate,
+                                 oracle_perturb)
 from ldpviz.partition import Partition
 
 FAMILY_GRIDS = "Grid decompositions (grid paper)"
@@ -285,6 +287,22 @@ def _project(counts: np.ndarray, method: str) -> np.ndarray:
     return np.clip(counts, 0.0, None) * (max(counts.sum(), 0.0) / max(np.clip(counts, 0.0, None).sum(), 1e-300))
 
 
+def _check_cells(grid2: TwoLevelGrid) -> None:
+    require(grid2.n_cells <= MAX_GRID_CELLS,
+            f"the grid would have {grid2.n_cells:,} cells, more than {MAX_GRID_CELLS:,}; lower alpha or "
+            "cells_per_side")
+
+
+@dataclass(frozen=True)
+class UGReports:
+    """What UG's server receives: N (public, fixed from the number of users) and the oracle's reports."""
+
+    side: int
+    capped: bool
+    n_users: int
+    reports: Any
+
+
 class _GridDecomposition(Mechanism):
     family = FAMILY_GRIDS
     privacy_model = LDP
@@ -296,16 +314,17 @@ class _GridDecomposition(Mechanism):
     def _finish(self, grid2: TwoLevelGrid, unit: np.ndarray, rng: np.random.Generator,
                 info: dict) -> Estimate:
         """Final phase: users in ``unit`` report their sub-cell; partition masses are fractions of them."""
-        require(grid2.n_cells <= MAX_GRID_CELLS,
-                f"the grid would have {grid2.n_cells:,} cells, more than {MAX_GRID_CELLS:,}; lower alpha or "
-                "cells_per_side")
-        cells = grid2.locate(unit)
-        counts = self._oracle(cells, grid2.n_cells, rng)
-        mass = _project(counts, self.projection) / max(len(unit), 1)
+        _check_cells(grid2)
+        counts = self._oracle(grid2.locate(unit), grid2.n_cells, rng)
+        return self._partition_estimate(grid2, counts, len(unit), info)
+
+    def _partition_estimate(self, grid2: TwoLevelGrid, counts: np.ndarray, n_final: int, info: dict) -> Estimate:
+        """The final phase's unbiased cell counts (from ``n_final`` reports) -> adaptive partition and density."""
+        mass = _project(counts, self.projection) / max(n_final, 1)
         partition = Partition(grid2.rects(), mass)
         raw = partition.to_grid(self.grid.side)
         info.update({"cells": grid2.n_cells, "oracle": self.oracle, "path": self.path,
-                     "reports": int(len(unit)) + info.get("first-phase reports", 0)})
+                     "reports": int(n_final) + info.get("first-phase reports", 0)})
         return Estimate(to_distribution(raw), partition=partition, raw=raw, info=info)
 
     def _split_users(self, users: Binned, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -338,18 +357,38 @@ class UG(_GridDecomposition):
                     f"{MAX_GRID_SIDE} ({MAX_GRID_CELLS:,} cells)", minimum=1, maximum=MAX_GRID_SIDE),
               Param("alpha", float, 0.02, "alpha of eq. 4 when N is computed", minimum=1e-4, maximum=10.0),
               _ORACLE, _PATH, _PROJECTION)
+    has_client = True   # one round: a phone needs only N, which the server fixes from the number of users
+
+    def setup(self) -> None:
+        if self.path == "aggregate":
+            self.has_client = False   # draws the oracle's sufficient statistic, not per-user reports
 
     def side_for(self, n_users: int) -> int:
         if self.cells_per_side is not None:
             return int(self.cells_per_side)
         return capped_first_side(first_level_side(n_users, self.epsilon, self.alpha))
 
-    def run(self, users: Binned, rng: np.random.Generator) -> Estimate:
+    def perturb(self, users: Binned, rng: np.random.Generator) -> UGReports:
+        """Every phone reports its cell of the public N x N grid through the frequency oracle."""
         unit = np.asarray(users.unit, dtype=float).reshape(-1, 2)
         require(len(unit) >= 1, "UG needs at least one user")
         side = self.side_for(len(unit))
         capped = self.cells_per_side is None and side < first_level_side(len(unit), self.epsilon, self.alpha)
-        return self._finish(TwoLevelGrid.uniform(side), unit, rng, {"N": side, "capped": capped})
+        grid2 = TwoLevelGrid.uniform(side)
+        _check_cells(grid2)
+        reports = oracle_perturb(self.oracle, grid2.locate(unit), grid2.n_cells, self.epsilon, rng, self.path)
+        return UGReports(side, capped, len(unit), reports)
+
+    def estimate(self, reports: UGReports) -> Estimate:
+        grid2 = TwoLevelGrid.uniform(reports.side)
+        counts = oracle_estimate(self.oracle, reports.reports, grid2.n_cells, self.epsilon)
+        return self._partition_estimate(grid2, counts, reports.n_users, {"N": reports.side, "capped": reports.capped})
+
+    def report_key(self, reports: UGReports) -> Any:
+        """For the black-box audit: the oracle's reports (OLH's as the cells each report supports, see
+        :meth:`ldpviz.mechanisms.fo.OLH.report_key`)."""
+        inner = reports.reports
+        return olh_supports(inner, reports.side ** 2) if isinstance(inner, OLHReports) else inner
 
 
 @register

@@ -34,8 +34,8 @@ from ldpviz.domain import Binned
 from ldpviz.estimation import to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Param
-from ldpviz.mechanisms.fo import (OLHReports, olh_buckets, olh_estimate_counts, olh_hash, olh_perturb,
-                                 olh_probabilities)
+from ldpviz.mechanisms.fo import (OLHReports, olh_buckets, olh_estimate_counts, olh_perturb, olh_probabilities,
+                                 olh_supports)
 from ldpviz.mechanisms.srr import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, domain_param, domain_to_grid,
                                    level_param)
 
@@ -172,10 +172,9 @@ class OLHH(LocationDomainMechanism):
         n = len(reports.levels)
         out = np.zeros((n, 1 + domain.size), dtype=np.int64)
         out[:, 0] = reports.levels
-        for i, (_, index) in enumerate(hierarchy(domain)):
+        for i, (nodes, index) in enumerate(hierarchy(domain)):
             mine = np.flatnonzero(reports.levels == i)
             if len(mine):
-                nodes_of_leaves = index.astype(np.uint64)[None, :]
-                out[mine, 1:] = olh_hash(reports.seeds[mine, None], nodes_of_leaves, reports.g) \
-                    == reports.buckets[mine, None]
+                level = OLHReports(reports.seeds[mine], reports.buckets[mine], reports.g)
+                out[mine, 1:] = olh_supports(level, len(nodes))[:, index]   # a leaf is supported via its node
         return out
