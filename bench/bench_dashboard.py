@@ -39,17 +39,6 @@ def summary_text(page) -> str:
     return page.locator('[data-testid="stMarkdownContainer"]').filter(has_text="estimate is on average").first.inner_text()
 
 
-def browser_missing() -> str | None:
-    """Why a headless browser cannot be driven here, or None if it can."""
-    if not Path(CHROMIUM).exists():
-        return f"{CHROMIUM} not found (install Debian's chromium package)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "playwright is not installed (pip install -e '.[test]')"
-    return None
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smoke run: 3 slider moves")
@@ -62,14 +51,9 @@ def main() -> int:
     if args.moves is None:
         args.moves = 3 if args.quick else 20
 
-    missing = browser_missing()
-    if missing:
-        if os.environ.get("LDPVIZ_REQUIRE_BROWSER") == "1":
-            print(f"bench_dashboard: FAILED: {missing} (LDPVIZ_REQUIRE_BROWSER=1)", file=sys.stderr)
-            return 1
-        print(f"bench_dashboard: SKIPPED, no report written: {missing} "
-              "(set LDPVIZ_REQUIRE_BROWSER=1 to make this a failure)", file=sys.stderr)
-        return 0
+    code = serve.exit_code_without_browser("bench_dashboard")
+    if code is not None:
+        return code
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
 

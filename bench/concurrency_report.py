@@ -15,7 +15,6 @@ Usage: ``python bench/concurrency_report.py [--quick] [--out DIR]``;
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import time
@@ -146,13 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from ldpviz.reproduce import provenance_markdown
 
-    if not Path(CHROMIUM).exists():   # the rule of tests/browser/test_e2e.py and bench_dashboard.py
-        if os.environ.get("LDPVIZ_REQUIRE_BROWSER") == "1":
-            print(f"concurrency_report: FAILED: {CHROMIUM} not found (LDPVIZ_REQUIRE_BROWSER=1)", file=sys.stderr)
-            return 1
-        print(f"concurrency_report: SKIPPED, no report written: {CHROMIUM} not found "
-              "(set LDPVIZ_REQUIRE_BROWSER=1 to make this a failure)", file=sys.stderr)
-        return 0
+    code = serve.exit_code_without_browser("concurrency_report")   # the rule of tests/browser/test_e2e.py
+    if code is not None:
+        return code
     sessions, rounds = (3, 2) if args.quick else (8, 3)
     result = run(sessions=sessions, rounds=rounds, users=3000 if args.quick else 20_000)
     problems = check(result)

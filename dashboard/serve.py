@@ -22,6 +22,32 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-sync", "--no-first-run"]
 
 
+def browser_missing() -> str | None:
+    """Why a headless browser cannot be driven here (no Debian Chromium, no Playwright), or None if it can."""
+    if not Path(CHROMIUM).exists():
+        return f"{CHROMIUM} not found (install Debian's chromium package)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed (pip install -e '.[test]')"
+    return None
+
+
+def exit_code_without_browser(script: str) -> int | None:
+    """For the browser benchmarks: None when a browser can be driven; otherwise say why on stderr and
+    return the exit code: 1 with LDPVIZ_REQUIRE_BROWSER=1 (as in CI and the e2e tests), else 0 (skipped,
+    no report written)."""
+    missing = browser_missing()
+    if missing is None:
+        return None
+    if os.environ.get("LDPVIZ_REQUIRE_BROWSER") == "1":
+        print(f"{script}: FAILED: {missing} (LDPVIZ_REQUIRE_BROWSER=1)", file=sys.stderr)
+        return 1
+    print(f"{script}: SKIPPED, no report written: {missing} (set LDPVIZ_REQUIRE_BROWSER=1 to make this a "
+          "failure)", file=sys.stderr)
+    return 0
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as s:

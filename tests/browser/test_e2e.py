@@ -49,12 +49,10 @@ def server() -> str:
 
 @pytest.fixture(scope="module")
 def browser():
-    if not Path(CHROMIUM).exists():
-        _require_or_skip(f"{CHROMIUM} not found")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _require_or_skip("playwright is not installed")
+    missing = serve.browser_missing()
+    if missing:
+        _require_or_skip(missing)
+    from playwright.sync_api import sync_playwright
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield b
