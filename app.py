@@ -13,7 +13,7 @@ import time
 import numpy as np
 import streamlit as st
 
-from dashboard import compute, session, ui
+from dashboard import compute, errors, session, state, ui
 from ldpviz import mechanisms, viz
 from ldpviz.domain import Grid
 from ldpviz.mechanisms.heatmap import heatmap
@@ -66,11 +66,11 @@ def explore() -> None:
         diff = session.bind(cfg, "show_difference", t1.toggle, "Show the difference map (estimate − truth)")
         sigma = 0.0
         if central:
-            smooth = t2.toggle("Gaussian filter (the heatmap paper's display)", key="w:heatmap_filter",
-                               help="Shows both maps as heatmaps H_p^σ (heatmap paper Sec. 2.3): each cell's mass "
-                                    "spread by a Gaussian of σ cells. Display only; the metrics use the raw maps.")
+            smooth = session.bind(cfg, "heatmap_filter", t2.toggle, "Gaussian filter (the heatmap paper's display)",
+                                  help="Shows both maps as heatmaps H_p^σ (heatmap paper Sec. 2.3): each cell's mass "
+                                       "spread by a Gaussian of σ cells. Display only; the metrics use the raw maps.")
             if smooth:
-                sigma = t2.slider("σ (cells)", 0.5, 4.0, 1.0, 0.5, key="w:heatmap_sigma")
+                sigma = float(session.bind(cfg, "sigma", t2.slider, "σ (cells)", *state.SIGMA_RANGE, step=0.5))
         true_density = result.true_density
         if sigma > 0:
             true_density, est_density = heatmap(true_density, sigma), heatmap(est_density, sigma)
@@ -119,4 +119,4 @@ PAGES = [
     st.Page("views/5_Privacy_audit.py", title="Privacy audit", icon=":material/verified_user:",
             url_path="Privacy_audit"),
 ]
-st.navigation(PAGES).run()
+errors.run_page(st.navigation(PAGES))

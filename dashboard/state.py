@@ -33,6 +33,8 @@ REGION_BBOX = "bounds typed in"
 AUDIT_SIDES: tuple[int, ...] = (4, 6, 8, 12, 16, 24)
 BLACKBOX_SAMPLES: tuple[int, ...] = (500, 1_000, 2_000, 5_000, 20_000)
 SWEEP_AXES = ("epsilon", "grid_side")
+DEFAULT_SWEEP_METRICS = ("w2_m", "aqe", "kl")
+SIGMA_RANGE = (0.5, 4.0)
 DEFAULT_SWEEP_VALUES = {"epsilon": "0.25, 0.5, 1, 2, 4, 8", "grid_side": "8, 16, 32, 64"}
 
 
@@ -49,8 +51,17 @@ def defaults() -> dict[str, Any]:
         "n_users": DEFAULT_USERS, "seed": 0, "trials": 1,
         "compare": [], "metric": "w2_m", "vary": "epsilon", "values": "", "sweep_mechanisms": [],
         "cell": None, "show_difference": False, "channel_side": 12,
-        "audit_side": 8,
+        "audit_side": 8, "heatmap_filter": False, "sigma": 1.0, "blackbox": True, "blackbox_n": 2_000,
+        "sweep_metrics": list(DEFAULT_SWEEP_METRICS), "draw": 0,
+        # Kept in the session only (not in a link): the text of typed bounds (its parsed form is 'bbox'),
+        # the Data page's column names.
+        "bbox_text": "", "lat_column": "", "lon_column": "",
     }
+
+
+def known_datasets(uploads: Mapping[str, Any] = ()) -> list[str]:
+    """Names a link may select: the bundled datasets and this session's uploads."""
+    return datasets.names() + list(uploads)
 
 
 # ---- parsing helpers ---------------------------------------------------------------------
@@ -127,9 +138,12 @@ def decode(query: Mapping[str, str], known_datasets: list[str] | None = None) ->
             warnings.append(f"link parameter '{key}' ignored: {exc}")
 
     def set_dataset(v: str) -> None:
+        if v.startswith("upload:") and v not in known_datasets:
+            raise LdpvizInputError(
+                f"the uploaded file '{v.split(':', 2)[-1]}' is no longer held by this server (uploads are kept "
+                "in memory only, for a day or until the server restarts); upload it again on the Data page")
         if v not in known_datasets:
-            raise LdpvizInputError(f"unknown dataset {v!r} (uploaded files are not part of a link; "
-                                   "upload the file again on the Data page)")
+            raise LdpvizInputError(f"unknown dataset {v!r}")
         cfg["dataset"] = v
 
     def set_mechanism(v: str) -> None:
@@ -175,6 +189,26 @@ def decode(query: Mapping[str, str], known_datasets: list[str] | None = None) ->
     def set_audit_side(v: str) -> None:
         cfg["audit_side"] = _number(v, int, 2, 32, "audit grid side")
 
+    def set_sigma(v: str) -> None:
+        cfg["sigma"] = _number(v, float, *SIGMA_RANGE, "Gaussian filter sigma")
+        cfg["heatmap_filter"] = True
+
+    def set_blackbox_n(v: str) -> None:
+        n = _number(v, int, 1, 10**6, "black-box samples")
+        if n not in BLACKBOX_SAMPLES:
+            raise LdpvizInputError(f"black-box samples must be one of {', '.join(map(str, BLACKBOX_SAMPLES))}")
+        cfg["blackbox_n"] = n
+
+    def set_draw(v: str) -> None:
+        cfg["draw"] = _number(v, int, 0, 10_000, "draw number")
+
+    def set_sweep_metrics(v: str) -> None:
+        names = [n for n in v.split(",") if n]
+        unknown = [n for n in names if n not in metrics.METRIC_INFO]
+        if unknown:
+            warnings.append(f"link parameter 'mets': unknown metric(s) {', '.join(unknown)} left out")
+        cfg["sweep_metrics"] = [n for n in names if n in metrics.METRIC_INFO]
+
     def set_cell(v: str) -> None:
         parts = str(v).split(",")
         if len(parts) != 2:
@@ -196,6 +230,14 @@ def decode(query: Mapping[str, str], known_datasets: list[str] | None = None) ->
     take("cell", set_cell)
     take("cd", set_channel_side)
     take("ad", set_audit_side)
+    take("sigma", set_sigma)
+    take("bbn", set_blackbox_n)
+    take("draw", set_draw)
+    take("mets", set_sweep_metrics)
+    if "hf" in query:
+        cfg["heatmap_filter"] = query.get("hf") == "1"
+    if "bb" in query:
+        cfg["blackbox"] = query.get("bb") != "0"
     if "region" in query:
         cfg["region"] = str(query["region"])   # checked against the dataset's presets by the sidebar
     if "vary" in query:
@@ -227,14 +269,30 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def encode(cfg: Mapping[str, Any]) -> dict[str, str]:
-    """Config -> query parameters (strings), leaving out values equal to the defaults."""
+def decode_saved_region(query: Mapping[str, str]) -> dict[str, tuple[str, Region]]:
+    """A saved region carried by a link (``region=NAME&rc=LON,LAT,SIDE_M``): {dataset: (name, Region)}."""
+    text, name = query.get("rc"), query.get("region")
+    if not text or not name:
+        return {}
+    try:
+        lon, lat, side = (float(v) for v in str(text).split(","))
+        region = Region(lon, lat, side, str(name))
+    except (ValueError, LdpvizInputError):
+        return {}
+    return {str(query.get("ds") or defaults()["dataset"]): (str(name), region)}
+
+
+def encode(cfg: Mapping[str, Any], saved_regions: Mapping[str, Mapping[str, Region]] | None = None) -> dict[str, str]:
+    """Config -> query parameters (strings), leaving out values equal to the defaults.
+
+    A region the user saved (``saved_regions[dataset][name]``) travels with its centre and side (``rc``), so a
+    link or a reload recreates it.
+    """
     base = defaults()
     out: dict[str, str] = {}
     simple = {"dataset": "ds", "mechanism": "mech", "epsilon": "eps", "grid_side": "d", "n_users": "users",
               "seed": "seed", "trials": "trials", "metric": "metric", "vary": "vary",
-              "values": "vals", "channel_side": "cd",
-              "audit_side": "ad"}
+              "values": "vals", "channel_side": "cd", "audit_side": "ad", "blackbox_n": "bbn", "draw": "draw"}
     for field, key in simple.items():
         if cfg.get(field) != base[field] and cfg.get(field) not in (None, ""):
             out[key] = _fmt(cfg[field])
@@ -250,6 +308,17 @@ def encode(cfg: Mapping[str, Any]) -> dict[str, str]:
         out["cell"] = f"{cfg['cell'][0]},{cfg['cell'][1]}"
     if cfg.get("show_difference"):
         out["diff"] = "1"
+    if cfg.get("heatmap_filter"):
+        out["hf"] = "1"
+        out["sigma"] = _fmt(float(cfg.get("sigma") or base["sigma"]))
+    if cfg.get("blackbox") is False:
+        out["bb"] = "0"
+    if list(cfg.get("sweep_metrics") or []) != base["sweep_metrics"]:
+        out["mets"] = ",".join(cfg.get("sweep_metrics") or [])
+    saved = (saved_regions or {}).get(cfg.get("dataset"), {})
+    if cfg.get("region") in saved:
+        r = saved[cfg["region"]]
+        out["rc"] = f"{r.center_lon:.6f},{r.center_lat:.6f},{r.side_m:.1f}"
     mech = cfg.get("mechanism")
     specs = param_specs(mech) if mech in mechanisms.available() else {}
     for name, value in (cfg.get("params") or {}).get(mech, {}).items():

@@ -31,22 +31,36 @@ def colours(values: np.ndarray, vmax: float, alpha: int = 200) -> np.ndarray:
     return np.hstack([rgb, a]).round().astype(int)
 
 
-def view_state(region: Region, pixels: float = 340.0) -> pdk.ViewState:
-    """A view that frames the region: its side spans about ``pixels`` screen pixels.
+#: The narrowest column a map is drawn in (a third of the main area at 1024 px with the sidebar open). A deck's
+#: initial view cannot follow its column's width, so every map is framed to fit this width and its height.
+NARROWEST_COLUMN_PX = 180
+#: Grids finer than this are drawn without inner grid lines (they would hide the density as a grey mesh).
+MAX_GRID_LINES = 64
+
+
+def view_state(region: Region, height: float = 420.0, width: float = NARROWEST_COLUMN_PX) -> pdk.ViewState:
+    """A view that frames the whole region in a ``width`` x ``height`` pixel map, with a margin.
 
     deck.gl's Web-Mercator zoom z shows 40 075 km * cos(lat) / (512 * 2^z) metres per pixel.
     """
+    pixels = 0.92 * min(width, height)
     zoom = float(np.clip(np.log2(40_075_000 * np.cos(np.radians(region.center_lat)) * pixels
-                                 / (512.0 * region.side_m)), 1, 20))
+                                 / (512.0 * region.side_m)), 0, 20))
     return pdk.ViewState(longitude=region.center_lon, latitude=region.center_lat, zoom=zoom, pitch=0)
 
 
-def frame_layers(grid: Grid, max_lines: int = 64) -> list[pdk.Layer]:
-    """The region outline and a light grid: the map's skeleton without tiles."""
+def deck(region: Region, layers: list[pdk.Layer], tooltip: str, height: int,
+         width: float = NARROWEST_COLUMN_PX) -> pdk.Deck:
+    """A map without a basemap (``map_provider=None``: the browser fetches no tiles and no style)."""
+    return pdk.Deck(layers=layers, initial_view_state=view_state(region, height, width), map_provider=None,
+                    tooltip={"text": tooltip}, height=height)
+
+
+def frame_layers(grid: Grid, max_lines: int = MAX_GRID_LINES) -> list[pdk.Layer]:
+    """The region outline and, up to ``max_lines`` cells a side, a light grid: the map's skeleton without tiles."""
     region = grid.region
     w, s, e, n = region.bbox
-    step = max(1, grid.side // max_lines)
-    edges = np.arange(0, grid.side + 1, step) / grid.side
+    edges = np.arange(0, grid.side + 1) / grid.side if grid.side <= max_lines else np.array([0.0, 1.0])
     lon_e, _ = region.unit_to_lonlat(np.column_stack([edges, np.zeros_like(edges)]))
     _, lat_e = region.unit_to_lonlat(np.column_stack([np.zeros_like(edges), edges]))
     lines = [{"path": [[x, s], [x, n]]} for x in lon_e] + [{"path": [[w, y], [e, y]]} for y in lat_e]
@@ -82,11 +96,11 @@ def density_records(grid: Grid, density: np.ndarray, vmax: float | None = None) 
             for k in np.nonzero(values > 0)[0]]
 
 
-def density_deck(grid: Grid, density: np.ndarray, vmax: float | None = None, height: int = 420) -> pdk.Deck:
+def density_deck(grid: Grid, density: np.ndarray, vmax: float | None = None, height: int = 420,
+                 width: float = NARROWEST_COLUMN_PX) -> pdk.Deck:
     """A pydeck map of a density on the grid, with the frame layers and a tooltip."""
     layer = _polygon_layer(density_records(grid, density, vmax))
-    return pdk.Deck(layers=[*frame_layers(grid), layer], initial_view_state=view_state(grid.region),
-                    map_style=None, tooltip={"text": "cell {cell}: {share}% of users"}, height=height)
+    return deck(grid.region, [*frame_layers(grid), layer], "cell {cell}: {share}% of users", height, width)
 
 
 #: Diverging ramp for differences (blue = too little estimated, red = too much).
@@ -150,7 +164,8 @@ def highlight_layer(grid: Grid, cells: dict[int, list[int]]) -> pdk.Layer:
 
 
 def estimate_deck(grid: Grid, density: np.ndarray, partition: Partition | None = None, vmax: float | None = None,
-                  height: int = 420, extra_layers: list[pdk.Layer] | None = None) -> pdk.Deck:
+                  height: int = 420, extra_layers: list[pdk.Layer] | None = None,
+                  width: float = NARROWEST_COLUMN_PX) -> pdk.Deck:
     """A map of an estimate: grid cells, or the adaptive partition's rectangles when it has one."""
     values = np.asarray(density, dtype=float)
     vmax = float(values.max()) if vmax is None else vmax
@@ -160,12 +175,11 @@ def estimate_deck(grid: Grid, density: np.ndarray, partition: Partition | None =
     else:
         layer = _polygon_layer(partition_records(grid.region, partition, grid.side, vmax), line=True)
         tooltip = "{cell}: {share}% of users"
-    return pdk.Deck(layers=[*frame_layers(grid), layer, *(extra_layers or [])],
-                    initial_view_state=view_state(grid.region), map_style=None,
-                    tooltip={"text": tooltip}, height=height)
+    return deck(grid.region, [*frame_layers(grid), layer, *(extra_layers or [])], tooltip, height, width)
 
 
-def difference_deck(grid: Grid, true_density: np.ndarray, estimate: np.ndarray, height: int = 420) -> pdk.Deck:
+def difference_deck(grid: Grid, true_density: np.ndarray, estimate: np.ndarray, height: int = 420,
+                    width: float = NARROWEST_COLUMN_PX) -> pdk.Deck:
     """Estimated minus true share per cell on a symmetric diverging scale (red: too much)."""
     diff = (np.asarray(estimate, dtype=float) - np.asarray(true_density, dtype=float)).ravel()
     vabs = float(np.abs(diff).max()) or 1.0
@@ -173,9 +187,8 @@ def difference_deck(grid: Grid, true_density: np.ndarray, estimate: np.ndarray, 
     b = cell_bounds(grid)
     records = [{"w": b[k, 0], "s": b[k, 1], "e": b[k, 2], "n": b[k, 3], "share": round(100 * float(diff[k]), 4),
                 "color": rgba[k].tolist(), "cell": int(k)} for k in np.nonzero(diff != 0)[0]]
-    return pdk.Deck(layers=[*frame_layers(grid), _polygon_layer(records)], initial_view_state=view_state(grid.region),
-                    map_style=None, tooltip={"text": "cell {cell}: estimate - truth = {share} points of %"},
-                    height=height)
+    return deck(grid.region, [*frame_layers(grid), _polygon_layer(records)],
+                "cell {cell}: estimate − truth = {share} percentage points", height, width)
 
 
 def output_grid(grid: Grid, n_outputs: int) -> Grid | None:
@@ -194,8 +207,20 @@ def output_grid(grid: Grid, n_outputs: int) -> Grid | None:
     return Grid(Region(region.center_lon, region.center_lat, grid.cell_m * side, region.name), side)
 
 
+def picked_cell(event: object) -> int | None:
+    """The flat cell index of the object a user clicked on a map (a Streamlit pydeck selection event), or None."""
+    selection = getattr(event, "selection", None) if event is not None else None
+    objects = selection.get("objects", {}) if isinstance(selection, dict) else {}
+    for picked in objects.values():
+        for obj in picked or []:
+            if isinstance(obj, dict) and isinstance(obj.get("cell"), (int, float)) and not isinstance(obj["cell"], bool):
+                return int(obj["cell"])
+    return None
+
+
 def column_deck(grid: Grid, values: np.ndarray, marks: dict[int, list[int]] | None = None,
-                frame: Grid | None = None, height: int = 360, label: str = "probability") -> pdk.Deck:
+                frame: Grid | None = None, height: int = 360, label: str = "probability",
+                width: float = NARROWEST_COLUMN_PX) -> pdk.Deck:
     """A probability vector over a grid's cells (a channel column, a posterior) as a map.
 
     ``frame`` draws the original region's outline too when ``grid`` is a larger output grid.
@@ -212,8 +237,7 @@ def column_deck(grid: Grid, values: np.ndarray, marks: dict[int, list[int]] | No
                                 get_color=[20, 20, 160, 230], width_min_pixels=2))
     if marks:
         layers.append(highlight_layer(grid, marks))
-    return pdk.Deck(layers=layers, initial_view_state=view_state(grid.region), map_style=None,
-                    tooltip={"text": f"cell {{cell}}: {label} {{share}}"}, height=height)
+    return deck(grid.region, layers, f"cell {{cell}}: {label} {{share}}", height, width)
 
 
 def legend_html(vmax: float, label: str = "share of users per cell", diverging: bool = False) -> str:

@@ -213,13 +213,14 @@ def test_bad_upload_shows_error_and_keeps_previous_data():
     good = b"lat,lon\n44.97,-93.26\n44.98,-93.27\nnot-a-number,-93.2\n44.99,-93.25\n"
     at.file_uploader[0].set_value(("stops.csv", good, "text/csv")).run()
     assert_clean(at)
-    assert at.session_state["cfg"]["dataset"] == "upload:stops.csv"
+    name = at.session_state["cfg"]["dataset"]
+    assert name.startswith("upload:") and name.endswith(":stops.csv")   # named by a content fingerprint
     assert [m.value for m in at.metric][:2] == ["4", "3"]
     at.file_uploader[0].set_value(("broken.csv", b"a,b\n1,2\n", "text/csv")).run()
     assert_clean(at)
     assert any("could not be used" in e.value for e in at.error)
-    assert at.session_state["cfg"]["dataset"] == "upload:stops.csv"
-    assert at.selectbox(key="w:dataset").value == "upload:stops.csv"
+    assert at.session_state["cfg"]["dataset"] == name
+    assert at.selectbox(key="w:dataset").value == name
 
 
 def test_bad_input_shows_error_not_traceback():

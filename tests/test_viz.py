@@ -25,12 +25,24 @@ def test_colours_share_one_scale_and_hide_empty_cells():
 
 
 def test_view_frames_the_region():
-    """The region's side spans about the requested number of pixels at the chosen zoom (deck.gl 512-px tiles)."""
+    """The region's side spans 92% of the map's smaller dimension at the chosen zoom (deck.gl 512-px tiles)."""
     for side in (500.0, 20_000.0, 500_000.0):
         region = Region(10.0, 50.0, side)
-        zoom = viz.view_state(region, pixels=340).zoom
-        metres_per_pixel = 40_075_000 * np.cos(np.radians(50.0)) / (512 * 2 ** zoom)
-        assert side / metres_per_pixel == pytest.approx(340, rel=1e-6)
+        for height, width, fitted in ((340, 1000, 340), (440, 280, 280)):
+            zoom = viz.view_state(region, height=height, width=width).zoom
+            metres_per_pixel = 40_075_000 * np.cos(np.radians(50.0)) / (512 * 2 ** zoom)
+            assert side / metres_per_pixel == pytest.approx(0.92 * fitted, rel=1e-6)
+
+
+def test_maps_fetch_no_basemap_and_fine_grids_drop_grid_lines():
+    """No basemap style (the browser fetches nothing); beyond MAX_GRID_LINES cells a side only the outline is drawn."""
+    coarse, fine = Grid(REGION, viz.MAX_GRID_LINES), Grid(REGION, 2 * viz.MAX_GRID_LINES)
+    for grid in (coarse, fine):
+        deck = viz.density_deck(grid, np.ones((grid.side, grid.side)) / grid.n_cells)
+        assert '"mapStyle": "__MAP_STYLE__"' in deck.to_json() and "mapProvider" not in deck.to_json()
+    lines = lambda g: len(layer_data(viz.density_deck(g, np.ones((g.side, g.side))), "PathLayer")[0])
+    assert lines(coarse) == 2 * (viz.MAX_GRID_LINES + 1)
+    assert lines(fine) == 2 * 2
 
 
 def test_density_map_draws_nonempty_cells_with_frame():
@@ -44,7 +56,7 @@ def test_density_map_draws_nonempty_cells_with_frame():
     paths = layer_data(deck, "PathLayer")
     assert len(paths[0]) == 2 * 5              # 5 vertical + 5 horizontal grid lines
     assert paths[1][0]["path"] == REGION.outline_lonlat()
-    assert deck.map_style in (None, "")
+    assert deck.map_provider is None   # no basemap: nothing fetched from a tile or style server
 
 
 def test_estimate_map_uses_the_adaptive_partition():

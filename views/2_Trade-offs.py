@@ -36,12 +36,11 @@ if (prev_vary is not None and prev_vary != vary) or not cfg.get("values"):
         base = spec["default"] if spec["default"] is not None else 1
         default_values = ", ".join(f"{v:g}" for v in sorted({base * m for m in (0.5, 1, 2, 4)}))
     cfg["values"] = default_values
-    st.session_state["w:values"] = default_values
 st.session_state["sweep_prev_vary"] = vary
 values_text = session.bind(cfg, "values", c2.text_input, "Values (comma-separated)")
 metric_keys = list(metrics.METRIC_INFO)
-st.session_state.setdefault("w:sweep_metrics", ["w2_m", "aqe", "kl"])
-shown = c3.multiselect("Metrics", metric_keys, key="w:sweep_metrics", format_func=ui.metric_label)
+cfg["sweep_metrics"] = [k for k in cfg.get("sweep_metrics") or [] if k in metric_keys]
+shown = session.bind(cfg, "sweep_metrics", c3.multiselect, "Metrics", metric_keys, format_func=ui.metric_label)
 session.sync_url(cfg)
 
 if data is None or not chosen:

@@ -84,17 +84,19 @@ with session.guard(f"the channel of {cls.label}"):
                 "draws one report from the channel; the server, knowing the channel and the population's "
                 "density, works out where the user probably was (Bayes' rule).")
     cell = cfg.get("cell") or (grid.side // 2, grid.side // 2)
-    cell = (min(int(cell[0]), grid.side - 1), min(int(cell[1]), grid.side - 1))
-    for axis, value in (("row", cell[0]), ("col", cell[1])):
-        key = f"w:cell_{axis}"
-        if key not in st.session_state or st.session_state[key] > grid.side - 1:
-            st.session_state[key] = value
+    cfg["cell"] = cell = (min(int(cell[0]), grid.side - 1), min(int(cell[1]), grid.side - 1))
+
+    def store_axis(axis: int):
+        def store(value: int) -> None:
+            old = session.cfg()["cell"]
+            session.cfg()["cell"] = (int(value), old[1]) if axis == 0 else (old[0], int(value))
+        return store
+
     c1, c2, c3 = st.columns(3)
-    row_i = c1.slider("Row (from the south)", 0, grid.side - 1, key="w:cell_row")
-    col_i = c2.slider("Column (from the west)", 0, grid.side - 1, key="w:cell_col")
-    draw = c3.number_input("Draw number", 0, 10_000, 0, key="w:draw",
-                           help="Each number is a different random report from the same channel.")
-    cfg["cell"] = (int(row_i), int(col_i))
+    row_i = c1.slider("Row (from the south)", 0, grid.side - 1, **session.keep("w:cell_row", cell[0], store_axis(0)))
+    col_i = c2.slider("Column (from the west)", 0, grid.side - 1, **session.keep("w:cell_col", cell[1], store_axis(1)))
+    draw = session.bind(cfg, "draw", c3.number_input, "Draw number", 0, 10_000,
+                        help="Each number is a different random report from the same channel.")
     session.sync_url(cfg)
     x = int(row_i) * grid.side + int(col_i)
 
@@ -140,14 +142,8 @@ with session.guard(f"the channel of {cls.label}"):
     ratio = column.max() / column[column > 0].min() if np.any(column > 0) else np.nan
     k4.metric("Max / min report probability", f"{ratio:.3g}", help=f"e^ε = {np.exp(float(cfg['epsilon'])):.3g}")
 
-    if event and getattr(event, "selection", None):
-        objects = event.selection.get("objects", {}) if isinstance(event.selection, dict) else {}
-        picked = [o for objs in objects.values() for o in objs if isinstance(o, dict) and "cell" in o]
-        if picked:
-            k = int(picked[0]["cell"])
-            new = (k // grid.side, k % grid.side)
-            if new != cfg["cell"] and st.session_state.get("last_pick") != k:
-                st.session_state["last_pick"] = k
-                st.session_state["w:cell_row"], st.session_state["w:cell_col"] = new
-                cfg["cell"] = new
-                st.rerun()
+    picked = viz.picked_cell(event)
+    if picked != st.session_state.get("last_pick"):   # a new click (a selection persists across runs)
+        st.session_state["last_pick"] = picked
+        if picked is not None and picked != x:
+            session.set_and_rerun(cell=(picked // grid.side, picked % grid.side))

@@ -1,6 +1,6 @@
 """Data: upload CSV/Parquet, see what was kept and dropped, preview on a map, save regions.
 
-Uploaded data stays in this browser session (st.session_state) and is never written anywhere.
+An upload is kept in this server's memory only (dashboard.uploads), never written to disk or sent anywhere.
 """
 
 import numpy as np
@@ -8,23 +8,41 @@ import pandas as pd
 import pydeck as pdk
 import streamlit as st
 
-from dashboard import compute, session
+from dashboard import controls, session, uploads
 from ldpviz import datasets, viz
 from ldpviz.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError
 
 PREVIEW_SIDE = 64
+#: Dropping more than this share of an upload's rows is a warning, not a success.
+DROP_WARNING_SHARE = 0.05
+
+
+def upload_verdict(loaded: datasets.Dataset) -> tuple[str, str]:
+    """('success' | 'warning', message) for a loaded file: a large loss of rows is a warning with what to do."""
+    report = loaded.report
+    lost = report.rows_read - report.rows_kept if report else 0
+    share = lost / report.rows_read if report and report.rows_read else 0.0
+    kept = f"Loaded **{loaded.label}**: {loaded.n:,} points"
+    if share > DROP_WARNING_SHARE:
+        reasons = ", ".join(f"{n:,} {r}" for r, n in report.dropped.items())
+        return ("warning", f"{kept}, but **{lost:,} of {report.rows_read:,} rows ({share:.0%}) were dropped** "
+                           f"({reasons}). Check the coordinate columns and their units (degrees, WGS 84) below, fix "
+                           "the file and upload it again; until then the map shows only the rows kept. It is the "
+                           "selected dataset on every page.")
+    dropped = f" ({lost:,} rows dropped, listed below)" if lost else ""
+    return ("success", f"{kept}{dropped}. It is now the selected dataset on every page.")
 
 cfg = session.setup_page("Data")
 st.title("Data: bring your own points")
 st.markdown("Upload a CSV or Parquet file with one row per person and latitude/longitude columns in degrees "
-            "(WGS 84). The file stays in this browser session only: nothing is stored on the server or "
-            "sent anywhere.")
+            "(WGS 84). The file is kept in this server's memory only: never written to disk or sent anywhere. "
+            "A reload, or a link opened on this server, finds it again until the server stops (at most a day).")
 
 file = st.file_uploader("CSV or Parquet file", type=["csv", "txt", "tsv", "gz", "parquet", "pq"], key="w:upload")
 c1, c2 = st.columns(2)
-lat_col = c1.text_input("Latitude column (blank = find it)", "", key="w:lat_column")
-lon_col = c2.text_input("Longitude column (blank = find it)", "", key="w:lon_column")
+lat_col = session.bind(cfg, "lat_column", c1.text_input, "Latitude column (blank = find it)")
+lon_col = session.bind(cfg, "lon_column", c2.text_input, "Longitude column (blank = find it)")
 ss = st.session_state
 if file is not None:
     attempt = (getattr(file, "file_id", file.name), lat_col.strip(), lon_col.strip())
@@ -35,20 +53,16 @@ if file is not None:
                                         lon_column=lon_col.strip() or None)
         except LdpvizInputError as exc:
             ss["upload_message"] = ("error", f"**The file could not be used:** {exc}\n\nThe previous data "
-                                              f"({session._dataset_label(cfg['dataset'])}) stays selected.")
+                                              f"({controls.dataset_label(cfg['dataset'])}) stays selected.")
         else:
-            ss["uploads"][loaded.name] = loaded
-            cfg["dataset"] = loaded.name
-            cfg["region"] = next(iter(loaded.presets))
-            ss["w:dataset"] = loaded.name
-            ss["w:region"] = cfg["region"]
-            ss["upload_message"] = ("success", f"Loaded **{loaded.label}**: {loaded.n:,} points. It is now the "
-                                               "selected dataset on every page.")
+            loaded = uploads.keep(loaded)
+            ss["upload_message"] = upload_verdict(loaded)
+            session.set_and_rerun(dataset=loaded.name, region=next(iter(loaded.presets)))
 kind, message = ss.get("upload_message", (None, None))
-if kind == "error":
-    st.error(message, icon=":material/error:")
-elif kind == "success":
-    st.success(message, icon=":material/check_circle:")
+if kind:
+    {"error": st.error, "warning": st.warning, "success": st.success}[kind](
+        message, icon={"error": ":material/error:", "warning": ":material/warning:",
+                       "success": ":material/check_circle:"}[kind])
 
 data = session.data_controls(cfg, show_users=False)
 session.sync_url(cfg)
@@ -100,8 +114,10 @@ with session.guard("the preview"):
         if not name:
             st.error("Give the region a name.")
         else:
-            new = Region(float(lon), float(lat), float(side_km) * 1000, name)
-            st.session_state["saved_regions"].setdefault(data.name, {})[name] = new
-            cfg["region"] = name
-            st.session_state["w:region"] = name
-            st.rerun()
+            try:
+                new = Region(float(lon), float(lat), float(side_km) * 1000, name)
+            except LdpvizInputError as exc:
+                st.error(f"**This region cannot be saved:** {exc}")
+            else:
+                st.session_state["saved_regions"].setdefault(data.name, {})[name] = new
+                session.set_and_rerun(region=name)   # selected on every page; the preview above shows it

@@ -32,11 +32,12 @@ side = int(session.bind(cfg, "audit_side", st.sidebar.select_slider, "Audit grid
 blackbox = compute.blackbox_available()
 if blackbox:
     st.sidebar.header("Black-box audit")
-    run_blackbox = st.sidebar.toggle("Run the black-box audit", value=True, key="w:blackbox",
-                                     help="Samples reports from pairs of hard-to-separate locations and certifies a "
-                                          "lower bound on each mechanism's ε (ldpviz.audit). Slower; results cached.")
-    n_samples = st.sidebar.select_slider("Samples per location", state.BLACKBOX_SAMPLES, value=2_000,
-                                         key="w:blackbox_n", help="More samples give a tighter bound and take longer.")
+    run_blackbox = session.bind(cfg, "blackbox", st.sidebar.toggle, "Run the black-box audit",
+                                help="Samples reports from pairs of hard-to-separate locations and certifies a "
+                                     "lower bound on each mechanism's ε (ldpviz.audit). Slower; results cached.")
+    n_samples = session.bind(cfg, "blackbox_n", st.sidebar.select_slider, "Samples per location",
+                             state.BLACKBOX_SAMPLES, valid=state.BLACKBOX_SAMPLES,
+                             help="More samples give a tighter bound and take longer.")
 else:
     run_blackbox, n_samples = False, 0
 session.sync_url(cfg)
