@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from dashboard import longrun
 from ldpviz import datasets, experiment, mechanisms
 from ldpviz.domain import Grid, Region  # noqa: F401 (Grid re-exported for pages)
 from ldpviz.errors import LdpvizInputError
@@ -30,8 +31,11 @@ MAX_CHANNEL_CELLS = 32 * 32
 
 @st.cache_data(max_entries=MAX_RESULTS, ttl=RESULT_TTL_S, show_spinner=False, hash_funcs={Scenario: repr})
 def cached_run(scenario: Scenario, dataset_key: str, _dataset: datasets.Dataset | None = None) -> Result:
-    """``ldpviz.experiment.run`` memoised on (scenario, dataset content key)."""
-    return experiment.run(scenario, _dataset)
+    """``ldpviz.experiment.run`` memoised on (scenario, dataset content key); its timings feed the predictions."""
+    result = experiment.run(scenario, _dataset)
+    longrun.timings().record(result)
+    longrun.seen().add(longrun.key(scenario, dataset_key))
+    return result
 
 
 @st.cache_resource(max_entries=16, show_spinner="Loading the dataset ...")
@@ -64,8 +68,36 @@ def dataset_arg(name: str) -> datasets.Dataset | None:
 
 
 def run_scenario(scenario: Scenario) -> Result:
+    """The result of a scenario now, whatever it costs (a finished long run is reused)."""
     data, key = get_dataset(scenario.dataset)
-    return cached_run(scenario, key, dataset_arg(scenario.dataset))
+    return longrun.kept().get(longrun.key(scenario, key)) or cached_run(scenario, key, dataset_arg(scenario.dataset))
+
+
+def predicted_seconds(scenario: Scenario) -> tuple[float, str]:
+    """(seconds, basis) a scenario is predicted to take; 0 when it is in a cache."""
+    data, key = get_dataset(scenario.dataset)
+    run_key = longrun.key(scenario, key)
+    if run_key in longrun.seen() or longrun.kept().get(run_key) is not None:
+        return 0.0, "the cache"
+    grid_cells = int(scenario.grid_side) ** 2
+    return longrun.timings().predict(scenario.mechanism, min(scenario.n_users or data.n, data.n), grid_cells,
+                                     int(scenario.trials))
+
+
+def result_or_announce(scenario: Scenario, label: str) -> Result | None:
+    """The result at once when cached or predicted short; a long run is announced and runs when the user starts
+    it (in a child process, stoppable). None while it waits for the user."""
+    data, key = get_dataset(scenario.dataset)
+    predicted, basis = predicted_seconds(scenario)
+    if predicted <= longrun.LONG_S:
+        return run_scenario(scenario)
+    run_key = longrun.key(scenario, key)
+    if not longrun.announce(label, predicted, basis, run_key):
+        return None
+    result = longrun.run_in_child(scenario, dataset_arg(scenario.dataset), predicted, label)
+    longrun.timings().record(result)
+    longrun.kept().put(run_key, result)
+    return result
 
 
 # ---- parameters as the mechanism uses them -------------------------------------------------------

@@ -23,6 +23,7 @@ reload or a link on this server reopens them.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable
 
 import streamlit as st
@@ -39,8 +40,8 @@ def setup_page(title: str) -> dict[str, Any]:
     return init()
 
 
-#: A favicon that the browser does not fetch from anywhere (an inline SVG data URI would do too).
-PAGE_ICON = "🗺️"
+#: The favicon, served by this server (a Material icon or an emoji would be fetched from a third-party host).
+PAGE_ICON = str(Path(__file__).with_name("icon.png"))
 
 
 def current_query() -> dict[str, str]:

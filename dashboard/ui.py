@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compute, state
-from ldpviz import mechanisms, metrics
+from ldpviz import export, mechanisms, metrics, render
 from ldpviz.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError
 from ldpviz.experiment import Result, Scenario
@@ -48,34 +48,42 @@ def short_name(mechanism: str) -> str:
     return label.split(" (")[0]
 
 
+#: Short readout names (the full name, unit and meaning are in each readout's help).
+SHORT_LABELS = {"w2_m": "W2", "aqe": "AQE", "kl": "KL", "l1": "L1", "emd_l1_m": "EMD"}
+
+
 def readouts(result: Result, previous: dict[str, float] | None, seconds: float, cached: bool) -> None:
-    """st.metric per headline metric, with the change since the previous setting and the spread over trials."""
+    """st.metric per headline metric (two rows of three, so labels and values fit a narrow screen), with the
+    change since the previous setting and the spread over trials."""
     means = result.mean()
     spread = result.metrics.std(ddof=1, numeric_only=True) if len(result.metrics) > 1 else None
-    cols = st.columns(len(READOUTS) + 1)
-    for col, key in zip(cols, READOUTS):
-        if key not in means:
-            continue
+    keys = [k for k in READOUTS if k in means]
+    slots = [c for _ in range(2) for c in st.columns(3)]
+    for col, key in zip(slots, keys):
         value = means[key]
-        text = fmt_metric(key, value)
-        label = metric_label(key)
-        if key == "w2_m":
-            label = f"{label} · {100 * value / result.region.side_m:.2g}% of side"
-        elif key == "aqe":
-            label = f"{label} · queries {100 * result.scenario.query_rho:g}% of area"
         delta = None
         if previous and key in previous and np.isfinite(previous[key]) and np.isfinite(value):
             change = value - previous[key]
             delta = f"{'+' if change >= 0 else '-'}{fmt_metric(key, abs(change))}"
-        col.metric(label, text, delta=delta, delta_color="inverse" if lower_is_better(key) else "normal",
-                   help=metrics.METRIC_INFO.get(key, {}).get("help"))
+        col.metric(SHORT_LABELS.get(key, metric_label(key)), fmt_metric(key, value), delta=delta,
+                   delta_color="inverse" if lower_is_better(key) else "normal",
+                   help=f"**{metric_label(key)}.** {metrics.METRIC_INFO.get(key, {}).get('help', '')}")
+    slots[len(keys)].metric("Run time", f"{result.timings['total']:.2f} s",
+                            delta="from cache" if cached else None, delta_color="off", delta_arrow="off",
+                            help=f"perturb {result.timings['perturb']:.2f} s, estimate "
+                                 f"{result.timings['estimate']:.2f} s, metrics {result.timings['metrics']:.2f} s "
+                                 f"per trial; page waited {seconds:.2f} s")
+    notes = []
+    if "w2_m" in means:
+        notes.append(f"W2 is {100 * means['w2_m'] / result.region.side_m:.2g}% of the region's side")
+    if "aqe" in means:
+        notes.append(f"AQE over random range queries covering {100 * result.scenario.query_rho:g}% of the area")
     if spread is not None:
-        parts = [f"{metric_label(k)} ± {fmt_metric(k, float(spread[k]))}" for k in READOUTS if k in spread]
-        st.caption(f"Means over {len(result.metrics)} trials; spread (standard deviation): " + " · ".join(parts))
-    cols[-1].metric("Run time", f"{result.timings['total']:.2f} s",
-                    delta="from cache" if cached else None, delta_color="off", delta_arrow="off",
-                    help=f"perturb {result.timings['perturb']:.2f} s, estimate {result.timings['estimate']:.2f} s, "
-                         f"metrics {result.timings['metrics']:.2f} s per trial; page waited {seconds:.2f} s")
+        notes.append(f"means over {len(result.metrics)} trials; spread (standard deviation): "
+                     + ", ".join(f"{SHORT_LABELS.get(k, k)} ± {fmt_metric(k, float(spread[k]))}"
+                                 for k in keys if k in spread))
+    text = " · ".join(notes)
+    st.caption(text[:1].upper() + text[1:] + ".")
 
 
 #: Local privacy is computed on the page only up to these grid sides (larger grids say so instead).
@@ -133,7 +141,10 @@ def summary_sentence(result: Result, attacker: tuple[float | None, str] | None =
     s = result.scenario
     means = result.mean()
     name = short_name(s.mechanism)
-    text = (f"At ε = {s.epsilon:g}, {name}'s estimate is on average **{fmt_metres(means.get('w2_m', np.nan))}** "
+    where = (f"With no privacy ({name}, the reference), the estimate"
+             if mechanisms.get(s.mechanism).privacy_model == mechanisms.NO_PRIVACY
+             else f"At ε = {s.epsilon:g}, {name}'s estimate")
+    text = (f"{where} is on average **{fmt_metres(means.get('w2_m', np.nan))}** "
             f"from the truth (W2 distance over {result.n_users:,} users)")
     if attacker is None:
         return text + "; computing how far off an attacker's guess of one person's location is ..."
@@ -143,21 +154,38 @@ def summary_sentence(result: Result, attacker: tuple[float | None, str] | None =
     return text + (f". ({why[0].upper() + why[1:]}.)" if why else ".")
 
 
-def export_section(cfg: dict[str, Any], result: Result, decks: dict[str, Any], upload_filename: str | None) -> None:
-    """Downloads: configuration (JSON), results (CSV), maps (HTML), and a reproducing Python snippet."""
+def export_section(cfg: dict[str, Any], result: Result, shown: dict[str, Any], upload_filename: str | None) -> None:
+    """Downloads: configuration (JSON), results (CSV), the grids (CSV, GeoJSON), the maps shown (PNG, rendered on
+    the server), and a reproducing Python snippet. Nothing exported loads anything from the network.
+
+    ``shown`` holds what the page draws: ``layers`` (name -> (d, d) array: true, estimate or difference, filtered
+    when the page filters) and ``maps`` (title -> (array, diverging)) in the order they are on screen.
+    """
     with st.expander("Export and reproduce", icon=":material/download:"):
-        st.caption("The address bar holds the whole configuration: copy the link to reopen this view. "
-                   "Uploaded files are not part of a link.")
-        config = {"query": state.encode(cfg), "scenario": _jsonable(result.summary())}
-        cols = st.columns(2 + len(decks))
+        st.caption("The address bar holds the whole configuration: copy the link to reopen this view "
+                   "(an uploaded file is found again while this server holds it).")
+        config = {"query": state.encode(cfg, st.session_state.get("saved_regions", {})),
+                  "scenario": _jsonable(result.summary())}
+        grid, layers = result.grid, shown["layers"]
+        c1, c2, c3, c4 = st.columns(4)
         # Callables: the files are built when clicked, not on every rerun (keeps slider moves fast).
-        cols[0].download_button("Configuration (JSON)", lambda: json.dumps(config, indent=2), "ldpviz-config.json",
-                                "application/json", key="dl:json")
-        cols[1].download_button("Results (CSV)", lambda: compute.result_table(result).to_csv(index=False),
-                                "ldpviz-results.csv", "text/csv", key="dl:csv")
-        for col, (name, deck) in zip(cols[2:], decks.items()):
-            col.download_button(f"Map: {name} (HTML)", lambda deck=deck: deck.to_html(as_string=True),
-                                f"ldpviz-map-{name}.html", "text/html", key=f"dl:map:{name}")
+        c1.download_button("Configuration (JSON)", lambda: json.dumps(config, indent=2), "ldpviz-config.json",
+                           "application/json", key="dl:json")
+        c2.download_button("Metrics per trial (CSV)", lambda: compute.result_table(result).to_csv(index=False),
+                           "ldpviz-results.csv", "text/csv", key="dl:csv")
+        c3.download_button("Grids (CSV)", lambda: export.grid_csv(grid, layers), "ldpviz-grids.csv", "text/csv",
+                           key="dl:grids-csv", help="One row per cell: its corners in degrees and "
+                                                    + ", ".join(layers) + ".")
+        c4.download_button("Grids (GeoJSON)", lambda: export.grid_geojson(grid, layers, config["scenario"]),
+                           "ldpviz-grids.geojson", "application/geo+json", key="dl:grids-geojson",
+                           help="One polygon per cell with " + ", ".join(layers) + " as properties.")
+        cols = st.columns(max(len(shown["maps"]), 1))
+        for col, (title, (values, diverging, vmax)) in zip(cols, shown["maps"].items()):
+            slug = title.lower().split(":")[0].replace(" ", "-")
+            col.download_button(f"Map: {title} (PNG)", lambda v=values, t=title, dv=diverging, vm=vmax: render.density_png(
+                grid, v, vmax=vm, diverging=dv, title=t,
+                legend="estimate − truth, share of users per cell" if dv else "share of users per cell"),
+                f"ldpviz-map-{slug}.png", "image/png", key=f"dl:png:{slug}")
         st.markdown("Reproduce this run with the ldpviz API:")
         st.code(compute.python_snippet(result.scenario, upload_filename), language="python")
 

@@ -28,7 +28,8 @@ from scipy import stats
 from ldpviz import datasets, mechanisms, metrics
 from ldpviz.domain import Binned, Grid, Region
 from ldpviz.errors import LdpvizInputError, require
-from ldpviz.mechanisms.base import Estimate
+from ldpviz.mechanisms.base import CENTRAL_DP, Estimate
+from ldpviz.reports import describe as describe_reports
 
 MAX_TRIALS = 100
 
@@ -101,6 +102,7 @@ class Result:
     n_outside: int
     guarantee: str
     notes: list[str] = field(default_factory=list)
+    received: dict[str, str] = field(default_factory=dict)   #: what phones sent in trial 0 (ldpviz.reports)
 
     @property
     def estimate(self) -> Estimate:
@@ -172,6 +174,7 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None) -> Result:
     queries = metrics.random_queries(scenario.query_rho, seed=scenario.seed)
     estimates, rows = [], []
     perturb_s = estimate_s = metrics_s = 0.0
+    received: dict[str, str] = {}
     for trial in range(scenario.trials):
         rng = np.random.default_rng([scenario.seed, trial])
         a = time.perf_counter()
@@ -181,7 +184,10 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None) -> Result:
             est = mech.estimate(reports)
         else:
             b = a
+            reports = None
             est = mech.run(users, rng)
+        if trial == 0:
+            received = describe_reports(mech, reports, n)
         c = time.perf_counter()
         row = metrics.evaluate(true_density, est, cell_m=grid.cell_m, n_users=n, true_points=users.unit,
                                queries=queries)
@@ -196,7 +202,7 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None) -> Result:
                "estimate": estimate_s / trials, "metrics": metrics_s / trials,
                "total": time.perf_counter() - t0}
     return Result(scenario, grid.region, grid, true_density, estimates, pd.DataFrame(rows), timings, n,
-                  users.n_outside, mech.guarantee(), notes)
+                  users.n_outside, mech.guarantee(), notes, received)
 
 
 # ---- sweeps ---------------------------------------------------------------------------

@@ -1,0 +1,119 @@
+"""Explore (the landing page): true and estimated densities side by side, live readouts, summary, exports.
+
+Everything computed comes from ldpviz (Scenario -> Result) through dashboard.compute; the
+figures are built in ldpviz.viz. A run predicted to take long is announced first (dashboard.longrun).
+"""
+
+import time
+
+import numpy as np
+import streamlit as st
+
+from dashboard import compute, longrun, session, state, ui
+from ldpviz import mechanisms, viz
+from ldpviz.domain import Grid
+from ldpviz.mechanisms.heatmap import heatmap
+
+#: Explore's two maps sit in half the main area: about 290 px wide at 1024 px with the sidebar open.
+MAP_WIDTH_PX, MAP_HEIGHT_PX = 280, 440
+
+cfg = session.setup_page("Explore")
+st.title("Explore: what private collection does to a map")
+
+data = session.data_controls(cfg)
+session.privacy_controls(cfg)
+st.sidebar.header("Mechanism")
+mechanism = session.mechanism_picker(cfg)
+run_params = {}
+with session.guard("the mechanism parameters"):
+    grid = Grid(data.region, int(cfg["grid_side"])) if data is not None else None
+    run_params = session.param_controls(cfg, mechanism, grid)
+session.run_controls(cfg)
+session.sync_url(cfg)
+
+if data is None:
+    st.stop()
+
+with session.guard("this scenario"):
+    scenario = session.scenario(cfg, data, params=run_params)
+    longrun.stopped_notice()
+    started = time.perf_counter()
+    with st.spinner("Perturbing, estimating and scoring ..."):
+        result = compute.result_or_announce(
+            scenario, f"{ui.short_name(mechanism)} at ε = {scenario.epsilon:g} on {scenario.grid_side} × "
+                      f"{scenario.grid_side} cells")
+    if result is None:
+        st.stop()
+    waited = time.perf_counter() - started
+    cached = waited < 0.5 * result.timings["total"]
+
+    ss = st.session_state
+    last = ss.get("explore_last")
+    if last is None or last[0] != repr(scenario):
+        ss["explore_prev"] = last[1] if last else None
+        ss["explore_last"] = (repr(scenario), result.mean())
+    ui.readouts(result, ss.get("explore_prev"), waited, cached)
+    # The attacker clause comes last (local privacy can take a second): readouts and maps first.
+    sentence = st.empty()
+    sentence.markdown(ui.summary_sentence(result))
+    central = mechanisms.get(scenario.mechanism).privacy_model == mechanisms.CENTRAL_DP
+    st.caption(("**Central DP (trusted aggregator).** " if central else "")
+               + f"{result.guarantee}. " + " ".join(result.notes))
+
+    est = result.estimate
+    t1, t2 = st.columns(2)
+    diff = session.bind(cfg, "show_difference", t1.toggle, "Difference map (estimate − truth)")
+    sigma = 0.0
+    if central:
+        smooth = session.bind(cfg, "heatmap_filter", t2.toggle, "Gaussian filter (heatmap paper's display)",
+                              help="Shows both maps as heatmaps H_p^σ (heatmap paper Sec. 2.3): each cell's mass "
+                                   "spread by a Gaussian of σ cells. Display only; the metrics use the raw maps.")
+        if smooth:
+            sigma = float(session.bind(cfg, "sigma", t2.slider, "σ (cells)", *state.SIGMA_RANGE, step=0.5))
+    session.sync_url(cfg)
+    true_density, est_density = result.true_density, est.density
+    if sigma > 0:
+        true_density, est_density = heatmap(true_density, sigma), heatmap(est_density, sigma)
+    difference = est_density - true_density
+    vmax = float(max(true_density.max(), est_density.max()))
+    vabs = float(np.abs(difference).max()) or 1.0
+    size = {"height": MAP_HEIGHT_PX, "width": MAP_WIDTH_PX}
+    filtered = f" (Gaussian filter, σ = {sigma:g} cells)" if sigma > 0 else ""
+    left, right = st.columns(2)
+    with left:
+        st.subheader("True density")
+        st.pydeck_chart(viz.density_deck(result.grid, true_density, vmax=vmax, **size), height=MAP_HEIGHT_PX,
+                        key="map:true")
+        st.html(viz.legend_html(vmax))
+    with right:
+        if diff:
+            st.subheader("Difference: estimate − truth")
+            st.pydeck_chart(viz.difference_deck(result.grid, true_density, est_density, **size),
+                            height=MAP_HEIGHT_PX, key="map:diff")
+            st.html(viz.legend_html(vabs, "estimate − truth, share of users per cell", diverging=True))
+        else:
+            adaptive = not (sigma > 0 or viz.is_uniform_partition(est.partition, result.grid.side))
+            st.subheader("Estimated density" + (f" ({len(est.partition)} adaptive rectangles)" if adaptive else ""))
+            deck = (viz.density_deck(result.grid, est_density, vmax=vmax, **size) if sigma > 0 else
+                    viz.estimate_deck(result.grid, est_density, est.partition, vmax=vmax, **size))
+            st.pydeck_chart(deck, height=MAP_HEIGHT_PX, key="map:est")
+            st.html(viz.legend_html(vmax))
+    st.caption(f"{result.grid.side} × {result.grid.side} cells of {result.grid.cell_m:,.0f} m{filtered}; the maps "
+               "share one colour scale and one view. No basemap is drawn (nothing is fetched from a map server): "
+               "the outline" + (" and light grid frame" if result.grid.side <= viz.MAX_GRID_LINES else " frames")
+               + " the region.")
+    if result.received:
+        with st.expander("What the server received"):
+            st.markdown("\n".join(f"- **{k[0].upper() + k[1:]}:** {v}" for k, v in result.received.items()))
+    shown_maps = {"True density" + filtered: (true_density, False, vmax)}
+    if diff:
+        shown_maps["Difference: estimate − truth" + filtered] = (difference, True, vabs)
+    else:
+        shown_maps["Estimated density" + filtered] = (est_density, False, vmax)
+    ui.export_section(cfg, result, {"layers": {"true_share": true_density, "estimated_share": est_density,
+                                               "difference": difference}, "maps": shown_maps},
+                      data.upload_filename)
+    session.show_resolved_defaults()   # builds the mechanism once; the attacker clause reuses it
+    sentence.markdown(ui.summary_sentence(result, ui.attacker_error_m(
+        scenario.mechanism, result.grid, scenario.epsilon, scenario.params)))
+session.show_resolved_defaults()
