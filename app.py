@@ -13,7 +13,7 @@ from dashboard import errors, session
 # page's favicon and fetches it from a third-party host.
 st.set_page_config(page_title="ldpviz", page_icon=session.PAGE_ICON, layout="wide")
 PAGES = [
-    st.Page("views/0_Explore.py", title="Explore", url_path="Explore", default=True),
+    st.Page("views/0_Explore.py", title="Explore", default=True),
     st.Page("views/1_Compare.py", title="Compare", url_path="Compare"),
     st.Page("views/2_Trade-offs.py", title="Trade-offs", url_path="Trade-offs"),
     st.Page("views/3_Mechanisms.py", title="Mechanisms", url_path="Mechanisms"),

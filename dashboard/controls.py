@@ -193,13 +193,8 @@ def mechanisms_multiselect(cfg: dict[str, Any], field: str, default: list[str], 
 
 
 def short_label(row: dict[str, Any]) -> str:
-    """'DAM' from 'Disk Area Mechanism (DAM)': chips and table cells stay short."""
-    label = row["label"]
-    if label.endswith(")") and "(" in label:
-        inner = label[label.rindex("(") + 1:-1]
-        if len(inner) <= 14:
-            return inner
-    return label
+    """'DAM' from 'DAM (Disk Area Mechanism)': chips and table cells stay short."""
+    return row["label"].split(" (")[0]
 
 
 #: Compare's default picks: one representative per family, in this order of preference.

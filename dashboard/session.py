@@ -37,6 +37,9 @@ CFG, URL_WRITTEN = "cfg", "url_written"
 def setup_page(title: str) -> dict[str, Any]:
     """set_page_config + state initialisation; returns the config dict."""
     st.set_page_config(page_title=f"ldpviz · {title}", page_icon=PAGE_ICON, layout="wide")
+    ss = st.session_state
+    ss["_page_switched"] = ss.get("_page") != title   # the first run of a page after another page's
+    ss["_page"] = title
     return init()
 
 
@@ -96,7 +99,12 @@ def keep(key: str, value: Any, store: Callable[[Any], None]) -> dict[str, Any]:
     The low-level form of :func:`bind`, for values that are not one config field (a
     mechanism parameter, one coordinate of a cell).
     """
-    st.session_state[key] = value
+    ss = st.session_state
+    # Seed on a page's first run (a widget of the same key on another page left a value Streamlit does not
+    # give the new widget), when the key is gone, or when code changed the setting. Never otherwise: writing
+    # the value the widget already has would send it back to the browser and undo a fast second change.
+    if ss.get("_page_switched", True) or key not in ss or ss[key] != value:
+        ss[key] = value
 
     def changed() -> None:
         store(st.session_state[key])
