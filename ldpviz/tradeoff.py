@@ -5,8 +5,8 @@
   (:mod:`ldpviz.attacker`, population prior) -- one curve per mechanism, one point per
   epsilon.
 * :func:`target_epsilon` (goal seek, as DP Wizard's users asked for): the smallest
-  epsilon whose mean metric over the trials is at most a target, by bisection on
-  log epsilon within [0.001, 50].
+  epsilon whose mean metric over the trials is at most a target, by a safeguarded
+  secant/bisection on log epsilon within [0.001, 50].
 * :func:`users_needed`: the smallest number of users whose mean metric at a given
   epsilon is at most the target, by bisection on log n within the data set.
 
@@ -14,8 +14,10 @@ Every evaluation is the same computation as :func:`ldpviz.experiment.run` (same 
 same per-trial random streams ``default_rng([seed, trial])``), scoring only the chosen
 metric. Because every epsilon reuses the trials' random streams (common random
 numbers), the mean metric is a smooth, in practice monotone function of epsilon and
-bisection converges; where noise still makes it non-monotone, the answer is the
-bisection's (the reported CI says how sure it is).
+the search converges. Where it is not monotone (DAM's disk radius, and so its channel,
+changes with epsilon, so its mean W2 jitters by about the CI's width), the answer is an
+epsilon that meets the target with one ``rtol`` below it that does not -- a crossing,
+not necessarily the smallest; the reported CI says how sure it is.
 """
 
 from __future__ import annotations
@@ -183,6 +185,44 @@ def _bisect_log(lo: float, hi: float, ok: Callable[[float], bool], rtol: float, 
     return hi
 
 
+def _seek_log(lo: float, hi: float, gap: Callable[[float], float], rtol: float) -> float:
+    """Smallest x (within ``rtol``) with gap(x) <= 0, given gap(lo) > 0 >= gap(hi).
+
+    A safeguarded secant on log x (the metric is close to a power of epsilon): each
+    step interpolates gap linearly in log x, keeps the guess at least 10% of the
+    bracket away from its ends, and after a guess probes the point ``rtol`` beyond it,
+    so a good guess closes the bracket in two evaluations. Falls back to bisection
+    when interpolation stalls; never leaves the bracket, so it ends like bisection.
+    """
+    a, b = math.log(lo), math.log(hi)
+    fa, fb = gap(lo), gap(hi)
+    step = math.log1p(rtol)
+    while b - a > step:
+        width = b - a
+        guess = a + width * fa / (fa - fb) if fa != fb and math.isfinite(fa - fb) else a + width / 2
+        guess = min(max(guess, a + 0.1 * width), b - 0.1 * width)
+        fg = gap(math.exp(guess))
+        if fg <= 0:
+            b, fb = guess, fg
+            probe = b - step
+            if probe > a:
+                fp = gap(math.exp(probe))
+                if fp > 0:
+                    a, fa = probe, fp
+                else:
+                    b, fb = probe, fp
+        else:
+            a, fa = guess, fg
+            probe = a + step
+            if probe < b:
+                fp = gap(math.exp(probe))
+                if fp <= 0:
+                    b, fb = probe, fp
+                else:
+                    a, fa = probe, fp
+    return math.exp(b)
+
+
 def target_epsilon(base: Scenario, metric: str, at_most: float, *, n_users: int | None = None,
                    eps_range: tuple[float, float] = (EPSILON_MIN, EPSILON_MAX), rtol: float = EPS_RTOL,
                    r_m: float = 500.0, attacker: bool = True,
@@ -190,7 +230,9 @@ def target_epsilon(base: Scenario, metric: str, at_most: float, *, n_users: int 
     """The smallest epsilon (within ``rtol``) whose mean ``metric`` over ``base.trials`` trials is <= ``at_most``.
 
     Bracketing starts at epsilon = 1 and moves by factors of 8 (fewer evaluations than a
-    bisection from the whole range), then bisects on log epsilon. A mechanism that
+    bisection from the whole range), then a safeguarded secant on log epsilon
+    (:func:`_seek_log`) narrows the bracket to ``rtol``: the answer is the bracket's upper
+    end, an epsilon that meets the target, less than ``rtol`` above one that does not. A mechanism that
     cannot reach the target at ``eps_range[1]`` (50) says so (``reached`` False).
     """
     require(metric in TARGET_METRICS, f"--metric must be one of {', '.join(TARGET_METRICS)}, got {metric!r}")
@@ -205,8 +247,11 @@ def target_epsilon(base: Scenario, metric: str, at_most: float, *, n_users: int 
             cache[eps] = ev.values(eps, n_users)
         return cache[eps]
 
+    def gap(eps: float) -> float:
+        return float(values(eps).mean()) - at_most
+
     def ok(eps: float) -> bool:
-        return float(values(eps).mean()) <= at_most
+        return gap(eps) <= 0
 
     lo_lim, hi_lim = eps_range
     common = dict(mechanism=base.mechanism, privacy_model=model, metric=metric, target=float(at_most),
@@ -236,7 +281,7 @@ def target_epsilon(base: Scenario, metric: str, at_most: float, *, n_users: int 
             if ok(b):
                 break
             a = b
-    eps = b if a is None or a == b else _bisect_log(a, b, ok, rtol, integer=False)
+    eps = b if a is None or a == b else _seek_log(a, b, gap, rtol)
     mean, lo, hi = mean_ci(values(eps))
     result = GoalResult(**common, reached=True, epsilon=float(eps), n_users=len(ev.users(n_users)[1].cells),
                         mean=mean, ci_low=lo, ci_high=hi, evaluations=ev.evaluations, seconds=0.0,
