@@ -19,8 +19,9 @@ For each, with D(x, x') the distance between cell centres:
 * ``best_guess_error_m``: expected distance between a person's cell and the
   attacker's *best guess* x_hat(y) = argmin_x' sum_x pi(x|y) D(x, x') (the guess that
   minimises the expected error: Shokri et al.'s optimal attack for the distance loss);
-* ``within_r``: probability that the best guess lies within ``r_m`` metres of the
-  person's cell (centre to centre);
+* ``within_r``: probability that an attacker *aiming* to get within ``r_m`` metres
+  (guessing the cell whose r-disc holds the most posterior mass) succeeds, centre to
+  centre -- a different guess from the best one above, optimal for this goal;
 * ``posterior_draw_error_m``: expected distance when the guess is drawn from the
   posterior -- with the uniform prior this is exactly the DAM paper's LP (eq. 16);
 * ``no_report_*``: the same for the prior alone (what the attacker knows without the
@@ -98,16 +99,20 @@ def _distance_kernel(side: int) -> np.ndarray:
     return np.hypot(r[:, None], r[None, :])
 
 
-def _rows_times_distance(J: np.ndarray, side: int) -> np.ndarray:
-    """E = J @ D for D[x, x'] = |c_x - c_x'| (cells), by FFT convolution per row; J is (m, d*d)."""
+def _rows_times_distance(J: np.ndarray, side: int, within: float | None = None) -> np.ndarray:
+    """E = J @ K for K[x, x'] = |c_x - c_x'| (cells), or the indicator |c_x - c_x'| <= ``within``;
+    by FFT convolution per row beyond d = 32 (K depends on the offset only); J is (m, d*d)."""
     m = J.shape[0]
+
+    def kernel(dist: np.ndarray) -> np.ndarray:
+        return dist if within is None else (dist <= within + 1e-9).astype(float)
+
     if side <= 32:                                       # dense BLAS product is faster up to ~1k cells
         r, c = np.divmod(np.arange(side * side), side)
-        D = np.hypot(r[:, None] - r[None, :], c[:, None] - c[None, :])
-        return J @ D
+        return J @ kernel(np.hypot(r[:, None] - r[None, :], c[:, None] - c[None, :]))
     size = 2 * side - 1
     fft_n = 1 << (size - 1).bit_length()
-    K = np.fft.rfft2(_distance_kernel(side), s=(fft_n, fft_n))
+    K = np.fft.rfft2(kernel(_distance_kernel(side)), s=(fft_n, fft_n))
     out = np.empty_like(J)
     for s in range(0, m, _BATCH):
         block = J[s:s + _BATCH].reshape(-1, side, side)
@@ -174,9 +179,10 @@ def attack_many(mech: Mechanism, priors: list[str | np.ndarray], *, population: 
     keep = J_true.sum(axis=1) > 0
     J_true, P = J_true[keep], P[keep]
     E_true = _rows_times_distance(J_true, side)          # E[y, x'] = sum_x J[y, x] D(x, x')  (cells)
-    rows, cols = np.divmod(np.arange(n), side)
     r_cells = r_m / grid.cell_m
     e_people = _rows_times_distance(people[None, :], side)[0]
+    W_true = _rows_times_distance(J_true, side, r_cells)  # mass within r of each candidate cell
+    w_people = _rows_times_distance(people[None, :], side, r_cells)[0]
     out = []
     for kind, belief in beliefs:
         same = np.array_equal(belief, people)
@@ -193,17 +199,18 @@ def attack_many(mech: Mechanism, priors: list[str | np.ndarray], *, population: 
         mass_b = J_belief.sum(axis=1)
         safe = np.where(mass_b > 0, mass_b, 1.0)
         draw_err = float(np.where(mass_b > 0, (E_true * J_belief).sum(axis=1) / safe, 0.0).sum())
-        gr, gc = np.divmod(guess, side)
-        near = np.hypot(rows[None, :] - gr[:, None], cols[None, :] - gc[:, None]) <= r_cells + 1e-9
-        within = float((J_true * near).sum())
-        # the belief alone: one best guess for everybody, scored on the people
+        # aiming to land within r: the cell whose r-disc holds the most posterior mass
+        W_belief = W_true if same else _rows_times_distance(J_belief, side, r_cells)
+        aim = np.argmax(W_belief, axis=1)
+        within = float(W_true[np.arange(len(W_true)), aim].sum())
+        # the belief alone: one guess for everybody, scored on the people
         g0 = int(np.argmin(_rows_times_distance(belief[None, :], side)[0]))
-        near0 = np.hypot(rows - g0 // side, cols - g0 % side) <= r_cells + 1e-9
+        a0 = int(np.argmax(_rows_times_distance(belief[None, :], side, r_cells)[0]))
         out.append(Attack(prior=kind, prior_label=PRIOR_LABELS.get(kind, "an attacker with a given prior"),
                           r_m=float(r_m), best_guess_error_m=best_err * grid.cell_m, within_r=within,
                           posterior_draw_error_m=draw_err * grid.cell_m,
                           no_report_error_m=float(e_people[g0]) * grid.cell_m,
-                          no_report_within_r=float(people[near0].sum())))
+                          no_report_within_r=float(w_people[a0])))
     return out
 
 

@@ -31,16 +31,19 @@ def test_uniform_posterior_draw_is_the_dam_papers_lp(name):
 
 
 def brute_force(P: np.ndarray, belief: np.ndarray, people: np.ndarray, side: int, cell_m: float, r_m: float):
-    """Enumerate every (x, y): the attacker's guess minimises the posterior expected distance."""
+    """Enumerate every (x, y): the best guess minimises the posterior expected distance; the aiming guess
+    maximises the posterior mass within r."""
     D = cell_distances(side)
+    near = D * cell_m <= r_m + 1e-9
     err = within = 0.0
     for y in range(P.shape[0]):
         post = P[y] * belief
         guess = int(np.argmin(post @ D))
+        aim = int(np.argmax(post @ near))
         for x in range(len(people)):
             w = people[x] * P[y, x]
             err += w * D[x, guess]
-            within += w * (D[x, guess] * cell_m <= r_m + 1e-9)
+            within += w * near[x, aim]
     return err * cell_m, within
 
 
@@ -62,6 +65,8 @@ def test_fft_route_matches_dense_product():
     side = 36
     J = np.random.default_rng(2).random((7, side * side))
     np.testing.assert_allclose(_rows_times_distance(J, side), J @ cell_distances(side), rtol=1e-9, atol=1e-8)
+    near = (cell_distances(side) <= 3.5).astype(float)
+    np.testing.assert_allclose(_rows_times_distance(J, side, 3.5), J @ near, rtol=1e-9, atol=1e-8)
 
 
 def test_population_attacker_is_never_worse_and_report_helps():
@@ -73,6 +78,7 @@ def test_population_attacker_is_never_worse_and_report_helps():
         both = attackers(mechanisms.create("grr", g, eps), pop)
         assert both["available"]
         assert both["population"].best_guess_error_m <= both["uniform"].best_guess_error_m + 1e-9
+        assert both["population"].within_r >= both["uniform"].within_r - 1e-12
         assert "population density" in both["sentence"] and "uniform prior" in both["sentence"]
     strong = attack(mechanisms.create("grr", g, 6.0), POPULATION, population=pop)
     assert strong.best_guess_error_m < 0.5 * strong.no_report_error_m
