@@ -61,10 +61,11 @@ def _num(value: Any, digits: int = 4) -> str:
 
 
 def _table(header: list[str], rows: list[list[Any]], numeric: set[int] = frozenset()) -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    head = "".join(f"<th>{_e(h)}</th>" for h in header) if any(header) else ""
     body = "".join("<tr>" + "".join(f"<td class='num'>{_e(c)}</td>" if i in numeric else f"<td>{_e(c)}</td>"
                                     for i, c in enumerate(row)) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    thead = f"<thead><tr>{head}</tr></thead>" if head else ""
+    return f"<table>{thead}<tbody>{body}</tbody></table>"
 
 
 def _figure(png: bytes, caption: str, alt: str) -> str:
