@@ -185,42 +185,65 @@ def _bisect_log(lo: float, hi: float, ok: Callable[[float], bool], rtol: float, 
     return hi
 
 
-def _seek_log(lo: float, hi: float, gap: Callable[[float], float], rtol: float) -> float:
-    """Smallest x (within ``rtol``) with gap(x) <= 0, given gap(lo) > 0 >= gap(hi).
+def _seek_log(mean: Callable[[float], float], target: float, lo_lim: float, hi_lim: float, rtol: float,
+              start: float = 1.0) -> float | None:
+    """Smallest x in [lo_lim, hi_lim] (within ``rtol``) with mean(x) <= target, given mean(hi_lim) <= target.
 
-    A safeguarded secant on log x (the metric is close to a power of epsilon): each
-    step interpolates gap linearly in log x, keeps the guess at least 10% of the
-    bracket away from its ends, and after a guess probes the point ``rtol`` beyond it,
-    so a good guess closes the bracket in two evaluations. Falls back to bisection
-    when interpolation stalls; never leaves the bracket, so it ends like bisection.
+    Works on log x against log mean (the metrics fall roughly like a power of epsilon):
+    from ``start`` it steps by a factor 2, then extrapolates or interpolates the last
+    two points on a log-log line to the target, with safeguards -- steps at most x8,
+    stays at least 10% of a bracket away from its ends, and probes the point ``rtol``
+    beyond a guess that lands close to a bracket end, so a good guess closes the
+    bracket in one or two evaluations. Extrapolation approaches from the evaluated side,
+    so for mechanisms that are slow at small epsilon (planar Laplace's wide kernel) few
+    evaluations fall far below the answer. Returns the smallest x that met the target
+    with one ``rtol`` below it that did not, or None when even ``lo_lim`` meets it.
     """
-    a, b = math.log(lo), math.log(hi)
-    fa, fb = gap(lo), gap(hi)
     step = math.log1p(rtol)
-    while b - a > step:
-        width = b - a
-        guess = a + width * fa / (fa - fb) if fa != fb and math.isfinite(fa - fb) else a + width / 2
-        guess = min(max(guess, a + 0.1 * width), b - 0.1 * width)
-        fg = gap(math.exp(guess))
-        if fg <= 0:
-            b, fb = guess, fg
-            probe = b - step
-            if probe > a:
-                fp = gap(math.exp(probe))
-                if fp > 0:
-                    a, fa = probe, fp
-                else:
-                    b, fb = probe, fp
+    seen: dict[float, float] = {}
+
+    def f(u: float) -> float:                            # log x -> mean
+        u = min(max(u, math.log(lo_lim)), math.log(hi_lim))
+        if u not in seen:
+            seen[u] = mean(math.exp(u))
+        return seen[u]
+
+    def log_gap(value: float) -> float:
+        return math.log(max(value, 1e-300)) - math.log(target)
+
+    def line(u1: float, u2: float) -> float:          # where the log-log line through two points hits the target
+        g1, g2 = log_gap(seen[u1]), log_gap(seen[u2])
+        return u1 + (u2 - u1) * g1 / (g1 - g2) if g1 != g2 and math.isfinite(g1 - g2) else math.nan
+
+    lo_end = math.log(lo_lim)
+    f(math.log(hi_lim))
+    f(min(max(math.log(start), lo_end), math.log(hi_lim)))
+    for _ in range(60):
+        ok_u = sorted(v for v, m in seen.items() if m <= target)
+        b = ok_u[0]
+        below = [v for v, m in seen.items() if m > target and v < b]
+        if not below:                                    # extrapolate down from the two smallest that met it
+            if b <= lo_end + 1e-12:
+                return None
+            guess = line(ok_u[0], ok_u[1]) if len(ok_u) >= 2 else math.nan
+            if not math.isfinite(guess) or guess >= b:
+                guess = b - math.log(2.0)
+            guess = max(min(max(guess, b - math.log(8.0)), b - step), lo_end)
         else:
-            a, fa = guess, fg
-            probe = a + step
-            if probe < b:
-                fp = gap(math.exp(probe))
-                if fp <= 0:
-                    b, fb = probe, fp
-                else:
-                    a, fa = probe, fp
-    return math.exp(b)
+            a = max(below)
+            width = b - a
+            if width <= step + 1e-12:
+                return math.exp(b)
+            guess = line(a, b)
+            if not math.isfinite(guess):
+                guess = a + width / 2
+            guess = min(max(guess, a + 0.1 * width), b - 0.1 * width)
+            if b - guess < 2 * step:                      # close to the end that met it: test just below
+                guess = b - step
+            elif guess - a < 2 * step:                    # close to the failing end: test just above
+                guess = a + step
+        f(guess)
+    return math.exp(min(v for v, m in seen.items() if m <= target))
 
 
 def target_epsilon(base: Scenario, metric: str, at_most: float, *, n_users: int | None = None,
@@ -229,10 +252,9 @@ def target_epsilon(base: Scenario, metric: str, at_most: float, *, n_users: int 
                    dataset: datasets.Dataset | None = None) -> GoalResult:
     """The smallest epsilon (within ``rtol``) whose mean ``metric`` over ``base.trials`` trials is <= ``at_most``.
 
-    Bracketing starts at epsilon = 1 and moves by factors of 8 (fewer evaluations than a
-    bisection from the whole range), then a safeguarded secant on log epsilon
-    (:func:`_seek_log`) narrows the bracket to ``rtol``: the answer is the bracket's upper
-    end, an epsilon that meets the target, less than ``rtol`` above one that does not. A mechanism that
+    The search (:func:`_seek_log`) starts at epsilon = 1 and fits log metric against log
+    epsilon, with bisection-like safeguards; the answer is an epsilon that meets the
+    target, less than ``rtol`` above one that does not. A mechanism that
     cannot reach the target at ``eps_range[1]`` (50) says so (``reached`` False).
     """
     require(metric in TARGET_METRICS, f"--metric must be one of {', '.join(TARGET_METRICS)}, got {metric!r}")
@@ -263,25 +285,9 @@ def target_epsilon(base: Scenario, metric: str, at_most: float, *, n_users: int 
                           seconds=time.perf_counter() - t0,
                           message=f"cannot reach {metric} <= {at_most:g} with epsilon <= {hi_lim:g} "
                                   f"(at {hi_lim:g}: {mean:.4g})")
-    # bracket [a, b] with not ok(a) and ok(b)
-    b = min(max(1.0, lo_lim), hi_lim)
-    if ok(b):
-        a = b
-        while a > lo_lim:
-            a = max(a / 8, lo_lim)
-            if not ok(a):
-                break
-            b = a
-        else:
-            a = None
-    else:
-        a = b
-        while True:
-            b = min(b * 8, hi_lim)
-            if ok(b):
-                break
-            a = b
-    eps = b if a is None or a == b else _seek_log(a, b, gap, rtol)
+    found = _seek_log(lambda e: float(values(e).mean()), float(at_most), lo_lim, hi_lim, rtol)
+    a = found
+    eps = lo_lim if found is None else found
     mean, lo, hi = mean_ci(values(eps))
     result = GoalResult(**common, reached=True, epsilon=float(eps), n_users=len(ev.users(n_users)[1].cells),
                         mean=mean, ci_low=lo, ci_high=hi, evaluations=ev.evaluations, seconds=0.0,

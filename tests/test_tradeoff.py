@@ -50,7 +50,7 @@ def brute_force_epsilon(sc: Scenario, metric: str, target: float, lo: float, hi:
 
 @pytest.mark.parametrize("name,metric,target,users", [
     ("grr", "l1", 0.5, 2000), ("grr", "w2_m", 2000.0, 2000),
-    pytest.param("planar-laplace", "w2_m", 1500.0, 2000, marks=pytest.mark.slow)])
+    pytest.param("planar-laplace", "w2_m", 1000.0, None, marks=pytest.mark.slow)])
 def test_goal_seek_matches_brute_force(name, metric, target, users):
     """The goal seek's epsilon meets the target, 5% less does not, and it lies within the 5% tolerance (plus
     one 2% grid step) of a brute-force scan (cases where the mean metric is monotone in epsilon)."""
@@ -58,7 +58,7 @@ def test_goal_seek_matches_brute_force(name, metric, target, users):
     got = tradeoff.target_epsilon(sc, metric, target, n_users=users, attacker=False)
     ev = tradeoff.Evaluator(sc, metric)
     assert ev.values(got.epsilon / 1.05, users).mean() > target
-    want = brute_force_epsilon(sc, metric, target, got.epsilon / 1.5, min(got.epsilon * 1.5, 50.0))
+    want = brute_force_epsilon(sc, metric, target, got.epsilon / 1.25, min(got.epsilon * 1.25, 50.0))
     assert got.reached and got.mean <= target
     assert want / 1.03 <= got.epsilon <= want * 1.08, (got.epsilon, want)
     assert got.ci_low <= got.mean <= got.ci_high and got.evaluations < 20
