@@ -225,7 +225,8 @@ def _seek_log(mean: Callable[[float], float], target: float, lo_lim: float, hi_l
         if not below:                                    # extrapolate down from the two smallest that met it
             if b <= lo_end + 1e-12:
                 return None
-            guess = line(ok_u[0], ok_u[1]) if len(ok_u) >= 2 else math.nan
+            near = len(ok_u) >= 2 and ok_u[1] - ok_u[0] <= math.log(8.0) + 1e-12   # a far point fits badly
+            guess = line(ok_u[0], ok_u[1]) if near else math.nan
             if not math.isfinite(guess) or guess >= b:
                 guess = b - math.log(2.0)
             guess = max(min(max(guess, b - math.log(8.0)), b - step), lo_end)

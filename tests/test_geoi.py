@@ -119,3 +119,26 @@ def test_geo_i_guarantee_is_the_same_on_every_grid(name, params):
         assert f"{eps:g} per km" in mech.guarantee()
     if name == "planar-laplace":
         assert max(per_km) - min(per_km) < 0.15 * eps and min(per_km) > 0.8 * eps, per_km
+
+
+def test_folded_kernel_gives_the_same_channel():
+    """Folding the kernel's tails beyond d cells (exact: they clamp to the border from every cell) leaves
+    the dense channel, the FFT forward map and the adjoint unchanged against the unfolded sum."""
+    from ldpviz.kernels import ClampedChannel
+    from ldpviz.mechanisms.geoi import planar_laplace_kernel
+    d, K = 5, 23
+    kernel = planar_laplace_kernel(0.3, K)
+    chan = ClampedChannel(d, kernel)
+    assert chan._r == d and chan.radius == K
+    k = kernel / kernel.sum()
+    P = np.zeros((d * d, d * d))
+    for x in range(d * d):
+        r, c = divmod(x, d)
+        for i in range(2 * K + 1):
+            for j in range(2 * K + 1):
+                y = min(max(r + i - K, 0), d - 1) * d + min(max(c + j - K, 0), d - 1)
+                P[y, x] += k[i, j]
+    np.testing.assert_allclose(chan.dense(), P, rtol=1e-12, atol=1e-15)
+    f = np.random.default_rng(0).random((d, d))
+    np.testing.assert_allclose(chan.forward(f).ravel(), P @ f.ravel(), atol=1e-12)
+    np.testing.assert_allclose(chan.adjoint(f).ravel(), P.T @ f.ravel(), atol=1e-12)
