@@ -402,7 +402,8 @@ class AuditResult:
 
     ``lower_bound`` is the certified lower bound on epsilon (Geo-I: on epsilon per
     cell side, the largest pair bound divided by the pair's distance); ``claimed``
-    the epsilon the mechanism promises (Geo-I: per cell side, ``Mechanism.epsilon_per_cell``) (``inf`` when it promises nothing); the
+    the epsilon the mechanism promises (Geo-I: per cell side, ``Mechanism.epsilon_per_cell``;
+    ``inf`` when it promises nothing); the
     mechanism ``passed`` when the bound does not exceed the claim. All bounds hold
     jointly with probability ``confidence``.
     """
