@@ -85,8 +85,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"evaluations of {trials} trials).",
               "",
               "Notes: each evaluation runs every trial of the mechanism and scores W2 only; the search fits log W2 "
-              "against log epsilon from epsilon = 1 (`ldpviz.tradeoff._seek_log`). Planar Laplace is slow at small "
-              "epsilon per km (its kernel, and so each EM iteration's convolution, widens as 40 / epsilon cells). "
+              "against log epsilon from epsilon = 1 (`ldpviz.tradeoff._seek_log`). Planar Laplace's kernel widens as "
+              "40 / epsilon cells at small epsilon per km; its channel folds offsets beyond d cells (exact), so its "
+              "convolutions stay d-sized, but building the kernel still grows with the width. OUE's reports are "
+              "d x d bits per user, so its trials cost the most here. "
               "The attacker is computed from an explicit channel; mechanisms without one (OUE) or whose channel is "
               "not built at this grid side (planar Laplace beyond d = 24) say so instead."]
     path = out / "target-mode.md"
