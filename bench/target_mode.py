@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
               "convolutions stay d-sized, but building the kernel still grows with the width. OUE's reports are "
               "d x d bits per user, so its trials cost the most here. "
               "The attacker is computed from an explicit channel; mechanisms without one (OUE) or whose channel is "
-              "not built at this grid side (planar Laplace beyond d = 24) say so instead."]
+              "not built at this grid side (planar Laplace beyond d = 32) say so instead."]
     path = out / "target-mode.md"
     path.write_text("\n".join(lines) + "\n")
     print(f"wrote {path}")

@@ -36,6 +36,14 @@ def test_frontier_points_match_separate_runs():
     assert oue["attacker_error_m"].isna().all() and (oue["attacker_note"] != "").all()
 
 
+def test_frontier_sweeps_the_number_of_users():
+    """Varying users: the frontier has one row per (n, epsilon), n as asked, and more users give lower L1."""
+    df = tradeoff.frontier(SMALL.with_(n_users=None), ["grr"], [2.0], metric="l1", n_users=[300, 10_000],
+                           attacker=False)
+    assert list(df["n_users"]) == [300, 10_000]
+    assert df["l1"].iloc[1] < df["l1"].iloc[0]
+
+
 def brute_force_epsilon(sc: Scenario, metric: str, target: float, lo: float, hi: float) -> float:
     """Smallest epsilon on a fine log grid (~2% steps) over [lo, hi] whose mean metric is <= target
     (lo itself must miss the target, so nothing below the grid could be the answer if the metric is monotone)."""
