@@ -9,7 +9,6 @@ import pytest
 from ldpviz.cli import main
 
 
-@pytest.mark.slow
 def test_target_json_per_mechanism(capsys):
     code = main(["target", "--grid", "8", "--users", "2000", "--metric", "l1", "--at-most", "0.6", "--mechanism", "grr",
                  "--mechanism", "planar-laplace", "--trials", "3", "--json"])
