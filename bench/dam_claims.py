@@ -74,9 +74,13 @@ def w2(true: np.ndarray, est: np.ndarray) -> float:
 
 # ---- calibration of the Geo-I mechanisms ---------------------------------------
 def planar_laplace_same_lp(grid: Grid, epsilon: float) -> float:
-    """epsilon' (per cell) of planar Laplace whose local privacy equals DAM's at epsilon."""
+    """epsilon' (per km, the tool's Geo-I unit) of planar Laplace whose local privacy equals DAM's at epsilon.
+
+    Searched over 0.05 to 20 per cell side, as before the unit became per km (clipped to epsilon's range).
+    """
     target = lp_from_disk_channel(mechanisms.create("dam", grid, epsilon).chan)
-    lo, hi = math.log(0.05), math.log(20.0)
+    per_km = 1000.0 / grid.cell_m
+    lo, hi = math.log(max(0.05 * per_km, 1e-3)), math.log(min(20.0 * per_km, 50.0))
     for _ in range(20):
         mid = (lo + hi) / 2
         lp = lp_from_channel(mechanisms.create("planar-laplace", grid, math.exp(mid)).channel(), grid.side)

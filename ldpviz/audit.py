@@ -29,9 +29,9 @@ only makes the bound weaker, never wrong.
 Claims compared against:
 
 * LDP: ``epsilon`` for every pair of inputs.
-* Geo-I: ``epsilon * distance`` with distance in cell sides (the guarantee's unit,
-  see :meth:`Mechanism.guarantee`); the audited figure is the largest
-  ``bound / distance`` over pairs, compared with ``epsilon``.
+* Geo-I: ``epsilon * distance`` with distance in cell sides; a Geo-I epsilon is
+  per km, so the claim per cell side is :attr:`Mechanism.epsilon_per_cell`; the
+  audited figure is the largest ``bound / distance`` over pairs, compared with it.
 * No privacy (``exact``): nothing is claimed; the audit shows how large a loss it
   can certify from the samples.
 * Central DP and multi-round mechanisms (``has_client = False``) have no
@@ -402,7 +402,8 @@ class AuditResult:
 
     ``lower_bound`` is the certified lower bound on epsilon (Geo-I: on epsilon per
     cell side, the largest pair bound divided by the pair's distance); ``claimed``
-    the epsilon the mechanism promises (``inf`` when it promises nothing); the
+    the epsilon the mechanism promises (Geo-I: per cell side, ``Mechanism.epsilon_per_cell``;
+    ``inf`` when it promises nothing); the
     mechanism ``passed`` when the bound does not exceed the claim. All bounds hold
     jointly with probability ``confidence``.
     """
@@ -464,6 +465,11 @@ def _resolve(name_or_mech: Any, grid: Grid, epsilon: float, params: dict[str, An
         return name_or_mech(grid, epsilon, **params)
     require(isinstance(name_or_mech, str), f"audit needs a mechanism name or object, got {name_or_mech!r}")
     return mechanisms.create(name_or_mech, grid, epsilon, **params)
+
+
+def _claimed_epsilon(mech: Mechanism) -> float:
+    """The epsilon the audit checks: per cell side for Geo-I (its epsilon is per km), else epsilon."""
+    return mech.epsilon_per_cell if mech.privacy_model == GEO_I else mech.epsilon
 
 
 def _claim(model: str, epsilon: float, distance: float) -> float:
@@ -545,12 +551,12 @@ def audit_mechanism(name_or_mech: str | type[Mechanism] | Mechanism, grid: Grid 
                 out = _protocol_outputs(mech, protocol, point, int(n_samples), rng)
             reports.append(report_columns(out, int(n_samples), mech if protocol is None else None))
         results.append(_audit_pair(pair, grid, reports, half, int(n_samples) - half, alpha,
-                                   events_per_direction, _claim(model, mech.epsilon, pair.distance_cells(grid))))
+                                   events_per_direction, _claim(model, _claimed_epsilon(mech), pair.distance_cells(grid))))
 
     if model == GEO_I:
         normalised = [p.lower_bound / p.distance_cells for p in results if p.distance_cells > 0]
         lower = max(normalised, default=0.0)
-        claimed = mech.epsilon
+        claimed = _claimed_epsilon(mech)
     else:
         lower = max((p.lower_bound for p in results), default=0.0)
         claimed = mech.epsilon if model == LDP else math.inf

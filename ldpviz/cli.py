@@ -181,6 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--scheduler", help="Dask scheduler address (tcp://host:8786) to run the sweep on a "
                                                 "cluster; needs pip install 'ldpviz[cluster]'")
         p.set_defaults(fn=fn)
+    from ldpviz import officer_cli
+    officer_cli.add_commands(sub)
     from ldpviz import reproduce
     rp = sub.add_parser("reproduce", help="regenerate every benchmark and report (bench/*.py) into docs/")
     reproduce.add_arguments(rp)

@@ -112,6 +112,31 @@ class Result:
     def mean(self) -> dict[str, float]:
         return {k: float(v) for k, v in self.metrics.mean(numeric_only=True).items() if k != "trial"}
 
+    def cell_spread(self, kind: str = "sd", confidence: float = 0.95) -> np.ndarray:
+        """Per-cell spread of the estimated share over the trials, a ``(d, d)`` map (a third view).
+
+        ``kind="sd"``: the sample standard deviation of each cell's estimate;
+        ``kind="ci"``: the full width of its t-based ``confidence`` interval for the
+        mean (2 t s / sqrt(trials)). Needs at least two trials.
+        """
+        require(kind in ("sd", "ci"), f"spread kind must be 'sd' or 'ci', got {kind!r}")
+        require(len(self.estimates) >= 2, "a per-cell spread needs at least 2 trials; run the scenario with "
+                                          "trials >= 2")
+        require(0 < confidence < 1, f"confidence must be in (0, 1), got {confidence!r}")
+        stack = np.stack([e.density for e in self.estimates])
+        sd = stack.std(axis=0, ddof=1)
+        if kind == "sd":
+            return sd
+        k = len(self.estimates)
+        return 2 * float(stats.t.ppf(0.5 + confidence / 2, k - 1)) * sd / math.sqrt(k)
+
+    def metric_ci(self, metric: str, confidence: float = 0.95) -> tuple[float, float, float]:
+        """(mean, low, high) of a metric over the trials (t interval; low = high = mean for one trial)."""
+        require(metric in self.metrics.columns, f"unknown metric {metric!r}; available: "
+                                                f"{', '.join(c for c in self.metrics.columns if c != 'trial')}")
+        values = self.metrics[metric].to_numpy(dtype=float)
+        return mean_ci(values, confidence)
+
     def summary(self) -> dict[str, Any]:
         """Flat dict for JSON/CSV: scenario, means of every metric, timings."""
         s = self.scenario
@@ -126,6 +151,19 @@ class Result:
         out["timings"] = self.timings
         out["notes"] = self.notes
         return out
+
+
+def mean_ci(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float]:
+    """(mean, low, high): a t-based confidence interval for the mean of ``values`` (NaNs ignored)."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    if len(values) == 0:
+        return math.nan, math.nan, math.nan
+    mean = float(values.mean())
+    if len(values) < 2:
+        return mean, mean, mean
+    half = float(stats.t.ppf(0.5 + confidence / 2, len(values) - 1)) * float(values.std(ddof=1)) / math.sqrt(len(values))
+    return mean, mean - half, mean + half
 
 
 def resolve_region(dataset: datasets.Dataset, region: str | Region | None) -> Region:

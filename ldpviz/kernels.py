@@ -268,6 +268,19 @@ class DiskChannel:
         return P
 
 
+def _fold_tails(kernel: np.ndarray, radius: int) -> np.ndarray:
+    """A (2K+1)^2 kernel with every offset beyond ``radius`` along an axis added onto offset +-radius."""
+    K = (kernel.shape[0] - 1) // 2
+    if radius >= K:
+        return kernel
+    k = kernel
+    for axis in (0, 1):
+        k = np.moveaxis(k, axis, 0)
+        low, high = k[:K - radius + 1].sum(axis=0), k[K + radius:].sum(axis=0)
+        k = np.moveaxis(np.concatenate([low[None], k[K - radius + 1:K + radius], high[None]]), 0, axis)
+    return k
+
+
 class ClampedChannel:
     """A lattice kernel k(delta) with reports remapped to the nearest grid cell.
 
@@ -281,15 +294,20 @@ class ClampedChannel:
         k = np.asarray(kernel, float)
         self.kernel = k / k.sum()
         self.radius = (k.shape[0] - 1) // 2
-        self.conv = _Convolver(self.kernel, self.side + 2 * self.radius)
-        self._cdf = np.cumsum(self.kernel.ravel())
+        # Offsets of d or more cells along an axis clamp to the same border cell from every x in
+        # [0, d-1], so the kernel folded to radius min(K, d) gives exactly the same channel; the
+        # FFTs then cost O(d^2 log d) however wide the kernel (planar Laplace at small epsilon).
+        self._r = min(self.radius, self.side)
+        self._k = _fold_tails(self.kernel, self._r)
+        self.conv = _Convolver(self._k, self.side + 2 * self._r)
+        self._cdf = np.cumsum(self._k.ravel())
 
     @property
     def n_outputs(self) -> int:
         return self.side * self.side
 
     def _fold(self, a: np.ndarray) -> np.ndarray:
-        d, K = self.side, self.radius
+        d, K = self.side, self._r
         for axis in (0, 1):
             a = np.moveaxis(a, axis, 0)
             low = a[:K + 1].sum(axis=0)
@@ -303,12 +321,12 @@ class ClampedChannel:
         return np.maximum(self._fold(self.conv.full(f)), 0.0)
 
     def adjoint(self, r: np.ndarray) -> np.ndarray:
-        padded = np.pad(r, self.radius, mode="edge")
+        padded = np.pad(r, self._r, mode="edge")
         return self.conv.valid_corr(padded)
 
     def sample(self, cells: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         cells = np.asarray(cells, dtype=np.int64)
-        d, K = self.side, self.radius
+        d, K = self.side, self._r
         k = _draw(self._cdf, rng, len(cells))
         w = 2 * K + 1
         rows = np.clip(cells // d + k // w - K, 0, d - 1)
@@ -317,12 +335,12 @@ class ClampedChannel:
 
     def dense(self) -> np.ndarray:
         """P[y, x] summed exactly (no FFT round-off, so tiny probabilities keep their ratios)."""
-        d, K = self.side, self.radius
+        d, K = self.side, self._r
         P = np.empty((d * d, d * d))
         box = np.zeros((d + 2 * K, d + 2 * K))
         for x in range(d * d):
             r, c = divmod(x, d)
             box[:] = 0.0
-            box[r:r + 2 * K + 1, c:c + 2 * K + 1] = self.kernel
+            box[r:r + 2 * K + 1, c:c + 2 * K + 1] = self._k
             P[:, x] = self._fold(box).ravel()
         return P / P.sum(axis=0, keepdims=True)

@@ -8,6 +8,9 @@ expected Euclidean distance between guess and truth,
     LP = 1/n sum_y [sum_{x, x_hat} P(y|x) P(y|x_hat) |x - x_hat|] / [sum_x P(y|x)].
 
 Larger is more private. Reported in metres (cell units times ``grid.cell_m``).
+This is the paper's figure (used by its claims); pages and reports state the
+attacker through :func:`ldpviz.attacker.attackers` (population prior, named, with this
+uniform-prior attacker beside it).
 Three routes, all exact except the last:
 
 * DAM-like mechanisms (a :class:`~ldpviz.kernels.DiskChannel`): from the translation-

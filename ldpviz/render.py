@@ -8,8 +8,8 @@ and the live map of the same density look the same.
 
 Layout (top to bottom): the title, the d x d map with north up (grid row 0 is the
 *south* edge, see :mod:`ldpviz.domain`, so rows are drawn last to first), a colour
-bar with its min/max labels and the legend text, and a scale note (cell side and
-region side in m/km). Each cell is a block of whole pixels (nearest-neighbour
+bar with its min/max labels, the legend text, and a scale note (cell side and
+region side in m/km; wrapped on narrow images). Each cell is a block of whole pixels (nearest-neighbour
 upscaling), so the map is crisp at d = 4 and at d = 256; thin cell borders are drawn
 only up to d = 64, beyond which they would hide the data.
 """
@@ -73,7 +73,7 @@ def layout(side: int, width: int = 640, title: str = "") -> Layout:
     img_w = max(int(width), map_px + 2 * MARGIN)
     x0 = (img_w - map_px) // 2
     y0 = MARGIN + (TITLE_PX + 8 if title else 0)
-    height = y0 + map_px + 10 + BAR_HEIGHT + 6 + 2 * (TEXT_PX + 5) + MARGIN
+    height = y0 + map_px + 10 + BAR_HEIGHT + 4 + 4 * (TEXT_PX + 5) + MARGIN   # labels, legend, 2 note lines
     return Layout(x0, y0, cell_px, side, img_w, height)
 
 
@@ -143,9 +143,13 @@ def density_png(grid: Grid, density: np.ndarray, *, vmax: float | None = None, d
         draw.text((geo.x0, MARGIN), title, fill=(0, 0, 0), font=big)
     _colour_bar(image, draw, geo, top, diverging, legend, as_percent, small)
     region = grid.region
-    note = (f"North up. Cell {_length(grid.cell_m)} x {_length(grid.cell_m)}; "
-            f"region {_length(region.side_m)} across ({side} x {side} cells).")
-    draw.text((geo.x0, geo.height - MARGIN - TEXT_PX), note, fill=(60, 60, 60), font=small)
+    note = [f"North up. Cell {_length(grid.cell_m)} x {_length(grid.cell_m)};",
+            f"region {_length(region.side_m)} across ({side} x {side} cells)."]
+    if draw.textlength(" ".join(note), font=small) <= geo.width - geo.x0 - 4:
+        note = [" ".join(note)]
+    y = geo.y0 + geo.map_px + 10 + BAR_HEIGHT + 4 + 2 * (TEXT_PX + 5)
+    for k, line in enumerate(note):
+        draw.text((geo.x0, y + k * (TEXT_PX + 5)), line, fill=(60, 60, 60), font=small)
 
     out = io.BytesIO()
     image.save(out, format="PNG", optimize=True)
@@ -155,7 +159,7 @@ def density_png(grid: Grid, density: np.ndarray, *, vmax: float | None = None, d
 def _colour_bar(image: Image.Image, draw: ImageDraw.ImageDraw, geo: Layout, top: float, diverging: bool, legend: str,
                 as_percent: bool, font: ImageFont.ImageFont | ImageFont.FreeTypeFont) -> None:
     """The shared scale under the map: a ramp from min to max with labels at both ends."""
-    bar_w = max(64, min(geo.map_px, 320))
+    bar_w = max(32, min(geo.map_px, 320))
     y = geo.y0 + geo.map_px + 10
     lo = -top if diverging else 0.0
     samples = np.linspace(lo, top, bar_w)
@@ -174,7 +178,10 @@ def _colour_bar(image: Image.Image, draw: ImageDraw.ImageDraw, geo: Layout, top:
     hi_w = draw.textlength(hi_label, font=font)
     draw.text((left + bar_w - hi_w, ty), hi_label, fill=(0, 0, 0), font=font)
     if legend:
-        draw.text((left + bar_w + 10, y), legend, fill=(60, 60, 60), font=font)
+        room = geo.width - left - 4
+        while legend and draw.textlength(legend, font=font) > room:   # never draw past the image's edge
+            legend = legend[:-2] + "…" if len(legend) > 2 else ""
+        draw.text((left, ty + TEXT_PX + 5), legend, fill=(60, 60, 60), font=font)
 
 
 def data_uri(png: bytes) -> str:

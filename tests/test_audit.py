@@ -165,14 +165,14 @@ class ToyLocalHash(Mechanism):
 
 
 class ToyPlanarLaplace(Mechanism):
-    """Planar Laplace on unit positions (Geo-I, eps per cell side): float (n, 2) outputs."""
+    """Planar Laplace on unit positions (Geo-I, eps per km = epsilon_per_cell per cell side): float (n, 2) outputs."""
 
     name, label, family, privacy_model, reference = "toy-planar", "toy planar Laplace", "test", GEO_I, "Andres 2013"
     overrun = 1.0
 
     def perturb(self, users: Binned, rng: np.random.Generator) -> np.ndarray:
         n = len(users.cells)
-        radius_cells = rng.gamma(2.0, 1.0 / (self.overrun * self.epsilon), n)
+        radius_cells = rng.gamma(2.0, 1.0 / (self.overrun * self.epsilon_per_cell), n)
         angle = rng.uniform(0, 2 * np.pi, n)
         step = np.column_stack([np.cos(angle), np.sin(angle)]) * (radius_cells / self.grid.side)[:, None]
         return users.unit + step

@@ -93,3 +93,18 @@ def test_sweep_with_process_executor_matches_serial():
         parallel = experiment.sweep(SMALL, vary, executor=pool)
     cols = ["epsilon", "w2_m", "kl", "aqe"]
     pd.testing.assert_frame_equal(serial[cols], parallel[cols])
+
+
+def test_cell_spread_is_the_trials_per_cell_sd_and_ci():
+    """cell_spread: the per-cell sample sd over trials, and the t CI width 2 t s / sqrt(k); one trial is refused."""
+    r = experiment.run(SMALL.with_(trials=4))
+    stack = np.stack([e.density for e in r.estimates])
+    sd = r.cell_spread("sd")
+    assert sd.shape == (8, 8) and (sd > 0).any()
+    np.testing.assert_allclose(sd, stack.std(axis=0, ddof=1))
+    from scipy import stats
+    np.testing.assert_allclose(r.cell_spread("ci"), 2 * stats.t.ppf(0.975, 3) * sd / 2.0)
+    with pytest.raises(LdpvizInputError, match="at least 2 trials"):
+        experiment.run(SMALL).cell_spread()
+    mean, lo, hi = r.metric_ci("w2_m")
+    assert lo < mean < hi and mean == pytest.approx(r.metrics["w2_m"].mean())

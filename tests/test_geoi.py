@@ -14,7 +14,8 @@ from ldpviz.errors import LdpvizInputError
 
 
 def grid(d: int) -> Grid:
-    return Grid(Region(0.0, 45.0, 1000.0), d)
+    """Cells of 1 km: a Geo-I epsilon (per km) is then epsilon per cell side, the channel's unit."""
+    return Grid(Region(0.0, 45.0, 1000.0 * d), d)
 
 
 def users(cells) -> Binned:
@@ -92,3 +93,52 @@ def test_refuses_tiny_epsilon():
     with pytest.raises(LdpvizInputError, match="planar Laplace"):
         mechanisms.create("planar-laplace", grid(16), 0.01)
     assert "per metre" in mechanisms.create("planar-laplace", grid(4), 1.0).guarantee()
+
+
+@pytest.mark.parametrize("name,params", [("planar-laplace", {}), ("sem-geoi", {"calibration": "raw", "subset_size": 1})])
+def test_geo_i_guarantee_is_the_same_on_every_grid(name, params):
+    """Epsilon is per km: on a 4 km region at d = 4, 8, 16 the claim per km is the same and the channel's
+    worst log-ratio per km of distance never exceeds it. Planar Laplace is tight, so its realised loss per km
+    is also nearly the same on every grid (under the old per-cell-side unit it grew 4x from d = 4 to 16);
+    SEM's exponential mechanism (score/2, its normaliser varies with x) stays below the claim by design."""
+    eps = 1.5
+    region = Region(0.0, 45.0, 4000.0)
+    per_km = []
+    for d in (4, 8, 16):
+        g = Grid(region, d)
+        mech = mechanisms.create(name, g, eps, **params)
+        assert mech.epsilon_per_cell == pytest.approx(eps * g.cell_m / 1000.0)
+        P = mech.channel()
+        c = g.cell_centers_m() / 1000.0
+        dist_km = np.hypot(c[:, None, 0] - c[None, :, 0], c[:, None, 1] - c[None, :, 1])
+        np.fill_diagonal(dist_km, np.inf)
+        log_ratio = np.log(P[:, :, None]) - np.log(P[:, None, :])
+        worst = float((log_ratio.max(axis=0) / dist_km).max())
+        assert worst <= eps * (1 + 1e-9)
+        per_km.append(worst)
+        assert f"{eps:g} per km" in mech.guarantee()
+    if name == "planar-laplace":
+        assert max(per_km) - min(per_km) < 0.15 * eps and min(per_km) > 0.8 * eps, per_km
+
+
+def test_folded_kernel_gives_the_same_channel():
+    """Folding the kernel's tails beyond d cells (exact: they clamp to the border from every cell) leaves
+    the dense channel, the FFT forward map and the adjoint unchanged against the unfolded sum."""
+    from ldpviz.kernels import ClampedChannel
+    from ldpviz.mechanisms.geoi import planar_laplace_kernel
+    d, K = 5, 23
+    kernel = planar_laplace_kernel(0.3, K)
+    chan = ClampedChannel(d, kernel)
+    assert chan._r == d and chan.radius == K
+    k = kernel / kernel.sum()
+    P = np.zeros((d * d, d * d))
+    for x in range(d * d):
+        r, c = divmod(x, d)
+        for i in range(2 * K + 1):
+            for j in range(2 * K + 1):
+                y = min(max(r + i - K, 0), d - 1) * d + min(max(c + j - K, 0), d - 1)
+                P[y, x] += k[i, j]
+    np.testing.assert_allclose(chan.dense(), P, rtol=1e-12, atol=1e-15)
+    f = np.random.default_rng(0).random((d, d))
+    np.testing.assert_allclose(chan.forward(f).ravel(), P @ f.ravel(), atol=1e-12)
+    np.testing.assert_allclose(chan.adjoint(f).ravel(), P.T @ f.ravel(), atol=1e-12)

@@ -18,7 +18,8 @@ from ldpviz.mechanisms.sem_geoi import (SubsetTables, mean_subset_entropies, sem
 
 
 def grid(d: int) -> Grid:
-    return Grid(Region(0.0, 45.0, 1000.0), d)
+    """Cells of 1 km: a Geo-I epsilon (per km) is then epsilon per cell side, the channel's unit."""
+    return Grid(Region(0.0, 45.0, 1000.0 * d), d)
 
 
 def users(cells) -> Binned:

@@ -38,6 +38,10 @@ PRIVACY_MODELS = (LDP, CENTRAL_DP, GEO_I, NO_PRIVACY)
 
 EPSILON_MIN = 1e-3
 EPSILON_MAX = 50.0
+#: Geo-I epsilon is per this many metres (per km), whatever the grid: the guarantee
+#: e^(epsilon * distance) then means the same on every grid side d and region.
+GEO_I_UNIT_M = 1000.0
+GEO_I_UNIT = "km"
 
 
 def validate_epsilon(epsilon: Any) -> float:
@@ -201,8 +205,18 @@ class Mechanism:
         if self.privacy_model == NO_PRIVACY:
             return "no privacy: reports are the true cells"
         if self.privacy_model == GEO_I:
-            return f"epsilon-geo-indistinguishability with epsilon = {self.epsilon:g} per cell side"
+            return (f"epsilon-geo-indistinguishability with epsilon = {self.epsilon:g} per {GEO_I_UNIT} "
+                    f"({self.epsilon_per_cell:.3g} per cell side of {self.grid.cell_m:.4g} m)")
         return f"epsilon-{self.privacy_model} with epsilon = {self.epsilon:g}"
+
+    @property
+    def epsilon_per_cell(self) -> float:
+        """Geo-I: the privacy loss per cell side of distance, the unit mechanisms and the audit work in.
+
+        ``epsilon`` is per km (:data:`GEO_I_UNIT_M`), so this is epsilon * cell side / 1 km;
+        mechanisms whose guarantee is set otherwise (SEM-Geo-I's calibration) override it.
+        """
+        return self.epsilon * self.grid.cell_m / GEO_I_UNIT_M
 
     # ---- helpers -----------------------------------------------------------
     def __getattr__(self, item: str) -> Any:

@@ -6,13 +6,17 @@ D(z) = eps^2 / (2 pi) e^{-eps |z|} gives eps-geo-indistinguishability; discretis
 output and remapping it to the nearest point of the area of interest (their Sec. 4.2)
 are post-processing and keep the guarantee.
 
-Discretisation used here (cell units, epsilon per cell side):
+Units: ``epsilon`` is per km (``GEO_I_UNIT_M`` in :mod:`ldpviz.mechanisms.base`), so the
+guarantee is the same on every grid; the kernel works in cell units with
+``eps_cell = epsilon * cell side / 1 km`` (:attr:`Mechanism.epsilon_per_cell`).
+
+Discretisation used here (cell units, eps_cell per cell side):
 
 * k(delta) = the density integrated over the cell at offset delta by an 8 x 8 midpoint
   rule. Because the rule uses the same nodes for every input, the discrete kernel
   keeps the pointwise bound k(z - x) <= e^{eps |x - x'|} k(z - x') exactly
   (triangle inequality at every node);
-* the kernel window reaches ``1.42 d + 40 / eps`` cells, beyond which the dropped
+* the kernel window reaches ``1.42 d + 40 / eps_cell`` cells, beyond which the dropped
   mass is below e^-40 relative to any kept probability;
 * a report is the true cell plus an offset drawn from k, remapped to the nearest grid
   cell (each coordinate clamped to [0, d-1]). The output domain is the grid itself.
@@ -31,12 +35,13 @@ from ldpviz.errors import require
 from ldpviz.estimation import expectation_maximisation
 from ldpviz.kernels import ClampedChannel
 from ldpviz.mechanisms import register
-from ldpviz.mechanisms.base import GEO_I, Estimate, Mechanism
+from ldpviz.mechanisms.base import GEO_I, GEO_I_UNIT, GEO_I_UNIT_M, Estimate, Mechanism
 from ldpviz.mechanisms.dam import FAMILY_SPATIAL, POSTPROCESS_PARAM
 
 QUADRATURE_NODES = 8
 TAIL_NATS = 40.0
 MAX_KERNEL_RADIUS = 1500
+MAX_CHANNEL_SIDE = 32
 
 
 def planar_laplace_kernel(epsilon: float, radius: int, nodes: int = QUADRATURE_NODES) -> np.ndarray:
@@ -67,13 +72,17 @@ class PlanarLaplace(Mechanism):
 
     def setup(self) -> None:
         d = self.grid.side
-        radius = int(math.ceil(1.42 * d + TAIL_NATS / self.epsilon))
-        require(radius <= MAX_KERNEL_RADIUS,
-                f"planar Laplace at epsilon = {self.epsilon:g} per cell side spreads reports over more than "
-                f"{MAX_KERNEL_RADIUS} cells; use a larger epsilon (e.g. >= {TAIL_NATS / (MAX_KERNEL_RADIUS - 1.42 * d):.2g}) "
-                f"or a smaller grid")
+        eps_cell = self.epsilon_per_cell
+        radius = int(math.ceil(1.42 * d + TAIL_NATS / eps_cell))
+        if radius > MAX_KERNEL_RADIUS:
+            least = TAIL_NATS / (MAX_KERNEL_RADIUS - 1.42 * d) * GEO_I_UNIT_M / self.grid.cell_m if \
+                MAX_KERNEL_RADIUS > 1.42 * d else math.inf
+            require(False, f"planar Laplace at epsilon = {self.epsilon:g} per {GEO_I_UNIT} on cells of "
+                           f"{self.grid.cell_m:.4g} m spreads reports over more than {MAX_KERNEL_RADIUS} cells; "
+                           f"use a larger epsilon (e.g. >= {least:.2g} per {GEO_I_UNIT}), larger cells or a "
+                           f"smaller grid")
         self.kernel_radius = radius
-        self.chan = ClampedChannel(d, planar_laplace_kernel(self.epsilon, radius))
+        self.chan = ClampedChannel(d, planar_laplace_kernel(eps_cell, radius))
 
     def perturb(self, users: Binned, rng: np.random.Generator) -> np.ndarray:
         return self.chan.sample(users.cells, rng)
@@ -84,13 +93,16 @@ class PlanarLaplace(Mechanism):
         density, info = expectation_maximisation(counts, self.chan.forward, self.chan.adjoint, (d, d),
                                                  smoothing=self.postprocess == "ems")
         return Estimate(density, raw=counts, info={
-            "reports": int(counts.sum()), "output_cells": d * d, "epsilon_per_m": self.epsilon / self.grid.cell_m,
-            "mean_noise_m": 2.0 / self.epsilon * self.grid.cell_m, "postprocess": self.postprocess, **info})
+            "reports": int(counts.sum()), "output_cells": d * d, "epsilon_per_m": self.epsilon / GEO_I_UNIT_M,
+            "mean_noise_m": 2.0 / self.epsilon * GEO_I_UNIT_M, "postprocess": self.postprocess, **info})
 
     def channel(self) -> np.ndarray:
-        require(self.grid.side <= 24, "the explicit planar Laplace channel is built for grids of side <= 24")
+        # The folded kernel (ClampedChannel) keeps each column's sum to a (3d)^2 box, so d = 32 is cheap.
+        require(self.grid.side <= MAX_CHANNEL_SIDE,
+                f"the explicit planar Laplace channel is built for grids of side <= {MAX_CHANNEL_SIDE}")
         return self.chan.dense()
 
     def guarantee(self) -> str:
-        return (f"epsilon-geo-indistinguishability with epsilon = {self.epsilon:g} per cell side "
-                f"({self.epsilon / self.grid.cell_m:.3g} per metre)")
+        return (f"epsilon-geo-indistinguishability with epsilon = {self.epsilon:g} per {GEO_I_UNIT} "
+                f"({self.epsilon / GEO_I_UNIT_M:.3g} per metre, {self.epsilon_per_cell:.3g} per cell side of "
+                f"{self.grid.cell_m:.4g} m)")

@@ -24,7 +24,8 @@ Implementation choices (the paper leaves them open or we could not check them):
   eps' is set so that SEM-Geo-I's local privacy (eq. 15-16) equals DAM's at the given
   epsilon (Brent's method on log eps'); SEM's LP is exact when k = 1 (an n x n
   channel) and otherwise a Monte Carlo estimate (fixed seed, 8 reports per input cell,
-  exact posterior). ``calibration='raw'`` takes epsilon as eps' per cell side.
+  exact posterior). ``calibration='raw'`` takes epsilon as eps' per km (the tool's one
+  Geo-I unit, ``GEO_I_UNIT_M``), i.e. eps' = epsilon * cell side / 1 km per cell side.
 * Grids beyond 32 x 32 are refused: reports hold k cells each and k grows with the grid.
 """
 
@@ -43,7 +44,7 @@ from ldpviz.errors import require
 from ldpviz.estimation import expectation_maximisation
 from ldpviz.local_privacy import cell_distances, lp_from_channel, lp_from_disk_channel
 from ldpviz.mechanisms import register
-from ldpviz.mechanisms.base import GEO_I, Estimate, Mechanism, Param
+from ldpviz.mechanisms.base import GEO_I, GEO_I_UNIT, GEO_I_UNIT_M, Estimate, Mechanism, Param
 from ldpviz.mechanisms.dam import DAM, FAMILY_SPATIAL, POSTPROCESS_PARAM
 
 MAX_SIDE = 32
@@ -227,7 +228,7 @@ class SEMGeoI(Mechanism):
         require(self.subset_size is None or self.subset_size < max(n, 2),
                 f"subset_size must be smaller than the number of cells ({n})")
         if self.calibration == "raw":
-            self.eps_prime = self.epsilon
+            self.eps_prime = self.epsilon * self.grid.cell_m / GEO_I_UNIT_M
             self.dam_lp_cells = None
         else:
             self.dam_lp_cells = lp_from_disk_channel(DAM(self.grid, self.epsilon).chan)
@@ -301,9 +302,15 @@ class SEMGeoI(Mechanism):
         subsets = np.array(list(itertools.combinations(range(n), k)), dtype=np.int64)
         return np.exp(self.tables.log_prob(subsets))
 
+    @property
+    def epsilon_per_cell(self) -> float:
+        """eps' per cell side: set by the calibration, or epsilon per km converted ('raw')."""
+        return self.eps_prime
+
     def guarantee(self) -> str:
-        text = (f"epsilon'-geo-indistinguishability with epsilon' = {self.eps_prime:.3g} per cell side "
-                f"({self.eps_prime / self.grid.cell_m:.3g} per metre)")
+        per_km = self.eps_prime * GEO_I_UNIT_M / self.grid.cell_m
+        text = (f"epsilon'-geo-indistinguishability with epsilon' = {per_km:.3g} per {GEO_I_UNIT} "
+                f"({self.eps_prime:.3g} per cell side of {self.grid.cell_m:.4g} m)")
         if self.calibration != "raw":
             text += f", calibrated to the local privacy of DAM at epsilon = {self.epsilon:g}"
         return text

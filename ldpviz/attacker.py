@@ -1,0 +1,236 @@
+"""One attacker for every page and the report: a Bayesian attacker who sees one person's report.
+
+Model (Shokri et al., "Quantifying location privacy", S&P'11, ref. [17] of
+dam-disk-area-mechanism.md; the DAM paper's local privacy, Sec. VII-B eq. 15-16, is
+its uniform-prior special case). The attacker knows the mechanism's channel
+P(y | x) and a prior pi(x) over the d x d cells, sees one report y and forms the
+posterior pi(x | y) ~ P(y | x) pi(x). Two priors, always named:
+
+* **population prior** (the headline): the population density on the grid. What a
+  census gives anyone. *Modelling choice*: the tool uses the data set's own density
+  (the same users) as a stand-in for a census, which makes the attacker somewhat
+  stronger than one with real census tables (coarser, older); this is stated
+  wherever the number appears.
+* **uniform prior**: an attacker who thinks people could be anywhere in the region
+  (the DAM paper's LP assumption).
+
+For each, with D(x, x') the distance between cell centres:
+
+* ``best_guess_error_m``: expected distance between a person's cell and the
+  attacker's *best guess* x_hat(y) = argmin_x' sum_x pi(x|y) D(x, x') (the guess that
+  minimises the expected error: Shokri et al.'s optimal attack for the distance loss);
+* ``within_r``: probability that an attacker *aiming* to get within ``r_m`` metres
+  (guessing the cell whose r-disc holds the most posterior mass) succeeds, centre to
+  centre -- a different guess from the best one above, optimal for this goal;
+* ``posterior_draw_error_m``: expected distance when the guess is drawn from the
+  posterior -- with the uniform prior this is exactly the DAM paper's LP (eq. 16);
+* ``no_report_*``: the same for the prior alone (what the attacker knows without the
+  report), so the report's contribution is visible.
+
+All expectations are exact sums over the channel (x ~ pi, y ~ P(.|x)). The products
+sum_x J[y, x] D(x, x') are 2-D convolutions (D depends on the offset only), done by FFT.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from ldpviz.domain import Grid
+from ldpviz.errors import LdpvizInputError, require
+from ldpviz.mechanisms.base import CENTRAL_DP, Mechanism
+
+POPULATION = "population"
+UNIFORM = "uniform"
+PRIOR_LABELS = {
+    POPULATION: ("an attacker who knows the population density (a census; here the data set's own density "
+                 "stands in for it, a slightly stronger attacker than a real census)"),
+    UNIFORM: "an attacker who assumes people could be anywhere in the region (uniform prior)",
+}
+DEFAULT_R_M = 500.0
+#: Channels larger than this many entries (outputs x cells) are not attacked (memory and time guard).
+MAX_CHANNEL_ENTRIES = 40_000_000
+#: Output rows per FFT batch.
+_BATCH = 256
+
+
+@dataclass(frozen=True)
+class Attack:
+    """What one Bayesian attacker achieves from one report (distances in metres)."""
+
+    prior: str
+    prior_label: str
+    r_m: float
+    best_guess_error_m: float
+    within_r: float
+    posterior_draw_error_m: float
+    no_report_error_m: float
+    no_report_within_r: float
+
+    def sentence(self) -> str:
+        return (f"For {self.prior_label}, the best guess of a person's location from their report is off by "
+                f"{_length(self.best_guess_error_m)} on average and lands within {_length(self.r_m)} of them "
+                f"{self.within_r:.0%} of the time (without the report: {_length(self.no_report_error_m)}, "
+                f"{self.no_report_within_r:.0%}).")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "sentence": self.sentence()}
+
+
+def _length(metres: float) -> str:
+    return f"{metres / 1000:.3g} km" if metres >= 1000 else f"{metres:.3g} m"
+
+
+def availability(mech: Mechanism) -> tuple[bool, str]:
+    """(True, "") when the attacker can be computed for ``mech``, else (False, the reason in words)."""
+    if mech.privacy_model == CENTRAL_DP:
+        return False, "central DP releases no individual report (the aggregator sees raw locations)"
+    if not getattr(mech, "has_channel", False):
+        return False, f"{mech.name} has no explicit channel (P(report | location)) to compute the attacker from"
+    return True, ""
+
+
+def _distance_kernel(side: int) -> np.ndarray:
+    """Distances (cells) for offsets -(d-1)..(d-1) on both axes, as a (2d-1, 2d-1) array."""
+    r = np.arange(-(side - 1), side)
+    return np.hypot(r[:, None], r[None, :])
+
+
+def _rows_times_distance(J: np.ndarray, side: int, within: float | None = None) -> np.ndarray:
+    """E = J @ K for K[x, x'] = |c_x - c_x'| (cells), or the indicator |c_x - c_x'| <= ``within``;
+    by FFT convolution per row beyond d = 32 (K depends on the offset only); J is (m, d*d)."""
+    m = J.shape[0]
+
+    def kernel(dist: np.ndarray) -> np.ndarray:
+        return dist if within is None else (dist <= within + 1e-9).astype(float)
+
+    if side <= 32:                                       # dense BLAS product is faster up to ~1k cells
+        r, c = np.divmod(np.arange(side * side), side)
+        return J @ kernel(np.hypot(r[:, None] - r[None, :], c[:, None] - c[None, :]))
+    size = 2 * side - 1
+    fft_n = 1 << (size - 1).bit_length()
+    K = np.fft.rfft2(kernel(_distance_kernel(side)), s=(fft_n, fft_n))
+    out = np.empty_like(J)
+    for s in range(0, m, _BATCH):
+        block = J[s:s + _BATCH].reshape(-1, side, side)
+        conv = np.fft.irfft2(np.fft.rfft2(block, s=(fft_n, fft_n)) * K, s=(fft_n, fft_n))
+        # full convolution index of output cell x' is x' + (d - 1)
+        out[s:s + _BATCH] = conv[:, side - 1:2 * side - 1, side - 1:2 * side - 1].reshape(len(block), -1)
+    return out
+
+
+def _prior(kind: str | np.ndarray, grid: Grid, population: np.ndarray | None) -> tuple[str, np.ndarray]:
+    n = grid.n_cells
+    if isinstance(kind, str):
+        require(kind in PRIOR_LABELS, f"prior must be one of {', '.join(PRIOR_LABELS)}, got {kind!r}")
+        if kind == UNIFORM:
+            return kind, np.full(n, 1.0 / n)
+        require(population is not None, "the population-prior attacker needs the population density")
+        values = np.asarray(population, dtype=float).ravel()
+    else:
+        kind, values = "custom", np.asarray(kind, dtype=float).ravel()
+    require(values.size == n, f"the prior has {values.size} values but the grid has {n} cells")
+    require(bool(np.all(np.isfinite(values)) and np.all(values >= 0) and values.sum() > 0),
+            "the prior must be non-negative with a positive total")
+    return kind, values / values.sum()
+
+
+def attack(mech: Mechanism, prior: str | np.ndarray = POPULATION, *, population: np.ndarray | None = None,
+           r_m: float = DEFAULT_R_M) -> Attack:
+    """The Bayesian attacker against ``mech`` whose belief is ``prior`` (see the module docstring).
+
+    ``population`` is the population density on ``mech.grid`` (a ``(d, d)`` array): the
+    population prior's belief, and where the people really are. Every figure is an
+    expectation over people drawn from ``population`` when it is given (so a uniform-prior
+    attacker is scored against the real population, with a mistaken belief), else from the
+    prior itself (the uniform prior alone gives the DAM paper's LP, eq. 16).
+    ``prior`` may also be an explicit array (named "custom").
+    """
+    return attack_many(mech, [prior], population=population, r_m=r_m)[0]
+
+
+def attack_many(mech: Mechanism, priors: list[str | np.ndarray], *, population: np.ndarray | None = None,
+                r_m: float = DEFAULT_R_M) -> list[Attack]:
+    """:func:`attack` for several beliefs scored on the same people, sharing the channel and its products.
+
+    Without ``population`` the people follow the first prior.
+    """
+    ok, why = availability(mech)
+    if not ok:
+        raise LdpvizInputError(f"the attacker's error is not available: {why}")
+    require(isinstance(r_m, (int, float)) and math.isfinite(r_m) and r_m >= 0, f"r_m must be a distance >= 0 m, got {r_m!r}")
+    require(len(priors) >= 1, "attack_many needs at least one prior")
+    grid = mech.grid
+    side, n = grid.side, grid.n_cells
+    beliefs = [_prior(p, grid, population) for p in priors]
+    people = (beliefs[0][1] if population is None else
+              _prior(np.asarray(population, dtype=float), grid, None)[1])
+    try:
+        P = np.asarray(mech.channel(), dtype=float)
+    except NotImplementedError as err:
+        raise LdpvizInputError(f"the attacker's error is not available: {err}") from None
+    require(P.shape[1] == n and P.size <= MAX_CHANNEL_ENTRIES,
+            f"the channel of {mech.name} on this grid has {P.shape[0]:,} x {P.shape[1]:,} entries; the attacker is "
+            f"computed up to {MAX_CHANNEL_ENTRIES:,} (choose a smaller grid)")
+    J_true = P * people[None, :]                          # P(y, x) for the real people
+    keep = J_true.sum(axis=1) > 0
+    J_true, P = J_true[keep], P[keep]
+    E_true = _rows_times_distance(J_true, side)          # E[y, x'] = sum_x J[y, x] D(x, x')  (cells)
+    r_cells = r_m / grid.cell_m
+    e_people = _rows_times_distance(people[None, :], side)[0]
+    W_true = _rows_times_distance(J_true, side, r_cells)  # mass within r of each candidate cell
+    w_people = _rows_times_distance(people[None, :], side, r_cells)[0]
+    out = []
+    for kind, belief in beliefs:
+        same = np.array_equal(belief, people)
+        if same:
+            J_belief, E_belief = J_true, E_true
+        elif kind == UNIFORM:                             # a constant factor does not move the argmin
+            J_belief = P / n
+            E_belief = _rows_times_distance(P, side)
+        else:
+            J_belief = P * belief[None, :]
+            E_belief = _rows_times_distance(J_belief, side)
+        guess = np.argmin(E_belief, axis=1)
+        best_err = float(E_true[np.arange(len(E_true)), guess].sum())
+        mass_b = J_belief.sum(axis=1)
+        safe = np.where(mass_b > 0, mass_b, 1.0)
+        draw_err = float(np.where(mass_b > 0, (E_true * J_belief).sum(axis=1) / safe, 0.0).sum())
+        # aiming to land within r: the cell whose r-disc holds the most posterior mass
+        W_belief = W_true if same else _rows_times_distance(J_belief, side, r_cells)
+        aim = np.argmax(W_belief, axis=1)
+        within = float(W_true[np.arange(len(W_true)), aim].sum())
+        # the belief alone: one guess for everybody, scored on the people
+        g0 = int(np.argmin(_rows_times_distance(belief[None, :], side)[0]))
+        a0 = int(np.argmax(_rows_times_distance(belief[None, :], side, r_cells)[0]))
+        out.append(Attack(prior=kind, prior_label=PRIOR_LABELS.get(kind, "an attacker with a given prior"),
+                          r_m=float(r_m), best_guess_error_m=best_err * grid.cell_m, within_r=within,
+                          posterior_draw_error_m=draw_err * grid.cell_m,
+                          no_report_error_m=float(e_people[g0]) * grid.cell_m,
+                          no_report_within_r=float(w_people[a0])))
+    return out
+
+
+def attackers(mech: Mechanism, population: np.ndarray, *, r_m: float = DEFAULT_R_M) -> dict[str, Any]:
+    """Both named attackers, or why not: ``{"available", "reason", "population", "uniform", "sentence"}``.
+
+    The one entry point for pages and the report: the headline is the population-prior
+    attacker; the uniform-prior attacker sits beside it. Both are scored on the same
+    people (``population``), so the population-prior attacker is never worse on average. Never raises for a mechanism
+    that has no channel (``available`` is then False and ``reason`` says why).
+    """
+    ok, why = availability(mech)
+    if ok:
+        try:
+            pop, uni = attack_many(mech, [POPULATION, UNIFORM], population=population, r_m=r_m)
+        except LdpvizInputError as err:
+            ok, why = False, str(err).removeprefix("the attacker's error is not available: ")
+    if not ok:
+        return {"available": False, "reason": why, "population": None, "uniform": None,
+                "sentence": f"The attacker's error is not computed: {why}."}
+    sentence = (pop.sentence() + f" For comparison, {uni.prior_label} is off by "
+                f"{_length(uni.best_guess_error_m)}.")
+    return {"available": True, "reason": "", "population": pop, "uniform": uni, "sentence": sentence}
