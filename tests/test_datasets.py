@@ -136,7 +136,7 @@ def test_every_drop_reason_counted(tmp_path) -> None:
             "44.97,-93.26,good", "44.98,-93.27,good", " 44.99 , -93.28 ,spaces",
             ",-93.26,missing lat", "44.97,,missing lon", "NA,-93.2,na", "44.9,nan,nan",
             "abc,-93.2,text", "44.9,1O,typo", "inf,-93.2,infinite",
-            "95,-93.2,lat high", "-90.5,-93.2,lat low", "44.9,-200,lon low", "44.9,180.01,lon high",
+            "95,-93.2,lat high", "-90.5,-93.2,lat low", "44.9,-200,lon low", "44.9,540.01,lon high",
             "44.9,-93.2,extra,field", "",
             "45.0,-93.3"]                                       # short row: note column empty, kept
     ds = load_file(write(tmp_path, "stops.csv", "\n".join(rows) + "\n"))
@@ -306,7 +306,7 @@ def test_upload_like_csv_and_gzip(tmp_path) -> None:
     (b"lat lon\n44.9 -93.2\n", "'lat lon'"),
     (b"lat,lon\nabc,def\n,\n", "none of the rows.*1 with a missing coordinate and 1 with a non-numeric"),
     (b"x,y\n480000,4980000\n", "projected metres"),
-    (b"lat,lon\n-60,-170\n70,170\n", "2000 km"),
+    (b"lat,lon\n-60,-170\n70,170\n", "6,500 km"),
 ])
 def test_malformed_files(content: bytes, pattern: str) -> None:
     with pytest.raises(LdpvizInputError, match=pattern):
