@@ -99,8 +99,9 @@ class Result:
     timings: dict[str, float]        #: seconds per phase (mean over trials for perturb/estimate)
     n_users: int
     n_outside: int
-    guarantee: str
+    guarantee: str                   #: the mechanism's guarantee with its privacy unit named (issue 15.17)
     notes: list[str] = field(default_factory=list)
+    not_covered: list[str] = field(default_factory=list)   #: what is released or read outside the guarantee
 
     @property
     def estimate(self) -> Estimate:
@@ -117,7 +118,8 @@ class Result:
             "dataset": s.dataset, "mechanism": s.mechanism, "epsilon": s.epsilon, "grid": s.grid_side,
             "region": self.region.name or "custom", "region_side_m": self.region.side_m,
             "n_users": self.n_users, "n_outside_region": self.n_outside, "seed": s.seed, "trials": s.trials,
-            "params": s.param_dict, "guarantee": self.guarantee,
+            "params": s.param_dict, "guarantee": self.guarantee, "not_covered": self.not_covered,
+            "region_projection": self.region.projection, "region_scale_error": self.region.scale_error,
         }
         out.update(self.mean())
         out["seconds"] = self.timings["total"]
@@ -195,8 +197,22 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None) -> Result:
     timings = {"prepare": t1 - t0, "setup": t2 - t1, "perturb": perturb_s / trials,
                "estimate": estimate_s / trials, "metrics": metrics_s / trials,
                "total": time.perf_counter() - t0}
+    if grid.region.scale_error > 0.001:
+        notes.append(f"Distances in metres are accurate to within {100 * grid.region.scale_error:.2g}% across "
+                     f"this region ({grid.region.projection} projection centred on it).")
     return Result(scenario, grid.region, grid, true_density, estimates, pd.DataFrame(rows), timings, n,
-                  users.n_outside, mech.guarantee(), notes)
+                  users.n_outside, mech.stated_guarantee(), notes, not_covered(mech, grid.region, n))
+
+
+def not_covered(mech: mechanisms.Mechanism, region: Region, n_users: int) -> list[str]:
+    """What a result releases or relies on outside its epsilon (issues 15.1, 15.17, 15.18)."""
+    from ldpviz.regions import region_covers
+
+    out = [f"The exact number of users (n = {n_users:,}) shown with the output is not private: it is the "
+           "true count of rows in the region, released without noise."]
+    if mech.privacy_model != "none":
+        out.append(region_covers(region))
+    return out
 
 
 # ---- sweeps ---------------------------------------------------------------------------
