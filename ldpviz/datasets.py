@@ -333,12 +333,31 @@ def names() -> list[str]:
 
 
 def load(name: str, seed: int = 0) -> Dataset:
-    """The registered dataset ``name`` (cached); ``seed`` drives synthetic generators only."""
+    """The registered dataset ``name`` (cached); ``seed`` drives synthetic generators only.
+
+    ``'normal:n=5000000'`` (any synthetic set, any n up to 100M) draws that many
+    points with :func:`ldpviz.synthetic.generate` (cached up to 5M points).
+    """
+    from ldpviz import synthetic
+
+    sized = synthetic.parse_name(name) if isinstance(name, str) else None
+    if sized is not None:
+        seed = _check_seed(seed)
+        if sized[1] <= 5_000_000:
+            return _load_sized(sized[0], sized[1], seed)
+        return synthetic.generate(sized[0], sized[1], seed)
     require(isinstance(name, str) and name in _BUILDERS,
             f"unknown dataset {name!r}; choose one of: {', '.join(_BUILDERS)} "
-            "(uploaded files are read with load_file)")
+            "(uploaded files are read with load_file; any size of a synthetic set: e.g. 'normal:n=1000000')")
     seed = _check_seed(seed)
     return _load_cached(name, seed if name != "minneapolis-stops" else 0)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_sized(name: str, n: int, seed: int) -> Dataset:
+    from ldpviz import synthetic
+
+    return synthetic.generate(name, n, seed)
 
 
 @functools.lru_cache(maxsize=32)
