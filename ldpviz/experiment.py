@@ -201,10 +201,11 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None) -> Result:
         notes.append(f"Distances in metres are accurate to within {100 * grid.region.scale_error:.2g}% across "
                      f"this region ({grid.region.projection} projection centred on it).")
     return Result(scenario, grid.region, grid, true_density, estimates, pd.DataFrame(rows), timings, n,
-                  users.n_outside, mech.stated_guarantee(), notes, not_covered(mech, grid.region, n))
+                  users.n_outside, mech.stated_guarantee(), notes,
+                  not_covered(mech, grid.region, n, users.n_outside))
 
 
-def not_covered(mech: mechanisms.Mechanism, region: Region, n_users: int) -> list[str]:
+def not_covered(mech: mechanisms.Mechanism, region: Region, n_users: int, n_outside: int = 0) -> list[str]:
     """What a result releases or relies on outside its epsilon (issues 15.1, 15.17, 15.18)."""
     from ldpviz.regions import region_covers
 
@@ -212,6 +213,9 @@ def not_covered(mech: mechanisms.Mechanism, region: Region, n_users: int) -> lis
            "true count of rows in the region, released without noise."]
     if mech.privacy_model != "none":
         out.append(region_covers(region))
+        if n_outside:
+            out.append(f"{n_outside:,} rows outside the region were left out before any report: whether a row "
+                       "lies inside the region is not protected by epsilon.")
     return out
 
 

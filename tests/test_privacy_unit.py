@@ -39,3 +39,10 @@ def test_result_names_unit_count_and_region():
                                                 region=fitted, n_users=500), ds)
     assert any(item.startswith("Not covered by epsilon: the region was fit to data") for item in result.not_covered)
     assert result.summary()["not_covered"] == result.not_covered
+
+
+def test_rows_outside_the_region_are_named_as_not_covered():
+    result = experiment.run(experiment.Scenario(dataset="uniform", mechanism="grr", epsilon=1.0, grid_side=8,
+                                                region="Centre"))
+    assert result.n_outside > 0
+    assert any(f"{result.n_outside:,} rows outside the region" in item for item in result.not_covered)
