@@ -169,7 +169,7 @@ class Region:
         require(south < north, f"bbox south ({south}) must be less than north ({north}); the order is W,S,E,N")
         w, e = float(wrap_lon(west)), float(wrap_lon(east))
         require(w != e and west != east, f"bbox west and east are both {west}: the box has no width")
-        width_deg = (e - w) % 360.0
+        width_deg = e - w if w < e else (e - w) % 360.0
         crossing = w > e
         lon0 = float(wrap_lon(w + width_deg / 2.0))
         lat0 = (south + north) / 2.0

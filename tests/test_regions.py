@@ -141,6 +141,7 @@ def test_national_file_with_a_city_bbox(tmp_path):
     ((-93.0, 44.0, -93.1, float("nan")), "finite"),
     ((-600.0, 44.0, -93.1, 45.0), "longitude must be in"),
     ((-130.0, 10.0, -60.0, 60.0), "at most 6,500 km"),
+    ((-180.0, 10.0, 180.0, 20.0), "at most 6,500 km"),
 ])
 def test_bad_bboxes_get_one_clear_message(bbox, pattern):
     with pytest.raises(LdpvizInputError, match=pattern):
