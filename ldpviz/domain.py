@@ -21,9 +21,11 @@ Two projections, both centred on the region, carry lon/lat to metres:
   angular distance to the corner): 0.8% for a 2,000 km region, 7.8% at 6,000 km.
 
 Every region reports its projection (:attr:`Region.projection`) and its largest
-scale error (:attr:`Region.scale_error`, measured with pyproj's Tissot factors
-at the corners and edge midpoints), so distances in metres (W2, EMD) come with
-their accuracy.
+scale error against the WGS 84 ellipsoid (:attr:`Region.scale_error`: for aeqd
+pyproj's Tissot factors at the corners and edge midpoints; for the local
+projection its own error plus the sphere's, up to 0.6% at the equator), so
+distances in metres (W2, EMD) come with their accuracy (``bench/regions_report.py``
+measures them against geodesic distances).
 
 Positions inside the region are also expressed in *unit coordinates*
 ``u = (x + L/2) / L`` in [0, 1] (east) and ``v`` likewise (north). Mechanisms
@@ -74,10 +76,20 @@ def local_scale_error(center_lat: float, side_m: float) -> float:
     half = math.degrees(side_m / 2.0 / EARTH_RADIUS_M)
     lats = np.clip(np.array([center_lat - half, center_lat + half]), -89.999, 89.999)
     c0 = math.cos(math.radians(center_lat))
-    worst = np.abs(np.cos(np.radians(lats)) / c0 - 1.0).max()
+    ratio = np.cos(np.radians(lats)) / c0
     if (center_lat - half) * (center_lat + half) < 0:   # the equator, where cos peaks, is inside
-        worst = max(worst, abs(1.0 / c0 - 1.0))
-    return float(worst)
+        ratio = np.append(ratio, 1.0 / c0)
+    return float(max(np.abs(ratio - 1.0).max(), np.abs(1.0 / ratio - 1.0).max()))   # either direction
+
+
+def sphere_error(center_lat: float, side_m: float) -> float:
+    """Largest relative difference between R and WGS 84's radii of curvature (meridian M, prime vertical N) over the region's latitudes."""
+    a, e2 = 6_378_137.0, 0.00669437999014
+    half = math.degrees(side_m / 2.0 / EARTH_RADIUS_M)
+    lats = np.radians(np.clip(np.linspace(center_lat - half, center_lat + half, 9), -90, 90))
+    w = 1.0 - e2 * np.sin(lats) ** 2
+    ratio = np.concatenate([a * (1 - e2) / w ** 1.5, a / np.sqrt(w)]) / EARTH_RADIUS_M
+    return float(max(np.abs(ratio - 1).max(), np.abs(1 / ratio - 1).max()))
 
 
 @functools.lru_cache(maxsize=64)
@@ -216,9 +228,14 @@ class Region:
 
     @property
     def scale_error(self) -> float:
-        """Largest relative scale error of the projection over the region (0.01 = 1%)."""
+        """Largest relative scale error of the projection over the region against WGS 84 (0.01 = 1%).
+
+        For the local projection this is its own error (:func:`local_scale_error`)
+        plus the sphere's, whose radius R differs from the ellipsoid's radii of
+        curvature (:func:`sphere_error`, up to 0.6% at the equator).
+        """
         if self.projection == LOCAL:
-            return local_scale_error(self.center_lat, self.side_m)
+            return local_scale_error(self.center_lat, self.side_m) + sphere_error(self.center_lat, self.side_m)
         return _aeqd_scale_error(float(self.center_lon), float(self.center_lat), float(self.side_m))
 
     def to_metres(self, lon: np.ndarray, lat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

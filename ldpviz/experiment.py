@@ -197,7 +197,7 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None) -> Result:
     timings = {"prepare": t1 - t0, "setup": t2 - t1, "perturb": perturb_s / trials,
                "estimate": estimate_s / trials, "metrics": metrics_s / trials,
                "total": time.perf_counter() - t0}
-    if grid.region.scale_error > 0.001:
+    if grid.region.scale_error > 0.01:
         notes.append(f"Distances in metres are accurate to within {100 * grid.region.scale_error:.2g}% across "
                      f"this region ({grid.region.projection} projection centred on it).")
     return Result(scenario, grid.region, grid, true_density, estimates, pd.DataFrame(rows), timings, n,

@@ -113,7 +113,7 @@ def test_continental_file_uses_an_equidistant_projection_with_stated_error(tmp_p
 def test_small_regions_keep_the_local_projection():
     """City regions are unchanged (local projection, error < 0.5%): the bundled presets and benches still hold."""
     assert Region(-93.265, 44.971, 20_000.0).projection == LOCAL
-    assert Region(-93.265, 44.971, 20_000.0).scale_error < 0.002
+    assert Region(-93.265, 44.971, 20_000.0).scale_error < 0.005
     assert Region(10.0, 50.0, 1_000_000.0).projection == AEQD
 
 
