@@ -162,15 +162,21 @@ def _csv_chunks(big: LargeFile, head: bytes, lat_column: str | None, lon_column:
                          index_col=False, engine="c", chunksize=chunk_rows, encoding=encoding,
                          on_bad_lines="warn", encoding_errors="replace")
     while True:
+        frame = None
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", pd.errors.ParserWarning)
             try:
                 frame = next(reader)
             except StopIteration:
-                break
+                pass
             except (pd.errors.ParserError, ValueError, UnicodeDecodeError) as exc:
                 raise LdpvizInputError(f"'{big.name}' could not be parsed as CSV ({str(exc)[:200]})") from None
         malformed = sum(len(_SKIPPED.findall(str(w.message))) for w in caught)
+        if frame is None:   # the parser may report the last bad lines only when it finds the end
+            if malformed:
+                empty = pd.Series([], dtype=str)
+                yield empty, empty, columns[lat_i], columns[lon_i], malformed, big.name, 1.0
+            break
         require(frame.shape[1] > max(lat_i, lon_i), f"'{big.name}' has fewer columns than its header names")
         fraction = raw.tell() / big.size if big.size else 1.0
         yield (frame.iloc[:, lat_i], frame.iloc[:, lon_i], columns[lat_i], columns[lon_i], malformed, big.name,

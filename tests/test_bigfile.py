@@ -30,7 +30,7 @@ def chunked(monkeypatch):
 def test_chunked_csv_matches_reading_at_once(tmp_path, monkeypatch):
     """Chunks of 4 rows keep exactly the rows, counts and changes of the one-shot reader."""
     path = tmp_path / "p.csv"
-    path.write_text("\n".join(ROWS[:1] + ROWS[1:] * 5) + "\n")
+    path.write_text("\n".join(ROWS[:1] + ROWS[1:] * 5 + ["44.9,-93.2,extra,field at the end"]) + "\n")
     whole = load_file(path)
     monkeypatch.setattr(datasets, "CHUNK_BYTES", 0)
     seen = []
@@ -39,7 +39,7 @@ def test_chunked_csv_matches_reading_at_once(tmp_path, monkeypatch):
     assert parts.report.dropped == whole.report.dropped
     assert parts.report.changed == whole.report.changed == {"longitude wrapped": 5}
     assert parts.report.rows_read == whole.report.rows_read
-    assert parts.report.dropped["malformed row"] == 5
+    assert parts.report.dropped["malformed row"] == 6                  # the last line too
     fractions = [f for f, _ in seen]
     assert fractions[0] == 0.0 and fractions[-1] == 1.0 and fractions == sorted(fractions) and len(seen) > 5
     assert "kept" in seen[-1][1]
@@ -82,3 +82,12 @@ def test_chunked_refuses_workbooks_and_binary(tmp_path, chunked):
     (tmp_path / "h.csv").write_text("a,b\n1,2\n")
     with pytest.raises(LdpvizInputError, match="no latitude or longitude column"):
         load_file(tmp_path / "h.csv")
+
+
+def test_bad_last_line_after_a_full_chunk_is_counted(tmp_path, chunked):
+    """pandas reports a bad last line only when it reaches the end of the file; it must still be counted."""
+    good = ["44.9,-93.2"] * 4
+    path = tmp_path / "m.csv"
+    path.write_text("\n".join(["lat,lon"] + good + ["44.9,-93.2,x"] + good + ["44.9,-93.2,x"]) + "\n")
+    rep = load_file(path, chunk_rows=4).report
+    assert rep.dropped == {"malformed row": 2} and rep.rows_read == 10 and rep.rows_kept == 8
