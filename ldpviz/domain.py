@@ -139,7 +139,8 @@ class Region:
     ``data_use`` says how users' data was used to choose the region; empty means
     not at all (a stated box, a preset or a public tile), which is what a region
     broadcast to phones needs (issue 15.1). Anything else is shown with every
-    guarantee as not covered by epsilon.
+    guarantee: as not covered by epsilon, or, when ``epsilon_spent`` > 0, as
+    chosen under that much local privacy (which adds to the mechanism's epsilon).
     """
 
     center_lon: float
@@ -147,6 +148,7 @@ class Region:
     side_m: float
     name: str = ""
     data_use: str = ""
+    epsilon_spent: float = 0.0   #: LDP budget each row spent to choose the region (0: none spent)
 
     def __post_init__(self) -> None:
         for label, value in (("center_lon", self.center_lon), ("center_lat", self.center_lat),

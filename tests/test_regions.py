@@ -173,3 +173,33 @@ def test_region_chosen_without_exact_points_does_not_move():
     assert regions.stated_region(MINNEAPOLIS_BBOX).data_use == ""
     assert "without reading" in regions.region_covers(regions.stated_region(MINNEAPOLIS_BBOX))
     assert regions.region_covers(tile).startswith("Not covered by epsilon")
+
+
+def test_region_spent_from_a_stated_budget():
+    """15.1, third option: a region chosen under epsilon0-LDP frames where most rows are, does not move when a
+    user moves inside their tile (same seed), and its guarantee adds epsilon0 to the mechanism's epsilon."""
+    lon, lat = contiguous_us(60_000)
+    region = regions.private_tile_region(lon, lat, epsilon0=1.0, seed=3)
+    assert region.epsilon_spent == 1.0 and "1-LDP" in region.data_use
+    assert region.contains(lon, lat).mean() > 0.95 and region.side_m <= MAX_REGION_SIDE_M
+    moved = lat.copy()
+    moved[0] = lat[0] + 1e-3                      # a user moves within their ~600 km tile
+    from ldpviz import quadkey
+    same_tile = np.all(np.array(quadkey.lonlat_to_tile_xy(lon[:1], moved[:1], 6))
+                       == np.array(quadkey.lonlat_to_tile_xy(lon[:1], lat[:1], 6)))
+    assert same_tile and regions.private_tile_region(lon, moved, epsilon0=1.0, seed=3) == region
+    assert "1 + epsilon (sequential composition)" in regions.region_covers(region)
+
+
+def test_private_region_keeps_noise_tiles_with_probability_at_most_alpha():
+    """50 rows at epsilon0 = 0.1 carry almost no signal: over 200 seeds a region (a tile kept) appears at most
+    6 times (Bonferroni bound alpha = 1%: P[Binomial(200, 0.01) > 6] < 0.5%); otherwise one clear message."""
+    lon, lat = contiguous_us(50)
+    accepted = 0
+    for seed in range(200):
+        try:
+            regions.private_tile_region(lon, lat, epsilon0=0.1, seed=seed)
+            accepted += 1
+        except LdpvizInputError as exc:
+            assert "no map tile holds enough of the 50 rows" in str(exc)
+    assert accepted <= 6
