@@ -86,7 +86,9 @@ def private_tile_region(lon: np.ndarray, lat: np.ndarray, epsilon0: float, seed:
     the matching threshold, and returns the square around them. Simulated on the exact-in-distribution
     aggregate path (per-tile support counts), whose per-tile marginals are those
     of the phones' reports. Rows in tiles too sparse to clear the threshold fall
-    outside and are counted by the run.
+    outside and are counted by the run: the cut grows like sqrt(n) (about 2,200
+    rows of 60,000 at epsilon0 = 1, level 6), so this frames where people
+    concentrate, not thinly spread rows.
     """
     from scipy.stats import binom
 

@@ -178,10 +178,14 @@ def test_region_chosen_without_exact_points_does_not_move():
 def test_region_spent_from_a_stated_budget():
     """15.1, third option: a region chosen under epsilon0-LDP frames where most rows are, does not move when a
     user moves inside their tile (same seed), and its guarantee adds epsilon0 to the mechanism's epsilon."""
-    lon, lat = contiguous_us(60_000)
+    rng = np.random.default_rng(8)
+    metros = np.array([[-74.0, 40.7], [-118.2, 34.05], [-87.6, 41.9], [-95.4, 29.8], [-122.3, 47.6]])
+    home = metros[rng.integers(0, 5, 48_000)] + rng.normal(0, 0.3, (48_000, 2))
+    spread_lon, spread_lat = contiguous_us(12_000)          # 20% spread thinly over the country
+    lon, lat = np.concatenate([home[:, 0], spread_lon]), np.concatenate([home[:, 1], spread_lat])
     region = regions.private_tile_region(lon, lat, epsilon0=1.0, seed=3)
     assert region.epsilon_spent == 1.0 and "1-LDP" in region.data_use
-    assert region.contains(lon, lat).mean() > 0.95 and region.side_m <= MAX_REGION_SIDE_M
+    assert region.contains(home[:, 0], home[:, 1]).mean() > 0.99 and region.side_m <= MAX_REGION_SIDE_M
     moved = lat.copy()
     moved[0] = lat[0] + 1e-3                      # a user moves within their ~600 km tile
     from ldpviz import quadkey
