@@ -1,14 +1,15 @@
 """Reading large CSV and Parquet files in chunks, in bounded memory (issue 14.3).
 
 :func:`ldpviz.datasets.load_file` sends files over ``datasets.CHUNK_BYTES``
-here. Only the two coordinate columns of one chunk (``chunk_rows`` rows) are
-held as text at a time; the kept coordinates accumulate as float64 (16 bytes a
-row). CSV is streamed through pandas' C parser from the open file (gzip is
-unpacked on the fly); the header, delimiter and encoding are sniffed from the
-first 64 KB as for small files. Rows with more fields than the header are
-counted as malformed (pandas reports each skipped line). Parquet is read one
-record batch at a time with pyarrow. Every chunk reports the fraction of the
-file read so far, for a progress bar.
+here. One chunk is held at a time (at most ``chunk_rows`` rows); the kept
+coordinates accumulate as float64 (16 bytes a row). CSV is streamed through
+pandas' C parser from the open file (gzip is unpacked on the fly), every column
+as text so that rows with more fields than the header are seen and counted as
+malformed; a chunk holds at most :data:`CELLS_PER_CHUNK` cells, so wide files
+take fewer rows a chunk. The header, delimiter and encoding are sniffed from
+the first 64 KB as for small files. Parquet is read one record batch of the two
+coordinate columns at a time with pyarrow. Every chunk reports the fraction of
+the file read so far, for a progress bar.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import pandas as pd
 from ldpviz.errors import LdpvizInputError, require
 
 SAMPLE_BYTES = 65536
+#: Every CSV column is parsed as text (to see rows with extra fields), so a chunk holds at most this many cells.
+CELLS_PER_CHUNK = 3_000_000
 _SKIPPED = re.compile(r"Skipping line \d+")
 
 
@@ -158,8 +161,9 @@ def _csv_chunks(big: LargeFile, head: bytes, lat_column: str | None, lon_column:
     else:
         raw.seek(0)
         stream = gzip.GzipFile(fileobj=raw)
+    rows = min(chunk_rows, max(1_000, CELLS_PER_CHUNK // max(len(columns), 1)))   # wide files: fewer rows
     reader = pd.read_csv(stream, sep=sep, header=0, dtype=str, na_filter=False, skip_blank_lines=True,
-                         index_col=False, engine="c", chunksize=chunk_rows, encoding=encoding,
+                         index_col=False, engine="c", chunksize=rows, encoding=encoding,
                          on_bad_lines="warn", encoding_errors="replace")
     while True:
         frame = None

@@ -120,6 +120,7 @@ def cmd_datasets(args: argparse.Namespace) -> int:
         kind = "synthetic" if row["synthetic"] else "real"
         print(f"{row['name']:<20} {row['n']:>9,} points  {kind:<9}  {row['label']}")
         print(f"{'':<20} regions: {', '.join(row['presets'])}")
+    print("Synthetic sets at any size up to 100,000,000 points: NAME:n=N, e.g. --dataset normal:n=10000000")
     return 0
 
 
