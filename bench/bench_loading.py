@@ -9,7 +9,8 @@ inside the process, the process's peak resident memory (``Maximum resident set
 size``, which includes Python, numpy and pandas themselves: the "baseline" row
 loads nothing), and the rows kept, dropped and changed, which must match what
 was planted. Synthetic sets (:func:`ldpviz.synthetic.generate`) are measured the
-same way.
+same way, both whole (``generate``) and streamed one chunk at a time
+(``chunks``, at ten times the largest size: 100 million points in the full run).
 
     python bench/bench_loading.py                    # 1e5, 1e6, 1e7 rows -> docs/data-loading.md
     python bench/bench_loading.py --quick --out /tmp/x   # 1e4, 1e5 rows
@@ -46,6 +47,12 @@ kind, arg, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 if kind == "baseline":
     import numpy, pandas, pyarrow.parquet, ldpviz.datasets
     out = {"rows_kept": 0}
+elif kind == "stream":
+    from ldpviz import synthetic
+    kept = 0
+    for lon, lat in synthetic.chunks(arg, n, seed=0):
+        kept += int(((lon > 0) | (lon <= 0)).sum())
+    out = {"rows_kept": kept}
 elif kind == "synthetic":
     from ldpviz import synthetic
     ds = synthetic.generate(arg, n, seed=0)
@@ -146,6 +153,10 @@ def main() -> int:
         for n in sizes:
             res = measure("synthetic", "normal", n)
             rows.append({"what": "synthetic normal", "rows": n, "file_mb": 0.0, **res})
+        stream_n = 10 * max(sizes)
+        res = measure("stream", "normal", stream_n)
+        rows.append({"what": "synthetic normal, streamed in chunks (synthetic.chunks)", "rows": stream_n,
+                     "file_mb": 0.0, **res})
     report = render(rows, checks, args.quick, sizes)
     path = out_dir / "data-loading.md"
     path.write_text(report)
