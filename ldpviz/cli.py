@@ -148,8 +148,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"  {'seconds':<12} {summary['seconds']:.3f}")
     for note in result.notes:
         print(f"  note: {note}")
-    for item in result.not_covered:
-        print(f"  not covered: {item}")
+    for item in result.coverage:
+        print(f"  scope: {item}")
     return 0
 
 

@@ -218,8 +218,8 @@ class Region:
         lon0 = float(wrap_lon(west + width_deg / 2.0))
         lat0 = (south + north) / 2.0
         side = max(_square_side(west, width_deg, south, north, lon0, lat0) * (1 + 2 * margin), min_side_m)
-        use = ("fit to data: the region is the smallest square holding every user's exact point, so its edges "
-               "reveal the extreme users' coordinates (not private)")
+        use = ("fit to the users' exact points: the smallest square holding every point, so its edges reveal "
+               "the extreme users' coordinates (not private)")
         return cls(lon0, lat0, side, name, use)
 
     # ---- projection -----------------------------------------------------

@@ -101,7 +101,7 @@ class Result:
     n_outside: int
     guarantee: str                   #: the mechanism's guarantee with its privacy unit named (issue 15.17)
     notes: list[str] = field(default_factory=list)
-    not_covered: list[str] = field(default_factory=list)   #: what is released or read outside the guarantee
+    coverage: list[str] = field(default_factory=list)   #: what the guarantee covers and what it does not
 
     @property
     def estimate(self) -> Estimate:
@@ -118,7 +118,7 @@ class Result:
             "dataset": s.dataset, "mechanism": s.mechanism, "epsilon": s.epsilon, "grid": s.grid_side,
             "region": self.region.name or "custom", "region_side_m": self.region.side_m,
             "n_users": self.n_users, "n_outside_region": self.n_outside, "seed": s.seed, "trials": s.trials,
-            "params": s.param_dict, "guarantee": self.guarantee, "not_covered": self.not_covered,
+            "params": s.param_dict, "guarantee": self.guarantee, "coverage": self.coverage,
             "region_projection": self.region.projection, "region_scale_error": self.region.scale_error,
         }
         out.update(self.mean())
@@ -202,11 +202,11 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None) -> Result:
                      f"this region ({grid.region.projection} projection centred on it).")
     return Result(scenario, grid.region, grid, true_density, estimates, pd.DataFrame(rows), timings, n,
                   users.n_outside, mech.stated_guarantee(), notes,
-                  not_covered(mech, grid.region, n, users.n_outside))
+                  coverage(mech, grid.region, n, users.n_outside))
 
 
-def not_covered(mech: mechanisms.Mechanism, region: Region, n_users: int, n_outside: int = 0) -> list[str]:
-    """What a result releases or relies on outside its epsilon (issues 15.1, 15.17, 15.18)."""
+def coverage(mech: mechanisms.Mechanism, region: Region, n_users: int, n_outside: int = 0) -> list[str]:
+    """What a result's guarantee covers and what it releases or relies on outside it (issues 15.1, 15.18)."""
     from ldpviz.regions import region_covers
 
     out = [f"The exact number of users (n = {n_users:,}) shown with the output is not private: it is the "

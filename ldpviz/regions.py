@@ -60,9 +60,9 @@ def public_tile_region(lon: np.ndarray, lat: np.ndarray, level: int = COARSE_LEV
     """The square around the occupied coarse public tiles (see the module docstring for what is read)."""
     west, south, east, north = coarse_extent(lon, lat, level)
     side_km = quadkey.tile_side_m(0.0, int(level)) / 1000.0
-    use = (f"public tiles: chosen from which Bing level-{int(level)} map tiles (about {side_km:,.0f} km at the "
+    use = (f"chosen from which Bing level-{int(level)} map tiles (about {side_km:,.0f} km at the "
            f"equator, narrower towards the poles) hold at least one row, and from nothing finer; a row alone in "
-           f"an outer tile can shift the region by whole tiles, which epsilon does not cover")
+           f"an outer tile can shift the region by whole tiles")
     return Region.from_bbox(west, south, east, north, name=name, data_use=use)
 
 

@@ -94,7 +94,7 @@ def test_readme_bbox_command_line_exactly(tmp_path, monkeypatch):
     assert code == 0, err
     assert "Kept " in err and "outside the bbox" in err
     assert "grr at epsilon = 2" in out and "per row (event-level)" in out
-    assert "not covered: The exact number of users" in out
+    assert "scope: The exact number of users" in out
 
 
 def test_bbox_forms_and_errors(capsys):

@@ -31,18 +31,18 @@ def test_result_names_unit_count_and_region():
     result = experiment.run(experiment.Scenario(dataset="uniform", mechanism="grr", epsilon=1.0, grid_side=8,
                                                 n_users=1000))
     assert "per row (event-level)" in result.guarantee
-    assert any("n = 1,000" in item and "not private" in item for item in result.not_covered)
-    assert any("without reading users' data" in item for item in result.not_covered)
+    assert any("n = 1,000" in item and "not private" in item for item in result.coverage)
+    assert any("without reading users' data" in item for item in result.coverage)
     fitted = Region.fit([0.0, 0.01], [0.0, 0.01])
     ds = experiment.datasets.load("uniform")
     result = experiment.run(experiment.Scenario(dataset="uniform", mechanism="grr", epsilon=1.0, grid_side=8,
                                                 region=fitted, n_users=500), ds)
-    assert any(item.startswith("Not covered by epsilon: the region was fit to data") for item in result.not_covered)
-    assert result.summary()["not_covered"] == result.not_covered
+    assert any(item.startswith("Not covered by epsilon: the region was fit to the users' exact points") for item in result.coverage)
+    assert result.summary()["coverage"] == result.coverage
 
 
-def test_rows_outside_the_region_are_named_as_not_covered():
+def test_rows_outside_the_region_are_named_in_the_coverage():
     result = experiment.run(experiment.Scenario(dataset="uniform", mechanism="grr", epsilon=1.0, grid_side=8,
                                                 region="Centre"))
     assert result.n_outside > 0
-    assert any(f"{result.n_outside:,} rows outside the region" in item for item in result.not_covered)
+    assert any(f"{result.n_outside:,} rows outside the region" in item for item in result.coverage)
