@@ -157,6 +157,9 @@ class Region:
                     f"region {label} must be a finite number, got {value!r}")
         require(-180.0 <= self.center_lon <= 180.0, f"region centre longitude must be in [-180, 180], got {self.center_lon}")
         require(-85.0 <= self.center_lat <= 85.0, f"region centre latitude must be in [-85, 85], got {self.center_lat}")
+        require(isinstance(self.epsilon_spent, (int, float, np.floating, np.integer))
+                and math.isfinite(self.epsilon_spent) and self.epsilon_spent >= 0,
+                f"region epsilon_spent must be a finite number >= 0, got {self.epsilon_spent!r}")
         require(1.0 <= self.side_m <= MAX_REGION_SIDE_M,
                 f"region side must be between 1 m and {MAX_REGION_SIDE_M / 1000:,.0f} km, got {self.side_m:g} m")
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from ldpviz import quadkey
 from ldpviz.domain import Region, lon_span, wrap_lon
-from ldpviz.errors import require
+from ldpviz.errors import LdpvizInputError, require
 
 #: Bing tile level of the coarse occupancy that :func:`public_tile_region` reads (360/2^8 = 1.4 degrees).
 COARSE_LEVEL = 8
@@ -38,8 +38,12 @@ COARSE_LEVEL = 8
 
 def stated_region(bbox: Sequence[float], name: str = "Your bbox") -> Region:
     """The square around a box the analyst states (W, S, E, N degrees; W > E crosses 180): reads no data."""
-    require(len(bbox) == 4, f"a bbox is four numbers W, S, E, N, got {len(bbox)}")
-    return Region.from_bbox(*(float(v) for v in bbox), name=name)
+    try:
+        values = [float(v) for v in bbox]
+    except (TypeError, ValueError):
+        raise LdpvizInputError(f"a bbox is four numbers W, S, E, N in degrees, got {bbox!r}") from None
+    require(len(values) == 4, f"a bbox is four numbers W, S, E, N in degrees, got {len(values)}")
+    return Region.from_bbox(*values, name=name)
 
 
 def coarse_extent(lon: np.ndarray, lat: np.ndarray, level: int = COARSE_LEVEL) -> tuple[float, float, float, float]:

@@ -171,6 +171,9 @@ def test_region_chosen_without_exact_points_does_not_move():
         assert regions.public_tile_region(lo, la) == tile
     assert tile.data_use and "level-8" in tile.data_use and "not private" in fit.data_use
     assert regions.stated_region(MINNEAPOLIS_BBOX).data_use == ""
+    for bad in ("abc", (1, 2, 3), None, ("-93", "x", "1", "2")):
+        with pytest.raises(LdpvizInputError, match="four numbers"):
+            regions.stated_region(bad)
     assert "without reading" in regions.region_covers(regions.stated_region(MINNEAPOLIS_BBOX))
     assert regions.region_covers(tile).startswith("Not covered by epsilon")
 
