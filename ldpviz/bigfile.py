@@ -3,23 +3,23 @@
 :func:`ldpviz.datasets.load_file` sends files over ``datasets.CHUNK_BYTES``
 here. One chunk is held at a time (at most ``chunk_rows`` rows); the kept
 coordinates accumulate as float64 (16 bytes a row). CSV is streamed through
-pandas' C parser from the open file (gzip is unpacked on the fly), every column
-as text so that rows with more fields than the header are seen and counted as
-malformed; a chunk holds at most :data:`CELLS_PER_CHUNK` cells, so wide files
-take fewer rows a chunk. The header, delimiter and encoding are sniffed from
-the first 64 KB as for small files. Parquet is read one record batch of the two
-coordinate columns at a time with pyarrow. Every chunk reports the fraction of
-the file read so far, for a progress bar.
+pyarrow's CSV reader from the open file (gzip is unpacked on the fly), which
+converts only the two coordinate columns; rows whose field count differs from
+the header's are handled as the one-shot reader does (extra non-empty fields:
+counted as malformed; short rows: kept with what they hold). The header,
+delimiter and encoding are sniffed from the first 64 KB as for small files.
+Parquet is read one record batch of the two coordinate columns at a time.
+Every chunk reports the fraction of the file read so far, for a progress bar.
 """
 
 from __future__ import annotations
 
 import codecs
+import csv
 import gzip
 import io
 import os
 import re
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -29,9 +29,6 @@ import pandas as pd
 from ldpviz.errors import LdpvizInputError, require
 
 SAMPLE_BYTES = 65536
-#: Every CSV column is parsed as text (to see rows with extra fields), so a chunk holds at most this many cells.
-CELLS_PER_CHUNK = 3_000_000
-_SKIPPED = re.compile(r"Skipping line \d+")
 
 
 @dataclass
@@ -137,8 +134,38 @@ def _encoding(sample: bytes, name: str, notes: list[str]) -> str:
         return "latin-1"
 
 
+def _header_index(text: str) -> int:
+    """Raw line number (blank lines counted, as pyarrow's skip_rows counts them) of the first non-blank line."""
+    for i, line in enumerate(re.split(r"\r\n|\r|\n", text)):
+        if line.strip():
+            return i
+    return 0
+
+
+def _float_or_text(column: Any) -> pd.Series:
+    """A column of text as floats when every entry parses (fast), else as text for the careful parser."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        return pc.cast(column, pa.float64()).to_pandas()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return column.to_pandas()
+
+
 def _csv_chunks(big: LargeFile, head: bytes, lat_column: str | None, lon_column: str | None, notes: list[str],
                 chunk_rows: int) -> Iterator[tuple[pd.Series, pd.Series, str, str, int, str, float]]:
+    """CSV through pyarrow's streaming reader, only the two coordinate columns converted (as text).
+
+    Rows whose field count differs from the header's go to ``invalid``, which
+    applies the rule of the one-shot reader: extra non-empty fields make a row
+    malformed (counted); a short row, or one whose extra fields are empty, keeps
+    its coordinate fields (an absent one is missing). Such rows join the chunk
+    being read, so they may move within the file's order.
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
     from ldpviz.datasets import _sniff
 
     raw = big.handle
@@ -152,37 +179,64 @@ def _csv_chunks(big: LargeFile, head: bytes, lat_column: str | None, lon_column:
     except (OSError, EOFError) as exc:
         raise LdpvizInputError(f"'{big.name}' looks gzip-compressed but cannot be unpacked ({exc})") from None
     encoding = _encoding(sample, big.name, notes)
-    text = sample.decode(encoding, errors="replace")
-    header_line = next((line for line in io.StringIO(text.replace("\r", "\n")) if line.strip()), "")
+    text = sample.decode(encoding, errors="replace").lstrip("\ufeff")
+    header_at = _header_index(text)
+    header_line = re.split(r"\r\n|\r|\n", text)[header_at] if text.strip() else ""
     require(header_line.strip() != "", f"'{big.name}' is empty")
-    sep, columns, lat_i, lon_i = _sniff(header_line.lstrip("\ufeff"), big.name, lat_column, lon_column, notes)
+    sep, columns, lat_i, lon_i = _sniff(header_line, big.name, lat_column, lon_column, notes)
     if stream is raw:
         raw.seek(start)
     else:
         raw.seek(0)
         stream = gzip.GzipFile(fileobj=raw)
-    rows = min(chunk_rows, max(1_000, CELLS_PER_CHUNK // max(len(columns), 1)))   # wide files: fewer rows
-    reader = pd.read_csv(stream, sep=sep, header=0, dtype=str, na_filter=False, skip_blank_lines=True,
-                         index_col=False, engine="c", chunksize=rows, encoding=encoding,
-                         on_bad_lines="warn", encoding_errors="replace")
+    width = len(columns)
+    names = [f"c{i}" for i in range(width)]
+    pending: dict[str, Any] = {"lat": [], "lon": [], "malformed": 0}
+
+    def invalid(row: Any) -> str:
+        fields = next(csv.reader([row.text], delimiter=sep), [])
+        if len(fields) > width and any(f.strip() for f in fields[width:]):
+            pending["malformed"] += 1
+        elif any(f.strip() for f in fields):
+            pending["lat"].append(fields[lat_i] if lat_i < len(fields) else "")
+            pending["lon"].append(fields[lon_i] if lon_i < len(fields) else "")
+        return "skip"
+
+    arrow_encoding = {"utf-8-sig": "utf8", "latin-1": "latin-1", "utf-16": "utf-16"}[encoding]
+    try:
+        reader = pacsv.open_csv(
+            stream,
+            read_options=pacsv.ReadOptions(column_names=names, skip_rows=header_at + 1, encoding=arrow_encoding,
+                                           block_size=max(1 << 20, min(1 << 26, chunk_rows * 16 * max(width, 2)))),
+            parse_options=pacsv.ParseOptions(delimiter=sep, invalid_row_handler=invalid, newlines_in_values=True),
+            convert_options=pacsv.ConvertOptions(
+                column_types={names[lat_i]: pa.string(), names[lon_i]: pa.string()},
+                include_columns=[names[lat_i], names[lon_i]], strings_can_be_null=False,
+                quoted_strings_can_be_null=False))
+    except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
+        raise LdpvizInputError(f"'{big.name}' could not be parsed as CSV ({str(exc)[:200]})") from None
+
+    def flush(lat: pd.Series, lon: pd.Series) -> tuple[pd.Series, pd.Series, int]:
+        malformed, pending["malformed"] = pending["malformed"], 0
+        if pending["lat"]:
+            lat = pd.concat([lat.astype(object), pd.Series(pending["lat"], dtype=object)], ignore_index=True)
+            lon = pd.concat([lon.astype(object), pd.Series(pending["lon"], dtype=object)], ignore_index=True)
+            pending["lat"], pending["lon"] = [], []
+        return lat, lon, malformed
+
     while True:
-        frame = None
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", pd.errors.ParserWarning)
-            try:
-                frame = next(reader)
-            except StopIteration:
-                pass
-            except (pd.errors.ParserError, ValueError, UnicodeDecodeError) as exc:
-                raise LdpvizInputError(f"'{big.name}' could not be parsed as CSV ({str(exc)[:200]})") from None
-        malformed = sum(len(_SKIPPED.findall(str(w.message))) for w in caught)
-        if frame is None:   # the parser may report the last bad lines only when it finds the end
-            if malformed:
-                empty = pd.Series([], dtype=str)
-                yield empty, empty, columns[lat_i], columns[lon_i], malformed, big.name, 1.0
+        try:
+            batch = reader.read_next_batch()
+        except StopIteration:
             break
-        require(frame.shape[1] > max(lat_i, lon_i), f"'{big.name}' has fewer columns than its header names")
-        fraction = raw.tell() / big.size if big.size else 1.0
-        yield (frame.iloc[:, lat_i], frame.iloc[:, lon_i], columns[lat_i], columns[lon_i], malformed, big.name,
-               fraction)
-        del frame
+        except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
+            raise LdpvizInputError(f"'{big.name}' could not be parsed as CSV ({str(exc)[:200]})") from None
+        for at in range(0, batch.num_rows, chunk_rows) if batch.num_rows else [0]:
+            part = batch.slice(at, chunk_rows)
+            lat, lon, malformed = flush(_float_or_text(part.column(0)), _float_or_text(part.column(1)))
+            fraction = raw.tell() / big.size if big.size else 1.0
+            yield lat, lon, columns[lat_i], columns[lon_i], malformed, big.name, min(fraction, 1.0)
+    if pending["malformed"] or pending["lat"]:
+        empty = pd.Series([], dtype=object)
+        lat, lon, malformed = flush(empty, empty)
+        yield lat, lon, columns[lat_i], columns[lon_i], malformed, big.name, 1.0

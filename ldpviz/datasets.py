@@ -425,6 +425,8 @@ def load_file(source: Any, *, filename: str | None = None, lat_column: str | Non
         lon, lon_missing, lon_bad = _to_numbers(lon_raw, lon_name, notes, comma)
         del lat_raw, lon_raw
         screen.add(lat, lon, lat_missing | lon_missing, lat_bad | lon_bad, malformed)
+        require(screen.rows_read <= MAX_ROWS, f"'{filename}' holds more than {MAX_ROWS:,} rows (or unpacks to "
+                                              "them); keep only the rows of the area and period you need")
         if progress is not None:
             progress(min(fraction, 0.99), f"read {screen.rows_read:,} rows")
     for column, count in comma.items():
@@ -466,6 +468,8 @@ def load_file(source: Any, *, filename: str | None = None, lat_column: str | Non
 
 #: Files larger than this are read in chunks (bounded memory) instead of at once.
 CHUNK_BYTES = 64 * 2**20
+#: Most rows a file may hold (16 bytes each once read): guards streamed gzip bombs as max_bytes guards the rest.
+MAX_ROWS = 200_000_000
 
 
 def _read_small(source: Any, filename: str | None, lat_column: str | None, lon_column: str | None,

@@ -91,3 +91,12 @@ def test_bad_last_line_after_a_full_chunk_is_counted(tmp_path, chunked):
     path.write_text("\n".join(["lat,lon"] + good + ["44.9,-93.2,x"] + good + ["44.9,-93.2,x"]) + "\n")
     rep = load_file(path, chunk_rows=4).report
     assert rep.dropped == {"malformed row": 2} and rep.rows_read == 10 and rep.rows_kept == 8
+
+
+def test_streamed_gzip_bomb_stops_at_the_row_limit(tmp_path, chunked, monkeypatch):
+    """A small gzip that unpacks to many rows is streamed (bounded memory) and refused past MAX_ROWS."""
+    monkeypatch.setattr(datasets, "MAX_ROWS", 50_000)
+    path = tmp_path / "bomb.csv.gz"
+    path.write_bytes(gzip.compress(b"lat,lon\n" + b"44.9,-93.2\n" * 200_000))
+    with pytest.raises(LdpvizInputError, match="more than 50,000 rows"):
+        load_file(path, chunk_rows=10_000)
