@@ -111,8 +111,8 @@ def _parquet_chunks(big: LargeFile, lat_column: str | None, lon_column: str | No
     try:
         for batch in pf.iter_batches(batch_size=chunk_rows, columns=[columns[lat_i], columns[lon_i]]):
             done += batch.num_rows
-            yield (batch.column(0).to_pandas(), batch.column(1).to_pandas(), columns[lat_i], columns[lon_i], 0,
-                   big.name, done / total)
+            yield (_float_or_text(batch.column(0)), _float_or_text(batch.column(1)), columns[lat_i], columns[lon_i],
+                   0, big.name, done / total)
     except LdpvizInputError:
         raise
     except Exception as exc:
@@ -147,6 +147,8 @@ def _float_or_text(column: Any) -> pd.Series:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+        return column.to_pandas()          # numbers, decimals, dictionaries: the careful parser as before
     try:
         return pc.cast(column, pa.float64()).to_pandas()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
