@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from typing import Any, Sequence
 
@@ -42,26 +43,60 @@ def _params(pairs: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def _bbox(text: str) -> Region:
+#: Options whose value may start with '-' (western longitudes): argparse would read it as an option.
+_SIGNED_VALUE_OPTIONS = ("--bbox",)
+
+
+def join_signed_values(argv: Sequence[str]) -> list[str]:
+    """``--bbox -93.33,44.89,...`` -> ``--bbox=-93.33,44.89,...`` so argparse keeps the value.
+
+    argparse treats any token starting with '-' that is not a plain negative
+    number as an option, so a west longitude first in a bbox fails with
+    "expected one argument". Only a token that starts like a number is joined.
+    """
+    out: list[str] = []
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if token in _SIGNED_VALUE_OPTIONS and i + 1 < len(args) and re.match(r"^-[\d.]", args[i + 1]):
+            out.append(f"{token}={args[i + 1]}")
+            i += 2
+            continue
+        out.append(token)
+        i += 1
+    return out
+
+
+def _bbox_numbers(text: str) -> tuple[float, float, float, float]:
     try:
         w, s, e, n = (float(v) for v in text.split(","))
     except ValueError:
         raise LdpvizInputError(f"--bbox expects four numbers W,S,E,N (degrees), got {text!r}") from None
-    return Region.from_bbox(w, s, e, n, name="bbox")
+    return w, s, e, n
+
+
+def _bbox(text: str) -> Region:
+    try:
+        return Region.from_bbox(*_bbox_numbers(text), name="bbox")
+    except LdpvizInputError as exc:
+        raise LdpvizInputError(f"--bbox: {exc}") from None
 
 
 def _scenario_and_data(args: argparse.Namespace) -> tuple[experiment.Scenario, datasets.Dataset | None]:
     data = None
     name = args.dataset
-    if args.csv:
-        data = datasets.load_file(args.csv, lat_column=args.lat_column, lon_column=args.lon_column)
-        print(data.report.summary(), file=sys.stderr)
-        name = data.name
+    if args.bbox and args.region:
+        raise LdpvizInputError("give either --region or --bbox, not both")
     region: Any = args.region
     if args.bbox:
-        if args.region:
-            raise LdpvizInputError("give either --region or --bbox, not both")
         region = _bbox(args.bbox)
+    if args.csv:   # the bbox filters rows before the file is framed, and is the region
+        data = datasets.load_file(args.csv, lat_column=args.lat_column, lon_column=args.lon_column,
+                                  bbox=_bbox_numbers(args.bbox) if args.bbox else None,
+                                  max_bytes=args.max_bytes)
+        print(data.report.summary(), file=sys.stderr)
+        name = data.name
     scenario = experiment.Scenario(dataset=name, mechanism=args.mechanism, epsilon=args.epsilon,
                                    grid_side=args.grid, region=region, params=_params(args.param),
                                    n_users=args.users, seed=args.seed, trials=args.trials)
@@ -85,6 +120,7 @@ def cmd_datasets(args: argparse.Namespace) -> int:
         kind = "synthetic" if row["synthetic"] else "real"
         print(f"{row['name']:<20} {row['n']:>9,} points  {kind:<9}  {row['label']}")
         print(f"{'':<20} regions: {', '.join(row['presets'])}")
+    print("Synthetic sets at any size up to 100,000,000 points: NAME:n=N, e.g. --dataset normal:n=10000000")
     return 0
 
 
@@ -112,6 +148,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"  {'seconds':<12} {summary['seconds']:.3f}")
     for note in result.notes:
         print(f"  note: {note}")
+    for item in result.coverage:
+        print(f"  scope: {item}")
     return 0
 
 
@@ -162,7 +200,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--lat-column", help="latitude column of --csv (auto-detected by default)")
         p.add_argument("--lon-column", help="longitude column of --csv (auto-detected by default)")
         p.add_argument("--region", help="region preset of the dataset (see 'ldpviz datasets')")
-        p.add_argument("--bbox", help="region as W,S,E,N in degrees (grown to a square)")
+        p.add_argument("--bbox", help="region as W,S,E,N in degrees (grown to a square; W > E crosses 180); "
+                                      "with --csv, rows outside it are dropped and counted before framing")
+        p.add_argument("--max-bytes", type=int, default=2 * 2**30,
+                       help="largest --csv file accepted, in bytes (default 2 GiB; big files load in chunks)")
         p.add_argument("--mechanism", default="grr", help="mechanism name (see 'ldpviz mechanisms')")
         p.add_argument("--epsilon", type=float, default=1.0, help="privacy budget epsilon > 0")
         p.add_argument("--grid", type=int, default=32, help="grid side d (d x d cells)")
@@ -192,7 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(join_signed_values(sys.argv[1:] if argv is None else argv))
     try:
         return args.fn(args)
     except LdpvizInputError as err:

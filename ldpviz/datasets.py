@@ -38,14 +38,14 @@ import os
 import re
 import unicodedata
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
-from ldpviz.domain import Region
+from ldpviz.domain import Region, wrap_lon
 from ldpviz.errors import LdpvizInputError, require
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -61,7 +61,11 @@ _REASON_PHRASE = {
     "missing coordinate": "with a missing coordinate",
     "non-numeric coordinate": "with a non-numeric coordinate",
     "latitude out of range": "with latitude outside [-90, 90]",
-    "longitude out of range": "with longitude outside [-180, 180]",
+    "longitude out of range": "with longitude outside [-180, 540] (values in (180, 540] are wrapped)",
+    "outside the bbox": "outside the bbox",
+}
+_CHANGE_PHRASE = {
+    "longitude wrapped": "with a longitude in (180, 540] wrapped to [-180, 180] (value - 360)",
 }
 _MISSING_TOKENS = ["", "na", "n/a", "nan", "null", "none", "#n/a"]
 _PARQUET_SUFFIXES = {".parquet", ".pq", ".parq"}
@@ -79,6 +83,7 @@ class LoadReport:
     lat_column: str
     lon_column: str
     notes: tuple[str, ...] = ()   #: how the file was interpreted (encoding, delimiter, decimal commas)
+    changed: dict[str, int] = field(default_factory=dict)   #: kept rows whose values were altered, by reason
 
     def summary(self) -> str:
         """One sentence for the user, followed by any notes."""
@@ -89,6 +94,10 @@ class LoadReport:
         if parts:
             listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
             text += f"; dropped {listed}"
+        changes = [f"{count:,} {_CHANGE_PHRASE.get(reason, f'({reason})')}"
+                   for reason, count in self.changed.items() if count]
+        if changes:
+            text += f"; changed {', '.join(changes)}"
         return " ".join([text + "."] + [f"Note: {note}" for note in self.notes])
 
 
@@ -324,12 +333,31 @@ def names() -> list[str]:
 
 
 def load(name: str, seed: int = 0) -> Dataset:
-    """The registered dataset ``name`` (cached); ``seed`` drives synthetic generators only."""
+    """The registered dataset ``name`` (cached); ``seed`` drives synthetic generators only.
+
+    ``'normal:n=5000000'`` (any synthetic set, any n up to 100M) draws that many
+    points with :func:`ldpviz.synthetic.generate` (cached up to 5M points).
+    """
+    from ldpviz import synthetic
+
+    sized = synthetic.parse_name(name) if isinstance(name, str) else None
+    if sized is not None:
+        seed = _check_seed(seed)
+        if sized[1] <= 5_000_000:
+            return _load_sized(sized[0], sized[1], seed)
+        return synthetic.generate(sized[0], sized[1], seed)
     require(isinstance(name, str) and name in _BUILDERS,
             f"unknown dataset {name!r}; choose one of: {', '.join(_BUILDERS)} "
-            "(uploaded files are read with load_file)")
+            "(uploaded files are read with load_file; any size of a synthetic set: e.g. 'normal:n=1000000')")
     seed = _check_seed(seed)
     return _load_cached(name, seed if name != "minneapolis-stops" else 0)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_sized(name: str, n: int, seed: int) -> Dataset:
+    from ldpviz import synthetic
+
+    return synthetic.generate(name, n, seed)
 
 
 @functools.lru_cache(maxsize=32)
@@ -349,71 +377,202 @@ def describe() -> list[dict[str, Any]]:
 
 # ---------------------------------------------------------------- user files
 def load_file(source: Any, *, filename: str | None = None, lat_column: str | None = None,
-              lon_column: str | None = None, max_bytes: int = 50 * 2**20) -> Dataset:
+              lon_column: str | None = None, max_bytes: int = 50 * 2**20,
+              bbox: tuple[float, float, float, float] | None = None,
+              progress: Callable[[float, str], None] | None = None, chunk_rows: int = 1_000_000) -> Dataset:
     """Read points from a CSV or Parquet file (a path, bytes, or a file-like object such as an upload).
 
     Coordinate columns are found case-insensitively (latitude: lat, latitude, y;
     longitude: lon, lng, long, longitude, x) unless named by ``lat_column`` /
     ``lon_column``. Rows with a missing, non-numeric or out-of-range coordinate
-    are dropped and counted by reason in ``Dataset.report``; all other rows are
-    kept unchanged. CSV: the delimiter is sniffed among , ; tab |, a UTF-8 BOM is
-    removed, non-UTF-8 text is read as Windows-1252/Latin-1 (with a note) and
-    gzip-compressed files are unpacked. Parquet is recognised by its suffix or its
-    ``PAR1`` magic bytes.
+    are dropped and counted by reason in ``Dataset.report``; longitudes in
+    (180, 540] are wrapped to [-180, 180] and counted in ``report.changed``; all
+    other rows are kept unchanged. CSV: the delimiter is sniffed among , ; tab |,
+    a UTF-8 BOM is removed, non-UTF-8 text is read as Windows-1252/Latin-1 (with a
+    note) and gzip-compressed files are unpacked. Parquet is recognised by its
+    suffix or its ``PAR1`` magic bytes.
+
+    ``bbox`` (W, S, E, N degrees; W > E crosses 180) keeps only the rows inside it
+    (the rest are counted as "outside the bbox") and becomes the dataset's region,
+    which then depends on no user's data. Without it the region is the square
+    around the occupied coarse public tiles (:func:`ldpviz.regions.public_tile_region`,
+    which says what it read). Files over :data:`CHUNK_BYTES` are read in chunks of
+    ``chunk_rows`` rows (bounded memory; see :mod:`ldpviz.bigfile`), and
+    ``progress(fraction, message)`` is called as they are read.
     """
+    from ldpviz import bigfile, regions
+
     for label, value in (("lat_column", lat_column), ("lon_column", lon_column), ("filename", filename)):
         require(value is None or isinstance(value, str), f"{label} must be text, got {value!r}")
     require(isinstance(max_bytes, int) and max_bytes > 0,
             f"max_bytes must be a positive whole number, got {max_bytes!r}")
-    raw, filename = _read_source(source, filename, max_bytes)
+    require(isinstance(chunk_rows, int) and chunk_rows >= 1, f"chunk_rows must be a whole number >= 1, got {chunk_rows!r}")
+    stated = regions.stated_region(bbox) if bbox is not None else None
+    if progress is not None:
+        progress(0.0, "reading the file")
     notes: list[str] = []
+    big = bigfile.open_large(source, filename, max_bytes, CHUNK_BYTES)
+    if big is not None:
+        filename = big.name
+        chunks = bigfile.chunks(big, lat_column, lon_column, notes, chunk_rows)
+    else:
+        chunks = iter([_read_small(source, filename, lat_column, lon_column, max_bytes, notes)])
+    screen = _Screen(bbox)
+    comma: dict[str, int] = {}
+    lat_name = lon_name = ""
+    for lat_raw, lon_raw, lat_name, lon_name, malformed, filename, fraction in chunks:
+        lat, lat_missing, lat_bad = _to_numbers(lat_raw, lat_name, notes, comma)
+        lon, lon_missing, lon_bad = _to_numbers(lon_raw, lon_name, notes, comma)
+        del lat_raw, lon_raw
+        screen.add(lat, lon, lat_missing | lon_missing, lat_bad | lon_bad, malformed)
+        require(screen.rows_read <= MAX_ROWS, f"'{filename}' holds more than {MAX_ROWS:,} rows (or unpacks to "
+                                              "them); keep only the rows of the area and period you need")
+        if progress is not None:
+            progress(min(fraction, 0.99), f"read {screen.rows_read:,} rows")
+    for column, count in comma.items():
+        notes.append(f"{count:,} values in column '{column}' use a decimal comma "
+                     "(e.g. 44,97) and were read as decimal points.")
+    require(screen.rows_read > 0, f"'{filename}' has column names but no data rows")
+    lon, lat = screen.result()
+    changed = {"longitude wrapped": screen.wrapped} if screen.wrapped else {}
+    if screen.wrapped:
+        notes.append(f"{screen.wrapped:,} longitudes in (180, 540] (e.g. 188 for 172 W, as near Fiji) were "
+                     "wrapped to [-180, 180] by subtracting 360.")
+    dropped = {reason: count for reason, count in screen.dropped.items() if count}
+    report = LoadReport(rows_read=screen.rows_read, rows_kept=int(lon.size), dropped=dropped,
+                        lat_column=lat_name, lon_column=lon_name, notes=tuple(notes), changed=changed)
+    if report.rows_kept == 0:
+        hint = ""
+        if dropped.get("latitude out of range", 0) + dropped.get("longitude out of range", 0) > 0:
+            hint = (" The coordinates look like projected metres or swapped columns, not degrees; "
+                    "ldpviz needs longitude and latitude in degrees (WGS 84).")
+        elif dropped.get("outside the bbox", 0) > 0:
+            hint = " No row lies inside the bbox; check its order (W,S,E,N) and signs."
+        raise LdpvizInputError(f"none of the rows in '{filename}' has a usable coordinate. "
+                               f"{report.summary()}{hint}")
+    if stated is not None:
+        whole = stated
+    else:
+        try:
+            whole = regions.public_tile_region(lon, lat, name="Public tiles")
+        except LdpvizInputError as exc:
+            raise LdpvizInputError(f"the points in '{filename}' cannot be framed by one square region ({exc}); "
+                                   f"ldpviz works on areas up to 6,500 km across, between 85 degrees south and "
+                                   "north. Give a bbox (W,S,E,N) of one area and try again.") from None
+    if progress is not None:
+        progress(1.0, f"kept {report.rows_kept:,} of {report.rows_read:,} rows")
+    return Dataset(name=f"upload:{filename}", label=filename,
+                   description=f"Uploaded file '{filename}'. {report.summary()}",
+                   lon=lon, lat=lat, presets={whole.name: whole}, synthetic=False, report=report)
+
+
+#: Files larger than this are read in chunks (bounded memory) instead of at once.
+CHUNK_BYTES = 64 * 2**20
+#: Most rows a file may hold (16 bytes each once read): guards streamed gzip bombs as max_bytes guards the rest.
+MAX_ROWS = 200_000_000
+
+
+def _read_small(source: Any, filename: str | None, lat_column: str | None, lon_column: str | None,
+                max_bytes: int, notes: list[str]) -> tuple[pd.Series, pd.Series, str, str, int, str, float]:
+    """The whole file at once: (lat, lon, their column names, malformed rows, display name, 1.0)."""
+    raw, filename = _read_source(source, filename, max_bytes)
     if raw[:2] == b"\x1f\x8b":
         raw = _gunzip(raw, filename, max_bytes)
         notes.append("the file was gzip-compressed and was unpacked.")
     stem = filename[:-3] if filename.lower().endswith(".gz") else filename
     suffix = Path(stem).suffix.lower()
     require(raw.strip(b" \t\r\n\x00" + codecs.BOM_UTF8) != b"", f"'{filename}' is empty")
-    require(suffix not in {".xlsx", ".xls", ".xlsm", ".ods"} and raw[:4] != b"PK\x03\x04"
-            and raw[:4] != b"\xd0\xcf\x11\xe0",
+    _refuse_workbook(raw, filename, suffix)
+    read = _read_parquet if suffix in _PARQUET_SUFFIXES or raw[:4] == b"PAR1" else _read_csv
+    return (*read(raw, filename, lat_column, lon_column, notes), filename, 1.0)
+
+
+def _refuse_workbook(head: bytes, filename: str, suffix: str) -> None:
+    require(suffix not in {".xlsx", ".xls", ".xlsm", ".ods"} and head[:4] != b"PK\x03\x04"
+            and head[:4] != b"\xd0\xcf\x11\xe0",
             f"'{filename}' looks like a spreadsheet workbook or ZIP archive, not CSV or Parquet; save it as CSV "
             "(e.g. Excel: File > Save As > CSV UTF-8) and load that")
-    read = _read_parquet if suffix in _PARQUET_SUFFIXES or raw[:4] == b"PAR1" else _read_csv
-    lat_raw, lon_raw, lat_name, lon_name, malformed = read(raw, filename, lat_column, lon_column, notes)
-    lat, lat_missing, lat_bad = _to_numbers(lat_raw, lat_name, notes)
-    lon, lon_missing, lon_bad = _to_numbers(lon_raw, lon_name, notes)
-    rows_read = len(lat) + malformed
-    require(rows_read > 0, f"'{filename}' has column names but no data rows")
 
-    checks = {"missing coordinate": lat_missing | lon_missing, "non-numeric coordinate": lat_bad | lon_bad,
-              "latitude out of range": np.abs(lat) > 90, "longitude out of range": np.abs(lon) > 180}
-    keep = np.ones(len(lat), bool)
-    dropped = {"malformed row": malformed}
-    for reason, hit in checks.items():   # a row counts once, under the first check it fails
-        dropped[reason] = int((hit & keep).sum())
-        keep &= ~hit
-    dropped = {reason: count for reason, count in dropped.items() if count}
-    report = LoadReport(rows_read=rows_read, rows_kept=int(keep.sum()), dropped=dropped,
-                        lat_column=lat_name, lon_column=lon_name, notes=tuple(notes))
-    if report.rows_kept == 0:
-        hint = ""
-        if dropped.get("latitude out of range", 0) + dropped.get("longitude out of range", 0) > 0:
-            hint = (" The coordinates look like projected metres or swapped columns, not degrees; "
-                    "ldpviz needs longitude and latitude in degrees (WGS 84).")
-        raise LdpvizInputError(f"none of the rows in '{filename}' has a usable coordinate. "
-                               f"{report.summary()}{hint}")
-    lon, lat = lon[keep], lat[keep]
-    try:
-        if max(np.ptp(lon), np.ptp(lat)) < 1e-4:   # all points within ~10 m: a 100 m square around them
-            whole = Region(float(lon.min() + lon.max()) / 2, float(lat.min() + lat.max()) / 2, 100.0, "Whole data")
+
+class _Screen:
+    """Counts and keeps rows chunk by chunk: each dropped row counts once, under the first check it fails."""
+
+    REASONS = ("malformed row", "missing coordinate", "non-numeric coordinate", "latitude out of range",
+               "longitude out of range", "outside the bbox")
+
+    def __init__(self, bbox: tuple[float, float, float, float] | None) -> None:
+        self.bbox = None if bbox is None else tuple(float(v) for v in bbox)
+        self.dropped = dict.fromkeys(self.REASONS, 0)
+        self.rows_read = 0
+        self.wrapped = 0
+        self._lon: list[np.ndarray] = []
+        self._lat: list[np.ndarray] = []
+
+    def add(self, lat: np.ndarray, lon: np.ndarray, missing: np.ndarray, bad: np.ndarray, malformed: int) -> None:
+        self.rows_read += len(lat) + malformed
+        self.dropped["malformed row"] += malformed
+        with np.errstate(invalid="ignore"):
+            checks = {"missing coordinate": missing, "non-numeric coordinate": bad,
+                      "latitude out of range": np.abs(lat) > 90,
+                      "longitude out of range": (lon < -180) | (lon > 540)}
+        keep = np.ones(len(lat), bool)
+        for reason, hit in checks.items():
+            self.dropped[reason] += int((hit & keep).sum())
+            keep &= ~hit
+        lat, lon = lat[keep], lon[keep]
+        wrap = lon > 180
+        if wrap.any():
+            lon = np.where(wrap, lon - 360.0, lon)
+        if self.bbox is not None:
+            inside = in_bbox(lon, lat, self.bbox)
+            self.dropped["outside the bbox"] += int((~inside).sum())
+            lat, lon, wrap = lat[inside], lon[inside], wrap[inside]
+        self.wrapped += int(wrap.sum())
+        self._lat.append(lat)
+        self._lon.append(lon)
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        lon = np.concatenate(self._lon) if self._lon else np.zeros(0)
+        lat = np.concatenate(self._lat) if self._lat else np.zeros(0)
+        self._lon, self._lat = [], []
+        return lon, lat
+
+
+def in_bbox(lon: np.ndarray, lat: np.ndarray, bbox: tuple[float, float, float, float]) -> np.ndarray:
+    """Rows inside a W, S, E, N box (edges included); W > E means the box crosses 180."""
+    west, south, east, north = (float(v) for v in bbox)
+    west, east = float(wrap_lon(west)), float(wrap_lon(east))
+    lon = wrap_lon(lon)
+    in_lon = (lon >= west) & (lon <= east) if west <= east else (lon >= west) | (lon <= east)
+    return in_lon & (lat >= south) & (lat <= north)
+
+
+def wrap_longitudes(frame: pd.DataFrame, column: str | None = None) -> tuple[pd.DataFrame, int, int]:
+    """Wrap longitudes in (180, 540] into [-180, 180]: (new frame, rows wrapped, rows still out of range).
+
+    ``column`` defaults to the first of lon, lng, long, longitude, x (any case).
+    Rows still outside [-180, 180] afterwards (below -180, above 540, or not a
+    number) are counted, not dropped: the caller decides and tells the user.
+    """
+    require(isinstance(frame, pd.DataFrame), f"wrap_longitudes needs a DataFrame, got {type(frame).__name__}")
+    columns = [str(c) for c in frame.columns]
+    i = _find_column(columns, column, LON_NAMES)
+    require(i is not None, f"no longitude column found among {', '.join(map(repr, columns[:30]))}"
+            + (f" (asked for {column!r})" if column else ""))
+    values = pd.to_numeric(frame.iloc[:, i], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    wrap = (values > 180) & (values <= 540)
+    out = frame.copy()
+    if wrap.any():
+        col = frame.iloc[:, i]
+        if pd.api.types.is_numeric_dtype(col.dtype):
+            out.isetitem(i, np.where(wrap, values - 360.0, col.to_numpy(dtype=np.float64)))
         else:
-            whole = Region.fit(lon, lat, name="Whole data")
-    except LdpvizInputError as exc:
-        raise LdpvizInputError(f"the points in '{filename}' cannot be framed by one square region ({exc}); "
-                               "ldpviz works on areas up to 2000 km across, between 85 degrees south and "
-                               "north. Keep only the rows of one area and try again.") from None
-    return Dataset(name=f"upload:{filename}", label=filename,
-                   description=f"Uploaded file '{filename}'. {report.summary()}",
-                   lon=lon, lat=lat, presets={whole.name: whole}, synthetic=False, report=report)
+            fixed = col.astype(object).copy()
+            fixed[wrap] = values[wrap] - 360.0
+            out.isetitem(i, fixed)
+        values = np.where(wrap, values - 360.0, values)
+    still = ~((values >= -180) & (values <= 180))
+    return out, int(wrap.sum()), int(still.sum())
 
 
 def _size(n: int) -> str:
@@ -524,6 +683,20 @@ def _read_parquet(raw: bytes, filename: str, lat_column: str | None, lon_column:
     except Exception as exc:  # pyarrow raises several types for corrupt input
         raise LdpvizInputError(f"'{filename}' could not be read as a Parquet file ({str(exc)[:200]}); "
                                "is it a CSV with the wrong name, or damaged?") from None
+    columns, lat_i, lon_i = _parquet_columns(schema, filename, lat_column, lon_column, notes)
+    try:
+        table = pq.read_table(io.BytesIO(raw), columns=[columns[lat_i], columns[lon_i]])
+    except Exception as exc:
+        raise LdpvizInputError(f"'{filename}' could not be read as a Parquet file ({str(exc)[:200]})") from None
+    lat, lon = (table.column(j).to_pandas() for j in (0, 1))
+    return lat, lon, columns[lat_i], columns[lon_i], 0
+
+
+def _parquet_columns(schema: Any, filename: str, lat_column: str | None, lon_column: str | None,
+                     notes: list[str]) -> tuple[list[str], int, int]:
+    """Column names and coordinate indices of a Parquet schema; refuses columns that cannot hold numbers."""
+    import pyarrow as pa
+
     columns = list(schema.names)
     lat_i, lon_i = _resolve(columns, filename, lat_column, lon_column, notes)
     for i in (lat_i, lon_i):
@@ -535,13 +708,9 @@ def _read_parquet(raw: bytes, filename: str, lat_column: str | None, lon_column:
         require(pa.types.is_integer(value_kind) or pa.types.is_floating(value_kind)
                 or pa.types.is_decimal(value_kind) or pa.types.is_string(value_kind)
                 or pa.types.is_large_string(value_kind) or pa.types.is_null(value_kind),
-                f"column {columns[i]!r} in '{filename}' holds {kind} values, not numbers")
-    try:
-        table = pq.read_table(io.BytesIO(raw), columns=[columns[lat_i], columns[lon_i]])
-    except Exception as exc:
-        raise LdpvizInputError(f"'{filename}' could not be read as a Parquet file ({str(exc)[:200]})") from None
-    lat, lon = (table.column(j).to_pandas() for j in (0, 1))
-    return lat, lon, columns[lat_i], columns[lon_i], 0
+                f"column {columns[i]!r} in '{filename}' holds {kind} values, not numbers; "
+                "store latitude and longitude as numbers (or text holding numbers)")
+    return columns, lat_i, lon_i
 
 
 def _decode(raw: bytes, filename: str, notes: list[str]) -> str:
@@ -568,6 +737,22 @@ def _read_csv(raw: bytes, filename: str, lat_column: str | None, lon_column: str
     controls = sum(ch < " " and ch not in "\t\r\n" for ch in sample)
     require(controls <= len(sample) // 100, f"'{filename}' is a binary file, not CSV text or Parquet")
     header_line = next((line for line in io.StringIO(text) if line.strip()), "")
+    sep, columns, lat_i, lon_i = _sniff(header_line, filename, lat_column, lon_column, notes)
+    try:   # fast path: pandas' C parser; any row longer than the header sends us to the slow path
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            frame = pd.read_csv(io.StringIO(text), sep=sep, header=0, dtype=str, na_filter=False,
+                                skip_blank_lines=True, index_col=False, engine="c")
+        if frame.shape[1] == len(columns):
+            return frame.iloc[:, lat_i], frame.iloc[:, lon_i], columns[lat_i], columns[lon_i], 0
+    except (pd.errors.ParserError, pd.errors.ParserWarning, ValueError, csv.Error):
+        pass
+    return _csv_rows(text, sep, columns, lat_i, lon_i, filename)
+
+
+def _sniff(header_line: str, filename: str, lat_column: str | None, lon_column: str | None,
+           notes: list[str]) -> tuple[str, list[str], int, int]:
+    """Delimiter, column names and coordinate column indices from the header line."""
     best: tuple[str, list[str]] | None = None
     for sep in _DELIMITERS:   # sniff: the first delimiter whose header holds the coordinate columns
         columns = next(csv.reader([header_line], delimiter=sep))
@@ -586,16 +771,7 @@ def _read_csv(raw: bytes, filename: str, lat_column: str | None, lon_column: str
     lat_i, lon_i = _resolve(columns, filename, lat_column, lon_column, notes)
     if sep != ",":
         notes.append(f"columns are separated by {'tab' if sep == chr(9) else repr(sep)}.")
-    try:   # fast path: pandas' C parser; any row longer than the header sends us to the slow path
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", pd.errors.ParserWarning)
-            frame = pd.read_csv(io.StringIO(text), sep=sep, header=0, dtype=str, na_filter=False,
-                                skip_blank_lines=True, index_col=False, engine="c")
-        if frame.shape[1] == len(columns):
-            return frame.iloc[:, lat_i], frame.iloc[:, lon_i], columns[lat_i], columns[lon_i], 0
-    except (pd.errors.ParserError, pd.errors.ParserWarning, ValueError, csv.Error):
-        pass
-    return _csv_rows(text, sep, columns, lat_i, lon_i, filename)
+    return sep, columns, lat_i, lon_i
 
 
 def _csv_rows(text: str, sep: str, columns: list[str], lat_i: int, lon_i: int,
@@ -632,8 +808,12 @@ def _is_number(text: str) -> bool:
 _DECIMAL_COMMA = re.compile(r"[+-]?\d+,\d+")
 
 
-def _to_numbers(values: pd.Series, column: str, notes: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Floats plus masks of missing and non-numeric entries (non-finite counts as non-numeric)."""
+def _to_numbers(values: pd.Series, column: str, notes: list[str],
+                comma_counts: dict[str, int] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Floats plus masks of missing and non-numeric entries (non-finite counts as non-numeric).
+
+    Decimal commas are noted in ``notes``, or counted in ``comma_counts`` per column when given.
+    """
     if pd.api.types.is_bool_dtype(values.dtype):
         return np.full(len(values), np.nan), np.zeros(len(values), bool), np.ones(len(values), bool)
     if pd.api.types.is_numeric_dtype(values.dtype):
@@ -653,6 +833,9 @@ def _to_numbers(values: pd.Series, column: str, notes: list[str]) -> tuple[np.nd
         comma[failed] = text[failed].str.fullmatch(_DECIMAL_COMMA).fillna(False).to_numpy(dtype=bool)
     if comma.any():
         out[comma] = pd.to_numeric(text[comma].str.replace(",", ".", regex=False)).to_numpy(np.float64)
+        if comma_counts is not None:
+            comma_counts[column] = comma_counts.get(column, 0) + int(comma.sum())
+            return out, missing, ~missing & ~np.isfinite(out)
         notes.append(f"{int(comma.sum()):,} values in column '{column}' use a decimal comma "
                      "(e.g. 44,97) and were read as decimal points.")
     return out, missing, ~missing & ~np.isfinite(out)

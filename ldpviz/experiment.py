@@ -100,9 +100,10 @@ class Result:
     timings: dict[str, float]        #: seconds per phase (mean over trials for perturb/estimate)
     n_users: int
     n_outside: int
-    guarantee: str
+    guarantee: str                   #: the mechanism's guarantee with its privacy unit named (issue 15.17)
     notes: list[str] = field(default_factory=list)
     received: dict[str, str] = field(default_factory=dict)   #: what phones sent in trial 0 (ldpviz.reports)
+    coverage: list[str] = field(default_factory=list)   #: what the guarantee covers and what it does not
 
     @property
     def estimate(self) -> Estimate:
@@ -144,7 +145,8 @@ class Result:
             "dataset": s.dataset, "mechanism": s.mechanism, "epsilon": s.epsilon, "grid": s.grid_side,
             "region": self.region.name or "custom", "region_side_m": self.region.side_m,
             "n_users": self.n_users, "n_outside_region": self.n_outside, "seed": s.seed, "trials": s.trials,
-            "params": s.param_dict, "guarantee": self.guarantee,
+            "params": s.param_dict, "guarantee": self.guarantee, "coverage": self.coverage,
+            "region_projection": self.region.projection, "region_scale_error": self.region.scale_error,
         }
         out.update(self.mean())
         out["seconds"] = self.timings["total"]
@@ -239,8 +241,26 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None) -> Result:
     timings = {"prepare": t1 - t0, "setup": t2 - t1, "perturb": perturb_s / trials,
                "estimate": estimate_s / trials, "metrics": metrics_s / trials,
                "total": time.perf_counter() - t0}
+    if grid.region.scale_error > 0.01:
+        notes.append(f"Distances in metres are accurate to within {100 * grid.region.scale_error:.2g}% across "
+                     f"this region ({grid.region.projection} projection centred on it).")
     return Result(scenario, grid.region, grid, true_density, estimates, pd.DataFrame(rows), timings, n,
-                  users.n_outside, mech.guarantee(), notes, received)
+                  users.n_outside, mech.stated_guarantee(), notes, received,
+                  coverage(mech, grid.region, n, users.n_outside))
+
+
+def coverage(mech: mechanisms.Mechanism, region: Region, n_users: int, n_outside: int = 0) -> list[str]:
+    """What a result's guarantee covers and what it releases or relies on outside it (issues 15.1, 15.18)."""
+    from ldpviz.regions import region_covers
+
+    out = [f"The exact number of users (n = {n_users:,}) shown with the output is not private: it is the "
+           "true count of rows in the region, released without noise."]
+    if mech.privacy_model != "none":
+        out.append(region_covers(region))
+        if n_outside:
+            out.append(f"{n_outside:,} rows outside the region were left out before any report: whether a row "
+                       "lies inside the region is not protected by epsilon.")
+    return out
 
 
 # ---- sweeps ---------------------------------------------------------------------------

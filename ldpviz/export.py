@@ -16,17 +16,15 @@ import pandas as pd
 
 from ldpviz.domain import Grid
 from ldpviz.errors import require
+from ldpviz.viz import cell_bounds
 
 
 def grid_table(grid: Grid, layers: Mapping[str, np.ndarray]) -> pd.DataFrame:
     """One row per cell: cell, row, col, west, south, east, north, centre lon/lat and every layer's value."""
-    edges = np.arange(grid.side + 1) / grid.side
-    lon_e, _ = grid.region.unit_to_lonlat(np.column_stack([edges, np.zeros_like(edges)]))
-    _, lat_e = grid.region.unit_to_lonlat(np.column_stack([np.zeros_like(edges), edges]))
+    bounds = cell_bounds(grid)                    # the same cell edges as the maps
     rows, cols = np.divmod(np.arange(grid.n_cells), grid.side)
-    table = pd.DataFrame({"cell": np.arange(grid.n_cells), "row": rows, "col": cols,
-                          "west": lon_e[cols], "south": lat_e[rows], "east": lon_e[cols + 1],
-                          "north": lat_e[rows + 1]})
+    table = pd.DataFrame({"cell": np.arange(grid.n_cells), "row": rows, "col": cols, "west": bounds[:, 0],
+                          "south": bounds[:, 1], "east": bounds[:, 2], "north": bounds[:, 3]})
     table["center_lon"] = (table["west"] + table["east"]) / 2
     table["center_lat"] = (table["south"] + table["north"]) / 2
     for name, values in layers.items():

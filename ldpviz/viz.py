@@ -61,8 +61,8 @@ def frame_layers(grid: Grid, max_lines: int = MAX_GRID_LINES) -> list[pdk.Layer]
     region = grid.region
     w, s, e, n = region.bbox
     edges = np.arange(0, grid.side + 1) / grid.side if grid.side <= max_lines else np.array([0.0, 1.0])
-    lon_e, _ = region.unit_to_lonlat(np.column_stack([edges, np.zeros_like(edges)]))
-    _, lat_e = region.unit_to_lonlat(np.column_stack([np.zeros_like(edges), edges]))
+    lon_e, _ = region.unit_to_lonlat(np.column_stack([edges, np.full_like(edges, 0.5)]))   # centre lines: exact
+    _, lat_e = region.unit_to_lonlat(np.column_stack([np.full_like(edges, 0.5), edges]))   # for local regions
     lines = [{"path": [[x, s], [x, n]]} for x in lon_e] + [{"path": [[w, y], [e, y]]} for y in lat_e]
     return [
         pdk.Layer("PathLayer", lines, get_path="path", get_color=[120, 120, 120, 60], width_min_pixels=1),
@@ -76,10 +76,15 @@ RECT_POLYGON = "[[w, s], [e, s], [e, n], [w, n]]"  # pydeck prefixes "@@=" (an e
 
 
 def cell_bounds(grid: Grid) -> np.ndarray:
-    """(n_cells, 4) west, south, east, north of every cell in degrees (flat-index order), rounded to 1e-6."""
+    """(n_cells, 4) west, south, east, north of every cell in degrees (flat-index order), rounded to 1e-6.
+
+    Edges are read along the region's centre lines: exact for local regions; for
+    continental ones (azimuthal equidistant) the cells drawn are lon/lat rectangles
+    approximating the curved cells (:meth:`Grid.cell_polygons_lonlat` has them exactly).
+    """
     edges = np.arange(grid.side + 1) / grid.side
-    lon_e, _ = grid.region.unit_to_lonlat(np.column_stack([edges, np.zeros_like(edges)]))
-    _, lat_e = grid.region.unit_to_lonlat(np.column_stack([np.zeros_like(edges), edges]))
+    lon_e, _ = grid.region.unit_to_lonlat(np.column_stack([edges, np.full_like(edges, 0.5)]))
+    _, lat_e = grid.region.unit_to_lonlat(np.column_stack([np.full_like(edges, 0.5), edges]))
     cols, rows = np.meshgrid(np.arange(grid.side), np.arange(grid.side))
     cols, rows = cols.ravel(), rows.ravel()
     return np.round(np.column_stack([lon_e[cols], lat_e[rows], lon_e[cols + 1], lat_e[rows + 1]]), 6)

@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from ldpviz.cli import main
@@ -72,3 +73,39 @@ def test_sweep_writes_csv(tmp_path):
     df = pd.read_csv(out)
     assert len(df) == 4 and "w2_m" in df.columns
     assert "2/2" in err  # progress bar reached the end
+
+
+def _national_csv(path, n=20_000, seed=7):
+    """A US-wide file with a few hundred points in Minneapolis (issue 14's national file with a city bbox)."""
+    rng = np.random.default_rng(seed)
+    lon = np.concatenate([rng.uniform(-124.7, -67.0, n), rng.uniform(-93.3, -93.2, 400)])
+    lat = np.concatenate([rng.uniform(24.6, 49.3, n), rng.uniform(44.9, 45.04, 400)])
+    path.write_text("lat,lon\n" + "\n".join(f"{a:.6f},{b:.6f}" for a, b in zip(lat, lon)) + "\n")
+    return path
+
+
+def test_readme_bbox_command_line_exactly(tmp_path, monkeypatch):
+    """Issue 14.1: the README's command line, a west longitude first, runs; the bbox filters rows before
+    framing (a national file would not frame) and the kept/dropped counts are printed."""
+    _national_csv(tmp_path / "my_points.csv")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli("run", "--csv", "my_points.csv", "--bbox", "-93.33,44.89,-93.19,45.05",
+                             "--mechanism", "grr", "--epsilon", "2")
+    assert code == 0, err
+    assert "Kept " in err and "outside the bbox" in err
+    assert "grr at epsilon = 2" in out and "per row (event-level)" in out
+    assert "scope: The exact number of users" in out
+
+
+def test_bbox_forms_and_errors(capsys):
+    """--bbox=VALUE and --bbox VALUE both work; bad boxes exit 2 with one line naming --bbox."""
+    from ldpviz.cli import join_signed_values
+    assert join_signed_values(["run", "--bbox", "-93.3,44.9,-93.2,45"]) == ["run", "--bbox=-93.3,44.9,-93.2,45"]
+    assert join_signed_values(["run", "--bbox", "--json"]) == ["run", "--bbox", "--json"]
+    assert main(["run", "--bbox", "-93.30,44.93,-93.22,45.00", "--users", "2000", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_users"] == 2000
+    assert main(["run", "--bbox", "-93.30,45.00,-93.22,44.93"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--bbox" in err and "less than north" in err
+    assert main(["run", "--bbox", "-93.22,44.93,-93.30,45.00"]) == 2
+    assert "swap west and east" in capsys.readouterr().err

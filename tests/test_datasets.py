@@ -136,7 +136,7 @@ def test_every_drop_reason_counted(tmp_path) -> None:
             "44.97,-93.26,good", "44.98,-93.27,good", " 44.99 , -93.28 ,spaces",
             ",-93.26,missing lat", "44.97,,missing lon", "NA,-93.2,na", "44.9,nan,nan",
             "abc,-93.2,text", "44.9,1O,typo", "inf,-93.2,infinite",
-            "95,-93.2,lat high", "-90.5,-93.2,lat low", "44.9,-200,lon low", "44.9,180.01,lon high",
+            "95,-93.2,lat high", "-90.5,-93.2,lat low", "44.9,-200,lon low", "44.9,540.01,lon high",
             "44.9,-93.2,extra,field", "",
             "45.0,-93.3"]                                       # short row: note column empty, kept
     ds = load_file(write(tmp_path, "stops.csv", "\n".join(rows) + "\n"))
@@ -160,17 +160,23 @@ _TOKENS = {   # kind -> example cell values (for latitude; longitude uses the sa
 
 
 @st.composite
-def _cell(draw, limit: float, centre: float):
+def _cell(draw, limit: float, centre: float, high: float | None = None):
+    """A coordinate cell; out of range means below -limit or above ``high`` (default limit).
+
+    Longitudes in (180, 540] are wrapped, not dropped, so their upper limit is 540.
+    """
     kind = draw(st.sampled_from(["ok", "ok", "missing", "bad", "range"]))
     if kind == "ok":   # near Minneapolis, so the kept points always fit one region
         return kind, repr(draw(st.floats(centre - 0.1, centre + 0.1)))
     if kind == "range":
-        return kind, repr(draw(st.floats(limit + 0.001, 1e6)) * draw(st.sampled_from([1, -1])))
+        if draw(st.booleans()):
+            return kind, repr(draw(st.floats((high or limit) + 0.001, 1e6)))
+        return kind, repr(-draw(st.floats(limit + 0.001, 1e6)))
     return kind, draw(st.sampled_from(_TOKENS[kind]))
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(_cell(90.0, 44.97), _cell(180.0, -93.26)), min_size=1, max_size=30))
+@given(st.lists(st.tuples(_cell(90.0, 44.97), _cell(180.0, -93.26, high=540.0)), min_size=1, max_size=30))
 def test_drop_counts_property(cells) -> None:
     text = "lat,lon\n" + "".join(f"{la},{lo}\n" for (_, la), (_, lo) in cells)
     expected: dict[str, int] = {}
@@ -306,7 +312,7 @@ def test_upload_like_csv_and_gzip(tmp_path) -> None:
     (b"lat lon\n44.9 -93.2\n", "'lat lon'"),
     (b"lat,lon\nabc,def\n,\n", "none of the rows.*1 with a missing coordinate and 1 with a non-numeric"),
     (b"x,y\n480000,4980000\n", "projected metres"),
-    (b"lat,lon\n-60,-170\n70,170\n", "2000 km"),
+    (b"lat,lon\n-60,-170\n70,170\n", "6,500 km"),
 ])
 def test_malformed_files(content: bytes, pattern: str) -> None:
     with pytest.raises(LdpvizInputError, match=pattern):

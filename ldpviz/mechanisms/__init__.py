@@ -70,7 +70,7 @@ def describe() -> list[dict[str, Any]]:
         rows.append({
             "name": name, "label": cls.label, "family": cls.family,
             "privacy_model": cls.privacy_model, "reference": cls.reference, "summary": cls.summary,
-            "has_channel": cls.has_channel,
+            "has_channel": cls.has_channel, "privacy_unit": cls.privacy_unit,
             "params": [{"name": p.name, "type": p.kind.__name__, "default": p.default, "help": p.help,
                         "minimum": p.minimum, "maximum": p.maximum, "choices": p.choices}
                        for p in cls.params],

@@ -36,6 +36,13 @@ GEO_I = "Geo-I"
 NO_PRIVACY = "none"
 PRIVACY_MODELS = (LDP, CENTRAL_DP, GEO_I, NO_PRIVACY)
 
+#: Privacy units: what one epsilon protects (issue 15.17). Mechanisms here see one location per
+#: report, so the default is a row: a person who contributes m rows is protected only at m x epsilon
+#: (sequential composition), i.e. event-level privacy.
+UNIT_ROW = "one row (one location)"
+UNIT_TRAJECTORY = "one trajectory"
+UNIT_PERSON = "one person"
+
 EPSILON_MIN = 1e-3
 EPSILON_MAX = 50.0
 #: Geo-I epsilon is per this many metres (per km), whatever the grid: the guarantee
@@ -151,6 +158,7 @@ class Mechanism:
     params: ClassVar[tuple[Param, ...]] = ()
     has_channel: ClassVar[bool] = False
     has_client: ClassVar[bool] = True  #: False for central-DP and multi-round mechanisms
+    privacy_unit: ClassVar[str] = UNIT_ROW  #: what one epsilon protects (UNIT_ROW, UNIT_TRAJECTORY, UNIT_PERSON)
 
     def __init__(self, grid: Grid, epsilon: float, **params: Any) -> None:
         require(isinstance(grid, Grid), "a mechanism needs a Grid")
@@ -217,6 +225,19 @@ class Mechanism:
         mechanisms whose guarantee is set otherwise (SEM-Geo-I's calibration) override it.
         """
         return self.epsilon * self.grid.cell_m / GEO_I_UNIT_M
+
+    def unit_statement(self) -> str:
+        """What the guarantee protects, in words (issue 15.17): event-level for a row, else the unit."""
+        if self.privacy_model == NO_PRIVACY:
+            return "nothing is protected"
+        if self.privacy_unit == UNIT_ROW:
+            return ("per row (event-level): each row, one location, is protected; a person with m rows is "
+                    "protected only at m x epsilon")
+        return f"per {self.privacy_unit}: everything {self.privacy_unit} contributes is protected together"
+
+    def stated_guarantee(self) -> str:
+        """:meth:`guarantee` with its privacy unit named, as shown with every result."""
+        return f"{self.guarantee()}, {self.unit_statement()}"
 
     # ---- helpers -----------------------------------------------------------
     def __getattr__(self, item: str) -> Any:

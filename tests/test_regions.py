@@ -1,0 +1,212 @@
+"""Regions from a neighbourhood to a continent, across the antimeridian, chosen without users' data.
+
+Issue 14 items 1-2 and issue 15.1. Data are made here: Fiji-like earthquake
+longitudes (165 to 188), a continental-US-like file, a national file used with a
+city bbox.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ldpviz import datasets, regions
+from ldpviz.datasets import load_file, wrap_longitudes
+from ldpviz.domain import AEQD, LOCAL, MAX_REGION_SIDE_M, Grid, Region, lon_span
+from ldpviz.errors import LdpvizInputError
+
+MINNEAPOLIS_BBOX = (-93.33, 44.89, -93.19, 45.05)
+
+
+def haversine(lon1, lat1, lon2, lat2):
+    lon1, lat1, lon2, lat2 = map(np.radians, (lon1, lat1, lon2, lat2))
+    a = np.sin((lat2 - lat1) / 2) ** 2 + np.cos(lat1) * np.cos(lat2) * np.sin((lon2 - lon1) / 2) ** 2
+    return 2 * 6_371_008.8 * np.arcsin(np.sqrt(a))
+
+
+def write_csv(tmp_path, name, lon, lat):
+    path = tmp_path / name
+    pd.DataFrame({"latitude": lat, "longitude": lon}).to_csv(path, index=False)
+    return path
+
+
+def fiji(n=2000, seed=1):
+    rng = np.random.default_rng(seed)
+    return rng.uniform(165.0, 188.0, n), rng.uniform(-30.0, -10.0, n)
+
+
+def contiguous_us(n=5000, seed=2):
+    rng = np.random.default_rng(seed)
+    return rng.uniform(-124.7, -67.0, n), rng.uniform(24.6, 49.3, n)
+
+
+# ---------------------------------------------------------------- antimeridian
+def test_fiji_file_is_wrapped_counted_and_framed_across_180(tmp_path):
+    """Longitudes 165..188: the ones above 180 are wrapped and counted, none dropped, one region holds all."""
+    lon, lat = fiji()
+    ds = load_file(write_csv(tmp_path, "quakes.csv", lon, lat))
+    above = int((lon > 180).sum())
+    assert ds.report.rows_kept == 2000 and ds.report.dropped == {}
+    assert ds.report.changed == {"longitude wrapped": above} and above > 500
+    assert f"{above:,} longitudes in (180, 540]" in " ".join(ds.report.notes)
+    assert "wrapped" in ds.report.summary()
+    assert np.all(np.abs(ds.lon) <= 180)
+    region = ds.default_region
+    assert region.contains(ds.lon, ds.lat).all()
+    assert region.side_m < 4_000_000          # a crossing region, not a 360-degree one
+    fit = Region.fit(ds.lon, ds.lat)
+    assert fit.contains(ds.lon, ds.lat).all() and fit.side_m < 3_000_000 and fit.center_lon > 170
+
+
+def test_bbox_with_west_greater_than_east_crosses_180():
+    """W > E is a valid box across the antimeridian; its region holds 179 E and 179 W, not 0."""
+    region = Region.from_bbox(170.0, -25.0, -170.0, -10.0)
+    assert region.center_lon == pytest.approx(180.0) or region.center_lon == pytest.approx(-180.0)
+    inside = region.contains(np.array([179.0, -179.0, 175.0, 0.0]), np.array([-18.0, -18.0, -18.0, -18.0]))
+    assert inside.tolist() == [True, True, True, False]
+    w, s, e, n = region.bbox
+    assert e > 180 > w                        # continuous longitudes for maps: no seam
+    polys = Grid(region, 4).cell_polygons_lonlat()
+    assert max(abs(p[1][0] - p[0][0]) for p in polys) < 10     # no cell spans the globe
+
+
+def test_lon_span_takes_the_short_way_round():
+    assert lon_span(np.array([170.0, 179.0, -179.0, -172.0])) == (170.0, -172.0)
+    assert lon_span(np.array([-93.3, -93.2])) == (-93.3, -93.2)
+
+
+def test_wrap_longitudes_public_function():
+    """The Data page's helper: wraps (180, 540], counts those and the rows still out of range."""
+    frame = pd.DataFrame({"Lat": [1.0, 2, 3, 4, 5], "Lon": [170.0, 188.0, 540.0, 541.0, -181.0]})
+    out, n_wrapped, n_bad = wrap_longitudes(frame)
+    assert (n_wrapped, n_bad) == (2, 2)
+    assert out["Lon"].tolist() == [170.0, -172.0, 180.0, 541.0, -181.0]
+    assert frame["Lon"].tolist()[1] == 188.0          # input untouched
+    text = pd.DataFrame({"lat": ["1"], "lng": ["200"]})
+    out, n_wrapped, n_bad = wrap_longitudes(text)
+    assert (n_wrapped, n_bad) == (1, 0) and float(out["lng"].iloc[0]) == -160.0
+    with pytest.raises(LdpvizInputError, match="no longitude column"):
+        wrap_longitudes(pd.DataFrame({"a": [1]}))
+
+
+# ---------------------------------------------------------------- continental extents
+def test_continental_file_uses_an_equidistant_projection_with_stated_error(tmp_path):
+    """A US-wide file frames in one region <= 6,500 km; projected distances match great circles within the
+    region's stated scale error (the local approximation would be off by tens of percent)."""
+    lon, lat = contiguous_us()
+    ds = load_file(write_csv(tmp_path, "us.csv", lon, lat))
+    region = ds.default_region
+    assert region.projection == AEQD and region.side_m <= MAX_REGION_SIDE_M
+    assert region.contains(ds.lon, ds.lat).all()
+    assert 0.01 < region.scale_error < 0.1
+    rng = np.random.default_rng(3)
+    i, j = rng.integers(0, len(lon), (2, 400))
+    x, y = region.to_metres(lon, lat)
+    planar = np.hypot(x[i] - x[j], y[i] - y[j])
+    ok = i != j
+    ratio = planar[ok] / haversine(lon[i], lat[i], lon[j], lat[j])[ok]
+    assert np.all(np.abs(ratio - 1) <= region.scale_error + 0.004)   # + sphere vs ellipsoid
+    # round trip and unit coordinates
+    lo, la = region.to_lonlat(x, y)
+    assert np.allclose(lo, lon, atol=1e-7) and np.allclose(la, lat, atol=1e-7)
+
+
+def test_small_regions_keep_the_local_projection():
+    """City regions are unchanged (local projection, error < 0.5%): the bundled presets and benches still hold."""
+    assert Region(-93.265, 44.971, 20_000.0).projection == LOCAL
+    assert Region(-93.265, 44.971, 20_000.0).scale_error < 0.005
+    assert Region(10.0, 50.0, 1_000_000.0).projection == AEQD
+
+
+def test_national_file_with_a_city_bbox(tmp_path):
+    """The bbox filters rows before framing; kept and dropped rows are counted; the region is the bbox."""
+    lon, lat = contiguous_us(20_000)
+    rng = np.random.default_rng(4)
+    city_lon, city_lat = rng.uniform(-93.3, -93.2, 300), rng.uniform(44.9, 45.04, 300)
+    path = write_csv(tmp_path, "nation.csv", np.concatenate([lon, city_lon]), np.concatenate([lat, city_lat]))
+    inside_random = int(datasets.in_bbox(lon, lat, MINNEAPOLIS_BBOX).sum())
+    ds = load_file(path, bbox=MINNEAPOLIS_BBOX)
+    assert ds.report.rows_kept == 300 + inside_random
+    assert ds.report.dropped == {"outside the bbox": 20_000 - inside_random}
+    assert "outside the bbox" in ds.report.summary()
+    region = ds.default_region
+    assert region.projection == LOCAL and region.data_use == "" and region.contains(ds.lon, ds.lat).all()
+    assert region == Region.from_bbox(*MINNEAPOLIS_BBOX, name="Your bbox")
+
+
+@pytest.mark.parametrize("bbox, pattern", [
+    ((-93.33, 45.05, -93.19, 44.89), "south .* must be less than north"),
+    ((-93.33, 44.89, -93.33, 45.05), "no width"),
+    ((-93.33, 44.89, -93.19, 44.89), "no height"),
+    ((-93.19, 44.89, -93.33, 45.05), "crosses the antimeridian.*swap west and east"),
+    ((-93.0, 44.0, -93.1, float("nan")), "finite"),
+    ((-600.0, 44.0, -93.1, 45.0), "longitude must be in"),
+    ((-130.0, 10.0, -60.0, 60.0), "at most 6,500 km"),
+    ((-180.0, 10.0, 180.0, 20.0), "at most 6,500 km"),
+])
+def test_bad_bboxes_get_one_clear_message(bbox, pattern):
+    with pytest.raises(LdpvizInputError, match=pattern):
+        Region.from_bbox(*bbox)
+
+
+# ---------------------------------------------------------------- 15.1: data-independent regions
+def test_region_chosen_without_exact_points_does_not_move():
+    """Issue 15.1: a region chosen without reading exact points does not move when one user moves inside it.
+
+    The stated bbox reads nothing. The public-tile region reads only which coarse tiles are occupied, so
+    moving a user anywhere inside the region among occupied tiles leaves it bit-identical; the fitted
+    region moves with its extreme user.
+    """
+    rng = np.random.default_rng(5)
+    lon, lat = rng.uniform(-94.0, -92.5, 3000), rng.uniform(44.5, 45.5, 3000)
+    tile = regions.public_tile_region(lon, lat)
+    fit = Region.fit(lon, lat)
+    extreme = int(np.argmax(lat))
+    moved_lat = lat.copy()
+    moved_lat[extreme] = 45.0                       # the northernmost user moves south, inside the region
+    assert regions.public_tile_region(lon, moved_lat) == tile
+    assert Region.fit(lon, moved_lat) != fit
+    for k in rng.integers(0, 3000, 20):             # any user, anywhere among the occupied tiles
+        lo, la = lon.copy(), lat.copy()
+        lo[k], la[k] = rng.uniform(-94.0, -92.5), rng.uniform(44.5, 45.5)
+        assert regions.public_tile_region(lo, la) == tile
+    assert tile.data_use and "level-8" in tile.data_use and "not private" in fit.data_use
+    assert regions.stated_region(MINNEAPOLIS_BBOX).data_use == ""
+    for bad in ("abc", (1, 2, 3), None, ("-93", "x", "1", "2")):
+        with pytest.raises(LdpvizInputError, match="four numbers"):
+            regions.stated_region(bad)
+    assert "without reading" in regions.region_covers(regions.stated_region(MINNEAPOLIS_BBOX))
+    assert regions.region_covers(tile).startswith("Not covered by epsilon")
+
+
+def test_region_spent_from_a_stated_budget():
+    """15.1, third option: a region chosen under epsilon0-LDP frames where most rows are, does not move when a
+    user moves inside their tile (same seed), and its guarantee adds epsilon0 to the mechanism's epsilon."""
+    rng = np.random.default_rng(8)
+    metros = np.array([[-74.0, 40.7], [-118.2, 34.05], [-87.6, 41.9], [-95.4, 29.8], [-122.3, 47.6]])
+    home = metros[rng.integers(0, 5, 48_000)] + rng.normal(0, 0.3, (48_000, 2))
+    spread_lon, spread_lat = contiguous_us(12_000)          # 20% spread thinly over the country
+    lon, lat = np.concatenate([home[:, 0], spread_lon]), np.concatenate([home[:, 1], spread_lat])
+    region = regions.private_tile_region(lon, lat, epsilon0=1.0, seed=3)
+    assert region.epsilon_spent == 1.0 and "1-LDP" in region.data_use
+    assert region.contains(home[:, 0], home[:, 1]).mean() > 0.99 and region.side_m <= MAX_REGION_SIDE_M
+    moved = lat.copy()
+    moved[0] = lat[0] + 1e-3                      # a user moves within their ~600 km tile
+    from ldpviz import quadkey
+    same_tile = np.all(np.array(quadkey.lonlat_to_tile_xy(lon[:1], moved[:1], 6))
+                       == np.array(quadkey.lonlat_to_tile_xy(lon[:1], lat[:1], 6)))
+    assert same_tile and regions.private_tile_region(lon, moved, epsilon0=1.0, seed=3) == region
+    assert "1 + epsilon (sequential composition)" in regions.region_covers(region)
+
+
+def test_private_region_keeps_noise_tiles_with_probability_at_most_alpha():
+    """50 rows at epsilon0 = 0.1 carry almost no signal: over 200 seeds a region (a tile kept) appears at most
+    6 times (Bonferroni bound alpha = 1%: P[Binomial(200, 0.01) > 6] < 0.5%); otherwise one clear message."""
+    lon, lat = contiguous_us(50)
+    accepted = 0
+    for seed in range(200):
+        try:
+            regions.private_tile_region(lon, lat, epsilon0=0.1, seed=seed)
+            accepted += 1
+        except LdpvizInputError as exc:
+            assert "no map tile holds enough of the 50 rows" in str(exc)
+    assert accepted <= 6
