@@ -176,7 +176,7 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None) -> Result:
         rng = np.random.default_rng([scenario.seed, trial])
         a = time.perf_counter()
         if mech.has_client:
-            reports = mech.perturb(users, rng)
+            reports = mech.collect(users, rng)
             b = time.perf_counter()
             est = mech.estimate(reports)
         else:
