@@ -61,3 +61,21 @@ def choose_path(oracle: str, n: int, domain_size: int, coefficients: dict | None
     """'aggregate' when the model predicts it faster than 'per-user' for n users over D values, else 'per-user'."""
     agg = predicted_seconds(oracle, AGGREGATE, n, domain_size, coefficients)
     return AGGREGATE if agg < predicted_seconds(oracle, PER_USER, n, domain_size, coefficients) else PER_USER
+
+
+#: DAM, DAM-NS and HUEM (kernels.DiskChannel): per-user (c0, c_n [s/user]); aggregate (c0, c_draw [s per
+#: offset draw, see DiskChannel.bump_draws], c_out [s per output cell]). Fitted to sample()+bincount and
+#: aggregate() wall times at d = 16, 64, eps = 1, 3, n = 1e5..1e7 (min of 3 runs), same machine and day
+#: as MEASURED_ON; below 1e5 users both paths take under ~30 ms.
+DISK_COEFFICIENTS: dict[str, tuple[float, ...]] = {
+    PER_USER: (0.0, 2.37e-07),
+    AGGREGATE: (0.0, 1.61e-07, 7.49e-07),
+}
+
+
+def choose_disk_path(n: int, draws: float, n_outputs: int) -> str:
+    """'aggregate' when the disk channel's aggregate (``draws`` offset draws, ``n_outputs`` cells) is predicted
+    faster than ``n`` per-user reports, else 'per-user'."""
+    c0, cn = DISK_COEFFICIENTS[PER_USER]
+    a0, a_draw, a_out = DISK_COEFFICIENTS[AGGREGATE]
+    return AGGREGATE if a0 + a_draw * draws + a_out * n_outputs < c0 + cn * n else PER_USER
