@@ -33,7 +33,7 @@ AUTO = "auto"
 
 #: Where and when :data:`COEFFICIENTS` were measured.
 MEASURED_ON = ("bench/bench_fo.py path-cost grid (n = 1e4, 1e5, 1e6; D = 16, 256, 4096; eps = 1; min of 3 "
-               "runs), AMD EPYC 2 cores shared, 2026-11-23")
+               "runs), on the development machine (Intel Xeon, 2 cores shared with other jobs), 2026-11-23")
 
 #: (oracle, path) -> (c0 [s], c_n [s/user], c_D [s/value], c_nD [s/(user x value)]).
 COEFFICIENTS: dict[tuple[str, str], tuple[float, float, float, float]] = {
