@@ -40,6 +40,7 @@ a cluster or a Parquet source is used.
 from __future__ import annotations
 
 import math
+import os
 import resource
 import sys
 import time
@@ -114,6 +115,14 @@ class SyntheticSampler:
 
 
 SYNTHETIC_SAMPLERS = ("uniform", "normal", "szipf", "mnormal")
+
+
+def synthetic_region(preset: str | None = None) -> Region:
+    """A region preset of the synthetic sets (default: the whole 10 km square), with a clear error."""
+    presets = datasets._square_presets()
+    require(preset is None or preset in presets,
+            f"the synthetic datasets have no region preset {preset!r}; presets: {', '.join(presets)}")
+    return presets[preset] if preset else next(iter(presets.values()))
 
 
 def synthetic_sampler(name: str) -> SyntheticSampler:
@@ -247,7 +256,8 @@ class PartitionResult:
     n_outside: int
     n_invalid: int
     seconds: float
-    peak_rss_bytes: int
+    peak_rss_bytes: int    #: peak resident memory of the process that ran it, so far (bytes)
+    pid: int               #: that process (one per worker on a process cluster)
 
 
 def _peak_rss_bytes() -> int:
@@ -268,7 +278,7 @@ def run_partition(job: Job, source: PartitionSource, handle: Any, index: int) ->
              for t in range(job.trials)]
     true_counts = np.bincount(users.cells, minlength=mech.grid.n_cells)
     return PartitionResult(index, stats, true_counts, len(users.cells), users.n_outside, int((~valid).sum()),
-                           time.perf_counter() - t0, _peak_rss_bytes())
+                           time.perf_counter() - t0, _peak_rss_bytes(), os.getpid())
 
 
 # ---------------------------------------------------------------------------- the whole scenario
@@ -404,10 +414,7 @@ def run_from_args(args: Any, region: Region | None, params: dict[str, Any]) -> P
                                  f"{args.users:,} users of {args.dataset}")
         name = args.dataset
         if region is None:
-            presets = datasets._square_presets()
-            require(args.region is None or args.region in presets,
-                    f"dataset {args.dataset!r} has no region preset {args.region!r}; presets: {', '.join(presets)}")
-            region = presets[args.region] if args.region else next(iter(presets.values()))
+            region = synthetic_region(args.region)
     scenario = Scenario(dataset=name, mechanism=args.mechanism, epsilon=args.epsilon, grid_side=args.grid,
                         region=region, params=params, n_users=args.users, seed=args.seed, trials=args.trials)
     if not args.scheduler:
@@ -417,5 +424,4 @@ def run_from_args(args: Any, region: Region | None, params: dict[str, Any]) -> P
 
 
 def _is_dir(path: str) -> bool:
-    import os
     return os.path.isdir(path)

@@ -13,7 +13,7 @@ from ldpviz.experiment import Scenario
 
 distributed = pytest.importorskip("distributed")
 
-WHOLE = datasets._square_presets()["Whole square"]
+WHOLE = partitioned.synthetic_region()
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,8 @@ def _same(a: partitioned.PartitionedRun, b: partitioned.PartitionedRun) -> None:
 
 @pytest.mark.parametrize("mechanism,params", [("grr", {}), ("olh", {}), ("oue", {}), ("hr", {}),
                                               ("grr", {"path": "per-user"}), ("olh", {"path": "per-user"}),
-                                              ("exact", {})])
+                                              ("exact", {}), ("dam", {"path": "aggregate"}),
+                                              ("huem", {"path": "per-user"})])
 def test_cluster_run_equals_serial_run(client, mechanism, params):
     """Same seed, same partitions: the Dask run's estimates, truth and metrics equal the serial run's exactly
     (every partition's stream is SeedSequence([seed, trial]).spawn(P)[i]; statistics are integer sums)."""
@@ -117,7 +118,7 @@ def test_parquet_with_wrong_types_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("name,message", [("dp-heatmap", "no client half"), ("privag", "no client half"),
-                                          ("pldp", "no client half"), ("dam", "additive statistic")])
+                                          ("pldp", "no client half"), ("ug", "additive statistic")])
 def test_mechanisms_that_cannot_be_split_say_why(name, message):
     source = partitioned.SyntheticSource(partitioned.synthetic_sampler("uniform"), 1_000, partition_users=500)
     with pytest.raises(LdpvizInputError, match=message):
@@ -162,3 +163,9 @@ def test_missing_dask_gives_a_clear_message(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_dask)
     with pytest.raises(LdpvizInputError, match=r"pip install 'ldpviz\[cluster\]'"):
         partitioned.require_dask("reading a Parquet file in partitions")
+
+
+def test_synthetic_region_presets():
+    assert partitioned.synthetic_region("Centre").side_m == WHOLE.side_m / 2
+    with pytest.raises(LdpvizInputError, match="no region preset"):
+        partitioned.synthetic_region("Downtown")
