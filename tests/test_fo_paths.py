@@ -175,3 +175,13 @@ def test_dam_chooses_and_reports_its_path():
     reports = per.collect(users, np.random.default_rng(0))
     np.testing.assert_array_equal(per.estimate(reports).density, per.estimate(per.statistic(reports)).density)
     assert per.estimate(reports).info["path"] == "per-user"
+
+
+def test_experiment_result_notes_the_path():
+    """experiment.run says in its notes which path the reports took."""
+    from ldpviz import experiment
+    result = experiment.run(experiment.Scenario(dataset="uniform", mechanism="oue", grid_side=8, seed=1))
+    assert any("aggregate path (requested: auto" in n for n in result.notes)
+    result = experiment.run(experiment.Scenario(dataset="uniform", mechanism="oue", grid_side=8, seed=1,
+                                                params={"path": "per-user"}))
+    assert any("per-user path (requested: per-user" in n for n in result.notes)
