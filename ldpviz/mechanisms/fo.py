@@ -768,7 +768,7 @@ class GRR(_GridOracle):
     reference = "l-srr-staircase-randomized-response.md eq. (1); Wang et al. USENIX Security'17 Sec. 4.1"
     summary = ("Each phone keeps its true cell with a boosted probability, otherwise names a cell uniformly at "
                "random; the server corrects the counts for the known noise.")
-    params = (_PROJECTION, _path_param("the report histogram (a multinomial per true cell)"))
+    params = (_PROJECTION, _path_param("the report histogram (a binomial per cell plus one multinomial)"))
     has_channel = True
 
     def setup(self) -> None:
@@ -888,7 +888,8 @@ class HR(_GridOracle):
     reference = "l-srr-staircase-randomized-response.md Sec. 3.5 and ref. [38] (Acharya, Sun, Zhang AISTATS'19)"
     summary = ("Each phone reports one code word, drawn with a boosted probability from a set tied to its cell "
                "by a Hadamard matrix; the server inverts the code with one fast transform.")
-    params = (_PROJECTION, _path_param("the report histogram (a multinomial per true cell)"))
+    params = (_PROJECTION, _path_param("the report histogram (a multinomial over the outputs plus a "
+                                       "uniform draw in its own code set for each informed user)"))
     has_channel = True
 
     def setup(self) -> None:
