@@ -54,7 +54,7 @@ from ldpviz import datasets, mechanisms, metrics
 from ldpviz.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.experiment import Result, Scenario
-from ldpviz.mechanisms.base import Mechanism
+from ldpviz.mechanisms.base import CENTRAL_DP, Mechanism
 from ldpviz.mechanisms.fo import merge_statistics
 
 #: Default users per partition: about 100 MB of working memory per task.
@@ -286,10 +286,18 @@ def run_partition(job: Job, source: PartitionSource, handle: Any, index: int) ->
 def check_splittable(mech: Mechanism) -> None:
     """Clear input error unless ``mech``'s users can perturb in partitions whose statistics add up."""
     if not mech.has_client:
-        raise LdpvizInputError(
-            f"mechanism {mech.name!r} cannot be split across partitions: it has no client half (it is a "
-            "central-DP aggregator, runs in several rounds, or builds its domain from the users' data), so its "
-            "server needs every user's data at once; run it without --scheduler")
+        if mech.privacy_model == CENTRAL_DP:
+            why = "it is a central-DP aggregator: a trusted curator needs every exact point"
+        elif mech.name in ("privag", "aag"):
+            why = "it runs in two rounds: the second round's grid is built from the first round's estimate"
+        elif getattr(mech, "domain", None) == "occupied":
+            why = "its domain (the occupied tiles) is built from the users' own data"
+        elif mech.name == "pldp":
+            why = "its public sign matrix is drawn per collection and its server needs every report of it"
+        else:
+            why = "it has no client half (its server draws a statistic of all the users at once)"
+        raise LdpvizInputError(f"mechanism {mech.name!r} cannot be split across partitions: {why}; run it "
+                               "without --scheduler")
     if type(mech).statistic is Mechanism.statistic:
         can = [n for n in mechanisms.available() if mechanisms.get(n).statistic is not Mechanism.statistic]
         raise LdpvizInputError(

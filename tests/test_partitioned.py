@@ -117,12 +117,15 @@ def test_parquet_with_wrong_types_is_refused(tmp_path):
         partitioned.ParquetSource(str(tmp_path / "nocols.parquet"))
 
 
-@pytest.mark.parametrize("name,message", [("dp-heatmap", "no client half"), ("privag", "no client half"),
-                                          ("pldp", "no client half"), ("ug", "additive statistic")])
-def test_mechanisms_that_cannot_be_split_say_why(name, message):
+@pytest.mark.parametrize("name,params,message", [
+    ("dp-heatmap", {}, "central-DP aggregator"), ("privag", {}, "two rounds"), ("aag", {}, "two rounds"),
+    ("pldp", {}, "sign matrix"), ("srr", {"domain": "occupied"}, "built from the users' own data"),
+    ("ug", {"path": "aggregate"}, "no client half"), ("ug", {}, "additive statistic")])
+def test_mechanisms_that_cannot_be_split_say_why(name, params, message):
     source = partitioned.SyntheticSource(partitioned.synthetic_sampler("uniform"), 1_000, partition_users=500)
     with pytest.raises(LdpvizInputError, match=message):
-        partitioned.run_partitioned(Scenario(dataset="uniform", mechanism=name, grid_side=4), source, WHOLE)
+        partitioned.run_partitioned(Scenario(dataset="uniform", mechanism=name, grid_side=4, params=params),
+                                    source, WHOLE)
 
 
 def test_partition_sizes():
