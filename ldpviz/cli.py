@@ -98,7 +98,7 @@ def cmd_mechanisms(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    if args.scheduler or args.partition_users:   # one scenario split into partitions (ldpviz.partitioned)
+    if args.scheduler or args.partition_users or args.workers:   # one scenario in partitions (ldpviz.partitioned)
         from ldpviz import partitioned
         if args.region and args.bbox:
             raise LdpvizInputError("give either --region or --bbox, not both")

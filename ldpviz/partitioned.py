@@ -407,6 +407,9 @@ def run_from_args(args: Any, region: Region | None, params: dict[str, Any]) -> P
     """
     from ldpviz import parallel
 
+    require(args.workers is None or args.scheduler == "local",
+            "--workers sets the size of a local cluster: use it with --scheduler local (a remote cluster has the "
+            "workers it was started with)")
     size = args.partition_users or DEFAULT_PARTITION_USERS
     if args.csv:
         require(str(args.csv).lower().rstrip("/").endswith((".parquet", ".pq", ".parq")) or _is_dir(args.csv),

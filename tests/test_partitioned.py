@@ -152,6 +152,8 @@ def test_cli_partitioned_run_and_bad_input(tmp_path, capsys):
     assert "--bbox is required" in capsys.readouterr().err
     assert cli.main(["run", "--dataset", "normal", "--users", "100", "--scheduler", "nowhere:xx"]) == 2
     assert "scheduler" in capsys.readouterr().err
+    assert cli.main(["run", "--dataset", "normal", "--users", "100", "--workers", "2"]) == 2
+    assert "--workers sets the size of a local cluster" in capsys.readouterr().err
 
 
 def test_missing_dask_gives_a_clear_message(monkeypatch):
