@@ -37,7 +37,8 @@ def _same(a: partitioned.PartitionedRun, b: partitioned.PartitionedRun) -> None:
 @pytest.mark.parametrize("mechanism,params", [("grr", {}), ("olh", {}), ("oue", {}), ("hr", {}),
                                               ("grr", {"path": "per-user"}), ("olh", {"path": "per-user"}),
                                               ("exact", {}), ("dam", {"path": "aggregate"}),
-                                              ("huem", {"path": "per-user"})])
+                                              ("huem", {"path": "per-user"}), ("planar-laplace", {}),
+                                              ("mdsw", {}), ("mdsw", {"split": "budget"}), ("sem-geoi", {"subset_size": 2})])
 def test_cluster_run_equals_serial_run(client, mechanism, params):
     """Same seed, same partitions: the Dask run's estimates, truth and metrics equal the serial run's exactly
     (every partition's stream is SeedSequence([seed, trial]).spawn(P)[i]; statistics are integer sums)."""

@@ -604,6 +604,18 @@ def oracle_statistic(oracle: str, reports: Any, domain_size: int) -> ReportHisto
     return SupportCounts(oue_support_counts(reports), len(reports.packed), PER_USER)
 
 
+def report_histogram(reports: np.ndarray | ReportHistogram, size: int) -> ReportHistogram:
+    """How many reports fell on each of ``size`` outputs (a histogram is returned as is): the additive
+    statistic of any mechanism whose server reads only the report counts. ``n`` counts the users, one row
+    of ``reports`` each (SEM-Geo-I's rows hold k cells)."""
+    if isinstance(reports, ReportHistogram):
+        require(len(reports.counts) == size, f"a report histogram over {len(reports.counts):,} outputs was given "
+                                            f"where {size:,} were expected")
+        return reports
+    r = np.asarray(reports, dtype=np.int64)
+    return ReportHistogram(np.bincount(r.reshape(-1), minlength=size), len(r), PER_USER)
+
+
 def merge_statistics(parts: list) -> ReportHistogram | SupportCounts:
     """Sum the sufficient statistics of disjoint groups of users (integer sums: exact in any order).
 
