@@ -160,8 +160,8 @@ class SyntheticSource:
         return list(partition_sizes(self.n_users, self.partition_users))
 
     def load(self, handle: int, index: int) -> tuple[np.ndarray, np.ndarray]:
-        k = len(partition_sizes(self.n_users, self.partition_users))
-        stream = np.random.SeedSequence([int(self.seed), DATA_KEY]).spawn(k)[index]
+        # = SeedSequence([seed, DATA_KEY]).spawn(P)[index], built from its spawn key
+        stream = np.random.SeedSequence([int(self.seed), DATA_KEY], spawn_key=(int(index),))
         return self.sampler(int(handle), np.random.default_rng(stream))
 
 
@@ -240,9 +240,10 @@ class Job:
                                  **dict(self.params))
 
     def rng(self, trial: int, index: int) -> np.random.Generator:
-        """The perturbation stream of (seed, trial, partition)."""
-        return np.random.default_rng(np.random.SeedSequence([int(self.seed), int(trial)])
-                                     .spawn(self.n_partitions)[index])
+        """The perturbation stream of (seed, trial, partition): SeedSequence([seed, trial]).spawn(P)[index],
+        built directly from its spawn key (the same stream, without spawning P children)."""
+        require(0 <= index < self.n_partitions, f"partition {index} is not one of {self.n_partitions}")
+        return np.random.default_rng(np.random.SeedSequence([int(self.seed), int(trial)], spawn_key=(int(index),)))
 
 
 @dataclass

@@ -175,3 +175,18 @@ def test_synthetic_region_presets():
     assert partitioned.synthetic_region("Centre").side_m == WHOLE.side_m / 2
     with pytest.raises(LdpvizInputError, match="no region preset"):
         partitioned.synthetic_region("Downtown")
+
+
+def test_streams_are_the_spawned_children():
+    """The perturbation stream of partition i is SeedSequence([seed, trial]).spawn(P)[i], and the data stream
+    SeedSequence([seed, DATA_KEY]).spawn(P)[i], as documented."""
+    job = partitioned.Job(WHOLE, 4, "grr", 1.0, (), 9, 2, 6)
+    for trial, index in ((0, 0), (1, 5)):
+        child = np.random.SeedSequence([9, trial]).spawn(6)[index]
+        assert job.rng(trial, index).random() == np.random.default_rng(child).random()
+    source = partitioned.SyntheticSource(partitioned.synthetic_sampler("uniform"), 600, seed=4, partition_users=100)
+    child = np.random.SeedSequence([4, partitioned.DATA_KEY]).spawn(6)[3]
+    expected = partitioned.synthetic_sampler("uniform")(100, np.random.default_rng(child))
+    np.testing.assert_array_equal(source.load(100, 3)[0], expected[0])
+    with pytest.raises(LdpvizInputError, match="partition 6 is not one of 6"):
+        job.rng(0, 6)
