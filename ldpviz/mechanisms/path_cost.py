@@ -66,7 +66,8 @@ def choose_path(oracle: str, n: int, domain_size: int, coefficients: dict | None
 #: DAM, DAM-NS and HUEM (kernels.DiskChannel): per-user (c0, c_n [s/user]); aggregate (c0, c_draw [s per
 #: offset draw, see DiskChannel.bump_draws], c_out [s per output cell]). Fitted to sample()+bincount and
 #: aggregate() wall times at d = 16, 64, eps = 1, 3, n = 1e5..1e7 (min of 3 runs), same machine and day
-#: as MEASURED_ON; below 1e5 users both paths take under ~30 ms.
+#: as MEASURED_ON; below 1e5 users both paths take under ~30 ms. bench/bench_fo.py re-measures them and
+#: reports how often choose_disk_path picks the faster path.
 DISK_COEFFICIENTS: dict[str, tuple[float, ...]] = {
     PER_USER: (0.0, 2.37e-07),
     AGGREGATE: (0.0, 1.61e-07, 7.49e-07),
