@@ -7,8 +7,13 @@ on pure-ldp's client/server split:
   location, vectorised over all users (one report per user);
 * :meth:`Mechanism.estimate` is the *server* half: reports in, an
   :class:`Estimate` of the spatial distribution out;
-* :meth:`Mechanism.run` chains the two. Multi-round mechanisms (PrivAG, AAG)
-  and central-DP aggregators, which have no single client report, override it.
+* :meth:`Mechanism.collect` is what the server receives from all users: the
+  client half's reports or, for mechanisms with an exact aggregate path, the
+  reports' sufficient statistic drawn directly when that is cheaper;
+  :meth:`Mechanism.statistic` reduces reports to that additive statistic;
+* :meth:`Mechanism.run` chains collect and estimate. Multi-round mechanisms
+  (PrivAG, AAG) and central-DP aggregators, which have no single client
+  report, override it.
 
 Parameters are declared once per class as :class:`Param` objects and validated
 once, at construction, with messages a privacy officer understands (in the
