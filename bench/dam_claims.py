@@ -90,6 +90,8 @@ def planar_laplace_same_lp(grid: Grid, epsilon: float) -> float:
 
 def make(name: str, grid: Grid, epsilon: float, params: dict | None = None):
     params = dict(params or {})
+    if any(p.name == "path" for p in mechanisms.get(name).params):
+        params.setdefault("path", "per-user")   # every phone simulated, as the paper (and docs/dam-claims.md) ran
     if name == "planar-laplace":
         return mechanisms.create(name, grid, planar_laplace_same_lp(grid, epsilon), **params)
     return mechanisms.create(name, grid, epsilon, **params)

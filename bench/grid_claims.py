@@ -69,7 +69,9 @@ def populations(quick: bool, n_synth: int | None = None) -> list[Population]:
 
 
 def run_estimates(pop: Population, method: str, epsilon: float, trials: int, seed: int, **params):
-    """The partitions of ``trials`` seeded runs of ``method`` (has_client = False: run())."""
+    """The partitions of ``trials`` seeded runs of ``method`` (has_client = False: run()), on the paper's
+    per-user oracle path (the mechanisms' default 'auto' may take the aggregate one)."""
+    params.setdefault("path", "per-user")
     mech = mechanisms.create(method, pop.grid, epsilon, **params)
     users = pop.grid.bin_unit(pop.unit)
     return [mech.run(users, np.random.default_rng([seed, t])) for t in range(trials)]

@@ -134,8 +134,16 @@ def cmd_mechanisms(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    scenario, data = _scenario_and_data(args)
-    result = experiment.run(scenario, data)
+    if args.scheduler or args.partition_users or args.workers:   # one scenario in partitions (ldpviz.partitioned)
+        from ldpviz import partitioned
+        if args.region and args.bbox:
+            raise LdpvizInputError("give either --region or --bbox, not both")
+        result = partitioned.run_from_args(args, _bbox(args.bbox) if args.bbox else None,
+                                           _params(args.param)).result
+        scenario = result.scenario
+    else:
+        scenario, data = _scenario_and_data(args)
+        result = experiment.run(scenario, data)
     summary = result.summary()
     if args.json:
         print(json.dumps(_jsonable(summary)))
@@ -214,6 +222,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--trials", type=int, default=1)
         if name == "run":
             p.add_argument("--json", action="store_true", help="print one JSON object")
+            p.add_argument("--scheduler", help="split the users into partitions and perturb them on a Dask cluster: "
+                                                "its scheduler address (tcp://host:8786) or 'local'; the result equals "
+                                                "the serial partitioned run; needs pip install 'ldpviz[cluster]'")
+            p.add_argument("--workers", type=int, help="worker processes of --scheduler local (default: CPU count)")
+            p.add_argument("--partition-users", type=int,
+                           help="users per partition (default 1,000,000); without --scheduler the partitions run "
+                                "here, one after the other (the serial reference of a cluster run)")
         else:
             p.add_argument("--vary", action="append", default=[], metavar="NAME=V1,V2",
                            help="parameter to vary: epsilon, grid, users, seed or a mechanism parameter")

@@ -219,7 +219,7 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None) -> Result:
         rng = np.random.default_rng([scenario.seed, trial])
         a = time.perf_counter()
         if mech.has_client:
-            reports = mech.perturb(users, rng)
+            reports = mech.collect(users, rng)
             b = time.perf_counter()
             est = mech.estimate(reports)
         else:
@@ -237,6 +237,10 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None) -> Result:
         metrics_s += d - c
         rows.append({"trial": trial, **row})
         estimates.append(est)
+    paths = sorted({str(e.info["path"]) for e in estimates if "path" in e.info})
+    if paths:
+        notes.append(f"Reports reached the server on the {' and '.join(paths)} path (requested: "
+                     f"{mech.param_values.get('path', 'auto')}; both give the same distribution).")
     trials = scenario.trials
     timings = {"prepare": t1 - t0, "setup": t2 - t1, "perturb": perturb_s / trials,
                "estimate": estimate_s / trials, "metrics": metrics_s / trials,

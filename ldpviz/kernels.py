@@ -255,6 +255,47 @@ class DiskChannel:
             out[bumped] = rows * D + cols
         return out
 
+    def bump_draws(self, counts: np.ndarray) -> np.ndarray:
+        """Work of :meth:`aggregate` per input cell: expected bump draws, capped at the footprint size."""
+        nnz = int(np.count_nonzero(self.bump))
+        return np.minimum(np.asarray(counts, dtype=float) * (self._bump_mass / self.z), nnz)
+
+    def aggregate(self, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Exact report histogram (flat over the ``(D, D)`` box) of users with ``counts`` per input cell.
+
+        The mixture form of :meth:`sample`, aggregated: Bin(n_x, sum(W - 1)/Z) users of
+        cell x take an offset from (W - 1), the rest one Multinomial over the domain's
+        cells. A cell's offsets are drawn one by one when it has fewer such users than
+        the footprint has cells, else as one Multinomial over the footprint, so the work
+        is O(D + |domain| + sum_x min(m_x, |footprint|)) and the histogram has exactly
+        the distribution of :meth:`sample` followed by a bincount.
+        """
+        counts = np.asarray(counts, dtype=np.int64).reshape(-1)
+        d, D, R = self.side, self.out_side, self.radius
+        w = 2 * R + 1
+        hist = np.zeros(D * D, dtype=np.int64)
+        bumped = rng.binomial(counts, self._bump_mass / self.z) if self._bump_mass > 0 else np.zeros_like(counts)
+        rest = int(counts.sum() - bumped.sum())
+        hist[self.mask_cells] += rng.multinomial(rest, np.full(len(self.mask_cells), 1.0 / len(self.mask_cells)))
+        if self._bump_mass <= 0:
+            return hist
+        offsets = np.flatnonzero(self.bump.ravel() > 0)
+        probs = self.bump.ravel()[offsets] / self._bump_mass
+        cdf = np.cumsum(probs)
+        orow, ocol = offsets // w, offsets % w
+        few = (bumped > 0) & (bumped < len(offsets))
+        cells = np.repeat(np.flatnonzero(few), bumped[few])
+        k = np.minimum(np.searchsorted(cdf, rng.random(len(cells)) * cdf[-1], side="right"), len(cdf) - 1)
+        hist += np.bincount((cells // d + orow[k]) * D + cells % d + ocol[k], minlength=D * D)
+        many = np.flatnonzero(bumped >= len(offsets))
+        step = max(1, (1 << 22) // len(offsets))
+        for start in range(0, len(many), step):
+            rows = many[start:start + step]
+            draws = rng.multinomial(bumped[rows], probs)                       # (rows, offsets)
+            target = (rows[:, None] // d + orow[None, :]) * D + rows[:, None] % d + ocol[None, :]
+            hist += np.bincount(target.ravel(), weights=draws.ravel(), minlength=D * D).astype(np.int64)
+        return hist
+
     def dense(self) -> np.ndarray:
         """P[y, x] over domain cells y (``mask`` order) and input cells x; columns sum to 1."""
         d, D, R = self.side, self.out_side, self.radius

@@ -24,7 +24,7 @@ import contextlib
 import os
 import re
 from concurrent.futures import Executor, ProcessPoolExecutor
-from typing import Iterator
+from typing import Any, Iterator
 
 from ldpviz.errors import LdpvizInputError, require
 
@@ -57,8 +57,9 @@ def _require_distributed() -> None:
 
 
 @contextlib.contextmanager
-def dask_executor(address: str, workers: int | None = None) -> Iterator[Executor]:
-    """The executor of a Dask client connected to ``address`` (``local``: a new loopback cluster)."""
+def dask_client(address: str, workers: int | None = None, processes: bool = True) -> Iterator[Any]:
+    """A ``distributed.Client`` connected to ``address`` (``local``: a new loopback cluster of ``workers``
+    single-threaded workers, processes or, with ``processes=False``, threads of this process)."""
     address = validate_scheduler(address)
     _require_distributed()
     from distributed import Client, LocalCluster
@@ -66,8 +67,9 @@ def dask_executor(address: str, workers: int | None = None) -> Iterator[Executor
     cluster = None
     try:
         if address == "local":
+            where = {"host": "127.0.0.1"} if processes else {}   # threads talk in-process (inproc://)
             cluster = LocalCluster(n_workers=max(1, workers or os.cpu_count() or 1), threads_per_worker=1,
-                                   processes=True, host="127.0.0.1", dashboard_address=None)
+                                   processes=processes, dashboard_address=None, **where)
             client = Client(cluster)
         else:
             try:
@@ -77,12 +79,19 @@ def dask_executor(address: str, workers: int | None = None) -> Iterator[Executor
                                        f"{CONNECT_TIMEOUT_S:g} s ({type(exc).__name__}); is it running and "
                                        "reachable from here?") from None
         try:
-            yield client.get_executor()
+            yield client
         finally:
             client.close()
     finally:
         if cluster is not None:
             cluster.close()
+
+
+@contextlib.contextmanager
+def dask_executor(address: str, workers: int | None = None) -> Iterator[Executor]:
+    """The executor of a Dask client connected to ``address`` (``local``: a new loopback cluster)."""
+    with dask_client(address, workers) as client:
+        yield client.get_executor()
 
 
 @contextlib.contextmanager

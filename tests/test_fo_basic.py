@@ -88,4 +88,4 @@ def test_effective_params_fill_computed_defaults():
     assert dam.effective_params()["radius"] == pytest.approx(3.499, abs=1e-3)  # eq. (12), L = 15 cells
     half = mechanisms.create("dam", grid, 3.5, radius_factor=0.5)
     assert half.effective_params()["radius"] == pytest.approx(3.499 / 2, abs=1e-3)
-    assert mechanisms.create("grr", grid, 1.0).effective_params() == {"projection": "clip", "path": "per-user"}
+    assert mechanisms.create("grr", grid, 1.0).effective_params() == {"projection": "clip", "path": "auto"}

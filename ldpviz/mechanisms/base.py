@@ -7,8 +7,13 @@ on pure-ldp's client/server split:
   location, vectorised over all users (one report per user);
 * :meth:`Mechanism.estimate` is the *server* half: reports in, an
   :class:`Estimate` of the spatial distribution out;
-* :meth:`Mechanism.run` chains the two. Multi-round mechanisms (PrivAG, AAG)
-  and central-DP aggregators, which have no single client report, override it.
+* :meth:`Mechanism.collect` is what the server receives from all users: the
+  client half's reports or, for mechanisms with an exact aggregate path, the
+  reports' sufficient statistic drawn directly when that is cheaper;
+  :meth:`Mechanism.statistic` reduces reports to that additive statistic;
+* :meth:`Mechanism.run` chains collect and estimate. Multi-round mechanisms
+  (PrivAG, AAG) and central-DP aggregators, which have no single client
+  report, override it.
 
 Parameters are declared once per class as :class:`Param` objects and validated
 once, at construction, with messages a privacy officer understands (in the
@@ -184,9 +189,20 @@ class Mechanism:
         """Server side: reports -> estimated distribution."""
         raise NotImplementedError(f"{self.name} has no separate server half; use run()")
 
+    def collect(self, users: Binned, rng: np.random.Generator) -> Any:
+        """What the server receives from ``users``: their reports, or (mechanisms with an aggregate path,
+        e.g. the frequency oracles) the reports' exact sufficient statistic when that path is cheaper.
+        :meth:`estimate` accepts either."""
+        return self.perturb(users, rng)
+
+    def statistic(self, reports: Any) -> Any:
+        """The server's sufficient statistic of ``reports``, additive over disjoint groups of users (what a
+        cluster run reduces; see :mod:`ldpviz.distributed`). Mechanisms that support it override this."""
+        raise NotImplementedError(f"{self.name} does not reduce its reports to an additive statistic")
+
     def run(self, users: Binned, rng: np.random.Generator) -> Estimate:
         """The whole protocol on a population of users."""
-        return self.estimate(self.perturb(users, rng))
+        return self.estimate(self.collect(users, rng))
 
     def channel(self) -> np.ndarray:
         """Dense transition matrix ``P[y, x]`` = P(report y | true cell x); columns sum to 1."""

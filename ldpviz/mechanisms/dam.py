@@ -35,6 +35,8 @@ from ldpviz.estimation import expectation_maximisation
 from ldpviz.kernels import DiskChannel, dam_weights, huem_weights, optimal_radius
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param
+from ldpviz.mechanisms.fo import PATHS, ReportHistogram
+from ldpviz.mechanisms.path_cost import AGGREGATE, AUTO, PER_USER, choose_disk_path
 
 FAMILY_SPATIAL = "Spatial LDP (DAM paper)"
 PAPER = "dam-disk-area-mechanism.md"
@@ -62,6 +64,10 @@ class SpatialAreaMechanism(Mechanism):
               "multiple of the optimal radius used when 'radius' is not given (the paper sweeps 0.33 to 1.67)",
               minimum=0.01, maximum=20.0),
         POSTPROCESS_PARAM,
+        Param("path", str, AUTO,
+              "'per-user' simulates every phone; 'aggregate' draws the report histogram directly from its exact "
+              "distribution (DiskChannel.aggregate); 'auto' (default) takes the one a cost model fitted to "
+              "measured times predicts faster (ldpviz.mechanisms.path_cost)", choices=PATHS),
     )
 
     def kernel(self) -> tuple[np.ndarray, np.ndarray]:
@@ -84,14 +90,42 @@ class SpatialAreaMechanism(Mechanism):
         self.chan = DiskChannel(d, weight, footprint)
 
     # ---- client ----------------------------------------------------------
-    def perturb(self, users: Binned, rng: np.random.Generator) -> np.ndarray:
-        """GridAreaResponse (Algorithm 2), vectorised: flat index into the (D, D) output box."""
+    def perturb(self, users: Binned, rng: np.random.Generator) -> np.ndarray | ReportHistogram:
+        """GridAreaResponse (Algorithm 2), vectorised: flat index into the (D, D) output box (with
+        ``path='aggregate'`` forced: the report histogram instead)."""
+        if self.path == AGGREGATE:
+            return self._histogram(self._true_counts(users), rng)
         return self.chan.sample(users.cells, rng)
 
+    def _true_counts(self, users: Binned) -> np.ndarray:
+        return np.bincount(np.asarray(users.cells, dtype=np.int64), minlength=self.grid.n_cells)
+
+    def _histogram(self, counts: np.ndarray, rng: np.random.Generator) -> ReportHistogram:
+        return ReportHistogram(self.chan.aggregate(counts, rng), int(counts.sum()))
+
+    def collect(self, users: Binned, rng: np.random.Generator) -> np.ndarray | ReportHistogram:
+        """Reports, or their exact histogram when :func:`~ldpviz.mechanisms.path_cost.choose_disk_path`
+        predicts that faster (or ``path`` forces it)."""
+        if self.path == PER_USER:
+            return self.chan.sample(users.cells, rng)
+        counts = self._true_counts(users)
+        draws = float(self.chan.bump_draws(counts).sum())
+        if self.path == AGGREGATE or choose_disk_path(len(users.cells), draws, self.chan.n_outputs) == AGGREGATE:
+            return self._histogram(counts, rng)
+        return self.chan.sample(users.cells, rng)
+
+    def statistic(self, reports: np.ndarray | ReportHistogram) -> ReportHistogram:
+        """The histogram of reports over the output box (additive over groups of users)."""
+        if isinstance(reports, ReportHistogram):
+            return reports
+        r = np.asarray(reports, dtype=np.int64)
+        return ReportHistogram(np.bincount(r, minlength=self.chan.out_side ** 2), len(r), PER_USER)
+
     # ---- server ----------------------------------------------------------
-    def estimate(self, reports: np.ndarray) -> Estimate:
+    def estimate(self, reports: np.ndarray | ReportHistogram) -> Estimate:
         D = self.chan.out_side
-        counts = np.bincount(np.asarray(reports, dtype=np.int64), minlength=D * D).astype(float).reshape(D, D)
+        hist = self.statistic(reports)
+        counts = np.asarray(hist.counts, dtype=float).reshape(D, D)
         d = self.grid.side
         density, info = expectation_maximisation(counts, self.chan.forward, self.chan.adjoint, (d, d),
                                                  smoothing=self.postprocess == "ems")
@@ -102,7 +136,7 @@ class SpatialAreaMechanism(Mechanism):
             "output_cells": self.chan.n_outputs, "radius_cells": self.radius_cells,
             "radius_m": self.radius_cells * self.grid.cell_m, "optimal_radius_cells": self.optimal_radius_cells,
             "p_hat": float(self.chan.weight.max() / self.chan.z), "q_hat": 1.0 / self.chan.z,
-            "postprocess": self.postprocess, **info})
+            "postprocess": self.postprocess, "path": hist.path, "path requested": self.path, **info})
 
     def channel(self) -> np.ndarray:
         """P[y, x] over the output domain cells (row-major order of the (D, D) box) x input cells."""

@@ -22,16 +22,21 @@ any other given value with probability ``q*``. The unbiased count is
 ``n q*(1-q*)/(p*-q*)^2 + f (1-p*-q*)/(p*-q*)`` (:func:`pure_variance`, USENIX'17
 Thm. 2); HR has its own variance (:func:`hr_variance`).
 
-*Aggregate paths* simulate the server's sufficient statistic directly where its
-distribution is exactly known, for n much larger than D:
-:func:`grr_aggregate_histogram` (a multinomial per true value),
-:func:`hr_aggregate_histogram` (likewise over HR's outputs),
-:func:`oue_aggregate_support` (independent binomials per bit — exact, since
+*Aggregate paths* draw the server's sufficient statistic directly from its
+exact distribution given the true counts:
+:func:`grr_aggregate_histogram` and :func:`hr_aggregate_histogram` (the report
+histogram, drawn through each oracle's mixture form: O(D) and O(K + D + b n)),
+:func:`oue_aggregate_support` (independent binomials per bit -- exact, since
 OUE flips every bit independently) and :func:`olh_aggregate_support`
-(independent binomials per value — exact for a fully random hash family,
+(independent binomials per value -- exact for a fully random hash family,
 which USENIX'17's analysis assumes; the per-user path uses a universal family
-and matches it in every per-value marginal). Mechanisms choose with the
-``path`` parameter; the per-user path is the default.
+and matches it in every per-value marginal). Mechanisms take a ``path``
+parameter: 'auto' (default) picks the path a measured cost model
+(:mod:`ldpviz.mechanisms.path_cost`) predicts faster for n users and D cells,
+'per-user' or 'aggregate' force one; the estimate's ``info["path"]`` says which
+was used. :func:`oracle_statistic` reduces per-user reports to the same
+statistic, and statistics of disjoint groups of users add up
+(:func:`merge_statistics`), which is what a cluster run reduces.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from __future__ import annotations
 import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -48,11 +53,10 @@ from ldpviz.errors import require
 from ldpviz.estimation import to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, NO_PRIVACY, Estimate, Mechanism, Param
+from ldpviz.mechanisms.path_cost import AGGREGATE, AUTO, PER_USER, choose_path
 
 FAMILY_FO = "Frequency oracles (grid cells)"
-PATHS = ("per-user", "aggregate")
-#: Above this many (values x outputs) the multinomial aggregate path would need too much work.
-MAX_AGGREGATE_ENTRIES = 1 << 26
+PATHS = (AUTO, PER_USER, AGGREGATE)
 
 
 # ---------------------------------------------------------------------------
@@ -61,18 +65,22 @@ MAX_AGGREGATE_ENTRIES = 1 << 26
 
 @dataclass(frozen=True)
 class ReportHistogram:
-    """Aggregate path: how many users reported each output (GRR: cells, HR: Hadamard columns)."""
+    """How many users reported each output (GRR: cells, HR: Hadamard columns): the server's sufficient
+    statistic, drawn by the aggregate path or summed from per-user reports (``path`` says which)."""
 
     counts: np.ndarray
     n: int
+    path: str = AGGREGATE
 
 
 @dataclass(frozen=True)
 class SupportCounts:
-    """Aggregate path: for every value, how many reports support it (OLH, OUE)."""
+    """For every value, how many reports support it (OLH, OUE): the server's sufficient statistic, drawn by
+    the aggregate path or counted from per-user reports (``path`` says which)."""
 
     support: np.ndarray
     n: int
+    path: str = AGGREGATE
 
 
 @dataclass(frozen=True)
@@ -114,23 +122,6 @@ def _as_values(values: np.ndarray, domain_size: int) -> np.ndarray:
         require(v.min() >= 0 and v.max() < domain_size,
                 f"values must lie in [0, {domain_size}), got range [{v.min()}, {v.max()}]")
     return v
-
-
-def _multinomial_rows(true_counts: np.ndarray, columns: Callable[[np.ndarray], np.ndarray], n_out: int,
-                      rng: np.random.Generator) -> np.ndarray:
-    """Sum over true values v of Multinomial(n_v, columns(v)): the exact report histogram."""
-    counts = np.asarray(true_counts, dtype=np.int64).reshape(-1)
-    require(counts.size * n_out <= MAX_AGGREGATE_ENTRIES,
-            f"the aggregate path needs {counts.size:,} x {n_out:,} multinomial entries, more than "
-            f"{MAX_AGGREGATE_ENTRIES:,}; use path='per-user' for a domain this large")
-    out = np.zeros(n_out, dtype=np.int64)
-    rows = np.nonzero(counts)[0]
-    step = max(1, (1 << 22) // max(n_out, 1))
-    for start in range(0, len(rows), step):
-        chunk = rows[start:start + step]
-        pvals = columns(chunk)
-        out += rng.multinomial(counts[chunk], pvals).sum(axis=0)
-    return out
 
 
 # ---------------------------------------------------------------------------
@@ -181,32 +172,24 @@ def grr_channel(domain_size: int, epsilon: float) -> np.ndarray:
 
 
 def grr_aggregate_histogram(true_counts: np.ndarray, epsilon: float, rng: np.random.Generator) -> ReportHistogram:
-    """Aggregate path of GRR: the report histogram, sum over v of Multinomial(n_v, P[:, v]). Exact."""
+    """Aggregate path of GRR: the exact report histogram in O(D) draws.
+
+    GRR is a mixture: with probability a = p - q a user reports its own value,
+    otherwise a value uniform over all D (its own included). Its own value then
+    has probability a + (1 - a)/D = p and each other value (1 - a)/D = q, as in
+    L-SRR eq. 1, independently over users. So the histogram is Bin(n_v, a) per
+    value plus one Multinomial(n - sum, uniform over D): the same distribution
+    as :func:`grr_perturb` followed by a bincount.
+    """
     counts = np.asarray(true_counts, dtype=np.int64).reshape(-1)
     D = counts.size
     n = int(counts.sum())
     if D == 1:
         return ReportHistogram(counts.copy(), n)
     p, q = grr_probabilities(D, epsilon)
-    kept = rng.binomial(counts, p)
-    moved = counts - kept
-
-    def columns(rows: np.ndarray) -> np.ndarray:  # the D - 1 other values, uniformly
-        return np.full((len(rows), D - 1), 1.0 / (D - 1))
-
-    # Multinomial over the D - 1 others of each row, then shifted past the row's own value.
-    out = kept.copy()
-    rows = np.nonzero(moved)[0]
-    require(len(rows) * (D - 1) <= MAX_AGGREGATE_ENTRIES or len(rows) == 0,
-            f"the aggregate path needs {len(rows):,} x {D - 1:,} multinomial entries; use path='per-user'")
-    step = max(1, (1 << 22) // (D - 1))
-    for start in range(0, len(rows), step):
-        chunk = rows[start:start + step]
-        draws = rng.multinomial(moved[chunk], columns(chunk))          # (k, D - 1)
-        others = np.arange(D - 1)[None, :]
-        targets = others + (others >= chunk[:, None])                  # skip the row's own value
-        out += np.bincount(targets.ravel(), weights=draws.ravel(), minlength=D).astype(np.int64)
-    return ReportHistogram(out, n)
+    truthful = rng.binomial(counts, p - q)
+    uniform = rng.multinomial(n - int(truthful.sum()), np.full(D, 1.0 / D))
+    return ReportHistogram(truthful + uniform, n)
 
 
 # ---------------------------------------------------------------------------
@@ -297,19 +280,38 @@ def hr_channel(domain_size: int, epsilon: float) -> np.ndarray:
     return np.where(in_set, 2.0 * p_in / K, 2.0 * (1.0 - p_in) / K)
 
 
+def _hr_in_set_sample(values: np.ndarray, K: int, rng: np.random.Generator) -> np.ndarray:
+    """One report uniform on C_x for each value x (j uniform on [0, K), moved into C_x by the lowest bit of x+1)."""
+    row = (np.asarray(values, dtype=np.int64) + 1).astype(np.uint64)
+    j = rng.integers(0, K, size=len(row), dtype=np.uint64)
+    out_of_set = (np.bitwise_count(row & j) & 1) == 1
+    lowbit = row & (~row + np.uint64(1))
+    return np.where(out_of_set, j ^ lowbit, j).astype(np.int64)
+
+
 def hr_aggregate_histogram(true_counts: np.ndarray, epsilon: float, rng: np.random.Generator) -> ReportHistogram:
-    """Aggregate path of HR: sum over v of Multinomial(n_v, P[:, v]). Exact."""
+    """Aggregate path of HR: the exact report histogram, drawing only the users whose report depends on them.
+
+    HR is a mixture: with probability b = 2 p_in - 1 a user reports uniformly on
+    its own set C_x (|C_x| = K/2), otherwise uniformly on all K outputs. An
+    output in C_x then has probability b 2/K + (1 - b)/K = 2 p_in/K and one
+    outside (1 - b)/K = 2 (1 - p_in)/K, as in :func:`hr_perturb`. So the
+    histogram is one Multinomial(n - m, uniform over K) plus m = sum Bin(n_v, b)
+    reports drawn uniformly on their C_v: O(K + D + b n) work instead of the
+    O(D K) of a multinomial per value (b = tanh(eps/2): 0.46 at eps = 1).
+    """
     counts = np.asarray(true_counts, dtype=np.int64).reshape(-1)
     D = counts.size
     K = hr_output_size(D)
-    p_in = hr_in_probability(epsilon)
-    cols = np.arange(K, dtype=np.uint64)[None, :]
-
-    def columns(rows: np.ndarray) -> np.ndarray:
-        in_set = (np.bitwise_count((rows.astype(np.uint64) + np.uint64(1))[:, None] & cols) & 1) == 0
-        return np.where(in_set, 2.0 * p_in / K, 2.0 * (1.0 - p_in) / K)
-
-    return ReportHistogram(_multinomial_rows(counts, columns, K, rng), int(counts.sum()))
+    n = int(counts.sum())
+    informed = rng.binomial(counts, 2.0 * hr_in_probability(epsilon) - 1.0)
+    hist = rng.multinomial(n - int(informed.sum()), np.full(K, 1.0 / K))
+    cum = np.cumsum(informed)
+    cuts = np.unique(np.concatenate([[0], np.searchsorted(cum, np.arange(1 << 22, int(cum[-1]), 1 << 22)), [D]]))
+    for lo, hi in zip(cuts[:-1], cuts[1:]):   # value ranges of about 4M informed users each: bounded memory
+        values = np.repeat(np.arange(lo, hi, dtype=np.int64), informed[lo:hi])
+        hist += np.bincount(_hr_in_set_sample(values, K, rng), minlength=K)
+    return ReportHistogram(hist, n)
 
 
 # ---------------------------------------------------------------------------
@@ -555,12 +557,15 @@ ORACLES = ("grr", "olh", "oue", "hr")
 
 
 def oracle_perturb(oracle: str, values: np.ndarray, domain_size: int, epsilon: float, rng: np.random.Generator,
-                   path: str = "per-user") -> Any:
+                   path: str = PER_USER) -> Any:
     """Client half of frequency oracle ``oracle`` on ``values`` in [0, D): per-user reports, or with
-    ``path="aggregate"`` the oracle's sufficient statistic drawn from its exact distribution."""
+    ``path="aggregate"`` the oracle's sufficient statistic drawn from its exact distribution;
+    ``path="auto"`` takes whichever :func:`~ldpviz.mechanisms.path_cost.choose_path` predicts faster."""
     require(oracle in ORACLES, f"unknown frequency oracle {oracle!r}; choose one of {', '.join(ORACLES)}")
     require(path in PATHS, f"path must be one of {', '.join(PATHS)}; got {path!r}")
-    if path == "aggregate":
+    if path == AUTO:
+        path = choose_path(oracle, int(np.size(values)), domain_size)
+    if path == AGGREGATE:
         true_counts = np.bincount(_as_values(values, domain_size), minlength=domain_size)
         sample = {"grr": grr_aggregate_histogram, "hr": hr_aggregate_histogram, "olh": olh_aggregate_support,
                   "oue": oue_aggregate_support}[oracle]
@@ -577,8 +582,58 @@ def oracle_estimate(oracle: str, reports: Any, domain_size: int, epsilon: float)
     return server(reports, domain_size, epsilon)
 
 
+def oracle_statistic(oracle: str, reports: Any, domain_size: int) -> ReportHistogram | SupportCounts:
+    """The server's sufficient statistic of per-user reports (already one: returned as is).
+
+    GRR and HR: the histogram of reports; OLH and OUE: the support count of every
+    value. Statistics of disjoint groups of users add up (:func:`merge_statistics`),
+    and :func:`oracle_estimate` gives the same counts from the statistic as from
+    the reports.
+    """
+    require(oracle in ORACLES, f"unknown frequency oracle {oracle!r}; choose one of {', '.join(ORACLES)}")
+    if isinstance(reports, (ReportHistogram, SupportCounts)):
+        return reports
+    if oracle == "grr":
+        r = np.asarray(reports, dtype=np.int64)
+        return ReportHistogram(np.bincount(r, minlength=domain_size), len(r), PER_USER)
+    if oracle == "hr":
+        r = np.asarray(reports, dtype=np.int64)
+        return ReportHistogram(np.bincount(r, minlength=hr_output_size(domain_size)), len(r), PER_USER)
+    if oracle == "olh":
+        return SupportCounts(olh_support_counts(reports, domain_size), len(reports.buckets), PER_USER)
+    return SupportCounts(oue_support_counts(reports), len(reports.packed), PER_USER)
+
+
+def report_histogram(reports: np.ndarray | ReportHistogram, size: int) -> ReportHistogram:
+    """How many reports fell on each of ``size`` outputs (a histogram is returned as is): the additive
+    statistic of any mechanism whose server reads only the report counts. ``n`` counts the users, one row
+    of ``reports`` each (SEM-Geo-I's rows hold k cells)."""
+    if isinstance(reports, ReportHistogram):
+        require(len(reports.counts) == size, f"a report histogram over {len(reports.counts):,} outputs was given "
+                                            f"where {size:,} were expected")
+        return reports
+    r = np.asarray(reports, dtype=np.int64)
+    return ReportHistogram(np.bincount(r.reshape(-1), minlength=size), len(r), PER_USER)
+
+
+def merge_statistics(parts: list) -> ReportHistogram | SupportCounts:
+    """Sum the sufficient statistics of disjoint groups of users (integer sums: exact in any order).
+
+    The merged ``path`` is the common path of the parts, or 'mixed'.
+    """
+    require(len(parts) > 0, "nothing to merge: no statistics were given")
+    kind = type(parts[0])
+    require(kind in (ReportHistogram, SupportCounts) and all(type(p) is kind for p in parts),
+            "statistics to merge must all be report histograms or all support counts")
+    paths = {p.path for p in parts}
+    path = paths.pop() if len(paths) == 1 else "mixed"
+    field = "counts" if kind is ReportHistogram else "support"
+    total = np.sum([np.asarray(getattr(p, field), dtype=np.int64) for p in parts], axis=0)
+    return kind(total, int(sum(p.n for p in parts)), path)
+
+
 def oracle_counts(oracle: str, values: np.ndarray, domain_size: int, epsilon: float, rng: np.random.Generator,
-                  path: str = "per-user") -> np.ndarray:
+                  path: str = PER_USER) -> np.ndarray:
     """Run frequency oracle ``oracle`` on ``values`` in [0, D): client and server halves, unbiased counts."""
     return oracle_estimate(oracle, oracle_perturb(oracle, values, domain_size, epsilon, rng, path), domain_size,
                            epsilon)
@@ -608,9 +663,11 @@ _PROJECTION = Param("projection", str, "clip",
 
 
 def _path_param(what: str) -> Param:
-    return Param("path", str, "per-user",
+    return Param("path", str, AUTO,
                  f"'per-user' simulates every phone; 'aggregate' draws {what} directly from its exact "
-                 "distribution (same result in distribution, faster when users far outnumber cells)",
+                 "distribution (the same distribution of the server's statistic); 'auto' (default) takes the "
+                 "one predicted faster for this number of users and cells by a cost model fitted to measured "
+                 "wall times of both halves (ldpviz.mechanisms.path_cost; docs/fo-benchmark.md)",
                  choices=PATHS)
 
 
@@ -629,9 +686,17 @@ class Exact(Mechanism):
     def perturb(self, users: Binned, rng: np.random.Generator) -> np.ndarray:
         return np.asarray(users.cells, dtype=np.int64).copy()
 
-    def estimate(self, reports: np.ndarray) -> Estimate:
-        counts = self.grid.histogram(reports)
-        return Estimate(to_distribution(counts), raw=counts, info={"reports": int(len(reports))})
+    def statistic(self, reports: np.ndarray | ReportHistogram) -> ReportHistogram:
+        """The histogram of reports (additive over groups of users)."""
+        if isinstance(reports, ReportHistogram):
+            return reports
+        return ReportHistogram(np.bincount(np.asarray(reports, dtype=np.int64), minlength=self.grid.n_cells),
+                               len(reports), PER_USER)
+
+    def estimate(self, reports: np.ndarray | ReportHistogram) -> Estimate:
+        hist = self.statistic(reports)
+        counts = np.asarray(hist.counts, dtype=float).reshape(self.grid.side, self.grid.side)
+        return Estimate(to_distribution(counts), raw=counts, info={"reports": int(hist.n)})
 
     def channel(self) -> np.ndarray:
         return np.eye(self.grid.n_cells)
@@ -658,11 +723,40 @@ class _GridOracle(Mechanism):
             return len(reports.packed)
         return len(reports)
 
+    def path_for(self, n_users: int) -> str:
+        """The path :meth:`collect` takes for ``n_users``: the one forced by ``path``, or with 'auto' the
+        one :func:`~ldpviz.mechanisms.path_cost.choose_path` predicts faster."""
+        return self.path if self.path != AUTO else choose_path(self.name, int(n_users), self.grid.n_cells)
+
+    def perturb(self, users: Binned, rng: np.random.Generator) -> Any:
+        """Client half: one report per user (with ``path='aggregate'`` forced: the statistic instead)."""
+        if self.path == AGGREGATE:
+            return self._aggregate(self._true_counts(users), rng)
+        return self._per_user(users, rng)
+
+    def collect(self, users: Binned, rng: np.random.Generator) -> Any:
+        """What the server receives, on the path :meth:`path_for` picks (reports or their exact statistic)."""
+        if self.path_for(len(users.cells)) == AGGREGATE:
+            return self._aggregate(self._true_counts(users), rng)
+        return self._per_user(users, rng)
+
+    def statistic(self, reports: Any) -> ReportHistogram | SupportCounts:
+        """The server's sufficient statistic of ``reports`` (additive over groups of users)."""
+        return oracle_statistic(self.name, reports, self.grid.n_cells)
+
+    def _per_user(self, users: Binned, rng: np.random.Generator) -> Any:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _aggregate(self, true_counts: np.ndarray, rng: np.random.Generator) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
     def estimate(self, reports) -> Estimate:
         d = self.grid.side
         raw = self.estimate_counts(reports).reshape(d, d)
         density = to_distribution(raw, self.projection)
-        info = {"reports": self._n_reports(reports), "domain size": self.grid.n_cells, "path": self.path}
+        used = reports.path if isinstance(reports, (ReportHistogram, SupportCounts)) else PER_USER
+        info = {"reports": self._n_reports(reports), "domain size": self.grid.n_cells, "path": used,
+                "path requested": self.path}
         info.update(self._info())
         return Estimate(density, raw=raw, info=info)
 
@@ -677,8 +771,8 @@ class GRR(_GridOracle):
     Keep the true cell with p = e^eps / (e^eps + D - 1), otherwise report one of
     the other D - 1 cells uniformly, q = 1 / (e^eps + D - 1) each (L-SRR eq. 1).
     Server: unbiased counts c_hat(v) = (C(v) - n q) / (p - q) (USENIX'17 Sec. 4.1),
-    then a projection to a distribution (``projection``). ``path='aggregate'``
-    draws the report histogram as one multinomial per true cell.
+    then a projection to a distribution (``projection``). The aggregate path
+    draws the report histogram exactly in O(D) (:func:`grr_aggregate_histogram`).
     """
 
     name = "grr"
@@ -686,16 +780,17 @@ class GRR(_GridOracle):
     reference = "l-srr-staircase-randomized-response.md eq. (1); Wang et al. USENIX Security'17 Sec. 4.1"
     summary = ("Each phone keeps its true cell with a boosted probability, otherwise names a cell uniformly at "
                "random; the server corrects the counts for the known noise.")
-    params = (_PROJECTION, _path_param("the report histogram (a multinomial per true cell)"))
+    params = (_PROJECTION, _path_param("the report histogram (a binomial per cell plus one multinomial)"))
     has_channel = True
 
     def setup(self) -> None:
         self.p, self.q = grr_probabilities(self.grid.n_cells, self.epsilon)
 
-    def perturb(self, users: Binned, rng: np.random.Generator) -> np.ndarray | ReportHistogram:
-        if self.path == "aggregate":
-            return grr_aggregate_histogram(self._true_counts(users), self.epsilon, rng)
+    def _per_user(self, users: Binned, rng: np.random.Generator) -> np.ndarray:
         return grr_perturb(users.cells, self.grid.n_cells, self.epsilon, rng)
+
+    def _aggregate(self, true_counts: np.ndarray, rng: np.random.Generator) -> ReportHistogram:
+        return grr_aggregate_histogram(true_counts, self.epsilon, rng)
 
     def estimate_counts(self, reports: np.ndarray | ReportHistogram) -> np.ndarray:
         """Unbiased count estimate for every cell (may be negative)."""
@@ -733,10 +828,11 @@ class OLH(_GridOracle):
     def setup(self) -> None:
         self.g = olh_buckets(self.epsilon)
 
-    def perturb(self, users: Binned, rng: np.random.Generator) -> OLHReports | SupportCounts:
-        if self.path == "aggregate":
-            return olh_aggregate_support(self._true_counts(users), self.epsilon, rng, self.g)
+    def _per_user(self, users: Binned, rng: np.random.Generator) -> OLHReports:
         return olh_perturb(users.cells, self.grid.n_cells, self.epsilon, rng, self.g)
+
+    def _aggregate(self, true_counts: np.ndarray, rng: np.random.Generator) -> SupportCounts:
+        return olh_aggregate_support(true_counts, self.epsilon, rng, self.g)
 
     def estimate_counts(self, reports: OLHReports | SupportCounts) -> np.ndarray:
         return olh_estimate_counts(reports, self.grid.n_cells, self.epsilon, self.g)
@@ -775,9 +871,10 @@ class OUE(_GridOracle):
     def setup(self) -> None:
         self.p, self.q = oue_probabilities(self.epsilon)
 
-    def perturb(self, users: Binned, rng: np.random.Generator) -> OUEReports | SupportCounts:
-        if self.path == "aggregate":
-            return oue_aggregate_support(self._true_counts(users), self.epsilon, rng)
+    def _aggregate(self, true_counts: np.ndarray, rng: np.random.Generator) -> SupportCounts:
+        return oue_aggregate_support(true_counts, self.epsilon, rng)
+
+    def _per_user(self, users: Binned, rng: np.random.Generator) -> OUEReports:
         require(len(users.cells) * self.grid.n_cells <= 1 << 33,
                 f"OUE per-user reports for {len(users.cells):,} users x {self.grid.n_cells:,} cells do not fit "
                 "in memory; use path='aggregate' or a coarser grid")
@@ -803,16 +900,18 @@ class HR(_GridOracle):
     reference = "l-srr-staircase-randomized-response.md Sec. 3.5 and ref. [38] (Acharya, Sun, Zhang AISTATS'19)"
     summary = ("Each phone reports one code word, drawn with a boosted probability from a set tied to its cell "
                "by a Hadamard matrix; the server inverts the code with one fast transform.")
-    params = (_PROJECTION, _path_param("the report histogram (a multinomial per true cell)"))
+    params = (_PROJECTION, _path_param("the report histogram (a multinomial over the outputs plus a "
+                                       "uniform draw in its own code set for each informed user)"))
     has_channel = True
 
     def setup(self) -> None:
         self.K = hr_output_size(self.grid.n_cells)
 
-    def perturb(self, users: Binned, rng: np.random.Generator) -> np.ndarray | ReportHistogram:
-        if self.path == "aggregate":
-            return hr_aggregate_histogram(self._true_counts(users), self.epsilon, rng)
+    def _per_user(self, users: Binned, rng: np.random.Generator) -> np.ndarray:
         return hr_perturb(users.cells, self.grid.n_cells, self.epsilon, rng)
+
+    def _aggregate(self, true_counts: np.ndarray, rng: np.random.Generator) -> ReportHistogram:
+        return hr_aggregate_histogram(true_counts, self.epsilon, rng)
 
     def estimate_counts(self, reports: np.ndarray | ReportHistogram) -> np.ndarray:
         return hr_estimate_counts(reports, self.grid.n_cells, self.epsilon)

@@ -37,6 +37,7 @@ from ldpviz.kernels import ClampedChannel
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import GEO_I, GEO_I_UNIT, GEO_I_UNIT_M, Estimate, Mechanism
 from ldpviz.mechanisms.dam import FAMILY_SPATIAL, POSTPROCESS_PARAM
+from ldpviz.mechanisms.fo import ReportHistogram, report_histogram
 
 QUADRATURE_NODES = 8
 TAIL_NATS = 40.0
@@ -87,9 +88,13 @@ class PlanarLaplace(Mechanism):
     def perturb(self, users: Binned, rng: np.random.Generator) -> np.ndarray:
         return self.chan.sample(users.cells, rng)
 
-    def estimate(self, reports: np.ndarray) -> Estimate:
+    def statistic(self, reports: np.ndarray | ReportHistogram) -> ReportHistogram:
+        """The histogram of reported cells (additive over groups of users)."""
+        return report_histogram(reports, self.grid.n_cells)
+
+    def estimate(self, reports: np.ndarray | ReportHistogram) -> Estimate:
         d = self.grid.side
-        counts = self.grid.histogram(reports)
+        counts = np.asarray(self.statistic(reports).counts, dtype=float).reshape(d, d)
         density, info = expectation_maximisation(counts, self.chan.forward, self.chan.adjoint, (d, d),
                                                  smoothing=self.postprocess == "ems")
         return Estimate(density, raw=counts, info={

@@ -54,8 +54,9 @@ from ldpviz.errors import require
 from ldpviz.estimation import norm_sub, to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param
-from ldpviz.mechanisms.fo import (ORACLES, PATHS, OLHReports, olh_supports, oracle_counts, oracle_estimate,
-                                 oracle_perturb)
+from ldpviz.mechanisms.fo import (ORACLES, PATHS, OLHReports, ReportHistogram, SupportCounts, olh_supports,
+                                 oracle_counts, oracle_estimate, oracle_perturb)
+from ldpviz.mechanisms.path_cost import AGGREGATE, AUTO, PER_USER, choose_path
 from ldpviz.partition import Partition
 
 FAMILY_GRIDS = "Grid decompositions (grid paper)"
@@ -269,9 +270,10 @@ def aag_grid(density: np.ndarray, second_sides: np.ndarray) -> TwoLevelGrid:
 
 _ORACLE = Param("oracle", str, "olh", "frequency oracle every user runs on its cell (the paper uses OLH)",
                 choices=ORACLES)
-_PATH = Param("path", str, "per-user",
+_PATH = Param("path", str, "auto",
               "'per-user' simulates every phone; 'aggregate' draws the oracle's sufficient statistic from its "
-              "exact distribution (see the frequency oracles)", choices=PATHS)
+              "exact distribution; 'auto' takes, in every round, the one a measured cost model predicts faster "
+              "(see the frequency oracles)", choices=PATHS)
 _PROJECTION = Param("projection", str, "none",
                     "post-processing of the cell estimates: 'none' keeps the unbiased estimates for range "
                     "queries, as the paper does (the map always shows a clipped distribution); 'clip' or "
@@ -308,13 +310,19 @@ class _GridDecomposition(Mechanism):
     privacy_model = LDP
     has_client = False
 
+    def _path_for(self, n_users: int, domain_size: int) -> str:
+        """The oracle path of one round: the forced one, or the cost model's choice for 'auto'."""
+        return self.path if self.path != AUTO else choose_path(self.oracle, int(n_users), int(domain_size))
+
     def _oracle(self, values: np.ndarray, domain_size: int, rng: np.random.Generator) -> np.ndarray:
-        return oracle_counts(self.oracle, values, domain_size, self.epsilon, rng, self.path)
+        return oracle_counts(self.oracle, values, domain_size, self.epsilon, rng,
+                             self._path_for(len(values), domain_size))
 
     def _finish(self, grid2: TwoLevelGrid, unit: np.ndarray, rng: np.random.Generator,
                 info: dict) -> Estimate:
         """Final phase: users in ``unit`` report their sub-cell; partition masses are fractions of them."""
         _check_cells(grid2)
+        info["path"] = self._path_for(len(unit), grid2.n_cells)
         counts = self._oracle(grid2.locate(unit), grid2.n_cells, rng)
         return self._partition_estimate(grid2, counts, len(unit), info)
 
@@ -323,7 +331,8 @@ class _GridDecomposition(Mechanism):
         mass = _project(counts, self.projection) / max(n_final, 1)
         partition = Partition(grid2.rects(), mass)
         raw = partition.to_grid(self.grid.side)
-        info.update({"cells": grid2.n_cells, "oracle": self.oracle, "path": self.path,
+        info.update({"cells": grid2.n_cells, "oracle": self.oracle, "path": info.get("path", self.path),
+                     "path requested": self.path,
                      "reports": int(n_final) + info.get("first-phase reports", 0)})
         return Estimate(to_distribution(raw), partition=partition, raw=raw, info=info)
 
@@ -376,13 +385,30 @@ class UG(_GridDecomposition):
         capped = self.cells_per_side is None and side < first_level_side(len(unit), self.epsilon, self.alpha)
         grid2 = TwoLevelGrid.uniform(side)
         _check_cells(grid2)
-        reports = oracle_perturb(self.oracle, grid2.locate(unit), grid2.n_cells, self.epsilon, rng, self.path)
+        path = AGGREGATE if self.path == AGGREGATE else PER_USER
+        reports = oracle_perturb(self.oracle, grid2.locate(unit), grid2.n_cells, self.epsilon, rng, path)
+        return UGReports(side, capped, len(unit), reports)
+
+    def collect(self, users: Binned, rng: np.random.Generator) -> UGReports:
+        """What the server receives: per-user reports or, when the cost model says it is faster, their exact
+        statistic (the N x N grid depends only on the number of users)."""
+        unit = np.asarray(users.unit, dtype=float).reshape(-1, 2)
+        require(len(unit) >= 1, "UG needs at least one user")
+        side = self.side_for(len(unit))
+        capped = self.cells_per_side is None and side < first_level_side(len(unit), self.epsilon, self.alpha)
+        grid2 = TwoLevelGrid.uniform(side)
+        _check_cells(grid2)
+        reports = oracle_perturb(self.oracle, grid2.locate(unit), grid2.n_cells, self.epsilon, rng,
+                                 self._path_for(len(unit), grid2.n_cells))
         return UGReports(side, capped, len(unit), reports)
 
     def estimate(self, reports: UGReports) -> Estimate:
         grid2 = TwoLevelGrid.uniform(reports.side)
         counts = oracle_estimate(self.oracle, reports.reports, grid2.n_cells, self.epsilon)
-        return self._partition_estimate(grid2, counts, reports.n_users, {"N": reports.side, "capped": reports.capped})
+        inner = reports.reports
+        used = inner.path if isinstance(inner, (ReportHistogram, SupportCounts)) else PER_USER
+        return self._partition_estimate(grid2, counts, reports.n_users,
+                                        {"N": reports.side, "capped": reports.capped, "path": used})
 
     def report_key(self, reports: UGReports) -> Any:
         """For the black-box audit: the oracle's reports (OLH's as the cells each report supports, see
@@ -426,12 +452,14 @@ class PrivAG(_GridDecomposition):
         g1_formula = first_level_side(n, self.epsilon, self._alpha_first())
         g1 = capped_first_side(g1_formula, self.min_pieces)
         grid1 = TwoLevelGrid.uniform(g1)
+        first_path = self._path_for(len(first), g1 * g1)
         phi = self._oracle(grid1.first_level_cells(first), g1 * g1, rng) / len(first)
         g2, scaled = capped_second_sides(second_level_sides(phi, n, self.epsilon, self.alpha, self.sigma),
                                          self.min_pieces)
         grid2 = self._second_grid(g1, phi.reshape(g1, g1), g2)
         info = {"g1": g1, "first-level cells": g1 * g1, "max g2": int(g2.max()),
-                "first-phase reports": len(first), "capped": bool(scaled or g1 < g1_formula)}
+                "first-phase reports": len(first), "first-phase path": first_path,
+                "capped": bool(scaled or g1 < g1_formula)}
         return self._finish(grid2, second, rng, info)
 
 

@@ -46,6 +46,7 @@ from ldpviz.local_privacy import cell_distances, lp_from_channel, lp_from_disk_c
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import GEO_I, GEO_I_UNIT, GEO_I_UNIT_M, Estimate, Mechanism, Param
 from ldpviz.mechanisms.dam import DAM, FAMILY_SPATIAL, POSTPROCESS_PARAM
+from ldpviz.mechanisms.fo import ReportHistogram, report_histogram
 
 MAX_SIDE = 32
 MAX_REPORTED_CELLS = 100_000_000
@@ -275,16 +276,22 @@ class SEMGeoI(Mechanism):
                 f"fewer users or a smaller grid")
         return self.tables.sample(users.cells, rng)
 
-    def estimate(self, reports: np.ndarray) -> Estimate:
+    def statistic(self, reports: np.ndarray | ReportHistogram) -> ReportHistogram:
+        """How often each cell was reported (k per user; additive over groups of users)."""
+        if isinstance(reports, ReportHistogram):
+            return report_histogram(reports, self.grid.n_cells)
+        return report_histogram(np.asarray(reports).reshape(-1, self.k), self.grid.n_cells)
+
+    def estimate(self, reports: np.ndarray | ReportHistogram) -> Estimate:
         d, k = self.grid.side, self.k
-        reports = np.asarray(reports).reshape(-1, k)
-        counts = np.bincount(reports.ravel().astype(np.int64), minlength=d * d).astype(float)
+        hist = self.statistic(reports)
+        counts = np.asarray(hist.counts, dtype=float)
         Q = self.tables.member / k
         density, info = expectation_maximisation(counts, lambda f: Q @ f.ravel(),
                                                  lambda r: (Q.T @ r).reshape(d, d), (d, d),
                                                  smoothing=self.postprocess == "ems")
         return Estimate(density, raw=counts.reshape(d, d), info={
-            "reports": int(len(reports)), "subset_size": k, "eps_prime_per_cell": self.eps_prime,
+            "reports": int(hist.n), "subset_size": k, "eps_prime_per_cell": self.eps_prime,
             "eps_prime_per_m": self.eps_prime / self.grid.cell_m, "calibration": self.calibration,
             "postprocess": self.postprocess, **info})
 

@@ -29,6 +29,7 @@ from ldpviz.estimation import expectation_maximisation
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param
 from ldpviz.mechanisms.dam import FAMILY_SPATIAL
+from ldpviz.mechanisms.fo import ReportHistogram, report_histogram
 
 #: Midpoint nodes per input bucket when averaging the SW channel over a bucket.
 BUCKET_NODES = 64
@@ -119,21 +120,25 @@ class MDSW(Mechanism):
         by = self.sw.bucket(self.sw.perturb(unit[:, 1], rng))
         return bx * B + by
 
-    def estimate(self, reports: np.ndarray) -> Estimate:
+    def statistic(self, reports: np.ndarray | ReportHistogram) -> ReportHistogram:
+        """The histogram of report codes (additive over groups of users)."""
         B = self.sw.out_buckets
-        reports = np.asarray(reports, dtype=np.int64)
+        return report_histogram(reports, 2 * B if self.split == "users" else B * B)
+
+    def estimate(self, reports: np.ndarray | ReportHistogram) -> Estimate:
+        B = self.sw.out_buckets
+        hist = self.statistic(reports)
+        codes = np.asarray(hist.counts, dtype=float)
         if self.split == "users":
-            codes = np.bincount(reports, minlength=2 * B).astype(float)
             cx, cy = codes[:B], codes[B:]
         else:
-            cx = np.bincount(reports // B, minlength=B).astype(float)
-            cy = np.bincount(reports % B, minlength=B).astype(float)
+            cx, cy = codes.reshape(B, B).sum(axis=1), codes.reshape(B, B).sum(axis=0)   # code = bx * B + by
         smooth = self.postprocess == "ems"
         fx, ix = self.sw.estimate(cx, smooth)
         fy, iy = self.sw.estimate(cy, smooth)
         density = np.outer(fy, fx)                       # [row = north, col = east]
         return Estimate(density / density.sum(), info={
-            "reports": int(len(reports)), "split": self.split, "sw_radius": self.sw.b,
+            "reports": int(hist.n), "split": self.split, "sw_radius": self.sw.b,
             "output_buckets_per_axis": B, "iterations": max(ix["iterations"], iy["iterations"]),
             "converged": bool(ix["converged"] and iy["converged"]), "postprocess": self.postprocess})
 
