@@ -81,9 +81,18 @@ def _jsonable(value: Any) -> Any:
 
 
 def cmd_datasets(args: argparse.Namespace) -> int:
+    from ldpviz import trajectories
+    if getattr(args, "json", False):
+        rows = [{**row, "kind": "points"} for row in datasets.describe()] + trajectories.describe()
+        print(json.dumps(_jsonable(rows)))
+        return 0
     for row in datasets.describe():
         kind = "synthetic" if row["synthetic"] else "real"
         print(f"{row['name']:<20} {row['n']:>9,} points  {kind:<9}  {row['label']}")
+        print(f"{'':<20} regions: {', '.join(row['presets'])}")
+    for row in trajectories.describe():
+        print(f"{row['name']:<20} {row['n']:>9,} points  {'trajectories':<9}  {row['label']} "
+              f"({row['n_people']:,} people, {row['n_trips']:,} trips)")
         print(f"{'':<20} regions: {', '.join(row['presets'])}")
     return 0
 
@@ -146,11 +155,30 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_od(args: argparse.Namespace) -> int:
+    from ldpviz import od
+    out = od.od_trials(args.dataset, args.mechanism, args.epsilon, args.grid, region=args.region,
+                       estimator=args.estimator, trials=args.trials, seed=args.seed, n_users=args.users,
+                       top_k=args.top_k, params=_params(args.param))
+    if args.json:
+        print(json.dumps(_jsonable(out)))
+        return 0
+    print(f"OD flows, {out['mechanism']} + {out['estimator']} on {out['n_users']:,} trips, grid {out['grid']} x "
+          f"{out['grid']} ({out['od_pairs']:,} OD pairs), {out['trials']} trial(s)")
+    print(f"  {out['guarantee']}")
+    print(f"  l1 {out['l1']:.4f}   top-{out['top_k']} precision {out['top_k_precision']:.2f}")
+    for reason, count in out["left_out"].items():
+        print(f"  left out: {count:,} {reason}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ldpviz", description="Private spatial distribution estimation: run and compare "
                                                 "mechanisms on location data.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    sub.add_parser("datasets", help="list bundled datasets and their region presets").set_defaults(fn=cmd_datasets)
+    ds = sub.add_parser("datasets", help="list bundled datasets (points and trajectories) and their region presets")
+    ds.add_argument("--json", action="store_true", help="print one JSON list (each dataset with its kind)")
+    ds.set_defaults(fn=cmd_datasets)
     sub.add_parser("mechanisms", help="list mechanisms, privacy models and parameters").set_defaults(
         fn=cmd_mechanisms)
     for name, fn, helptext in (("run", cmd_run, "run one scenario"),
@@ -181,11 +209,31 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--scheduler", help="Dask scheduler address (tcp://host:8786) to run the sweep on a "
                                                 "cluster; needs pip install 'ldpviz[cluster]'")
         p.set_defaults(fn=fn)
+    _add_flow_commands(sub)
     from ldpviz import reproduce
     rp = sub.add_parser("reproduce", help="regenerate every benchmark and report (bench/*.py) into docs/")
     reproduce.add_arguments(rp)
     rp.set_defaults(fn=reproduce.run_from_args)
     return parser
+
+
+def _add_flow_commands(sub: Any) -> None:
+    """``od`` and ``navigate``: the trajectory-input LBS of L-SRR Sec. 4."""
+    p = sub.add_parser("od", help="origin-destination flows under LDP (L-SRR Sec. 4.1)")
+    p.add_argument("--dataset", default="atlantic-storms",
+                   help="trajectory dataset, or a point dataset (gravity-model OD pairs)")
+    p.add_argument("--region", help="region preset of the dataset (see 'ldpviz datasets')")
+    p.add_argument("--mechanism", default="srr", help="srr, grr, hr, olh-h or pldp")
+    p.add_argument("--epsilon", type=float, default=2.0, help="budget per OD pair (epsilon/2 per end)")
+    p.add_argument("--grid", type=int, default=8, help="grid side d (d x d cells, (d x d)^2 OD pairs)")
+    p.add_argument("--estimator", default="lasso", help="lasso (paper), em (maximum likelihood) or unbiased")
+    p.add_argument("--trials", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--users", type=int, help="number of trips (seeded subsample, or synthetic pairs)")
+    p.add_argument("--top-k", type=int, default=10, help="k of the top-k flow precision")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="mechanism parameter")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(fn=cmd_od)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
