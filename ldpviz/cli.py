@@ -217,6 +217,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def cmd_navigate(args: argparse.Namespace) -> int:
+    from ldpviz import navigation
+    res = navigation.navigation_for_dataset(args.dataset, args.mechanism, args.epsilon, args.theta, args.grid,
+                                            region=args.region, n_trips=args.trips, seed=args.seed,
+                                            speed_mps=args.speed, delay_s=args.delay, threshold=args.threshold,
+                                            params=_params(args.param))
+    out = {"dataset": args.dataset, **res.summary()}
+    if args.json:
+        print(json.dumps(_jsonable(out)))
+        return 0
+    print(f"navigation with {out['mechanism']} location updates at epsilon = {out['epsilon_per_update']:g}, "
+          f"theta = {out['theta_s']:g} s, {out['trips']} trips on a {out['grid']} x {out['grid']} grid")
+    print(f"  {out['guarantee']}")
+    print(f"  updates per trip (lambda): mean {out['mean_updates']:.2f}, max {out['max_updates']}; total privacy "
+          f"bound lambda x epsilon: mean {out['mean_total_epsilon']:.2f}, max {out['max_total_epsilon']:.2f}")
+    print(f"  relative Levenshtein distance to the fastest true route {out['rel_levenshtein']:.3f}; trip time "
+          f"deviation {out['trip_time_deviation_s']:.1f} s ({100 * out['trip_time_deviation_rel']:.1f}%)")
+    return 0
+
+
 def _add_flow_commands(sub: Any) -> None:
     """``od`` and ``navigate``: the trajectory-input LBS of L-SRR Sec. 4."""
     p = sub.add_parser("od", help="origin-destination flows under LDP (L-SRR Sec. 4.1)")
@@ -234,6 +254,23 @@ def _add_flow_commands(sub: Any) -> None:
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="mechanism parameter")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(fn=cmd_od)
+    p = sub.add_parser("navigate", help="traffic-aware navigation with LDP location updates (L-SRR Sec. 4.2)")
+    p.add_argument("--dataset", default="minneapolis-stops", help="dataset: its points are the traffic")
+    p.add_argument("--region", help="region preset of the dataset")
+    p.add_argument("--mechanism", default="srr", help="mechanism of each location update (see 'ldpviz mechanisms')")
+    p.add_argument("--epsilon", type=float, default=1.0, help="budget of ONE location update")
+    p.add_argument("--theta", type=float, default=40.0, help="delay threshold theta in seconds: update when "
+                                                              "the trip runs this much behind its prediction")
+    p.add_argument("--grid", type=int, default=32, help="grid side d: the road grid (d x d cells)")
+    p.add_argument("--trips", type=int, default=100, help="number of simulated trips")
+    p.add_argument("--speed", type=float, default=10.0, help="free-flow speed, m/s")
+    p.add_argument("--delay", type=float, help="seconds added per congested cell (default: a cell's free-flow time)")
+    p.add_argument("--threshold", type=float, help="users in a cell above which it is congested "
+                                                   "(default: twice the mean per cell)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="mechanism parameter")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(fn=cmd_navigate)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
