@@ -181,3 +181,22 @@ def test_cli_od_json(capsys):
     assert out["epsilon_origin"] == 2.0 and out["seeds"] == [1, 2]
     assert main(["od", "--mechanism", "nope"]) == 2
     assert "supports the L-SRR schemes" in capsys.readouterr().err
+
+
+def test_flow_maps_and_table():
+    """flowviz: top flows are the largest pairs, with cell centres; the table marks estimated top-k membership."""
+    from ldpviz import flowviz
+
+    grid = Grid(REGION, 2)
+    true = np.zeros((4, 4))
+    true[0, 3], true[1, 1], true[2, 0] = 0.6, 0.3, 0.1
+    est = np.zeros((4, 4))
+    est[0, 3], est[3, 3] = 0.7, 0.3
+    top = flowviz.top_flows(grid, true, 2)
+    assert list(zip(top.origin_cell, top.destination_cell)) == [(0, 3), (1, 1)]
+    lon, lat = grid.cell_centers_lonlat()
+    assert top.dest_lon[0] == lon[3] and top.origin_lat[0] == lat[0]
+    table = flowviz.flow_table(grid, true, est, 2)
+    assert list(table["in estimated top k"]) == [True, False]
+    deck = flowviz.arc_deck(grid, est, k=5)
+    assert any(layer.type == "ArcLayer" for layer in deck.layers)
