@@ -57,7 +57,7 @@ from ldpviz.domain import Binned, Grid, Region
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.estimation import norm_sub
 from ldpviz.mechanisms.base import validate_epsilon
-from ldpviz.mechanisms.fo import grr_channel, hr_channel, olh_support_probabilities
+from ldpviz.mechanisms.fo import OLHReports, grr_channel, hr_channel, olh_support_probabilities, olh_supports
 from ldpviz.mechanisms.olh_h import OLHHReports, hierarchy
 from ldpviz.mechanisms.pldp import pcep_channel
 from ldpviz.mechanisms.srr import grid_domain
@@ -137,10 +137,41 @@ def _olhh_response(reports: OLHHReports, epsilon: float) -> np.ndarray:
     return q + (p - q) * same / len(levels)
 
 
-def _olhh_supports(mech: Any, reports: OLHHReports, lo: int, hi: int) -> np.ndarray:
-    part = OLHHReports(reports.domain, reports.levels[lo:hi], reports.seeds[lo:hi], reports.buckets[lo:hi],
-                       reports.g)
-    return mech.report_key(part)[:, 1:].astype(np.float32)
+def _olhh_statistic(rep_o: OLHHReports, rep_d: OLHHReports, epsilon: float) -> JointStatistic:
+    """Support-pair counts of OLH-H, built per pair of levels at node level (not per leaf).
+
+    A report at level l supports every leaf under its supported level-l nodes, so for the users who
+    picked levels (a, b) the leaf counts are the node counts ``S_ab = sum s_o s_d^T`` (N_a x N_b)
+    spread to leaves. Working on nodes costs n * N_a * N_b instead of n * d^2 per level pair.
+    The second moment for the Lasso weights uses the product of the two ends' mean squared scores
+    (independence between the ends), because its exact value needs an O(n d^2) pass.
+    """
+    levels = hierarchy(rep_o.domain)
+    A = _olhh_response(rep_o, epsilon)
+    d, n = rep_o.domain.size, len(rep_o.levels)
+    S = np.zeros((d, d))
+    m2_o, m2_d = np.zeros(d), np.zeros(d)
+    spread = [np.zeros((len(nodes), d), dtype=np.float32) for nodes, _ in levels]   # node -> its leaves
+    for (nodes, index), P in zip(levels, spread):
+        P[index, np.arange(d)] = 1.0
+    B = [(P @ A.astype(np.float32)) for P in spread]          # node support -> score u = A s_leaf
+    for a, (nodes_a, index_a) in enumerate(levels):
+        for b, (nodes_b, index_b) in enumerate(levels):
+            users = np.flatnonzero((rep_o.levels == a) & (rep_d.levels == b))
+            if not len(users):
+                continue
+            S_ab = np.zeros((len(nodes_a), len(nodes_b)), dtype=np.float64)
+            for lo in range(0, len(users), _CHUNK):
+                u = users[lo:lo + _CHUNK]
+                s_o = olh_supports(OLHReports(rep_o.seeds[u], rep_o.buckets[u], rep_o.g), len(nodes_a))
+                s_d = olh_supports(OLHReports(rep_d.seeds[u], rep_d.buckets[u], rep_d.g), len(nodes_b))
+                s_o, s_d = s_o.astype(np.float32), s_d.astype(np.float32)
+                S_ab += s_o.T @ s_d
+                m2_o += ((s_o @ B[a]) ** 2).sum(axis=0)
+                m2_d += ((s_d @ B[b]) ** 2).sum(axis=0)
+            S += S_ab[np.ix_(index_a, index_b)]
+    S2 = np.outer(m2_o, m2_d) / max(n, 1) ** 2
+    return JointStatistic(S, A, A, n, exact=False, S2=S2)
 
 
 def joint_statistic(mech: Any, rep_o: Any, rep_d: Any) -> JointStatistic:
@@ -158,18 +189,7 @@ def joint_statistic(mech: Any, rep_o: Any, rep_d: Any) -> JointStatistic:
         y_o = 2 * rep_o.rows + (rep_o.reported > 0)
         y_d = 2 * rep_d.rows + (rep_d.reported > 0)
     elif name == "olh-h":
-        A = _olhh_response(rep_o, eps)
-        n, d = len(rep_o.levels), rep_o.domain.size
-        S = np.zeros((d, d))
-        S2 = np.zeros((d, d))
-        A32 = A.astype(np.float32)
-        for lo in range(0, n, _CHUNK):
-            hi = min(n, lo + _CHUNK)
-            s_o, s_d = _olhh_supports(mech, rep_o, lo, hi), _olhh_supports(mech, rep_d, lo, hi)
-            S += (s_o.T @ s_d).astype(float)
-            u, v = s_o @ A32, s_d @ A32
-            S2 += ((u * u).T @ (v * v)).astype(float)
-        return JointStatistic(S, A, A, n, exact=False, S2=S2 / max(n, 1))
+        return _olhh_statistic(rep_o, rep_d, eps)
     else:
         raise LdpvizInputError(f"no OD statistic for mechanism {name!r}")
     return JointStatistic(_histogram(y_o, y_d, A_o.shape[0], A_d.shape[0]), np.asarray(A_o, float),
