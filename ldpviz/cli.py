@@ -156,8 +156,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_od(args: argparse.Namespace) -> int:
-    from ldpviz import od
-    out = od.od_trials(args.dataset, args.mechanism, args.epsilon, args.grid, region=args.region,
+    from ldpviz import od, trajectories
+    data: Any = args.dataset
+    if args.file:
+        data = trajectories.load_trajectory_file(args.file)
+        print(data.report.summary(), file=sys.stderr)
+    out = od.od_trials(data, args.mechanism, args.epsilon, args.grid, region=args.region,
                        estimator=args.estimator, trials=args.trials, seed=args.seed, n_users=args.users,
                        top_k=args.top_k, params=_params(args.param))
     if args.json:
@@ -242,6 +246,7 @@ def _add_flow_commands(sub: Any) -> None:
     p = sub.add_parser("od", help="origin-destination flows under LDP (L-SRR Sec. 4.1)")
     p.add_argument("--dataset", default="atlantic-storms",
                    help="trajectory dataset, or a point dataset (gravity-model OD pairs)")
+    p.add_argument("--file", help="trajectory CSV/Parquet (person, lat, lon; optional trip, time) instead of --dataset")
     p.add_argument("--region", help="region preset of the dataset (see 'ldpviz datasets')")
     p.add_argument("--mechanism", default="srr", help="srr, grr, hr, olh-h or pldp")
     p.add_argument("--epsilon", type=float, default=2.0, help="budget per OD pair (epsilon/2 per end)")

@@ -449,17 +449,18 @@ def run_od(o_lon: np.ndarray, o_lat: np.ndarray, d_lon: np.ndarray, d_lat: np.nd
 
 
 # ---------------------------------------------------------------- datasets -> OD pairs, trials
-def load_od_pairs(dataset: str, region: Any = None, n_users: int | None = None,
+def load_od_pairs(dataset: Any, region: Any = None, n_users: int | None = None,
                   seed: int = 0) -> tuple[Any, Region, str]:
-    """OD pairs of a bundled dataset: trips of a trajectory dataset, or gravity-model pairs of a point dataset.
+    """OD pairs of a dataset: trips of a trajectory dataset (a bundled name or a loaded
+    :class:`~ldpviz.trajectories.Trajectories`), or gravity-model pairs of a bundled point dataset.
 
     Returns ``(ODPairs, region, source)``; ``source`` says in words where the pairs come from.
     ``n_users`` subsamples trips (seeded, without replacement) or sets the number of synthetic pairs.
     """
     from ldpviz import datasets, trajectories
 
-    if dataset in trajectories.names():
-        data = trajectories.load(dataset)
+    if isinstance(dataset, trajectories.Trajectories) or dataset in trajectories.names():
+        data = dataset if isinstance(dataset, trajectories.Trajectories) else trajectories.load(dataset)
         reg = _region(data.presets, region)
         pairs = trajectories.od_pairs(data, reg)
         source = f"{data.label}: first and last point of each trip inside the region"
@@ -489,7 +490,7 @@ def _region(presets: dict[str, Region], region: Any) -> Region:
     return presets[region]
 
 
-def od_trials(dataset: str, mechanism: str, epsilon: float, grid_side: int, *, region: Any = None,
+def od_trials(dataset: Any, mechanism: str, epsilon: float, grid_side: int, *, region: Any = None,
               estimator: str = "lasso", trials: int = 1, seed: int = 0, n_users: int | None = None,
               top_k: int = 10, params: dict[str, Any] | None = None) -> dict[str, Any]:
     """``trials`` OD runs (seeds seed, seed+1, ...) on one population; means and per-trial values."""
@@ -499,7 +500,8 @@ def od_trials(dataset: str, mechanism: str, epsilon: float, grid_side: int, *, r
                    epsilon, estimator=estimator, seed=seed + t, top_k=top_k, params=params,
                    left_out=pairs.left_out) for t in range(int(trials))]
     out = runs[0].summary()
-    out.update({"dataset": dataset, "region": reg.name, "source": source, "trials": int(trials),
+    name = dataset.name if hasattr(dataset, "name") else dataset
+    out.update({"dataset": name, "region": reg.name, "source": source, "trials": int(trials),
                 "seeds": [seed + t for t in range(int(trials))],
                 "l1": float(np.mean([r.l1 for r in runs])), "l1_trials": [r.l1 for r in runs],
                 "top_k_precision": float(np.mean([r.top_k_precision for r in runs])),

@@ -116,3 +116,18 @@ def test_datasets_json_lists_kinds(capsys):
     kinds = {r["name"]: r["kind"] for r in rows}
     assert kinds["minneapolis-stops"] == "points" and kinds["atlantic-storms"] == "trajectories"
     assert all({"name", "label", "n", "synthetic", "description", "presets"} <= set(r) for r in rows)
+
+
+def test_cli_od_reads_a_trajectory_file(tmp_path, capsys):
+    """`ldpviz od --file`: an uploaded trajectory file, its load summary on stderr, the OD result as JSON."""
+    rng = np.random.default_rng(0)
+    rows = ["person,lat,lon"] + [f"p{i},{44.9 + 0.1 * rng.random():.5f},{-93.3 + 0.1 * rng.random():.5f}"
+                                 for i in range(200) for _ in range(3)]
+    path = tmp_path / "trips.csv"
+    path.write_text("\n".join(rows) + "\n")
+    assert main(["od", "--file", str(path), "--mechanism", "grr", "--grid", "4", "--json"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert out["n_users"] == 200 and out["dataset"] == "upload:trips.csv"
+    assert "Kept 600 of 600 rows" in captured.err
+    assert main(["od", "--file", str(tmp_path / "missing.csv")]) == 2
