@@ -27,9 +27,8 @@ on ``S`` (a K x K histogram; never a per-user loop):
   identify the joint (every coupling of the marginals fits them equally), and per-pair penalties
   ``W = z * (standard error of the pair's score A_o^T (S/n) A_d)`` with the universal threshold
   ``z = sqrt(2 ln d^2)`` (Donoho-Johnstone): a pair with no flow stays at zero unless its score
-  exceeds noise of that size. Solved by ADMM, whose linear step is exact in the eigenbases of
-  ``A_o^T A_o`` and ``A_d^T A_d`` (Kronecker structure), so the ill-conditioning of the channels
-  (condition numbers of 1e5 and more) does not slow it down.
+  exceeds noise of that size. Solved by L-BFGS-B with the Kronecker structure (four d x d
+  products per iteration, never the d^2 x d^2 design).
 * ``em`` (maximum likelihood): EM on the joint report histogram, ``F <- F * A_o^T (S / (A_o F
   A_d^T)) A_d / n`` (the Sec. 6.5 ablation's MLE, on pairs). Exact maximum likelihood for the
   one-symbol mechanisms; for OLH-H it maximises the Poisson likelihood of the support-pair counts
@@ -221,47 +220,40 @@ def lasso_weights(stat: JointStatistic, z: float | None = None) -> np.ndarray:
     return z * np.sqrt(var)
 
 
-def estimate_lasso(stat: JointStatistic, z: float | None = None, max_iter: int = 1000,
-                   tol: float = 1e-6) -> tuple[np.ndarray, dict]:
-    """Non-negative weighted Lasso on the joint statistic by ADMM (see module docstring).
+def estimate_lasso(stat: JointStatistic, z: float | None = None, max_iter: int = 1500,
+                   tol: float = 1e-12) -> tuple[np.ndarray, dict]:
+    """Non-negative weighted Lasso on the joint statistic (see module docstring) by L-BFGS-B.
 
-    Stops at relative primal and dual residuals below ``tol`` or after ``max_iter`` iterations
-    (``info["converged"]`` says which); GRR and HR on 16 x 16 grids need about 1,500 iterations for
-    1e-6, by when the estimate moves by less than 1e-4 in L1 per 100 iterations.
+    The objective ``1/2 <F, G_o F G_d> - <T, F> + <W, F>`` (``G = A^T A``; the constant ``||S/n||^2/2``
+    dropped) and its gradient ``G_o F G_d - T + W`` use the Kronecker structure, so an iteration costs
+    four d x d products. A bound-constrained quasi-Newton method copes with the channels' condition
+    numbers (1e5 and more) far better than first-order methods: on 8 x 8 grids GRR and HR reach the
+    optimum in about 200 iterations, where ADMM still moved the estimate by 0.04-0.2 in L1 after
+    1,000. PLDP's objective is flattest (its random projection leaves many near-null directions) and
+    may stop at ``max_iter``; ``info["converged"]`` says whether the optimiser's tolerance was met.
     """
-    (lo, Uo), (ld, Ud) = _eig(stat.A_o), _eig(stat.A_d)
-    lam = np.outer(lo, ld)
+    import scipy.optimize
+
+    G_o, G_d = stat.A_o.T @ stat.A_o, stat.A_d.T @ stat.A_d
     T = stat.score()
     W = lasso_weights(stat, z)
-    d = T.shape[0]
-    Z = np.full(T.shape, 1.0 / T.size)
-    U = np.zeros_like(Z)
-    rho = float(np.sqrt(lam.max() * max(np.median(lam), lam.max() * 1e-12)))
-    it, converged = 0, False
-    for it in range(1, max_iter + 1):
-        rhs = T + rho * (Z - U)
-        F = Uo @ ((Uo.T @ rhs @ Ud) / (lam + rho)) @ Ud.T
-        Z_old = Z
-        Z = np.maximum(F + U - W / rho, 0.0)
-        U += F - Z
-        r = np.linalg.norm(F - Z)
-        s = rho * np.linalg.norm(Z - Z_old)
-        if r <= tol * max(np.linalg.norm(F), np.linalg.norm(Z)) + 1e-15 and \
-                s <= tol * rho * np.linalg.norm(U) + 1e-15:
-            converged = True
-            break
-        if it % 10 == 0:                     # residual balancing (Boyd et al. 2011, Sec. 3.4.1)
-            if r > 10 * s:
-                rho *= 2.0
-                U /= 2.0
-            elif s > 10 * r:
-                rho /= 2.0
-                U *= 2.0
-    nonzero = int((Z > 0).sum())
-    return _normalise(Z), {"iterations": it, "converged": converged, "nonzero_pairs": nonzero,
-                           "coef_sum": float(Z.sum()),
+    shape = T.shape
+    scale = 1.0 / max(float(np.abs(T).max()), 1e-300)     # objective of order 1 for the optimiser's tolerances
+
+    def objective(w: np.ndarray) -> tuple[float, np.ndarray]:
+        F = w.reshape(shape)
+        GF = G_o @ F @ G_d
+        grad = GF - T + W
+        return float((0.5 * (F * GF).sum() - (T * F).sum() + (W * F).sum()) * scale), grad.ravel() * scale
+
+    start = np.full(T.size, 1.0 / T.size)
+    res = scipy.optimize.minimize(objective, start, jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * T.size,
+                                  options={"maxiter": max_iter, "maxcor": 20, "ftol": tol, "gtol": 1e-10})
+    Z = np.clip(res.x.reshape(shape), 0.0, None)
+    return _normalise(Z), {"iterations": int(res.nit), "converged": bool(res.success),
+                           "nonzero_pairs": int((Z > 0).sum()), "coef_sum": float(Z.sum()),
                            "z": float(math.sqrt(2.0 * math.log(max(T.size, 2))) if z is None else z),
-                           "pairs": d * d}
+                           "pairs": int(T.size)}
 
 
 def _predicted(stat: JointStatistic, F: np.ndarray, rows: np.ndarray | None, cols: np.ndarray | None) -> np.ndarray:

@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-import scipy.optimize
 
 from ldpviz import mechanisms, od
 from ldpviz.cli import main
@@ -78,24 +77,26 @@ def test_pair_channel_is_epsilon_ldp(name):
     assert np.allclose(pair.sum(axis=0), 1.0)
 
 
-def test_lasso_solves_its_stated_problem():
-    """ADMM reaches the minimum of 1/2 ||(A_o x A_d) w - S/n||^2 + W.w, w >= 0 (reference: L-BFGS-B, 3 x 3 grid)."""
-    stat, _ = _collect("grr-tiles", 3, 20_000, 2.0)
+@pytest.mark.parametrize("name", ["grr-tiles", "hr-tiles", "srr"])
+def test_lasso_solves_its_stated_problem(name):
+    """The estimate meets the KKT conditions of min 1/2 ||(A_o x A_d) w - S/n||^2 + W.w, w >= 0 (3 x 3 grid).
+
+    Checked on the explicit 81 x 81 design, independent of the solver: the gradient g is >= 0 (up to
+    1e-3 of the penalty scale) and w * g = 0 (complementary slackness).
+    """
+    stat, _ = _collect(name, 3, 20_000, 2.0)
     W = od.lasso_weights(stat).ravel()
     y = (np.asarray(stat.S) / stat.n).ravel()
     M = np.kron(stat.A_o, stat.A_d)
-
-    def f(w):
-        r = M @ w - y
-        return 0.5 * r @ r + W @ w, M.T @ r + W
-
-    ref = scipy.optimize.minimize(f, np.full(M.shape[1], 1 / M.shape[1]), jac=True, method="L-BFGS-B",
-                                  bounds=[(0, None)] * M.shape[1],
-                                  options=dict(maxiter=100_000, ftol=1e-20, gtol=1e-14))
     Z, info = od.estimate_lasso(stat)
-    coef = Z.ravel() * info["coef_sum"]
-    assert f(coef)[0] <= f(ref.x)[0] * (1 + 1e-6)
-    assert info["nonzero_pairs"] < M.shape[1]          # the penalty makes it sparse
+    w = Z.ravel() * info["coef_sum"]
+    g = M.T @ (M @ w - y) + W
+    scale = np.abs(W).max()
+    assert info["converged"]
+    assert g.min() >= -1e-3 * scale
+    assert np.abs(w * g).max() <= 1e-3 * scale * w.max()
+    if name != "srr":
+        assert info["nonzero_pairs"] < M.shape[1]          # the penalty makes it sparse
 
 
 @pytest.mark.parametrize("name", od.OD_MECHANISMS)
@@ -124,16 +125,16 @@ def test_em_is_a_maximum_likelihood_estimate():
 
 
 def test_l1_falls_with_epsilon():
-    """OD L1 over pairs falls as epsilon grows (SRR + Lasso, 3 seeds each, 8 x 8 grid).
+    """OD L1 over pairs falls as epsilon grows (SRR + Lasso, 3 seeds each, 4 x 4 grid).
 
-    SRR's L1 stays high up to eps = 8 on this grid (its closest group keeps 4 cells at eps/2 = 4; see
-    docs/srr-claims.md on SRR at large epsilon), so the comparison is eps = 1 against eps = 16.
+    SRR's L1 falls slowly with eps on small grids (cells of one innermost group are indistinguishable; see
+    docs/flows-claims.md and srr-claims.md), so the comparison is eps = 1 against eps = 16.
     """
-    grid, o, d = _population(30_000, 8)
-    centre = lambda c: ((c % 8 + 0.5) / 8, (c // 8 + 0.5) / 8)       # noqa: E731
+    grid, o, d = _population(30_000, 4)
+    centre = lambda c: ((c % 4 + 0.5) / 4, (c // 4 + 0.5) / 4)       # noqa: E731
     lon_o, lat_o = REGION.unit_to_lonlat(np.column_stack(centre(o)))
     lon_d, lat_d = REGION.unit_to_lonlat(np.column_stack(centre(d)))
-    l1 = {eps: np.mean([od.run_od(lon_o, lat_o, lon_d, lat_d, REGION, 8, "srr", eps, seed=s).l1
+    l1 = {eps: np.mean([od.run_od(lon_o, lat_o, lon_d, lat_d, REGION, 4, "srr", eps, seed=s).l1
                         for s in range(3)]) for eps in (1.0, 16.0)}
     assert l1[16.0] < l1[1.0] - 0.5
 
