@@ -90,6 +90,7 @@ def speed_rows(cfg: dict) -> pd.DataFrame:
                          "od_pairs": int(res.true.size), "perturb_s": res.seconds["perturb"],
                          "statistic_s": res.seconds["statistic"], "estimate_s": res.seconds["estimate"],
                          "total_s": time.perf_counter() - t0, "iterations": res.info.get("iterations", "-"),
+                         "converged": res.info.get("converged", "-"),
                          "l1": res.l1})
     return pd.DataFrame(rows)
 
@@ -220,7 +221,7 @@ def main() -> None:
         f"## OD estimation time ({int(speed_big.users.iloc[0]):,} users, {int(speed_big.od_pairs.iloc[0]):,} OD "
         "pairs, epsilon = 4)", "",
         table(speed[["scheme", "estimator", "users", "od_pairs", "perturb_s", "statistic_s", "estimate_s",
-                     "total_s", "iterations", "l1"]], "{:.3f}"), "",
+                     "total_s", "iterations", "converged", "l1"]], "{:.3f}"), "",
         (f"The joint statistic of {int(speed_big.users.iloc[0]):,} users takes at most "
          f"{speed_big.statistic_s.max():.2f} s; the estimators work on it, not on users: the unbiased estimate "
          f"takes at most {speed_big[speed_big.estimator == 'unbiased'].estimate_s.max():.2f} s, EM at most "
