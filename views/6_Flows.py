@@ -62,7 +62,8 @@ estimator = session.bind(cfg, "flows_estimator", st.sidebar.selectbox, "Estimato
                               "mechanisms' own unbiased estimate (a baseline).")
 cfg.setdefault("flows_grid", 8)
 grid_side = int(session.bind(cfg, "flows_grid", st.sidebar.select_slider, "Grid side d", GRID_SIDES,
-                             valid=GRID_SIDES, help="d × d cells, so (d × d)² OD pairs."))
+                             valid=GRID_SIDES, help="d × d cells, so (d × d)² OD pairs. At d = 16 (65,536 pairs) "
+                                  "the Lasso estimator can take a minute."))
 st.sidebar.header("Navigation")
 cfg.setdefault("flows_theta", 40)
 theta = session.bind(cfg, "flows_theta", st.sidebar.select_slider, "Delay threshold θ (seconds)", THETAS,
