@@ -116,9 +116,18 @@ def _jsonable(value: Any) -> Any:
 
 
 def cmd_datasets(args: argparse.Namespace) -> int:
+    from ldpviz import trajectories
+    if getattr(args, "json", False):
+        rows = [{**row, "kind": "points"} for row in datasets.describe()] + trajectories.describe()
+        print(json.dumps(_jsonable(rows)))
+        return 0
     for row in datasets.describe():
         kind = "synthetic" if row["synthetic"] else "real"
         print(f"{row['name']:<20} {row['n']:>9,} points  {kind:<9}  {row['label']}")
+        print(f"{'':<20} regions: {', '.join(row['presets'])}")
+    for row in trajectories.describe():
+        print(f"{row['name']:<20} {row['n']:>9,} points  {'trajectories':<9}  {row['label']} "
+              f"({row['n_people']:,} people, {row['n_trips']:,} trips)")
         print(f"{'':<20} regions: {', '.join(row['presets'])}")
     print("Synthetic sets at any size up to 100,000,000 points: NAME:n=N, e.g. --dataset normal:n=10000000")
     return 0
@@ -192,11 +201,34 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_od(args: argparse.Namespace) -> int:
+    from ldpviz import od, trajectories
+    data: Any = args.dataset
+    if args.file:
+        data = trajectories.load_trajectory_file(args.file)
+        print(data.report.summary(), file=sys.stderr)
+    out = od.od_trials(data, args.mechanism, args.epsilon, args.grid, region=args.region,
+                       estimator=args.estimator, trials=args.trials, seed=args.seed, n_users=args.users,
+                       top_k=args.top_k, params=_params(args.param))
+    if args.json:
+        print(json.dumps(_jsonable(out)))
+        return 0
+    print(f"OD flows, {out['mechanism']} + {out['estimator']} on {out['n_users']:,} trips, grid {out['grid']} x "
+          f"{out['grid']} ({out['od_pairs']:,} OD pairs), {out['trials']} trial(s)")
+    print(f"  {out['guarantee']}")
+    print(f"  l1 {out['l1']:.4f}   top-{out['top_k']} precision {out['top_k_precision']:.2f}")
+    for reason, count in out["left_out"].items():
+        print(f"  left out: {count:,} {reason}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ldpviz", description="Private spatial distribution estimation: run and compare "
                                                 "mechanisms on location data.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    sub.add_parser("datasets", help="list bundled datasets and their region presets").set_defaults(fn=cmd_datasets)
+    ds = sub.add_parser("datasets", help="list bundled datasets (points and trajectories) and their region presets")
+    ds.add_argument("--json", action="store_true", help="print one JSON list (each dataset with its kind)")
+    ds.set_defaults(fn=cmd_datasets)
     sub.add_parser("mechanisms", help="list mechanisms, privacy models and parameters").set_defaults(
         fn=cmd_mechanisms)
     for name, fn, helptext in (("run", cmd_run, "run one scenario"),
@@ -237,6 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--scheduler", help="Dask scheduler address (tcp://host:8786) to run the sweep on a "
                                                 "cluster; needs pip install 'ldpviz[cluster]'")
         p.set_defaults(fn=fn)
+    _add_flow_commands(sub)
     from ldpviz import officer_cli
     officer_cli.add_commands(sub)
     from ldpviz import reproduce
@@ -244,6 +277,63 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_arguments(rp)
     rp.set_defaults(fn=reproduce.run_from_args)
     return parser
+
+
+def cmd_navigate(args: argparse.Namespace) -> int:
+    from ldpviz import navigation
+    res = navigation.navigation_for_dataset(args.dataset, args.mechanism, args.epsilon, args.theta, args.grid,
+                                            region=args.region, n_trips=args.trips, seed=args.seed,
+                                            speed_mps=args.speed, delay_s=args.delay, threshold=args.threshold,
+                                            params=_params(args.param))
+    out = {"dataset": args.dataset, **res.summary()}
+    if args.json:
+        print(json.dumps(_jsonable(out)))
+        return 0
+    print(f"navigation with {out['mechanism']} location updates at epsilon = {out['epsilon_per_update']:g}, "
+          f"theta = {out['theta_s']:g} s, {out['trips']} trips on a {out['grid']} x {out['grid']} grid")
+    print(f"  {out['guarantee']}")
+    print(f"  updates per trip (lambda): mean {out['mean_updates']:.2f}, max {out['max_updates']}; total privacy "
+          f"bound lambda x epsilon: mean {out['mean_total_epsilon']:.2f}, max {out['max_total_epsilon']:.2f}")
+    print(f"  relative Levenshtein distance to the fastest true route {out['rel_levenshtein']:.3f}; trip time "
+          f"deviation {out['trip_time_deviation_s']:.1f} s ({100 * out['trip_time_deviation_rel']:.1f}%)")
+    return 0
+
+
+def _add_flow_commands(sub: Any) -> None:
+    """``od`` and ``navigate``: the trajectory-input LBS of L-SRR Sec. 4."""
+    p = sub.add_parser("od", help="origin-destination flows under LDP (L-SRR Sec. 4.1)")
+    p.add_argument("--dataset", default="atlantic-storms",
+                   help="trajectory dataset, or a point dataset (gravity-model OD pairs)")
+    p.add_argument("--file", help="trajectory CSV/Parquet (person, lat, lon; optional trip, time) instead of --dataset")
+    p.add_argument("--region", help="region preset of the dataset (see 'ldpviz datasets')")
+    p.add_argument("--mechanism", default="srr", help="srr, grr, hr, olh-h or pldp")
+    p.add_argument("--epsilon", type=float, default=2.0, help="budget per OD pair (epsilon/2 per end)")
+    p.add_argument("--grid", type=int, default=8, help="grid side d (d x d cells, (d x d)^2 OD pairs)")
+    p.add_argument("--estimator", default="lasso", help="lasso (paper), em (maximum likelihood) or unbiased")
+    p.add_argument("--trials", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--users", type=int, help="number of trips (seeded subsample, or synthetic pairs)")
+    p.add_argument("--top-k", type=int, default=10, help="k of the top-k flow precision")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="mechanism parameter")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(fn=cmd_od)
+    p = sub.add_parser("navigate", help="traffic-aware navigation with LDP location updates (L-SRR Sec. 4.2)")
+    p.add_argument("--dataset", default="minneapolis-stops", help="dataset: its points are the traffic")
+    p.add_argument("--region", help="region preset of the dataset")
+    p.add_argument("--mechanism", default="srr", help="mechanism of each location update (see 'ldpviz mechanisms')")
+    p.add_argument("--epsilon", type=float, default=1.0, help="budget of ONE location update")
+    p.add_argument("--theta", type=float, default=40.0, help="delay threshold theta in seconds: update when "
+                                                              "the trip runs this much behind its prediction")
+    p.add_argument("--grid", type=int, default=32, help="grid side d: the road grid (d x d cells)")
+    p.add_argument("--trips", type=int, default=100, help="number of simulated trips")
+    p.add_argument("--speed", type=float, default=10.0, help="free-flow speed, m/s")
+    p.add_argument("--delay", type=float, help="seconds added per congested cell (default: a cell's free-flow time)")
+    p.add_argument("--threshold", type=float, help="users in a cell above which it is congested "
+                                                   "(default: twice the mean per cell)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="mechanism parameter")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(fn=cmd_navigate)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
