@@ -59,11 +59,14 @@ trajectory that stays 30 points in one cell counts once in the synthetic density
 times in D_T, which is one reason LDPTrace's per-point W2 is large.
 
 **PivotTrace** (Zhang et al., "Trajectory Data Collection with Local Differential
-Privacy", PVLDB 16(10), 2023) is *not* implemented: its perturbation uses each point's
-adjacent directions to restrict the perturbed point's region and an anchor-based method
-that adaptively restricts each trajectory's region, with parameters whose derivation we
-could not reconstruct faithfully from the description available to us; a guess would
-not be PivotTrace.
+Privacy", PVLDB 16(10), 2023) is *not* implemented. What we could read of it (the abstract
+and secondary summaries, not the full text) says each point is perturbed by "pivot
+sampling": its preceding and following points are pivots, the direction from a pivot
+(at a chosen direction granularity) restricts the region the perturbed point may fall
+in, and an anchor-based method adaptively restricts the region of a whole trajectory.
+The sampling probabilities, the budget split between directions and points and the
+anchor selection are not in what we could read, so any implementation would be a guess
+at them, not PivotTrace; the bench says PivotTrace is missing.
 """
 
 from __future__ import annotations
