@@ -330,6 +330,21 @@ class LDPTrace(TrajectoryMechanism):
         return np.concatenate(visited)
 
 
+def run_on_trajectories(frame: Any, grid: Grid, name: str, epsilon: float, rng: np.random.Generator,
+                        **params: Any) -> tuple[np.ndarray, Estimate, dict[str, int]]:
+    """App. D's seven steps on a ``person, seq, lon, lat`` table: ``(D_T, estimate, dropped)``.
+
+    ``dropped`` counts points outside the grid's region and people left without points
+    (:func:`ldpviz.trajgen.to_cells`); W2 between ``D_T`` and ``estimate.density`` is step (7).
+    """
+    from ldpviz.trajgen import to_cells
+
+    sequences, dropped = to_cells(frame, grid)
+    require(len(sequences) > 0, "no trajectory has a point inside the region")
+    mechanism = create(name, grid, epsilon, **params)
+    return point_density(sequences, grid.side), mechanism.run(sequences, rng), dropped
+
+
 MECHANISMS: dict[str, type[TrajectoryMechanism]] = {
     cls.name: cls for cls in (DAMEveryPoint, DAMOnePoint, LDPTrace)}
 
@@ -340,6 +355,6 @@ def create(name: str, grid: Grid, epsilon: float, **params: Any) -> TrajectoryMe
     return MECHANISMS[name](grid, epsilon, **params)
 
 
-__all__ = ["TrajectoryMechanism", "DAMEveryPoint", "DAMOnePoint", "LDPTrace", "MECHANISMS", "create",
+__all__ = ["run_on_trajectories", "TrajectoryMechanism", "DAMEveryPoint", "DAMOnePoint", "LDPTrace", "MECHANISMS", "create",
            "point_density", "person_density", "grid_path", "neighbour_table", "move_index",
            "UNIT_TRAJECTORY", "UNIT_LOCATION"]

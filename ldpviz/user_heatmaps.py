@@ -107,13 +107,14 @@ def person_distributions(frame: pd.DataFrame, grid: Grid, person: str = "person"
     outside = ok & ~inside
     binned = grid.bin_lonlat(lons[inside], lats[inside])
     require(binned.cells.size > 0, "no point with a person id lies inside the region")
-    all_people = pd.unique(ids[~no_id])
-    matrix = hm.user_histograms(ids[inside].to_numpy(), binned.cells, grid.n_cells)
-    people, points = np.unique(ids[inside].to_numpy(), return_counts=True)
-    return PersonDistributions(matrix, people, points, grid.side,
+    n_all_people = len(pd.unique(ids[~no_id]))
+    codes, people = pd.factorize(ids[inside])          # any id type, mixed types included
+    matrix = hm.user_histograms(codes, binned.cells, grid.n_cells)
+    points = np.bincount(codes)
+    return PersonDistributions(matrix, np.asarray(people), points, grid.side,
                                {"missing person id": int(no_id.sum()), "missing coordinate": int(no_xy.sum()),
                                 "outside the region": int(outside.sum())},
-                               int(len(all_people) - len(people)))
+                               int(n_all_people - len(people)))
 
 
 def level_sums_per_person(matrix: sp.csr_matrix, side: int, level: int) -> sp.csr_matrix:
@@ -229,6 +230,8 @@ def shuffle_measure(dists: PersonDistributions, epsilon: float, rng: np.random.G
         z = np.asarray(per.sum(axis=0)).ravel().astype(np.int64)
         alpha = math.exp(-budgets[j] / B)
         if per_person:
+            require(n * z.size <= 20_000_000, f"per-person noise for {n:,} people x {z.size:,} coordinates is too "
+                                              f"large to simulate; use per_person=False (same distribution)")
             noise = polya_noise((n, z.size), n, alpha, rng).sum(axis=0)
         else:
             noise = polya_noise((z.size,), 1, alpha, rng)
@@ -262,6 +265,7 @@ def user_level_heatmap(dists: PersonDistributions, method: str, epsilon: float, 
     require(method in METHODS, f"method must be one of {', '.join(METHODS)}; got {method!r}")
     epsilon = validate_epsilon(epsilon)
     require(shuffle is None or method == "dp-heatmap", "the shuffle-model variant (App. F) is for dp-heatmap only")
+    require(0 < top_percent <= 100, f"top_percent must be in (0, 100], got {top_percent!r}")
     aggregate = dists.aggregate()
     info: dict[str, Any] = {"people": dists.n_people, "points": int(dists.points.sum()),
                             "sensitivity": SENSITIVITY, "dropped_rows": dict(dists.dropped),

@@ -90,3 +90,14 @@ def test_bad_input():
         tm.DAMOnePoint(GRID, 1.0).run([np.array([64])], np.random.default_rng(0))
     with pytest.raises(LdpvizInputError, match="unknown trajectory mechanism"):
         tm.create("pivottrace", GRID, 1.0)
+
+
+def test_run_on_a_generated_frame():
+    """The seven steps from a person/seq/lon/lat table: D_T over every point, an estimate, drops counted."""
+    from ldpviz import trajgen
+
+    frame = trajgen.minneapolis_trajectories(seed=1, n_trajectories=100, max_length=20)
+    grid = Grid(Region(**frame.attrs["region"]), 10)
+    truth, est, dropped = tm.run_on_trajectories(frame, grid, "ldptrace", 1.5, np.random.default_rng(0))
+    assert dropped == {"points_outside": 0, "people_without_points": 0}
+    assert truth.sum() == pytest.approx(1.0) and est.density.shape == (10, 10)

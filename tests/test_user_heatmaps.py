@@ -201,3 +201,17 @@ def test_emd_norm_simple_cases():
     assert uh.emd_norm(w) == pytest.approx(3.0)
     w[0, 3] = 0.0
     assert uh.emd_norm(w) == pytest.approx(6.0)
+
+
+def test_trajectory_frames_and_mixed_ids():
+    """A generated trajectory table feeds the user-level heatmap directly; mixed id types are distinct people."""
+    from ldpviz import trajgen
+
+    frame = trajgen.minneapolis_trajectories(seed=2, n_trajectories=40, max_length=30)
+    grid = Grid(Region(**frame.attrs["region"]), 16)
+    dists = uh.person_distributions(frame, grid)
+    assert dists.n_people == 40 and int(dists.points.sum()) == len(frame)
+    mixed = _frame({1: [(0, 0)], "1": [(1, 1)], "b": [(2, 2), (3, 3)]}, 4)
+    assert uh.person_distributions(mixed, Grid(REGION, 4)).n_people == 3
+    with pytest.raises(LdpvizInputError, match="top_percent"):
+        uh.user_level_heatmap(dists, "laplace-top", 1.0, np.random.default_rng(0), top_percent=0)
