@@ -297,6 +297,7 @@ class LDPTrace(TrajectoryMechanism):
         return Estimate(to_distribution(counts), raw=counts, info={
             "people": n_people, "max_len": max_len, "epsilon_length": eps_len, "epsilon_per_report": eps_r,
             "reports_per_person_at_most": budget["reports"], "epsilon_total": budget["total"],
+            "most_reports_sent": 1 + max(len(p) + 1 for p in cut),      # length + start + end + moves
             "synthetic_points": int(synthetic.size), "moves": self.n_moves})
 
     def _synthesise(self, n: int, start_w: np.ndarray, length_w: np.ndarray, move_w: np.ndarray,

@@ -39,6 +39,8 @@ def test_ldptrace_run_reports_its_budget():
     est = tm.LDPTrace(GRID, 1.5).run(seqs, np.random.default_rng(1))
     assert est.info["epsilon_total"] == pytest.approx(1.5)
     assert est.info["reports_per_person_at_most"] == est.info["max_len"] + 1
+    # nobody sends more than the length report plus max_len + 1 reports at eps_r each
+    assert est.info["most_reports_sent"] <= 1 + est.info["max_len"] + 1
     assert est.density.sum() == pytest.approx(1.0)
 
 
