@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8501
+# 127.0.0.1: this machine only. ADDRESS=0.0.0.0 shares the dashboard on your network (README).
+ADDRESS ?= 127.0.0.1
 
 .PHONY: run test test-fast install install-test bench clean
 
@@ -18,7 +20,7 @@ install-test: $(BIN)/python
 
 ## Set up and start the dashboard on the bundled dataset.
 run: install
-	$(BIN)/streamlit run app.py --server.port $(PORT) --server.headless true --browser.gatherUsageStats false
+	$(BIN)/streamlit run app.py --server.port $(PORT) --server.address $(ADDRESS) --server.headless true --browser.gatherUsageStats false
 
 ## Set up and run the whole test suite (statistical and browser tests included).
 test: install-test

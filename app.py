@@ -19,5 +19,6 @@ PAGES = [
     st.Page("views/3_Mechanisms.py", title="Mechanisms", url_path="Mechanisms"),
     st.Page("views/4_Data.py", title="Data", url_path="Data"),
     st.Page("views/5_Privacy_audit.py", title="Privacy audit", url_path="Privacy_audit"),
+    st.Page("views/6_Flows.py", title="Flows", url_path="Flows"),
 ]
 errors.run_page(st.navigation(PAGES))

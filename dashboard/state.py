@@ -53,10 +53,18 @@ def defaults() -> dict[str, Any]:
         "cell": None, "show_difference": False, "channel_side": 12,
         "audit_side": 8, "heatmap_filter": False, "sigma": 1.0, "blackbox": True, "blackbox_n": 2_000,
         "sweep_metrics": list(DEFAULT_SWEEP_METRICS), "draw": 0,
+        # The Flows page's choices (validated by the page against its options).
+        "flows_dataset": None, "flows_region": None, "flows_mechanism": "srr", "flows_estimator": "lasso",
+        "flows_grid": 8, "flows_theta": 40,
         # Kept in the session only (not in a link): the text of typed bounds (its parsed form is 'bbox'),
         # the Data page's column names.
         "bbox_text": "", "lat_column": "", "lon_column": "",
     }
+
+
+#: The Flows page's fields and their link keys.
+FLOWS_KEYS = {"flows_dataset": "fds", "flows_region": "freg", "flows_mechanism": "fmech",
+              "flows_estimator": "fest", "flows_grid": "fd", "flows_theta": "ftheta"}
 
 
 def known_datasets(uploads: Mapping[str, Any] = ()) -> list[str]:
@@ -234,6 +242,16 @@ def decode(query: Mapping[str, str], known_datasets: list[str] | None = None) ->
     take("bbn", set_blackbox_n)
     take("draw", set_draw)
     take("mets", set_sweep_metrics)
+    for field, key in FLOWS_KEYS.items():
+        if key in query:
+            value = str(query[key])
+            if field in ("flows_grid", "flows_theta"):
+                try:
+                    value = _number(value, int, 0, 10_000, key)
+                except LdpvizInputError as exc:
+                    warnings.append(f"link parameter '{key}' ignored: {exc}")
+                    continue
+            cfg[field] = value
     if "hf" in query:
         cfg["heatmap_filter"] = query.get("hf") == "1"
     if "bb" in query:
@@ -306,6 +324,9 @@ def encode(cfg: Mapping[str, Any], saved_regions: Mapping[str, Mapping[str, Regi
         out["smech"] = ",".join(cfg["sweep_mechanisms"])
     if cfg.get("cell") is not None:
         out["cell"] = f"{cfg['cell'][0]},{cfg['cell'][1]}"
+    for field, key in FLOWS_KEYS.items():
+        if cfg.get(field) is not None and cfg.get(field) != base[field]:
+            out[key] = _fmt(cfg[field])
     if cfg.get("show_difference"):
         out["diff"] = "1"
     if cfg.get("heatmap_filter"):

@@ -3,8 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard import compute, session, ui
-from ldpviz import experiment, mechanisms, metrics, viz
+from dashboard import compute, controls, longrun, session, ui
+from ldpviz import experiment, mechanisms, metrics, privacy_scale, viz
 
 cfg = session.setup_page("Compare")
 st.title("Compare mechanisms on the same data, ε and grid")
@@ -27,16 +27,15 @@ if data is None or not chosen:
     st.info("Choose at least one mechanism to compare.")
     st.stop()
 
-results = {}
-failed = {}
-bar = st.progress(0.0, text="Running ...")
-for i, name in enumerate(chosen):
-    try:
-        results[name] = compute.run_scenario(session.scenario(cfg, data, mechanism=name))
-    except Exception as exc:  # noqa: BLE001 -- shown per mechanism below, the others still run
-        failed[name] = exc
-    bar.progress((i + 1) / len(chosen), text=f"{i + 1} of {len(chosen)} mechanisms done")
-bar.empty()
+longrun.stopped_notice()
+with session.guard("the comparison"):
+    outcomes = compute.results_or_announce([session.scenario(cfg, data, mechanism=n) for n in chosen],
+                                           f"this comparison of {len(chosen)} mechanisms",
+                                           describe=lambda sc: by_name[sc.mechanism]["label"])
+if outcomes is None:
+    st.stop()
+results = {n: r for n, r in zip(chosen, outcomes) if not isinstance(r, Exception)}
+failed = {n: r for n, r in zip(chosen, outcomes) if isinstance(r, Exception)}
 for name, exc in failed.items():
     with session.guard(by_name[name]["label"]):
         raise exc
@@ -48,19 +47,31 @@ if results:
         ascending = ui.lower_is_better(metric)
         table = table.sort_values(metric, ascending=ascending).reset_index(drop=True)
         table["label"] = [by_name[n]["label"] for n in table["mechanism"]]
-        best = table.iloc[0]
-        msg = (f"Best for this data at ε = {cfg['epsilon']:g} by {ui.metric_label(metric)}: "
-               f"**{best['label']}** ({ui.fmt_metric(metric, best[metric])})")
-        if len(table) > 1 and int(cfg["trials"]) > 1:
-            second = table.iloc[1]
-            overlap = (best[f"{metric}_hi"] >= second[f"{metric}_lo"]) if ascending else \
-                (best[f"{metric}_lo"] <= second[f"{metric}_hi"])
-            if overlap:
-                msg += f", though its confidence interval overlaps {second['label']}'s"
-        elif int(cfg["trials"]) == 1:
-            msg += ". With one trial there are no confidence intervals; raise Trials for them"
-        st.success(msg + ".", icon=":material/emoji_events:")
+        table["model"] = [by_name[n]["privacy_model"] for n in table["mechanism"]]
+        caveat = privacy_scale.like_for_like(set(table["model"]))
+        lines = []
+        for model, group in table.groupby("model", sort=False):   # best first within each privacy model
+            best = group.iloc[0]
+            line = f"**{best['label']}** ({ui.fmt_metric(metric, best[metric])})"
+            if len(group) > 1 and int(cfg["trials"]) > 1:
+                second = group.iloc[1]
+                overlap = (best[f"{metric}_hi"] >= second[f"{metric}_lo"]) if ascending else \
+                    (best[f"{metric}_lo"] <= second[f"{metric}_hi"])
+                if overlap:
+                    line += f", though its confidence interval overlaps {second['label']}'s"
+            lines.append((session.model_tag(model), line, len(group)))
+        if len(lines) == 1:
+            msg = (f"Best for this data at ε = {cfg['epsilon']:g} by {ui.metric_label(metric)}: {lines[0][1]}.")
+        else:
+            msg = (f"Best within each privacy model at ε = {cfg['epsilon']:g} by {ui.metric_label(metric)}: "
+                   + "; ".join(f"{tag}: {line}" for tag, line, _ in lines) + ".")
+        if int(cfg["trials"]) == 1:
+            msg += " With one trial there are no confidence intervals; raise Trials for them."
+        st.success(msg, icon=":material/emoji_events:")
+        if caveat:
+            st.info(caveat + " No winner is named across models.", icon=":material/balance:")
         shown = [metric] + [k for k in ("w2_m", "aqe", "kl", "l1", "emd_l1_m") if k != metric]
+        table["label"] = [controls.short_label(by_name[n]) for n in table["mechanism"]]   # short: cells stay whole
         display = ui.confidence_table(table, "label", shown).rename(columns={"label": "mechanism"})
         display.insert(1, "privacy", [session.model_tag(by_name[n]["privacy_model"]) for n in table["mechanism"]])
         display["seconds"] = table["seconds"].round(2)

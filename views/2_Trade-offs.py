@@ -3,11 +3,10 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard import compute, session, state, ui
+from dashboard import compute, longrun, session, state, ui
 from ldpviz import experiment, mechanisms, metrics, viz
 from ldpviz.errors import LdpvizInputError
 
-MAX_AUTO_RUNS = 80   # bigger sweeps wait for the Run button
 
 cfg = session.setup_page("Trade-offs")
 st.title("Trade-offs: accuracy against ε, grid side and parameters")
@@ -47,7 +46,7 @@ if data is None or not chosen:
     st.info("Choose at least one mechanism.")
     st.stop()
 
-with session.guard("the sweep"):
+with session.guard("the sweep", where="above or in the sidebar"):
     kind = int if vary == "grid_side" else param_kind.get(vary, float)
     values = state.parse_values(values_text, kind)
     if vary == "epsilon":
@@ -72,19 +71,22 @@ with session.guard("the sweep"):
     n_runs = len(scenarios) * int(cfg["trials"])
     st.caption(f"{len(scenarios)} settings × {cfg['trials']} trials = {n_runs} runs; each setting is cached, "
                f"so revisiting a sweep is instant. Current setting: {axes[vary]} = {current if current is not None else 'default'}.")
-    go = n_runs <= MAX_AUTO_RUNS or st.button(f"Run {n_runs} runs", type="primary")
-    if not go:
-        st.info(f"This sweep has {n_runs} runs; press the button to start it (smaller sweeps start by themselves).")
+    longrun.stopped_notice()
+
+    def setting(sc) -> str:
+        return f"{by_name[sc.mechanism]['label']} at {vary} = {getattr(sc, vary, sc.param_dict.get(vary))}"
+
+    outcomes = compute.results_or_announce(scenarios, f"this sweep of {n_runs} runs", describe=setting)
+    if outcomes is None:
         st.stop()
-    bar = st.progress(0.0, text="Sweeping ...")
     tidy_rows, errors = [], []
-    for i, sc in enumerate(scenarios):
-        try:
-            tidy_rows += compute.sweep_rows(compute.run_scenario(sc))
-        except LdpvizInputError as exc:
-            errors.append(f"{by_name[sc.mechanism]['label']} at {vary} = {getattr(sc, vary, sc.param_dict.get(vary))}: {exc}")
-        bar.progress((i + 1) / len(scenarios), text=f"{i + 1} of {len(scenarios)} settings done")
-    bar.empty()
+    for sc, outcome in zip(scenarios, outcomes):
+        if isinstance(outcome, LdpvizInputError):
+            errors.append(f"{setting(sc)}: {outcome}")
+        elif isinstance(outcome, Exception):
+            raise outcome
+        else:
+            tidy_rows += compute.sweep_rows(outcome)
     for err in errors[:5]:
         st.error(err)
     if not tidy_rows:

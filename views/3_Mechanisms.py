@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compute, session, ui
-from ldpviz import mechanisms, viz
+from ldpviz import citations, mechanisms, viz
 from ldpviz.domain import Grid
 from ldpviz.errors import LdpvizInputError
 
@@ -35,7 +35,7 @@ st.header(cls.label)
 st.markdown(f"**{session.model_tag(row['privacy_model'])}** · {row['family']}")
 if row["summary"]:
     st.markdown(row["summary"])
-st.markdown(f"**Reference:** {row['reference']}")
+st.markdown(f"**Reference:** {citations.readable(row['reference'])}")
 with st.expander("How it works: the formulas (from the implementation's documentation)", expanded=False):
     st.code(inspect.cleandoc(cls.__doc__ or "No documentation."), language="text")
 if row["params"]:

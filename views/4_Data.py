@@ -8,9 +8,9 @@ import pandas as pd
 import pydeck as pdk
 import streamlit as st
 
-from dashboard import controls, session, uploads
+from dashboard import controls, session, state, uploads
 from ldpviz import datasets, viz
-from ldpviz.domain import Grid, Region
+from ldpviz.domain import MAX_REGION_SIDE_M, Grid, Region
 from ldpviz.errors import LdpvizInputError
 
 PREVIEW_SIDE = 64
@@ -18,18 +18,47 @@ PREVIEW_SIDE = 64
 DROP_WARNING_SHARE = 0.05
 
 
+#: An upload may be this large (server.maxUploadSize in .streamlit/config.toml says the same to the browser).
+MAX_UPLOAD_BYTES = 1024 * 2**20
+#: Fewer users per cell than this, on average over the region, and the page suggests a coarser grid.
+MIN_USERS_PER_CELL = 5
+
+
+def suggest_grid(n_users: int, side: int) -> None:
+    """When the region's users are too few for the grid (under MIN_USERS_PER_CELL a cell), offer a coarser d."""
+    if n_users >= MIN_USERS_PER_CELL * side * side:
+        return
+    fitting = [d for d in state.GRID_OPTIONS if n_users >= MIN_USERS_PER_CELL * d * d]
+    if not fitting:
+        st.warning(f"Only {n_users:,} people are in this region: too few for any grid (each cell would hold fewer "
+                   f"than {MIN_USERS_PER_CELL} on average), so every map will be mostly noise. Choose a larger "
+                   "region or add data.", icon=":material/grid_off:")
+        return
+    best = max(fitting)
+    st.warning(f"{n_users:,} people in this region over {side} × {side} = {side * side:,} cells is "
+               f"{n_users / side ** 2:.1f} per cell on average; with fewer than {MIN_USERS_PER_CELL} per cell the "
+               f"noise drowns the map. d = {best} gives {n_users / best ** 2:.0f} per cell.",
+               icon=":material/grid_on:")
+    st.button(f"Use d = {best}", on_click=lambda: session.cfg().update(grid_side=best), key="fix:grid")
+
+
 def upload_verdict(loaded: datasets.Dataset) -> tuple[str, str]:
-    """('success' | 'warning', message) for a loaded file: a large loss of rows is a warning with what to do."""
+    """('success' | 'warning', message) for a loaded file: a large loss of rows, or any changed row, is a warning
+    that says what to do."""
     report = loaded.report
     lost = report.rows_read - report.rows_kept if report else 0
     share = lost / report.rows_read if report and report.rows_read else 0.0
     kept = f"Loaded **{loaded.label}**: {loaded.n:,} points"
-    if share > DROP_WARNING_SHARE:
+    changed = {r: n for r, n in (getattr(report, "changed", None) or {}).items() if n}
+    if changed:
+        kept += " (" + ", ".join(f"{n:,} rows changed: {r}" for r, n in changed.items()) + ")"
+    if share > DROP_WARNING_SHARE or changed:
         reasons = ", ".join(f"{n:,} {r}" for r, n in report.dropped.items())
-        return ("warning", f"{kept}, but **{lost:,} of {report.rows_read:,} rows ({share:.0%}) were dropped** "
-                           f"({reasons}). Check the coordinate columns and their units (degrees, WGS 84) below, fix "
-                           "the file and upload it again; until then the map shows only the rows kept. It is the "
-                           "selected dataset on every page.")
+        loss = (f", but **{lost:,} of {report.rows_read:,} rows ({share:.0%}) were dropped** ({reasons})"
+                if share > DROP_WARNING_SHARE else "")
+        return ("warning", f"{kept}{loss}. Check the coordinate columns and their units (degrees, WGS 84) in the "
+                           "report below; if that is not what you meant, fix the file and upload it again. Until "
+                           "then the pages use the rows as kept. It is the selected dataset on every page.")
     dropped = f" ({lost:,} rows dropped, listed below)" if lost else ""
     return ("success", f"{kept}{dropped}. It is now the selected dataset on every page.")
 
@@ -48,13 +77,17 @@ if file is not None:
     attempt = (getattr(file, "file_id", file.name), lat_col.strip(), lon_col.strip())
     if ss.get("upload_attempt") != attempt:
         ss["upload_attempt"] = attempt
+        bar = st.progress(0.0, text=f"Reading {file.name} ...")
         try:
             loaded = datasets.load_file(file, filename=file.name, lat_column=lat_col.strip() or None,
-                                        lon_column=lon_col.strip() or None)
+                                        lon_column=lon_col.strip() or None, max_bytes=MAX_UPLOAD_BYTES,
+                                        progress=lambda f, m: bar.progress(min(max(f, 0.0), 1.0), text=m))
         except LdpvizInputError as exc:
+            bar.empty()
             ss["upload_message"] = ("error", f"**The file could not be used:** {exc}\n\nThe previous data "
                                               f"({controls.dataset_label(cfg['dataset'])}) stays selected.")
         else:
+            bar.empty()
             loaded = uploads.keep(loaded)
             ss["upload_message"] = upload_verdict(loaded)
             session.set_and_rerun(dataset=loaded.name, region=next(iter(loaded.presets)))
@@ -77,9 +110,11 @@ if report is not None:
     k2.metric("Rows kept", f"{report.rows_kept:,}")
     k3.metric("Rows dropped", f"{report.rows_read - report.rows_kept:,}")
     st.caption(report.summary())
-    if report.dropped:
-        st.dataframe(pd.DataFrame({"reason": list(report.dropped), "rows": list(report.dropped.values())}),
-                     hide_index=True)
+    rows = ([{"what happened": "dropped", "reason": r, "rows": n} for r, n in report.dropped.items() if n]
+            + [{"what happened": "kept, changed", "reason": r, "rows": n}
+               for r, n in (getattr(report, "changed", None) or {}).items() if n])
+    if rows:
+        st.dataframe(pd.DataFrame(rows), hide_index=True)
 else:
     st.subheader(data.dataset.label)
     st.caption(data.dataset.description)
@@ -99,6 +134,7 @@ with session.guard("the preview"):
     st.pydeck_chart(deck, height=460, key="map:preview")
     st.caption(f"Region '{region.name or 'custom'}': {len(binned.cells):,} points inside, {binned.n_outside:,} "
                f"outside. Blue outlines: the dataset's other regions.")
+    suggest_grid(len(binned.cells), int(cfg["grid_side"]))
 
     st.subheader("Save a region")
     st.markdown("Type the square you want to study; it joins the Region list in the sidebar on every page.")
@@ -107,7 +143,8 @@ with session.guard("the preview"):
         rname = c1.text_input("Name", "My area")
         lon = c2.number_input("Centre longitude", -180.0, 180.0, float(region.center_lon), format="%.5f")
         lat = c3.number_input("Centre latitude", -85.0, 85.0, float(region.center_lat), format="%.5f")
-        side_km = c4.number_input("Side (km)", 0.01, 2000.0, round(region.side_m / 2000, 3), format="%.3f")
+        side_km = c4.number_input("Side (km)", 0.01, MAX_REGION_SIDE_M / 1000, round(region.side_m / 2000, 3),
+                                  format="%.3f")
         save = st.form_submit_button("Save region")
     if save:
         name = rname.strip()
