@@ -135,15 +135,18 @@ def set_and_rerun(**changes: Any) -> None:
     st.rerun()
 
 
-# The sidebar and the other shared building blocks live in their own modules; pages reach them here.
-from dashboard.controls import (  # noqa: E402  (after the state layer they build on)
-    MODEL_MEANING, MODEL_TAGS, Data, data_controls, default_comparison, mechanism_picker, mechanism_rows,
-    mechanisms_multiselect, model_tag, param_controls, privacy_controls, run_controls, scenario,
-    show_resolved_defaults)
-from dashboard.errors import guard, nearest_power_of_two, offer_power_of_two, report_bug  # noqa: E402
+# The sidebar and the error helpers live in their own modules (which build on this one); pages reach them
+# here too, resolved on first use (PEP 562) so that importing either module first works.
+_ELSEWHERE = {
+    **dict.fromkeys(["MODEL_MEANING", "MODEL_TAGS", "Data", "data_controls", "default_comparison",
+                     "mechanism_picker", "mechanism_rows", "mechanisms_multiselect", "model_tag", "param_controls",
+                     "privacy_controls", "run_controls", "scenario", "show_resolved_defaults"], "dashboard.controls"),
+    **dict.fromkeys(["guard", "nearest_power_of_two", "offer_power_of_two", "report_bug"], "dashboard.errors"),
+}
 
-__all__ = ["CFG", "Data", "MODEL_MEANING", "MODEL_TAGS", "PAGE_ICON", "bind", "cfg", "current_query",
-           "data_controls", "default_comparison", "guard", "init", "keep", "mechanism_picker", "mechanism_rows",
-           "mechanisms_multiselect", "model_tag", "nearest_power_of_two", "offer_power_of_two", "param_controls",
-           "privacy_controls", "report_bug", "run_controls", "scenario", "set_and_rerun", "setup_page",
-           "show_resolved_defaults", "sync_url"]
+
+def __getattr__(name: str) -> Any:
+    if name in _ELSEWHERE:
+        import importlib
+        return getattr(importlib.import_module(_ELSEWHERE[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -99,7 +99,7 @@ class Evaluator:
         out = []
         for trial in range(trials or self.base.trials):
             rng = np.random.default_rng([self.base.seed, trial])
-            est = mech.estimate(mech.perturb(users, rng)) if mech.has_client else mech.run(users, rng)
+            est = mech.estimate(mech.collect(users, rng)) if mech.has_client else mech.run(users, rng)  # as experiment.run
             out.append(_score(self.metric, grid, true_density, users, est, self.queries))
         self.evaluations += 1
         return np.asarray(out, dtype=float)
