@@ -60,12 +60,12 @@ __all__ = ["BfmResult", "bfm_w2", "quad_ctransform", "HAVE_NUMBA"]
 #: True when the O(d^2) compiled c-transform is available.
 HAVE_NUMBA = _numba is not None
 #: Stop when the best dual value gained less than this fraction over the last _WINDOW iterations.
-BFM_RTOL = 1e-5
+BFM_RTOL = 1e-4
 _WINDOW = 10
 #: Initial step, times 1 / (largest cell probability) (paper Sec. 4.3 scales it by the densities' maximum).
 _SIGMA0 = 4.0
 #: Stop after this many back-and-forth iterations (each is two half-steps).
-BFM_MAX_ITER = 300
+BFM_MAX_ITER = 200
 #: Step-size adaptation (paper Sec. 4.3): grow when the ascent is > _UP of its prediction, shrink below _DOWN.
 _UP, _DOWN, _SCALE = 0.75, 0.25, 0.95
 _SHRINK_ON_DESCENT = 0.8
