@@ -8,7 +8,7 @@ optimal cost ``C`` gives ``W2^2 = 2 C``. The method ascends the Kantorovich dual
     J(phi) = sum_x phi(x) mu(x) + sum_y phi^c(y) nu(y),
     phi^c(y) = min_x c(x, y) - phi(x)                      (c-transform)
 
-alternately in ``phi`` and in ``psi = phi^c`` (their Algorithm 1):
+alternately in ``phi`` and in ``psi = phi^c`` (their back-and-forth iteration):
 
     phi <- phi + sigma (-Lap)^{-1} (mu - T_phi# nu);   psi <- phi^c
     psi <- psi + sigma (-Lap)^{-1} (nu - T_psi# mu);   phi <- psi^c
@@ -16,17 +16,17 @@ alternately in ``phi`` and in ``psi = phi^c`` (their Algorithm 1):
 * The c-transform of the quadratic cost on a grid is separable: a 1-D
   lower envelope of parabolas along columns, then along rows (Felzenszwalb &
   Huttenlocher's distance transform of sampled functions, linear time), so
-  one transform costs O(d^2) (paper Sec. 4.1 uses the equivalent
+  one transform costs O(d^2) (the paper computes the equivalent
   Legendre-Fenchel form ``phi^c = |y|^2/2 - (|x|^2/2 - phi)^*``).
 * ``T_phi(y) = y - grad phi^c(y)`` is the transport map of the current
-  potential; the gradient of J is ``mu - T_phi# nu`` (paper eq. 3.4). We
+  potential; the gradient of J is ``mu - T_phi# nu`` (as in the paper). We
   take ``grad phi^c`` by central differences and push each cell's mass
   forward by bilinear (cloud-in-cell) deposit at ``T_phi(y)``, a simple
-  stand-in for the paper's pushforward (Sec. 4.2, which the paper leaves
-  open to the implementer).
+  stand-in for the paper's own pushforward discretisation (our choice; see
+  docs/w2-method.md).
 * ``(-Lap)^{-1}`` is the H1 (Neumann) preconditioner, applied with a
-  DCT-II in O(d^2 log d) (paper Sec. 3.2, eq. 3.6 with theta_2 = 0).
-* The step ``sigma`` adapts as in the paper (Sec. 4.3): grown when the
+  DCT-II in O(d^2 log d) (the paper's H1 gradient ascent).
+* The step ``sigma`` adapts in the paper's manner: grown when the
   ascent achieves more than ``_UP`` of its first-order prediction, shrunk
   below ``_DOWN``.
 
@@ -62,11 +62,11 @@ HAVE_NUMBA = _numba is not None
 #: Stop when the best dual value gained less than this fraction over the last _WINDOW iterations.
 BFM_RTOL = 1e-4
 _WINDOW = 10
-#: Initial step, times 1 / (largest cell probability) (paper Sec. 4.3 scales it by the densities' maximum).
+#: Initial step, times 1 / (largest cell probability) (our choice: the step scales inversely with the densities).
 _SIGMA0 = 4.0
 #: Stop after this many back-and-forth iterations (each is two half-steps).
 BFM_MAX_ITER = 200
-#: Step-size adaptation (paper Sec. 4.3): grow when the ascent is > _UP of its prediction, shrink below _DOWN.
+#: Step-size adaptation: grow when the ascent is > _UP of its first-order prediction, shrink below _DOWN.
 _UP, _DOWN, _SCALE = 0.75, 0.25, 0.95
 _SHRINK_ON_DESCENT = 0.8
 
@@ -383,7 +383,7 @@ def bfm_potentials(mu: np.ndarray, nu: np.ndarray, *, rtol: float = BFM_RTOL, ma
 
 
 def _adapt(sigma: float, gain: float, predicted: float) -> float:
-    """Paper Sec. 4.3: compare the achieved ascent with its first-order prediction (a descent: shrink faster)."""
+    """Compare the achieved ascent with its first-order prediction (a descent: shrink faster)."""
     if predicted <= 0:
         return sigma
     if gain < 0:
