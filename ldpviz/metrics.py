@@ -64,7 +64,8 @@ Choosing a solver (``method="auto"``, issue 14 item 5 and issue 15 item 14)
    most :data:`SUPPORT_EXACT_MAX_PAIRS` (sparse maps, e.g. a few hundred users
    at d = 256): the certified multiscale solver, exact;
 3. otherwise W2 uses the back-and-forth method (:mod:`ldpviz.ot_grid`, about
-   a second at d = 256) and EMD-L1 exact transport between f x f block sums.
+   a second at d = 256) and EMD-L1 exact transport between f x f block sums
+   (f = ceil(d / :data:`BLOCKS_SIDE`)).
    Both are approximate and say so: :func:`w2_readout` / :func:`emd_l1_readout`
    return a :class:`TransportReadout` with the method and a certified interval
    ``[lower, upper]`` holding the exact value, and :func:`evaluate` hands them
@@ -101,9 +102,11 @@ __all__ = [
 #: (support of est) is at most this many pairs (a full 19x19 grid is 130 k);
 #: above it the multiscale solver is faster (from d = 24 on, see docs/w2-accuracy.md).
 AUTO_EXACT_MAX_PAIRS = 150_000
-#: ``method="blocks"`` sums larger grids into f x f blocks, f = ceil(d / FAST_MAX_SIDE); ``"auto"``
-#: runs the multiscale solver on full EMD-L1 grids up to this side.
+#: ``"auto"`` runs the multiscale solver on full EMD-L1 grids up to this side.
 FAST_MAX_SIDE = 128
+#: ``method="blocks"`` sums the grid into f x f blocks, f = ceil(d / BLOCKS_SIDE), so that the block
+#: grid is at most this side (the multiscale solver takes about a second there).
+BLOCKS_SIDE = 64
 #: ``"auto"`` runs the certified multiscale W2 solver on full grids up to this side (about a second);
 #: above it BFM unless the supports are small (SUPPORT_EXACT_MAX_PAIRS).
 AUTO_MULTISCALE_MAX_SIDE = 64
@@ -477,7 +480,7 @@ def _transport(p: np.ndarray, q: np.ndarray, metric: str, method: str) -> Transp
     # mass moves at most (f - 1) / sqrt(2) cells (W2) or f - 1 cells (L1) to its block centre, on
     # both sides, so the exact value is within sqrt(2) (f - 1), resp. 2 (f - 1), cells.
     d = p.shape[0]
-    f = -(-d // FAST_MAX_SIDE)
+    f = -(-d // BLOCKS_SIDE)
     if f == 1:
         return _transport(p, q, metric, "multiscale")
     v = dist(_ot_multiscale(_coarsen_by(p, f), _coarsen_by(q, f), metric)[0]) * f
@@ -508,7 +511,7 @@ def w2(true: Any, est: Any, *, cell_m: float = 1.0, method: str = "auto") -> flo
     at a fraction of the time and memory from d ~ 24 on; ``"bfm"`` -- the
     back-and-forth method of :mod:`ldpviz.ot_grid` (approximate: a certified
     lower bound, about a second at d = 256); ``"blocks"`` -- exact transport
-    between f x f block sums (f = ceil(d / :data:`FAST_MAX_SIDE`), within
+    between f x f block sums (f = ceil(d / :data:`BLOCKS_SIDE`), within
     sqrt(2) (f - 1) cells); ``"auto"`` -- exact methods wherever they are
     quick (see :func:`_choose_method`), else BFM. :func:`w2_readout` says which
     ran and bounds an approximate value. Returned in cells, or metres when

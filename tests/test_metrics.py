@@ -121,7 +121,7 @@ def test_w2_auto_above_threshold_is_exact():
 def test_block_approximation_is_within_its_stated_bound(monkeypatch):
     """method='blocks' sums f x f blocks: within sqrt(2)(f-1) (W2) and 2(f-1) (EMD-L1) cells of the exact
     value, and its readout is flagged approximate with an interval that holds the exact value."""
-    monkeypatch.setattr(metrics, "FAST_MAX_SIDE", 8)
+    monkeypatch.setattr(metrics, "BLOCKS_SIDE", 8)
     d, f = 20, 3                                  # ceil(20 / 8) = 3
     for seed in range(3):
         t = blobs(d, seed=seed)
