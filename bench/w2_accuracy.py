@@ -6,7 +6,7 @@ For W2 (squared Euclidean ground cost, DAM paper eq. 17) and EMD-L1
 * exact: POT's network simplex on the dense cost matrix between the supports
   (``metrics.w2(method="exact")``), and
 * fast: the multiscale sparse network simplex with a global dual certificate
-  (``metrics.w2(method="fast")``, ``metrics._ot_multiscale``),
+  (``metrics.w2(method="multiscale")``, formerly ``"fast"``; ``metrics._ot_multiscale``),
 
 on several kinds of density pairs and seeds, and write a Markdown report with
 the machine, the date, the seeds, relative errors and timings.
@@ -263,11 +263,13 @@ def report(results: dict, args, started: str, load0, load1, elapsed: float) -> s
         "",
         "- **exact**: `ot.emd2` (network simplex) on the dense cost matrix between the two supports "
         "(`metrics.w2(method=\"exact\")`).",
-        "- **fast**: `metrics._ot_multiscale` (`metrics.w2(method=\"fast\")`, used by `method=\"auto\"` above "
+        "- **fast**: `metrics._ot_multiscale` (`metrics.w2(method=\"multiscale\")`, formerly `\"fast\"`; "
+        "used by `method=\"auto\"` above "
         f"{metrics.AUTO_EXACT_MAX_PAIRS:,} support pairs): solve the 2x coarsened problem recursively, "
         "solve the fine problem on the pairs the coarse plan suggests (widened by the 3x3 coarse "
         "neighbourhood of each destination) with POT's sparse network simplex, then check the dual "
-        "certificate `c_ij - u_i - v_j >= -1e-9` over *all* pairs via a separable O(d^3) c-transform, "
+        "certificate `c_ij - u_i - v_j >= -1e-9` over *all* pairs via a separable c-transform (O(d^2) "
+        "lower envelope of parabolas for W2, O(d^3) for EMD-L1), "
         "adding violated pairs and re-solving until it holds. It is therefore exact, not approximate; "
         "the relative errors below are floating-point round-off.",
         "- Ground costs in cells: squared Euclidean for W2 (DAM paper eq. 17), Manhattan for EMD-L1 "
@@ -309,8 +311,11 @@ def report(results: dict, args, started: str, load0, load1, elapsed: float) -> s
         "the fast one above.",
         "- Far transport (blobs vs other blobs or vs uniform) needs more certificate rounds than "
         "near-identical densities; each round re-solves the sparse problem.",
-        f"- Grids larger than d = {metrics.FAST_MAX_SIDE} are summed into f x f blocks before the fast solver "
-        "(f = ceil(d / 128)); that is an approximation within sqrt(2) (f - 1) cells, not measured here.",
+        f"- `method=\"auto\"` runs this solver on full W2 grids up to d = {metrics.AUTO_MULTISCALE_MAX_SIDE} "
+        f"(EMD-L1: {metrics.FAST_MAX_SIDE}) and on any grid whose supports' product is at most "
+        f"{metrics.SUPPORT_EXACT_MAX_PAIRS:,} pairs; beyond, W2 uses the back-and-forth method and EMD-L1 "
+        "f x f block sums, both flagged approximate with a certified interval: see [w2-method.md](w2-method.md) "
+        "and, for BFM's time and error vs d, [w2-speed.md](w2-speed.md).",
         "",
     ]
     return "\n".join(lines)

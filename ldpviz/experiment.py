@@ -104,6 +104,13 @@ class Result:
     notes: list[str] = field(default_factory=list)
     received: dict[str, str] = field(default_factory=dict)   #: what phones sent in trial 0 (ldpviz.reports)
     coverage: list[str] = field(default_factory=list)   #: what the guarantee covers and what it does not
+    #: per trial, how each transport metric was computed (metrics.TransportReadout: solver name,
+    #: ``exact`` flag, and the interval holding the exact value), keyed as the metrics ("w2_m", "emd_l1_m")
+    readouts: list[dict[str, Any]] = field(default_factory=list)
+
+    def approximate_readouts(self) -> dict[str, Any]:
+        """The first trial's transport readouts that are approximate (empty when every value is exact)."""
+        return {k: r for k, r in (self.readouts[0] if self.readouts else {}).items() if not r.exact}
 
     @property
     def estimate(self) -> Estimate:
@@ -212,7 +219,7 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None) -> Result:
     mech = mechanisms.create(scenario.mechanism, grid, scenario.epsilon, **scenario.param_dict)
     t2 = time.perf_counter()
     queries = metrics.random_queries(scenario.query_rho, seed=scenario.seed)
-    estimates, rows = [], []
+    estimates, rows, readouts = [], [], []
     perturb_s = estimate_s = metrics_s = 0.0
     received: dict[str, str] = {}
     for trial in range(scenario.trials):
@@ -229,8 +236,10 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None) -> Result:
         if trial == 0:
             received = describe_reports(mech, reports, n)
         c = time.perf_counter()
+        readout: dict[str, metrics.TransportReadout] = {}
         row = metrics.evaluate(true_density, est, cell_m=grid.cell_m, n_users=n, true_points=users.unit,
-                               queries=queries)
+                               queries=queries, readouts=readout)
+        readouts.append(readout)
         d = time.perf_counter()
         perturb_s += b - a
         estimate_s += c - b
@@ -245,12 +254,15 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None) -> Result:
     timings = {"prepare": t1 - t0, "setup": t2 - t1, "perturb": perturb_s / trials,
                "estimate": estimate_s / trials, "metrics": metrics_s / trials,
                "total": time.perf_counter() - t0}
+    for key, r in readouts[0].items():
+        if not r.exact:
+            notes.append(r.note(metrics.METRIC_INFO[key]["label"], "m") + " (first trial; see Result.readouts)")
     if grid.region.scale_error > 0.01:
         notes.append(f"Distances in metres are accurate to within {100 * grid.region.scale_error:.2g}% across "
                      f"this region ({grid.region.projection} projection centred on it).")
     return Result(scenario, grid.region, grid, true_density, estimates, pd.DataFrame(rows), timings, n,
                   users.n_outside, mech.stated_guarantee(), notes, received,
-                  coverage(mech, grid.region, n, users.n_outside))
+                  coverage(mech, grid.region, n, users.n_outside), readouts)
 
 
 def coverage(mech: mechanisms.Mechanism, region: Region, n_users: int, n_outside: int = 0) -> list[str]:

@@ -24,8 +24,8 @@ Exact transport on a d x d grid
 centres exactly. For small supports this is POT's network simplex on the dense
 cost matrix (``method="exact"``). A dense cost matrix has (d^2)^2 entries, which
 at d = 64 is 16.8 M pairs and up to ~19 s of network simplex, and at d = 128
-(268 M pairs, 2 GB) does not fit comfortably in memory. ``method="fast"`` is a *multiscale, certified*
-solver (:func:`_ot_multiscale`) that returns the same optimum:
+(268 M pairs, 2 GB) does not fit comfortably in memory. ``method="multiscale"`` (formerly ``"fast"``,
+still accepted) is a *multiscale, certified* solver (:func:`_ot_multiscale`) that returns the same optimum:
 
 1. solve the problem on the 2x coarsened grid (recursively, down to
    ``_BASE_SIDE``), which says roughly where every cell's mass goes;
@@ -46,23 +46,38 @@ solver (:func:`_ot_multiscale`) that returns the same optimum:
    strictly adds pairs, so it ends).
 
 The result is the exact optimum up to ``_CERT_TOL`` in squared cells (the
-certificate bounds the gap between primal and dual), not an approximation, for
-grids up to :data:`FAST_MAX_SIDE`; larger grids are first summed into f x f
-blocks (an approximation with a stated bound, see :func:`w2`);
-``bench/w2_accuracy.py`` measures it against the dense solver and times it
-(``docs/w2-accuracy.md``). Other candidates were set aside: dropping
-negligible mass does not help because LDP estimates are dense; entropic
-(Sinkhorn) distances are biased by an amount that grows with the
-regularisation while their iteration count grows with its inverse; plain
-coarsening (exact W2 between 2x2 block sums) was measured at d = 64 to be
-off by up to 28% when W2 is about one cell. An exact method at the same
-speed needs no error budget.
+certificate bounds the gap between primal and dual), not an approximation.
+For W2 the certificate's c-transform is the O(d^2) lower envelope of
+parabolas of :mod:`ldpviz.ot_grid`. ``bench/w2_accuracy.py`` measures it
+against the dense solver and times it (``docs/w2-accuracy.md``). Other
+candidates were set aside: dropping negligible mass does not help because LDP
+estimates are dense; entropic (Sinkhorn) distances are biased by an amount
+that grows with the regularisation while their iteration count grows with its
+inverse; plain coarsening (exact W2 between 2x2 block sums) was measured at
+d = 64 to be off by up to 28% when W2 is about one cell.
+
+Choosing a solver (``method="auto"``, issue 14 item 5 and issue 15 item 14)
+---------------------------------------------------------------------------
+1. supports' product <= :data:`AUTO_EXACT_MAX_PAIRS`: dense exact;
+2. full grids up to :data:`AUTO_MULTISCALE_MAX_SIDE` (W2) or
+   :data:`FAST_MAX_SIDE` (EMD-L1), and any grid whose supports' product is at
+   most :data:`SUPPORT_EXACT_MAX_PAIRS` (sparse maps, e.g. a few hundred users
+   at d = 256): the certified multiscale solver, exact;
+3. otherwise W2 uses the back-and-forth method (:mod:`ldpviz.ot_grid`, about
+   a second at d = 256) and EMD-L1 exact transport between f x f block sums
+   (f = ceil(d / :data:`BLOCKS_SIDE`)).
+   Both are approximate and say so: :func:`w2_readout` / :func:`emd_l1_readout`
+   return a :class:`TransportReadout` with the method and a certified interval
+   ``[lower, upper]`` holding the exact value, and :func:`evaluate` hands them
+   out through its ``readouts`` argument. ``docs/w2-method.md`` explains BFM and
+   ``docs/w2-accuracy.md`` measures every path.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -70,6 +85,7 @@ import ot
 import scipy.sparse as sp
 
 from ldpviz.errors import LdpvizInputError, require
+from ldpviz.ot_grid import HAVE_NUMBA, bfm_w2, quad_ctransform
 from ldpviz.partition import Partition
 
 try:  # POT's low-level sparse network simplex, used only for its warm start
@@ -78,17 +94,25 @@ except ImportError:  # pragma: no cover - older or restructured POT
     _emd_c_sparse = None
 
 __all__ = [
-    "w2", "sliced_w2", "emd_l1", "kl", "l1", "mse", "pearson", "similarity",
-    "random_queries", "aqe", "evaluate", "METRIC_INFO",
+    "w2", "w2_readout", "sliced_w2", "emd_l1", "emd_l1_readout", "TransportReadout", "kl", "kl_sigma",
+    "l1", "mse", "pearson", "similarity", "random_queries", "aqe", "evaluate", "METRIC_INFO",
 ]
 
 #: ``method="auto"`` uses the dense exact solver while (support of true) x
 #: (support of est) is at most this many pairs (a full 19x19 grid is 130 k);
 #: above it the multiscale solver is faster (from d = 24 on, see docs/w2-accuracy.md).
 AUTO_EXACT_MAX_PAIRS = 150_000
-#: The multiscale solver works on grids up to this side; larger grids are first
-#: summed into f x f blocks (f = ceil(d / FAST_MAX_SIDE)), an approximation.
+#: ``"auto"`` runs the multiscale solver on full EMD-L1 grids up to this side.
 FAST_MAX_SIDE = 128
+#: ``method="blocks"`` sums the grid into f x f blocks, f = ceil(d / BLOCKS_SIDE), so that the block
+#: grid is at most this side (the multiscale solver takes about a second there).
+BLOCKS_SIDE = 64
+#: ``"auto"`` runs the certified multiscale W2 solver on full grids up to this side (about a second);
+#: above it BFM unless the supports are small (SUPPORT_EXACT_MAX_PAIRS).
+AUTO_MULTISCALE_MAX_SIDE = 64
+#: Above those sides ``"auto"`` still solves exactly (multiscale, on the supports) while the
+#: supports' product is at most this many pairs (sparse maps such as small-n heatmaps: seconds).
+SUPPORT_EXACT_MAX_PAIRS = 8_000_000
 #: ``method="exact"`` refuses dense cost matrices larger than this (8 bytes each).
 EXACT_MAX_PAIRS = 64_000_000
 #: Largest number of network-simplex iterations allowed (a cap, not a target).
@@ -222,6 +246,13 @@ def _ctransform(w: np.ndarray, metric: str, max_block: int = 1 << 22) -> np.ndar
     return H
 
 
+def _certificate_transform(w: np.ndarray, metric: str) -> np.ndarray:
+    """``min_j c(i, j) + w[j]``: O(d^2) lower envelope of parabolas for W2 (ldpviz.ot_grid), else O(d^3)."""
+    if metric == "sqeuclidean" and HAVE_NUMBA:
+        return 2.0 * quad_ctransform(-0.5 * w)      # |x - y|^2 + w = 2 (|x - y|^2 / 2 + w / 2)
+    return _ctransform(w, metric)
+
+
 def _emd_sparse(a: np.ndarray, b: np.ndarray, ei: np.ndarray, ej: np.ndarray, cost: np.ndarray,
                 warm: tuple[np.ndarray, np.ndarray] | None = None):
     """Exact OT restricted to the pairs ``(ei[k], ej[k])`` (POT's sparse network simplex).
@@ -304,7 +335,19 @@ def _ot_multiscale(p: np.ndarray, q: np.ndarray, metric: str, stats: dict | None
     li, lj = pos_a[S], pos_b[T]
     ok = (li >= 0) & (lj >= 0)
     keys = _unique_sorted(li[ok] * len(ib) + lj[ok])
+    return _certified_sparse(p, q, ia, ib, keys, metric, stats)
 
+
+def _certified_sparse(p: np.ndarray, q: np.ndarray, ia: np.ndarray, ib: np.ndarray, keys: np.ndarray,
+                      metric: str, stats: dict | None = None):
+    """Exact OT from an initial set of candidate pairs: sparse network simplex, then column generation
+    until the global dual certificate holds (steps 2-4 of the module docstring).
+
+    ``keys`` are ``i * len(ib) + j`` over the supports ``ia`` (of p) and ``ib`` (of q); the initial
+    set must admit a feasible plan.
+    """
+    d = p.shape[0]
+    a, b = p.ravel()[ia], q.ravel()[ib]
     rows_b, cols_b = np.divmod(ib, d)
     rounds = 0
     warm = None
@@ -316,7 +359,7 @@ def _ot_multiscale(p: np.ndarray, q: np.ndarray, metric: str, stats: dict | None
         # 3. certificate: min_j c_ij - v_j >= u_i for every source cell i
         w = np.full(d * d, np.inf)
         w[ib] = -v
-        H = _ctransform(w.reshape(d, d), metric).ravel()[ia]
+        H = _certificate_transform(w.reshape(d, d), metric).ravel()[ia]
         slack = H - u
         bad = np.flatnonzero(slack < -_CERT_TOL)
         if bad.size == 0:
@@ -359,29 +402,100 @@ def _coarsen_by(p: np.ndarray, factor: int) -> np.ndarray:
     return p.reshape(e // factor, factor, e // factor, factor).sum(axis=(1, 3))
 
 
-def _transport_cost(p: np.ndarray, q: np.ndarray, metric: str, method: str) -> float:
-    """Optimal transport cost (squared cells or cells) with the chosen solver."""
-    require(method in ("auto", "exact", "fast"),
-            f"method must be 'auto', 'exact' or 'fast', got {method!r}")
+@dataclass(frozen=True)
+class TransportReadout:
+    """One W2 or EMD-L1 value and how it was obtained (see :func:`w2_readout`, :func:`emd_l1_readout`).
+
+    ``method`` is ``"exact"`` (dense network simplex), ``"multiscale"`` (certified
+    multiscale network simplex: exact), ``"bfm"`` (back-and-forth method,
+    :mod:`ldpviz.ot_grid`: approximate) or ``"blocks"`` (exact transport between
+    f x f block sums: approximate). The exact value lies in ``[lower, upper]``
+    (both equal ``value`` when ``exact``). Same unit as ``value`` (cells, or
+    metres when ``cell_m`` was given).
+    """
+
+    value: float
+    method: str
+    exact: bool
+    lower: float
+    upper: float
+
+    def scaled(self, factor: float) -> "TransportReadout":
+        return TransportReadout(self.value * factor, self.method, self.exact, self.lower * factor,
+                                self.upper * factor)
+
+    def note(self, label: str, unit: str) -> str:
+        """One sentence for a page or a report; empty when the value is exact."""
+        if self.exact:
+            return ""
+        how = {"bfm": "back-and-forth method (Jacobs & Léger 2020), a certified lower bound",
+               "blocks": "exact transport between block sums"}.get(self.method, self.method)
+        return (f"{label} is approximate ({how}): the exact value lies between {self.lower:.4g} and "
+                f"{self.upper:.4g} {unit}.")
+
+
+#: Solver names accepted by ``method=`` ("fast" is the former name of "multiscale").
+W2_METHODS = ("auto", "exact", "multiscale", "fast", "bfm", "blocks")
+EMD_METHODS = ("auto", "exact", "multiscale", "fast", "blocks")
+
+
+def _choose_method(p: np.ndarray, q: np.ndarray, metric: str) -> str:
+    """What ``method="auto"`` runs (module docstring, "Choosing a solver")."""
     pairs = int(np.count_nonzero(p)) * int(np.count_nonzero(q))
+    d = p.shape[0]
+    if pairs <= AUTO_EXACT_MAX_PAIRS:
+        return "exact"
+    full_side = AUTO_MULTISCALE_MAX_SIDE if metric == "sqeuclidean" else FAST_MAX_SIDE
+    if d <= full_side or pairs <= SUPPORT_EXACT_MAX_PAIRS:
+        return "multiscale"
+    return "bfm" if metric == "sqeuclidean" else "blocks"
+
+
+def _transport(p: np.ndarray, q: np.ndarray, metric: str, method: str) -> TransportReadout:
+    """W2 (metric "sqeuclidean") or EMD-L1 ("cityblock") in cells, with the chosen solver."""
+    allowed = W2_METHODS if metric == "sqeuclidean" else EMD_METHODS
+    require(method in allowed, f"method must be one of {', '.join(repr(m) for m in allowed)}, got {method!r}")
     if method == "auto":
-        method = "exact" if pairs <= AUTO_EXACT_MAX_PAIRS else "fast"
+        method = _choose_method(p, q, metric)
+    if method == "fast":
+        method = "multiscale"
+
+    def dist(cost: float) -> float:
+        return math.sqrt(cost) if metric == "sqeuclidean" else cost
+
     if method == "exact":
+        pairs = int(np.count_nonzero(p)) * int(np.count_nonzero(q))
         require(pairs <= EXACT_MAX_PAIRS,
                 f"exact transport would need a {pairs:,}-entry cost matrix (more than "
-                f"{EXACT_MAX_PAIRS:,}); use method='fast', which gives the same optimum")
-        return _emd_dense(p, q, metric, want_plan=False)[0]
+                f"{EXACT_MAX_PAIRS:,}); use method='multiscale', which gives the same optimum")
+        v = dist(_emd_dense(p, q, metric, want_plan=False)[0])
+        return TransportReadout(v, "exact", True, v, v)
+    if method == "multiscale":
+        v = dist(_ot_multiscale(p, q, metric)[0])
+        return TransportReadout(v, "multiscale", True, v, v)
+    if method == "bfm":
+        r = bfm_w2(p, q)
+        return TransportReadout(r.value, "bfm", False, r.lower, r.upper)
+    # blocks: exact transport between f x f block sums (block centres f cells apart). Each cell's
+    # mass moves at most (f - 1) / sqrt(2) cells (W2) or f - 1 cells (L1) to its block centre, on
+    # both sides, so the exact value is within sqrt(2) (f - 1), resp. 2 (f - 1), cells.
     d = p.shape[0]
-    if d <= FAST_MAX_SIDE:
-        return _ot_multiscale(p, q, metric)[0]
-    # Beyond FAST_MAX_SIDE: exact transport between f x f blocks (block centres f cells apart),
-    # an approximation within sqrt(2) (f - 1) cells of W2 (each side moves <= (f - 1) / sqrt(2)).
-    f = -(-d // FAST_MAX_SIDE)
-    cost = _ot_multiscale(_coarsen_by(p, f), _coarsen_by(q, f), metric)[0]
-    return cost * (f * f if metric == "sqeuclidean" else f)
+    f = -(-d // BLOCKS_SIDE)
+    if f == 1:
+        return _transport(p, q, metric, "multiscale")
+    v = dist(_ot_multiscale(_coarsen_by(p, f), _coarsen_by(q, f), metric)[0]) * f
+    bound = (math.sqrt(2.0) if metric == "sqeuclidean" else 2.0) * (f - 1)
+    return TransportReadout(v, "blocks", False, max(v - bound, 0.0), v + bound)
 
 
 # ---- distances ---------------------------------------------------------------------
+
+def w2_readout(true: Any, est: Any, *, cell_m: float = 1.0, method: str = "auto") -> TransportReadout:
+    """:func:`w2` with the solver used and, when approximate, a certified interval for the exact value."""
+    p, q = _pair(true, est)
+    cell = _check_cell_m(cell_m)
+    return _transport(p, q, "sqeuclidean", method).scaled(cell)
+
 
 def w2(true: Any, est: Any, *, cell_m: float = 1.0, method: str = "auto") -> float:
     """2-Wasserstein distance with Euclidean ground cost between cell centres.
@@ -390,53 +504,59 @@ def w2(true: Any, est: Any, *, cell_m: float = 1.0, method: str = "auto") -> flo
     ``true`` and ``est`` (DAM paper, dam-disk-area-mechanism.md eq. 17 and
     Sec. VII-C, where W2 = sqrt(W2^2) is the headline metric).
 
-    ``method``: ``"exact"`` -- POT's network simplex (``ot.emd2``) on the dense
-    cost matrix between the two supports (zero-mass cells dropped);
-    ``"fast"`` -- the multiscale certified solver described in the module
-    docstring, which returns the same optimum (to 1e-9 squared cells) at a
-    fraction of the time and memory from d ~ 24 on; ``"auto"`` -- exact while the
-    supports' product is at most :data:`AUTO_EXACT_MAX_PAIRS`, else fast.
-    Grids larger than :data:`FAST_MAX_SIDE` are, for ``"fast"``/``"auto"``,
-    first summed into f x f blocks (f = ceil(d / FAST_MAX_SIDE)); that value is
-    within sqrt(2) (f - 1) cells of the exact W2 (both sides move by at most
-    (f - 1) / sqrt(2) cells). Returned in cells, or metres when ``cell_m`` is given.
+    ``method`` (module docstring, "Choosing a solver"): ``"exact"`` -- POT's
+    network simplex (``ot.emd2``) on the dense cost matrix between the two
+    supports (zero-mass cells dropped); ``"multiscale"`` (alias ``"fast"``) --
+    the certified multiscale solver, the same optimum (to 1e-9 squared cells)
+    at a fraction of the time and memory from d ~ 24 on; ``"bfm"`` -- the
+    back-and-forth method of :mod:`ldpviz.ot_grid` (approximate: a certified
+    lower bound, about a second at d = 256); ``"blocks"`` -- exact transport
+    between f x f block sums (f = ceil(d / :data:`BLOCKS_SIDE`), within
+    sqrt(2) (f - 1) cells); ``"auto"`` -- exact methods wherever they are
+    quick (see :func:`_choose_method`), else BFM. :func:`w2_readout` says which
+    ran and bounds an approximate value. Returned in cells, or metres when
+    ``cell_m`` is given.
     """
+    return w2_readout(true, est, cell_m=cell_m, method=method).value
+
+
+def emd_l1_readout(true: Any, est: Any, *, cell_m: float = 1.0, method: str = "auto") -> TransportReadout:
+    """:func:`emd_l1` with the solver used and, when approximate, a certified interval for the exact value."""
     p, q = _pair(true, est)
     cell = _check_cell_m(cell_m)
-    return math.sqrt(_transport_cost(p, q, "sqeuclidean", method)) * cell
+    return _transport(p, q, "cityblock", method).scaled(cell)
 
 
-def emd_l1(true: Any, est: Any, *, cell_m: float = 1.0) -> float:
+def emd_l1(true: Any, est: Any, *, cell_m: float = 1.0, method: str = "auto") -> float:
     """Earth Mover's Distance with the L1 (Manhattan) ground metric between cell centres.
 
     ``min_T sum_ij T_ij ||c_i - c_j||_1`` (dp-heatmaps-sparse-emd.md, Sec. 2.1),
-    between the normalised distributions. Solved exactly: dense network simplex
-    for small supports, else the same multiscale certified solver as
-    :func:`w2` with the cityblock cost (its certificate is exact for any
-    separable cost). Above :data:`FAST_MAX_SIDE` the f x f block approximation
-    of :func:`w2` applies (within 2 (f - 1) cells). Returned in cells, or metres
-    when ``cell_m`` is given.
+    between the normalised distributions. ``method``: ``"exact"`` (dense
+    network simplex), ``"multiscale"``/``"fast"`` (certified multiscale, exact
+    for any separable cost), ``"blocks"`` (f x f block sums, within 2 (f - 1)
+    cells) or ``"auto"``: exact up to d = :data:`FAST_MAX_SIDE` and, above it,
+    wherever the supports' product is at most :data:`SUPPORT_EXACT_MAX_PAIRS`;
+    blocks otherwise (flagged by :func:`emd_l1_readout`). Returned in cells, or
+    metres when ``cell_m`` is given.
     """
-    p, q = _pair(true, est)
-    cell = _check_cell_m(cell_m)
-    return _transport_cost(p, q, "cityblock", "auto") * cell
+    return emd_l1_readout(true, est, cell_m=cell_m, method=method).value
 
 
 def sliced_w2(true: Any, est: Any, *, cell_m: float = 1.0, n_projections: int = 200, seed: int = 0) -> float:
-    """Sliced 2-Wasserstein distance, normalised to be comparable with :func:`w2`.
+    """Sliced 2-Wasserstein distance, textbook scale: ``SW2 = sqrt(E_theta W2^2(P_theta p, P_theta q))``.
 
-    DAM paper (dam-disk-area-mechanism.md Sec. V-A, Definition 7): project both
-    distributions on lines and average the 1-D squared Wasserstein distances.
+    DAM paper (dam-disk-area-mechanism.md Sec. V-A, Definition 7, with p = 2 and
+    the uniform measure on directions): project both distributions on lines
+    through the origin and average the squared 1-D 2-Wasserstein distances.
     Computed with ``ot.sliced_wasserstein_distance(p=2)`` on the cell centres
     weighted by mass; the directions are ``n_projections`` evenly spaced angles
     in [0, pi) rotated by a random offset drawn from ``seed`` (stratified
     Monte Carlo: deterministic per seed and far less noisy than i.i.d. angles).
 
-    POT returns ``sqrt(mean_theta W2^2(proj_theta))``, which in 2-D is at most
-    ``W2 / sqrt(2)``. We multiply by ``sqrt(2)`` so that a pure translation by a
-    vector ``s`` gives exactly ``|s|`` and the value stays a lower bound on
-    :func:`w2` (``E_theta (theta . z)^2 = |z|^2 / 2``). In cells, or metres
-    with ``cell_m``.
+    No rescaling: a translation by a vector ``s`` gives ``|s| / sqrt(2)`` in 2-D
+    (``E_theta (theta . s)^2 = |s|^2 / 2``), and ``SW2 <= W2 / sqrt(2)`` for any
+    pair. (Until issue 15 this value was multiplied by sqrt(2).) In cells, or
+    metres with ``cell_m``.
     """
     p, q = _pair(true, est)
     cell = _check_cell_m(cell_m)
@@ -450,25 +570,62 @@ def sliced_w2(true: Any, est: Any, *, cell_m: float = 1.0, n_projections: int = 
         r, c = np.divmod(idx, d)
         return np.column_stack([c + 0.5, r + 0.5]).astype(float)
 
+    value = ot.sliced_wasserstein_distance(centres(ia), centres(ib), p.ravel()[ia], q.ravel()[ib],
+                                           p=2, projections=sliced_directions(n_projections, seed))
+    return float(value) * cell
+
+
+def sliced_directions(n_projections: int, seed: int = 0) -> np.ndarray:
+    """The ``(2, n)`` unit directions :func:`sliced_w2` uses: stratified angles in [0, pi)."""
     offset = np.random.default_rng(seed).uniform()
     angles = np.pi * (np.arange(n_projections) + offset) / n_projections
-    projections = np.vstack([np.cos(angles), np.sin(angles)])
-    value = ot.sliced_wasserstein_distance(centres(ia), centres(ib), p.ravel()[ia], q.ravel()[ib],
-                                           p=2, projections=projections)
-    return float(value) * math.sqrt(2.0) * cell
+    return np.vstack([np.cos(angles), np.sin(angles)])
 
 
-def kl(true: Any, est: Any, *, floor: float = 1e-10) -> float:
-    """Kullback-Leibler divergence KL(true || est) in nats.
+def kl_sigma(d: int) -> float:
+    """Smoothing (standard deviation in cells) that :func:`evaluate` uses for KL on a d x d grid:
+    d / 64 (the heatmap benchmark's sigma, bench/heatmap_claims.py), at least one cell."""
+    return max(1.0, d / 64.0)
+
+
+def _gaussian_smooth(p: np.ndarray, sigma: float) -> np.ndarray:
+    """Point masses at cell centres convolved with N(0, sigma^2 I), binned back to the cells and folded at the
+    region's edges (mirror), so no mass leaves the grid. The kernel is the exact binned Gaussian
+    ``Phi((k + 1/2) / sigma) - Phi((k - 1/2) / sigma)`` (truncated at 8 sigma, renormalised)."""
+    from scipy.ndimage import correlate1d
+    from scipy.special import ndtr
+    half = int(math.ceil(8 * sigma))
+    k = np.arange(-half, half + 1, dtype=float)
+    w = ndtr((k + 0.5) / sigma) - ndtr((k - 0.5) / sigma)
+    w /= w.sum()
+    out = correlate1d(p, w, axis=0, mode="reflect")
+    out = correlate1d(out, w, axis=1, mode="reflect")
+    return np.clip(out, 0.0, None) / out.sum()
+
+
+def kl(true: Any, est: Any, *, sigma: float = 0.0, floor: float = 1e-10) -> float:
+    """Kullback-Leibler divergence KL(true || est) in nats, optionally on Gaussian-smoothed maps.
 
     Heatmap metric of dp-heatmaps-sparse-emd.md (Sec. 4, "Metrics"; lower is
-    better). Zero cells: terms with ``true = 0`` contribute 0 (``0 log 0 = 0``);
-    ``est`` is floored at ``floor`` and renormalised, so KL stays finite when the
-    estimate misses a cell the truth uses. Always >= 0.
+    better). With ``sigma > 0`` (cells) both maps are first smoothed as the
+    paper's heatmaps are (Sec. 2: a Gaussian filter of variance sigma^2; here
+    the exact binned kernel, mirrored at the edges, see :func:`_gaussian_smooth`).
+    Smoothing is what makes KL informative when users are few (n << d^2): on
+    raw maps almost every cell the truth uses is empty or noisy in an estimate,
+    and the value is governed by ``floor``. On smoothed maps KL is bounded by
+    transport, ``KL <= W2^2 / (2 sigma^2)`` (Appendix B, Lemma B.2 and
+    convexity; the mirror fold and the binning only lower KL), so it ranks
+    estimates by how far mass moved. Zero cells: terms with ``true = 0``
+    contribute 0; ``est`` is floored at ``floor`` and renormalised, so KL stays
+    finite when the estimate misses a cell the truth uses. Always >= 0.
     """
     p, q = _pair(true, est)
     require(isinstance(floor, (int, float, np.floating)) and 0 < floor < 1,
             f"floor must be a number in (0, 1), got {floor!r}")
+    require(isinstance(sigma, (int, float, np.integer, np.floating)) and math.isfinite(sigma) and sigma >= 0,
+            f"sigma (KL smoothing, in cells) must be a number >= 0, got {sigma!r}")
+    if sigma > 0:
+        p, q = _gaussian_smooth(p, float(sigma)), _gaussian_smooth(q, float(sigma))
     q = np.maximum(q, floor)
     q = q / q.sum()
     mask = p > 0
@@ -650,8 +807,9 @@ METRIC_INFO: dict[str, dict[str, Any]] = {
     "w2_cells": {"label": "W2 (cells)", "lower_is_better": True,
                  "help": "2-Wasserstein distance in grid cells (DAM paper eq. 17), comparable across regions."},
     "sliced_w2_m": {"label": "Sliced W2 (m)", "lower_is_better": True,
-                    "help": "Sliced 2-Wasserstein distance in metres, scaled by sqrt(2) so it lower-bounds W2 "
-                            "(DAM paper Sec. V-A, Definition 7)."},
+                    "help": "Sliced 2-Wasserstein distance in metres: root mean square over directions of the "
+                            "1-D W2 of the projected maps (DAM paper Sec. V-A, Definition 7). Textbook scale: "
+                            "a shift by s reads s / sqrt(2), and it is at most W2 / sqrt(2)."},
     "emd_l1_m": {"label": "EMD, L1 (m)", "lower_is_better": True,
                  "help": "Earth Mover's Distance with Manhattan ground distance, in metres "
                          "(dp-heatmaps-sparse-emd.md Sec. 2.1)."},
@@ -659,8 +817,9 @@ METRIC_INFO: dict[str, dict[str, Any]] = {
             "help": "Average relative error of random range-count queries, bounded at 2% of users "
                     "(grid-decompositions-ug-privag-aag.md eq. 9)."},
     "kl": {"label": "KL divergence", "lower_is_better": True,
-           "help": "KL(true || estimate) in nats, estimate floored at 1e-10 "
-                   "(dp-heatmaps-sparse-emd.md Sec. 4, Metrics)."},
+           "help": "KL(true || estimate) in nats between the maps smoothed by a Gaussian of sd max(1, d/64) "
+                   "cells, as heatmaps are (dp-heatmaps-sparse-emd.md Sec. 4, Metrics); without smoothing a "
+                   "sparse truth makes KL a measure of empty cells, not of distance."},
     "l1": {"label": "L1 distance", "lower_is_better": True,
            "help": "Sum of absolute cell differences, 0 to 2 (dp-heatmaps-sparse-emd.md Sec. 1)."},
     "mse": {"label": "MSE", "lower_is_better": True,
@@ -677,14 +836,18 @@ METRIC_INFO: dict[str, dict[str, Any]] = {
 
 def evaluate(true_density: np.ndarray, estimate: Any, *, cell_m: float, n_users: int,
              true_points: np.ndarray | None = None, queries: np.ndarray | None = None,
-             rho: float = 0.01) -> dict[str, float]:
+             rho: float = 0.01, readouts: dict[str, TransportReadout] | None = None) -> dict[str, float]:
     """Every metric of :data:`METRIC_INFO` for one estimate, keyed as there.
 
     ``estimate`` is an :class:`~ldpviz.mechanisms.base.Estimate`: grid metrics
     use ``estimate.density``, AQE uses ``estimate.partition`` (the mechanism's
     own cells, grid paper eq. 8). AQE's true answers come from ``true_points``
     (exact counts) when given, else from ``true_density``; ``queries`` default
-    to ``random_queries(rho)`` (seed 0).
+    to ``random_queries(rho)`` (seed 0). KL is taken on maps smoothed by
+    :func:`kl_sigma` cells. Pass a dict as ``readouts`` to receive the
+    :class:`TransportReadout` of ``"w2_m"`` and ``"emd_l1_m"`` (in metres):
+    which solver ran, and the interval holding the exact value when it is
+    approximate (``readout.exact`` is False).
     """
     density = getattr(estimate, "density", estimate)
     partition = getattr(estimate, "partition", None)
@@ -697,14 +860,18 @@ def evaluate(true_density: np.ndarray, estimate: Any, *, cell_m: float, n_users:
         aqe_value = _aqe(true_points, partition, n_users, qs, 0.02, true_kind="points")
     else:
         aqe_value = _aqe(p, partition, n_users, qs, 0.02, true_kind="density")
-    w2_cells = w2(p, q)
+    w2_read = _transport(p, q, "sqeuclidean", "auto")
+    emd_read = _transport(p, q, "cityblock", "auto").scaled(cell)
+    if readouts is not None:
+        readouts["w2_m"] = w2_read.scaled(cell)
+        readouts["emd_l1_m"] = emd_read
     return {
-        "w2_m": w2_cells * cell,
-        "w2_cells": w2_cells,
+        "w2_m": w2_read.value * cell,
+        "w2_cells": w2_read.value,
         "sliced_w2_m": sliced_w2(p, q, cell_m=cell),
-        "emd_l1_m": emd_l1(p, q, cell_m=cell),
+        "emd_l1_m": emd_read.value,
         "aqe": aqe_value,
-        "kl": kl(p, q),
+        "kl": kl(p, q, sigma=kl_sigma(p.shape[0])),
         "l1": l1(p, q),
         "mse": mse(p, q),
         "pearson": pearson(p, q),

@@ -108,3 +108,21 @@ def test_cell_spread_is_the_trials_per_cell_sd_and_ci():
         experiment.run(SMALL).cell_spread()
     mean, lo, hi = r.metric_ci("w2_m")
     assert lo < mean < hi and mean == pytest.approx(r.metrics["w2_m"].mean())
+
+
+def test_approximate_transport_readout_is_flagged(monkeypatch):
+    """Issue 15.14: every Result says how W2 and EMD were computed; an approximate one (BFM, forced here by
+    lowering the thresholds) is flagged in Result.readouts and in a note giving the interval in metres."""
+    from ldpviz import metrics
+    r = experiment.run(SMALL)
+    assert len(r.readouts) == 1 and r.readouts[0]["w2_m"].exact and r.approximate_readouts() == {}
+    assert not any("approximate" in n for n in r.notes)
+    monkeypatch.setattr(metrics, "AUTO_EXACT_MAX_PAIRS", 0)
+    monkeypatch.setattr(metrics, "AUTO_MULTISCALE_MAX_SIDE", 4)
+    monkeypatch.setattr(metrics, "SUPPORT_EXACT_MAX_PAIRS", 0)
+    r = experiment.run(SMALL)
+    flagged = r.approximate_readouts()
+    assert set(flagged) == {"w2_m"} and flagged["w2_m"].method == "bfm"
+    w2 = r.metrics["w2_m"].iloc[0]
+    assert flagged["w2_m"].value == pytest.approx(w2) and flagged["w2_m"].lower <= w2 <= flagged["w2_m"].upper
+    assert any(n.startswith("W2 (m) is approximate") for n in r.notes)

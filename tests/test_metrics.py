@@ -118,16 +118,25 @@ def test_w2_auto_above_threshold_is_exact():
     assert metrics.w2(t, q) == pytest.approx(reference_w2(t, q), rel=1e-7)
 
 
-def test_block_approximation_above_fast_max_side_is_within_bound(monkeypatch):
-    """Above FAST_MAX_SIDE, W2 and EMD-L1 use f x f block sums: within sqrt(2)(f-1) and 2(f-1) cells."""
-    monkeypatch.setattr(metrics, "FAST_MAX_SIDE", 8)
+def test_block_approximation_is_within_its_stated_bound(monkeypatch):
+    """method='blocks' sums f x f blocks: within sqrt(2)(f-1) (W2) and 2(f-1) (EMD-L1) cells of the exact
+    value, and its readout is flagged approximate with an interval that holds the exact value."""
+    monkeypatch.setattr(metrics, "BLOCKS_SIDE", 8)
     d, f = 20, 3                                  # ceil(20 / 8) = 3
     for seed in range(3):
         t = blobs(d, seed=seed)
         q = noisy(t, seed=seed + 20, scale=3.0)
         exact_w2 = metrics.w2(t, q, method="exact")
-        assert abs(metrics.w2(t, q, method="fast") - exact_w2) <= math.sqrt(2) * (f - 1)
-        assert abs(metrics.emd_l1(t, q) - reference_w2(t, q, metric="cityblock")) <= 2 * (f - 1)
+        r = metrics.w2_readout(t, q, method="blocks")
+        assert r.method == "blocks" and not r.exact
+        assert abs(r.value - exact_w2) <= math.sqrt(2) * (f - 1)
+        assert r.lower <= exact_w2 <= r.upper
+        exact_emd = reference_w2(t, q, metric="cityblock")
+        e = metrics.emd_l1_readout(t, q, method="blocks")
+        assert abs(e.value - exact_emd) <= 2 * (f - 1) and e.lower <= exact_emd <= e.upper
+        # 'auto' stays exact here: the supports' product is below SUPPORT_EXACT_MAX_PAIRS
+        assert metrics.emd_l1_readout(t, q).exact
+        assert metrics.emd_l1(t, q) == pytest.approx(exact_emd, rel=1e-7)
 
 
 def test_w2_is_symmetric_and_scale_invariant():
@@ -149,22 +158,53 @@ def test_w2_rejects_bad_method_and_cell_size():
 
 # ---- sliced W2 -------------------------------------------------------------------------------
 
-def test_sliced_w2_is_a_lower_bound_of_w2():
-    """sqrt(2)-normalised sliced W2 <= W2 (E_theta (theta.z)^2 = |z|^2 / 2), up to 1% for the quadrature."""
+def textbook_sliced_w2(p: np.ndarray, q: np.ndarray, directions: np.ndarray) -> float:
+    """Independent SW2: per direction, the 1-D W2^2 from the two quantile functions (merged cumulative
+    weights), averaged over directions, square root (Bonneel et al. 2015; DAM paper Definition 7)."""
+    X = centres(p.shape[0])
+    a, b = p.ravel() / p.sum(), q.ravel() / q.sum()
+    total = 0.0
+    for theta in directions.T:
+        xa, xb = X @ theta, X @ theta
+        oa, ob = np.argsort(xa), np.argsort(xb)
+        ca, cb = np.cumsum(a[oa]), np.cumsum(b[ob])
+        levels = np.unique(np.concatenate([[0.0], ca, cb]))
+        levels = levels[levels <= 1.0]
+        mids = (levels[:-1] + levels[1:]) / 2
+        qa = xa[oa][np.minimum(np.searchsorted(ca, mids), len(ca) - 1)]
+        qb = xb[ob][np.minimum(np.searchsorted(cb, mids), len(cb) - 1)]
+        total += float(np.sum(np.diff(levels) * (qa - qb) ** 2))
+    return math.sqrt(total / directions.shape[1])
+
+
+def test_sliced_w2_matches_a_textbook_computation():
+    """sliced_w2 is the textbook SW2 = sqrt(mean_theta W2^2(projections)), no sqrt(2) factor (issue 15.18):
+    equal to an independent quantile-function computation on the same directions."""
+    rng = np.random.default_rng(12)
+    for seed in range(3):
+        p = blobs(12, seed=seed)
+        q = rng.random((12, 12)) * (rng.random((12, 12)) < 0.5)
+        expected = textbook_sliced_w2(p, q, metrics.sliced_directions(50, seed))
+        assert metrics.sliced_w2(p, q, n_projections=50, seed=seed) == pytest.approx(expected, rel=1e-5)
+
+
+def test_sliced_w2_is_at_most_w2_over_sqrt2():
+    """SW2 <= W2 / sqrt(2) in 2-D (E_theta (theta.z)^2 = |z|^2 / 2 for every displacement of the optimal plan),
+    up to 1% for the quadrature over directions."""
     rng = np.random.default_rng(7)
     for seed in range(4):
         p = blobs(16, seed=seed)
         q = noisy(p, seed=seed + 10) if seed % 2 else rng.random((16, 16))
-        assert metrics.sliced_w2(p, q) <= 1.01 * metrics.w2(p, q)
+        assert metrics.sliced_w2(p, q) <= 1.01 * metrics.w2(p, q) / math.sqrt(2)
 
 
-def test_sliced_w2_of_a_shift_is_the_shift():
-    """Translating a density by a vector s gives sliced W2 = |s| (in cells and in metres)."""
+def test_sliced_w2_of_a_shift_is_the_shift_over_sqrt2():
+    """Translating a density by a vector s gives SW2 = |s| / sqrt(2) (cells and metres) while W2 = |s|."""
     p = np.zeros((16, 16))
     p[2:6, 3:7] = np.arange(16).reshape(4, 4) + 1.0
     q = np.roll(np.roll(p, 3, axis=0), 2, axis=1)        # 3 cells north, 2 east
-    assert metrics.sliced_w2(p, q) == pytest.approx(math.sqrt(13), rel=1e-9)
-    assert metrics.sliced_w2(p, q, cell_m=10.0, seed=4) == pytest.approx(10 * math.sqrt(13), rel=1e-9)
+    assert metrics.sliced_w2(p, q) == pytest.approx(math.sqrt(13 / 2), rel=1e-9)
+    assert metrics.sliced_w2(p, q, cell_m=10.0, seed=4) == pytest.approx(10 * math.sqrt(13 / 2), rel=1e-9)
     assert metrics.w2(p, q) == pytest.approx(math.sqrt(13), rel=1e-9)
 
 
@@ -360,3 +400,106 @@ def test_aqe_zero_mass_raises():
     # ans_true / max(ans_true, b) with ans_true = area x n (uniform truth), b = 0.02 n.
     got = metrics.aqe(np.ones((4, 4)), Partition.uniform(np.zeros((4, 4))), n_users=10, queries=q)
     assert got == pytest.approx(1.0)  # every query has area 0.1 > 0.02, so each error is 1
+
+
+# ---- solver choice and readouts (issues 14.5 and 15.14) ---------------------------------------
+
+def test_auto_says_which_solver_ran():
+    """'auto' runs the dense exact solver on small supports, the certified multiscale one on full grids up to
+    AUTO_MULTISCALE_MAX_SIDE (W2) / FAST_MAX_SIDE (EMD), BFM beyond for W2 -- and the readout names it."""
+    small = metrics.w2_readout(point_mass(40, 1, 2), point_mass(40, 4, 6))
+    assert (small.method, small.exact, small.value) == ("exact", True, pytest.approx(5.0))
+    t = blobs(24, seed=5)
+    mid = metrics.w2_readout(t, noisy(t, seed=6))
+    assert mid.method == "multiscale" and mid.exact and mid.lower == mid.upper == mid.value
+    d = metrics.AUTO_MULTISCALE_MAX_SIDE + 8
+    assert d * d * d * d > metrics.SUPPORT_EXACT_MAX_PAIRS
+    big_p, big_q = blobs(d, seed=1), blobs(d, seed=2)
+    big = metrics.w2_readout(big_p, big_q)
+    assert big.method == "bfm" and not big.exact and big.lower <= big.value <= big.upper
+    assert "approximate" in big.note("W2 (m)", "m")
+    assert metrics.emd_l1_readout(big_p, big_q).method == "multiscale"
+    with pytest.raises(LdpvizInputError, match="method"):
+        metrics.emd_l1(big_p, big_q, method="bfm")     # BFM is for the quadratic cost only
+
+
+@pytest.mark.slow
+def test_one_cell_shift_at_d256_reads_one_cell():
+    """Issue 15.14: an estimate shifted by one cell at d = 256 reads W2 = 1 cell (the old block
+    approximation read 1.417). Sparse truth (n << d^2): solved exactly on the supports. Full-support truth:
+    BFM, within 1% and with a certified interval holding 1; EMD-L1 of the sparse pair is exactly 1 too."""
+    d = 256
+    rng = np.random.default_rng(0)
+    sparse = np.zeros((d, d))
+    cells = rng.integers(20, 230, size=(300, 2))
+    np.add.at(sparse, (cells[:, 0], cells[:, 1]), 1.0)
+    shifted = np.roll(sparse, 1, axis=1)
+    r = metrics.w2_readout(sparse, shifted)
+    assert r.exact and r.value == pytest.approx(1.0, abs=1e-9)
+    e = metrics.emd_l1_readout(sparse, shifted)
+    assert e.exact and e.value == pytest.approx(1.0, abs=1e-9)
+    dense = np.zeros((d, d))
+    dense[16:240, 16:240] = blobs(224, seed=3)
+    r = metrics.w2_readout(dense, np.roll(dense, 1, axis=0))
+    assert r.method == "bfm" and r.value == pytest.approx(1.0, rel=0.01) and r.lower <= 1.0 + 1e-9 <= r.upper
+
+
+def test_evaluate_fills_readouts_in_metres():
+    """evaluate(readouts=...) reports the solver of W2 and EMD-L1, in metres, consistent with the row."""
+    t = blobs(16, seed=3)
+    out: dict = {}
+    row = metrics.evaluate(t, Estimate(density=noisy(t, seed=4)), cell_m=50.0, n_users=200, readouts=out)
+    assert set(out) == {"w2_m", "emd_l1_m"}
+    assert out["w2_m"].value == pytest.approx(row["w2_m"]) and out["w2_m"].exact
+    assert out["emd_l1_m"].value == pytest.approx(row["emd_l1_m"])
+
+
+# ---- KL on smoothed maps (issue 15.15) ----------------------------------------------------------
+
+def sparse_truth(d: int, n: int, seed: int) -> np.ndarray:
+    """Histogram of n users on a d x d grid (n << d^2): mostly empty cells."""
+    rng = np.random.default_rng(seed)
+    cells = rng.integers(d // 4, 3 * d // 4, size=(n, 2))
+    h = np.zeros((d, d))
+    np.add.at(h, (cells[:, 0], cells[:, 1]), 1.0)
+    return h
+
+
+def test_smoothed_kl_is_bounded_by_transport():
+    """KL on maps smoothed by a Gaussian of sd sigma is <= W2^2 / (2 sigma^2) (heatmaps paper, App. B,
+    Lemma B.2 with convexity; mirror fold and binning only lower KL), for sparse and dense pairs."""
+    rng = np.random.default_rng(9)
+    for seed in range(3):
+        p = sparse_truth(24, 40, seed)
+        for q in (np.roll(p, seed + 1, axis=1), noisy(blobs(24, seed), seed, scale=2.0), rng.random((24, 24))):
+            w = metrics.w2(p, q)
+            for sigma in (1.0, 2.5):
+                assert metrics.kl(p, q, sigma=sigma) <= w * w / (2 * sigma * sigma) + 1e-9
+
+
+def test_smoothed_kl_ranks_shifts_by_distance_when_users_are_few():
+    """n = 60 users on a 64 x 64 grid, estimates = the truth shifted by 1, 3, 6 and 9 + 9 cells, and the
+    uniform map. Raw KL is governed by its 1e-10 floor: every shift reads 17-19 nats, not in order of the
+    distance, and the uniform map (EMD 16.6 cells) reads best of all. KL at evaluate's smoothing grows with
+    the shift, as EMD does, and prefers the 1-cell shift to the uniform map."""
+    d = 64
+    p = sparse_truth(d, 60, 1)
+    shifts = [np.roll(p, 1, axis=0), np.roll(p, 3, axis=0), np.roll(p, 6, axis=1),
+              np.roll(np.roll(p, 9, axis=0), 9, axis=1)]
+    uniform = np.ones((d, d))
+    raw = [metrics.kl(p, q) for q in shifts]
+    assert min(raw) > 15 and max(raw) < 1.2 * min(raw)                   # log(1e10) = 23: the floor governs
+    assert metrics.kl(p, uniform) < min(raw)
+    sigma = metrics.kl_sigma(d)
+    smooth = [metrics.kl(p, q, sigma=sigma) for q in shifts]
+    emd = [metrics.emd_l1(p, q) for q in shifts]
+    assert np.all(np.diff(smooth) > 0) and np.all(np.diff(emd) > 0)
+    assert smooth[0] < metrics.kl(p, uniform, sigma=sigma)
+
+
+def test_kl_rejects_bad_sigma():
+    """A negative or non-numeric smoothing is an input error."""
+    p = np.ones((4, 4))
+    for bad in (-1.0, float("nan"), "x"):
+        with pytest.raises(LdpvizInputError, match="sigma"):
+            metrics.kl(p, p, sigma=bad)

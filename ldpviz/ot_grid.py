@@ -1,0 +1,421 @@
+"""W2 between two densities on a d x d grid by the back-and-forth method.
+
+Jacobs & Léger, "A fast approach to optimal transport: the back-and-forth
+method", Numer. Math. 146 (2020) 513-544 (BFM). Quadratic cost
+``c(x, y) = |x - y|^2 / 2`` between cell centres (one unit apart), so the
+optimal cost ``C`` gives ``W2^2 = 2 C``. The method ascends the Kantorovich dual
+
+    J(phi) = sum_x phi(x) mu(x) + sum_y phi^c(y) nu(y),
+    phi^c(y) = min_x c(x, y) - phi(x)                      (c-transform)
+
+alternately in ``phi`` and in ``psi = phi^c`` (their back-and-forth iteration):
+
+    phi <- phi + sigma (-Lap)^{-1} (mu - T_phi# nu);   psi <- phi^c
+    psi <- psi + sigma (-Lap)^{-1} (nu - T_psi# mu);   phi <- psi^c
+
+* The c-transform of the quadratic cost on a grid is separable: a 1-D
+  lower envelope of parabolas along columns, then along rows (Felzenszwalb &
+  Huttenlocher's distance transform of sampled functions, linear time), so
+  one transform costs O(d^2) (the paper computes the equivalent
+  Legendre-Fenchel form ``phi^c = |y|^2/2 - (|x|^2/2 - phi)^*``).
+* ``T_phi(y) = y - grad phi^c(y)`` is the transport map of the current
+  potential; the gradient of J is ``mu - T_phi# nu`` (as in the paper). We
+  take ``grad phi^c`` by central differences and push each cell's mass
+  forward by bilinear (cloud-in-cell) deposit at ``T_phi(y)``, a simple
+  stand-in for the paper's own pushforward discretisation (our choice; see
+  docs/w2-method.md).
+* ``(-Lap)^{-1}`` is the H1 (Neumann) preconditioner, applied with a
+  DCT-II in O(d^2 log d) (the paper's H1 gradient ascent).
+* The step ``sigma`` adapts in the paper's manner: grown when the
+  ascent achieves more than ``_UP`` of its first-order prediction, shrunk
+  below ``_DOWN``.
+
+Certified bounds. Because the c-transform is exact on the grid, *every*
+iterate gives a dual value ``J <= C`` (weak duality), so the value returned,
+the best dual value seen, is a rigorous **lower bound** on the exact discrete
+W2. An **upper bound** comes from a feasible plan: each cell's mass moved to
+the four corners around ``T(y)`` (bilinear weights; its exact cost is summed),
+scaled down where it over-fills ``mu``, with the remainder matched by a
+quadtree plan (mass left unmatched inside 2^k-blocks travels at most
+``2 (2^k - 1)^2`` squared cells); or, by the triangle inequality, W2 to the
+pushed-forward density plus a quadtree bound on the rest. The smaller of the
+two is returned. ``W2`` lies in ``[lower, upper]`` whatever
+happened in the iterations; the bench (``bench/w2_accuracy.py``) measures how
+far the returned lower bound is from the exact value.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.fft as sfft
+
+try:  # numba compiles the linear-time lower envelope; without it a vectorised O(d^3) fallback runs.
+    import numba as _numba
+except ImportError:  # pragma: no cover - numba is a declared dependency
+    _numba = None
+
+__all__ = ["BfmResult", "bfm_w2", "quad_ctransform", "HAVE_NUMBA"]
+
+#: True when the O(d^2) compiled c-transform is available.
+HAVE_NUMBA = _numba is not None
+#: Stop when the best dual value gained less than this fraction over the last _WINDOW iterations.
+BFM_RTOL = 1e-4
+_WINDOW = 10
+#: Initial step, times 1 / (largest cell probability) (our choice: the step scales inversely with the densities).
+_SIGMA0 = 4.0
+#: Stop after this many back-and-forth iterations (each is two half-steps).
+BFM_MAX_ITER = 200
+#: Step-size adaptation: grow when the ascent is > _UP of its first-order prediction, shrink below _DOWN.
+_UP, _DOWN, _SCALE = 0.75, 0.25, 0.95
+_SHRINK_ON_DESCENT = 0.8
+
+
+@dataclass(frozen=True)
+class BfmResult:
+    """W2 by BFM: ``value`` (= ``lower``) and a certified ``[lower, upper]``, in cells."""
+
+    value: float
+    lower: float
+    upper: float
+    iterations: int
+    residual: float  #: final ``sum |mu - T# nu|`` of the smoothed pushforward
+
+
+# ---- c-transform -----------------------------------------------------------------------
+
+def _envelope_rows_py(f: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled below
+    """``out[r, p] = min_q (p - q)^2 / 2 + f[r, q]`` for every row (lower envelope of parabolas)."""
+    n_rows, n = f.shape
+    v = np.empty(n, dtype=np.int64)
+    z = np.empty(n + 1)
+    for r in range(n_rows):
+        g = f[r]
+        k = -1
+        for q in range(n):            # +inf entries (excluded cells) never enter the envelope
+            if g[q] == np.inf:
+                continue
+            if k < 0:
+                k = 0
+                v[0] = q
+                z[0] = -np.inf
+                z[1] = np.inf
+                continue
+            # where the parabola rooted at q overtakes the one rooted at v[k]
+            s = ((g[q] + 0.5 * q * q) - (g[v[k]] + 0.5 * v[k] * v[k])) / (q - v[k])
+            while s <= z[k]:          # z[0] = -inf ends the loop
+                k -= 1
+                s = ((g[q] + 0.5 * q * q) - (g[v[k]] + 0.5 * v[k] * v[k])) / (q - v[k])
+            k += 1
+            v[k] = q
+            z[k] = s
+            z[k + 1] = np.inf
+        if k < 0:
+            for p in range(n):
+                out[r, p] = np.inf
+            continue
+        k = 0
+        for p in range(n):
+            while z[k + 1] < p:
+                k += 1
+            dq = p - v[k]
+            out[r, p] = 0.5 * dq * dq + g[v[k]]
+
+
+if _numba is not None:
+    _envelope_rows = _numba.njit(cache=True, nogil=True)(_envelope_rows_py)
+else:  # pragma: no cover
+    _envelope_rows = None
+
+
+def _envelope_rows_numpy(f: np.ndarray, out: np.ndarray, max_block: int = 1 << 22) -> None:
+    n_rows, n = f.shape
+    k = np.arange(n, dtype=float)
+    D = 0.5 * (k[:, None] - k[None, :]) ** 2                 # D[q, p]
+    step = max(1, max_block // (n * n))
+    for s in range(0, n_rows, step):
+        out[s:s + step] = np.min(f[s:s + step, :, None] + D[None, :, :], axis=1)
+
+
+def quad_ctransform(phi: np.ndarray) -> np.ndarray:
+    """``phi^c(y) = min_x |x - y|^2 / 2 - phi(x)`` over a ``(d, d)`` grid of unit spacing (exact)."""
+    f = np.ascontiguousarray(-phi, dtype=float)
+    tmp = np.empty_like(f)
+    rows = _envelope_rows if _envelope_rows is not None else _envelope_rows_numpy
+    rows(f, tmp)                                     # along the last axis (columns)
+    tmpT = np.ascontiguousarray(tmp.T)
+    out = np.empty_like(tmpT)
+    rows(tmpT, out)                                  # then along rows
+    return np.ascontiguousarray(out.T)
+
+
+# ---- pushforward and preconditioner --------------------------------------------------------
+
+def _map(psi: np.ndarray):
+    """Bilinear footprint of ``T(y) = y - grad psi(y)`` (central differences, clipped to the grid).
+
+    Returns the lower-left target cell ``(i0, j0)`` and the fractional offsets ``(a, b)``.
+    """
+    d = psi.shape[0]
+    if d == 1:
+        z = np.zeros((1, 1))
+        return z.astype(np.int64), z.astype(np.int64), z, z
+    g0, g1 = np.gradient(psi)                       # one-sided differences at the edges
+    idx = np.arange(d, dtype=float)
+    t0 = np.clip(idx[:, None] - g0, 0.0, d - 1.0)   # target row coordinate
+    t1 = np.clip(idx[None, :] - g1, 0.0, d - 1.0)   # target column coordinate
+    i0 = np.minimum(np.floor(t0).astype(np.int64), d - 2)
+    j0 = np.minimum(np.floor(t1).astype(np.int64), d - 2)
+    return i0, j0, t0 - i0, t1 - j0
+
+
+def _corners(psi: np.ndarray, mass: np.ndarray):
+    """The four bilinear pieces ``(flat target, weight, cost per unit mass)`` of pushing ``mass`` by T."""
+    d = mass.shape[0]
+    i0, j0, a, b = _map(psi)
+    rr = np.arange(d, dtype=float)[:, None]
+    cc = np.arange(d, dtype=float)[None, :]
+    for di, wi in ((0, 1.0 - a), (1, a)):
+        for dj, wj in ((0, 1.0 - b), (1, b)):
+            ti, tj = np.minimum(i0 + di, d - 1), np.minimum(j0 + dj, d - 1)
+            yield (ti * d + tj).ravel(), (mass * wi * wj).ravel(), (0.5 * ((ti - rr) ** 2 + (tj - cc) ** 2)).ravel()
+
+
+def _pushforward_py(psi: np.ndarray, mass: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover
+    """Compiled loop of :func:`_pushforward` (same footprint as :func:`_map`)."""
+    d = mass.shape[0]
+    for y0 in range(d):
+        for y1 in range(d):
+            m = mass[y0, y1]
+            if m == 0.0:
+                continue
+            if y0 == 0:
+                g0 = psi[1, y1] - psi[0, y1]
+            elif y0 == d - 1:
+                g0 = psi[d - 1, y1] - psi[d - 2, y1]
+            else:
+                g0 = 0.5 * (psi[y0 + 1, y1] - psi[y0 - 1, y1])
+            if y1 == 0:
+                g1 = psi[y0, 1] - psi[y0, 0]
+            elif y1 == d - 1:
+                g1 = psi[y0, d - 1] - psi[y0, d - 2]
+            else:
+                g1 = 0.5 * (psi[y0, y1 + 1] - psi[y0, y1 - 1])
+            t0 = min(max(y0 - g0, 0.0), d - 1.0)
+            t1 = min(max(y1 - g1, 0.0), d - 1.0)
+            i0 = min(int(np.floor(t0)), d - 2)
+            j0 = min(int(np.floor(t1)), d - 2)
+            a = t0 - i0
+            b = t1 - j0
+            out[i0, j0] += m * (1.0 - a) * (1.0 - b)
+            out[i0, j0 + 1] += m * (1.0 - a) * b
+            out[i0 + 1, j0] += m * a * (1.0 - b)
+            out[i0 + 1, j0 + 1] += m * a * b
+
+
+_pushforward_compiled = _numba.njit(cache=True, nogil=True)(_pushforward_py) if _numba is not None else None
+
+
+def _pushforward(psi: np.ndarray, mass: np.ndarray) -> np.ndarray:
+    """Bilinear (cloud-in-cell) deposit of ``mass[y]`` at ``T(y) = y - grad psi(y)``."""
+    d = mass.shape[0]
+    if _pushforward_compiled is not None and d > 1:
+        out = np.zeros((d, d))
+        _pushforward_compiled(np.ascontiguousarray(psi), np.ascontiguousarray(mass), out)
+        return out
+    out = np.zeros(d * d)
+    for target, w, _ in _corners(psi, mass):
+        out += np.bincount(target, weights=w, minlength=d * d)
+    return out.reshape(d, d)
+
+
+class _Poisson:
+    """``(-Lap)^{-1}`` with Neumann boundaries on a d x d grid (DCT-II), mean-zero solution."""
+
+    def __init__(self, d: int):
+        k = np.arange(d)
+        lam = 2.0 - 2.0 * np.cos(np.pi * k / d)
+        self.denom = lam[:, None] + lam[None, :]
+        self.denom[0, 0] = 1.0
+
+    def __call__(self, r: np.ndarray) -> np.ndarray:
+        h = sfft.dctn(r, type=2, norm="ortho")
+        h /= self.denom
+        h[0, 0] = 0.0
+        return sfft.idctn(h, type=2, norm="ortho")
+
+
+# ---- upper bound -----------------------------------------------------------------------------
+
+def _quadtree_cost(supply: np.ndarray, demand: np.ndarray) -> float:
+    """Cost bound (in c = |.|^2/2) of matching ``supply`` to ``demand`` (equal totals) inside growing 2^k blocks."""
+    s, t = supply, demand
+    cost = 0.0
+    side = 1
+    while True:
+        m = np.minimum(s, t)
+        cost += float(m.sum()) * (side - 1) ** 2     # 0.5 * 2 (side - 1)^2: the block's squared diagonal / 2
+        s, t = s - m, t - m
+        if s.shape[0] == 1:
+            break
+        n = s.shape[0]
+        if n % 2:
+            s = np.pad(s, ((0, 1), (0, 1)))
+            t = np.pad(t, ((0, 1), (0, 1)))
+            n += 1
+        s = s.reshape(n // 2, 2, n // 2, 2).sum(axis=(1, 3))
+        t = t.reshape(n // 2, 2, n // 2, 2).sum(axis=(1, 3))
+        side *= 2
+    return cost
+
+
+def _upper_bound(psi: np.ndarray, mu: np.ndarray, nu: np.ndarray) -> float:
+    """Cost (c = |.|^2 / 2) of a feasible plan between ``mu`` and ``nu`` from the map of ``psi`` (module doc)."""
+    d = mu.shape[0]
+    pieces = list(_corners(psi, nu))
+    pushed = np.zeros(d * d)
+    for target, w, _ in pieces:
+        pushed += np.bincount(target, weights=w, minlength=d * d)
+    m = mu.ravel()
+    # keep the fraction min(1, mu / pushed) of what arrives at each cell: x-marginal min(pushed, mu)
+    keep = np.where(pushed > m, m / np.where(pushed > 0, pushed, 1.0), 1.0)
+    kept_cost = 0.0
+    freed = np.zeros(d * d)                           # the rest of each piece, counted at its source y
+    for target, w, c in pieces:
+        k = keep[target]
+        kept_cost += float(np.sum(w * k * c))
+        freed += w * (1.0 - k)
+    deficit = m - np.minimum(pushed, m)
+    fs, ds = float(freed.sum()), float(deficit.sum())  # equal up to round-off; match them exactly
+    if fs > 0 and ds > 0:
+        if fs > ds:
+            freed *= ds / fs
+        else:
+            deficit *= fs / ds
+    return kept_cost + _quadtree_cost(freed.reshape(d, d), deficit.reshape(d, d)) + abs(fs - ds) * (d - 1) ** 2
+
+
+def _upper_bound_triangle(psi: np.ndarray, mu: np.ndarray, nu: np.ndarray) -> float:
+    """A second certified bound on W2 (not on the cost): W2(nu, mu) <= W2(nu, m) + W2(m, mu) with
+    m = the bilinear pushforward of nu, W2(nu, m)^2 <= twice the exact cost of the deposit plan, and
+    W2(m, mu)^2 <= twice the quadtree cost of matching the residual where it lies (near the targets)."""
+    d = mu.shape[0]
+    pushed = np.zeros(d * d)
+    plan_cost = 0.0
+    for target, w, c in _corners(psi, nu):
+        pushed += np.bincount(target, weights=w, minlength=d * d)
+        plan_cost += float(np.sum(w * c))
+    diff = pushed.reshape(d, d) - mu
+    surplus, deficit = np.clip(diff, 0.0, None), np.clip(-diff, 0.0, None)
+    ss, ds = float(surplus.sum()), float(deficit.sum())
+    if ss > 0 and ds > 0:
+        if ss > ds:
+            surplus *= ds / ss
+        else:
+            deficit *= ss / ds
+    residual = _quadtree_cost(surplus, deficit) + abs(ss - ds) * (d - 1) ** 2
+    return math.sqrt(2.0 * plan_cost) + math.sqrt(2.0 * residual)
+
+
+# ---- the method ------------------------------------------------------------------------------
+
+def bfm_w2(mu: np.ndarray, nu: np.ndarray, *, rtol: float = BFM_RTOL, max_iter: int = BFM_MAX_ITER,
+           with_upper: bool = True) -> BfmResult:
+    """W2 (in cells) between two ``(d, d)`` probability arrays by the back-and-forth method.
+
+    ``mu`` and ``nu`` must be non-negative and sum to 1 (callers normalise).
+    Iterates until the best dual value gained less than ``rtol`` (relative)
+    over the last :data:`_WINDOW` iterations, or ``max_iter``. Returns the best
+    certified dual lower bound as ``value`` and, with ``with_upper``, a
+    certified upper bound from a feasible plan.
+    """
+    best, _, best_psi, it, residual = bfm_potentials(mu, nu, rtol=rtol, max_iter=max_iter)
+    mu = np.ascontiguousarray(mu, dtype=float)
+    nu = np.ascontiguousarray(nu, dtype=float)
+    lower = math.sqrt(2.0 * max(best, 0.0))
+    upper = (min(math.sqrt(2.0 * _upper_bound(best_psi, mu, nu)), _upper_bound_triangle(best_psi, mu, nu))
+             if with_upper else math.inf)
+    return BfmResult(value=lower, lower=lower, upper=max(upper, lower), iterations=it, residual=residual)
+
+
+def bfm_potentials(mu: np.ndarray, nu: np.ndarray, *, rtol: float = BFM_RTOL, max_iter: int = BFM_MAX_ITER):
+    """The BFM iterations: ``(best dual value, phi, psi = phi^c, iterations, residual)``.
+
+    Cost ``|x - y|^2 / 2``; ``mu``, ``nu`` non-negative, summing to 1. ``residual`` is the last
+    ``sum |mu - T# nu|`` of the smoothed pushforward (a convergence diagnostic, not a bound).
+    """
+    mu = np.ascontiguousarray(mu, dtype=float)
+    nu = np.ascontiguousarray(nu, dtype=float)
+    d = mu.shape[0]
+    solve = _Poisson(d)
+    s_phi = s_psi = _SIGMA0 / max(float(mu.max()), float(nu.max()))
+
+    def value(phi: np.ndarray, psi: np.ndarray) -> float:
+        return float(np.einsum("ij,ij->", phi, mu) + np.einsum("ij,ij->", psi, nu))
+
+    phi = np.zeros((d, d))
+    psi = quad_ctransform(phi)
+    current = value(phi, psi)
+    best, best_phi, best_psi = current, phi, psi
+    history = [best]
+    it = 0
+    residual = math.inf
+    found_phi = found_psi = False
+    for it in range(1, max_iter + 1):
+        rejected = False
+        # phi half-step on J(phi) = <phi, mu> + <phi^c, nu>, with psi = phi^c
+        grad = mu - _pushforward(psi, nu)
+        residual = float(np.abs(grad).sum())
+        step = solve(grad)
+        phi_new = phi + s_phi * step
+        psi_new = quad_ctransform(phi_new)
+        new = value(phi_new, psi_new)
+        if new < current and not found_phi:   # initial step too long: halve it and retry from the same iterate
+            s_phi *= 0.5
+            rejected = True
+        else:                                   # then the paper's rule: take the step, adapt sigma
+            found_phi = True
+            s_phi = _adapt(s_phi, new - current, s_phi * float(np.einsum("ij,ij->", step, grad)))
+            phi, psi, current = phi_new, psi_new, new
+        if current > best:
+            best, best_phi, best_psi = current, phi, psi
+        # psi half-step on I(psi) = <psi^c, mu> + <psi, nu>, with phi = psi^c (>= the old phi)
+        phi = quad_ctransform(psi)
+        current = value(phi, psi)
+        grad = nu - _pushforward(phi, mu)
+        step = solve(grad)
+        psi_new = psi + s_psi * step
+        phi_new = quad_ctransform(psi_new)
+        new = value(phi_new, psi_new)
+        if new < current and not found_psi:
+            s_psi *= 0.5
+            rejected = True
+        else:
+            found_psi = True
+            s_psi = _adapt(s_psi, new - current, s_psi * float(np.einsum("ij,ij->", step, grad)))
+            phi, psi = phi_new, psi_new
+        psi = quad_ctransform(phi)
+        current = value(phi, psi)
+        if current > best:
+            best, best_phi, best_psi = current, phi, psi
+        history.append(best)
+        if (not rejected and len(history) > _WINDOW
+                and best - history[-1 - _WINDOW] <= rtol * abs(best)):
+            break
+    return best, best_phi, best_psi, it, residual
+
+
+def _adapt(sigma: float, gain: float, predicted: float) -> float:
+    """Compare the achieved ascent with its first-order prediction (a descent: shrink faster)."""
+    if predicted <= 0:
+        return sigma
+    if gain < 0:
+        return sigma * _SHRINK_ON_DESCENT
+    ratio = gain / predicted
+    if ratio > _UP:
+        return sigma / _SCALE
+    if ratio < _DOWN:
+        return sigma * _SCALE
+    return sigma
