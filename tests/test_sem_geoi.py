@@ -118,7 +118,7 @@ def test_em_error_shrinks_with_n():
 
 
 def test_effective_params_report_the_chosen_subset_size():
-    """effective_params() fills subset_size with the k the mechanism uses (default: mutual-information choice)."""
+    """effective_params() fills subset_size with the k the mechanism uses (default: the paper's rule)."""
     grid = Grid(Region(0, 0, 1000), 6)
     auto = mechanisms.create("sem-geoi", grid, 1.0, calibration="raw")
     assert auto.param_values["subset_size"] is None
@@ -126,3 +126,17 @@ def test_effective_params_report_the_chosen_subset_size():
     assert 1 <= auto.k < grid.n_cells
     fixed = mechanisms.create("sem-geoi", grid, 1.0, calibration="raw", subset_size=3)
     assert fixed.effective_params()["subset_size"] == 3
+
+
+def test_default_subset_size_is_the_papers_rule():
+    """k = ceil(n / (e^eps + 1)) at the comparison's epsilon (DAM paper Sec. VII-C3: n^k = O(n^{n/e^eps})):
+    on 15 x 15 cells k = 25, 7, 2, 1 at eps = 2.1, 3.5, 5, 7; the mechanism uses it unless told otherwise,
+    and 'mutual-information' keeps the MI-bound choice at eps'."""
+    from ldpviz.mechanisms.sem_geoi import choose_subset_size, paper_subset_size
+    assert [paper_subset_size(225, e) for e in (2.1, 3.5, 5.0, 7.0)] == [25, 7, 2, 1]
+    assert paper_subset_size(2, 0.1) == 1 and paper_subset_size(10, 0.01) == 5
+    g = Grid(Region(0, 0, 1000), 6)
+    mech = mechanisms.create("sem-geoi", g, 1.0, calibration="raw")
+    assert mech.k == paper_subset_size(36, 1.0) == 10
+    mi = mechanisms.create("sem-geoi", g, 1.0, calibration="raw", subset_rule="mutual-information")
+    assert mi.k == choose_subset_size(6, 1.0)
