@@ -253,8 +253,8 @@ def main(argv: list[str] | None = None) -> int:
              f"{trials} trials (seeds {seed}..{seed + trials - 1}: trial t draws the data "
              f"and the reports from `default_rng(seed + t)`). W2 in units of the region side (mean ± sd). "
              f"Planar Laplace and SEM-Geo-I use the epsilon' that gives DAM's local privacy. "
-             f"Post-processing: each mechanism's default -- EM run to convergence for DAM, DAM-NS, HUEM, SEM-Geo-I "
-             f"and planar Laplace (ldpviz.estimation, rule 'converged'); SW-EMS at 256 buckets per axis for MDSW. "
+             f"Post-processing: each mechanism's default -- EM for DAM, DAM-NS, HUEM, SEM-Geo-I "
+             f"and planar Laplace (ldpviz.estimation's default rule: early stopping validated on 20% held-out reports, see docs/em-stopping.md); SW-EMS at 256 buckets per axis for MDSW. "
              f"SEM-Geo-I's subset size: k = ceil(n / (e^eps + 1)) (the paper's) unless the row says otherwise.\n"]
 
     # 1. main comparison at d = 15, eps = 3.5, with the baselines' other settings

@@ -5,9 +5,9 @@ This script runs the DAM paper's setting (bench/dam_claims.py: Normal and MNorma
 epsilon = 3.5, exact W2 in units of the region side) under four rules:
 
 * legacy 1e-3 / legacy 1e-4: the former absolute rule, Delta L < tol x number of cells (nats);
-* converged (the default): Delta L < 1e-9 x n, the maximum-likelihood / EMS fixed point;
+* converged: Delta L < 1e-9 x n, the maximum-likelihood / EMS fixed point;
 * holdout: early stopping at the iteration count that maximises the log-likelihood of 20% held-out
-  reports, then refitted on all reports.
+  reports, then refitted on all reports (the default).
 
 MDSW runs with plain EM at grid resolution here (``postprocess="em"``), so the rule matters for it too.
 Verdict sentences are generated from the numbers.
