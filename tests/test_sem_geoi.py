@@ -144,3 +144,14 @@ def test_default_subset_size_is_the_papers_rule():
     assert mech.k == paper_subset_size(36, 1.0) == 10
     mi = mechanisms.create("sem-geoi", g, 1.0, calibration="raw", subset_rule="mutual-information")
     assert mi.k == choose_subset_size(6, 1.0)
+
+
+def test_reports_are_sets_not_ordered_draws():
+    """A k-subset report lists its cells in a canonical (ascending) order, so the position of a cell in the
+    report carries nothing beyond the set (the draw itself picks the member nearest the user first)."""
+    tables = SubsetTables(5, 2.0, 4)
+    reports = tables.sample(np.full(3000, 12), np.random.default_rng(1))
+    assert np.all(np.diff(reports, axis=1) > 0)
+    # The user's own cell (12) is the nearest member most of the time; it must not sit in a fixed slot.
+    slots = np.nonzero(reports == 12)[1]
+    assert len(np.unique(slots)) > 1
