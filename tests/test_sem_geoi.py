@@ -155,3 +155,12 @@ def test_reports_are_sets_not_ordered_draws():
     # The user's own cell (12) is the nearest member most of the time; it must not sit in a fixed slot.
     slots = np.nonzero(reports == 12)[1]
     assert len(np.unique(slots)) > 1
+
+
+def test_paper_subset_size_that_cannot_be_calibrated_in_time_is_refused():
+    """32 x 32 cells at eps = 0.5: the paper's rule gives k = 387, still 154 after the local-privacy
+    feasibility cut, which would take minutes to calibrate; SEM-Geo-I says so in one line instead of hanging,
+    and the mutual-information rule still runs."""
+    with pytest.raises(LdpvizInputError, match="subset_rule='mutual-information'"):
+        mechanisms.create("sem-geoi", grid(32), 0.5)
+    assert mechanisms.create("sem-geoi", grid(32), 0.5, subset_rule="mutual-information").k >= 1

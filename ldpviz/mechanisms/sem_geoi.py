@@ -61,6 +61,10 @@ MAX_REPORTED_CELLS = 100_000_000
 LP_SAMPLES_PER_CELL = 8
 LP_SEED = 20170501
 EPS_PRIME_RANGE = (1e-3, 50.0)
+#: Work budget of the Monte Carlo LP calibration, in (samples x cells x k) per LP evaluation: beyond it
+#: (e.g. 32 x 32 cells at eps = 0.5, where the paper's rule gives k = 154: ~2.5 minutes) SEM-Geo-I is
+#: refused with a clear message, as the paper itself keeps d small at small eps (Sec. VII-C3).
+MAX_CALIBRATION_WORK = 200_000_000
 #: Calibration tolerance on log eps' (0.1 % in eps'; LP is flat in eps' where eps' is small).
 CALIBRATION_XTOL = 1e-3
 
@@ -260,6 +264,11 @@ class SEMGeoI(Mechanism):
             self.dam_lp_cells = lp_from_disk_channel(DAM(self.grid, self.epsilon).chan)
             if self.subset_size is None and self.subset_rule == "paper":
                 self.k_fixed = self._largest_feasible_k(self.k_paper, self.dam_lp_cells)
+            k = self.k_fixed or 1
+            require(k == 1 or LP_SAMPLES_PER_CELL * n * n * k <= MAX_CALIBRATION_WORK,
+                    f"SEM-Geo-I with k = {k} cells per report on {d} x {d} cells would take minutes to calibrate "
+                    f"(the paper keeps SEM-Geo-I to small grids at small epsilon); choose a smaller grid, a larger "
+                    f"epsilon, a smaller subset_size, or subset_rule='mutual-information'")
             self.eps_prime = self._calibrate(self.dam_lp_cells)
         self.tables = self._tables(self.eps_prime)
         self.k = self.tables.k
@@ -275,22 +284,26 @@ class SEMGeoI(Mechanism):
     def _largest_feasible_k(self, k: int, target: float) -> int:
         """The largest subset size <= k whose local privacy can still be brought down to ``target``.
 
-        A k-subset report hides the true cell among its k members whatever eps' is: at eps' =
-        EPS_PRIME_RANGE[1] the posterior is about uniform on the subset, so LP has a floor that
-        grows with k. Where the paper's k has a floor above DAM's LP (d = 15: k = 7 at eps = 3.5,
-        floor 6.7 cells vs DAM's 5.2), equal local privacy -- the premise of the paper's
-        comparison -- is impossible, so k is lowered (bisection on the Monte Carlo floor) until
-        it is not; ``k_paper`` keeps the paper's value for the record.
+        A k-subset report hides the true cell among its k members whatever eps' is: as eps' grows
+        the report is x plus k - 1 cells uniform among the others, the posterior is uniform on the
+        k members, and LP falls to its floor ((k - 1) / k) x (mean distance between two distinct
+        cells), which grows with k. Where the paper's k has a floor above DAM's LP (d = 15: k = 7
+        at eps = 3.5, floor 6.7 cells vs DAM's 5.2), equal local privacy -- the premise of the
+        paper's comparison -- is impossible, so k is lowered to the largest k whose floor is below
+        it (closed form), then checked once with the Monte Carlo LP at the largest eps' the
+        calibration searches (one step down if that misses); ``k_paper`` keeps the paper's value.
         """
-        def floor(kk: int) -> float:
-            return sem_lp_cells(SubsetTables(self.grid.side, EPS_PRIME_RANGE[1], kk))
-        if k <= 1 or floor(k) <= target:
+        n = self.grid.n_cells
+        if k <= 1 or n <= 2:
             return k
-        lo, hi = 1, k                       # floor(lo) <= target (k = 1: the floor is ~0), floor(hi) > target
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if floor(mid) <= target else (lo, mid)
-        return lo
+        dist = cell_distances(self.grid.side)
+        mean_other = float(dist.sum()) / (n * (n - 1))
+        share = target / mean_other                    # floor(k) <= target  <=>  (k - 1) / k <= share
+        feasible = k if share >= 1 else int(math.floor(1.0 / (1.0 - share) + 1e-9))
+        feasible = max(1, min(k, feasible))
+        while feasible > 1 and sem_lp_cells(SubsetTables(self.grid.side, EPS_PRIME_RANGE[1], feasible)) > target:
+            feasible -= 1
+        return feasible
 
     def _calibrate(self, target: float) -> float:
         """Solve LP(eps') = target for log eps' by Brent's method (LP falls as eps' grows).
