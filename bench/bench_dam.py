@@ -96,7 +96,7 @@ def main(argv=None) -> int:
              f"`bench/bench_dam.py`{' --quick' if args.quick else ''}: {args.users:,} users on a {args.side} x "
              f"{args.side} grid, epsilon = "
              f"{args.epsilon:g}, seed {SEED}, median of {args.repeats} repeats (setup excluded from the total: it is "
-             f"done once per (grid, epsilon)). Default parameters (EM post-processing, EMS for MDSW).\n",
+             f"done once per (grid, epsilon)). Default parameters (EM stopped by the shared held-out rule of ldpviz.estimation; SW-EMS at 256 buckets per axis for MDSW).\n",
              "| mechanism | setup s | perturb s | estimate s | perturb + estimate s | EM iterations | target | note |",
              "|---|---|---|---|---|---|---|---|"]
     for name, r, verdict, note in rows:

@@ -58,6 +58,7 @@ def readouts(result: Result, previous: dict[str, float] | None, seconds: float, 
     means = result.mean()
     spread = result.metrics.std(ddof=1, numeric_only=True) if len(result.metrics) > 1 else None
     keys = [k for k in READOUTS if k in means]
+    approximate = result.approximate_readouts() if hasattr(result, "approximate_readouts") else {}
     slots = [c for _ in range(2) for c in st.columns(3)]
     for col, key in zip(slots, keys):
         value = means[key]
@@ -65,9 +66,11 @@ def readouts(result: Result, previous: dict[str, float] | None, seconds: float, 
         if previous and key in previous and np.isfinite(previous[key]) and np.isfinite(value):
             change = value - previous[key]
             delta = f"{'+' if change >= 0 else '-'}{fmt_metric(key, abs(change))}"
-        col.metric(SHORT_LABELS.get(key, metric_label(key)), fmt_metric(key, value), delta=delta,
-                   delta_color="inverse" if lower_is_better(key) else "normal",
-                   help=f"**{metric_label(key)}.** {metrics.METRIC_INFO.get(key, {}).get('help', '')}")
+        approx = approximate.get(key)
+        col.metric(SHORT_LABELS.get(key, metric_label(key)), ("≈ " if approx else "") + fmt_metric(key, value),
+                   delta=delta, delta_color="inverse" if lower_is_better(key) else "normal",
+                   help=f"**{metric_label(key)}.** {metrics.METRIC_INFO.get(key, {}).get('help', '')}"
+                        + (f"\n\n{approx.note(metric_label(key), 'm')}" if approx else ""))
     slots[len(keys)].metric("Run time", f"{result.timings['total']:.2f} s",
                             delta="from cache" if cached else None, delta_color="off", delta_arrow="off",
                             help=f"perturb {result.timings['perturb']:.2f} s, estimate "

@@ -91,6 +91,10 @@ def test_calibration_matches_dam_local_privacy():
     dam_lp = local_privacy("dam", g, 2.0)
     assert local_privacy(sem) == pytest.approx(dam_lp, rel=0.02)
     assert sem.eps_prime > 0 and "calibrated" in sem.guarantee()
+    # The paper's k = ceil(64 / (e^2 + 1)) = 8 hides the cell among 8 members: its LP floor (eps' = 50)
+    # is above DAM's, so k is lowered to the largest size that can still match DAM's local privacy.
+    assert sem.k_paper == 8 and 1 < sem.k < 8
+    assert sem_lp_cells(SubsetTables(8, 50.0, sem.k)) <= dam_lp / g.cell_m < sem_lp_cells(SubsetTables(8, 50.0, sem.k + 1))
 
 
 def test_refuses_large_grids_and_oversized_reports():
@@ -119,7 +123,7 @@ def test_em_error_shrinks_with_n():
 
 
 def test_effective_params_report_the_chosen_subset_size():
-    """effective_params() fills subset_size with the k the mechanism uses (default: mutual-information choice)."""
+    """effective_params() fills subset_size with the k the mechanism uses (default: the paper's rule)."""
     grid = Grid(Region(0, 0, 1000), 6)
     auto = mechanisms.create("sem-geoi", grid, 1.0, calibration="raw")
     assert auto.param_values["subset_size"] is None
@@ -127,3 +131,37 @@ def test_effective_params_report_the_chosen_subset_size():
     assert 1 <= auto.k < grid.n_cells
     fixed = mechanisms.create("sem-geoi", grid, 1.0, calibration="raw", subset_size=3)
     assert fixed.effective_params()["subset_size"] == 3
+
+
+def test_default_subset_size_is_the_papers_rule():
+    """k = ceil(n / (e^eps + 1)) at the comparison's epsilon (DAM paper Sec. VII-C3: n^k = O(n^{n/e^eps})):
+    on 15 x 15 cells k = 25, 7, 2, 1 at eps = 2.1, 3.5, 5, 7; the mechanism uses it unless told otherwise,
+    and 'mutual-information' keeps the MI-bound choice at eps'."""
+    from ldpviz.mechanisms.sem_geoi import choose_subset_size, paper_subset_size
+    assert [paper_subset_size(225, e) for e in (2.1, 3.5, 5.0, 7.0)] == [25, 7, 2, 1]
+    assert paper_subset_size(2, 0.1) == 1 and paper_subset_size(10, 0.01) == 5
+    g = Grid(Region(0, 0, 1000), 6)
+    mech = mechanisms.create("sem-geoi", g, 1.0, calibration="raw")
+    assert mech.k == paper_subset_size(36, 1.0) == 10
+    mi = mechanisms.create("sem-geoi", g, 1.0, calibration="raw", subset_rule="mutual-information")
+    assert mi.k == choose_subset_size(6, 1.0)
+
+
+def test_reports_are_sets_not_ordered_draws():
+    """A k-subset report lists its cells in a canonical (ascending) order, so the position of a cell in the
+    report carries nothing beyond the set (the draw itself picks the member nearest the user first)."""
+    tables = SubsetTables(5, 2.0, 4)
+    reports = tables.sample(np.full(3000, 12), np.random.default_rng(1))
+    assert np.all(np.diff(reports, axis=1) > 0)
+    # The user's own cell (12) is the nearest member most of the time; it must not sit in a fixed slot.
+    slots = np.nonzero(reports == 12)[1]
+    assert len(np.unique(slots)) > 1
+
+
+def test_paper_subset_size_that_cannot_be_calibrated_in_time_is_refused():
+    """32 x 32 cells at eps = 0.5: the paper's rule gives k = 387, still 154 after the local-privacy
+    feasibility cut, which would take minutes to calibrate; SEM-Geo-I says so in one line instead of hanging,
+    and the mutual-information rule still runs."""
+    with pytest.raises(LdpvizInputError, match="subset_rule='mutual-information'"):
+        mechanisms.create("sem-geoi", grid(32), 0.5)
+    assert mechanisms.create("sem-geoi", grid(32), 0.5, subset_rule="mutual-information").k >= 1

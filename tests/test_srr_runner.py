@@ -11,7 +11,8 @@ import pytest
 from ldpviz import experiment, metrics
 from ldpviz.domain import Binned, Grid, Region
 from ldpviz.mechanisms import create
-from ldpviz.mechanisms.fo import grr_channel, hr_channel
+from ldpviz.mechanisms.fo import grr_channel
+from ldpviz.mechanisms.hadamard import hadamard_channel, hadamard_code
 
 ROOT = Path(__file__).resolve().parents[1]
 MECHANISMS = ["srr", "olh-h", "pldp", "grr-tiles", "hr-tiles"]
@@ -51,7 +52,11 @@ def test_knn_quality_importable_from_metrics():
     assert metrics.knn_quality(counts, counts, k=3)["precision"] == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("mechanism,channel", [("grr-tiles", grr_channel), ("hr-tiles", hr_channel)])
+def _hr_auto_channel(size: int, epsilon: float) -> np.ndarray:
+    return hadamard_channel(hadamard_code(size, epsilon))
+
+
+@pytest.mark.parametrize("mechanism,channel", [("grr-tiles", grr_channel), ("hr-tiles", _hr_auto_channel)])
 def test_tile_baselines_follow_their_oracle(mechanism, channel):
     """grr-tiles / hr-tiles: reports on D tiles follow the oracle's channel (chi-square p > 1e-3, seed 7),
     whose max ratio is e^eps; the estimate is unbiased enough to find the one occupied-heavy tile."""

@@ -100,3 +100,32 @@ def test_estimate_is_product_of_marginals():
     s = np.linalg.svd(est.density, compute_uv=False)
     assert s[1] < 1e-10 * s[0]
     assert est.density.sum() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("postprocess", ["ems-fine", "ems", "em"])
+def test_every_postprocessing_keeps_the_channel_epsilon_ldp(postprocess):
+    """The channel over grid cells (users uniform in their cell) has columns summing to 1 and max ratio
+    <= e^eps whatever the bucketisation the post-processing asks for (d = 6, eps = 2, users split)."""
+    mech = mechanisms.create("mdsw", grid(6), 2.0, postprocess=postprocess)
+    P = mech.channel()
+    np.testing.assert_allclose(P.sum(axis=0), 1.0, atol=1e-9)
+    assert (P.max(axis=1) / P.min(axis=1)).max() <= math.exp(2.0) * (1 + 1e-9)
+
+
+def test_default_smooths_at_a_fine_resolution_not_the_grid():
+    """Default is 'ems-fine' (SW-EMS at 256 buckets per axis, the paper's SW-EMS); on a 5 x 5 grid, where
+    EMS at grid resolution blurs each step over a fifth of the range, its L1 error on a concentrated product
+    distribution (100,000 users, eps = 3.5, seed 4) is below half of 'ems''s."""
+    g = grid(5)
+    rng = np.random.default_rng(4)
+    px = np.array([0.02, 0.06, 0.84, 0.06, 0.02])
+    truth = np.outer(px, px)
+    cells = rng.choice(25, size=100_000, p=truth.ravel())
+    users = in_cells(g, cells, rng)
+    default = mechanisms.create("mdsw", g, 3.5)
+    assert default.postprocess == "ems-fine" and default.sw.buckets == 256
+    err = {}
+    for pp in ("ems-fine", "ems"):
+        mech = mechanisms.create("mdsw", g, 3.5, postprocess=pp)
+        err[pp] = np.abs(mech.estimate(mech.perturb(users, np.random.default_rng(9))).density - truth).sum()
+    assert err["ems-fine"] < 0.5 * err["ems"], err

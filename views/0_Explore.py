@@ -102,6 +102,9 @@ with session.guard("this scenario"):
                "share one colour scale and one view. No basemap is drawn (nothing is fetched from a map server): "
                "the outline" + (" and light grid frame" if result.grid.side <= viz.MAX_GRID_LINES else " frames")
                + " the region.")
+    if getattr(result, "coverage", None):
+        with st.expander("What the guarantee covers, and what it does not"):
+            st.markdown("\n".join(f"- {line}" for line in result.coverage))
     if result.received:
         with st.expander("What the server received"):
             st.markdown("\n".join(f"- **{k[0].upper() + k[1:]}:** {v}" for k, v in result.received.items()))

@@ -54,6 +54,9 @@ from ldpviz.estimation import to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, NO_PRIVACY, Estimate, Mechanism, Param
 from ldpviz.mechanisms.path_cost import AGGREGATE, AUTO, PER_USER, choose_path
+from ldpviz.mechanisms.hadamard import (HR_VARIANT_PARAM, hadamard_aggregate_histogram, hadamard_channel,
+                                        hadamard_code, hadamard_estimate_counts, hadamard_histogram,
+                                        hadamard_perturb)
 
 FAMILY_FO = "Frequency oracles (grid cells)"
 PATHS = (AUTO, PER_USER, AGGREGATE)
@@ -891,35 +894,45 @@ class OUE(_GridOracle):
 class HR(_GridOracle):
     """Hadamard response over the d x d cells (Acharya et al. AISTATS'19; L-SRR Sec. 3.5, ref. [38]).
 
-    Reports are one of K = 2^ceil(log2(D+1)) Hadamard columns (log2 K bits);
-    see :func:`hr_perturb` and :func:`hr_estimate_counts`.
+    ``variant`` picks the code (:mod:`ldpviz.mechanisms.hadamard`): the paper's general-privacy
+    HR (B ~ e^eps blocks, their Sec. 5), the high-privacy HR (one block, their Sec. 4; the
+    module-level ``hr_*`` functions here), or ``auto``, the one with the smaller variance at
+    this (D, eps). Reports are one of K outputs (log2 K bits).
     """
 
     name = "hr"
     label = "HR (Hadamard response)"
     reference = "l-srr-staircase-randomized-response.md Sec. 3.5 and ref. [38] (Acharya, Sun, Zhang AISTATS'19)"
     summary = ("Each phone reports one code word, drawn with a boosted probability from a set tied to its cell "
-               "by a Hadamard matrix; the server inverts the code with one fast transform.")
-    params = (_PROJECTION, _path_param("the report histogram (a multinomial over the outputs plus a "
-                                       "uniform draw in its own code set for each informed user)"))
+               "by a Hadamard matrix; the server inverts the code with one fast transform per block.")
+    params = (_PROJECTION, _path_param("the report histogram (per informed value, binomial splits and uniform "
+                                       "multinomials within the parts of its code)"), HR_VARIANT_PARAM)
     has_channel = True
 
     def setup(self) -> None:
-        self.K = hr_output_size(self.grid.n_cells)
+        self.code = hadamard_code(self.grid.n_cells, self.epsilon, self.variant)
+        self.K = self.code.outputs
 
     def _per_user(self, users: Binned, rng: np.random.Generator) -> np.ndarray:
-        return hr_perturb(users.cells, self.grid.n_cells, self.epsilon, rng)
+        return hadamard_perturb(users.cells, self.code, rng)
+
+    def statistic(self, reports: Any) -> ReportHistogram:
+        """The report histogram over this instance's code (general or high-privacy HR)."""
+        if isinstance(reports, ReportHistogram):
+            return reports
+        return ReportHistogram(hadamard_histogram(reports, self.code), len(reports), PER_USER)
 
     def _aggregate(self, true_counts: np.ndarray, rng: np.random.Generator) -> ReportHistogram:
-        return hr_aggregate_histogram(true_counts, self.epsilon, rng)
+        return ReportHistogram(hadamard_aggregate_histogram(true_counts, self.code, rng), int(true_counts.sum()))
 
     def estimate_counts(self, reports: np.ndarray | ReportHistogram) -> np.ndarray:
-        return hr_estimate_counts(reports, self.grid.n_cells, self.epsilon)
+        hist = reports.counts if isinstance(reports, ReportHistogram) else hadamard_histogram(reports, self.code)
+        return hadamard_estimate_counts(hist, self.code)
 
     def _info(self) -> dict:
-        return {"outputs K": self.K}
+        return {"outputs K": self.K, "blocks B": self.code.blocks, "block size b": self.code.block_size}
 
     def channel(self) -> np.ndarray:
         """P[y, x], shape (K, D); built for grids up to 64 x 64."""
         require(self.grid.n_cells <= 4096, "the HR channel matrix is built only for grids up to 64 x 64")
-        return hr_channel(self.grid.n_cells, self.epsilon)
+        return hadamard_channel(self.code)

@@ -15,8 +15,18 @@ Implementation choices (the paper leaves them open or we could not check them):
   the subsets whose nearest member has rank j number C(n-1-j, k-1) and share d(x, S) =
   r_j, so draw j with probability ~ C(n-1-j, k-1) e^{-eps' r_j / 2}, then the other k-1
   members uniformly among the cells ranked after j.
-* Subset size k: as the DAM paper does for b (eq. 9), maximise the mutual-information
-  upper bound log C(n, k) - H(S | X) (uniform X), over a geometric set of candidate k.
+* Subset size k (``subset_rule``): by default the paper's baseline rule, k = ceil(n / (e^eps + 1))
+  at the budget eps of the comparison (:func:`paper_subset_size`). The DAM paper does not print
+  k, but Sec. VII-C3 says SEM-Geo-I's output domain grows as n^k = O(n^{n / e^eps}) as eps
+  falls, i.e. k ~ n / e^eps; n / (e^eps + 1) is the optimal size of the k-subset mechanism
+  (Ye & Barg 2018; Wang et al. 2016) that SEM extends, and what its authors most plausibly
+  used. (d = 15: k = 25, 7, 2, 1 at eps = 2.1, 3.5, 5, 7.) ``subset_rule="mutual-information"``
+  keeps the earlier choice: maximise the MI upper bound log C(n, k) - H(S | X) at the
+  calibrated eps', as DAM's eq. 9 does for b -- which picks k = 1 at the calibrated eps' (a
+  plain exponential mechanism) and handicaps SEM-Geo-I. With ``calibration='same-lp-as-dam'``
+  the paper's k can make equal local privacy impossible (a k-subset hides the true cell among
+  k members whatever eps', so LP has a floor above DAM's at small eps); k is then lowered to
+  the largest k whose floor is below DAM's LP (``_largest_feasible_k``; reported with each run).
 * Estimation: EM/EMS on how often each cell appears in the reports, with the
   membership channel P(v in S | x) / k (a composite likelihood); exact EM over whole
   subsets costs (reports x cells) per iteration.
@@ -53,6 +63,10 @@ MAX_REPORTED_CELLS = 100_000_000
 LP_SAMPLES_PER_CELL = 8
 LP_SEED = 20170501
 EPS_PRIME_RANGE = (1e-3, 50.0)
+#: Work budget of the Monte Carlo LP calibration, in (samples x cells x k) per LP evaluation: beyond it
+#: (e.g. 32 x 32 cells at eps = 0.5, where the paper's rule gives k = 154: ~2.5 minutes) SEM-Geo-I is
+#: refused with a clear message, as the paper itself keeps d small at small eps (Sec. VII-C3).
+MAX_CALIBRATION_WORK = 200_000_000
 #: Calibration tolerance on log eps' (0.1 % in eps'; LP is flat in eps' where eps' is small).
 CALIBRATION_XTOL = 1e-3
 
@@ -133,6 +147,9 @@ class SubsetTables:
                     chosen.append(np.argpartition(keys, k - 2, axis=1)[:, :k - 1])
                 ranks = np.concatenate(chosen, axis=1)
                 out[part] = self.order[x][ranks]
+        # A report is a *set*: the draw puts the member nearest to x first, which would tell the
+        # server more than S does (the audit certified a loss of 4.7 per cell at eps' = 1.05).
+        out.sort(axis=1)
         return out
 
 
@@ -175,6 +192,14 @@ def choose_subset_size(side: int, eps_prime: float) -> int:
     return best_k
 
 
+def paper_subset_size(n_cells: int, epsilon: float) -> int:
+    """k = ceil(n / (e^eps + 1)), clipped to [1, n - 1]: the k-subset mechanism's optimal size at
+    the comparison's budget eps (DAM paper Sec. VII-C3: SEM-Geo-I's output domain n^k = O(n^{n/e^eps}))."""
+    if n_cells <= 2:
+        return 1
+    return int(min(max(1, math.ceil(n_cells / (math.exp(epsilon) + 1) - 1e-9)), n_cells - 1))
+
+
 def sem_lp_cells(tables: SubsetTables) -> float:
     """LP of eq. (15)-(16) in cells: exact when k = 1 (the channel is then n x n), Monte Carlo otherwise."""
     if tables.k == 1:
@@ -215,8 +240,12 @@ class SEMGeoI(Mechanism):
         Param("calibration", str, "same-lp-as-dam",
               "'same-lp-as-dam': choose eps' so an attacker's expected error (local privacy) equals DAM's at this "
               "epsilon, as the paper compares; 'raw': epsilon is eps' per cell side", choices=("same-lp-as-dam", "raw")),
-        Param("subset_size", int, None, "cells per report k; default: maximise the mutual-information bound",
-              minimum=1),
+        Param("subset_size", int, None, "cells per report k; default: from subset_rule", minimum=1),
+        Param("subset_rule", str, "paper",
+              "how k is chosen when subset_size is not given: 'paper' = ceil(n / (e^eps + 1)) at this epsilon "
+              "(the k-subset mechanism's optimal size, as the DAM paper's baseline), 'mutual-information' = "
+              "maximise the mutual-information bound at the calibrated eps'",
+              choices=("paper", "mutual-information")),
         POSTPROCESS_PARAM,
     )
     has_channel = True
@@ -228,22 +257,55 @@ class SEMGeoI(Mechanism):
         n = d * d
         require(self.subset_size is None or self.subset_size < max(n, 2),
                 f"subset_size must be smaller than the number of cells ({n})")
+        self.k_paper = paper_subset_size(n, self.epsilon)
+        self.k_fixed = self.subset_size or (self.k_paper if self.subset_rule == "paper" else None)
         if self.calibration == "raw":
             self.eps_prime = self.epsilon * self.grid.cell_m / GEO_I_UNIT_M
             self.dam_lp_cells = None
         else:
             self.dam_lp_cells = lp_from_disk_channel(DAM(self.grid, self.epsilon).chan)
+            if self.subset_size is None and self.subset_rule == "paper":
+                self.k_fixed = self._largest_feasible_k(self.k_paper, self.dam_lp_cells)
+            k = self.k_fixed or 1
+            require(k == 1 or LP_SAMPLES_PER_CELL * n * n * k <= MAX_CALIBRATION_WORK,
+                    f"SEM-Geo-I with k = {k} cells per report on {d} x {d} cells would take minutes to calibrate "
+                    f"(the paper keeps SEM-Geo-I to small grids at small epsilon); choose a smaller grid, a larger "
+                    f"epsilon, a smaller subset_size, or subset_rule='mutual-information'")
             self.eps_prime = self._calibrate(self.dam_lp_cells)
         self.tables = self._tables(self.eps_prime)
         self.k = self.tables.k
 
     def resolved_defaults(self) -> dict[str, int]:
-        """The subset size k in use (the mutual-information choice when ``subset_size`` is not given)."""
+        """The subset size k in use (from ``subset_rule`` when ``subset_size`` is not given)."""
         return {"subset_size": int(self.k)}
 
     def _tables(self, eps_prime: float) -> SubsetTables:
-        k = self.subset_size or choose_subset_size(self.grid.side, eps_prime)
+        k = self.k_fixed or choose_subset_size(self.grid.side, eps_prime)
         return SubsetTables(self.grid.side, eps_prime, max(1, min(k, self.grid.n_cells - 1)) if self.grid.n_cells > 1 else 1)
+
+    def _largest_feasible_k(self, k: int, target: float) -> int:
+        """The largest subset size <= k whose local privacy can still be brought down to ``target``.
+
+        A k-subset report hides the true cell among its k members whatever eps' is: as eps' grows
+        the report is x plus k - 1 cells uniform among the others, the posterior is uniform on the
+        k members, and LP falls to its floor ((k - 1) / k) x (mean distance between two distinct
+        cells), which grows with k. Where the paper's k has a floor above DAM's LP (d = 15: k = 7
+        at eps = 3.5, floor 6.7 cells vs DAM's 5.2), equal local privacy -- the premise of the
+        paper's comparison -- is impossible, so k is lowered to the largest k whose floor is below
+        it (closed form), then checked once with the Monte Carlo LP at the largest eps' the
+        calibration searches (one step down if that misses); ``k_paper`` keeps the paper's value.
+        """
+        n = self.grid.n_cells
+        if k <= 1 or n <= 2:
+            return k
+        dist = cell_distances(self.grid.side)
+        mean_other = float(dist.sum()) / (n * (n - 1))
+        share = target / mean_other                    # floor(k) <= target  <=>  (k - 1) / k <= share
+        feasible = k if share >= 1 else int(math.floor(1.0 / (1.0 - share) + 1e-9))
+        feasible = max(1, min(k, feasible))
+        while feasible > 1 and sem_lp_cells(SubsetTables(self.grid.side, EPS_PRIME_RANGE[1], feasible)) > target:
+            feasible -= 1
+        return feasible
 
     def _calibrate(self, target: float) -> float:
         """Solve LP(eps') = target for log eps' by Brent's method (LP falls as eps' grows).
@@ -291,7 +353,8 @@ class SEMGeoI(Mechanism):
                                                  lambda r: (Q.T @ r).reshape(d, d), (d, d),
                                                  smoothing=self.postprocess == "ems")
         return Estimate(density, raw=counts.reshape(d, d), info={
-            "reports": int(hist.n), "subset_size": k, "eps_prime_per_cell": self.eps_prime,
+            "reports": int(hist.n), "subset_size": k, "subset_size_paper": self.k_paper,
+            "eps_prime_per_cell": self.eps_prime,
             "eps_prime_per_m": self.eps_prime / self.grid.cell_m, "calibration": self.calibration,
             "postprocess": self.postprocess, **info})
 

@@ -72,7 +72,7 @@ import scipy.linalg
 from ldpviz import quadkey
 from ldpviz.domain import Binned, Grid
 from ldpviz.errors import LdpvizInputError, require
-from ldpviz.estimation import to_distribution
+from ldpviz.estimation import expectation_maximisation, to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param
 from ldpviz.partition import Partition
@@ -702,7 +702,8 @@ def _hadamard_solver(plan: StaircasePlan) -> dict:
     """
     reps, classes = channel_classes(plan)
     system = candidate_mass(plan.channel()[:, reps])
-    solver: dict = {"classes": classes, "class_size": np.bincount(classes).astype(float), "rank": len(reps)}
+    solver: dict = {"classes": classes, "class_size": np.bincount(classes).astype(float), "rank": len(reps),
+                    "system": system}
     if len(reps) == plan.domain.size:
         lu = scipy.linalg.lu_factor(system, check_finite=False)
         rcond, _ = scipy.linalg.lapack.dgecon(lu[0], np.abs(system).sum(axis=0).max(), norm="1")
@@ -714,8 +715,17 @@ def _hadamard_solver(plan: StaircasePlan) -> dict:
     return solver
 
 
-def hadamard_estimate(plan: StaircasePlan, counts: np.ndarray) -> np.ndarray:
-    """Algorithm 2: solve ``A p = p(C)`` (see :func:`_hadamard_solver`). Unbiased; may be negative."""
+def hadamard_estimate(plan: StaircasePlan, counts: np.ndarray, fill: str = "prior") -> np.ndarray:
+    """Algorithm 2: solve ``A p = p(C)`` (see :func:`_hadamard_solver`). Unbiased; may be negative.
+
+    Where the system is rank-deficient (or a direction is too noisy to keep), the directions
+    the reports cannot determine are filled from a data-free prior, the uniform distribution
+    over the domain (``fill="prior"``: the solution closest to uniform, p0 + A^+ (p(C) - A p0)),
+    or set to zero (``fill="min-norm"``: the minimum-norm solution A^+ p(C), which pulls the
+    unidentified mass towards whatever shape the null space's complement happens to have).
+    Both agree on every identifiable combination of frequencies.
+    """
+    require(fill in ("prior", "min-norm"), f"fill must be 'prior' or 'min-norm', got {fill!r}")
     n = counts.sum()
     if n == 0:
         return np.full(plan.domain.size, 1.0 / plan.domain.size)
@@ -730,31 +740,28 @@ def hadamard_estimate(plan: StaircasePlan, counts: np.ndarray) -> np.ndarray:
         # coefficient) would exceed 1/2, the most a distribution's coefficient can carry there.
         u, sv, vt = solver["svd"]
         keep = (sv > sv[0] * 1e-10) & (sv > 1.0 / math.sqrt(n))
-        merged = vt[keep].T @ ((u[:, keep].T @ observed) / sv[keep])
+        prior = solver["class_size"] / plan.domain.size if fill == "prior" else np.zeros(len(sv))
+        residual = observed - solver["system"] @ prior
+        merged = prior + vt[keep].T @ ((u[:, keep].T @ residual) / sv[keep])
     return (merged / solver["class_size"])[solver["classes"]]
 
 
-def em_estimate(plan: StaircasePlan, counts: np.ndarray, tol: float = 1e-7,
-                max_iter: int = 2000) -> tuple[np.ndarray, int]:
-    """Maximum-likelihood distribution under the SRR channel by EM (Sec. 6.5 ablation)."""
-    q = plan.channel()
-    d = plan.domain.size
-    n = counts.sum()
-    p = np.full(d, 1.0 / d)
-    if n == 0:
-        return p, 0
-    freq = counts / n
-    it = 0
-    for it in range(1, max_iter + 1):
-        mix = q @ p
-        ratio = np.divide(freq, mix, out=np.zeros_like(freq), where=mix > 0)
-        new = p * (q.T @ ratio)
-        new /= new.sum()
-        change = np.abs(new - p).sum()
-        p = new
-        if change < tol:
-            break
-    return p, it
+def em_estimate(plan: StaircasePlan, counts: np.ndarray, rule: str | None = None) -> tuple[np.ndarray, int]:
+    """Maximum-likelihood distribution under the SRR channel by EM (Sec. 6.5 ablation "SRR + MLE").
+
+    Uses the shared EM of :mod:`ldpviz.estimation` and its stopping rule. Inputs with identical
+    channel columns (:func:`channel_classes`) are merged first: EM's multiplicative update moves
+    them in lockstep, so running it on the classes (started from the uniform distribution over
+    the domain, i.e. class size / D) and splitting each class's mass equally is the same EM,
+    ~100x smaller. Where the likelihood still has flat directions (rank below the number of
+    classes), EM stays at the point its uniform start leads to. Returns (distribution, iterations).
+    """
+    reps, classes = channel_classes(plan)
+    q = plan.channel()[:, reps]
+    size = np.bincount(classes).astype(float)
+    p, info = expectation_maximisation(np.asarray(counts, dtype=float), lambda f: q @ f, lambda r: q.T @ r,
+                                       (len(reps),), smoothing=False, rule=rule, initial=size)
+    return (p / size)[classes], int(info["iterations"])
 
 
 @dataclass(frozen=True)
@@ -797,7 +804,9 @@ class SRR(LocationDomainMechanism):
         Param("groups", int, None, "number of staircase groups m; default: Lemma 3.4 (mutual information)",
               minimum=2, maximum=64),
         Param("estimator", str, "hadamard", "server estimator: revised empirical (Hadamard candidate sets, "
-              "Alg. 2) or maximum likelihood (EM)", choices=("hadamard", "mle")),
+              "Alg. 2; directions the reports cannot determine are filled from the uniform distribution), "
+              "the same with the minimum-norm fill ('hadamard-min-norm'), or maximum likelihood (EM, 'mle')",
+              choices=("hadamard", "hadamard-min-norm", "mle")),
         Param("projection", str, "norm-sub", "how the unbiased Hadamard estimate becomes a distribution",
               choices=("norm-sub", "clip")),
     )
@@ -823,7 +832,7 @@ class SRR(LocationDomainMechanism):
             probs = to_distribution(raw, "clip")
             info["em_iterations"] = iterations
         else:
-            raw = hadamard_estimate(plan, counts)
+            raw = hadamard_estimate(plan, counts, "min-norm" if self.estimator == "hadamard-min-norm" else "prior")
             probs = to_distribution(raw, self.projection)
             info.update(solver=plan._lu["method"], identifiable_rank=plan._lu["rank"])
         density, partition = domain_to_grid(self.grid, domain, probs)

@@ -24,8 +24,9 @@ from ldpviz.domain import Binned
 from ldpviz.estimation import to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Param
-from ldpviz.mechanisms.fo import (grr_channel, grr_estimate_counts, grr_perturb, hr_channel, hr_estimate_counts,
-                                 hr_perturb)
+from ldpviz.mechanisms.fo import grr_channel, grr_estimate_counts, grr_perturb
+from ldpviz.mechanisms.hadamard import (HR_VARIANT_PARAM, hadamard_channel, hadamard_code, hadamard_estimate_counts,
+                                        hadamard_histogram, hadamard_perturb)
 from ldpviz.mechanisms.srr import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, domain_param, domain_to_grid,
                                    level_param)
 
@@ -101,7 +102,11 @@ class GRRTiles(_TileOracle):
 
 @register
 class HRTiles(_TileOracle):
-    """Hadamard response (ref. [38]) over SRR's location domain (public grid by default; occupied tiles on request)."""
+    """Hadamard response (ref. [38]) over SRR's location domain (public grid by default; occupied tiles on request).
+
+    ``variant`` as for ``hr`` (:mod:`ldpviz.mechanisms.hadamard`): by default the code with the smaller
+    variance at this domain size and epsilon, the general-privacy HR beyond epsilon ~ 1.5.
+    """
 
     name = "hr-tiles"
     label = "HR over SRR's location tiles (L-SRR baseline)"
@@ -109,11 +114,14 @@ class HRTiles(_TileOracle):
     summary = ("Like HR, but the code words index the same places SRR uses: the grid cells (blocks of cells on "
                "large grids), or on request the map tiles where people are, as in the paper.")
 
+    params = _DOMAIN_PARAMS + (HR_VARIANT_PARAM,)
+
     def perturb_positions(self, positions: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
-        return hr_perturb(positions, size, self.epsilon, rng)
+        return hadamard_perturb(positions, hadamard_code(size, self.epsilon, self.variant), rng)
 
     def estimate_positions(self, reports: np.ndarray, size: int) -> np.ndarray:
-        return hr_estimate_counts(reports, size, self.epsilon)
+        code = hadamard_code(size, self.epsilon, self.variant)
+        return hadamard_estimate_counts(hadamard_histogram(reports, code), code)
 
     def domain_channel(self, size: int) -> np.ndarray:
-        return hr_channel(size, self.epsilon)
+        return hadamard_channel(hadamard_code(size, self.epsilon, self.variant))
