@@ -326,3 +326,26 @@ def test_mechanisms_page_explains_missing_channels_and_journeys():
         at.run()
         assert_clean(at)
         assert not at.error and len(at.get("deck_gl_json_chart")) >= 2
+
+
+def test_an_unexpected_error_is_one_sentence_with_details_and_logged(caplog):
+    """A bug on a page (here a StreamlitAPIException, as writing a drawn widget's key raised) is a plain sentence
+    plus a Details expander, never an exception box; the server log keeps the traceback."""
+    def page():
+        import streamlit as st
+        from dashboard import errors
+
+        class Page:
+            def run(self):
+                st.slider("x", 0, 10, key="k")
+                st.session_state["k"] = 3   # not allowed after the widget exists
+
+        errors.run_page(Page())
+
+    at = AppTest.from_function(page, default_timeout=60)
+    with caplog.at_level("ERROR", logger="ldpviz.dashboard"):
+        at.run()
+    assert not at.exception
+    assert any("Something went wrong inside ldpviz" in e.value for e in at.error)
+    assert [x.label for x in at.expander] == ["Details"]
+    assert any(r.exc_info for r in caplog.records if r.name == "ldpviz.dashboard")
