@@ -90,6 +90,10 @@ def test_people_page_storms_laplace_download_and_units():
     comparison = at.dataframe[0].value
     assert list(comparison["mechanism"]) == ["dam-points", "dam-sample", "ldptrace"]
     assert (comparison["W2 to the points (m)"] > 0).all()
+    column = next(c for c in comparison.columns if c.startswith("ε of the person with the most points"))
+    longest = int(column.rsplit("(", 1)[1].rstrip(")"))
+    assert longest > 1                                                  # storms have many points each
+    assert list(comparison[column]) == [longest * 1.0, 1.0, 1.0]       # L·ε per location vs ε per trajectory
 
 
 def test_people_page_link_round_trip_and_widget_change():

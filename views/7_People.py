@@ -67,6 +67,7 @@ def compute_people(source: str, region_name: str, method: str, epsilon: float, s
     centres = uh.dp_kmedian_centres(dists, grid, k, epsilon, np.random.default_rng([seed, 1]))
     sequences, _ = trajgen.to_cells(frame, grid)
     person_points = tm.person_density(sequences, side)
+    longest = max(len(seq) for seq in sequences)
     comparison = []
     for i, name in enumerate(tm.MECHANISMS):
         points_true, est, dropped = tm.run_on_trajectories(frame, grid, name, epsilon,
@@ -75,7 +76,10 @@ def compute_people(source: str, region_name: str, method: str, epsilon: float, s
                                                                                   cell_m=grid.cell_m),
                            "W2 to the person-averaged points (m)": metrics.w2(person_points, est.density,
                                                                              cell_m=grid.cell_m),
-                           "privacy unit": TRAJECTORY_UNITS[name]})
+                           "privacy unit": TRAJECTORY_UNITS[name],
+                           f"ε of the person with the most points ({longest})":
+                               longest * epsilon if tm.MECHANISMS[name].privacy_unit == tm.UNIT_LOCATION
+                               else epsilon})
     return {"grid": grid, "true": true, "result": result, "readouts": readouts, "centres": centres,
             "summary": dists.summary(), "label": label, "comparison": pd.DataFrame(comparison),
             "dropped": dropped, "longest": int(dists.points.max())}
