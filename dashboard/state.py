@@ -16,7 +16,8 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from ldpviz import datasets, mechanisms, metrics
+from ldpviz import datasets, mechanisms, metrics, trajectories
+from ldpviz.user_heatmaps import METHODS as PEOPLE_METHODS
 from ldpviz.domain import MAX_GRID_SIDE, Region
 from ldpviz.errors import LdpvizInputError
 
@@ -56,6 +57,9 @@ def defaults() -> dict[str, Any]:
         # The Flows page's choices (validated by the page against its options).
         "flows_dataset": None, "flows_region": None, "flows_mechanism": "srr", "flows_estimator": "lasso",
         "flows_grid": 8, "flows_theta": 40,
+        # The People page's choices (validated here and again by the page against its options).
+        "people_source": PEOPLE_SOURCES[0], "people_region": None, "people_method": "dp-heatmap",
+        "people_grid": 16, "people_shuffle": False, "people_k": 5,
         # Kept in the session only (not in a link): the text of typed bounds (its parsed form is 'bbox'),
         # the Data page's column names.
         "bbox_text": "", "lat_column": "", "lon_column": "",
@@ -65,6 +69,15 @@ def defaults() -> dict[str, Any]:
 #: The Flows page's fields and their link keys.
 FLOWS_KEYS = {"flows_dataset": "fds", "flows_region": "freg", "flows_mechanism": "fmech",
               "flows_estimator": "fest", "flows_grid": "fd", "flows_theta": "ftheta"}
+
+
+#: The People page: trajectory sources (the bundled ones and DAM App. D's walks over the Minneapolis stops),
+#: grid sides (powers of two, as dp-heatmap needs), the largest k of DP k-median, and the link keys.
+PEOPLE_SOURCES: tuple[str, ...] = (*trajectories.names(), "minneapolis-walks")
+PEOPLE_GRIDS: tuple[int, ...] = (8, 16, 32, 64)
+PEOPLE_MAX_K = 12
+PEOPLE_KEYS = {"people_source": "pds", "people_region": "preg", "people_method": "pmeth",
+               "people_grid": "pd", "people_shuffle": "pshuf", "people_k": "pk"}
 
 
 def known_datasets(uploads: Mapping[str, Any] = ()) -> list[str]:
@@ -252,6 +265,7 @@ def decode(query: Mapping[str, str], known_datasets: list[str] | None = None) ->
                     warnings.append(f"link parameter '{key}' ignored: {exc}")
                     continue
             cfg[field] = value
+    _decode_people(query, cfg, warnings)
     if "hf" in query:
         cfg["heatmap_filter"] = query.get("hf") == "1"
     if "bb" in query:
@@ -279,6 +293,31 @@ def decode(query: Mapping[str, str], known_datasets: list[str] | None = None) ->
     if params:
         cfg["params"] = {cfg["mechanism"]: params}
     return cfg, warnings
+
+
+def _decode_people(query: Mapping[str, str], cfg: dict[str, Any], warnings: list[str]) -> None:
+    """The People page's link keys (:data:`PEOPLE_KEYS`); a bad value is dropped with a warning."""
+    def choice(options: tuple) -> Any:
+        def parse(text: str) -> Any:
+            match = [o for o in options if str(o) == text]
+            if not match:
+                raise LdpvizInputError(f"must be one of {', '.join(map(str, options))}, got {text!r}")
+            return match[0]
+        return parse
+
+    parsers = {"people_source": choice(PEOPLE_SOURCES), "people_region": str,
+               "people_method": choice(tuple(PEOPLE_METHODS)), "people_grid": choice(PEOPLE_GRIDS),
+               "people_shuffle": choice(("0", "1")),
+               "people_k": lambda v: _number(v, int, 1, PEOPLE_MAX_K, "k (centres)")}
+    for field, key in PEOPLE_KEYS.items():
+        if key not in query:
+            continue
+        try:
+            value = parsers[field](str(query[key]))
+        except LdpvizInputError as exc:
+            warnings.append(f"link parameter '{key}' ignored: {exc}")
+            continue
+        cfg[field] = value == "1" if field == "people_shuffle" else value
 
 
 def _fmt(value: Any) -> str:
@@ -327,6 +366,9 @@ def encode(cfg: Mapping[str, Any], saved_regions: Mapping[str, Mapping[str, Regi
     for field, key in FLOWS_KEYS.items():
         if cfg.get(field) is not None and cfg.get(field) != base[field]:
             out[key] = _fmt(cfg[field])
+    for field, key in PEOPLE_KEYS.items():
+        if cfg.get(field) is not None and cfg.get(field) != base[field]:
+            out[key] = ("1" if cfg[field] else "0") if field == "people_shuffle" else _fmt(cfg[field])
     if cfg.get("show_difference"):
         out["diff"] = "1"
     if cfg.get("heatmap_filter"):

@@ -9,6 +9,8 @@ flows_grid, flows_theta (epsilon and seed are the shared ones).
 
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import streamlit as st
 
 from dashboard import session, state
@@ -29,6 +31,20 @@ def compute_flows(dataset: str, region: str, mechanism: str, estimator: str, eps
     nav = navigation.navigation_for_dataset(dataset, mechanism, epsilon, theta, NAV_GRID, region=region,
                                             n_trips=NAV_TRIPS, seed=seed, delay_s=NAV_DELAY_S)
     return {"flows": flows, "source": source, "nav": nav}
+
+
+def flow_csv(grid: Any, true: Any, estimate: Any) -> str:
+    """Every OD pair with a true or estimated share (row = origin cell), largest true share first, as CSV."""
+    true, estimate = np.asarray(true, dtype=float), np.asarray(estimate, dtype=float)
+    origin, destination = np.nonzero((true > 0) | (estimate != 0))
+    lon, lat = grid.cell_centers_lonlat()
+    table = pd.DataFrame({"origin_cell": origin, "destination_cell": destination,
+                          "origin_lon": lon[origin], "origin_lat": lat[origin],
+                          "destination_lon": lon[destination], "destination_lat": lat[destination],
+                          "true_share": true[origin, destination],
+                          "estimated_share": estimate[origin, destination]})
+    table = table.sort_values(["true_share", "estimated_share"], ascending=False, kind="stable")
+    return table.to_csv(index=False, float_format="%.10g")
 
 
 cfg = session.setup_page("Flows")
@@ -90,6 +106,9 @@ with session.guard("the OD flows"):
     right.pydeck_chart(flowviz.arc_deck(res.grid, res.estimate, colour=flowviz.ESTIMATE_COLOUR))
     with st.expander(f"The {s['top_k']} largest true flows"):
         st.dataframe(flowviz.flow_table(res.grid, res.true, res.estimate, s["top_k"]), hide_index=True)
+    st.download_button("Flow table (CSV)", flow_csv(res.grid, res.true, res.estimate), "ldpviz-flows.csv",
+                       "text/csv", help="Every OD pair with a true or estimated share; cells numbered row by row "
+                                        "from the south-west corner (ldpviz.export's cell numbering).")
 
     st.header("Navigation with location updates")
     n = nav.summary()

@@ -1,0 +1,142 @@
+"""AppTest checks of the People page (views/7_People.py) and the Flows page's link and CSV download.
+
+Small settings (d = 8, few centres) so each test runs in a few seconds. Every statistical
+reading uses the page's fixed seed 0 (the shared default).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from unittest import mock
+
+import numpy as np
+import pandas as pd
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+from streamlit.testing.v1 import AppTest
+
+from dashboard import state
+
+ROOT = Path(__file__).resolve().parents[1]
+PEOPLE = str(ROOT / "views/7_People.py")
+FLOWS = str(ROOT / "views/6_Flows.py")
+
+
+class _Storage(MemoryMediaFileStorage):
+    """The media storage AppTest creates per run, remembered so a download's bytes can be read back."""
+
+    last: "_Storage | None" = None
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        _Storage.last = self
+
+
+def run_page(path: str, query: dict[str, str], timeout: int = 120) -> AppTest:
+    at = AppTest.from_file(path, default_timeout=timeout)
+    for key, value in query.items():
+        at.query_params[key] = value
+    with mock.patch("streamlit.testing.v1.app_test.MemoryMediaFileStorage", _Storage):
+        at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def download_text(at: AppTest, label: str) -> str:
+    button = next(b for b in at.get("download_button") if b.label == label)
+    return _Storage.last.get_file(button.proto.url.rsplit("/", 1)[-1]).content.decode("utf-8")
+
+
+def centre_markers(at: AppTest) -> list[dict]:
+    """The records of the k-median ScatterplotLayer on the page's maps (empty when absent)."""
+    for chart in at.get("deck_gl_json_chart"):
+        for layer in json.loads(chart.proto.json)["layers"]:
+            if layer.get("id") == "kmedian-centres":
+                return layer["data"]
+    return []
+
+
+def test_people_page_minneapolis_shuffle_readouts_and_markers():
+    """Minneapolis walks, shuffle model, k = 3: W2/EMD readouts, messages per person, 3 markers inside the region."""
+    at = run_page(PEOPLE, {"pds": "minneapolis-walks", "pd": "8", "pshuf": "1", "pk": "3"})
+    metrics = {m.label: m.value for m in at.metric}
+    assert {"People", "Privacy unit", "W2 (m)", "EMD (m)", "Messages per person", "Bits per person"} <= set(metrics)
+    assert metrics["Privacy unit"] == "one person"
+    assert float(metrics["W2 (m)"].replace(",", "")) > 0
+    assert int(metrics["Messages per person"].replace(",", "")) > 0
+    assert any("shuffle model" in c.value and "per one person" in c.value for c in at.caption)
+    markers = centre_markers(at)
+    assert len(markers) == 3
+    from ldpviz import datasets
+    region = datasets.load("minneapolis-stops").presets["Whole city"]
+    lon = np.array([m["lon"] for m in markers])
+    lat = np.array([m["lat"] for m in markers])
+    assert region.contains(lon, lat).all()
+
+
+def test_people_page_storms_laplace_download_and_units():
+    """Storm tracks with the Laplace baseline: the grid CSV is a distribution per column; every unit is named."""
+    at = run_page(PEOPLE, {"pmeth": "laplace", "pd": "8", "pk": "2"})
+    assert len(centre_markers(at)) == 2
+    table = pd.read_csv(io.StringIO(download_text(at, "Estimated grid (CSV)")))
+    assert len(table) == 64 and {"true_share", "estimated_share"} <= set(table.columns)
+    assert abs(table["true_share"].sum() - 1) < 1e-6 and abs(table["estimated_share"].sum() - 1) < 1e-6
+    captions = " ".join(c.value for c in at.caption)
+    assert "one location: a person with L points is protected at L·ε" in captions
+    assert captions.count("privacy unit: one trajectory") == 2          # dam-sample and LDPTrace
+    assert "per one person" in captions                                 # the heatmap and the centres
+    comparison = at.dataframe[0].value
+    assert list(comparison["mechanism"]) == ["dam-points", "dam-sample", "ldptrace"]
+    assert (comparison["W2 to the points (m)"] > 0).all()
+    column = next(c for c in comparison.columns if c.startswith("ε of the person with the most points"))
+    longest = int(column.rsplit("(", 1)[1].rstrip(")"))
+    assert longest > 1                                                  # storms have many points each
+    assert list(comparison[column]) == [longest * 1.0, 1.0, 1.0]       # L·ε per location vs ε per trajectory
+
+
+def test_people_page_link_round_trip_and_widget_change():
+    """A link's settings reach the widgets and come back unchanged; a widget change goes into the link."""
+    query = {"pds": "minneapolis-walks", "preg": "Downtown", "pmeth": "laplace-top", "pd": "8", "pk": "4",
+             "eps": "2"}
+    at = run_page(PEOPLE, query)
+    assert dict(at.query_params) == query
+    assert at.selectbox(key="w:people_region").value == "Downtown"
+    assert at.selectbox(key="w:people_method").value == "laplace-top"
+    assert at.slider(key="w:people_k").value == 4
+    at.slider(key="w:people_k").set_value(2)
+    at.run()
+    assert not at.exception
+    assert len(centre_markers(at)) == 2
+    assert at.query_params["pk"] == "2"
+
+
+def test_people_link_bad_values_warn_and_fall_back():
+    """Bad People link values are dropped one by one with a warning naming the key; the page still draws."""
+    cfg, warnings = state.decode({"pd": "12", "pk": "99", "pds": "nowhere", "pshuf": "yes", "pmeth": "laplace"})
+    assert cfg["people_grid"] == state.defaults()["people_grid"] and cfg["people_k"] == state.defaults()["people_k"]
+    assert cfg["people_source"] == state.defaults()["people_source"] and cfg["people_method"] == "laplace"
+    assert sorted(w.split("'")[1] for w in warnings) == ["pd", "pds", "pk", "pshuf"]
+    at = AppTest.from_file(PEOPLE, default_timeout=120)
+    at.query_params["pk"] = "99"
+    at.query_params["pd"] = "8"
+    at.run()
+    assert not at.exception
+    assert any("'pk' ignored" in w.value for w in at.warning)
+
+
+def test_flows_page_link_round_trip_and_flow_csv():
+    """Flows settings survive the link; the flow CSV holds every pair with a share, both columns summing to ~1."""
+    query = {"fds": "atlantic-storms", "freg": "Caribbean", "fmech": "grr-tiles", "fest": "em", "fd": "4",
+             "ftheta": "20", "eps": "2"}
+    at = run_page(FLOWS, query, timeout=180)
+    assert dict(at.query_params) == query
+    assert at.selectbox(key="w:flows_region").value == "Caribbean"
+    assert at.select_slider(key="w:flows_theta").value == 20
+    table = pd.read_csv(io.StringIO(download_text(at, "Flow table (CSV)")))
+    assert {"origin_cell", "destination_cell", "true_share", "estimated_share"} <= set(table.columns)
+    assert table["origin_cell"].between(0, 15).all() and table["destination_cell"].between(0, 15).all()
+    assert abs(table["true_share"].sum() - 1) < 1e-6
+    assert not table.duplicated(["origin_cell", "destination_cell"]).any()
+    assert table["true_share"].is_monotonic_decreasing
