@@ -20,5 +20,6 @@ PAGES = [
     st.Page("views/4_Data.py", title="Data", url_path="Data"),
     st.Page("views/5_Privacy_audit.py", title="Privacy audit", url_path="Privacy_audit"),
     st.Page("views/6_Flows.py", title="Flows", url_path="Flows"),
+    st.Page("views/7_People.py", title="People", url_path="People"),
 ]
 errors.run_page(st.navigation(PAGES))
