@@ -31,6 +31,8 @@ PAGES = [  # (url path, screenshot name, has an epsilon slider)
     ("Mechanisms", "mechanisms", True),
     ("Data", "data", False),
     ("Privacy_audit", "privacy-audit", True),
+    ("Flows", "flows", True),
+    ("People", "people", True),
 ]
 
 
