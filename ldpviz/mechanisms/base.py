@@ -196,6 +196,15 @@ class Mechanism:
         """Values chosen for parameters left at a computed default (``default=None``)."""
         return {}
 
+    def claimed_epsilon(self) -> float:
+        """The epsilon the stated guarantee promises, in its unit (Geo-I: per cell side).
+
+        What an audit checks the mechanism against. Usually the ``epsilon`` it was built
+        with; a mechanism calibrated to a different epsilon (SEM-Geo-I's eps') overrides it,
+        and :meth:`guarantee` must state the same number.
+        """
+        return self.epsilon
+
     def guarantee(self) -> str:
         """The privacy guarantee in words, e.g. 'epsilon-LDP with epsilon = 1'."""
         if self.privacy_model == NO_PRIVACY:

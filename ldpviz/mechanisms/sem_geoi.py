@@ -301,6 +301,10 @@ class SEMGeoI(Mechanism):
         subsets = np.array(list(itertools.combinations(range(n), k)), dtype=np.int64)
         return np.exp(self.tables.log_prob(subsets))
 
+    def claimed_epsilon(self) -> float:
+        """eps' per cell side: the geo-indistinguishability the channel is built with (what is audited)."""
+        return float(self.eps_prime)
+
     def guarantee(self) -> str:
         text = (f"epsilon'-geo-indistinguishability with epsilon' = {self.eps_prime:.3g} per cell side "
                 f"({self.eps_prime / self.grid.cell_m:.3g} per metre)")
