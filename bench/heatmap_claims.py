@@ -134,6 +134,7 @@ def main() -> None:
              "is too aggressive at small Delta).", ""]
     fig1: list[dict] = []
     fig2: list[dict] = []
+    fig2_users: list[dict] = []
     for name in DATASETS:
         data = datasets.load(name)
         lines += [f"## Dataset `{name}` ({data.label})", ""]
@@ -159,9 +160,12 @@ def main() -> None:
         cells = grid.bin_lonlat(data.lon, data.lat).cells
         lines += ["### Fig. 2 (left) / App. E.1 Fig. 4: EMD vs number of users, Delta = 64, epsilon = 10", "",
                   "| n | " + " | ".join(METHODS) + " |", "|---:|" + "---:|" * len(METHODS)]
+        by_n = {}
         for n in users:
             res = run_setting(cells, grid, n, 10.0, args.trials, (2, n))
+            by_n[n] = {m: res[m]["emd"][0] for m in METHODS}
             lines.append(f"| {n} | " + " | ".join(fmt(res[m]["emd"]) for m in METHODS) + " |")
+        fig2_users.append({"dataset": name, "emd": by_n})
         print(f"{name}: n sweep done", flush=True)
         lines.append("")
         # ---- Fig. 2 right: vs Delta -------------------------------------------------------
@@ -181,7 +185,7 @@ def main() -> None:
             lap = by_side[hi]["laplace"]["emd"][0] / by_side[lo]["laplace"]["emd"][0]
             fig2.append({"dataset": name, "epsilon": eps, "hi": hi, "lo": lo, "dp": dp, "laplace": lap})
             lines += ["", f"EMD(Delta={hi}) / EMD(Delta={lo}): dp-heatmap {dp:.2f}, laplace {lap:.2f}.", ""]
-    table, sentences, numbers = verdicts(fig1, fig2)
+    table, sentences, numbers = verdicts(fig1, fig2, fig2_users)
     lines += ["## Verdicts", "", *sentences, "", *table]
     lines += ["", f"Total run time {time.perf_counter() - started:.0f} s.", ""]
     out = Path(args.out)
@@ -197,7 +201,7 @@ def _better(a: float, b: float, lower: bool) -> bool:
     return a < b if lower else a > b
 
 
-def verdicts(fig1: list[dict], fig2: list[dict]) -> tuple[list[str], list[str], dict]:
+def verdicts(fig1: list[dict], fig2: list[dict], fig2_users: list[dict]) -> tuple[list[str], list[str], dict]:
     """Fig. 1 per metric (dp-heatmap against Laplace and against the uniform map), the n = 200 caveat and
     Fig. 2's resolution ratios: a table, the generated summary sentences and their numbers."""
     head = "| dataset | Delta | epsilon | " + " | ".join(f"{label}: vs laplace / vs uniform"
@@ -238,7 +242,16 @@ def verdicts(fig1: list[dict], fig2: list[dict]) -> tuple[list[str], list[str], 
     for r in fig2:
         sentences.append(f"Fig. 2 (resolution), {r['dataset']}, epsilon = {r['epsilon']:g}: EMD(Delta = {r['hi']}) / "
                          f"EMD(Delta = {r['lo']}) is {r['dp']:.2f} for dp-heatmap and {r['laplace']:.2f} for Laplace.")
-    numbers = {"fig1": fig1, "fig2": fig2, "counts": counts, "settings": total}
+    for r in fig2_users:
+        ns = sorted(r["emd"])
+        parts = []
+        for m in ("dp-heatmap", "laplace"):
+            seq = [r["emd"][n][m] for n in ns]
+            falls = all(b <= a for a, b in zip(seq, seq[1:]))
+            parts.append(f"{m} {seq[0]:.4f} -> {seq[-1]:.4f} ({'falls at every step' if falls else 'not monotone'})")
+        sentences.append(f"Fig. 2 (users), {r['dataset']}, epsilon = 10, Delta = 64, n = {ns[0]} -> {ns[-1]}: "
+                         f"EMD of {'; '.join(parts)}.")
+    numbers = {"fig1": fig1, "fig2": fig2, "fig2_users": fig2_users, "counts": counts, "settings": total}
     return table, sentences, numbers
 
 

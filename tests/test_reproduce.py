@@ -127,3 +127,21 @@ def test_summary_blocks_are_filled_from_the_scripts_numbers(tmp_path: Path) -> N
     assert "3 of 4 checks hold." in (docs / "design.md").read_text()
     assert summaries.read_summary(docs, "grids-claims")["numbers"] == {"held": 3, "checks": 4}
     assert summaries.refresh_summaries(docs) == []          # idempotent
+
+
+def test_docs_summaries_agree_with_their_reports(tmp_path: Path) -> None:
+    """In the repository's docs/: every generated summary sentence appears in the report it summarises, and
+    every summary block (docs/index.md, design notes) already holds exactly its summary (refreshing a copy
+    changes nothing), so the index cannot say one count while the report says another."""
+    import shutil
+    from ldpviz import summaries
+    docs = reproduce.find_repo() / "docs"
+    found = sorted(docs.glob("*" + summaries.SUFFIX))
+    for path in found:
+        summary = summaries.read_summary(docs, path.name[: -len(summaries.SUFFIX)])
+        report = (docs / summary["report"]).read_text(encoding="utf-8")
+        missing = [s for s in summary["sentences"] if s not in report]
+        assert not missing, f"{summary['report']} lacks its summary sentences: {missing}"
+    copy = tmp_path / "docs"
+    shutil.copytree(docs, copy)
+    assert summaries.refresh_summaries(copy) == [], "docs/ summary blocks are stale: run ldpviz reproduce"
