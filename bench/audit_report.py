@@ -129,10 +129,10 @@ def _markdown(frame: pd.DataFrame) -> str:
     return "\n".join([head, rule, *body])
 
 
-def run(quick: bool, out: Path) -> Path:
-    sides = (4,) if quick else (4, 8, 16)
+def run(quick: bool, out: Path, sides: tuple[int, ...] | None = None, n_samples: int | None = None) -> Path:
+    sides = sides or ((4,) if quick else (4, 8, 16))
     epsilons = (1.0, 4.0) if quick else (0.5, 1.0, 2.0, 4.0, 8.0)
-    n_samples = 20_000 if quick else 100_000
+    n_samples = n_samples or (20_000 if quick else 100_000)
     seed, confidence = 0, 0.99
     rows, details = [], []
     targets: list = list(mechanisms.available()) + [GRRBinaryFormula, GRRWrongExponent, SEMGeoIOverspent]
@@ -175,7 +175,9 @@ def run(quick: bool, out: Path) -> Path:
     table = pd.DataFrame(rows)
     lines = ["# Black-box privacy audit", "",
              provenance_markdown(seeds=f"{seed} (one generator per pair and input)",
-                                 trials=f"{n_samples:,} client reports per input of each pair", quick=quick),
+                                 trials=f"{n_samples:,} client reports per input of each pair; grid sides "
+                                        f"{', '.join(map(str, sides))}; epsilons {', '.join(f'{e:g}' for e in epsilons)}",
+                                 quick=quick),
              "Method (`ldpviz/audit.py`): for each pair of hard inputs (neighbouring cells, far corners, a cell "
              "and the cell one radius away when the mechanism has a radius, two corners of one cell) the client "
              "half `perturb` runs on many copies of each input. Half of the reports choose candidate events "
@@ -269,9 +271,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small smoke run (one grid, two epsilons)")
     parser.add_argument("--out", default="docs", help="output directory (default: docs/)")
+    parser.add_argument("--sides", type=int, nargs="+", help="grid sides to audit (default 4 8 16; quick: 4)")
+    parser.add_argument("--samples", type=int, help="client reports per input (default 100,000; quick: 20,000)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    path = run(args.quick, Path(args.out))
+    path = run(args.quick, Path(args.out), tuple(args.sides) if args.sides else None, args.samples)
     print(f"wrote {path} in {time.perf_counter() - start:.1f} s")
     return 0
 
