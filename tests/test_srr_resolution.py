@@ -56,4 +56,4 @@ def test_occupied_domain_resolution_needs_the_users_and_labels_only_occupied_cel
     res = effective_resolution(mech, users)
     assert res.domain_size == len(res.class_of) and res.class_size.sum() == res.domain_size
     assert set(np.unique(res.cell_class)) <= set(range(-1, res.n_classes))
-    assert (res.cell_class >= 0).sum() <= len(np.unique(users.cells)) + 0
+    assert (res.cell_class >= 0).sum() <= len(np.unique(users.cells))
