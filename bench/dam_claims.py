@@ -32,6 +32,7 @@ from ldpviz import mechanisms
 from ldpviz.domain import Binned, Grid, Region
 from ldpviz.local_privacy import lp_from_channel, lp_from_disk_channel
 from ldpviz.reproduce import provenance_markdown
+from ldpviz.summaries import write_summary
 
 ALL = ("dam", "dam-ns", "huem", "mdsw", "sem-geoi", "planar-laplace")
 #: Extra rows of the main comparison: (label, mechanism, params) -- the baselines' other settings.
@@ -296,13 +297,17 @@ def main(argv: list[str] | None = None) -> int:
             fixed = "epsilon = 3.5" if key == "d" else "d = 15"
             parts.append(f"## W2 against {label}, {ds}, {fixed}\n\n" + _table(rows, ["mechanism"] + [str(v) for v in values]))
     b_hat = {e: mechanisms.create("dam", Grid(Region(0.0, 0.0, 10_000.0), 15), e).radius_cells for e in epsilons}
-    parts.append("## Verdicts (generated from the tables above)\n\n"
-                 + "\n".join(verdicts(res, datasets, tuple(radius_factors), tuple(epsilons), b_hat)))
+    lines = verdicts(res, datasets, tuple(radius_factors), tuple(epsilons), b_hat)
+    parts.append("## Verdicts (generated from the tables above)\n\n" + "\n".join(lines))
+    sentences = [line[2:] if line.startswith("- ") else line for line in lines]
+    numbers = {"w2_mean": {" | ".join(map(str, k)): float(np.mean(v)) for k, v in res.items()},
+               "optimal_radius_cells": {f"{e:g}": float(b) for e, b in b_hat.items()}}
     parts.append(f"Total run time {time.time() - started:.0f} s.")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "dam-claims.md"
     path.write_text("\n\n".join(parts) + "\n")
+    write_summary(out, "dam-claims.md", "DAM paper", sentences, numbers, quick=args.quick)
     print(f"wrote {path}", file=sys.stderr)
     return 0
 

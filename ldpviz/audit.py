@@ -28,10 +28,20 @@ only makes the bound weaker, never wrong.
 
 Claims compared against:
 
+The claimed epsilon is the one the mechanism's guarantee states,
+:meth:`Mechanism.claimed_epsilon` -- not the epsilon it was asked for: SEM-Geo-I,
+calibrated to DAM's local privacy, promises eps' per cell side and is audited
+against eps'.
+
 * LDP: ``epsilon`` for every pair of inputs.
 * Geo-I: ``epsilon * distance`` with distance in cell sides; a Geo-I epsilon is
   per km, so the claim per cell side is :attr:`Mechanism.epsilon_per_cell`; the
   audited figure is the largest ``bound / distance`` over pairs, compared with it.
+
+A pass is not a proof: it means no violation was found. A certified lower bound
+far below the claim (under :data:`INFORMATIVE_FRACTION` of it, e.g. 0.0 when no
+event separates the inputs) says nothing about how private the mechanism is;
+:attr:`AuditResult.verdict` words it so.
 * No privacy (``exact``): nothing is claimed; the audit shows how large a loss it
   can certify from the samples.
 * Central DP and multi-round mechanisms (``has_client = False``) have no
@@ -61,6 +71,8 @@ PASSED = "passed"
 FAILED = "failed"
 NO_CLAIM = "no privacy claimed"
 NOT_AUDITABLE = "not auditable black-box at the client"
+#: A passed audit whose lower bound is below this share of the claim is reported as uninformative.
+INFORMATIVE_FRACTION = 0.5
 
 #: A report column with more distinct values than this (in the selection half) is cut into quantile bins.
 MAX_DISTINCT_VALUES = 64
@@ -434,21 +446,48 @@ class AuditResult:
             "hits (first)": p.count_first, "hits (second)": p.count_second, "samples": p.n_evaluation,
         } for p in self.pairs])
 
+    @property
+    def informative(self) -> bool:
+        """True when the bound says something: a failure, or a pass whose bound reaches
+        :data:`INFORMATIVE_FRACTION` of the claim (the audit found events near the worst case)."""
+        if self.status == FAILED:
+            return True
+        if self.status != PASSED:
+            return False
+        return self.lower_bound >= INFORMATIVE_FRACTION * self.claimed
+
+    @property
+    def verdict(self) -> str:
+        """The outcome in honest words: a pass is 'no violation found', never a proof."""
+        unit = " per cell side" if self.privacy_model == GEO_I else ""
+        if self.status == FAILED:
+            return (f"violation: certified loss {self.lower_bound:.3f}{unit} > claimed {self.claimed:.3g}{unit}")
+        if self.status == PASSED:
+            text = f"no violation found (certified {self.lower_bound:.3f} of claimed {self.claimed:.3g}{unit})"
+            if not self.informative:
+                text += (f"; the lower bound {self.lower_bound:.3f} is uninformative (below "
+                         f"{INFORMATIVE_FRACTION:.0%} of the claim: the sampled reports barely separate the inputs, "
+                         "which does not show the mechanism is more private)")
+            return text
+        return self.status
+
     def summary(self) -> str:
         """One sentence for the page."""
         if self.status == NOT_AUDITABLE:
             return f"{self.label}: {self.status}. {' '.join(self.notes)}"
         unit = " per cell side" if self.privacy_model == GEO_I else ""
-        claim = "no privacy claimed" if not math.isfinite(self.claimed) else f"claims epsilon = {self.claimed:g}{unit}"
-        return (f"{self.label} on a {self.grid_side}x{self.grid_side} grid: {claim}; the audit certifies a "
-                f"privacy loss of at least {self.lower_bound:.3f}{unit} at {self.confidence:.0%} confidence "
-                f"({self.status}).")
+        claim = "no privacy claimed" if not math.isfinite(self.claimed) else f"claims epsilon = {self.claimed:.3g}{unit}"
+        if self.privacy_model != NO_PRIVACY and math.isfinite(self.claimed) and self.claimed != self.epsilon:
+            claim += f" (its stated guarantee; asked for epsilon = {self.epsilon:g})"
+        text = (f"{self.label} on a {self.grid_side}x{self.grid_side} grid: {claim}; the audit certifies a "
+                f"privacy loss of at least {self.lower_bound:.3f}{unit} at {self.confidence:.0%} confidence")
+        return text + (f": {self.verdict}." if self.status in (PASSED, FAILED) else f" ({self.status}).")
 
     def as_row(self) -> dict[str, Any]:
         return {"mechanism": self.mechanism, "model": self.privacy_model, "d": self.grid_side,
                 "epsilon": self.epsilon, "claimed": self.claimed, "lower_bound": self.lower_bound,
-                "status": self.status, "pairs": len(self.pairs), "samples_per_input": self.n_samples,
-                "seconds": self.seconds}
+                "status": self.status, "informative": self.informative, "verdict": self.verdict,
+                "pairs": len(self.pairs), "samples_per_input": self.n_samples, "seconds": self.seconds}
 
 
 # ------------------------------------------------------------------ the audit
@@ -465,11 +504,6 @@ def _resolve(name_or_mech: Any, grid: Grid, epsilon: float, params: dict[str, An
         return name_or_mech(grid, epsilon, **params)
     require(isinstance(name_or_mech, str), f"audit needs a mechanism name or object, got {name_or_mech!r}")
     return mechanisms.create(name_or_mech, grid, epsilon, **params)
-
-
-def _claimed_epsilon(mech: Mechanism) -> float:
-    """The epsilon the audit checks: per cell side for Geo-I (its epsilon is per km), else epsilon."""
-    return mech.epsilon_per_cell if mech.privacy_model == GEO_I else mech.epsilon
 
 
 def _claim(model: str, epsilon: float, distance: float) -> float:
@@ -517,6 +551,9 @@ def audit_mechanism(name_or_mech: str | type[Mechanism] | Mechanism, grid: Grid 
     base = dict(mechanism=mech.name, label=getattr(mech, "label", mech.name), privacy_model=model,
                 grid_side=grid.side, epsilon=mech.epsilon, n_samples=int(n_samples), seed=int(seed),
                 confidence=confidence)
+    # Audit against the guarantee the mechanism states, not the epsilon it was asked for: they differ when
+    # a mechanism calibrates its own budget (SEM-Geo-I's eps', matched to DAM's local privacy).
+    stated = float(mech.claimed_epsilon())
     protocol = None
     if not mech.has_client:
         if model == CENTRAL_DP or not protocol_samples:
@@ -525,7 +562,7 @@ def audit_mechanism(name_or_mech: str | type[Mechanism] | Mechanism, grid: Grid 
                    "it has no separate client half (it runs in several rounds, the server builds part of the "
                    "protocol from the users' data, or users share public randomness drawn per collection), so a "
                    "user's report cannot be drawn on its own; audit the whole protocol with protocol_samples=")
-            return AuditResult(**base, claimed=math.inf if model == NO_PRIVACY else mech.epsilon,
+            return AuditResult(**base, claimed=math.inf if model == NO_PRIVACY else stated,
                                lower_bound=math.nan, passed=True, status=NOT_AUDITABLE, pairs=[], n_events=0,
                                seconds=time.perf_counter() - t0, notes=[f"Not audited: {why}."])
         require(isinstance(protocol_samples, (int, np.integer)) and 100 <= protocol_samples <= MAX_SAMPLES,
@@ -534,9 +571,6 @@ def audit_mechanism(name_or_mech: str | type[Mechanism] | Mechanism, grid: Grid 
         base["n_samples"] = n_samples
         protocol = _background(mech, grid, int(seed))
 
-    # The guarantee the mechanism states: a calibrated Geo-I mechanism (SEM-Geo-I) promises its own
-    # eps' per cell side (its epsilon_per_cell), not the epsilon it was calibrated against.
-    stated = _claimed_epsilon(mech)
     chosen = list(pairs) if pairs is not None else hard_pairs(grid, mech)
     require(len(chosen) > 0, "the audit needs at least one pair of inputs")
     # Bonferroni over every (pair, direction, event) evaluated on the fresh half.
@@ -562,7 +596,7 @@ def audit_mechanism(name_or_mech: str | type[Mechanism] | Mechanism, grid: Grid 
         claimed = stated
     else:
         lower = max((p.lower_bound for p in results), default=0.0)
-        claimed = mech.epsilon if model == LDP else math.inf
+        claimed = stated if model == LDP else math.inf
     passed = all(p.passed for p in results)
     status = NO_CLAIM if not math.isfinite(claimed) else (PASSED if passed else FAILED)
     notes = []

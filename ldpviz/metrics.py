@@ -95,7 +95,8 @@ except ImportError:  # pragma: no cover - older or restructured POT
 
 __all__ = [
     "w2", "w2_readout", "sliced_w2", "emd_l1", "emd_l1_readout", "TransportReadout", "kl", "kl_sigma",
-    "l1", "mse", "pearson", "similarity", "random_queries", "aqe", "evaluate", "METRIC_INFO",
+    "l1", "mse", "pearson", "similarity", "random_queries", "aqe", "true_answers", "estimate_answers",
+    "aqe_from_answers", "evaluate", "METRIC_INFO",
 ]
 
 #: ``method="auto"`` uses the dense exact solver while (support of true) x
@@ -736,15 +737,21 @@ def _count_points(points: np.ndarray, queries: np.ndarray) -> np.ndarray:
 
 
 def _query_fractions(obj: Any, queries: np.ndarray, name: str, allow_points: bool,
-                     kind: str | None = None) -> np.ndarray:
-    """Fraction of the total mass (or of the points) inside each query."""
+                     kind: str | None = None, raw_partition: bool = False) -> np.ndarray:
+    """Fraction of the users inside each query (eq. 8: area-proportional within a piece).
+
+    A Partition is normalised by its total mass unless ``raw_partition``: then its
+    masses are read as fractions of the users as they are (an estimate's raw unbiased
+    partition, grid paper eq. 8), so a noisy total -- which for fine grids is far from 1
+    and can be negative -- neither inflates the answers nor flips their sign.
+    """
     if isinstance(obj, Partition):
-        # Masses are normalised by their total. Raw unbiased estimates (grid paper) can have
-        # a total <= 0 at tiny epsilon; their masses are then read as fractions of users as
-        # they are, so a useless estimate scores badly instead of failing.
         require(bool(np.all(np.isfinite(obj.mass))), f"{name} partition has NaN or infinite masses")
+        if raw_partition:
+            return obj.query(queries)
         total = float(obj.mass.sum())
-        return obj.query(queries) / total if total > 0 else obj.query(queries)
+        require(total > 0, f"{name} partition has zero total mass")
+        return obj.query(queries) / total
     try:
         arr = np.asarray(obj, dtype=float)
     except (TypeError, ValueError):
@@ -761,8 +768,27 @@ def _query_fractions(obj: Any, queries: np.ndarray, name: str, allow_points: boo
     return Partition.uniform(p).query(queries)
 
 
-def _aqe(true: Any, est: Any, n_users: Any, queries: np.ndarray, bound_fraction: float,
-         true_kind: str | None = None) -> float:
+def true_answers(true: Any, queries: np.ndarray, kind: str | None = None) -> np.ndarray:
+    """Exact fraction of the users inside each query, from ``(n, 2)`` points (counted half-open
+    ``[x0, x1)`` except at the far edge 1, as cells bin them), a ``(d, d)`` density or a Partition
+    (both normalised; area-proportional within a cell, eq. 8). Compute once, reuse across estimates."""
+    return _query_fractions(true, _check_queries(queries), "the truth", True, kind)
+
+
+def estimate_answers(est: Any, queries: np.ndarray) -> np.ndarray:
+    """Eq. 8 on an estimate: the fraction of users it puts inside each query.
+
+    A Partition (e.g. ``Estimate.partition``) is answered on its *raw* masses, read as
+    fractions of the users (the grid paper's unbiased counts / |U|), never renormalised by
+    their noisy total; a ``(d, d)`` density is a distribution and is normalised.
+    """
+    return _query_fractions(est, _check_queries(queries), "the estimate", False, raw_partition=True)
+
+
+def aqe_from_answers(true_fractions: np.ndarray, est_fractions: np.ndarray, n_users: Any,
+                     bound_fraction: float = 0.02) -> float:
+    """Eq. 9 of the grid paper: ``mean_q |ans_q - ans'_q| / max(ans_q, b)``, answers as counts
+    (fractions x ``n_users``), ``b = bound_fraction x n_users`` (the paper: 2% of |U|)."""
     try:
         n = float(n_users)
     except (TypeError, ValueError):
@@ -770,10 +796,16 @@ def _aqe(true: Any, est: Any, n_users: Any, queries: np.ndarray, bound_fraction:
     require(math.isfinite(n) and n >= 1, f"n_users must be a whole number >= 1, got {n_users!r}")
     require(isinstance(bound_fraction, (int, float, np.floating)) and 0 < bound_fraction <= 1,
             f"bound_fraction must be in (0, 1], got {bound_fraction!r}")
-    ans_true = _query_fractions(true, queries, "the truth", True, true_kind) * n
-    ans_est = _query_fractions(est, queries, "the estimate", False) * n
-    bound = bound_fraction * n
-    return float(np.mean(np.abs(ans_true - ans_est) / np.maximum(ans_true, bound)))
+    ans_true = np.asarray(true_fractions, dtype=float) * n
+    ans_est = np.asarray(est_fractions, dtype=float) * n
+    require(ans_true.shape == ans_est.shape, "true and estimated answers must be for the same queries")
+    return float(np.mean(np.abs(ans_true - ans_est) / np.maximum(ans_true, bound_fraction * n)))
+
+
+def _aqe(true: Any, est: Any, n_users: Any, queries: np.ndarray, bound_fraction: float,
+         true_kind: str | None = None) -> float:
+    return aqe_from_answers(true_answers(true, queries, true_kind), estimate_answers(est, queries), n_users,
+                            bound_fraction)
 
 
 def aqe(true: Any, est: Any, *, n_users: int, queries: np.ndarray | None = None, rho: float = 0.01,
@@ -781,11 +813,13 @@ def aqe(true: Any, est: Any, *, n_users: int, queries: np.ndarray | None = None,
     """Average Query Error of the grid paper (grid-decompositions-ug-privag-aag.md eq. 9).
 
     ``AQE = mean_q |ans_q - ans'_q| / max(ans_q, b)`` with ``b = bound_fraction
-    x n_users`` (the paper: 2% of |U|) and answers as counts (fraction of the
-    total mass x ``n_users``; a Partition whose raw masses total <= 0 is read as
-    fractions of users as it is). Answers on a partition or density are
-    area-proportional (eq. 8, uniformity within a cell). ``queries`` default to
-    ``random_queries(rho, gamma, seed)``.
+    x n_users`` (the paper: 2% of |U|) and answers as counts (fraction x
+    ``n_users``). Answers on a partition or density are area-proportional (eq. 8,
+    uniformity within a cell). An estimate Partition is read raw: its masses are
+    fractions of the users (as ``Estimate.partition`` holds them), not renormalised
+    by their noisy total (:func:`estimate_answers`); the truth is normalised.
+    ``queries`` default to ``random_queries(rho, gamma, seed)``; ``rho`` is the
+    query size as a share of the region's area (``Scenario.query_rho`` in runs).
 
     ``true`` may be a :class:`~ldpviz.partition.Partition`, a ``(d, d)`` density,
     or ``(n, 2)`` user points in unit coordinates (exact answers: the fraction of

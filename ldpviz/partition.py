@@ -96,6 +96,32 @@ class Partition:
             out += np.einsum("k,kr,kc->rc", density[start:start + step], oy, ox)
         return out
 
+    def point_fractions(self, points: np.ndarray) -> np.ndarray:
+        """Exact share of ``points`` ((n, 2), unit coordinates) inside each piece: the noise-free masses.
+
+        Pieces are half-open ``[x0, x1) x [y0, y1)`` except at the far edge 1 (as cells bin
+        points). Counted on the irregular grid of every distinct piece edge (one 2-D histogram
+        and prefix sums), so millions of points and thousands of pieces take well under a second.
+        """
+        pts = np.asarray(points, dtype=float).reshape(-1, 2)
+        if len(pts) == 0:
+            return np.zeros(len(self.mass))
+        ex = np.unique(np.concatenate([self.rects[:, 0], self.rects[:, 2]]))
+        ey = np.unique(np.concatenate([self.rects[:, 1], self.rects[:, 3]]))
+        if len(ex) * len(ey) > BLOCK_ENTRIES:                  # too many distinct edges: piece by piece
+            x, y = pts[:, 0], pts[:, 1]
+            out = np.empty(len(self.mass))
+            for k, (x0, y0, x1, y1) in enumerate(self.rects):
+                out[k] = np.count_nonzero((x >= x0) & ((x < x1) | (x1 >= 1.0)) & (y >= y0) & ((y < y1) | (y1 >= 1.0)))
+            return out / len(pts)
+        hist, _, _ = np.histogram2d(pts[:, 0], pts[:, 1], bins=[ex, ey])
+        cum = np.zeros((len(ex), len(ey)))
+        cum[1:, 1:] = hist.cumsum(axis=0).cumsum(axis=1)
+        i0, i1 = np.searchsorted(ex, self.rects[:, 0]), np.searchsorted(ex, self.rects[:, 2])
+        j0, j1 = np.searchsorted(ey, self.rects[:, 1]), np.searchsorted(ey, self.rects[:, 3])
+        counts = cum[i1, j1] - cum[i0, j1] - cum[i1, j0] + cum[i0, j0]
+        return counts / len(pts)
+
     def is_tiling(self, atol: float = 1e-9) -> bool:
         """True when the rectangles cover the unit square exactly once."""
         if np.any(self.rects[:, 2] < self.rects[:, 0]) or np.any(self.rects[:, 3] < self.rects[:, 1]):

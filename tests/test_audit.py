@@ -17,6 +17,7 @@ from ldpviz.domain import Binned
 from ldpviz.errors import LdpvizInputError
 from ldpviz.mechanisms.base import CENTRAL_DP, GEO_I, LDP, NO_PRIVACY, Estimate, Mechanism
 from ldpviz.mechanisms.fo import GRR
+from ldpviz.mechanisms.sem_geoi import SEMGeoI
 
 NAMES = mechanisms.available()
 
@@ -324,3 +325,58 @@ def test_olh_report_key_matches_support() -> None:
         reports.buckets[:, None]
     np.testing.assert_array_equal(key, expected)
     assert key[:, 4].mean() > key[:, 0].mean()      # the true cell is supported more often
+
+
+# ---------------------------------------------------------------- audited against the stated guarantee
+class SEMGeoIOverspent(SEMGeoI):
+    """Broken SEM-Geo-I: states eps'-Geo-I (its calibrated budget) but samples with 3 eps'."""
+
+    name = "sem-geoi-overspent"
+
+    def setup(self) -> None:
+        super().setup()
+        self.tables = self._tables(3.0 * self.eps_prime)
+
+
+class GRRClaimsHalf(GRR):
+    """Broken claim: a correct GRR channel at epsilon whose stated guarantee is epsilon / 2."""
+
+    name = "grr-claims-half"
+
+    def claimed_epsilon(self) -> float:
+        return self.epsilon / 2
+
+
+def test_sem_geoi_is_audited_against_its_calibrated_epsilon() -> None:
+    """SEM-Geo-I states eps' (calibrated to DAM's local privacy), so eps' is the claim the audit checks."""
+    mech = SEMGeoI(audit.audit_grid(4), 1.0)
+    result = audit.audit_mechanism(mech, n_samples=20_000, seed=1)
+    assert abs(mech.eps_prime - 1.0) > 0.1 and result.claimed == pytest.approx(mech.eps_prime)   # not the slider
+    assert f"{mech.eps_prime:.3g}" in mech.guarantee()
+    assert result.status == audit.PASSED
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 2.0])
+def test_overspent_sem_geoi_fails_the_audit(epsilon: float) -> None:
+    """A SEM-Geo-I whose channel spends more than its stated eps' fails, though it stays within the slider
+    epsilon's reach at eps = 1 (certified loss between eps' and 3 eps')."""
+    result = audit.audit_mechanism(SEMGeoIOverspent, 4, epsilon, n_samples=20_000, seed=1)
+    assert result.status == audit.FAILED and result.lower_bound > result.claimed
+    assert "violation" in result.verdict
+
+
+def test_guarantee_stricter_than_channel_fails() -> None:
+    """Any mechanism whose stated guarantee is stricter than its channel fails: GRR at eps claiming eps / 2."""
+    result = audit.audit_mechanism(GRRClaimsHalf, 4, 2.0, n_samples=20_000, seed=0)
+    assert result.claimed == 1.0 and result.status == audit.FAILED
+
+
+def test_pass_with_a_weak_bound_is_worded_as_uninformative() -> None:
+    """A pass is 'no violation found'; a lower bound far below the claim is called uninformative, not proof."""
+    strong = audit.audit_mechanism("grr", 4, 1.0, n_samples=100_000, seed=0)
+    assert strong.status == audit.PASSED and strong.informative
+    assert strong.verdict.startswith("no violation found") and "uninformative" not in strong.verdict
+    weak = audit.audit_mechanism("grr", 4, 1.0, n_samples=100, seed=0)
+    assert weak.status == audit.PASSED and not weak.informative
+    assert "uninformative" in weak.verdict and "uninformative" in weak.summary()
+    assert weak.as_row()["informative"] is False

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ldpviz import experiment
+from ldpviz import datasets, experiment
 from ldpviz.errors import LdpvizInputError
 from ldpviz.experiment import Scenario
 
@@ -126,3 +126,19 @@ def test_approximate_transport_readout_is_flagged(monkeypatch):
     w2 = r.metrics["w2_m"].iloc[0]
     assert flagged["w2_m"].value == pytest.approx(w2) and flagged["w2_m"].lower <= w2 <= flagged["w2_m"].upper
     assert any(n.startswith("W2 (m) is approximate") for n in r.notes)
+
+
+def test_query_size_rho_reaches_the_aqe():
+    """Scenario.query_rho (default 1%) sets the range-query size of AQE: a run's AQE equals the core eq. 8-9
+    AQE on the raw partition with random_queries(rho, seed = scenario seed), and a bad rho is refused."""
+    from ldpviz import metrics
+    for rho in (0.01, 0.05):
+        scenario = SMALL.with_(mechanism="ug", query_rho=rho, params={"cells_per_side": 4})
+        result = experiment.run(scenario)
+        queries = metrics.random_queries(rho, seed=scenario.seed)
+        pts = experiment.prepare_users(scenario, datasets.load(scenario.dataset))[1].unit
+        expect = metrics.aqe(pts, result.estimate.partition, n_users=result.n_users, queries=queries)
+        assert result.metrics["aqe"].iloc[0] == pytest.approx(expect, rel=1e-12)
+    assert Scenario().query_rho == 0.01
+    with pytest.raises(LdpvizInputError, match="rho"):
+        Scenario(query_rho=0.0)

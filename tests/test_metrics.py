@@ -321,8 +321,8 @@ def test_aqe_hand_computed_partial_overlap():
     est = np.array([[0.2, 0.3], [0.25, 0.25]])
     queries = np.array([[0.0, 0.0, 0.25, 0.5], [0.5, 0.0, 0.6, 0.1]])
     assert metrics.aqe(true, est, n_users=1000, queries=queries) == pytest.approx(0.45, rel=1e-12)
-    # The same with partitions, masses as counts.
-    assert metrics.aqe(Partition.uniform(1000 * true), Partition.uniform(7 * est), n_users=1000,
+    # The same with partitions: the truth's masses as counts (normalised), the estimate's as fractions of users.
+    assert metrics.aqe(Partition.uniform(1000 * true), Partition.uniform(est), n_users=1000,
                        queries=queries) == pytest.approx(0.45, rel=1e-12)
     # An adaptive partition: the west half as one piece (mass 0.6), east split in two (0.1, 0.3).
     # Query A covers 1/4 of the west piece: 0.15 x 1000 = 150, error 50 / 200 = 0.25;
@@ -503,3 +503,42 @@ def test_kl_rejects_bad_sigma():
     for bad in (-1.0, float("nan"), "x"):
         with pytest.raises(LdpvizInputError, match="sigma"):
             metrics.kl(p, p, sigma=bad)
+
+
+def test_aqe_is_eq_8_9_on_a_raw_partition_without_renormalising():
+    """Grid paper eq. 8-9 on a raw (unbiased, noisy) partition, by hand: the estimate's masses are fractions of
+    the users as they are, never divided by their noisy total.
+
+    Two pieces, west [0, .5] x [0, 1] and east [.5, 1] x [0, 1]; truth 600 / 400 of n = 1000 users.
+    Raw estimate masses (0.62, 0.18): total 0.8, which renormalising would inflate to (0.775, 0.225).
+    Query A = west piece: ans 600, ans' 620, error 20 / 600. Query B = south half of the east piece:
+    ans 200, ans' 0.18 x 0.5 x 1000 = 90, error 110 / 200. Query C = a 1% sliver of the west piece
+    (area 0.005 of the square): ans 6, ans' 6.2, error 0.2 / max(6, b = 20) = 0.01.
+    """
+    rects = np.array([[0, 0, 0.5, 1], [0.5, 0, 1, 1]])
+    truth = Partition(rects, np.array([600.0, 400.0]))
+    raw = Partition(rects, np.array([0.62, 0.18]))
+    queries = np.array([[0, 0, 0.5, 1], [0.5, 0, 1, 0.5], [0, 0, 0.05, 0.1]])
+    expect = (20 / 600 + 110 / 200 + 0.2 / 20) / 3
+    assert metrics.aqe(truth, raw, n_users=1000, queries=queries) == pytest.approx(expect, rel=1e-12)
+    np.testing.assert_allclose(metrics.estimate_answers(raw, queries), [0.62, 0.09, 0.0062])
+    assert metrics.aqe_from_answers(metrics.true_answers(truth, queries), metrics.estimate_answers(raw, queries),
+                                    1000) == pytest.approx(expect, rel=1e-12)
+    # evaluate() (the dashboard and Scenario path) answers on Estimate.partition the same way.
+    est = Estimate(density=np.array([[0.775, 0.225]] * 2) / 2, partition=raw)
+    row = metrics.evaluate(np.array([[0.3, 0.2], [0.3, 0.2]]), est, cell_m=1.0, n_users=1000, queries=queries)
+    assert row["aqe"] == pytest.approx(expect, rel=1e-12)
+
+
+def test_aqe_negative_noisy_total_does_not_flip_signs():
+    """A raw partition whose noisy total is negative (or tiny) keeps each answer's sign and size: a piece with
+    mass +0.3 answers +300 of 1000 users whatever the other pieces' noise."""
+    rects = np.array([[0, 0, 0.5, 1], [0.5, 0, 1, 1]])
+    truth = Partition(rects, np.array([0.3, 0.7]))
+    queries = np.array([[0, 0, 0.5, 1], [0.5, 0, 1, 1]])
+    for east in (-0.5, -0.29, 0.7):                       # totals -0.2, 0.01, 1.0
+        raw = Partition(rects, np.array([0.3, east]))
+        answers = metrics.estimate_answers(raw, queries)
+        assert answers[0] == pytest.approx(0.3) and answers[1] == pytest.approx(east)
+        expect = (0.0 + abs(700 - 1000 * east) / 700) / 2
+        assert metrics.aqe(truth, raw, n_users=1000, queries=queries) == pytest.approx(expect, rel=1e-12)

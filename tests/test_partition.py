@@ -45,3 +45,17 @@ def test_large_partitions_are_processed_in_blocks(monkeypatch):
     monkeypatch.setattr(P, "BLOCK_ENTRIES", 1000)
     np.testing.assert_allclose(part.query(queries), full_q, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(part.to_grid(24), full_g, rtol=1e-12, atol=1e-15)
+
+
+def test_point_fractions_are_exact_counts_per_piece():
+    """Noise-free masses: the share of points in each piece equals a direct half-open count, on an irregular
+    tiling with points on piece edges and on the far edge 1 (which belongs to the last piece)."""
+    rects = np.array([[0, 0, 0.3, 1], [0.3, 0, 1, 0.25], [0.3, 0.25, 0.65, 1], [0.65, 0.25, 1, 1]])
+    part = Partition(rects, np.zeros(4))
+    rng = np.random.default_rng(4)
+    pts = np.vstack([rng.uniform(0, 1, (2000, 2)), [[0.3, 0.5], [1.0, 1.0], [0.65, 0.25], [0.0, 0.0]]])
+    x, y = pts[:, 0], pts[:, 1]
+    direct = [np.count_nonzero((x >= a) & ((x < c) | (c >= 1)) & (y >= b) & ((y < e) | (e >= 1)))
+              for a, b, c, e in rects]
+    np.testing.assert_allclose(part.point_fractions(pts), np.array(direct) / len(pts))
+    assert part.point_fractions(pts).sum() == pytest.approx(1.0)

@@ -104,3 +104,44 @@ def test_this_repository_bench_scripts_state_provenance() -> None:
     assert scripts
     missing = [s.name for s in scripts if "provenance_markdown(" not in s.read_text(encoding="utf-8")]
     assert missing == []
+
+
+def test_summary_blocks_are_filled_from_the_scripts_numbers(tmp_path: Path) -> None:
+    """A generated summary block in any docs/*.md is replaced by the JSON summary's sentences; other text and
+    blocks without a summary file stay as they are."""
+    from ldpviz import summaries
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    summaries.write_summary(docs, "grids-claims.md", "Grid decompositions", ["3 of 4 checks hold."],
+                            {"held": 3, "checks": 4})
+    text = (f"# Index\n\nKept.\n\n{summaries.begin_marker('grids-claims')}\n- old: 24 of 36 checks hold\n"
+            f"{summaries.end_marker('grids-claims')}\n\n{summaries.begin_marker('none')}\nuntouched\n"
+            f"{summaries.end_marker('none')}\nFooter.\n")
+    (docs / "index.md").write_text(text)
+    (docs / "design.md").write_text(f"x\n{summaries.begin_marker('grids-claims')}\n{summaries.end_marker('grids-claims')}\n")
+    changed = summaries.refresh_summaries(docs)
+    index = (docs / "index.md").read_text()
+    assert sorted(p.name for p in changed) == ["design.md", "index.md"]
+    assert "24 of 36" not in index and "Kept." in index and "Footer." in index and "untouched" in index
+    assert "- **Grid decompositions** ([grids-claims.md](grids-claims.md)). 3 of 4 checks hold." in index
+    assert "3 of 4 checks hold." in (docs / "design.md").read_text()
+    assert summaries.read_summary(docs, "grids-claims")["numbers"] == {"held": 3, "checks": 4}
+    assert summaries.refresh_summaries(docs) == []          # idempotent
+
+
+def test_docs_summaries_agree_with_their_reports(tmp_path: Path) -> None:
+    """In the repository's docs/: every generated summary sentence appears in the report it summarises, and
+    every summary block (docs/index.md, design notes) already holds exactly its summary (refreshing a copy
+    changes nothing), so the index cannot say one count while the report says another."""
+    import shutil
+    from ldpviz import summaries
+    docs = reproduce.find_repo() / "docs"
+    found = sorted(docs.glob("*" + summaries.SUFFIX))
+    for path in found:
+        summary = summaries.read_summary(docs, path.name[: -len(summaries.SUFFIX)])
+        report = (docs / summary["report"]).read_text(encoding="utf-8")
+        missing = [s for s in summary["sentences"] if s not in report]
+        assert not missing, f"{summary['report']} lacks its summary sentences: {missing}"
+    copy = tmp_path / "docs"
+    shutil.copytree(docs, copy)
+    assert summaries.refresh_summaries(copy) == [], "docs/ summary blocks are stale: run ldpviz reproduce"

@@ -224,6 +224,16 @@ class Mechanism:
         """Values chosen for parameters left at a computed default (``default=None``)."""
         return {}
 
+    def claimed_epsilon(self) -> float:
+        """The epsilon the stated guarantee promises, in its unit (Geo-I: per cell side).
+
+        What an audit checks the mechanism against. Usually the ``epsilon`` it was built
+        with; a mechanism calibrated to a different epsilon (SEM-Geo-I's eps') overrides it,
+        and :meth:`guarantee` must state the same number. Geo-I: epsilon is per km, so the
+        claim per cell side is :attr:`epsilon_per_cell`.
+        """
+        return self.epsilon_per_cell if self.privacy_model == GEO_I else self.epsilon
+
     def guarantee(self) -> str:
         """The privacy guarantee in words, e.g. 'epsilon-LDP with epsilon = 1'."""
         if self.privacy_model == NO_PRIVACY:

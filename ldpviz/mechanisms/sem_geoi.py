@@ -377,6 +377,10 @@ class SEMGeoI(Mechanism):
         """eps' per cell side: set by the calibration, or epsilon per km converted ('raw')."""
         return self.eps_prime
 
+    def claimed_epsilon(self) -> float:
+        """eps' per cell side: the geo-indistinguishability the channel is built with (what is audited)."""
+        return float(self.eps_prime)
+
     def guarantee(self) -> str:
         per_km = self.eps_prime * GEO_I_UNIT_M / self.grid.cell_m
         text = (f"epsilon'-geo-indistinguishability with epsilon' = {per_km:.3g} per {GEO_I_UNIT} "
