@@ -35,6 +35,10 @@ BLACKBOX_SAMPLES: tuple[int, ...] = (500, 1_000, 2_000, 5_000, 20_000)
 SWEEP_AXES = ("epsilon", "grid_side")
 DEFAULT_SWEEP_METRICS = ("w2_m", "aqe", "kl")
 SIGMA_RANGE = (0.5, 4.0)
+#: Range-query sizes for AQE (share of the region's area one query covers).
+QUERY_RHO_OPTIONS: tuple[float, ...] = (0.005, 0.01, 0.05, 0.1, 0.25)
+#: Explore's third view and Compare's modes.
+COMPARE_MODES = ("at_epsilon", "target_epsilon", "users_needed")
 DEFAULT_SWEEP_VALUES = {"epsilon": "0.25, 0.5, 1, 2, 4, 8", "grid_side": "8, 16, 32, 64"}
 
 
@@ -53,6 +57,7 @@ def defaults() -> dict[str, Any]:
         "cell": None, "show_difference": False, "channel_side": 12,
         "audit_side": 8, "heatmap_filter": False, "sigma": 1.0, "blackbox": True, "blackbox_n": 2_000,
         "sweep_metrics": list(DEFAULT_SWEEP_METRICS), "draw": 0,
+        "query_rho": 0.01, "show_spread": False,
         # The Flows page's choices (validated by the page against its options).
         "flows_dataset": None, "flows_region": None, "flows_mechanism": "srr", "flows_estimator": "lasso",
         "flows_grid": 8, "flows_theta": 40,
@@ -224,6 +229,10 @@ def decode(query: Mapping[str, str], known_datasets: list[str] | None = None) ->
         row, col = (_number(p, int, 0, MAX_GRID_SIDE - 1, "cell") for p in parts)
         cfg["cell"] = (row, col)
 
+    def set_query_rho(v: str) -> None:
+        cfg["query_rho"] = _number(v, float, 0.0001, 1.0, "query size rho")
+
+    take("rho", set_query_rho)
     take("ds", set_dataset)
     take("mech", set_mechanism)
     take("eps", set_epsilon)
@@ -263,6 +272,7 @@ def decode(query: Mapping[str, str], known_datasets: list[str] | None = None) ->
     if "vals" in query:
         cfg["values"] = str(query["vals"])
     cfg["show_difference"] = query.get("diff") == "1"
+    cfg["show_spread"] = query.get("spread") == "1"
     specs = param_specs(cfg["mechanism"])
     params: dict[str, Any] = {}
     for key, value in query.items():
@@ -310,7 +320,8 @@ def encode(cfg: Mapping[str, Any], saved_regions: Mapping[str, Mapping[str, Regi
     out: dict[str, str] = {}
     simple = {"dataset": "ds", "mechanism": "mech", "epsilon": "eps", "grid_side": "d", "n_users": "users",
               "seed": "seed", "trials": "trials", "metric": "metric", "vary": "vary",
-              "values": "vals", "channel_side": "cd", "audit_side": "ad", "blackbox_n": "bbn", "draw": "draw"}
+              "values": "vals", "channel_side": "cd", "audit_side": "ad", "blackbox_n": "bbn", "draw": "draw",
+              "query_rho": "rho"}
     for field, key in simple.items():
         if cfg.get(field) != base[field] and cfg.get(field) not in (None, ""):
             out[key] = _fmt(cfg[field])
@@ -329,6 +340,8 @@ def encode(cfg: Mapping[str, Any], saved_regions: Mapping[str, Mapping[str, Regi
             out[key] = _fmt(cfg[field])
     if cfg.get("show_difference"):
         out["diff"] = "1"
+    if cfg.get("show_spread"):
+        out["spread"] = "1"
     if cfg.get("heatmap_filter"):
         out["hf"] = "1"
         out["sigma"] = _fmt(float(cfg.get("sigma") or base["sigma"]))

@@ -11,6 +11,7 @@ st.title("Compare mechanisms on the same data, ε and grid")
 
 data = session.data_controls(cfg)
 session.privacy_controls(cfg)
+session.query_controls(cfg)
 session.run_controls(cfg)
 
 left, right = st.columns([3, 1])

@@ -13,6 +13,7 @@ st.title("Trade-offs: accuracy against ε, grid side and parameters")
 
 data = session.data_controls(cfg)
 session.privacy_controls(cfg)
+session.query_controls(cfg)
 session.run_controls(cfg)
 
 chosen, by_name = session.mechanisms_multiselect(cfg, "sweep_mechanisms", [cfg["mechanism"]])

@@ -1,0 +1,115 @@
+"""AppTest of the officer-facing additions (issue 12): one attacker on every page, the query size ρ,
+Explore's spread view and decision report, Compare's target mode, Trade-offs' frontier and budget.
+
+Small scenarios (the synthetic 'normal' set, 2,000-3,000 users, d = 8) keep each run to a second or so.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = {"ds": "normal", "users": "2000", "d": "8"}
+
+
+def app(page: str = "app.py", **query: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / page), default_timeout=120)
+    for key, value in {**SMALL, **query}.items():
+        at.query_params[key] = value
+    return at
+
+
+def assert_clean(at: AppTest) -> None:
+    assert not at.exception, [e.message for e in at.exception]
+    bugs = [e.value for e in at.error if "Something went wrong inside ldpviz" in e.value]
+    assert not bugs, bugs
+
+
+def test_officer_state_round_trip():
+    """The new settings (query size ρ, the spread view) survive encode/decode; junk is dropped with a warning."""
+    from dashboard import state
+    cfg, warnings = state.decode({"rho": "0.05", "spread": "1"})
+    assert not warnings and cfg["query_rho"] == 0.05 and cfg["show_spread"] is True
+    query = state.encode(cfg)
+    assert query == {"rho": "0.05", "spread": "1"}
+    assert state.encode(state.decode(query)[0]) == query
+    cfg, warnings = state.decode({"rho": "2"})
+    assert cfg["query_rho"] == state.defaults()["query_rho"] and any("'rho'" in w for w in warnings)
+
+
+def test_one_attacker_on_explore_audit_and_mechanisms():
+    """GRR at ε = 1 on the same 8 x 8 grid: Explore's sentence, the audit table's population-prior column and
+    the Mechanisms page's metric give the same attacker error (ldpviz.attacker, population prior)."""
+    explore = app(mech="grr", eps="1")
+    explore.run()
+    assert_clean(explore)
+    sentence = next(m.value for m in explore.markdown if "an attacker's best guess" in m.value)
+    assert "population density" in sentence and "uniform" in sentence
+    from_explore = re.search(r"is off by \*\*([^*]+)\*\*", sentence).group(1)
+
+    audit = app("views/5_Privacy_audit.py", eps="1", ad="8", bb="0")
+    audit.run()
+    assert_clean(audit)
+    table = audit.dataframe[0].value
+    row = table[table["mechanism"].str.contains("GRR|Generalized Randomized Response", regex=True)].iloc[0]
+    assert row["attacker error (population prior)"] == from_explore
+    assert row["attacker error (uniform prior)"] != "—"
+
+    mech = app("views/3_Mechanisms.py", mech="grr", eps="1", cd="8")
+    mech.run()
+    assert_clean(mech)
+    shown = {m.label: m.value for m in mech.metric}
+    assert shown["Attacker's expected error, over everyone (population prior)"] == from_explore
+
+
+def test_query_size_reaches_the_scenario_and_the_caption():
+    """ρ = 5% in the link: the sidebar shows it, the AQE caption names it, and AQE differs from ρ = 1%."""
+    at = app(mech="grr", rho="0.05")
+    at.run()
+    assert_clean(at)
+    assert at.select_slider(key="w:query_rho").value == 0.05
+    assert any("covering 5% of the area" in c.value for c in at.caption)
+    aqe5 = next(m.value for m in at.metric if m.label == "AQE")
+    at.select_slider(key="w:query_rho").set_value(0.01).run()
+    assert_clean(at)
+    assert any("covering 1% of the area" in c.value for c in at.caption)
+    assert next(m.value for m in at.metric if m.label == "AQE") != aqe5
+
+
+def test_explore_spread_view_and_report_need_two_trials():
+    """One trial: the spread toggle is disabled and the report is explained, not offered; two trials: the toggle
+    draws a third map (from Result.cell_spread) and the 'Decision report (HTML)' download is there."""
+    at = app(mech="grr", trials="1")
+    at.run()
+    assert_clean(at)
+    assert at.toggle(key="w:show_spread").disabled
+    assert any("needs 2 or more trials" in c.value for c in at.caption)
+    maps = len(at.get("deck_gl_json_chart"))
+    at = app(mech="grr", trials="2")
+    at.run()
+    assert_clean(at)
+    assert not at.toggle(key="w:show_spread").disabled
+    assert any(getattr(b, "label", "") == "Decision report (HTML)" for b in at.get("download_button"))
+    at.toggle(key="w:show_spread").set_value(True).run()
+    assert_clean(at)
+    assert len(at.get("deck_gl_json_chart")) == maps + 1
+    assert any("Spread over 2 trials" in h.value for h in at.subheader)
+    assert at.query_params["spread"] in (["1"], "1")
+
+
+def test_explore_explains_epsilon_and_geoi_per_km():
+    """The plain-language ε and the common-scale sentence are shown; a Geo-I mechanism's ε is labelled per km."""
+    at = app(mech="grr", eps="1")
+    at.run()
+    assert_clean(at)
+    assert any("50% / 50%" in m.value for m in at.markdown)          # explain.epsilon_plain's worked example
+    assert any("Local differential privacy, epsilon = 1" in m.value for m in at.markdown)   # common_terms
+    at = app(mech="planar-laplace", eps="2")
+    at.run()
+    assert_clean(at)
+    assert any("per km" in m.value for m in at.markdown if "estimate is on average" in m.value)
+    assert any("is per km of distance" in c.value for c in at.sidebar.caption)
+    assert any("like LDP with epsilon" in m.value for m in at.markdown)
