@@ -37,7 +37,7 @@ DEFAULT_SWEEP_METRICS = ("w2_m", "aqe", "kl")
 SIGMA_RANGE = (0.5, 4.0)
 #: Range-query sizes for AQE (share of the region's area one query covers).
 QUERY_RHO_OPTIONS: tuple[float, ...] = (0.005, 0.01, 0.05, 0.1, 0.25)
-#: Explore's third view and Compare's modes.
+#: Compare's modes: rank at the sidebar's epsilon, the smallest epsilon for a target, the users needed.
 COMPARE_MODES = ("at_epsilon", "target_epsilon", "users_needed")
 DEFAULT_SWEEP_VALUES = {"epsilon": "0.25, 0.5, 1, 2, 4, 8", "grid_side": "8, 16, 32, 64"}
 
@@ -57,7 +57,7 @@ def defaults() -> dict[str, Any]:
         "cell": None, "show_difference": False, "channel_side": 12,
         "audit_side": 8, "heatmap_filter": False, "sigma": 1.0, "blackbox": True, "blackbox_n": 2_000,
         "sweep_metrics": list(DEFAULT_SWEEP_METRICS), "draw": 0,
-        "query_rho": 0.01, "show_spread": False,
+        "query_rho": 0.01, "show_spread": False, "compare_mode": COMPARE_MODES[0], "target": 0.0,
         # The Flows page's choices (validated by the page against its options).
         "flows_dataset": None, "flows_region": None, "flows_mechanism": "srr", "flows_estimator": "lasso",
         "flows_grid": 8, "flows_theta": 40,
@@ -232,7 +232,17 @@ def decode(query: Mapping[str, str], known_datasets: list[str] | None = None) ->
     def set_query_rho(v: str) -> None:
         cfg["query_rho"] = _number(v, float, 0.0001, 1.0, "query size rho")
 
+    def set_compare_mode(v: str) -> None:
+        if v not in COMPARE_MODES:
+            raise LdpvizInputError(f"compare mode must be one of {', '.join(COMPARE_MODES)}, got {v!r}")
+        cfg["compare_mode"] = v
+
+    def set_target(v: str) -> None:
+        cfg["target"] = _number(v, float, 0.0, 1e9, "target")
+
     take("rho", set_query_rho)
+    take("cmode", set_compare_mode)
+    take("tgt", set_target)
     take("ds", set_dataset)
     take("mech", set_mechanism)
     take("eps", set_epsilon)
@@ -321,7 +331,7 @@ def encode(cfg: Mapping[str, Any], saved_regions: Mapping[str, Mapping[str, Regi
     simple = {"dataset": "ds", "mechanism": "mech", "epsilon": "eps", "grid_side": "d", "n_users": "users",
               "seed": "seed", "trials": "trials", "metric": "metric", "vary": "vary",
               "values": "vals", "channel_side": "cd", "audit_side": "ad", "blackbox_n": "bbn", "draw": "draw",
-              "query_rho": "rho"}
+              "query_rho": "rho", "compare_mode": "cmode", "target": "tgt"}
     for field, key in simple.items():
         if cfg.get(field) != base[field] and cfg.get(field) not in (None, ""):
             out[key] = _fmt(cfg[field])

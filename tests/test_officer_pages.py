@@ -113,3 +113,32 @@ def test_explore_explains_epsilon_and_geoi_per_km():
     assert any("per km" in m.value for m in at.markdown if "estimate is on average" in m.value)
     assert any("is per km of distance" in c.value for c in at.sidebar.caption)
     assert any("like LDP with epsilon" in m.value for m in at.markdown)
+
+
+def test_compare_groups_by_model_and_shows_the_common_scale():
+    """The table is grouped by privacy model (LDP rows before Geo-I before central DP) and has common_terms'
+    LDP-equivalent ε: ε itself for LDP, infinite for central DP."""
+    at = app("views/1_Compare.py", cmp="laplace,planar-laplace,grr", eps="1")
+    at.run()
+    assert_clean(at)
+    table = at.dataframe[0].value
+    assert list(table["privacy"]) == ["LDP", "Geo-I", "central DP (trusted aggregator)"]
+    assert table["LDP-equivalent ε"].iloc[0] == "1"
+    assert table["LDP-equivalent ε"].iloc[2].startswith("∞")
+    assert float(table["LDP-equivalent ε"].iloc[1]) > 1      # Geo-I across the whole region
+
+
+def test_compare_target_mode_finds_epsilon_and_users():
+    """Target mode: GRR's smallest ε for W2 <= 2 km is found (reached, with a CI from 2 trials) and the attacker
+    column is filled; 'users needed' answers with a user count; the mode travels in the link."""
+    at = app("views/1_Compare.py", cmp="grr", cmode="target_epsilon", metric="w2_m", tgt="2000", trials="2")
+    at.run()
+    assert_clean(at)
+    table = at.dataframe[0].value
+    row = table.iloc[0]
+    assert row["reached"] == "yes" and row["ε found"] != "—" and row["95% CI"].startswith("[")
+    assert row["attacker error (population prior)"] != "—"
+    at.segmented_control(key="w:compare_mode").set_value("users_needed").run()
+    assert_clean(at)
+    assert at.query_params["cmode"] in (["users_needed"], "users_needed")
+    assert at.dataframe[0].value.iloc[0]["users"] != "—"
