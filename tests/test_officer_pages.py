@@ -142,3 +142,51 @@ def test_compare_target_mode_finds_epsilon_and_users():
     assert_clean(at)
     assert at.query_params["cmode"] in (["users_needed"], "users_needed")
     assert at.dataframe[0].value.iloc[0]["users"] != "—"
+
+
+def test_tradeoff_state_round_trip():
+    """The frontier switch and the budget panel's settings survive encode/decode; junk is dropped with a warning."""
+    from dashboard import state
+    link = {"fr": "1", "bev": "week", "btimes": "2", "bper": "6", "bunit": "month", "bfrom": "1", "btot": "4",
+            "vary": "n_users"}
+    cfg, warnings = state.decode(link)
+    assert not warnings
+    assert cfg["budget_every"] == "week" and cfg["budget_times"] == 2 and cfg["budget_from_total"] is True
+    assert state.encode(cfg) == link
+    cfg, warnings = state.decode({"bev": "fortnight", "btimes": "0"})
+    assert cfg["budget_every"] == "day" and cfg["budget_times"] == 1 and len(warnings) == 2
+
+
+def test_tradeoffs_budget_over_time_derives_epsilon_from_a_total():
+    """Daily for a year at the sidebar's ε = 0.5 adds up to 182.5; from a total of 36.5 over daily collections
+    the page derives ε = 0.1 per collection and offers to use it in the sidebar."""
+    at = app("views/2_Trade-offs.py", smech="grr", vary="epsilon", vals="1", eps="0.5")
+    at.run()
+    assert_clean(at)
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["Collections"] == "365" and shown["Total ε (one person, whole period)"] == "182"
+    at = app("views/2_Trade-offs.py", smech="grr", vary="epsilon", vals="1", bfrom="1", btot="36.5")
+    at.run()
+    assert_clean(at)
+    assert {m.label: m.value for m in at.metric}["ε per collection"] == "0.1"
+    at.button(key="budget:use").click().run()
+    assert_clean(at)
+    assert at.query_params["eps"] in (["0.1"], "0.1")
+
+
+def test_tradeoffs_frontier_and_users_axis():
+    """The frontier toggle draws metric against attacker error (one trace per mechanism with a channel); the
+    sweep may vary the number of users."""
+    at = app("views/2_Trade-offs.py", smech="grr,oue", vary="epsilon", vals="0.5,2", fr="1")
+    at.run()
+    assert_clean(at)
+    import json
+    fig = json.loads(next(c for c in at.get("plotly_chart") if "attacker" in c.proto.spec).proto.spec)
+    assert len(fig["data"]) == 1 and len(fig["data"][0]["x"]) == 2          # GRR only, one point per ε
+    assert fig["data"][0]["x"][0] > fig["data"][0]["x"][1]                  # the attacker does better at ε = 2
+    assert any("Not drawn (no attacker error" in c.value for c in at.caption)     # OUE has no explicit channel
+    at = app("views/2_Trade-offs.py", smech="grr", vary="n_users", vals="500,2000")
+    at.run()
+    assert_clean(at)
+    assert any("2 settings" in c.value for c in at.caption)
+    assert at.get("plotly_chart")
