@@ -90,7 +90,7 @@ def readouts(result: Result, previous: dict[str, float] | None, seconds: float, 
 
 
 #: Local privacy is computed on the page only up to these grid sides (larger grids say so instead).
-LP_MAX_SIDE_DISK = 64      #: DAM family: the kernel route (~1.7 s at d = 64)
+LP_MAX_SIDE_DISK = 32      #: DAM family: its full channel (~3 s at d = 32 on a shared 2-core machine, ~35 s at 48)
 LP_MAX_CELLS_DENSE = 1024  #: any explicit channel: the dense formula, O(outputs x cells^2)
 LP_MAX_SIDE_OWN = 16       #: mechanisms with their own Monte Carlo estimate (SEM-Geo-I)
 

@@ -17,13 +17,22 @@ MODEL_ORDER = (mechanisms.LDP, mechanisms.GEO_I, mechanisms.CENTRAL_DP, mechanis
 
 
 def equivalent_epsilon(name: str, grid: Grid) -> str:
-    """privacy_scale.common_terms' LDP-equivalent epsilon (the largest ratio over the region, as a log)."""
+    """privacy_scale.common_terms' LDP-equivalent epsilon (the largest ratio over the region, as a log).
+
+    Only Geo-I needs its mechanism built (its per-cell epsilon); the others' value follows from the model."""
+    eps = float(cfg["epsilon"])
+    model = mechanisms.get(name).privacy_model
     try:
-        mech = compute.built_mechanism(name, grid.side, grid.region, float(cfg["epsilon"]), ())
-        value = privacy_scale.common_terms(mech)["ldp_equivalent_epsilon"]
+        if model == mechanisms.GEO_I:
+            value = privacy_scale.common_terms(compute.built_mechanism(name, grid.side, grid.region, eps, ()))[
+                "ldp_equivalent_epsilon"]
+        else:
+            value = eps if model == mechanisms.LDP else float("inf")
     except LdpvizInputError:
         return "—"
-    return "∞ (trusted aggregator)" if value == float("inf") else f"{value:.3g}"
+    if value == float("inf"):
+        return "∞ (no privacy)" if model == mechanisms.NO_PRIVACY else "∞ (trusted aggregator)"
+    return f"{value:.3g}"
 
 
 cfg = session.setup_page("Compare")
