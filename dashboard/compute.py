@@ -231,6 +231,7 @@ def python_snippet(scenario: Scenario, upload_filename: str | None = None) -> st
         f"    grid_side={scenario.grid_side!r}, region={region_src},",
         f"    params={dict(scenario.params)!r}, n_users={scenario.n_users!r}, seed={scenario.seed!r}, "
         f"trials={scenario.trials!r},",
+        *([f"    query_rho={scenario.query_rho!r},"] if scenario.query_rho != Scenario.query_rho else []),
         ")",
         f"result = run(scenario{', data' if upload_filename else ''})",
         "print(result.metrics.mean(numeric_only=True))",
@@ -383,12 +384,14 @@ def goal_seek(mode: str, scenario: Scenario, metric: str, target: float, dataset
 
 @st.cache_data(max_entries=16, ttl=RESULT_TTL_S, show_spinner=False, hash_funcs={Scenario: repr})
 def frontier(scenario: Scenario, names: tuple[str, ...], epsilons: tuple[float, ...], metric: str,
-             n_users: tuple[int | None, ...], dataset_key: str,
+             n_users: tuple[int | None, ...], attackers: tuple[bool, ...], dataset_key: str,
              _dataset: datasets.Dataset | None = None) -> pd.DataFrame:
-    """``tradeoff.frontier`` memoised (metric and population-prior attacker per mechanism, users and epsilon)."""
+    """``tradeoff.frontier`` memoised (metric and population-prior attacker per mechanism, users and epsilon);
+    ``attackers[i]`` False skips the attacker of ``names[i]`` (too costly on this grid)."""
     from ldpviz import tradeoff
-    return tradeoff.frontier(scenario, list(names), list(epsilons), metric=metric, n_users=list(n_users),
-                             dataset=_dataset)
+    return pd.concat([tradeoff.frontier(scenario, [name], list(epsilons), metric=metric, n_users=list(n_users),
+                                        attacker=bool(attack), dataset=_dataset)
+                      for name, attack in zip(names, attackers)], ignore_index=True)
 
 
 def approved_if_long(label: str, seconds: float, basis: str, run_key: str) -> bool:

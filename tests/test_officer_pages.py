@@ -72,6 +72,7 @@ def test_query_size_reaches_the_scenario_and_the_caption():
     assert_clean(at)
     assert at.select_slider(key="w:query_rho").value == 0.05
     assert any("covering 5% of the area" in c.value for c in at.caption)
+    assert any("query_rho=0.05" in c.value for c in at.code)     # the reproducing snippet carries it
     aqe5 = next(m.value for m in at.metric if m.label == "AQE")
     at.select_slider(key="w:query_rho").set_value(0.01).run()
     assert_clean(at)

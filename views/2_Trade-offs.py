@@ -117,12 +117,18 @@ def frontier_panel() -> None:
             return
         _, key = compute.get_dataset(base.dataset)
         with st.spinner("Computing the frontier ..."):
-            table = compute.frontier(base, tuple(chosen), tuple(eps), metric, (base.n_users,), key,
-                                     compute.dataset_arg(base.dataset))
+            plans = {n: ui.attacker_plan(n, base.grid_side) for n in chosen}
+            table = compute.frontier(base, tuple(chosen), tuple(eps), metric, (base.n_users,),
+                                     tuple(plans[n][0] for n in chosen), key, compute.dataset_arg(base.dataset))
+        if "attacker_error_m" not in table:
+            table["attacker_error_m"] = None
         labels = {n: by_name[n]["label"] for n in chosen}
         st.plotly_chart(viz.frontier_figure(table, metric, metric_label=ui.metric_label(metric), labels=labels),
                         key="fig:frontier")
-        missing = sorted({labels[n] for n, a in zip(table["mechanism"], table["attacker_error_m"]) if pd.isna(a)})
+        notes = table["attacker_note"] if "attacker_note" in table else pd.Series([""] * len(table))
+        missing = sorted({f"{labels[n]}: {plans[n][1] or note or 'not available'}"
+                          for n, a, note in zip(table["mechanism"], table["attacker_error_m"], notes.fillna(""))
+                          if pd.isna(a)})
         st.caption(f"{ui.metric_label(metric)}: mean and 95% CI over {cfg['trials']} trial(s). Up and left is worse on "
                    "both counts: a mechanism whose curve lies below and to the right of another's is better at every "
                    "trade." + (f" Not drawn (no attacker error: {'; '.join(missing)})." if missing else ""))
