@@ -70,8 +70,8 @@ def defaults() -> dict[str, Any]:
         "flows_dataset": None, "flows_region": None, "flows_mechanism": "srr", "flows_estimator": "lasso",
         "flows_grid": 8, "flows_theta": 40,
         # Kept in the session only (not in a link): the text of typed bounds (its parsed form is 'bbox'),
-        # the Data page's column names.
-        "bbox_text": "", "lat_column": "", "lon_column": "",
+        # the Data page's column names, the mechanism Compare's decision report is for.
+        "bbox_text": "", "lat_column": "", "lon_column": "", "report_mechanism": None,
     }
 
 

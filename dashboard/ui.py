@@ -12,6 +12,7 @@ import streamlit as st
 from dashboard import compute, state
 from ldpviz import attacker, export, mechanisms, metrics, render
 from ldpviz.domain import Grid, Region
+from ldpviz.attacker import DEFAULT_R_M
 from ldpviz.errors import LdpvizInputError
 from ldpviz.experiment import Result, Scenario
 
@@ -121,17 +122,30 @@ def population_density(dataset: Any, grid: Grid) -> np.ndarray:
 
 @st.cache_data(max_entries=128, show_spinner=False)
 def attacker_errors_cells(mechanism: str, grid_side: int, region: Region, epsilon: float, params: tuple,
-                          population: np.ndarray) -> tuple[float | None, float | None, str]:
-    """ldpviz.attacker.attackers in cell sides: (population-prior error, uniform-prior error, why not)."""
+                          population: np.ndarray) -> tuple[float | None, float | None, float | None, str]:
+    """ldpviz.attacker.attackers in cell sides: (population-prior error, uniform-prior error, the population-prior
+    attacker's chance of a guess within attacker.DEFAULT_R_M, why not)."""
     try:
         mech = compute.built_mechanism(mechanism, grid_side, region, epsilon, params)
         found = attacker.attackers(mech, population)
     except (LdpvizInputError, NotImplementedError, MemoryError) as err:
-        return None, None, str(err)
+        return None, None, None, str(err)
     if not found["available"]:
-        return None, None, found["reason"]
+        return None, None, None, found["reason"]
     cell = mech.grid.cell_m
-    return found["population"].best_guess_error_m / cell, found["uniform"].best_guess_error_m / cell, ""
+    return (found["population"].best_guess_error_m / cell, found["uniform"].best_guess_error_m / cell,
+            found["population"].within_r, "")
+
+
+def attacker_within_r(mechanism: str, grid: Grid, epsilon: float, params: Any,
+                      population: np.ndarray) -> float | None:
+    """The population-prior attacker's probability of placing a person within attacker.DEFAULT_R_M (or None);
+    read from the same cache as :func:`attacker_errors_m` (call that first: it checks the cost)."""
+    if not attacker_plan(mechanism, grid.side)[0]:
+        return None
+    items = tuple(sorted(dict(params).items())) if isinstance(params, dict) else tuple(sorted(params))
+    return attacker_errors_cells(mechanism, grid.side, grid.region, float(epsilon), items,
+                                 np.asarray(population, dtype=float))[2]
 
 
 def attacker_errors_m(mechanism: str, grid: Grid, epsilon: float, params: Any,
@@ -145,8 +159,8 @@ def attacker_errors_m(mechanism: str, grid: Grid, epsilon: float, params: Any,
     if not ok:
         return None, None, why
     items = tuple(sorted(dict(params).items())) if isinstance(params, dict) else tuple(sorted(params))
-    pop, uni, why = attacker_errors_cells(mechanism, grid.side, grid.region, float(epsilon), items,
-                                          np.asarray(population, dtype=float))
+    pop, uni, _, why = attacker_errors_cells(mechanism, grid.side, grid.region, float(epsilon), items,
+                                             np.asarray(population, dtype=float))
     if pop is None:
         return None, None, why or f"the attacker's error is not available for {short_name(mechanism)} on this grid"
     return pop * grid.cell_m, uni * grid.cell_m, ""
@@ -159,10 +173,12 @@ def attacker_error_m(mechanism: str, grid: Grid, epsilon: float, params: Any,
     return pop, why
 
 
-def summary_sentence(result: Result, attacker: tuple[float | None, float | None, str] | None = None) -> str:
+def summary_sentence(result: Result, attacker: tuple[float | None, float | None, str] | None = None,
+                     within_r: float | None = None) -> str:
     """'At ε = 1, DAM's estimate is on average 240 m from the truth; an attacker ... 1.3 km.'
 
-    ``attacker`` is the result of :func:`attacker_errors_m` (None: not computed yet).
+    ``attacker`` is the result of :func:`attacker_errors_m` (None: not computed yet); ``within_r`` the
+    population-prior attacker's chance of a guess within ldpviz.attacker.DEFAULT_R_M.
     """
     s = result.scenario
     means = result.mean()
@@ -179,7 +195,10 @@ def summary_sentence(result: Result, attacker: tuple[float | None, float | None,
     if pop is not None:
         return text + (f"; an attacker's best guess of one person's location, knowing the population density "
                        f"(the data set's own density stands in for a census), is off by **{fmt_metres(pop)}** "
-                       f"on average (an attacker assuming a uniform spread: {fmt_metres(uni)}).")
+                       f"on average"
+                       + (f" and lands within {fmt_metres(DEFAULT_R_M)} of them {within_r:.0%} of the time"
+                          if within_r is not None else "")
+                       + f" (an attacker assuming a uniform spread: {fmt_metres(uni)}).")
     return text + (f". ({why[0].upper() + why[1:]}.)" if why else ".")
 
 

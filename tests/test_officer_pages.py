@@ -48,6 +48,7 @@ def test_one_attacker_on_explore_audit_and_mechanisms():
     assert_clean(explore)
     sentence = next(m.value for m in explore.markdown if "an attacker's best guess" in m.value)
     assert "population density" in sentence and "uniform" in sentence
+    assert re.search(r"lands within 500 m of them \d+% of the time", sentence)
     from_explore = re.search(r"is off by \*\*([^*]+)\*\*", sentence).group(1)
 
     audit = app("views/5_Privacy_audit.py", eps="1", ad="8", bb="0")
@@ -191,3 +192,16 @@ def test_tradeoffs_frontier_and_users_axis():
     assert_clean(at)
     assert any("2 settings" in c.value for c in at.caption)
     assert at.get("plotly_chart")
+
+
+def test_compare_offers_a_decision_report_with_two_trials():
+    """With 2 trials Compare offers the decision report for a chosen mechanism; with 1 it says why not."""
+    at = app("views/1_Compare.py", cmp="grr,planar-laplace", trials="2")
+    at.run()
+    assert_clean(at)
+    assert at.selectbox(key="w:report_mechanism").options
+    assert any(getattr(b, "label", "") == "Decision report (HTML)" for b in at.get("download_button"))
+    at = app("views/1_Compare.py", cmp="grr", trials="1")
+    at.run()
+    assert_clean(at)
+    assert any("needs 2 or more trials" in c.value for c in at.caption)

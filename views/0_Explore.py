@@ -156,7 +156,8 @@ with session.guard("this scenario"):
                                                "difference": difference}, "maps": shown_maps},
                       data.upload_filename)
     session.show_resolved_defaults()   # builds the mechanism once; the attacker clause reuses it
-    sentence.markdown(ui.summary_sentence(result, ui.attacker_errors_m(
-        scenario.mechanism, result.grid, scenario.epsilon, scenario.params,
-        ui.population_density(data.dataset, result.grid))))
+    population = ui.population_density(data.dataset, result.grid)
+    found = ui.attacker_errors_m(scenario.mechanism, result.grid, scenario.epsilon, scenario.params, population)
+    sentence.markdown(ui.summary_sentence(result, found, within_r=ui.attacker_within_r(
+        scenario.mechanism, result.grid, scenario.epsilon, scenario.params, population)))
 session.show_resolved_defaults()

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compute, controls, longrun, session, state, ui
-from ldpviz import experiment, mechanisms, metrics, privacy_scale, tradeoff, viz
+from ldpviz import experiment, mechanisms, metrics, privacy_scale, report, tradeoff, viz
 from ldpviz.domain import Grid
 from ldpviz.errors import LdpvizInputError, require
 
@@ -196,4 +196,15 @@ if results:
                         st.caption(f"{ui.metric_label(metric)} {ui.fmt_metric(metric, res.mean()[metric])}")
                     st.pydeck_chart(deck, height=300, key=f"map:{title}")
         st.html(viz.legend_html(vmax))
-        st.download_button("Comparison (CSV)", table.to_csv(index=False), "ldpviz-compare.csv", "text/csv")
+        r1, r2 = st.columns([2, 1])
+        r1.download_button("Comparison (CSV)", table.to_csv(index=False), "ldpviz-compare.csv", "text/csv")
+        if int(cfg["trials"]) >= 2:
+            options = list(table["mechanism"])
+            pick = session.bind(cfg, "report_mechanism", r2.selectbox, "Decision report for", options, valid=options,
+                                format_func=lambda n: by_name[n]["label"])
+            picked = results[pick]
+            r2.download_button("Decision report (HTML)", lambda: report.build_report(
+                picked.scenario, dataset=data.dataset, result=picked), f"ldpviz-decision-report-{pick}.html",
+                "text/html", key="dl:compare-report", icon=":material/description:")
+        else:
+            r2.caption("The decision report (HTML) needs 2 or more trials for its confidence intervals.")

@@ -122,7 +122,7 @@ def frontier_panel() -> None:
                                      tuple(plans[n][0] for n in chosen), key, compute.dataset_arg(base.dataset))
         if "attacker_error_m" not in table:
             table["attacker_error_m"] = None
-        labels = {n: by_name[n]["label"] for n in chosen}
+        labels = {n: f"{session.model_tag(by_name[n]['privacy_model'])} · {by_name[n]['label']}" for n in chosen}
         st.plotly_chart(viz.frontier_figure(table, metric, metric_label=ui.metric_label(metric), labels=labels),
                         key="fig:frontier")
         notes = table["attacker_note"] if "attacker_note" in table else pd.Series([""] * len(table))
@@ -192,7 +192,8 @@ with sweep_box, session.guard("the sweep", where="above or in the sidebar"):
     tidy = pd.DataFrame(tidy_rows)
     x = vary if vary in ("epsilon", "grid_side", "n_users") else f"param_{vary}"
     summary = experiment.summarise(tidy, ["mechanism", x])
-    summary["mechanism"] = [by_name[n]["label"] for n in summary["mechanism"]]
+    summary["mechanism"] = [f"{session.model_tag(by_name[n]['privacy_model'])} · {by_name[n]['label']}"
+                            for n in summary["mechanism"]]   # labelled by privacy model: ε differs between models
     log_x = vary in ("epsilon", "n_users") and max(values) / min(values) >= 10
     cols = st.columns(2)
     for i, key in enumerate(shown):
