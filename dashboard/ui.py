@@ -174,19 +174,19 @@ def attacker_error_m(mechanism: str, grid: Grid, epsilon: float, params: Any,
 
 
 def summary_sentence(result: Result, attacker: tuple[float | None, float | None, str] | None = None,
-                     within_r: float | None = None) -> str:
+                     within_r: float | None = None, epsilon_text: str | None = None) -> str:
     """'At ε = 1, DAM's estimate is on average 240 m from the truth; an attacker ... 1.3 km.'
 
     ``attacker`` is the result of :func:`attacker_errors_m` (None: not computed yet); ``within_r`` the
-    population-prior attacker's chance of a guess within ldpviz.attacker.DEFAULT_R_M.
+    population-prior attacker's chance of a guess within ldpviz.attacker.DEFAULT_R_M; ``epsilon_text`` the
+    'ε = ...' in the mechanism's own unit (Geo-I: per km, from privacy_scale.common_terms).
     """
     s = result.scenario
     means = result.mean()
     name = short_name(s.mechanism)
-    unit = " per km" if mechanisms.get(s.mechanism).privacy_model == mechanisms.GEO_I else ""
     where = (f"With no privacy ({name}, the reference), the estimate"
              if mechanisms.get(s.mechanism).privacy_model == mechanisms.NO_PRIVACY
-             else f"At ε = {s.epsilon:g}{unit}, {name}'s estimate")
+             else f"At {epsilon_text or f'ε = {s.epsilon:g}'}, {name}'s estimate")
     text = (f"{where} is on average **{fmt_metres(means.get('w2_m', np.nan))}** "
             f"from the truth (W2 distance over {result.n_users:,} users)")
     if attacker is None:

@@ -103,7 +103,8 @@ def test_explore_spread_view_and_report_need_two_trials():
 
 
 def test_explore_explains_epsilon_and_geoi_per_km():
-    """The plain-language ε and the common-scale sentence are shown; a Geo-I mechanism's ε is labelled per km."""
+    """The plain-language ε and the common-scale sentence are shown; a Geo-I mechanism's ε is labelled per km
+    (planar Laplace: the slider's ε itself; SEM-Geo-I: the ε' per km its calibration gives)."""
     at = app(mech="grr", eps="1")
     at.run()
     assert_clean(at)
@@ -115,6 +116,10 @@ def test_explore_explains_epsilon_and_geoi_per_km():
     assert any("per km" in m.value for m in at.markdown if "estimate is on average" in m.value)
     assert any("is per km of distance" in c.value for c in at.sidebar.caption)
     assert any("like LDP with epsilon" in m.value for m in at.markdown)
+    at = app(mech="sem-geoi", eps="2")     # its slider ε is calibrated, not per km: the page says so
+    at.run()
+    assert_clean(at)
+    assert any("calibrated to ε' =" in m.value for m in at.markdown if "estimate is on average" in m.value)
 
 
 def test_compare_groups_by_model_and_shows_the_common_scale():
@@ -205,3 +210,18 @@ def test_compare_offers_a_decision_report_with_two_trials():
     at.run()
     assert_clean(at)
     assert any("needs 2 or more trials" in c.value for c in at.caption)
+
+
+def test_several_long_runs_in_one_comparison(monkeypatch):
+    """When every run of a comparison is predicted long (LONG_S forced to 0), the announced comparison starts and
+    runs each scenario in its own child process, each with its own Stop button, and names a best mechanism."""
+    from dashboard import longrun
+    monkeypatch.setattr(longrun, "LONG_S", 0.0)
+    at = app("views/1_Compare.py", cmp="grr,exact", metric="w2_m", seed="11")
+    at.run()
+    start = [b for b in at.button if b.label.startswith("Start (")]
+    assert start, "the comparison was not announced"
+    start[0].click().run()
+    assert_clean(at)
+    assert not at.error, [e.value for e in at.error]
+    assert any("Best" in s.value for s in at.success)

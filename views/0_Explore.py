@@ -25,9 +25,7 @@ session.privacy_controls(cfg)
 session.query_controls(cfg)
 st.sidebar.header("Mechanism")
 mechanism = session.mechanism_picker(cfg)
-if mechanisms.get(mechanism).privacy_model == mechanisms.GEO_I:
-    st.sidebar.caption(f"{ui.short_name(mechanism)} is Geo-indistinguishable: its ε = {float(cfg['epsilon']):g} "
-                       "is per km of distance (e^(ε × km) between two places).")
+geo_note = st.sidebar.empty()   # filled once the mechanism says what its ε is per km
 run_params = {}
 with session.guard("the mechanism parameters"):
     grid = Grid(data.region, int(cfg["grid_side"])) if data is not None else None
@@ -125,6 +123,7 @@ with session.guard("this scenario"):
         with st.expander("What the server received"):
             st.markdown("\n".join(f"- **{k[0].upper() + k[1:]}:** {v}" for k, v in result.received.items()))
     model = mechanisms.get(scenario.mechanism).privacy_model
+    epsilon_text = None   # the summary's 'ε = ...' in the mechanism's own unit (Geo-I: per km)
     with st.expander("What ε means here, and the guarantee on one scale", icon=":material/shield:"), \
             session.guard("the guarantee in common terms"):
         mech = compute.built_mechanism(scenario.mechanism, scenario.grid_side, result.region,
@@ -134,7 +133,15 @@ with session.guard("this scenario"):
             st.markdown(explain.epsilon_plain(float(terms["epsilon"]), model))
         st.markdown(terms["sentence"])
         if model == mechanisms.GEO_I:
-            st.caption(f"Geo-I's ε is per km of distance: ε = {terms['epsilon']:.3g} per km as the mechanism "
+            per_km, given = float(terms["epsilon"]), float(scenario.epsilon)
+            same = abs(per_km - given) <= 1e-9 * max(1.0, given)
+            epsilon_text = (f"ε = {given:g} per km" if same else
+                            f"ε = {given:g} (calibrated to ε' = {per_km:.3g} per km on this grid)")
+            geo_note.caption(f"{ui.short_name(scenario.mechanism)} is Geo-indistinguishable: "
+                             + (f"its ε = {given:g} is per km of distance (e^(ε × km) between two places)." if same
+                                else f"the slider's ε = {given:g} is calibrated to ε' = {per_km:.3g} per km of "
+                                     "distance on this grid (see 'What ε means here')."))
+            st.caption(f"Geo-I's ε is per km of distance: ε = {per_km:.3g} per km as the mechanism "
                        f"applies it on this grid (e^ε per cell side: {terms['ratio_neighbour_cells']:.3g}).")
 
     shown_maps = {"True density" + filtered: (true_density, False, vmax)}
@@ -159,5 +166,5 @@ with session.guard("this scenario"):
     population = ui.population_density(data.dataset, result.grid)
     found = ui.attacker_errors_m(scenario.mechanism, result.grid, scenario.epsilon, scenario.params, population)
     sentence.markdown(ui.summary_sentence(result, found, within_r=ui.attacker_within_r(
-        scenario.mechanism, result.grid, scenario.epsilon, scenario.params, population)))
+        scenario.mechanism, result.grid, scenario.epsilon, scenario.params, population), epsilon_text=epsilon_text))
 session.show_resolved_defaults()
