@@ -231,6 +231,7 @@ def python_snippet(scenario: Scenario, upload_filename: str | None = None) -> st
         f"    grid_side={scenario.grid_side!r}, region={region_src},",
         f"    params={dict(scenario.params)!r}, n_users={scenario.n_users!r}, seed={scenario.seed!r}, "
         f"trials={scenario.trials!r},",
+        *([f"    query_rho={scenario.query_rho!r},"] if scenario.query_rho != Scenario.query_rho else []),
         ")",
         f"result = run(scenario{', data' if upload_filename else ''})",
         "print(result.metrics.mean(numeric_only=True))",
@@ -362,3 +363,37 @@ def blackbox_row(mechanism: str, grid_side: int, region: Region, epsilon: float,
     return {"lower_bound": bound if math.isfinite(bound) else None, "status": status,
             "passed": bool(res.passed),
             "seconds": float(res.seconds), "summary": res.summary(), "confidence": float(res.confidence)}
+
+
+#: Runs a goal seek typically makes (tradeoff.target_epsilon / users_needed), for its time prediction.
+GOAL_EVALUATIONS = 12
+
+
+@st.cache_data(max_entries=64, ttl=RESULT_TTL_S, show_spinner=False, hash_funcs={Scenario: repr})
+def goal_seek(mode: str, scenario: Scenario, metric: str, target: float, dataset_key: str,
+              _dataset: datasets.Dataset | None = None) -> dict[str, Any]:
+    """Compare's target mode, memoised: ``tradeoff.target_epsilon`` ("target_epsilon": the smallest epsilon
+    meeting ``metric <= target``) or ``tradeoff.users_needed`` ("users_needed", at the scenario's epsilon)."""
+    from ldpviz import tradeoff
+    if mode == "target_epsilon":   # at the scenario's users (None there would mean everyone in the region)
+        found = tradeoff.target_epsilon(scenario, metric, float(target), n_users=scenario.n_users, dataset=_dataset)
+    else:
+        found = tradeoff.users_needed(scenario, metric, float(target), dataset=_dataset)
+    return found.to_dict()
+
+
+@st.cache_data(max_entries=16, ttl=RESULT_TTL_S, show_spinner=False, hash_funcs={Scenario: repr})
+def frontier(scenario: Scenario, names: tuple[str, ...], epsilons: tuple[float, ...], metric: str,
+             n_users: tuple[int | None, ...], attackers: tuple[bool, ...], dataset_key: str,
+             _dataset: datasets.Dataset | None = None) -> pd.DataFrame:
+    """``tradeoff.frontier`` memoised (metric and population-prior attacker per mechanism, users and epsilon);
+    ``attackers[i]`` False skips the attacker of ``names[i]`` (too costly on this grid)."""
+    from ldpviz import tradeoff
+    return pd.concat([tradeoff.frontier(scenario, [name], list(epsilons), metric=metric, n_users=list(n_users),
+                                        attacker=bool(attack), dataset=_dataset)
+                      for name, attack in zip(names, attackers)], ignore_index=True)
+
+
+def approved_if_long(label: str, seconds: float, basis: str, run_key: str) -> bool:
+    """True when a computation predicted at ``seconds`` may run now: short, or started by the user."""
+    return seconds <= longrun.LONG_S or longrun.announce(label, seconds, basis, run_key)

@@ -112,6 +112,15 @@ def privacy_controls(cfg: dict[str, Any]) -> None:
               "and EMD readouts take seconds per run; a long run is announced before it starts.")
 
 
+def query_controls(cfg: dict[str, Any]) -> None:
+    """The range-query size rho behind the AQE readout (Scenario.query_rho)."""
+    options = sorted(set(state.QUERY_RHO_OPTIONS) | {float(cfg["query_rho"])})
+    bind(cfg, "query_rho", st.sidebar.select_slider, "Query size ρ (share of the area, for AQE)", options,
+         valid=options, format_func=lambda v: f"{100 * v:g}%",
+         help="AQE scores random rectangular range queries each covering this share of the region's area: "
+              "small queries ask about a neighbourhood, large ones about a district.")
+
+
 #: How each privacy model reads in lists: central DP is spelled out (a trusted aggregator, not local privacy).
 MODEL_TAGS = {mechanisms.LDP: "LDP", mechanisms.GEO_I: "Geo-I",
               mechanisms.CENTRAL_DP: "central DP (trusted aggregator)", mechanisms.NO_PRIVACY: "no privacy"}
@@ -344,4 +353,4 @@ def scenario(cfg: dict[str, Any], data: Data, mechanism: str | None = None,
     return Scenario(dataset=data.name, mechanism=mechanism or cfg["mechanism"], epsilon=float(cfg["epsilon"]),
                     grid_side=int(cfg["grid_side"]), region=data.region_arg, params=params or {},
                     n_users=int(cfg["n_users"]) or None, seed=int(cfg["seed"]), trials=int(cfg["trials"]),
-                    **changes)
+                    **{"query_rho": float(cfg.get("query_rho") or 0.01), **changes})

@@ -154,7 +154,10 @@ def run_in_child(scenario: Scenario, dataset: datasets.Dataset | None, predicted
     proc = ctx.Process(target=_child, args=(scenario, dataset, send), daemon=True)
     box = st.container(border=True)
     bar = box.progress(0.0, text=f"Starting {label} ...")
-    box.button("Stop this run", key="longrun:stop", icon=":material/stop_circle:")
+    # One key per child: a comparison runs several long scenarios in one script run (a shared key would clash).
+    seq = st.session_state["longrun:seq"] = st.session_state.get("longrun:seq", 0) + 1
+    box.button("Stop this run", key=f"longrun:stop:{seq}", icon=":material/stop_circle:",
+               on_click=lambda: st.session_state.__setitem__("longrun:stop", True))
     started = time.perf_counter()
     st.session_state["longrun:running"] = (label, started)
     proc.start()

@@ -33,10 +33,20 @@ REGION_FIT = "fit to data"
 REGION_BBOX = "bounds typed in"
 AUDIT_SIDES: tuple[int, ...] = (4, 6, 8, 12, 16, 24)
 BLACKBOX_SAMPLES: tuple[int, ...] = (500, 1_000, 2_000, 5_000, 20_000)
-SWEEP_AXES = ("epsilon", "grid_side")
+SWEEP_AXES = ("epsilon", "grid_side", "n_users")
 DEFAULT_SWEEP_METRICS = ("w2_m", "aqe", "kl")
 SIGMA_RANGE = (0.5, 4.0)
-DEFAULT_SWEEP_VALUES = {"epsilon": "0.25, 0.5, 1, 2, 4, 8", "grid_side": "8, 16, 32, 64"}
+#: Range-query sizes for AQE (share of the region's area one query covers).
+QUERY_RHO_OPTIONS: tuple[float, ...] = (0.005, 0.01, 0.05, 0.1, 0.25)
+#: Compare's modes: rank at the sidebar's epsilon, the smallest epsilon for a target, the users needed.
+COMPARE_MODES = ("at_epsilon", "target_epsilon", "users_needed")
+DEFAULT_SWEEP_VALUES = {"epsilon": "0.25, 0.5, 1, 2, 4, 8", "grid_side": "8, 16, 32, 64",
+                        "n_users": "1000, 5000, 20000, 50000"}
+#: The Trade-offs page's budget-over-time panel: collection intervals and period units (ldpviz.budget).
+BUDGET_UNITS = ("hour", "day", "week", "month", "quarter", "year")
+#: Its link keys.
+BUDGET_KEYS = {"budget_every": "bev", "budget_times": "btimes", "budget_period": "bper", "budget_unit": "bunit",
+               "budget_from_total": "bfrom", "budget_total": "btot", "frontier": "fr"}
 
 
 def default_mechanism() -> str:
@@ -54,6 +64,9 @@ def defaults() -> dict[str, Any]:
         "cell": None, "show_difference": False, "channel_side": 12,
         "audit_side": 8, "heatmap_filter": False, "sigma": 1.0, "blackbox": True, "blackbox_n": 2_000,
         "sweep_metrics": list(DEFAULT_SWEEP_METRICS), "draw": 0,
+        "query_rho": 0.01, "show_spread": False, "compare_mode": COMPARE_MODES[0], "target": 0.0,
+        "budget_every": "day", "budget_times": 1, "budget_period": 1.0, "budget_unit": "year",
+        "budget_from_total": False, "budget_total": 10.0, "frontier": False,
         # The Flows page's choices (validated by the page against its options).
         "flows_dataset": None, "flows_region": None, "flows_mechanism": "srr", "flows_estimator": "lasso",
         "flows_grid": 8, "flows_theta": 40,
@@ -61,8 +74,8 @@ def defaults() -> dict[str, Any]:
         "people_source": PEOPLE_SOURCES[0], "people_region": None, "people_method": "dp-heatmap",
         "people_grid": 16, "people_shuffle": False, "people_k": 5,
         # Kept in the session only (not in a link): the text of typed bounds (its parsed form is 'bbox'),
-        # the Data page's column names.
-        "bbox_text": "", "lat_column": "", "lon_column": "",
+        # the Data page's column names, the mechanism Compare's decision report is for.
+        "bbox_text": "", "lat_column": "", "lon_column": "", "report_mechanism": None,
     }
 
 
@@ -237,6 +250,36 @@ def decode(query: Mapping[str, str], known_datasets: list[str] | None = None) ->
         row, col = (_number(p, int, 0, MAX_GRID_SIDE - 1, "cell") for p in parts)
         cfg["cell"] = (row, col)
 
+    def set_query_rho(v: str) -> None:
+        cfg["query_rho"] = _number(v, float, 0.0001, 1.0, "query size rho")
+
+    def set_compare_mode(v: str) -> None:
+        if v not in COMPARE_MODES:
+            raise LdpvizInputError(f"compare mode must be one of {', '.join(COMPARE_MODES)}, got {v!r}")
+        cfg["compare_mode"] = v
+
+    def set_target(v: str) -> None:
+        cfg["target"] = _number(v, float, 0.0, 1e9, "target")
+
+    def set_budget(field: str, v: str) -> None:
+        if field in ("budget_every", "budget_unit"):
+            if v not in BUDGET_UNITS:
+                raise LdpvizInputError(f"must be one of {', '.join(BUDGET_UNITS)}, got {v!r}")
+            cfg[field] = v
+        elif field in ("budget_from_total", "frontier"):
+            cfg[field] = v == "1"
+        elif field == "budget_times":
+            cfg[field] = _number(v, int, 1, 1000, "collections per interval")
+        elif field == "budget_period":
+            cfg[field] = _number(v, float, 0.001, 1000, "period")
+        else:
+            cfg[field] = _number(v, float, 0.001, 100_000, "total epsilon")
+
+    for field, key in BUDGET_KEYS.items():
+        take(key, lambda v, f=field: set_budget(f, v))
+    take("rho", set_query_rho)
+    take("cmode", set_compare_mode)
+    take("tgt", set_target)
     take("ds", set_dataset)
     take("mech", set_mechanism)
     take("eps", set_epsilon)
@@ -277,6 +320,7 @@ def decode(query: Mapping[str, str], known_datasets: list[str] | None = None) ->
     if "vals" in query:
         cfg["values"] = str(query["vals"])
     cfg["show_difference"] = query.get("diff") == "1"
+    cfg["show_spread"] = query.get("spread") == "1"
     specs = param_specs(cfg["mechanism"])
     params: dict[str, Any] = {}
     for key, value in query.items():
@@ -349,7 +393,8 @@ def encode(cfg: Mapping[str, Any], saved_regions: Mapping[str, Mapping[str, Regi
     out: dict[str, str] = {}
     simple = {"dataset": "ds", "mechanism": "mech", "epsilon": "eps", "grid_side": "d", "n_users": "users",
               "seed": "seed", "trials": "trials", "metric": "metric", "vary": "vary",
-              "values": "vals", "channel_side": "cd", "audit_side": "ad", "blackbox_n": "bbn", "draw": "draw"}
+              "values": "vals", "channel_side": "cd", "audit_side": "ad", "blackbox_n": "bbn", "draw": "draw",
+              "query_rho": "rho", "compare_mode": "cmode", "target": "tgt"}
     for field, key in simple.items():
         if cfg.get(field) != base[field] and cfg.get(field) not in (None, ""):
             out[key] = _fmt(cfg[field])
@@ -371,6 +416,11 @@ def encode(cfg: Mapping[str, Any], saved_regions: Mapping[str, Mapping[str, Regi
             out[key] = ("1" if cfg[field] else "0") if field == "people_shuffle" else _fmt(cfg[field])
     if cfg.get("show_difference"):
         out["diff"] = "1"
+    if cfg.get("show_spread"):
+        out["spread"] = "1"
+    for field, key in BUDGET_KEYS.items():
+        if field in cfg and cfg[field] != base[field]:
+            out[key] = ("1" if cfg[field] else "0") if isinstance(base[field], bool) else _fmt(cfg[field])
     if cfg.get("heatmap_filter"):
         out["hf"] = "1"
         out["sigma"] = _fmt(float(cfg.get("sigma") or base["sigma"]))

@@ -10,8 +10,9 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compute, state
-from ldpviz import export, mechanisms, metrics, render
+from ldpviz import attacker, export, mechanisms, metrics, render
 from ldpviz.domain import Grid, Region
+from ldpviz.attacker import DEFAULT_R_M
 from ldpviz.errors import LdpvizInputError
 from ldpviz.experiment import Result, Scenario
 
@@ -90,7 +91,7 @@ def readouts(result: Result, previous: dict[str, float] | None, seconds: float, 
 
 
 #: Local privacy is computed on the page only up to these grid sides (larger grids say so instead).
-LP_MAX_SIDE_DISK = 64      #: DAM family: the kernel route (~1.7 s at d = 64)
+LP_MAX_SIDE_DISK = 32      #: DAM family: its full channel (~3 s at d = 32 on a shared 2-core machine, ~35 s at 48)
 LP_MAX_CELLS_DENSE = 1024  #: any explicit channel: the dense formula, O(outputs x cells^2)
 LP_MAX_SIDE_OWN = 16       #: mechanisms with their own Monte Carlo estimate (SEM-Geo-I)
 
@@ -113,47 +114,91 @@ def attacker_plan(mechanism: str, grid_side: int) -> tuple[bool, str]:
                               f"{short_name(mechanism)} (d = {int(np.sqrt(LP_MAX_CELLS_DENSE))})")
 
 
+def population_density(dataset: Any, grid: Grid) -> np.ndarray:
+    """Every user of ``dataset`` in the region, binned on ``grid``: the attackers' census stand-in (the same
+    density the decision report and the Trade-offs frontier use, so every page names the same attacker)."""
+    return grid.histogram(grid.bin_lonlat(dataset.lon, dataset.lat).cells)
+
+
 @st.cache_data(max_entries=128, show_spinner=False)
-def attacker_error_cells(mechanism: str, grid_side: int, region: Region, epsilon: float,
-                         params: tuple) -> float | None:
-    """metrics.local_privacy in cell sides (uniform prior), None if unavailable."""
+def attacker_errors_cells(mechanism: str, grid_side: int, region: Region, epsilon: float, params: tuple,
+                          population: np.ndarray) -> tuple[float | None, float | None, float | None, str]:
+    """ldpviz.attacker.attackers in cell sides: (population-prior error, uniform-prior error, the population-prior
+    attacker's chance of a guess within attacker.DEFAULT_R_M, why not)."""
     try:
         mech = compute.built_mechanism(mechanism, grid_side, region, epsilon, params)
-        value = float(metrics.local_privacy(mech)) / mech.grid.cell_m
-    except (LdpvizInputError, NotImplementedError, MemoryError):
+        found = attacker.attackers(mech, population)
+    except (LdpvizInputError, NotImplementedError, MemoryError) as err:
+        return None, None, None, str(err)
+    if not found["available"]:
+        return None, None, None, found["reason"]
+    cell = mech.grid.cell_m
+    return (found["population"].best_guess_error_m / cell, found["uniform"].best_guess_error_m / cell,
+            found["population"].within_r, "")
+
+
+def attacker_within_r(mechanism: str, grid: Grid, epsilon: float, params: Any,
+                      population: np.ndarray) -> float | None:
+    """The population-prior attacker's probability of placing a person within attacker.DEFAULT_R_M (or None);
+    read from the same cache as :func:`attacker_errors_m` (call that first: it checks the cost)."""
+    if not attacker_plan(mechanism, grid.side)[0]:
         return None
-    return value if np.isfinite(value) else None
+    items = tuple(sorted(dict(params).items())) if isinstance(params, dict) else tuple(sorted(params))
+    return attacker_errors_cells(mechanism, grid.side, grid.region, float(epsilon), items,
+                                 np.asarray(population, dtype=float))[2]
 
 
-def attacker_error_m(mechanism: str, grid: Grid, epsilon: float, params: tuple) -> tuple[float | None, str]:
-    """(expected error of an attacker's best guess in metres, or None; why not) -- only when affordable."""
+def attacker_errors_m(mechanism: str, grid: Grid, epsilon: float, params: Any,
+                      population: np.ndarray) -> tuple[float | None, float | None, str]:
+    """(population-prior attacker's expected error in metres, uniform-prior one, why not) -- only when affordable.
+
+    The one attacker of every page (:func:`ldpviz.attacker.attackers`): the headline believes the population
+    density (``population``: :func:`population_density`, a census stand-in); the uniform-prior one sits beside it.
+    """
     ok, why = attacker_plan(mechanism, grid.side)
     if not ok:
-        return None, why
-    cells = attacker_error_cells(mechanism, grid.side, grid.region, float(epsilon), tuple(sorted(params)))
-    if cells is None:
-        return None, f"the attacker's error is not available for {short_name(mechanism)} on this grid"
-    return cells * grid.cell_m, ""
+        return None, None, why
+    items = tuple(sorted(dict(params).items())) if isinstance(params, dict) else tuple(sorted(params))
+    pop, uni, _, why = attacker_errors_cells(mechanism, grid.side, grid.region, float(epsilon), items,
+                                             np.asarray(population, dtype=float))
+    if pop is None:
+        return None, None, why or f"the attacker's error is not available for {short_name(mechanism)} on this grid"
+    return pop * grid.cell_m, uni * grid.cell_m, ""
 
 
-def summary_sentence(result: Result, attacker: tuple[float | None, str] | None = None) -> str:
+def attacker_error_m(mechanism: str, grid: Grid, epsilon: float, params: Any,
+                     population: np.ndarray) -> tuple[float | None, str]:
+    """(the population-prior attacker's expected error in metres, or None; why not)."""
+    pop, _, why = attacker_errors_m(mechanism, grid, epsilon, params, population)
+    return pop, why
+
+
+def summary_sentence(result: Result, attacker: tuple[float | None, float | None, str] | None = None,
+                     within_r: float | None = None, epsilon_text: str | None = None) -> str:
     """'At ε = 1, DAM's estimate is on average 240 m from the truth; an attacker ... 1.3 km.'
 
-    ``attacker`` is the result of :func:`attacker_error_m` (None: not computed yet).
+    ``attacker`` is the result of :func:`attacker_errors_m` (None: not computed yet); ``within_r`` the
+    population-prior attacker's chance of a guess within ldpviz.attacker.DEFAULT_R_M; ``epsilon_text`` the
+    'ε = ...' in the mechanism's own unit (Geo-I: per km, from privacy_scale.common_terms).
     """
     s = result.scenario
     means = result.mean()
     name = short_name(s.mechanism)
     where = (f"With no privacy ({name}, the reference), the estimate"
              if mechanisms.get(s.mechanism).privacy_model == mechanisms.NO_PRIVACY
-             else f"At ε = {s.epsilon:g}, {name}'s estimate")
+             else f"At {epsilon_text or f'ε = {s.epsilon:g}'}, {name}'s estimate")
     text = (f"{where} is on average **{fmt_metres(means.get('w2_m', np.nan))}** "
             f"from the truth (W2 distance over {result.n_users:,} users)")
     if attacker is None:
         return text + "; computing how far off an attacker's guess of one person's location is ..."
-    value, why = attacker
-    if value is not None:
-        return text + f"; an attacker's best guess of one person's location is off by **{fmt_metres(value)}**."
+    pop, uni, why = attacker
+    if pop is not None:
+        return text + (f"; an attacker's best guess of one person's location, knowing the population density "
+                       f"(the data set's own density stands in for a census), is off by **{fmt_metres(pop)}** "
+                       f"on average"
+                       + (f" and lands within {fmt_metres(DEFAULT_R_M)} of them {within_r:.0%} of the time"
+                          if within_r is not None else "")
+                       + f" (an attacker assuming a uniform spread: {fmt_metres(uni)}).")
     return text + (f". ({why[0].upper() + why[1:]}.)" if why else ".")
 
 

@@ -323,3 +323,29 @@ def channel_bar_figure(column: np.ndarray, marks: dict[int, str] | None = None) 
     fig.update_layout(xaxis_title="report", yaxis_title="probability", height=280, template="plotly_white",
                       margin={"l": 10, "r": 10, "t": 20, "b": 10})
     return fig
+
+
+def frontier_figure(table: pd.DataFrame, metric: str, *, metric_label: str | None = None,
+                    group: str = "mechanism", labels: dict[str, str] | None = None) -> go.Figure:
+    """The privacy-accuracy frontier of :func:`ldpviz.tradeoff.frontier`: one curve per ``group``, one point per
+    epsilon, x = the population-prior attacker's expected error (m; larger = more private), y = ``metric``
+    (with its CI as error bars). Points without an attacker error (no explicit channel) are left out."""
+    fig = go.Figure()
+    palette = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666"]
+    shown = table[table["attacker_error_m"].notna()] if "attacker_error_m" in table else table.iloc[0:0]
+    for i, (name, part) in enumerate(shown.groupby(group, sort=False)):
+        part = part.sort_values("epsilon")
+        y = part[metric].astype(float)
+        hi = (part[f"{metric}_hi"].astype(float) - y).clip(lower=0)
+        lo = (y - part[f"{metric}_lo"].astype(float)).clip(lower=0)
+        fig.add_trace(go.Scatter(
+            x=part["attacker_error_m"].astype(float).tolist(), y=y.tolist(), mode="lines+markers+text",
+            name=(labels or {}).get(str(name), str(name)), line={"color": palette[i % len(palette)]},
+            text=[f"ε={e:g}" for e in part["epsilon"]], textposition="top center",
+            error_y={"type": "data", "array": hi.fillna(0).tolist(), "arrayminus": lo.fillna(0).tolist(),
+                     "visible": bool((hi.fillna(0) > 0).any())}))
+    fig.update_layout(xaxis_title="attacker's expected error, population prior (m) → more private",
+                      yaxis_title=(metric_label or metric) + " → less accurate", height=380,
+                      margin={"l": 10, "r": 10, "t": 30, "b": 10}, legend={"orientation": "h", "y": -0.25},
+                      template="plotly_white")
+    return fig

@@ -258,6 +258,9 @@ def test_state_round_trip():
 def test_compare_names_a_best_mechanism():
     at = app("views/1_Compare.py", cmp=",".join(m for m in mechanisms.available()), metric="w2_m", trials="2")
     at.run()
+    start = [b for b in at.button if b.label.startswith("Start (")]
+    if start:   # on a loaded machine the 22 runs can be predicted above 5 s: then they are announced first
+        start[0].click().run()
     assert_clean(at)
     assert any("Best within each privacy model" in s.value for s in at.success)
     # LDP, Geo-I, central DP and the no-privacy reference together: no winner across models, and why.

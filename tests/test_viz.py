@@ -147,3 +147,17 @@ def test_legend_states_the_scale():
     html = viz.legend_html(0.0123)
     assert "1.2%" in html and "0%" in html
     assert "-1.2%" in viz.legend_html(0.0123, diverging=True)
+
+
+def test_frontier_figure_one_curve_per_mechanism_one_point_per_epsilon():
+    """frontier_figure draws a curve per mechanism with one point per epsilon (x = attacker error, y = metric),
+    leaving out mechanisms without an attacker error."""
+    import pandas as pd
+    from ldpviz import viz
+    table = pd.DataFrame({"mechanism": ["a", "a", "b", "b", "c"], "epsilon": [2.0, 1.0, 1.0, 2.0, 1.0],
+                          "w2_m": [10.0, 20.0, 30.0, 15.0, 5.0], "w2_m_lo": [9.0, 18, 28, 14, 4],
+                          "w2_m_hi": [11.0, 22, 32, 16, 6], "attacker_error_m": [100.0, 200.0, 300.0, 150.0, None]})
+    fig = viz.frontier_figure(table, "w2_m", labels={"a": "Alpha"})
+    assert [t.name for t in fig.data] == ["Alpha", "b"]
+    assert list(fig.data[0].x) == [200.0, 100.0] and list(fig.data[0].y) == [20.0, 10.0]   # sorted by epsilon
+    assert list(fig.data[0].text) == ["ε=1", "ε=2"]

@@ -10,7 +10,7 @@ import numpy as np
 import streamlit as st
 
 from dashboard import compute, longrun, session, state, ui
-from ldpviz import mechanisms, viz
+from ldpviz import explain, mechanisms, privacy_scale, report, viz
 from ldpviz.domain import Grid
 from ldpviz.mechanisms.heatmap import heatmap
 
@@ -22,8 +22,10 @@ st.title("Explore: what private collection does to a map")
 
 data = session.data_controls(cfg)
 session.privacy_controls(cfg)
+session.query_controls(cfg)
 st.sidebar.header("Mechanism")
 mechanism = session.mechanism_picker(cfg)
+geo_note = st.sidebar.empty()   # filled once the mechanism says what its ε is per km
 run_params = {}
 with session.guard("the mechanism parameters"):
     grid = Grid(data.region, int(cfg["grid_side"])) if data is not None else None
@@ -61,8 +63,13 @@ with session.guard("this scenario"):
                + f"{result.guarantee}. " + " ".join(result.notes))
 
     est = result.estimate
-    t1, t2 = st.columns(2)
+    t1, t2, t3 = st.columns(3)
     diff = session.bind(cfg, "show_difference", t1.toggle, "Difference map (estimate − truth)")
+    many = len(result.metrics) >= 2
+    spread_on = session.bind(cfg, "show_spread", t3.toggle, "Spread over trials", disabled=not many,
+                             help="A third map: how much each cell's estimate varies between trials (standard "
+                                  "deviation of the estimated share). Needs 2 or more trials (sidebar)."
+                             ) and many
     sigma = 0.0
     if central:
         smooth = session.bind(cfg, "heatmap_filter", t2.toggle, "Gaussian filter (heatmap paper's display)",
@@ -98,6 +105,13 @@ with session.guard("this scenario"):
                     viz.estimate_deck(result.grid, est_density, est.partition, vmax=vmax, **size))
             st.pydeck_chart(deck, height=MAP_HEIGHT_PX, key="map:est")
             st.html(viz.legend_html(vmax))
+    if spread_on:
+        spread = result.cell_spread("sd")
+        smax = float(spread.max()) or 1.0
+        st.subheader(f"Spread over {len(result.metrics)} trials")
+        st.pydeck_chart(viz.density_deck(result.grid, spread, vmax=smax, height=MAP_HEIGHT_PX), height=MAP_HEIGHT_PX,
+                        key="map:spread")
+        st.html(viz.legend_html(smax, "standard deviation of a cell's estimated share over trials"))
     st.caption(f"{result.grid.side} × {result.grid.side} cells of {result.grid.cell_m:,.0f} m{filtered}; the maps "
                "share one colour scale and one view. No basemap is drawn (nothing is fetched from a map server): "
                "the outline" + (" and light grid frame" if result.grid.side <= viz.MAX_GRID_LINES else " frames")
@@ -108,15 +122,49 @@ with session.guard("this scenario"):
     if result.received:
         with st.expander("What the server received"):
             st.markdown("\n".join(f"- **{k[0].upper() + k[1:]}:** {v}" for k, v in result.received.items()))
+    model = mechanisms.get(scenario.mechanism).privacy_model
+    epsilon_text = None   # the summary's 'ε = ...' in the mechanism's own unit (Geo-I: per km)
+    with st.expander("What ε means here, and the guarantee on one scale", icon=":material/shield:"), \
+            session.guard("the guarantee in common terms"):
+        mech = compute.built_mechanism(scenario.mechanism, scenario.grid_side, result.region,
+                                       float(scenario.epsilon), tuple(sorted(dict(scenario.params).items())))
+        terms = privacy_scale.common_terms(mech)
+        if model != mechanisms.NO_PRIVACY:
+            st.markdown(explain.epsilon_plain(float(terms["epsilon"]), model))
+        st.markdown(terms["sentence"])
+        if model == mechanisms.GEO_I:
+            per_km, given = float(terms["epsilon"]), float(scenario.epsilon)
+            same = abs(per_km - given) <= 1e-9 * max(1.0, given)
+            epsilon_text = (f"ε = {given:g} per km" if same else
+                            f"ε = {given:g} (calibrated to ε' = {per_km:.3g} per km on this grid)")
+            geo_note.caption(f"{ui.short_name(scenario.mechanism)} is Geo-indistinguishable: "
+                             + (f"its ε = {given:g} is per km of distance (e^(ε × km) between two places)." if same
+                                else f"the slider's ε = {given:g} is calibrated to ε' = {per_km:.3g} per km of "
+                                     "distance on this grid (see 'What ε means here')."))
+            st.caption(f"Geo-I's ε is per km of distance: ε = {per_km:.3g} per km as the mechanism "
+                       f"applies it on this grid (e^ε per cell side: {terms['ratio_neighbour_cells']:.3g}).")
+
     shown_maps = {"True density" + filtered: (true_density, False, vmax)}
     if diff:
         shown_maps["Difference: estimate − truth" + filtered] = (difference, True, vabs)
     else:
         shown_maps["Estimated density" + filtered] = (est_density, False, vmax)
+    if many:
+        st.download_button(
+            "Decision report (HTML)",
+            lambda: report.build_report(scenario, dataset=data.dataset, result=result),
+            "ldpviz-decision-report.html", "text/html", key="dl:report", icon=":material/description:",
+            help="One self-contained page for a decision: the setting, its guarantee in plain words, accuracy with "
+                 "confidence intervals, the attacker, a quick audit and how to reproduce it.")
+    else:
+        st.caption("The decision report (HTML) needs 2 or more trials for its confidence intervals: raise "
+                   "Trials in the sidebar.")
     ui.export_section(cfg, result, {"layers": {"true_share": true_density, "estimated_share": est_density,
                                                "difference": difference}, "maps": shown_maps},
                       data.upload_filename)
     session.show_resolved_defaults()   # builds the mechanism once; the attacker clause reuses it
-    sentence.markdown(ui.summary_sentence(result, ui.attacker_error_m(
-        scenario.mechanism, result.grid, scenario.epsilon, scenario.params)))
+    population = ui.population_density(data.dataset, result.grid)
+    found = ui.attacker_errors_m(scenario.mechanism, result.grid, scenario.epsilon, scenario.params, population)
+    sentence.markdown(ui.summary_sentence(result, found, within_r=ui.attacker_within_r(
+        scenario.mechanism, result.grid, scenario.epsilon, scenario.params, population), epsilon_text=epsilon_text))
 session.show_resolved_defaults()

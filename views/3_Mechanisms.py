@@ -142,6 +142,17 @@ with session.guard(f"the channel of {cls.label}"):
     ratio = column.max() / column[column > 0].min() if np.any(column > 0) else np.nan
     k4.metric("Max / min report probability", f"{ratio:.3g}", help=f"e^ε = {np.exp(float(cfg['epsilon'])):.3g}")
 
+    pop_err, uni_err, why = ui.attacker_errors_m(name, grid, float(cfg["epsilon"]), params, hist.reshape(grid.side, grid.side))
+    if pop_err is not None:
+        a1, a2 = st.columns(2)
+        a1.metric("Attacker's expected error, over everyone (population prior)", ui.fmt_metres(pop_err),
+                  help="Averaged over every person and report: the attacker knows the channel and the population "
+                       "density (the data set's own density stands in for a census) and makes the best guess. "
+                       "The same attacker as Explore's sentence and the Privacy audit table.")
+        a2.metric("… assuming people could be anywhere (uniform prior)", ui.fmt_metres(uni_err))
+    else:
+        st.caption(f"Attacker's expected error over everyone: not computed ({why}).")
+
     picked = viz.picked_cell(event)
     if picked != st.session_state.get("last_pick"):   # a new click (a selection persists across runs)
         st.session_state["last_pick"] = picked

@@ -49,6 +49,7 @@ grid = Grid(data.region, side)
 st.caption(f"Audit grid: {side} × {side} cells of {grid.cell_m:,.0f} m over the sidebar's region (the maps on "
            f"other pages use d = {cfg['grid_side']}). Every mechanism runs with its default parameters.")
 
+population = ui.population_density(data.dataset, grid)
 described = session.mechanism_rows()
 rows = []
 bar = st.progress(0.0, text="Measuring channels ...")
@@ -66,8 +67,9 @@ for i, r in enumerate(described):
                                  (math.inf if math.isinf(measured) else
                                   round(math.exp(measured - audit["claimed"]), 6))),
              "verdict": audit["verdict"]}
-    attacker, why = ui.attacker_error_m(r["name"], grid, eps, ())
-    entry["attacker error"] = ui.fmt_metres(attacker) if attacker is not None else "—"
+    pop, uni, why = ui.attacker_errors_m(r["name"], grid, eps, (), population)
+    entry["attacker error (population prior)"] = ui.fmt_metres(pop) if pop is not None else "—"
+    entry["attacker error (uniform prior)"] = ui.fmt_metres(uni) if uni is not None else "—"
     seconds = audit["seconds"]
     if run_blackbox:
         bar.progress(i / len(described), text=f"Black-box audit of {r['label']} ({i + 1} of {len(described)}) ...")
@@ -80,7 +82,7 @@ for i, r in enumerate(described):
 bar.empty()
 table = pd.DataFrame(rows)
 first = ["mechanism", "privacy model", "verdict", "claimed ε (as measured)", "measured ε (worst case)",
-         "max ratio / e^ε", "attacker error"]
+         "max ratio / e^ε", "attacker error (population prior)", "attacker error (uniform prior)"]
 table = table[first + [c for c in table.columns if c not in first]]
 fails = table[table["verdict"] == "FAIL"]
 measured_n = int((table["verdict"] == "pass").sum())
@@ -109,8 +111,10 @@ st.caption("Measured ε = max over reports of log(max P / min P) across true cel
            "mechanism's channel with its default parameters on the audit grid; 'max ratio / e^ε' ≤ 1 means the "
            "guarantee holds (Geo-I: the largest log-ratio per cell side of distance, compared with the slider's ε per km "
            "times the cell side in km: the 'claimed ε (as measured)' column). Attacker error: expected "
-           "distance between a person's cell and a Bayesian attacker's best guess from one report, uniform prior "
-           "(ldpviz.metrics.local_privacy, DAM paper eq. 15–16)."
+           "distance between a person's cell and the best guess of a Bayesian attacker who sees one report and "
+           "knows the population density (the data set's own density on the audit grid stands in for a census: a "
+           "slightly stronger attacker than real census tables; ldpviz.attacker, Shokri et al. S&P'11). Beside it, "
+           "an attacker assuming people could be anywhere (uniform prior, the DAM paper's assumption, eq. 15–16)."
            + (" Black-box lower bound: a certified lower bound on ε from sampled reports (ldpviz.audit); it "
               "must not exceed the claim." if blackbox else
               " A black-box audit (sampled reports) appears once ldpviz.audit is installed."))
