@@ -209,10 +209,29 @@ def test_mechanisms_map_click_moves_the_true_cell(server, browser):
         walk.close()
 
 
+def download(walk: Walk, label: str) -> Path:
+    """Click a download button as a person would, and keep the file (a click made while the page was still
+    settling can be lost: a person clicks again, and so does this, up to three times)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    for attempt in range(3):
+        walk.idle()
+        try:
+            with walk.page.expect_download(timeout=30_000) as info:
+                walk.page.locator('[data-testid="stDownloadButton"] button', has_text=label).first.click()
+        except PlaywrightTimeout:
+            continue
+        path = DOWNLOADS / info.value.suggested_filename
+        info.value.save_as(str(path))
+        return path
+    raise AssertionError(f"no download from {label!r} after three clicks")
+
+
 def upload_csv(tmp_path: Path) -> Path:
-    """A small city file: 190 good rows, 20 with longitudes past 180 (10%: a loss the page must warn about)."""
-    rows = ["lat,lon"] + [f"{44.95 + 0.0004 * (i % 30):.5f},{-93.28 + 0.0005 * (i // 30):.5f}" for i in range(190)]
-    rows += [f"44.97,{200 + i}" for i in range(20)]
+    """A small city file: 190 good rows, 5 whose longitudes are written past 180 (266.72 = -93.28 + 360: kept,
+    wrapped and counted), 20 with latitudes past 90 (dropped: 9.5% of 210, a loss the page must warn about)."""
+    rows = ["lat,lon"] + [f"{44.95 + 0.0004 * (i % 30):.5f},{-93.28 + 0.0005 * (i // 30):.5f}" for i in range(185)]
+    rows += [f"{44.96 + 0.001 * i:.5f},266.72" for i in range(5)]
+    rows += [f"{95 + i},-93.27" for i in range(20)]
     path = tmp_path / "city points.csv"
     path.write_text("\n".join(rows) + "\n")
     return path
@@ -230,12 +249,15 @@ def test_upload_save_region_and_exports(server, browser, tmp_path):
         walk.idle()
         text = walk.main_text()
         assert "were dropped" in text and "20 of 210 rows" in text, text[:1500]
+        assert "5 rows changed" in text, text[:1500]      # wrapped longitudes are named, not silently altered
         assert walk.page.locator('[data-testid="stAlertContentWarning"]').count() >= 1
         walk.check_clean("Data after the upload")
         walk.shot("data-upload")
         # Save region: saved, selected and previewed, in the link with its centre and side.
         form = walk.page.locator('[data-testid="stForm"]')
         form.locator('input[aria-label="Name"]').fill("Test area")
+        form.locator('input[aria-label="Centre longitude"]').fill("-93.27700")   # the file's points
+        form.locator('input[aria-label="Centre latitude"]').fill("44.95800")
         form.locator('input[aria-label="Side (km)"]').fill("1.5")
         form.locator("button", has_text="Save region").click()
         walk.idle()
@@ -257,11 +279,7 @@ def test_upload_save_region_and_exports(server, browser, tmp_path):
         files = {}
         for label in ("Configuration (JSON)", "Metrics per trial (CSV)", "Grids (CSV)", "Grids (GeoJSON)",
                       "Map: True density (PNG)", "Map: Estimated density (PNG)"):
-            with walk.page.expect_download(timeout=60_000) as info:
-                walk.page.locator('[data-testid="stDownloadButton"] button', has_text=label).first.click()
-            path = DOWNLOADS / info.value.suggested_filename
-            info.value.save_as(str(path))
-            files[label] = path
+            files[label] = download(walk, label)
         config = json.loads(files["Configuration (JSON)"].read_text())
         assert config["query"]["region"] == "Test area"
         grids = list(csv.DictReader(io.StringIO(files["Grids (CSV)"].read_text())))
