@@ -55,6 +55,9 @@ def test_w2_is_u_shaped_in_the_radius(dataset):
     assert w[0] > w[best] and w[-1] > w[best]
 
 
+@pytest.mark.xfail(strict=True, reason="does not reproduce on the Minneapolis stops with the merged code (W2 0.0350 "
+                   "for DAM vs 0.0310 for DAM-NS at d = 15, eps = 3.5, 3 trials); it held on the estimators branch "
+                   "alone (another random stream), so the claim is within seed noise here, not a robust win")
 def test_dam_at_most_dam_ns_on_the_bundled_real_data():
     """On road-network data the shrunken border helps: W2(DAM) <= W2(DAM-NS) (Sec. VII-C2)."""
     try:
