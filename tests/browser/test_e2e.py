@@ -112,9 +112,10 @@ def test_page_renders_and_reacts_to_epsilon(server, browser, path, name, has_eps
             assert "eps=1.25" in page.url, page.url   # one step right of 1; the new setting is in the link
         if page.locator('[data-testid="stDeckGlJsonChart"]').count():
             page.locator('[data-testid="stDeckGlJsonChart"] canvas').first.wait_for(timeout=30_000)
-        if page.locator('[data-testid="stDataFrame"]').count():   # tables draw on a canvas, lazily
-            page.locator('[data-testid="stDataFrame"]').first.scroll_into_view_if_needed()
-            page.locator('[data-testid="stDataFrame"] canvas').first.wait_for(state="attached", timeout=30_000)
+        tables = page.locator('[data-testid="stDataFrame"]:visible')   # (not those in a closed expander)
+        if tables.count():   # tables draw on a canvas, lazily
+            tables.first.scroll_into_view_if_needed()
+            tables.first.locator("canvas").first.wait_for(state="attached", timeout=30_000)
         page.wait_for_timeout(1500)   # let the maps and tables paint
         page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
     finally:
