@@ -152,6 +152,19 @@ def built_mechanism(mechanism: str, grid_side: int, region: Region, epsilon: flo
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
+def srr_resolution_sentence(mechanism: str, grid_side: int, region: Region, epsilon: float,
+                            params: tuple) -> str | None:
+    """SRR on its public grid domain: how many blocks it can tell apart (issue 15.9); None for anything else
+    (the occupied domain is built from the users' data, so it is described in the audit report instead)."""
+    from ldpviz.mechanisms.srr import SRR
+    from ldpviz.srr_resolution import effective_resolution
+    mech = built_mechanism(mechanism, grid_side, region, epsilon, params)
+    if not isinstance(mech, SRR) or dict(params).get("domain", "grid") != "grid":
+        return None
+    return effective_resolution(mech).sentence()
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
 def effective_params(mechanism: str, grid_side: int, region: Region, epsilon: float,
                      params: tuple) -> dict[str, Any]:
     """``Mechanism.effective_params()`` at this grid and epsilon: computed defaults filled in."""

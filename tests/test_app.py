@@ -352,3 +352,12 @@ def test_an_unexpected_error_is_one_sentence_with_details_and_logged(caplog):
     assert any("Something went wrong inside ldpviz" in e.value for e in at.error)
     assert [x.label for x in at.expander] == ["Details"]
     assert any(r.exc_info for r in caplog.records if r.name == "ldpviz.dashboard")
+
+
+def test_srr_shows_its_effective_resolution_on_explore():
+    """Issue 15.9: with SRR, Explore says how many blocks SRR resolves (its effective resolution), whatever ε."""
+    at = app(mech="srr", d="16")
+    at.run()
+    assert_clean(at)
+    texts = [i.value for i in at.info if "Effective resolution" in i.value]
+    assert texts and "distinct blocks" in texts[0], [i.value for i in at.info]

@@ -61,6 +61,11 @@ with session.guard("this scenario"):
     central = mechanisms.get(scenario.mechanism).privacy_model == mechanisms.CENTRAL_DP
     st.caption(("**Central DP (trusted aggregator).** " if central else "")
                + f"{result.guarantee}. " + " ".join(result.notes))
+    if scenario.mechanism == "srr":
+        resolution = compute.srr_resolution_sentence(scenario.mechanism, scenario.grid_side, result.grid.region,
+                                                     scenario.epsilon, scenario.params)
+        if resolution:
+            st.info(f"**Effective resolution.** {resolution}", icon=":material/grid_view:")
 
     est = result.estimate
     t1, t2, t3 = st.columns(3)
