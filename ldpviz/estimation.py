@@ -81,6 +81,11 @@ def to_distribution(values: np.ndarray, method: str = "clip") -> np.ndarray:
 EM_RULES = ("holdout", "converged", "legacy")
 EM_TOLERANCE = 1e-9
 MAX_EM_ITERATIONS = 5_000
+#: A stated cap on EM's work: output cells x iterations. Huge output domains (DAM with the largest radius,
+#: thousands of cells a side) would otherwise spend minutes in thousands of FFT-sized iterations; there the
+#: iteration cap becomes EM_WORK_BUDGET / output cells (at least MIN_EM_ITERATIONS) and ``info`` says so.
+EM_WORK_BUDGET = 3e8
+MIN_EM_ITERATIONS = 50
 HOLDOUT_FRACTION = 0.2
 HOLDOUT_SEED = 20200614
 LEGACY_CELL_TOLERANCE = 1e-3
@@ -175,6 +180,9 @@ def expectation_maximisation(counts: np.ndarray, forward, adjoint, input_shape: 
         raise ValueError(f"unknown EM stopping rule {rule!r}; use one of {', '.join(EM_RULES)}")
     counts = np.asarray(counts, dtype=float)
     n = counts.sum()
+    work_cap = max(MIN_EM_ITERATIONS, int(EM_WORK_BUDGET // max(counts.size, 1)))
+    capped_by_work = work_cap < max_iterations
+    max_iterations = min(max_iterations, work_cap)
     f = np.full(input_shape, 1.0 / int(np.prod(input_shape)))
     if initial is not None:
         f = np.asarray(initial, dtype=float).reshape(input_shape) / float(np.sum(initial))
@@ -200,4 +208,6 @@ def expectation_maximisation(counts: np.ndarray, forward, adjoint, input_shape: 
                         iterations=chosen)
     info.pop("best_iteration", None)
     info["stopping"] = rule
+    if capped_by_work:
+        info["iteration cap"] = f"{max_iterations} (work cap: {counts.size:,} output cells)"
     return f, info
