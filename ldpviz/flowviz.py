@@ -53,7 +53,7 @@ def arc_deck(grid: Grid, flows: np.ndarray, k: int = 40, colour: list[int] | Non
         pdk.Layer("ScatterplotLayer", staying.to_dict("records"), get_position=["origin_lon", "origin_lat"],
                   get_radius=grid.cell_m / 4, get_fill_color=rgb + [200], pickable=True),
     ]
-    return pdk.Deck(layers=layers, initial_view_state=view_state(grid.region), map_style=None, height=height,
+    return pdk.Deck(layers=layers, initial_view_state=view_state(grid.region), map_provider=None, height=height,
                     tooltip={"text": "share {share}"})
 
 
@@ -72,5 +72,5 @@ def route_deck(grid: Grid, congested: np.ndarray, routes: dict[str, list[int]], 
                   get_fill_color=fill),
         pdk.Layer("PathLayer", paths, get_path="path", get_color="color", width_min_pixels=4, pickable=True),
     ]
-    return pdk.Deck(layers=layers, initial_view_state=view_state(grid.region), map_style=None, height=height,
+    return pdk.Deck(layers=layers, initial_view_state=view_state(grid.region), map_provider=None, height=height,
                     tooltip={"text": "{name}"})

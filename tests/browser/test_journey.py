@@ -216,7 +216,7 @@ def download(walk: Walk, label: str) -> Path:
     for attempt in range(3):
         walk.idle()
         try:
-            with walk.page.expect_download(timeout=30_000) as info:
+            with walk.page.expect_download(timeout=60_000) as info:
                 walk.page.locator('[data-testid="stDownloadButton"] button', has_text=label).first.click()
         except PlaywrightTimeout:
             continue
