@@ -181,7 +181,9 @@ def joint_statistic(mech: Any, rep_o: Any, rep_d: Any) -> JointStatistic:
         y_o, y_d = rep_o.positions, rep_d.positions
     elif name in ("grr-tiles", "hr-tiles"):
         size = rep_o.domain.size
-        A_o = A_d = grr_channel(size, eps) if name == "grr-tiles" else hr_channel(size, eps)
+        # the mechanism's own channel over its domain (HR's code depends on its variant and epsilon)
+        A_o = A_d = mech.domain_channel(size) if hasattr(mech, "domain_channel") else (
+            grr_channel(size, eps) if name == "grr-tiles" else hr_channel(size, eps))
         y_o, y_d = rep_o.reports, rep_d.reports
     elif name == "pldp":
         A_o, A_d = pcep_channel(rep_o.signs, eps), pcep_channel(rep_d.signs, eps)

@@ -54,7 +54,9 @@ def _score(metric: str, grid: Grid, true_density: np.ndarray, users: Binned, est
         return value * grid.cell_m if metric == "w2_m" else value
     if metric == "aqe":
         return metrics.aqe(users.unit, estimate.partition, n_users=len(users.cells), queries=queries)
-    if metric in ("kl", "l1", "mse", "pearson", "similarity"):
+    if metric == "kl":   # on smoothed maps, as evaluate does
+        return float(metrics.kl(true_density, estimate.density, sigma=metrics.kl_sigma(grid.side)))
+    if metric in ("l1", "mse", "pearson", "similarity"):
         return float(getattr(metrics, metric)(true_density, estimate.density))
     if metric == "sliced_w2_m":
         return metrics.sliced_w2(true_density, estimate.density, cell_m=grid.cell_m)
