@@ -75,7 +75,7 @@ def defaults() -> dict[str, Any]:
         "people_grid": 16, "people_shuffle": False, "people_k": 5,
         # Kept in the session only (not in a link): the text of typed bounds (its parsed form is 'bbox'),
         # the Data page's column names, the mechanism Compare's decision report is for.
-        "bbox_text": "", "lat_column": "", "lon_column": "", "report_mechanism": None,
+        "bbox_text": "", "lat_column": "", "lon_column": "", "wrap_lon": True, "report_mechanism": None,
     }
 
 

@@ -52,13 +52,22 @@ def upload_verdict(loaded: datasets.Dataset) -> tuple[str, str]:
     changed = {r: n for r, n in (getattr(report, "changed", None) or {}).items() if n}
     if changed:
         kept += " (" + ", ".join(f"{n:,} rows changed: {r}" for r, n in changed.items()) + ")"
-    if share > DROP_WARNING_SHARE or changed:
+    unwrapped = report.dropped.get("longitude past 180, not wrapped", 0) if report else 0
+    if share > DROP_WARNING_SHARE or changed or unwrapped:
         reasons = ", ".join(f"{n:,} {r}" for r, n in report.dropped.items())
         loss = (f", but **{lost:,} of {report.rows_read:,} rows ({share:.0%}) were dropped** ({reasons})"
                 if share > DROP_WARNING_SHARE else "")
-        return ("warning", f"{kept}{loss}. Check the coordinate columns and their units (degrees, WGS 84) in the "
-                           "report below; if that is not what you meant, fix the file and upload it again. Until "
-                           "then the pages use the rows as kept. It is the selected dataset on every page.")
+        if changed.get("longitude wrapped"):
+            advice = ("Longitudes past 180° were wrapped (188° became -172°); to drop those rows instead, untick "
+                      "'Wrap longitudes' above.")
+        elif unwrapped:
+            advice = (f"{unwrapped:,} rows have a longitude in (180°, 540°] and were dropped because wrapping is "
+                      "off; tick 'Wrap longitudes' above to keep them.")
+        else:
+            advice = ("Check the coordinate columns and their units (degrees, WGS 84) in the report below; if that "
+                      "is not what you meant, fix the file and upload it again.")
+        return ("warning", f"{kept}{loss}. {advice} Until then the pages use the rows as kept. It is the selected "
+                           "dataset on every page.")
     dropped = f" ({lost:,} rows dropped, listed below)" if lost else ""
     return ("success", f"{kept}{dropped}. It is now the selected dataset on every page.")
 
@@ -72,15 +81,20 @@ file = st.file_uploader("CSV or Parquet file", type=["csv", "txt", "tsv", "gz", 
 c1, c2 = st.columns(2)
 lat_col = session.bind(cfg, "lat_column", c1.text_input, "Latitude column (blank = find it)")
 lon_col = session.bind(cfg, "lon_column", c2.text_input, "Longitude column (blank = find it)")
+wrap = session.bind(cfg, "wrap_lon", st.checkbox, "Wrap longitudes past 180° into [-180°, 180°] (subtract 360°)",
+                    help="Data across the antimeridian (near Fiji, Kamchatka, the Aleutians) often writes 172° W as "
+                         "188°. Wrapped, such rows are kept and counted as changed; unwrapped, they are dropped and "
+                         "counted. Either way the report below says how many.")
 ss = st.session_state
 if file is not None:
-    attempt = (getattr(file, "file_id", file.name), lat_col.strip(), lon_col.strip())
+    attempt = (getattr(file, "file_id", file.name), lat_col.strip(), lon_col.strip(), bool(wrap))
     if ss.get("upload_attempt") != attempt:
         ss["upload_attempt"] = attempt
         bar = st.progress(0.0, text=f"Reading {file.name} ...")
         try:
             loaded = datasets.load_file(file, filename=file.name, lat_column=lat_col.strip() or None,
                                         lon_column=lon_col.strip() or None, max_bytes=MAX_UPLOAD_BYTES,
+                                        wrap_longitudes=bool(wrap),
                                         progress=lambda f, m: bar.progress(min(max(f, 0.0), 1.0), text=m))
         except LdpvizInputError as exc:
             bar.empty()

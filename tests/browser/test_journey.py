@@ -255,6 +255,15 @@ def test_upload_save_region_and_exports(server, browser, tmp_path):
         assert walk.page.locator('[data-testid="stAlertContentWarning"]').count() >= 1
         walk.check_clean("Data after the upload")
         walk.shot("data-upload")
+        # The wrap is an offer: unticked, the 5 rows past 180 are dropped and counted; ticked again, kept.
+        wrap_box = walk.page.get_by_text("Wrap longitudes past 180°")
+        wrap_box.click()
+        walk.idle()
+        text = walk.main_text()
+        assert "25 of 210 rows" in text and "5 rows have a longitude in (180°, 540°]" in text, text[:1500]
+        wrap_box.click()
+        walk.idle()
+        assert "5 rows changed" in walk.main_text()
         # Save region: saved, selected and previewed, in the link with its centre and side.
         form = walk.page.locator('[data-testid="stForm"]')
         form.locator('input[aria-label="Name"]').fill("Test area")
