@@ -218,22 +218,22 @@ def export_section(cfg: dict[str, Any], result: Result, shown: dict[str, Any], u
         c1, c2, c3, c4 = st.columns(4)
         # Callables: the files are built when clicked, not on every rerun (keeps slider moves fast).
         c1.download_button("Configuration (JSON)", lambda: json.dumps(config, indent=2), "ldpviz-config.json",
-                           "application/json", key="dl:json")
+                           "application/json", key="dl:json", on_click="ignore")
         c2.download_button("Metrics per trial (CSV)", lambda: compute.result_table(result).to_csv(index=False),
-                           "ldpviz-results.csv", "text/csv", key="dl:csv")
+                           "ldpviz-results.csv", "text/csv", key="dl:csv", on_click="ignore")
         c3.download_button("Grids (CSV)", lambda: export.grid_csv(grid, layers), "ldpviz-grids.csv", "text/csv",
                            key="dl:grids-csv", help="One row per cell: its corners in degrees and "
-                                                    + ", ".join(layers) + ".")
+                                                    + ", ".join(layers) + ".", on_click="ignore")
         c4.download_button("Grids (GeoJSON)", lambda: export.grid_geojson(grid, layers, config["scenario"]),
                            "ldpviz-grids.geojson", "application/geo+json", key="dl:grids-geojson",
-                           help="One polygon per cell with " + ", ".join(layers) + " as properties.")
+                           help="One polygon per cell with " + ", ".join(layers) + " as properties.", on_click="ignore")
         cols = st.columns(max(len(shown["maps"]), 1))
         for col, (title, (values, diverging, vmax)) in zip(cols, shown["maps"].items()):
             slug = title.lower().split(":")[0].replace(" ", "-")
             col.download_button(f"Map: {title} (PNG)", lambda v=values, t=title, dv=diverging, vm=vmax: render.density_png(
                 grid, v, vmax=vm, diverging=dv, title=t,
                 legend="estimate − truth, share of users per cell" if dv else "share of users per cell"),
-                f"ldpviz-map-{slug}.png", "image/png", key=f"dl:png:{slug}")
+                f"ldpviz-map-{slug}.png", "image/png", key=f"dl:png:{slug}", on_click="ignore")
         st.markdown("Reproduce this run with the ldpviz API:")
         st.code(compute.python_snippet(result.scenario, upload_filename), language="python")
 

@@ -160,7 +160,7 @@ with session.guard("this scenario"):
             lambda: report.build_report(scenario, dataset=data.dataset, result=result),
             "ldpviz-decision-report.html", "text/html", key="dl:report", icon=":material/description:",
             help="One self-contained page for a decision: the setting, its guarantee in plain words, accuracy with "
-                 "confidence intervals, the attacker, a quick audit and how to reproduce it.")
+                 "confidence intervals, the attacker, a quick audit and how to reproduce it.", on_click="ignore")
     else:
         st.caption("The decision report (HTML) needs 2 or more trials for its confidence intervals: raise "
                    "Trials in the sidebar.")

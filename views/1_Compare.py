@@ -116,7 +116,7 @@ if mode != "at_epsilon":
         caveat = privacy_scale.like_for_like(set(table["privacy_model"]))
         if caveat:
             st.info(caveat, icon=":material/balance:")
-        st.download_button("Target search (CSV)", table.to_csv(index=False), "ldpviz-target.csv", "text/csv")
+        st.download_button("Target search (CSV)", table.to_csv(index=False), "ldpviz-target.csv", "text/csv", on_click="ignore")
     st.stop()
 
 longrun.stopped_notice()
@@ -197,7 +197,7 @@ if results:
                     st.pydeck_chart(deck, height=300, key=f"map:{title}")
         st.html(viz.legend_html(vmax))
         r1, r2 = st.columns([2, 1])
-        r1.download_button("Comparison (CSV)", table.to_csv(index=False), "ldpviz-compare.csv", "text/csv")
+        r1.download_button("Comparison (CSV)", table.to_csv(index=False), "ldpviz-compare.csv", "text/csv", on_click="ignore")
         if int(cfg["trials"]) >= 2:
             options = list(table["mechanism"])
             pick = session.bind(cfg, "report_mechanism", r2.selectbox, "Decision report for", options, valid=options,
@@ -205,6 +205,6 @@ if results:
             picked = results[pick]
             r2.download_button("Decision report (HTML)", lambda: report.build_report(
                 picked.scenario, dataset=data.dataset, result=picked), f"ldpviz-decision-report-{pick}.html",
-                "text/html", key="dl:compare-report", icon=":material/description:")
+                "text/html", key="dl:compare-report", icon=":material/description:", on_click="ignore")
         else:
             r2.caption("The decision report (HTML) needs 2 or more trials for its confidence intervals.")

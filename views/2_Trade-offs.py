@@ -133,7 +133,7 @@ def frontier_panel() -> None:
                    "both counts: a mechanism whose curve lies below and to the right of another's is better at every "
                    "trade." + (f" Not drawn (no attacker error: {'; '.join(missing)})." if missing else ""))
         st.download_button("Frontier (CSV)", table.to_csv(index=False), "ldpviz-frontier.csv", "text/csv",
-                           key="dl:frontier")
+                           key="dl:frontier", on_click="ignore")
 
 
 with frontier_box:
@@ -203,9 +203,9 @@ with sweep_box, session.guard("the sweep", where="above or in the sidebar"):
     if int(cfg["trials"]) == 1:
         st.caption("Bands are 95% confidence intervals over trials; raise Trials in the sidebar to see them.")
     d1, d2 = st.columns(2)
-    d1.download_button("Every run (CSV)", tidy.to_csv(index=False), "ldpviz-sweep-runs.csv", "text/csv")
+    d1.download_button("Every run (CSV)", tidy.to_csv(index=False), "ldpviz-sweep-runs.csv", "text/csv", on_click="ignore")
     d2.download_button("Means and confidence intervals (CSV)", summary.to_csv(index=False),
-                       "ldpviz-sweep-summary.csv", "text/csv")
+                       "ldpviz-sweep-summary.csv", "text/csv", on_click="ignore")
     with st.expander("Reproduce with the ldpviz API"):
         base = session.scenario(cfg, data, mechanism=chosen[0])
         st.code(compute.python_snippet(base, data.upload_filename).replace(

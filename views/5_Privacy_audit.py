@@ -118,4 +118,4 @@ st.caption("Measured ε = max over reports of log(max P / min P) across true cel
            + (" Black-box lower bound: a certified lower bound on ε from sampled reports (ldpviz.audit); it "
               "must not exceed the claim." if blackbox else
               " A black-box audit (sampled reports) appears once ldpviz.audit is installed."))
-st.download_button("Audit (CSV)", table.to_csv(index=False), "ldpviz-audit.csv", "text/csv")
+st.download_button("Audit (CSV)", table.to_csv(index=False), "ldpviz-audit.csv", "text/csv", on_click="ignore")

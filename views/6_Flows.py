@@ -108,7 +108,7 @@ with session.guard("the OD flows"):
         st.dataframe(flowviz.flow_table(res.grid, res.true, res.estimate, s["top_k"]), hide_index=True)
     st.download_button("Flow table (CSV)", flow_csv(res.grid, res.true, res.estimate), "ldpviz-flows.csv",
                        "text/csv", help="Every OD pair with a true or estimated share; cells numbered row by row "
-                                        "from the south-west corner (ldpviz.export's cell numbering).")
+                                        "from the south-west corner (ldpviz.export's cell numbering).", on_click="ignore")
 
     st.header("Navigation with location updates")
     n = nav.summary()

@@ -161,7 +161,7 @@ with session.guard("the user-level heatmap"):
                   + (" (the centres are measured centrally, not in the shuffle model)." if shuffle else "."))
     st.download_button("Estimated grid (CSV)", export.grid_csv(grid, {"true_share": out["true"],
                                                                       "estimated_share": res.density}),
-                       "ldpviz-people-grid.csv", "text/csv")
+                       "ldpviz-people-grid.csv", "text/csv", on_click="ignore")
 
     st.header("Trajectories: DAM against LDPTrace (DAM paper App. D)")
     st.markdown("Each mechanism estimates the distribution of **all points** of the trajectories; W2 against "
