@@ -18,9 +18,10 @@ PAGES = ["views/1_Compare.py", "views/2_Trade-offs.py", "views/3_Mechanisms.py",
          "views/5_Privacy_audit.py"]
 
 
-def app(page: str = "app.py", **query: str) -> AppTest:
+def app(page: str = "app.py", base: dict[str, str] = SMALL, **query: str) -> AppTest:
+    """An AppTest of ``page`` with the link's query: ``base`` (a small scenario) updated by ``query``."""
     at = AppTest.from_file(str(ROOT / page), default_timeout=120)
-    for key, value in {**SMALL, **query}.items():
+    for key, value in {**base, **query}.items():
         at.query_params[key] = value
     return at
 

@@ -7,25 +7,17 @@ Small scenarios (the synthetic 'normal' set, 2,000-3,000 users, d = 8) keep each
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parents[1]
+import test_app
+from test_app import assert_clean
+
 SMALL = {"ds": "normal", "users": "2000", "d": "8"}
 
 
 def app(page: str = "app.py", **query: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / page), default_timeout=120)
-    for key, value in {**SMALL, **query}.items():
-        at.query_params[key] = value
-    return at
-
-
-def assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.message for e in at.exception]
-    bugs = [e.value for e in at.error if "Something went wrong inside ldpviz" in e.value]
-    assert not bugs, bugs
+    return test_app.app(page, base=SMALL, **query)
 
 
 def test_officer_state_round_trip():

@@ -31,28 +31,6 @@ PAGES = ["Compare", "Trade-offs", "Mechanisms", "Privacy audit", "Data", "Flows"
 WANTED = {"eps": "2.5", "d": "12", "users": "4000", "mech": "grr", "seed": "7"}
 
 
-@pytest.fixture(scope="module")
-def server() -> str:
-    proc, url = serve.start()
-    yield url
-    serve.stop(proc)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    missing = serve.browser_missing()
-    if missing:
-        import os
-        if os.environ.get("LDPVIZ_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"{missing} (LDPVIZ_REQUIRE_BROWSER=1)")
-        pytest.skip(missing)
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=serve.CHROMIUM, args=serve.CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
 class Walk:
     """One browser page plus what it saw: console errors and requests to other hosts."""
 
