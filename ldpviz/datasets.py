@@ -103,6 +103,15 @@ class LoadReport:
 
 
 @dataclass(frozen=True, eq=False)
+def content_key(name: str, *parts: bytes) -> str:
+    """A stable sha1 of a dataset's name and content, for caches (points and trajectories alike)."""
+    h = hashlib.sha1(name.encode("utf-8"))
+    h.update(b"\0")
+    for part in parts:
+        h.update(part)
+    return h.hexdigest()
+
+
 class Dataset:
     """Points (one per user) and the square regions worth looking at.
 
@@ -143,11 +152,7 @@ class Dataset:
     @functools.cached_property
     def key(self) -> str:
         """Stable content hash (sha1 of the name and the coordinate bytes), for caches."""
-        h = hashlib.sha1(self.name.encode("utf-8"))
-        h.update(b"\0")
-        h.update(self.lon.tobytes())
-        h.update(self.lat.tobytes())
-        return h.hexdigest()
+        return content_key(self.name, self.lon.tobytes(), self.lat.tobytes())
 
 
 # ---------------------------------------------------------------- bundled real data
