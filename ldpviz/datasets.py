@@ -102,7 +102,6 @@ class LoadReport:
         return " ".join([text + "."] + [f"Note: {note}" for note in self.notes])
 
 
-@dataclass(frozen=True, eq=False)
 def content_key(name: str, *parts: bytes) -> str:
     """A stable sha1 of a dataset's name and content, for caches (points and trajectories alike)."""
     h = hashlib.sha1(name.encode("utf-8"))
@@ -112,6 +111,7 @@ def content_key(name: str, *parts: bytes) -> str:
     return h.hexdigest()
 
 
+@dataclass(frozen=True, eq=False)
 class Dataset:
     """Points (one per user) and the square regions worth looking at.
 
