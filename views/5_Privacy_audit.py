@@ -106,7 +106,9 @@ if run_blackbox and "black-box verdict" in table:
                 "(central-DP and multi-round mechanisms have no single client report to sample).",
                 icon=":material/science:")
 # Empty cells read "—" (not measured here, see the verdict), never "None".
-st.dataframe(table.astype(object).where(table.notna(), "—"), hide_index=True)
+# Every cell is text, so a column that mixes numbers and "—" still converts to Arrow cleanly.
+st.dataframe(table.apply(lambda col: col.map(lambda v: "—" if pd.isna(v) else (f"{v:.6g}" if isinstance(v, float)
+                                                                                 else str(v)))), hide_index=True)
 st.caption("Measured ε = max over reports of log(max P / min P) across true cells, computed exactly from each "
            "mechanism's channel with its default parameters on the audit grid; 'max ratio / e^ε' ≤ 1 means the "
            "guarantee holds (Geo-I: the largest log-ratio per cell side of distance, compared with the slider's ε per km "

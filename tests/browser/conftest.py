@@ -19,11 +19,16 @@ LOGS = Path(__file__).resolve().parents[2] / "build"
 
 @pytest.fixture(scope="module")
 def server(request) -> str:
+    """The served dashboard's URL; afterwards its log must hold no traceback (an error a page swallowed, or a
+    table Streamlit could only show after 'automatic fixes')."""
     LOGS.mkdir(parents=True, exist_ok=True)
-    with open(LOGS / f"browser-server-{request.module.__name__.rsplit('.', 1)[-1]}.log", "wb") as log:
+    path = LOGS / f"browser-server-{request.module.__name__.rsplit('.', 1)[-1]}.log"
+    with open(path, "wb") as log:
         proc, url = serve.start(output=log)
         yield url
         serve.stop(proc)
+    text = path.read_text(errors="replace")
+    assert "Traceback" not in text, f"the server logged a traceback (see {path}):\n" + text[text.find("Traceback") - 300:][:3000]
 
 
 @pytest.fixture(scope="module")
