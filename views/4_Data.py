@@ -57,15 +57,17 @@ def upload_verdict(loaded: datasets.Dataset) -> tuple[str, str]:
         reasons = ", ".join(f"{n:,} {r}" for r, n in report.dropped.items())
         loss = (f", but **{lost:,} of {report.rows_read:,} rows ({share:.0%}) were dropped** ({reasons})"
                 if share > DROP_WARNING_SHARE else "")
+        advice = []
+        if share > DROP_WARNING_SHARE and lost > unwrapped:
+            advice.append("Check the coordinate columns and their units (degrees, WGS 84) in the report below; if "
+                          "that is not what you meant, fix the file and upload it again.")
         if changed.get("longitude wrapped"):
-            advice = ("Longitudes past 180° were wrapped (188° became -172°); to drop those rows instead, untick "
-                      "'Wrap longitudes' above.")
+            advice.append("Longitudes past 180° were wrapped (e.g. 188° became -172°); to drop those rows instead, "
+                          "untick 'Wrap longitudes' above.")
         elif unwrapped:
-            advice = (f"{unwrapped:,} rows have a longitude in (180°, 540°] and were dropped because wrapping is "
-                      "off; tick 'Wrap longitudes' above to keep them.")
-        else:
-            advice = ("Check the coordinate columns and their units (degrees, WGS 84) in the report below; if that "
-                      "is not what you meant, fix the file and upload it again.")
+            advice.append(f"{unwrapped:,} rows have a longitude in (180°, 540°] and were dropped because wrapping "
+                          "is off; tick 'Wrap longitudes' above to keep them.")
+        advice = " ".join(advice)
         return ("warning", f"{kept}{loss}. {advice} Until then the pages use the rows as kept. It is the selected "
                            "dataset on every page.")
     dropped = f" ({lost:,} rows dropped, listed below)" if lost else ""
