@@ -75,7 +75,7 @@ def deck(region: Region, layers: list[pdk.Layer], tooltip: str, height: int,
 
 #: The tooltip line every cell shows: where its centre is (records carry ``lat`` and ``lon``, see
 #: :func:`centre_fields`).
-WHERE = "centre {lat}, {lon} (lat, lon)"
+WHERE = "centre: lat {lat}, lon {lon}"
 
 
 def centre_fields(lon: np.ndarray, lat: np.ndarray) -> list[dict[str, float]]:
