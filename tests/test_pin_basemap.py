@@ -205,3 +205,44 @@ def test_readout_table_says_which_setting_is_better():
                               lambda k, v: f"{v:g}").set_index("Readout")
     assert table["Current is"].tolist() == ["better", "worse", "the same", "less private"]
     assert table["Current − pinned"].tolist() == ["−100", "+0.1", "0", "−200"]
+
+
+READOUT_PAGES = [  # (page, link) small settings; every st.metric on each must explain itself
+    ("views/0_Explore.py", {**SMALL, "trials": "2"}),
+    ("views/2_Trade-offs.py", {**SMALL, "smech": "grr", "vals": "1"}),
+    ("views/3_Mechanisms.py", {"ds": "normal", "mech": "grr", "cd": "6"}),
+    ("views/6_Flows.py", {"fd": "4"}),
+    ("views/7_People.py", {"pd": "8", "pk": "2", "pshuf": "1"}),
+]
+
+
+@pytest.mark.parametrize("page,query", READOUT_PAGES, ids=[p.split("_", 1)[1][:-3] for p, _ in READOUT_PAGES])
+def test_every_readout_states_its_unit_and_what_good_and_poor_look_like(page, query):
+    """Each st.metric's help comes from ldpviz.explain.readout_help: a unit in brackets, a direction, and what good
+    and poor values look like (the one exception: the People page's 'Privacy unit', which is not a number)."""
+    at = AppTest.from_file(str(ROOT / page), default_timeout=180)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.run()
+    assert_clean(at)
+    shown = [m for m in at.metric if m.label != "Privacy unit"]
+    assert len(shown) >= 3, [m.label for m in at.metric]
+    for m in shown:
+        help_text = m.proto.help
+        assert "Good: " in help_text and "Poor: " in help_text, (m.label, help_text)
+        assert any(w in help_text for w in ("better", "more private", "cheaper", "more accurate", "a pass")), \
+            (m.label, help_text)
+        assert help_text.startswith("**") and "(" in help_text.split("\n")[0], (m.label, help_text)
+
+
+def test_readout_help_covers_every_guide_entry_and_refuses_unknown_keys():
+    """Every non-map readout has a label, unit, direction, definition, good and poor; an unknown key is refused."""
+    from ldpviz import explain
+    from ldpviz.errors import LdpvizInputError
+    for key, entry in explain.READOUT_GUIDE.items():
+        assert all(entry.get(f) for f in ("label", "unit", "direction", "help", "good", "poor")), key
+        text = explain.readout_help(key, "Detail.")
+        assert entry["unit"] in text and "Detail." in text and f"Good: {entry['good']}" in text
+    assert "nats" in explain.readout_help("kl")
+    with pytest.raises(LdpvizInputError, match="unknown readout"):
+        explain.readout_help("nope")

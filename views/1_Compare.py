@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compute, controls, longrun, session, state, ui
-from ldpviz import experiment, mechanisms, metrics, privacy_scale, report, tradeoff, viz
+from ldpviz import experiment, explain, mechanisms, metrics, privacy_scale, report, tradeoff, viz
 from ldpviz.domain import Grid
 from ldpviz.errors import LdpvizInputError, require
 
@@ -54,7 +54,8 @@ mode = session.bind(cfg, "compare_mode", st.segmented_control, "Mode", list(MODE
                          "(at the sidebar's users) or the fewest users it needs (at the sidebar's ε).")
 metric_keys = list(metrics.METRIC_INFO) if mode == "at_epsilon" else list(tradeoff.TARGET_METRICS)
 metric = session.bind(cfg, "metric", right.selectbox, "Rank by" if mode == "at_epsilon" else "Target metric",
-                      metric_keys, valid=metric_keys, format_func=ui.metric_label)
+                      metric_keys, valid=metric_keys, format_func=ui.metric_label,
+                      help=explain.readout_help(cfg["metric"]) if cfg.get("metric") in metric_keys else None)
 if mode != "at_epsilon":
     if not cfg.get("target"):
         cfg["target"] = TARGET_HINT[metric]
