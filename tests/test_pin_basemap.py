@@ -246,3 +246,21 @@ def test_readout_help_covers_every_guide_entry_and_refuses_unknown_keys():
     assert "nats" in explain.readout_help("kl")
     with pytest.raises(LdpvizInputError, match="unknown readout"):
         explain.readout_help("nope")
+
+
+@pytest.mark.parametrize("page,query", [("views/1_Compare.py", {**SMALL, "cmp": "grr,dam"}),
+                                        ("views/3_Mechanisms.py", {"ds": "normal", "mech": "grr", "cd": "6"}),
+                                        ("views/7_People.py", {"pd": "8", "pk": "2"})],
+                         ids=["Compare", "Mechanisms", "People"])
+def test_other_map_pages_follow_the_basemap_setting(page, query):
+    """The basemap choice is the session's, not Explore's: off by default on every map page, on when the link says
+    so (as after switching it on elsewhere)."""
+    for on in (False, True):
+        at = AppTest.from_file(str(ROOT / page), default_timeout=180)
+        for key, value in {**query, **({"basemap": "1"} if on else {})}.items():
+            at.query_params[key] = value
+        at.run()
+        assert_clean(at)
+        providers = {d.get("mapProvider") for d in decks(at)}
+        assert providers == ({"carto"} if on else {None}), providers
+        assert at.toggle(key="w:basemap").value is on

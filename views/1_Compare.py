@@ -42,6 +42,7 @@ data = session.data_controls(cfg)
 session.privacy_controls(cfg)
 session.query_controls(cfg)
 session.run_controls(cfg)
+basemap = session.map_controls(cfg)
 
 left, right = st.columns([3, 1])
 chosen, by_name = session.mechanisms_multiselect(
@@ -190,10 +191,11 @@ if results:
                 with col:
                     st.markdown(f"**{title}**")
                     if res is None:
-                        deck = viz.density_deck(first.grid, first.true_density, vmax=vmax, height=300)
+                        deck = viz.density_deck(first.grid, first.true_density, vmax=vmax, height=300,
+                                                basemap=basemap)
                     else:
                         deck = viz.estimate_deck(res.grid, res.estimate.density, res.estimate.partition,
-                                                 vmax=vmax, height=300)
+                                                 vmax=vmax, height=300, basemap=basemap)
                         st.caption(f"{ui.metric_label(metric)} {ui.fmt_metric(metric, res.mean()[metric])}")
                     st.pydeck_chart(deck, height=300, key=f"map:{title}")
         st.html(viz.legend_html(vmax))

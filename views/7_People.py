@@ -127,6 +127,7 @@ side = int(session.bind(cfg, "people_grid", st.sidebar.select_slider, "Grid side
                         valid=state.PEOPLE_GRIDS, help="A power of two (dp-heatmap's pyramid needs one)."))
 k = int(session.bind(cfg, "people_k", st.sidebar.slider, "k-median centres k", 1, state.PEOPLE_MAX_K,
                      help="DP k-median (App. A): k centres found on the DP coreset."))
+basemap = session.map_controls(cfg)
 session.sync_url(cfg)
 
 with session.guard("the user-level heatmap"):
@@ -153,9 +154,9 @@ with session.guard("the user-level heatmap"):
     vmax = float(max(out["true"].max(), res.density.max()))
     left, right = st.columns(2)
     left.subheader("True (each person weight 1)")
-    left.pydeck_chart(viz.density_deck(grid, out["true"], vmax, height=MAP_HEIGHT, width=MAP_WIDTH))
+    left.pydeck_chart(viz.density_deck(grid, out["true"], vmax, height=MAP_HEIGHT, width=MAP_WIDTH, basemap=basemap))
     right.subheader(f"Estimated ({method}{', shuffle model' if shuffle else ''})")
-    deck = viz.density_deck(grid, res.density, vmax, height=MAP_HEIGHT, width=MAP_WIDTH)
+    deck = viz.density_deck(grid, res.density, vmax, height=MAP_HEIGHT, width=MAP_WIDTH, basemap=basemap)
     deck.layers.append(centre_layer(centres, grid))
     right.pydeck_chart(deck)
     right.caption(f"Orange: the {k} DP k-median centres (App. A). Guarantee: {centres.guarantee}; they use ε "
