@@ -116,7 +116,7 @@ def readout_table(pinned: Result, current: Result, attackers: tuple[float | None
                          lower_better=e["lower_is_better"]))
     a, b = attackers or (None, None)
     missing = "computing …" if attackers is None else "not available"
-    label = "Attacker's error, population prior (metres; larger = more private)"
+    label = "Attacker's error (metres; larger = more private)"
     if a is not None and b is not None:
         rows.append(_row(label, a, b, fmt("x_m", a), fmt("x_m", b), fmt("x_m", abs(b - a)), lower_better=False,
                          words=("more private", "less private")))
@@ -168,6 +168,8 @@ def section(current_sc: Scenario, current: Result, sigma: float, basemap: bool,
                 "sidebar to compare it with the pin.", icon=":material/keep:")
     table_slot = st.empty()
     table_slot.table(readout_table(pinned, current, None, ui.fmt_metric).set_index("Readout"))
+    st.caption("Means over each setting's trials. The attacker is the page's one attacker: a Bayesian who knows the "
+               "mechanism and the population density and guesses one person's location from one report.")
 
     def shown(res: Result) -> np.ndarray:
         return heatmap(res.estimate.density, sigma) if sigma > 0 else res.estimate.density

@@ -78,7 +78,7 @@ def test_pin_keeps_the_setting_compares_it_and_unpin_clears_it():
     assert table.loc["W2 (metres)", "Current"] != pinned_w2
     assert table.loc["W2 (metres)", "Current − pinned"].startswith(("+", "−"))
     assert table.loc["W2 (metres)", "Current is"] in ("better", "worse")
-    assert {"Attacker's error, population prior (metres; larger = more private)", "AQE (relative error of counts "
+    assert {"Attacker's error (metres; larger = more private)", "AQE (relative error of counts "
             "(0.1 = 10%))", "KL (nats)"} <= set(table.index)
     assert len(decks(at)) == 5   # true and estimated density; pinned, current and their difference
     assert any("ε 1 → 4" in c.value for c in at.caption), [c.value for c in at.caption][:5]
@@ -264,3 +264,23 @@ def test_other_map_pages_follow_the_basemap_setting(page, query):
         providers = {d.get("mapProvider") for d in decks(at)}
         assert providers == ({"carto"} if on else {None}), providers
         assert at.toggle(key="w:basemap").value is on
+
+
+@pytest.mark.parametrize("query", [{"seed": "8675309"}, {"seed": "8675310", "p.radius_factor": "1.5", "trials": "2"}],
+                         ids=["defaults", "a parameter and trials"])
+def test_an_unchanged_pin_costs_no_extra_run(monkeypatch, query):
+    """Pinning the current setting runs nothing new: the pinned Scenario is the current one, served by the same
+    cache (counted at ldpviz.experiment.run, on a seed no other test uses so the cache starts cold)."""
+    from ldpviz import experiment
+    calls = []
+    real = experiment.run
+    monkeypatch.setattr(experiment, "run", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
+    at = explore(**query)
+    at.run()
+    assert_clean(at)
+    assert len(calls) == 1
+    at.button(key="pin:on").click().run()
+    assert_clean(at)
+    assert len(calls) == 1, calls[1:]
+    at.select_slider(key="w:epsilon").set_value(2.0).run()
+    assert len(calls) == 2 and calls[1].epsilon == 2.0   # only the new current setting; the pin is cached
