@@ -69,9 +69,9 @@ def scenario(pin: dict[str, str]) -> Scenario:
                     query_rho=float(pinned.get("query_rho") or 0.01))
 
 
-def describe(sc: Scenario, short_name: Any) -> str:
-    """'GRR, ε = 0.5, 16 × 16 cells' plus whatever else differs from the defaults (users, seed, trials, ρ)."""
-    parts = [short_name(sc.mechanism), f"ε = {sc.epsilon:g}", f"{sc.grid_side} × {sc.grid_side} cells"]
+def describe(sc: Scenario) -> str:
+    """'GRR, ε = 0.5, 16 × 16 cells' and the mechanism's non-default parameters (the rest: :func:`differences`)."""
+    parts = [ui.short_name(sc.mechanism), f"ε = {sc.epsilon:g}", f"{sc.grid_side} × {sc.grid_side} cells"]
     parts += [f"{k.replace('_', ' ')} = {v}" for k, v in sorted(dict(sc.params).items())]
     return ", ".join(parts)
 
@@ -157,11 +157,11 @@ def section(current_sc: Scenario, current: Result, sigma: float, basemap: bool,
                    icon=":material/keep_off:")
         return None
     with st.spinner("Computing the pinned setting ..."):
-        pinned = compute.result_or_announce(pinned_sc, f"the pinned setting ({describe(pinned_sc, ui.short_name)})")
+        pinned = compute.result_or_announce(pinned_sc, f"the pinned setting ({describe(pinned_sc)})")
     if pinned is None:
         return None
     changed = differences(pinned_sc, current_sc)
-    st.caption(f"**Pinned:** {describe(pinned_sc, ui.short_name)} · **Current:** {describe(current_sc, ui.short_name)}"
+    st.caption(f"**Pinned:** {describe(pinned_sc)} · **Current:** {describe(current_sc)}"
                + (f" · changed: {'; '.join(changed)}." if changed else "."))
     if not changed:
         st.info("The current setting is the pinned one. Change ε, the grid, the mechanism or anything else in the "
