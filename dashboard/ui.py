@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compute, state
-from ldpviz import attacker, export, mechanisms, metrics, render
+from ldpviz import attacker, explain, export, mechanisms, metrics, render
 from ldpviz.domain import Grid, Region
 from ldpviz.attacker import DEFAULT_R_M
 from ldpviz.errors import LdpvizInputError
@@ -70,13 +70,13 @@ def readouts(result: Result, previous: dict[str, float] | None, seconds: float, 
         approx = approximate.get(key)
         col.metric(SHORT_LABELS.get(key, metric_label(key)), ("≈ " if approx else "") + fmt_metric(key, value),
                    delta=delta, delta_color="inverse" if lower_is_better(key) else "normal",
-                   help=f"**{metric_label(key)}.** {metrics.METRIC_INFO.get(key, {}).get('help', '')}"
-                        + (f"\n\n{approx.note(metric_label(key), 'm')}" if approx else ""))
+                   help=explain.readout_help(key, approx.note(metric_label(key), 'm') if approx else ""))
     slots[len(keys)].metric("Run time", f"{result.timings['total']:.2f} s",
                             delta="from cache" if cached else None, delta_color="off", delta_arrow="off",
-                            help=f"perturb {result.timings['perturb']:.2f} s, estimate "
-                                 f"{result.timings['estimate']:.2f} s, metrics {result.timings['metrics']:.2f} s "
-                                 f"per trial; page waited {seconds:.2f} s")
+                            help=explain.readout_help(
+                                "run_time", f"This run: perturb {result.timings['perturb']:.2f} s, estimate "
+                                            f"{result.timings['estimate']:.2f} s, metrics "
+                                            f"{result.timings['metrics']:.2f} s per trial; page waited {seconds:.2f} s."))
     notes = []
     if "w2_m" in means:
         notes.append(f"W2 is {100 * means['w2_m'] / result.region.side_m:.2g}% of the region's side")

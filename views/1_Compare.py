@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compute, controls, longrun, session, state, ui
-from ldpviz import experiment, mechanisms, metrics, privacy_scale, report, tradeoff, viz
+from ldpviz import experiment, explain, mechanisms, metrics, privacy_scale, report, tradeoff, viz
 from ldpviz.domain import Grid
 from ldpviz.errors import LdpvizInputError, require
 
@@ -42,6 +42,7 @@ data = session.data_controls(cfg)
 session.privacy_controls(cfg)
 session.query_controls(cfg)
 session.run_controls(cfg)
+basemap = session.map_controls(cfg)
 
 left, right = st.columns([3, 1])
 chosen, by_name = session.mechanisms_multiselect(
@@ -54,7 +55,8 @@ mode = session.bind(cfg, "compare_mode", st.segmented_control, "Mode", list(MODE
                          "(at the sidebar's users) or the fewest users it needs (at the sidebar's ε).")
 metric_keys = list(metrics.METRIC_INFO) if mode == "at_epsilon" else list(tradeoff.TARGET_METRICS)
 metric = session.bind(cfg, "metric", right.selectbox, "Rank by" if mode == "at_epsilon" else "Target metric",
-                      metric_keys, valid=metric_keys, format_func=ui.metric_label)
+                      metric_keys, valid=metric_keys, format_func=ui.metric_label,
+                      help=explain.readout_help(cfg["metric"]) if cfg.get("metric") in metric_keys else None)
 if mode != "at_epsilon":
     if not cfg.get("target"):
         cfg["target"] = TARGET_HINT[metric]
@@ -189,10 +191,11 @@ if results:
                 with col:
                     st.markdown(f"**{title}**")
                     if res is None:
-                        deck = viz.density_deck(first.grid, first.true_density, vmax=vmax, height=300)
+                        deck = viz.density_deck(first.grid, first.true_density, vmax=vmax, height=300,
+                                                basemap=basemap)
                     else:
                         deck = viz.estimate_deck(res.grid, res.estimate.density, res.estimate.partition,
-                                                 vmax=vmax, height=300)
+                                                 vmax=vmax, height=300, basemap=basemap)
                         st.caption(f"{ui.metric_label(metric)} {ui.fmt_metric(metric, res.mean()[metric])}")
                     st.pydeck_chart(deck, height=300, key=f"map:{title}")
         st.html(viz.legend_html(vmax))

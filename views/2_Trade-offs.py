@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compute, longrun, session, state, ui
-from ldpviz import budget, experiment, mechanisms, metrics, tradeoff, viz
+from ldpviz import budget, experiment, explain, mechanisms, metrics, tradeoff, viz
 from ldpviz.errors import LdpvizInputError
 
 
@@ -70,9 +70,11 @@ def budget_panel() -> None:
                             per_collection_epsilon=None if from_total else float(cfg["epsilon"]),
                             total_epsilon=float(total) if from_total else None, epsilon_unit=unit)
         k1, k2, k3 = st.columns(3)
-        k1.metric("Collections", f"{found['collections']:,}")
-        k2.metric("ε per collection", f"{found['per_collection_epsilon']:.3g}")
-        k3.metric("Total ε (one person, whole period)", f"{found['total_epsilon']:.3g}")
+        k1.metric("Collections", f"{found['collections']:,}", help=explain.readout_help("collections"))
+        k2.metric("ε per collection", f"{found['per_collection_epsilon']:.3g}",
+                  help=explain.readout_help("epsilon_per_collection"))
+        k3.metric("Total ε (one person, whole period)", f"{found['total_epsilon']:.3g}",
+                  help=explain.readout_help("total_epsilon"))
         st.markdown(found["sentence"])
         for warning in found["warnings"]:
             st.warning(warning[0].upper() + warning[1:] + ".")

@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compute, session, state, ui
-from ldpviz import mechanisms
+from ldpviz import explain, mechanisms
 from ldpviz.domain import Grid
 
 cfg = session.setup_page("Privacy audit")
@@ -108,7 +108,12 @@ if run_blackbox and "black-box verdict" in table:
 # Empty cells read "—" (not measured here, see the verdict), never "None".
 # Every cell is text, so a column that mixes numbers and "—" still converts to Arrow cleanly.
 st.dataframe(table.apply(lambda col: col.map(lambda v: "—" if pd.isna(v) else (f"{v:.6g}" if isinstance(v, float)
-                                                                                 else str(v)))), hide_index=True)
+                                                                                 else str(v)))),
+             hide_index=True, column_config={
+    column: st.column_config.Column(help=explain.readout_help(key)) for column, key in (
+        ("measured ε (worst case)", "measured_epsilon"), ("max ratio / e^ε", "ratio_over_bound"),
+        ("attacker error (population prior)", "attacker_error_m"), ("attacker error (uniform prior)", "attacker_error_m"))
+    if column in table})
 st.caption("Measured ε = max over reports of log(max P / min P) across true cells, computed exactly from each "
            "mechanism's channel with its default parameters on the audit grid; 'max ratio / e^ε' ≤ 1 means the "
            "guarantee holds (Geo-I: the largest log-ratio per cell side of distance, compared with the slider's ε per km "
