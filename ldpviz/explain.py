@@ -111,6 +111,22 @@ def metric_readout(metric: str, value: float, *, cell_m: float | None = None, re
 #: Readouts that are not map metrics (those are in METRIC_INFO / METRIC_GUIDE): the attacker, budgets over time,
 #: flows, navigation, people and cost. ``direction`` says which way is better (or more private).
 READOUT_GUIDE: dict[str, dict[str, str]] = {
+    "rows_read": {
+        "label": "Rows read", "unit": "rows", "direction": "all of the file's data rows",
+        "help": "Every data row of the uploaded file (the header excluded), before any check.",
+        "good": "the number of rows you expected the file to hold",
+        "poor": "fewer than expected: the file was cut short or the delimiter was misread"},
+    "rows_kept": {
+        "label": "Rows kept", "unit": "rows (one location each)", "direction": "closer to rows read is better",
+        "help": "Rows with a valid latitude and longitude in degrees, used by every page (wrapped longitudes "
+                "included and counted in the table below).",
+        "good": "all or nearly all rows read",
+        "poor": "more than 5% fewer than read: see the table for why, and fix the file or the column names"},
+    "rows_dropped": {
+        "label": "Rows dropped", "unit": "rows", "direction": "smaller is better",
+        "help": "Rows left out, each counted once under the first check it failed (see the table below).",
+        "good": "0, or a few malformed rows you know about",
+        "poor": "more than 5% of the rows: usually swapped or projected coordinates, or the wrong columns"},
     "attacker_error_m": {
         "label": "Attacker's expected error", "unit": "metres", "direction": "larger is more private",
         "help": "How far an attacker's best guess of one person's location is from where they are, on average over "

@@ -250,8 +250,10 @@ def test_readout_help_covers_every_guide_entry_and_refuses_unknown_keys():
 
 @pytest.mark.parametrize("page,query", [("views/1_Compare.py", {**SMALL, "cmp": "grr,dam"}),
                                         ("views/3_Mechanisms.py", {"ds": "normal", "mech": "grr", "cd": "6"}),
-                                        ("views/7_People.py", {"pd": "8", "pk": "2"})],
-                         ids=["Compare", "Mechanisms", "People"])
+                                        ("views/7_People.py", {"pd": "8", "pk": "2"}),
+                                        ("views/4_Data.py", {"ds": "normal"}),
+                                        ("views/6_Flows.py", {"fd": "4"})],
+                         ids=["Compare", "Mechanisms", "People", "Data", "Flows"])
 def test_other_map_pages_follow_the_basemap_setting(page, query):
     """The basemap choice is the session's, not Explore's: off by default on every map page, on when the link says
     so (as after switching it on elsewhere)."""

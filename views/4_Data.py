@@ -9,7 +9,7 @@ import pydeck as pdk
 import streamlit as st
 
 from dashboard import controls, session, state, uploads
-from ldpviz import datasets, viz
+from ldpviz import datasets, explain, viz
 from ldpviz.domain import MAX_REGION_SIDE_M, Grid, Region
 from ldpviz.errors import LdpvizInputError
 
@@ -114,6 +114,7 @@ if kind:
                        "success": ":material/check_circle:"}[kind])
 
 data = session.data_controls(cfg, show_users=False)
+basemap = session.map_controls(cfg)
 session.sync_url(cfg)
 if data is None:
     st.stop()
@@ -122,9 +123,9 @@ report = data.dataset.report
 if report is not None:
     st.subheader("Validation report")
     k1, k2, k3 = st.columns(3)
-    k1.metric("Rows read", f"{report.rows_read:,}")
-    k2.metric("Rows kept", f"{report.rows_kept:,}")
-    k3.metric("Rows dropped", f"{report.rows_read - report.rows_kept:,}")
+    k1.metric("Rows read", f"{report.rows_read:,}", help=explain.readout_help("rows_read"))
+    k2.metric("Rows kept", f"{report.rows_kept:,}", help=explain.readout_help("rows_kept"))
+    k3.metric("Rows dropped", f"{report.rows_read - report.rows_kept:,}", help=explain.readout_help("rows_dropped"))
     st.caption(report.summary())
     rows = ([{"what happened": "dropped", "reason": r, "rows": n} for r, n in report.dropped.items() if n]
             + [{"what happened": "kept, changed", "reason": r, "rows": n}
@@ -141,7 +142,7 @@ with session.guard("the preview"):
     grid = Grid(region, PREVIEW_SIDE)
     binned = grid.bin_lonlat(data.dataset.lon, data.dataset.lat)
     density = grid.histogram(binned.cells) / max(len(binned.cells), 1)
-    deck = viz.density_deck(grid, density, height=460)
+    deck = viz.density_deck(grid, density, height=460, basemap=basemap)
     saved = st.session_state["saved_regions"].get(data.name, {})
     outlines = [{"path": r.outline_lonlat(), "name": n} for n, r in {**data.dataset.presets, **saved}.items()
                 if r != region]
@@ -149,7 +150,7 @@ with session.guard("the preview"):
                                  width_min_pixels=2, pickable=True))
     st.pydeck_chart(deck, height=460, key="map:preview")
     st.caption(f"Region '{region.name or 'custom'}': {len(binned.cells):,} points inside, {binned.n_outside:,} "
-               f"outside. Blue outlines: the dataset's other regions.")
+               f"outside. Blue outlines: the dataset's other regions. " + session.basemap_caption(basemap))
     suggest_grid(len(binned.cells), int(cfg["grid_side"]))
 
     st.subheader("Save a region")

@@ -84,6 +84,7 @@ st.sidebar.header("Navigation")
 cfg.setdefault("flows_theta", 40)
 theta = session.bind(cfg, "flows_theta", st.sidebar.select_slider, "Delay threshold θ (seconds)", THETAS,
                      valid=THETAS, help="A driver sends a location update when running θ seconds late.")
+basemap = session.map_controls(cfg)
 session.sync_url(cfg)
 
 eps = float(cfg["epsilon"])
@@ -102,9 +103,9 @@ with session.guard("the OD flows"):
     st.caption(f"Trips: {out['source']}. " + "; ".join(f"left out {n:,} {why}" for why, n in s["left_out"].items()))
     left, right = st.columns(2)
     left.subheader("True flows")
-    left.pydeck_chart(flowviz.arc_deck(res.grid, res.true, colour=flowviz.TRUE_COLOUR))
+    left.pydeck_chart(flowviz.arc_deck(res.grid, res.true, colour=flowviz.TRUE_COLOUR, basemap=basemap))
     right.subheader(f"Estimated flows ({mechanism} + {estimator})")
-    right.pydeck_chart(flowviz.arc_deck(res.grid, res.estimate, colour=flowviz.ESTIMATE_COLOUR))
+    right.pydeck_chart(flowviz.arc_deck(res.grid, res.estimate, colour=flowviz.ESTIMATE_COLOUR, basemap=basemap))
     with st.expander(f"The {s['top_k']} largest true flows"):
         st.dataframe(flowviz.flow_table(res.grid, res.true, res.estimate, s["top_k"]), hide_index=True)
     st.download_button("Flow table (CSV)", flow_csv(res.grid, res.true, res.estimate), "ldpviz-flows.csv",
@@ -125,6 +126,6 @@ with session.guard("the OD flows"):
     st.caption(f"Guarantee: {nav.guarantee} Simulation: {NAV_TRIPS} trips on a {NAV_GRID} × {NAV_GRID} road grid, "
                f"θ = {theta} s, +{NAV_DELAY_S:g} s per congested cell (ldpviz.navigation).")
     if nav.example:
-        st.pydeck_chart(flowviz.route_deck(nav.grid, nav.congestion_true, nav.example))
+        st.pydeck_chart(flowviz.route_deck(nav.grid, nav.congestion_true, nav.example, basemap=basemap))
         st.caption("One trip: blue = fastest route on the true congestion, red = the route driven with private "
                    "updates; shaded cells are truly congested.")
