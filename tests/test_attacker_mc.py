@@ -129,3 +129,49 @@ def test_attackers_sentence_states_the_method_and_precision():
     pop = out["population"]
     assert pop.method == "monte carlo (2,000 reports, seed 0)" or pop.method.startswith("monte carlo (")
     assert "standard error" in out["sentence"] and pop.to_dict()["best_guess_error_se_m"] > 0
+
+
+def test_rect_cell_shares_are_area_fractions():
+    """Each cell's shares over a tiling sum to 1; a rectangle covering half a cell gets share 1/2 there."""
+    from ldpviz.mechanisms.grids import TwoLevelGrid, aag_grid
+    from ldpviz.partition import rect_cell_shares
+    rng = np.random.default_rng(4)
+    for tiling in (TwoLevelGrid.uniform(3), aag_grid(rng.random((3, 3)), np.array([2, 3, 2, 4, 2, 2, 3, 2, 5]))):
+        S = rect_cell_shares(tiling.rects(), 8).toarray()
+        np.testing.assert_allclose(S.sum(axis=0), 1.0, rtol=1e-12)
+    S = rect_cell_shares(np.array([[0.0, 0.0, 0.75, 0.5]]), 2).toarray()
+    np.testing.assert_allclose(S[0], [1.0, 0.5, 0.0, 0.0])
+
+
+def test_spreading_coarse_likelihoods_reproduces_the_exact_attacker():
+    """UG with N = d and GRR as its oracle is GRR on the grid: its Monte Carlo attacker (oracle likelihoods
+    spread to cells by area) lies within 3 SE of the exact GRR attacker; likewise SRR's likelihood rows on the
+    public grid domain (relabelled to cells) against SRR's exact channel (seed 0)."""
+    g = Grid(REGION, 8)
+    pop = population(8)
+    exact = attack(mechanisms.create("grr", g, 4.0), population=pop, r_m=1000.0)
+    mc = attack(mechanisms.create("ug", g, 4.0, cells_per_side=8, oracle="grr"), population=pop, r_m=1000.0,
+                n_users=10_000)
+    srr = mechanisms.create("srr", g, 4.0)
+    srr_exact = attack(srr, population=pop, r_m=1000.0)
+    srr.has_channel = False
+    srr_mc = attack(srr, population=pop, r_m=1000.0)
+    for e, m in ((exact, mc), (srr_exact, srr_mc)):
+        assert m.method.startswith("monte carlo")
+        for value, se in FIGURES:
+            assert abs(getattr(m, value) - getattr(e, value)) <= 3 * getattr(m, se), value
+
+
+@pytest.mark.parametrize("name,params", [("ug", {}), ("privag", {}), ("aag", {}), ("olh-h", {}), ("pldp", {}),
+                                         ("srr", {"domain": "occupied"})])
+def test_every_family_learns_with_epsilon(name, params):
+    """At eps = 0.01 a report barely moves the posterior (best guess within 3 SE + 0.5% of the no-report
+    error); at eps = 8 the population-prior attacker does clearly better than without the report (> 5 SE)."""
+    g = Grid(REGION, 8)
+    pop = population(8)
+    tiny = attack(mechanisms.create(name, g, 0.01, **params), population=pop, n_users=20_000)
+    assert abs(tiny.best_guess_error_m - tiny.no_report_error_m) <= 3 * tiny.best_guess_error_se_m + \
+        0.005 * tiny.no_report_error_m
+    big = attack(mechanisms.create(name, g, 8.0, **params), population=pop, n_users=20_000)
+    assert big.no_report_error_m - big.best_guess_error_m > 5 * big.best_guess_error_se_m
+    assert big.within_r > big.no_report_within_r
