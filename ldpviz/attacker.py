@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from ldpviz.attacker_mc import MC_SEED, monte_carlo_figures, supports_monte_carlo
+from ldpviz.attacker_mc import MC_MAX_CELLS, MC_SEED, monte_carlo_figures, supports_monte_carlo
 from ldpviz.domain import Grid
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.mechanisms.base import CENTRAL_DP, Mechanism
@@ -57,6 +57,7 @@ PRIOR_LABELS = {
 }
 DEFAULT_R_M = 500.0
 EXACT = "exact"
+_NA = "the attacker's error is not available: "
 #: Channels larger than this many entries (outputs x cells) are not attacked (memory and time guard).
 MAX_CHANNEL_ENTRIES = 40_000_000
 #: Output rows per FFT batch.
@@ -196,15 +197,19 @@ def attack_many(mech: Mechanism, priors: list[str | np.ndarray], *, population: 
     beliefs = [_prior(p, grid, population) for p in priors]
     people = (beliefs[0][1] if population is None else
               _prior(np.asarray(population, dtype=float), grid, None)[1])
+    if n_users is None and population is not None:
+        total = float(np.asarray(population, dtype=float).sum())
+        n_users = int(round(total)) if total >= 2 else None
     if not getattr(mech, "has_channel", False):
-        if n_users is None and population is not None:
-            total = float(np.asarray(population, dtype=float).sum())
-            n_users = int(round(total)) if total >= 2 else None
         return _monte_carlo(mech, beliefs, people, float(r_m), n_users, seed)
     try:
         P = np.asarray(mech.channel(), dtype=float)
-    except NotImplementedError as err:
-        raise LdpvizInputError(f"the attacker's error is not available: {err}") from None
+    except (NotImplementedError, LdpvizInputError) as err:
+        if supports_monte_carlo(mech):                   # e.g. GRR / HR beyond 64 x 64: no dense channel
+            return _monte_carlo(mech, beliefs, people, float(r_m), n_users, seed)
+        raise LdpvizInputError(f"the attacker's error is not available: {str(err).removeprefix(_NA)}") from None
+    if P.size > MAX_CHANNEL_ENTRIES and supports_monte_carlo(mech):
+        return _monte_carlo(mech, beliefs, people, float(r_m), n_users, seed)
     require(P.shape[1] == n and P.size <= MAX_CHANNEL_ENTRIES,
             f"the channel of {mech.name} on this grid has {P.shape[0]:,} x {P.shape[1]:,} entries; the attacker is "
             f"computed up to {MAX_CHANNEL_ENTRIES:,} (choose a smaller grid)")
@@ -260,6 +265,9 @@ def _no_report(belief: np.ndarray, people: np.ndarray, grid: Grid, r_cells: floa
 def _monte_carlo(mech: Mechanism, beliefs: list[tuple[str, np.ndarray]], people: np.ndarray, r_m: float,
                  n_users: int | None, seed: int) -> list[Attack]:
     grid = mech.grid
+    require(grid.n_cells <= MC_MAX_CELLS,
+            f"the attacker's error is not available: by Monte Carlo it is computed up to {MC_MAX_CELLS:,} cells "
+            f"(d = {math.isqrt(MC_MAX_CELLS)}); this grid has {grid.n_cells:,} (choose a smaller grid)")
     r_cells = r_m / grid.cell_m
     used, figures = monte_carlo_figures(mech, [b for _, b in beliefs], people, r_cells, n_users=n_users, seed=seed)
     label = f"monte carlo ({used:,} reports, seed {seed})"

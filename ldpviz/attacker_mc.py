@@ -38,8 +38,14 @@ from ldpviz.domain import Binned, Grid
 from ldpviz.errors import require
 from ldpviz.mechanisms.base import Mechanism
 
-#: Reports per batch (one simulated collection each), and the bounds on the total.
+#: Reports per batch (one simulated collection each; fewer on large grids, see _batch_size), and the bounds on
+#: the total.
 MC_BATCH = 1000
+#: Largest (reports x cells) array of a batch (32 MiB of floats).
+MC_BATCH_ENTRIES = 1 << 22
+#: Largest grid the Monte Carlo attacker runs on (64 x 64: at most ~2.5 s of CPU per call, docs/attacker-monte-carlo.md;
+#: d = 128 takes ~20 s, the cost growing like d^2 log d per report).
+MC_MAX_CELLS = 64 * 64
 MC_MIN_REPORTS = 2000
 MC_MAX_REPORTS = 5000
 #: Stop once the standard error of the best-guess error is at most this share of it.
@@ -110,7 +116,7 @@ def monte_carlo_figures(mech: Mechanism, beliefs: list[np.ndarray], people: np.n
     sums = [_Sums([], [], []) for _ in beliefs]
     used = 0
     while used < max_reports:
-        b = min(MC_BATCH, max_reports - used)
+        b = min(max(100, min(MC_BATCH, MC_BATCH_ENTRIES // grid.n_cells)), max_reports - used)
         crowd = draw_people(grid, people, crowd_n, rng) if uses_crowd else None
         who = draw_people(grid, people, b, rng)
         L = report_likelihood(mech, mech.attack_reports(who, rng, who if crowd is None else crowd))

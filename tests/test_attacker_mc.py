@@ -175,3 +175,12 @@ def test_every_family_learns_with_epsilon(name, params):
     big = attack(mechanisms.create(name, g, 8.0, **params), population=pop, n_users=20_000)
     assert big.no_report_error_m - big.best_guess_error_m > 5 * big.best_guess_error_se_m
     assert big.within_r > big.no_report_within_r
+
+
+def test_monte_carlo_cost_is_bounded_by_grid_size():
+    """Beyond the Monte Carlo attacker's grid cap the page entry point says so in one sentence (no attempt)."""
+    from ldpviz.attacker_mc import MC_MAX_CELLS
+    side = int(np.sqrt(MC_MAX_CELLS)) * 2
+    g = Grid(REGION, side)
+    out = attackers(mechanisms.create("oue", g, 1.0), np.ones((side, side)))
+    assert not out["available"] and "computed up to" in out["reason"] and out["population"] is None
