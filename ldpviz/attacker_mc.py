@@ -24,6 +24,12 @@ Modelling choices (stated wherever the number appears through ``Attack.method``)
 * reports are drawn in batches of :data:`MC_BATCH` until the standard error of the
   best-guess error is at most :data:`MC_TARGET_RSE` of its value (or a hundredth of a
   cell side), between :data:`MC_MIN_REPORTS` and :data:`MC_MAX_REPORTS` reports.
+
+Cost and precision on the bundled data are in docs/attacker-monte-carlo.md
+(bench/attacker_mc.py). One property worth knowing when reading the numbers: OUE's own
+bit is set with probability 1/2 at every epsilon (USENIX'17 Sec. 4.3), and a report
+without it says almost nothing once q ~ 0, so OUE's best-guess error tends to half the
+no-report error as epsilon grows, not to 0 (OLH's tends to 0).
 """
 
 from __future__ import annotations
