@@ -141,3 +141,29 @@ class Partition:
             if ov.max(initial=0.0) > atol:
                 return False
         return True
+
+
+def rect_cell_shares(rects: np.ndarray, side: int):
+    """Sparse ``(n_rects, side * side)`` matrix S: S[k, x] = area(rect k n cell x) / area(cell x).
+
+    The probability that a person in grid cell x (flat ``row * side + col``, rows from the
+    south) lies in rectangle k when people are spread uniformly within a cell: what turns a
+    likelihood over a mechanism's own cells (coarse or adaptive grids, quadkey tiles) into one
+    over the grid's cells (used by :mod:`ldpviz.attacker_mc`).
+    """
+    from scipy import sparse
+
+    r = np.asarray(rects, dtype=float).reshape(-1, 4) * side
+    c0 = np.clip(np.floor(r[:, 0]).astype(np.int64), 0, side - 1)
+    c1 = np.clip(np.ceil(r[:, 2]).astype(np.int64), c0 + 1, side)
+    r0 = np.clip(np.floor(r[:, 1]).astype(np.int64), 0, side - 1)
+    r1 = np.clip(np.ceil(r[:, 3]).astype(np.int64), r0 + 1, side)
+    nx, ny = c1 - c0, r1 - r0
+    per = nx * ny
+    k = np.repeat(np.arange(len(r)), per)
+    local = np.arange(int(per.sum())) - np.repeat(np.cumsum(per) - per, per)
+    row = r0[k] + local // nx[k]
+    col = c0[k] + local % nx[k]
+    share = (_overlap_1d(r[k, 0], r[k, 2], col, col + 1.0) * _overlap_1d(r[k, 1], r[k, 3], row, row + 1.0))
+    keep = share > 0
+    return sparse.csr_matrix((share[keep], (k[keep], (row * side + col)[keep])), shape=(len(r), side * side))

@@ -36,8 +36,8 @@ from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Param
 from ldpviz.mechanisms.fo import (OLHReports, olh_buckets, olh_estimate_counts, olh_perturb, olh_probabilities,
                                  olh_supports)
-from ldpviz.mechanisms.srr import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, domain_param, domain_to_grid,
-                                   level_param)
+from ldpviz.mechanisms.srr import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, domain_likelihood_to_cells,
+                                   domain_param, domain_to_grid, level_param)
 
 
 def hierarchy(domain: LocationDomain) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -125,7 +125,28 @@ class OLHH(LocationDomainMechanism):
 
     def perturb(self, users: Binned, rng: np.random.Generator) -> OLHHReports:
         """Each phone picks a level uniformly and sends an OLH report of its node at that level."""
-        domain = self.build_domain(users)
+        return self._perturb_on(self.build_domain(users), users, rng)
+
+    def attack_reports(self, people: Binned, rng: np.random.Generator, crowd: Binned) -> OLHHReports:
+        """One report per person on the domain a collection of ``crowd`` uses (public grid: the grid alone)."""
+        return self._perturb_on(self.attack_domain(people, crowd), people, rng)
+
+    def report_likelihood(self, reports: OLHHReports) -> np.ndarray:
+        """``(n, d*d)``: P(report | location) up to factors of the report alone. A report is (level l, seed,
+        bucket) (Sec. 6.2): the level is drawn independently of the location (a constant factor), and given
+        it the report is OLH on the level-l node, so leaf v has p where H_seed(node_l(v)) = bucket, else q
+        (grid paper eq. 2); spread from the domain's locations to the grid's cells."""
+        domain = reports.domain
+        p, q = olh_probabilities(self.epsilon, reports.g)
+        out = np.empty((len(reports.levels), domain.size))
+        for i, (nodes, index) in enumerate(hierarchy(domain)):
+            mine = np.flatnonzero(reports.levels == i)
+            if len(mine):
+                level = OLHReports(reports.seeds[mine], reports.buckets[mine], reports.g)
+                out[mine] = np.where(olh_supports(level, len(nodes))[:, index], p, q)
+        return domain_likelihood_to_cells(self.grid, domain, out)
+
+    def _perturb_on(self, domain: LocationDomain, users: Binned, rng: np.random.Generator) -> OLHHReports:
         leaves = self.positions(domain, users)
         levels = hierarchy(domain)
         n = len(leaves)

@@ -37,8 +37,8 @@ from ldpviz.errors import require
 from ldpviz.estimation import to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Param
-from ldpviz.mechanisms.srr import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, domain_param, domain_to_grid,
-                                   level_param)
+from ldpviz.mechanisms.srr import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, domain_likelihood_to_cells,
+                                   domain_param, domain_to_grid, level_param)
 
 
 def projection_dim(domain_size: int, epsilon: float, beta: float = 0.05) -> int:
@@ -135,7 +135,21 @@ class PLDP(LocationDomainMechanism):
 
     def perturb(self, users: Binned, rng: np.random.Generator) -> PLDPReports:
         """One collection: the server draws and publishes the sign matrix, each phone sends a row and a sign."""
-        domain = self.build_domain(users)
+        return self._perturb_on(self.build_domain(users), users, rng)
+
+    def attack_reports(self, people: Binned, rng: np.random.Generator, crowd: Binned) -> PLDPReports:
+        """One collection of ``people``'s reports (a fresh public sign matrix) on ``crowd``'s domain."""
+        return self._perturb_on(self.attack_domain(people, crowd), people, rng)
+
+    def report_likelihood(self, reports: PLDPReports) -> np.ndarray:
+        """``(n, d*d)``: P((j, s) | location v) = (1/m) [e^eps/(e^eps+1) if s = sign[j, v] else 1/(e^eps+1)]
+        (the rows of :func:`pcep_channel`, given the published matrix), spread to the grid's cells."""
+        keep = math.exp(self.epsilon) / (math.exp(self.epsilon) + 1.0)
+        agree = reports.signs[reports.rows].astype(np.int64) == np.asarray(reports.reported)[:, None]
+        lik = np.where(agree, keep, 1.0 - keep) / reports.signs.shape[0]
+        return domain_likelihood_to_cells(self.grid, reports.domain, lik)
+
+    def _perturb_on(self, domain: LocationDomain, users: Binned, rng: np.random.Generator) -> PLDPReports:
         positions = self.positions(domain, users)
         cap = max(1, MAX_PROJECTION_ENTRIES // domain.size)
         if self.projection_dim is not None:

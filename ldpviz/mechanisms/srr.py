@@ -75,7 +75,7 @@ from ldpviz.errors import LdpvizInputError, require
 from ldpviz.estimation import expectation_maximisation, to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param
-from ldpviz.partition import Partition
+from ldpviz.partition import Partition, rect_cell_shares
 
 FAMILY_SRR = "Location LDP (L-SRR paper)"
 #: Largest domain SRR accepts: its estimator solves a dense d x d system.
@@ -253,6 +253,7 @@ class LocationDomainMechanism(Mechanism):
         if self.domain == "occupied":
             self.has_client = False
             self.has_channel = False
+            self.attack_uses_crowd = True   # the attacker rebuilds the occupied domain from a crowd
         elif grid_block(self.grid) > 1:
             self.has_channel = False   # a location is a k x k block: no channel over single cells
 
@@ -266,6 +267,15 @@ class LocationDomainMechanism(Mechanism):
     def positions(self, domain: LocationDomain, users: Binned) -> np.ndarray:
         """Each user's position in the sorted domain."""
         return domain_positions(self.grid, domain, users)
+
+    def attack_domain(self, people: Binned, crowd: Binned) -> LocationDomain:
+        """The domain of a collection holding ``crowd`` and ``people`` (for the Monte Carlo attacker): the public
+        grid domain, or with ``domain="occupied"`` the tiles they occupy."""
+        if self.domain != "occupied":
+            return self.build_domain(people)
+        both = Binned(cells=np.concatenate([crowd.cells, people.cells]),
+                      unit=np.concatenate([crowd.unit, people.unit]), n_outside=0)
+        return self.build_domain(both)
 
     def channel_over_cells(self, domain_channel: Callable[[LocationDomain], np.ndarray]) -> np.ndarray:
         """``P[y, x]`` over the grid's cells from a channel over domain positions (grid domain only).
@@ -304,6 +314,21 @@ def domain_positions(grid: Grid, domain: LocationDomain, users: Binned) -> np.nd
             cells = (rows // domain.block) * side + cols // domain.block
         return inverse[cells]
     return domain.index_of(user_codes(grid, users.unit, domain.level))
+
+
+def domain_likelihood_to_cells(grid: Grid, domain: LocationDomain, likelihood: np.ndarray) -> np.ndarray:
+    """``(n, D)`` likelihoods over domain positions -> ``(n, d*d)`` over the grid's cells.
+
+    Grid domain (one cell per location): a relabelling. Blocks or quadkey tiles: P(y | cell x) =
+    sum_v P(v | x) P(y | v) with P(v | x) the share of cell x's area in location v (people uniform
+    within a cell); a cell no location covers gets likelihood 0 (nobody can be there).
+    """
+    L = np.asarray(likelihood, dtype=float)
+    if domain.kind == "grid" and domain.block == 1:
+        out = np.zeros((len(L), grid.n_cells))
+        out[:, domain.cells] = L
+        return out
+    return np.asarray((rect_cell_shares(domain.rects, grid.side).T @ L.T).T)
 
 
 def domain_to_grid(grid: Grid, domain: LocationDomain, probs: np.ndarray) -> tuple[np.ndarray, Partition | None]:
@@ -848,6 +873,17 @@ class SRR(LocationDomainMechanism):
 
     def run(self, users: Binned, rng: np.random.Generator) -> Estimate:
         return self.estimate(self.perturb(users, rng))
+
+    def attack_reports(self, people: Binned, rng: np.random.Generator, crowd: Binned) -> SrrReports:
+        """Reports of ``people`` under the plan of the collection's domain (Monte Carlo attacker; used only when
+        there is no channel over single cells: occupied tiles, or blocks of cells on grids beyond 64 x 64)."""
+        plan = self.plan(self.attack_domain(people, crowd))
+        return SrrReports(plan, perturb_positions(plan, self.positions(plan.domain, people), rng))
+
+    def report_likelihood(self, reports: SrrReports) -> np.ndarray:
+        """``(n, d*d)``: the rows of the staircase channel (eq. 2-4) for each reported location, spread to cells."""
+        q = reports.plan.channel()[np.asarray(reports.positions, dtype=np.int64)]
+        return domain_likelihood_to_cells(self.grid, reports.plan.domain, q)
 
     def channel(self) -> np.ndarray:
         """Dense channel over the grid cells (``domain="grid"`` only; the occupied domain depends on data)."""

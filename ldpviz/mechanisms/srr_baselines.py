@@ -27,8 +27,8 @@ from ldpviz.mechanisms.base import LDP, Estimate, Param
 from ldpviz.mechanisms.fo import grr_channel, grr_estimate_counts, grr_perturb
 from ldpviz.mechanisms.hadamard import (HR_VARIANT_PARAM, hadamard_channel, hadamard_code, hadamard_estimate_counts,
                                         hadamard_histogram, hadamard_perturb)
-from ldpviz.mechanisms.srr import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, domain_param, domain_to_grid,
-                                   level_param)
+from ldpviz.mechanisms.srr import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, domain_likelihood_to_cells,
+                                   domain_param, domain_to_grid, level_param)
 
 _DOMAIN_PARAMS = (
     domain_param(),
@@ -74,6 +74,17 @@ class _TileOracle(LocationDomainMechanism):
         return Estimate(density, partition=partition, raw=counts, info={
             "reports": int(len(reports.reports)), "domain": domain.kind, "domain_size": domain.size,
             "level": domain.level})
+
+    def attack_reports(self, people: Binned, rng: np.random.Generator, crowd: Binned) -> DomainReports:
+        """Reports of ``people`` on the collection's domain (Monte Carlo attacker; used only without a channel
+        over single cells: occupied tiles, or blocks of cells on grids beyond 64 x 64)."""
+        domain = self.attack_domain(people, crowd)
+        return DomainReports(domain, self.perturb_positions(self.positions(domain, people), domain.size, rng))
+
+    def report_likelihood(self, reports: DomainReports) -> np.ndarray:
+        """``(n, d*d)``: the oracle's channel rows for each report, spread from locations to cells."""
+        q = self.domain_channel(reports.domain.size)[np.asarray(reports.reports, dtype=np.int64)]
+        return domain_likelihood_to_cells(self.grid, reports.domain, q)
 
     def channel(self) -> np.ndarray:
         """The oracle's channel over the grid's cells (public grid domain, grids up to 4,096 cells)."""
