@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compute, state
-from ldpviz import attacker, explain, export, mechanisms, metrics, render
+from ldpviz import attacker, attacker_mc, explain, export, mechanisms, metrics, render
 from ldpviz.domain import Grid, Region
 from ldpviz.attacker import DEFAULT_R_M
 from ldpviz.errors import LdpvizInputError
@@ -107,8 +107,10 @@ def attacker_plan(mechanism: str, grid_side: int) -> tuple[bool, str]:
     if compute.has_radius(mechanism):
         ok = grid_side <= LP_MAX_SIDE_DISK
         return ok, "" if ok else f"the attacker's error is computed up to d = {LP_MAX_SIDE_DISK} (it takes seconds beyond)"
-    if not cls.has_channel:
-        return False, f"{short_name(mechanism)} has no explicit channel, so the attacker's error is not computed"
+    if not cls.has_channel:   # the Monte Carlo attacker (ldpviz.attacker_mc): exact posteriors of sampled reports
+        ok = attacker_mc.supports_monte_carlo(cls) and grid_side * grid_side <= attacker_mc.MC_MAX_CELLS
+        return ok, "" if ok else (f"the attacker's error is computed up to d = {int(np.sqrt(attacker_mc.MC_MAX_CELLS))} "
+                                  f"for {short_name(mechanism)} (by Monte Carlo over sampled reports)")
     ok = grid_side * grid_side <= LP_MAX_CELLS_DENSE
     return ok, "" if ok else (f"the attacker's error is computed up to {LP_MAX_CELLS_DENSE:,} cells for "
                               f"{short_name(mechanism)} (d = {int(np.sqrt(LP_MAX_CELLS_DENSE))})")
@@ -122,19 +124,21 @@ def population_density(dataset: Any, grid: Grid) -> np.ndarray:
 
 @st.cache_data(max_entries=128, show_spinner=False)
 def attacker_errors_cells(mechanism: str, grid_side: int, region: Region, epsilon: float, params: tuple,
-                          population: np.ndarray) -> tuple[float | None, float | None, float | None, str]:
+                          population: np.ndarray) -> tuple[float | None, float | None, float | None, str, str]:
     """ldpviz.attacker.attackers in cell sides: (population-prior error, uniform-prior error, the population-prior
-    attacker's chance of a guess within attacker.DEFAULT_R_M, why not)."""
+    attacker's chance of a guess within attacker.DEFAULT_R_M, why not, how it was computed: "" when exact, else
+    the Monte Carlo's size and standard error in cell sides as "N|SE")."""
     try:
         mech = compute.built_mechanism(mechanism, grid_side, region, epsilon, params)
         found = attacker.attackers(mech, population)
     except (LdpvizInputError, NotImplementedError, MemoryError) as err:
-        return None, None, None, str(err)
+        return None, None, None, str(err), ""
     if not found["available"]:
-        return None, None, None, found["reason"]
+        return None, None, None, found["reason"], ""
     cell = mech.grid.cell_m
-    return (found["population"].best_guess_error_m / cell, found["uniform"].best_guess_error_m / cell,
-            found["population"].within_r, "")
+    pop = found["population"]
+    how = "" if pop.method == attacker.EXACT else f"{pop.n_reports}|{pop.best_guess_error_se_m / cell}"
+    return (pop.best_guess_error_m / cell, found["uniform"].best_guess_error_m / cell, pop.within_r, "", how)
 
 
 def attacker_within_r(mechanism: str, grid: Grid, epsilon: float, params: Any,
@@ -159,11 +163,25 @@ def attacker_errors_m(mechanism: str, grid: Grid, epsilon: float, params: Any,
     if not ok:
         return None, None, why
     items = tuple(sorted(dict(params).items())) if isinstance(params, dict) else tuple(sorted(params))
-    pop, uni, _, why = attacker_errors_cells(mechanism, grid.side, grid.region, float(epsilon), items,
-                                             np.asarray(population, dtype=float))
+    pop, uni, _, why, _ = attacker_errors_cells(mechanism, grid.side, grid.region, float(epsilon), items,
+                                                np.asarray(population, dtype=float))
     if pop is None:
         return None, None, why or f"the attacker's error is not available for {short_name(mechanism)} on this grid"
     return pop * grid.cell_m, uni * grid.cell_m, ""
+
+
+def attacker_method_note(mechanism: str, grid: Grid, epsilon: float, params: Any, population: np.ndarray) -> str:
+    """'' when the attacker is exact (an explicit channel), else e.g. 'Monte Carlo over 2,000 reports, standard
+    error 12 m' (read from the cache :func:`attacker_errors_m` filled; call that first)."""
+    if not attacker_plan(mechanism, grid.side)[0]:
+        return ""
+    items = tuple(sorted(dict(params).items())) if isinstance(params, dict) else tuple(sorted(params))
+    how = attacker_errors_cells(mechanism, grid.side, grid.region, float(epsilon), items,
+                                np.asarray(population, dtype=float))[4]
+    if not how:
+        return ""
+    n, se = how.split("|")
+    return f"Monte Carlo over {int(n):,} sampled reports, standard error {fmt_metres(float(se) * grid.cell_m)}"
 
 
 def attacker_error_m(mechanism: str, grid: Grid, epsilon: float, params: Any,
@@ -174,9 +192,10 @@ def attacker_error_m(mechanism: str, grid: Grid, epsilon: float, params: Any,
 
 
 def summary_sentence(result: Result, attacker: tuple[float | None, float | None, str] | None = None,
-                     within_r: float | None = None, epsilon_text: str | None = None) -> str:
+                     within_r: float | None = None, epsilon_text: str | None = None, attacker_note: str = "") -> str:
     """'At ε = 1, DAM's estimate is on average 240 m from the truth; an attacker ... 1.3 km.'
 
+    ``attacker_note``: how the attacker was computed when not exactly (:func:`attacker_method_note`).
     ``attacker`` is the result of :func:`attacker_errors_m` (None: not computed yet); ``within_r`` the
     population-prior attacker's chance of a guess within ldpviz.attacker.DEFAULT_R_M; ``epsilon_text`` the
     'ε = ...' in the mechanism's own unit (Geo-I: per km, from privacy_scale.common_terms).
@@ -198,7 +217,8 @@ def summary_sentence(result: Result, attacker: tuple[float | None, float | None,
                        f"on average"
                        + (f" and lands within {fmt_metres(DEFAULT_R_M)} of them {within_r:.0%} of the time"
                           if within_r is not None else "")
-                       + f" (an attacker assuming a uniform spread: {fmt_metres(uni)}).")
+                       + f" (an attacker assuming a uniform spread: {fmt_metres(uni)}"
+                       + (f"; both by {attacker_note}" if attacker_note else "") + ").")
     return text + (f". ({why[0].upper() + why[1:]}.)" if why else ".")
 
 

@@ -183,7 +183,9 @@ with session.guard("this scenario"):
     population = ui.population_density(data.dataset, result.grid)
     found = ui.attacker_errors_m(scenario.mechanism, result.grid, scenario.epsilon, scenario.params, population)
     sentence.markdown(ui.summary_sentence(result, found, within_r=ui.attacker_within_r(
-        scenario.mechanism, result.grid, scenario.epsilon, scenario.params, population), epsilon_text=epsilon_text))
+        scenario.mechanism, result.grid, scenario.epsilon, scenario.params, population), epsilon_text=epsilon_text,
+        attacker_note=ui.attacker_method_note(scenario.mechanism, result.grid, scenario.epsilon, scenario.params,
+                                              population)))
     if fill_pinned_attacker is not None:
         fill_pinned_attacker(found[0])
 session.show_resolved_defaults()
