@@ -211,7 +211,7 @@ def main() -> None:
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--slow", type=float, default=5.0, help="per-user runs slower than this are not repeated")
-    parser.add_argument("--max-bits", type=float, default=2 ** 32, help="bound on OUE's per-user report bits")
+    parser.add_argument("--max-bits", type=float, default=2 ** 31, help="bound on OUE's per-user report bits")
     parser.add_argument("--only", help="comma-separated mechanisms (default: every client mechanism)")
     args = parser.parse_args()
     if args.quick:
