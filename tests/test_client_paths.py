@@ -235,3 +235,15 @@ def test_hadamard_aggregate_agrees_with_per_user_in_distribution(eps, variant):
                     for s in range(RUNS)])
     assert np.all(agg.sum(axis=1) == counts.sum())
     _check_same_distribution(agg, per, hadamard_channel(code) @ counts)
+
+
+@pytest.mark.parametrize("name", ["grr-tiles", "hr-tiles", "olh-h", "srr", "pldp"])
+def test_reports_page_says_the_aggregate_path_sent_a_tally(name):
+    """What the server received, in words (ldpviz.reports.describe), says 'tally' for the aggregate path's
+    statistic of every location-domain mechanism, and counts the users."""
+    from ldpviz.reports import describe
+    grid = Grid(Region(0.0, 0.0, 1000.0), 4)
+    users = _users(4, 300)
+    mech = mechanisms.create(name, grid, 1.0, path="aggregate")
+    text = describe(mech, mech.collect(users, np.random.default_rng(0)), 300)["what phones sent"]
+    assert "tally" in text and "300 reports" in text
