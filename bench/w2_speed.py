@@ -107,6 +107,102 @@ def measure(sides: list[int], seeds: list[int], pot_max: int, exact_max: int, lo
     return rows
 
 
+#: Near-copies for the diagnosis of BFM's gap (estimate close to the truth: W2 of a few cells or less).
+NEAR = {
+    "shift-1": "4 Gaussian blobs inside the grid vs the same moved by one cell (W2 = 1 exactly, discrete and "
+               "continuous)",
+    "ldp-noise": "blobs vs an LDP-like estimate (the blobs-vs-ldp case)",
+    "blur-1": "blobs vs the same blurred by a Gaussian of sd 1 cell",
+    "sparse-blur": "sparse real-like density vs its 1-cell smoothing + noise (the sparse-vs-ldp case)",
+    "uniform-random": "two independent U(0,1) densities (the uniform-random case)",
+}
+
+
+def near_case(name: str, d: int, seed: int):
+    """``(p, q)`` for a near-copy of the diagnosis."""
+    from scipy.ndimage import gaussian_filter
+    rng = np.random.default_rng([seed, d, 200 + list(NEAR).index(name)])
+    if name == "shift-1":
+        p = np.zeros((d, d))
+        p[2:d - 2, 2:d - 2] = acc.blobs(d - 4, rng)
+        return p, np.roll(p, 1, axis=0)
+    if name == "blur-1":
+        p = acc.blobs(d, rng)
+        return p, gaussian_filter(p, 1.0)
+    return acc.make_case({"ldp-noise": "blobs-vs-ldp", "sparse-blur": "sparse-vs-ldp"}.get(name, name), d, seed)
+
+
+def refine(p: np.ndarray, k: int) -> np.ndarray:
+    """Each cell split into k x k sub-cells of equal mass: the piecewise-constant density at k x the resolution."""
+    return np.kron(p, np.ones((k, k))) / (k * k)
+
+
+def diagnose(sides: list[int], seed: int, log) -> list[dict]:
+    """Is BFM's shortfall on near-copies non-convergence, or the discrete/continuous gap? (docs/w2-method.md)
+
+    For each near-copy: the exact discrete W2; BFM as shipped; BFM run 10x longer (rtol 1e-9, 2,000
+    iterations); the former two-transform scheme; and the exact W2 of the piecewise-constant densities
+    refined k x k (k = 2, and 4 where the refined grid is at most 64): as k grows it tends to the W2 of
+    the continuous piecewise-constant densities, the problem BFM's smooth map discretises.
+    """
+    rows = []
+    for d in sides:
+        for name in NEAR:
+            p, q = metrics._pair(*near_case(name, d, seed))
+            exact = metrics.w2(p, q, method="exact" if d <= 32 else "multiscale")
+            row = {"d": d, "case": name, "exact": exact,
+                   "bfm": ot_grid.bfm_w2(p, q, with_upper=False).value,
+                   "bfm_long": ot_grid.bfm_w2(p, q, rtol=1e-9, max_iter=2000, with_upper=False).value,
+                   "bfm_double": math.sqrt(2 * max(ot_grid.bfm_potentials(p, q, double=True)[0], 0.0)),
+                   "refined": {}}
+            for k in (2, 4):
+                if k * d <= 64:
+                    row["refined"][k] = metrics.w2(refine(p, k), refine(q, k), method="multiscale") / k
+            rows.append(row)
+            log(f"diagnose d={d} {name:14s} exact={exact:.4f} bfm={row['bfm']:.4f} long={row['bfm_long']:.4f} "
+                f"double={row['bfm_double']:.4f} refined={row['refined']}")
+    return rows
+
+
+def diagnosis_section(rows: list[dict]) -> list[str]:
+    if not rows:
+        return []
+    ks = sorted({k for r in rows for k in r["refined"]})
+    out = ["## Diagnosis: why BFM reads low on near-copies", "",
+           "The cases (seed " f"{DIAG_SEED}" "):", "", "| case | true vs estimate |", "|---|---|",
+           *[f"| {k} | {v} |" for k, v in NEAR.items()], "",
+           "Relative errors against the exact discrete W2 (mass at cell centres, the DAM paper's metric). "
+           "'10x longer' stops at rtol 1e-9 or 2,000 iterations; 'two transforms' is the former scheme "
+           "(re-conjugating before each half-step); 'refined k' is the exact W2 between the piecewise-constant "
+           "densities split into k x k sub-cells (divided by k), which tends to the continuous W2 BFM's smooth "
+           "map approximates.", "",
+           "| d | case | exact W2 | BFM | BFM 10x longer | two transforms | "
+           + " | ".join(f"refined k = {k}" for k in ks) + " |",
+           "|---:|---|---:|---:|---:|---:|" + "---:|" * len(ks)]
+    for r in rows:
+        rel = lambda v: f"{v:.4f} ({(v - r['exact']) / r['exact']:+.1%})"  # noqa: E731
+        out.append(f"| {r['d']} | {r['case']} | {r['exact']:.4f} | {rel(r['bfm'])} | {rel(r['bfm_long'])} | "
+                   f"{rel(r['bfm_double'])} | "
+                   + " | ".join(rel(r["refined"][k]) if k in r["refined"] else "-" for k in ks) + " |")
+    longer = max(abs(r["bfm_long"] - r["bfm"]) / r["exact"] for r in rows)
+    k2 = [r for r in rows if 2 in r["refined"]]
+    between = sum(r["refined"][2] <= r["bfm"] * (1 + 1e-3) and r["bfm"] <= r["exact"] * (1 + 1e-9) for r in k2)
+    below = sum(r["refined"][2] < r["exact"] * (1 - 5e-3) for r in k2)
+    worst = min(rows, key=lambda r: r["bfm"] / r["exact"])
+    out += ["", f"- Running BFM 10x longer changed its value by at most {longer:.2%} of the exact W2: the "
+            "shortfall is not a stopping or step-size problem.",
+            f"- The 2x-refined (more continuous) problem is more than 0.5% below the discrete one in {below} of "
+            f"{len(k2)} near-copies, and BFM lies between the two (within 0.1%) in {between} of {len(k2)}: "
+            "BFM's smooth map converges towards the continuous relaxation, and where the exact plan moves mass "
+            "by about one cell the discrete and continuous problems differ by percents (largest BFM shortfall "
+            f"{1 - worst['bfm'] / worst['exact']:.1%}: {worst['case']}, d = {worst['d']}, exact W2 "
+            f"{worst['exact']:.3g} cells).", ""]
+    return out
+
+
+DIAG_SEED = 0
+
+
 def fmt(x, digits=4):
     if x is None:
         return "-"
@@ -168,7 +264,7 @@ def summary(rows: list[dict]) -> list[str]:
     return out
 
 
-def report(rows: list[dict], args, elapsed: float, load0, load1) -> str:
+def report(rows: list[dict], diag: list[dict], args, elapsed: float, load0, load1) -> str:
     lines = [
         "# W2 time and error vs grid side: the back-and-forth method",
         "",
@@ -203,6 +299,7 @@ def report(rows: list[dict], args, elapsed: float, load0, load1) -> str:
         "",
         *table(rows),
         "",
+        *diagnosis_section(diag),
         "## Reading this",
         "",
         "- BFM's value is the best dual value it reached, so it can only be *below* the exact discrete W2; "
@@ -242,7 +339,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     ot_grid.bfm_w2(np.full((8, 8), 1 / 64), np.full((8, 8), 1 / 64))   # compile numba outside the timings
     rows = measure(args.sides, args.seeds, args.pot_max_side, args.exact_max_side, print)
-    text = report(rows, args, time.perf_counter() - t0, load0, os.getloadavg())
+    diag = diagnose([16] if args.quick else [16, 32], DIAG_SEED, print)
+    text = report(rows, diag, args, time.perf_counter() - t0, load0, os.getloadavg())
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "w2-speed.md").write_text(text)

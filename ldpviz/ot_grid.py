@@ -62,7 +62,7 @@ __all__ = ["BfmResult", "bfm_w2", "quad_ctransform", "HAVE_NUMBA"]
 #: True when the O(d^2) compiled c-transform is available.
 HAVE_NUMBA = _numba is not None
 #: Stop when the best dual value gained less than this fraction over the last _WINDOW iterations.
-BFM_RTOL = 1e-4
+BFM_RTOL = 3e-4
 _WINDOW = 10
 #: Initial step, times 1 / (largest cell probability) (our choice: the step scales inversely with the densities).
 _SIGMA0 = 4.0
