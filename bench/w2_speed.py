@@ -46,7 +46,7 @@ CLOSED = {
                  "W2^2 = |m1 - m2|^2 + 2 (s1 - s2)^2",
 }
 #: The summary splits runs by the exact W2: mass travelling several cells vs noisy near-copies.
-FAR_CELLS = 3.0
+FAR_CELLS = metrics.BFM_NEAR_COPY_CELLS
 
 
 def closed_case(name: str, d: int, seed: int):

@@ -542,3 +542,21 @@ def test_aqe_negative_noisy_total_does_not_flip_signs():
         assert answers[0] == pytest.approx(0.3) and answers[1] == pytest.approx(east)
         expect = (0.0 + abs(700 - 1000 * east) / 700) / 2
         assert metrics.aqe(truth, raw, n_users=1000, queries=queries) == pytest.approx(expect, rel=1e-12)
+
+
+def test_bfm_readout_carries_a_near_copy_caveat_only_when_close():
+    """A BFM readout says it is approximate with its certified interval; below BFM_NEAR_COPY_CELLS (a
+    near-copy, where BFM reads low against the discrete optimum) its note adds that caveat, and a pair whose
+    mass travels far (a point mass moved 10 cells) carries none."""
+    rng = np.random.default_rng(0)
+    d = 24
+    t = rng.random((d, d))
+    near = metrics.w2_readout(t, rng.random((d, d)), method="bfm")
+    assert near.value < metrics.BFM_NEAR_COPY_CELLS and near.caveat
+    assert "approximate" in near.note("W2", "cells") and near.caveat in near.note("W2", "cells")
+    a, b = np.zeros((d, d)), np.zeros((d, d))
+    a[5:9, 5:9] = 1.0
+    b[15:19, 5:9] = 1.0
+    far = metrics.w2_readout(a, b, method="bfm", cell_m=10.0)
+    assert far.value >= metrics.BFM_NEAR_COPY_CELLS * 10.0 and far.caveat == ""
+    assert far.lower <= 100.0 + 1e-6 <= far.upper
