@@ -63,8 +63,9 @@ Choosing a solver (``method="auto"``, issue 14 item 5 and issue 15 item 14)
    :data:`FAST_MAX_SIDE` (EMD-L1), and any grid whose supports' product is at
    most :data:`SUPPORT_EXACT_MAX_PAIRS` (sparse maps, e.g. a few hundred users
    at d = 256): the certified multiscale solver, exact;
-3. otherwise W2 uses the back-and-forth method (:mod:`ldpviz.ot_grid`, about
-   a second at d = 256) and EMD-L1 exact transport between f x f block sums
+3. otherwise W2 uses the back-and-forth method (:mod:`ldpviz.ot_grid`, under
+   a second at d = 256; it reads low on near-copies, W2 under
+   :data:`BFM_NEAR_COPY_CELLS`, and says so) and EMD-L1 exact transport between f x f block sums
    (f = ceil(d / :data:`BLOCKS_SIDE`)).
    Both are approximate and say so: :func:`w2_readout` / :func:`emd_l1_readout`
    return a :class:`TransportReadout` with the method and a certified interval

@@ -29,6 +29,13 @@ alternately in ``phi`` and in ``psi = phi^c`` (their back-and-forth iteration):
 * The step ``sigma`` adapts in the paper's manner: grown when the
   ascent achieves more than ``_UP`` of its first-order prediction, shrunk
   below ``_DOWN``.
+* One c-transform per half-step (the paper's Algorithm 1); ``bfm_w2`` starts
+  from the potential of the 2 x 2-coarsened problem, solved the same way
+  (our choice, a multiscale start; the paper starts from zero).
+* BFM's smooth map approximates the *continuous* problem between
+  piecewise-constant densities; on near-copies (W2 of about a cell) the
+  discrete optimum between cell centres is percents higher, so BFM reads
+  low there (docs/w2-method.md, diagnosis in docs/w2-speed.md).
 
 Certified bounds. Because the c-transform is exact on the grid, *every*
 iterate gives a dual value ``J <= C`` (weak duality), so the value returned,
