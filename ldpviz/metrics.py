@@ -63,8 +63,9 @@ Choosing a solver (``method="auto"``, issue 14 item 5 and issue 15 item 14)
    :data:`FAST_MAX_SIDE` (EMD-L1), and any grid whose supports' product is at
    most :data:`SUPPORT_EXACT_MAX_PAIRS` (sparse maps, e.g. a few hundred users
    at d = 256): the certified multiscale solver, exact;
-3. otherwise W2 uses the back-and-forth method (:mod:`ldpviz.ot_grid`, about
-   a second at d = 256) and EMD-L1 exact transport between f x f block sums
+3. otherwise W2 uses the back-and-forth method (:mod:`ldpviz.ot_grid`, under
+   a second at d = 256; it reads low on near-copies, W2 under
+   :data:`BFM_NEAR_COPY_CELLS`, and says so) and EMD-L1 exact transport between f x f block sums
    (f = ceil(d / :data:`BLOCKS_SIDE`)).
    Both are approximate and say so: :func:`w2_readout` / :func:`emd_l1_readout`
    return a :class:`TransportReadout` with the method and a certified interval
@@ -114,6 +115,9 @@ AUTO_MULTISCALE_MAX_SIDE = 64
 #: Above those sides ``"auto"`` still solves exactly (multiscale, on the supports) while the
 #: supports' product is at most this many pairs (sparse maps such as small-n heatmaps: seconds).
 SUPPORT_EXACT_MAX_PAIRS = 8_000_000
+#: Below this W2 (in cells) a BFM readout carries a caveat: near-copies, where BFM reads low against the
+#: discrete optimum (the continuous relaxation differs; measured in docs/w2-speed.md, "Diagnosis").
+BFM_NEAR_COPY_CELLS = 3.0
 #: ``method="exact"`` refuses dense cost matrices larger than this (8 bytes each).
 EXACT_MAX_PAIRS = 64_000_000
 #: Largest number of network-simplex iterations allowed (a cap, not a target).
@@ -420,10 +424,12 @@ class TransportReadout:
     exact: bool
     lower: float
     upper: float
+    #: Why an approximate value may be off beyond what ``[lower, upper]`` conveys (empty if nothing known).
+    caveat: str = ""
 
     def scaled(self, factor: float) -> "TransportReadout":
         return TransportReadout(self.value * factor, self.method, self.exact, self.lower * factor,
-                                self.upper * factor)
+                                self.upper * factor, self.caveat)
 
     def note(self, label: str, unit: str) -> str:
         """One sentence for a page or a report; empty when the value is exact."""
@@ -432,7 +438,7 @@ class TransportReadout:
         how = {"bfm": "back-and-forth method (Jacobs & Léger 2020), a certified lower bound",
                "blocks": "exact transport between block sums"}.get(self.method, self.method)
         return (f"{label} is approximate ({how}): the exact value lies between {self.lower:.4g} and "
-                f"{self.upper:.4g} {unit}.")
+                f"{self.upper:.4g} {unit}." + (f" {self.caveat}" if self.caveat else ""))
 
 
 #: Solver names accepted by ``method=`` ("fast" is the former name of "multiscale").
@@ -476,7 +482,10 @@ def _transport(p: np.ndarray, q: np.ndarray, metric: str, method: str) -> Transp
         return TransportReadout(v, "multiscale", True, v, v)
     if method == "bfm":
         r = bfm_w2(p, q)
-        return TransportReadout(r.value, "bfm", False, r.lower, r.upper)
+        caveat = ("" if r.value >= BFM_NEAR_COPY_CELLS else
+                  f"The estimate is close to the truth (W2 under {BFM_NEAR_COPY_CELLS:g} cells), where BFM's smooth "
+                  "map reads low against the discrete optimum (by how much: docs/w2-speed.md, diagnosis).")
+        return TransportReadout(r.value, "bfm", False, r.lower, r.upper, caveat)
     # blocks: exact transport between f x f block sums (block centres f cells apart). Each cell's
     # mass moves at most (f - 1) / sqrt(2) cells (W2) or f - 1 cells (L1) to its block centre, on
     # both sides, so the exact value is within sqrt(2) (f - 1), resp. 2 (f - 1), cells.

@@ -29,6 +29,13 @@ alternately in ``phi`` and in ``psi = phi^c`` (their back-and-forth iteration):
 * The step ``sigma`` adapts in the paper's manner: grown when the
   ascent achieves more than ``_UP`` of its first-order prediction, shrunk
   below ``_DOWN``.
+* One c-transform per half-step (the paper's Algorithm 1); ``bfm_w2`` starts
+  from the potential of the 2 x 2-coarsened problem, solved the same way
+  (our choice, a multiscale start; the paper starts from zero).
+* BFM's smooth map approximates the *continuous* problem between
+  piecewise-constant densities; on near-copies (W2 of about a cell) the
+  discrete optimum between cell centres is percents higher, so BFM reads
+  low there (docs/w2-method.md, diagnosis in docs/w2-speed.md).
 
 Certified bounds. Because the c-transform is exact on the grid, *every*
 iterate gives a dual value ``J <= C`` (weak duality), so the value returned,
@@ -57,15 +64,17 @@ try:  # numba compiles the linear-time lower envelope; without it a vectorised O
 except ImportError:  # pragma: no cover - numba is a declared dependency
     _numba = None
 
-__all__ = ["BfmResult", "bfm_w2", "quad_ctransform", "HAVE_NUMBA"]
+__all__ = ["BfmResult", "bfm_w2", "bfm_potentials", "bfm_potentials_multiscale", "quad_ctransform", "HAVE_NUMBA"]
 
 #: True when the O(d^2) compiled c-transform is available.
 HAVE_NUMBA = _numba is not None
 #: Stop when the best dual value gained less than this fraction over the last _WINDOW iterations.
-BFM_RTOL = 1e-4
+BFM_RTOL = 3e-4
 _WINDOW = 10
 #: Initial step, times 1 / (largest cell probability) (our choice: the step scales inversely with the densities).
 _SIGMA0 = 4.0
+#: The multiscale start (bfm_w2's default) coarsens by 2 x 2 while the coarse side is at least this.
+BFM_COARSEST_SIDE = 32
 #: Stop after this many back-and-forth iterations (each is two half-steps).
 BFM_MAX_ITER = 200
 #: Step-size adaptation: grow when the ascent is > _UP of its first-order prediction, shrink below _DOWN.
@@ -139,9 +148,76 @@ def _envelope_rows_numpy(f: np.ndarray, out: np.ndarray, max_block: int = 1 << 2
         out[s:s + step] = np.min(f[s:s + step, :, None] + D[None, :, :], axis=1)
 
 
+def _envelope_1d_py(g: np.ndarray, out: np.ndarray, v: np.ndarray, z: np.ndarray, h: np.ndarray) -> None:
+    """``out[p] = min_q (p - q)^2 / 2 + g[q]`` (one line of :func:`_envelope_rows_py`; work arrays given)."""
+    n = g.shape[0]
+    k = -1
+    for q in range(n):
+        gq = g[q]
+        if gq == np.inf:
+            continue
+        hq = gq + 0.5 * q * q
+        h[q] = hq
+        if k < 0:
+            k = 0
+            v[0] = q
+            z[0] = -np.inf
+            z[1] = np.inf
+            continue
+        s = (hq - h[v[k]]) / (q - v[k])
+        while s <= z[k]:
+            k -= 1
+            s = (hq - h[v[k]]) / (q - v[k])
+        k += 1
+        v[k] = q
+        z[k] = s
+        z[k + 1] = np.inf
+    if k < 0:
+        for p in range(n):
+            out[p] = np.inf
+        return
+    k = 0
+    for p in range(n):
+        while z[k + 1] < p:
+            k += 1
+        dq = p - v[k]
+        out[p] = 0.5 * dq * dq + g[v[k]]
+
+
+def _ctransform_2d_py(f: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled below
+    """``out[y] = min_x |x - y|^2 / 2 + f[x]`` on the grid: envelopes along each row, then each column."""
+    n0, n1 = f.shape
+    n = max(n0, n1)
+    v = np.empty(n, dtype=np.int64)
+    z = np.empty(n + 1)
+    h = np.empty(n)
+    tmp = np.empty((n0, n1))
+    for r in range(n0):
+        _envelope_1d(f[r], tmp[r], v, z, h)
+    col = np.empty(n0)
+    res = np.empty(n0)
+    for c in range(n1):
+        for r in range(n0):
+            col[r] = tmp[r, c]
+        _envelope_1d(col, res, v, z, h)
+        for r in range(n0):
+            out[r, c] = res[r]
+
+
+if _numba is not None:
+    _envelope_1d = _numba.njit(cache=True, nogil=True)(_envelope_1d_py)
+    _ctransform_2d = _numba.njit(cache=True, nogil=True)(_ctransform_2d_py)
+else:  # pragma: no cover
+    _ctransform_2d = None
+
+
 def quad_ctransform(phi: np.ndarray) -> np.ndarray:
     """``phi^c(y) = min_x |x - y|^2 / 2 - phi(x)`` over a ``(d, d)`` grid of unit spacing (exact)."""
     f = np.ascontiguousarray(-phi, dtype=float)
+    if _ctransform_2d is not None and _envelope_rows is not None:
+        out = np.empty_like(f)
+        _ctransform_2d(f, out)                       # one compiled call: rows, then columns
+        return out
     tmp = np.empty_like(f)
     rows = _envelope_rows if _envelope_rows is not None else _envelope_rows_numpy
     rows(f, tmp)                                     # along the last axis (columns)
@@ -322,16 +398,21 @@ def _upper_bound_triangle(psi: np.ndarray, mu: np.ndarray, nu: np.ndarray) -> fl
 # ---- the method ------------------------------------------------------------------------------
 
 def bfm_w2(mu: np.ndarray, nu: np.ndarray, *, rtol: float = BFM_RTOL, max_iter: int = BFM_MAX_ITER,
-           with_upper: bool = True) -> BfmResult:
+           with_upper: bool = True, multiscale: bool = True) -> BfmResult:
     """W2 (in cells) between two ``(d, d)`` probability arrays by the back-and-forth method.
 
     ``mu`` and ``nu`` must be non-negative and sum to 1 (callers normalise).
     Iterates until the best dual value gained less than ``rtol`` (relative)
     over the last :data:`_WINDOW` iterations, or ``max_iter``. Returns the best
     certified dual lower bound as ``value`` and, with ``with_upper``, a
-    certified upper bound from a feasible plan.
+    certified upper bound from a feasible plan. With ``multiscale`` (default) the iterations start from
+    the potential of the 2 x 2-coarsened problem, solved the same way down to side
+    :data:`BFM_COARSEST_SIDE` (:func:`bfm_potentials_multiscale`); ``iterations`` counts the finest level.
     """
-    best, _, best_psi, it, residual = bfm_potentials(mu, nu, rtol=rtol, max_iter=max_iter)
+    if multiscale:
+        best, _, best_psi, it, residual = bfm_potentials_multiscale(mu, nu, rtol=rtol, max_iter=max_iter)
+    else:
+        best, _, best_psi, it, residual = bfm_potentials(mu, nu, rtol=rtol, max_iter=max_iter)
     mu = np.ascontiguousarray(mu, dtype=float)
     nu = np.ascontiguousarray(nu, dtype=float)
     lower = math.sqrt(2.0 * max(best, 0.0))
@@ -340,68 +421,64 @@ def bfm_w2(mu: np.ndarray, nu: np.ndarray, *, rtol: float = BFM_RTOL, max_iter: 
     return BfmResult(value=lower, lower=lower, upper=max(upper, lower), iterations=it, residual=residual)
 
 
-def bfm_potentials(mu: np.ndarray, nu: np.ndarray, *, rtol: float = BFM_RTOL, max_iter: int = BFM_MAX_ITER):
-    """The BFM iterations: ``(best dual value, phi, psi = phi^c, iterations, residual)``.
+def bfm_potentials(mu: np.ndarray, nu: np.ndarray, *, rtol: float = BFM_RTOL, max_iter: int = BFM_MAX_ITER,
+                   double: bool = False, init: np.ndarray | None = None):
+    """The BFM iterations: ``(best dual value, phi, psi, iterations, residual)``.
 
     Cost ``|x - y|^2 / 2``; ``mu``, ``nu`` non-negative, summing to 1. ``residual`` is the last
     ``sum |mu - T# nu|`` of the smoothed pushforward (a convergence diagnostic, not a bound).
+    One c-transform per half-step, as in the paper's Algorithm 1: the phi half-step pushes ``nu``
+    by the map of the current ``psi`` (whose c-transform ``phi`` is), and the psi half-step pushes
+    ``mu`` by the map of the ``phi`` just computed. ``double`` re-conjugates first (``psi <- phi^c``,
+    ``phi <- psi^c``: two more transforms per iteration, the former scheme, kept for comparison).
+    Every ``(phi, psi)`` evaluated is a c-transform pair, so every value is a certified lower bound.
     """
     mu = np.ascontiguousarray(mu, dtype=float)
     nu = np.ascontiguousarray(nu, dtype=float)
     d = mu.shape[0]
     solve = _Poisson(d)
-    s_phi = s_psi = _SIGMA0 / max(float(mu.max()), float(nu.max()))
+    sigma0 = _SIGMA0 / max(float(mu.max()), float(nu.max()))
+    state = {"phi": [sigma0, False], "psi": [sigma0, False]}   # [step size, first ascent found]
 
-    def value(phi: np.ndarray, psi: np.ndarray) -> float:
-        return float(np.einsum("ij,ij->", phi, mu) + np.einsum("ij,ij->", psi, nu))
+    def value(f: np.ndarray, g: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
+        return float(np.einsum("ij,ij->", f, a) + np.einsum("ij,ij->", g, b))
 
-    phi = np.zeros((d, d))
+    def half(f: np.ndarray, g: np.ndarray, a: np.ndarray, b: np.ndarray, key: str):
+        """One H1 ascent step in ``f`` on ``<f, a> + <f^c, b>``; ``(f, g)`` is a c-transform pair."""
+        s, found = state[key]
+        cur = value(f, g, a, b)
+        grad = a - _pushforward(g, b)
+        step = solve(grad)
+        f_new = f + s * step
+        g_new = quad_ctransform(f_new)
+        new = value(f_new, g_new, a, b)
+        res = float(np.abs(grad).sum())
+        if new < cur and not found:       # initial step too long: halve it, retry from the same iterate
+            state[key][0] = s * 0.5
+            return f, g, cur, res, True
+        state[key] = [_adapt(s, new - cur, s * float(np.einsum("ij,ij->", step, grad))), True]
+        return f_new, g_new, new, res, False
+
+    phi = np.zeros((d, d)) if init is None else np.array(init, dtype=float)
     psi = quad_ctransform(phi)
-    current = value(phi, psi)
-    best, best_phi, best_psi = current, phi, psi
+    best = value(phi, psi, mu, nu)
+    best_phi, best_psi = phi, psi
     history = [best]
     it = 0
     residual = math.inf
-    found_phi = found_psi = False
     for it in range(1, max_iter + 1):
-        rejected = False
-        # phi half-step on J(phi) = <phi, mu> + <phi^c, nu>, with psi = phi^c
-        grad = mu - _pushforward(psi, nu)
-        residual = float(np.abs(grad).sum())
-        step = solve(grad)
-        phi_new = phi + s_phi * step
-        psi_new = quad_ctransform(phi_new)
-        new = value(phi_new, psi_new)
-        if new < current and not found_phi:   # initial step too long: halve it and retry from the same iterate
-            s_phi *= 0.5
-            rejected = True
-        else:                                   # then the paper's rule: take the step, adapt sigma
-            found_phi = True
-            s_phi = _adapt(s_phi, new - current, s_phi * float(np.einsum("ij,ij->", step, grad)))
-            phi, psi, current = phi_new, psi_new, new
-        if current > best:
-            best, best_phi, best_psi = current, phi, psi
-        # psi half-step on I(psi) = <psi^c, mu> + <psi, nu>, with phi = psi^c (>= the old phi)
-        phi = quad_ctransform(psi)
-        current = value(phi, psi)
-        grad = nu - _pushforward(phi, mu)
-        step = solve(grad)
-        psi_new = psi + s_psi * step
-        phi_new = quad_ctransform(psi_new)
-        new = value(phi_new, psi_new)
-        if new < current and not found_psi:
-            s_psi *= 0.5
-            rejected = True
-        else:
-            found_psi = True
-            s_psi = _adapt(s_psi, new - current, s_psi * float(np.einsum("ij,ij->", step, grad)))
-            phi, psi = phi_new, psi_new
-        psi = quad_ctransform(phi)
-        current = value(phi, psi)
-        if current > best:
-            best, best_phi, best_psi = current, phi, psi
+        if double:
+            psi = quad_ctransform(phi)
+        phi, psi, cur, residual, rejected_phi = half(phi, psi, mu, nu, "phi")
+        if cur > best:
+            best, best_phi, best_psi = cur, phi, psi
+        if double:
+            phi = quad_ctransform(psi)
+        psi, phi, cur, _, rejected_psi = half(psi, phi, nu, mu, "psi")
+        if cur > best:
+            best, best_phi, best_psi = cur, phi, psi
         history.append(best)
-        if (not rejected and len(history) > _WINDOW
+        if (not (rejected_phi or rejected_psi) and len(history) > _WINDOW
                 and best - history[-1 - _WINDOW] <= rtol * abs(best)):
             break
     return best, best_phi, best_psi, it, residual
@@ -419,3 +496,39 @@ def _adapt(sigma: float, gain: float, predicted: float) -> float:
     if ratio < _DOWN:
         return sigma * _SCALE
     return sigma
+
+
+def _coarse_sums(p: np.ndarray) -> np.ndarray:
+    """2 x 2 block sums of an even-sided grid."""
+    d = p.shape[0]
+    return p.reshape(d // 2, 2, d // 2, 2).sum(axis=(1, 3))
+
+
+def _upsample_potential(phi_c: np.ndarray) -> np.ndarray:
+    """A fine-grid potential from a coarse one (coarse cells 2 fine cells wide, so costs scale by 4).
+
+    Fine index ``i`` sits at coarse coordinate ``(i - 0.5) / 2``; ``phi_c`` is interpolated bilinearly there
+    (clamped at the edges) and multiplied by 4.
+    """
+    dc = phi_c.shape[0]
+    x = np.clip((np.arange(2 * dc) - 0.5) / 2.0, 0.0, dc - 1.0)
+    i0 = np.minimum(np.floor(x).astype(np.int64), max(dc - 2, 0))
+    w = x - i0
+    i1 = np.minimum(i0 + 1, dc - 1)
+    rows = phi_c[i0] * (1 - w)[:, None] + phi_c[i1] * w[:, None]
+    return 4.0 * (rows[:, i0] * (1 - w)[None, :] + rows[:, i1] * w[None, :])
+
+
+def bfm_potentials_multiscale(mu: np.ndarray, nu: np.ndarray, *, min_side: int | None = None, **kw):
+    """:func:`bfm_potentials` started from the potential of the 2 x 2-coarsened problem (recursively, down
+    to ``min_side``, default :data:`BFM_COARSEST_SIDE`): where mass travels several cells the fine level
+    then needs a few times fewer iterations. Same return value, certified the same way (every value is a
+    dual value of a c-transform pair on the fine grid). Our choice: the paper starts from zero.
+    """
+    min_side = BFM_COARSEST_SIDE if min_side is None else min_side
+    d = mu.shape[0]
+    init = None
+    if d % 2 == 0 and d // 2 >= min_side:
+        coarse = bfm_potentials_multiscale(_coarse_sums(mu), _coarse_sums(nu), min_side=min_side, **kw)
+        init = _upsample_potential(coarse[1])
+    return bfm_potentials(mu, nu, init=init, **kw)

@@ -564,3 +564,19 @@ def test_sliced_w2_equals_pots_sliced_distance_on_the_same_directions():
                                              q.ravel()[ib] / q.sum(), p=2,
                                              projections=metrics.sliced_directions(64, 3))
         assert metrics.sliced_w2(p, q, n_projections=64, seed=3) == pytest.approx(float(ref), rel=1e-9, abs=1e-12)
+def test_bfm_readout_carries_a_near_copy_caveat_only_when_close():
+    """A BFM readout says it is approximate with its certified interval; below BFM_NEAR_COPY_CELLS (a
+    near-copy, where BFM reads low against the discrete optimum) its note adds that caveat, and a pair whose
+    mass travels far (a point mass moved 10 cells) carries none."""
+    rng = np.random.default_rng(0)
+    d = 24
+    t = rng.random((d, d))
+    near = metrics.w2_readout(t, rng.random((d, d)), method="bfm")
+    assert near.value < metrics.BFM_NEAR_COPY_CELLS and near.caveat
+    assert "approximate" in near.note("W2", "cells") and near.caveat in near.note("W2", "cells")
+    a, b = np.zeros((d, d)), np.zeros((d, d))
+    a[5:9, 5:9] = 1.0
+    b[15:19, 5:9] = 1.0
+    far = metrics.w2_readout(a, b, method="bfm", cell_m=10.0)
+    assert far.value >= metrics.BFM_NEAR_COPY_CELLS * 10.0 and far.caveat == ""
+    assert far.lower <= 100.0 + 1e-6 <= far.upper
