@@ -165,6 +165,18 @@ def srr_resolution_sentence(mechanism: str, grid_side: int, region: Region, epsi
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
+@st.cache_data(max_entries=64, show_spinner=False)
+def srr_blocks(mechanism: str, grid_side: int, region: Region, epsilon: float, params: tuple) -> np.ndarray | None:
+    """SRR on its public grid domain: the ``(d, d)`` block label of every cell (the blocks it can tell apart,
+    issue 15.9), for outlines on the map; None for anything else."""
+    from ldpviz.mechanisms.srr import SRR
+    from ldpviz.srr_resolution import effective_resolution
+    mech = built_mechanism(mechanism, grid_side, region, epsilon, params)
+    if not isinstance(mech, SRR) or dict(params).get("domain", "grid") != "grid":
+        return None
+    return np.asarray(effective_resolution(mech).cell_class)
+
+
 def effective_params(mechanism: str, grid_side: int, region: Region, epsilon: float,
                      params: tuple) -> dict[str, Any]:
     """``Mechanism.effective_params()`` at this grid and epsilon: computed defaults filled in."""

@@ -101,6 +101,27 @@ def frame_layers(grid: Grid, max_lines: int = MAX_GRID_LINES) -> list[pdk.Layer]
     ]
 
 
+def block_outline_layer(grid: Grid, labels: np.ndarray, color: tuple[int, ...] = (20, 20, 20, 200)) -> pdk.Layer:
+    """Outlines of the blocks a ``(d, d)`` label array (``[row, col]``, row 0 south) groups cells into: a segment
+    wherever two neighbouring cells carry different labels (e.g. the blocks SRR can tell apart)."""
+    lab = np.asarray(labels)
+    d = grid.side
+    segments = []
+    rows, cols = np.nonzero(lab[:, 1:] != lab[:, :-1])               # vertical edges at x = (c + 1) / d
+    for r, c in zip(rows, cols):
+        segments.append(((c + 1) / d, r / d, (c + 1) / d, (r + 1) / d))
+    rows, cols = np.nonzero(lab[1:, :] != lab[:-1, :])               # horizontal edges at y = (r + 1) / d
+    for r, c in zip(rows, cols):
+        segments.append((c / d, (r + 1) / d, (c + 1) / d, (r + 1) / d))
+    paths = []
+    if segments:
+        seg = np.asarray(segments, dtype=float)
+        lon0, lat0 = grid.region.unit_to_lonlat(seg[:, :2])
+        lon1, lat1 = grid.region.unit_to_lonlat(seg[:, 2:])
+        paths = [{"path": [[float(a), float(b)], [float(c), float(e)]]} for a, b, c, e in zip(lon0, lat0, lon1, lat1)]
+    return pdk.Layer("PathLayer", paths, get_path="path", get_color=list(color), width_min_pixels=2)
+
+
 #: deck.gl accessor building a rectangle from a record's corners (keeps the JSON sent to the browser small).
 RECT_POLYGON = "[[w, s], [e, s], [e, n], [w, n]]"  # pydeck prefixes "@@=" (an expression)
 

@@ -228,3 +228,12 @@ def test_explore_names_the_monte_carlo_attacker_for_oue():
     text = " ".join(m.value for m in at.markdown)
     assert "an attacker's best guess of one person's location" in text and "Monte Carlo over" in text, text[:2000]
     assert "standard error" in text
+
+
+def test_explore_outlines_srrs_blocks_on_its_map():
+    """SRR on the public grid: Explore's estimated map carries the outlines of the blocks SRR can tell apart,
+    and the caption counts them (issue 15 item 9)."""
+    at = app(mech="srr", eps="2", d="16")
+    at.run()
+    assert_clean(at)
+    assert any("blocks SRR can tell apart" in c.value for c in at.caption)

@@ -161,3 +161,16 @@ def test_frontier_figure_one_curve_per_mechanism_one_point_per_epsilon():
     assert [t.name for t in fig.data] == ["Alpha", "b"]
     assert list(fig.data[0].x) == [200.0, 100.0] and list(fig.data[0].y) == [20.0, 10.0]   # sorted by epsilon
     assert list(fig.data[0].text) == ["ε=1", "ε=2"]
+
+
+def test_block_outline_layer_draws_one_segment_per_boundary_edge():
+    """Two blocks split down the middle of a 4 x 4 grid share 4 vertical unit edges (a boundary), an L-shaped
+    third block adds its own; equal labels everywhere draw nothing."""
+    from ldpviz.domain import Grid, Region
+    grid = Grid(Region(10.0, 50.0, 4000.0), 4)
+    halves = np.zeros((4, 4), int)
+    halves[:, 2:] = 1
+    assert len(viz.block_outline_layer(grid, halves).data) == 4
+    halves[0, 0] = 2                        # one corner cell: 1 vertical + 1 horizontal edge more
+    assert len(viz.block_outline_layer(grid, halves).data) == 6
+    assert len(viz.block_outline_layer(grid, np.zeros((4, 4), int)).data) == 0

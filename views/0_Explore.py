@@ -117,8 +117,15 @@ with session.guard("this scenario"):
             st.subheader("Estimated density" + (f" ({len(est.partition)} adaptive rectangles)" if adaptive else ""))
             deck = (viz.density_deck(result.grid, est_density, vmax=vmax, **size) if sigma > 0 else
                     viz.estimate_deck(result.grid, est_density, est.partition, vmax=vmax, **size))
+            blocks = (compute.srr_blocks(scenario.mechanism, scenario.grid_side, result.grid.region,
+                                         scenario.epsilon, scenario.params) if scenario.mechanism == "srr" else None)
+            if blocks is not None:
+                deck.layers.append(viz.block_outline_layer(result.grid, blocks))
             st.pydeck_chart(deck, height=MAP_HEIGHT_PX, key="map:est")
             st.html(viz.legend_html(vmax))
+            if blocks is not None:
+                st.caption(f"Dark outlines: the {len(np.unique(blocks[blocks >= 0]))} blocks SRR can tell apart at "
+                           "this ε (its effective resolution); within a block it learns only the total.")
     if spread_on:
         spread = result.cell_spread("sd")
         smax = float(spread.max()) or 1.0
