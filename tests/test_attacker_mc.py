@@ -10,19 +10,12 @@ import pytest
 from ldpviz import mechanisms
 from ldpviz.attacker import EXACT, POPULATION, UNIFORM, attack, attack_many, attackers, availability
 from ldpviz.attacker_mc import report_likelihood
-from ldpviz.domain import Grid, Region
+from ldpviz.domain import Grid
 from ldpviz.mechanisms.base import CENTRAL_DP
 from ldpviz.mechanisms.fo import (OLHReports, OUEReports, olh_hash_channel, olh_perturb, oue_perturb,
                                  oue_probabilities, oue_report_likelihood, olh_report_likelihood)
 
-REGION = Region(-93.27, 44.97, 6000.0, "test")
-
-
-def population(side: int, seed: int = 0) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    r, c = np.mgrid[0:side, 0:side]
-    dens = np.exp(-((r - side * 0.3) ** 2 + (c - side * 0.7) ** 2) / (side * 0.8)) + 0.05 * rng.random((side, side))
-    return dens / dens.sum()
+from test_attacker import REGION, population  # the same test region and population as the exact attacker's
 
 
 FIGURES = (("best_guess_error_m", "best_guess_error_se_m"), ("within_r", "within_r_se"),
