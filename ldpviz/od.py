@@ -27,8 +27,8 @@ on ``S`` (a K x K histogram; never a per-user loop):
   identify the joint (every coupling of the marginals fits them equally), and per-pair penalties
   ``W = z * (standard error of the pair's score A_o^T (S/n) A_d)`` with the universal threshold
   ``z = sqrt(2 ln d^2)`` (Donoho-Johnstone): a pair with no flow stays at zero unless its score
-  exceeds noise of that size. Solved by L-BFGS-B with the Kronecker structure (four d x d
-  products per iteration, never the d^2 x d^2 design).
+  exceeds noise of that size. Solved with the Kronecker structure (d x d products, never the
+  d^2 x d^2 design) by ADMM and a projected Newton polish (:mod:`ldpviz.od_solver`).
 * ``em`` (maximum likelihood): EM on the joint report histogram, ``F <- F * A_o^T (S / (A_o F
   A_d^T)) A_d / n`` (the Sec. 6.5 ablation's MLE, on pairs). Exact maximum likelihood for the
   one-symbol mechanisms; for OLH-H it maximises the Poisson likelihood of the support-pair counts
@@ -222,40 +222,73 @@ def lasso_weights(stat: JointStatistic, z: float | None = None) -> np.ndarray:
     return z * np.sqrt(var)
 
 
-def estimate_lasso(stat: JointStatistic, z: float | None = None, max_iter: int = 1500,
-                   tol: float = 1e-12) -> tuple[np.ndarray, dict]:
-    """Non-negative weighted Lasso on the joint statistic (see module docstring) by L-BFGS-B.
+def _lasso_problem(stat: JointStatistic, z: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """``(G_o, G_d, c, z)``: the Lasso is ``min 1/2 <F, G_o F G_d> - <c, F>``, ``F >= 0``, with ``c = T - W``."""
+    T = stat.score()
+    z = math.sqrt(2.0 * math.log(max(T.size, 2))) if z is None else float(z)
+    return stat.A_o.T @ stat.A_o, stat.A_d.T @ stat.A_d, T - lasso_weights(stat, z), z
+
+
+def lasso_objective(stat: JointStatistic, F: np.ndarray, z: float | None = None) -> float:
+    """``1/2 ||A_o F A_d^T - S/n||^2 + <W, F>`` without its constant ``||S/n||^2 / 2`` (F unnormalised)."""
+    G_o, G_d, c, _ = _lasso_problem(stat, z)
+    return 0.5 * float((F * (G_o @ F @ G_d)).sum()) - float((c * F).sum())
+
+
+def _lasso_info(Z: np.ndarray, iterations: int, converged: bool, z: float, **extra: Any) -> dict:
+    return {"iterations": int(iterations), "converged": bool(converged), "nonzero_pairs": int((Z > 0).sum()),
+            "coef_sum": float(Z.sum()), "z": float(z), "pairs": int(Z.size), **extra}
+
+
+def estimate_lasso(stat: JointStatistic, z: float | None = None, max_iter: int = 60,
+                   tol: float = 1e-9) -> tuple[np.ndarray, dict]:
+    """Non-negative weighted Lasso on the joint statistic (see module docstring), Kronecker-structured.
+
+    The design ``M = A_o (x) A_d`` is never formed: ``M^T M w = vec(G_o F G_d)`` with ``G = A^T A``
+    (two d x d products). Two phases (:mod:`ldpviz.od_solver`): ADMM with the exact solve of
+    ``(G_o (x) G_d + rho I)`` in the factors' eigenbases finds the sparse support; a projected Newton
+    method (Bertsekas 1982) then solves the problem on the free pairs exactly (dense Cholesky of the
+    free block when it is small, conjugate gradients otherwise) until the KKT conditions hold to ``tol``
+    (relative to ``max |c|``). The minimiser is the same as that of :func:`estimate_lasso_lbfgsb` (the
+    previous solver, kept as the reference) up to solver tolerance: unique when the channels have full
+    column rank (GRR, HR, OLH-H), for SRR and PLDP (rank-deficient channels) the objective value is.
+    ``info["converged"]`` says whether the KKT tolerance was met (OLH-H's and PLDP's Hessians have
+    condition numbers of 1e10 and more on 16 x 16 grids; they may stop on a stalled objective instead).
+    """
+    from ldpviz.od_solver import nonnegative_kron_qp
+
+    G_o, G_d, c, z = _lasso_problem(stat, z)
+    F, info = nonnegative_kron_qp(G_o, G_d, c, max_iter=max_iter, tol=tol)
+    Z = np.clip(F, 0.0, None)
+    return _normalise(Z), _lasso_info(Z, info.pop("iterations"), info.pop("converged"), z, **info)
+
+
+def estimate_lasso_lbfgsb(stat: JointStatistic, z: float | None = None, max_iter: int = 1500,
+                          tol: float = 1e-12) -> tuple[np.ndarray, dict]:
+    """The previous solver of the same Lasso: L-BFGS-B on the full vector (the reference for tests).
 
     The objective ``1/2 <F, G_o F G_d> - <T, F> + <W, F>`` (``G = A^T A``; the constant ``||S/n||^2/2``
-    dropped) and its gradient ``G_o F G_d - T + W`` use the Kronecker structure, so an iteration costs
-    four d x d products. A bound-constrained quasi-Newton method copes with the channels' condition
-    numbers (1e5 and more) far better than first-order methods: on 8 x 8 grids GRR and HR reach the
-    optimum in about 200 iterations, where ADMM still moved the estimate by 0.04-0.2 in L1 after
-    1,000. PLDP's objective is flattest (its random projection leaves many near-null directions) and
-    may stop at ``max_iter``; ``info["converged"]`` says whether the optimiser's tolerance was met.
+    dropped) and its gradient ``G_o F G_d - T + W`` use the Kronecker structure, but the quasi-Newton
+    method needs hundreds to thousands of iterations on GRR, HR, OLH-H and PLDP (up to ~80 s for
+    1M users on 16 x 16), which is why :func:`estimate_lasso` replaced it.
     """
     import scipy.optimize
 
-    G_o, G_d = stat.A_o.T @ stat.A_o, stat.A_d.T @ stat.A_d
-    T = stat.score()
-    W = lasso_weights(stat, z)
-    shape = T.shape
-    scale = 1.0 / max(float(np.abs(T).max()), 1e-300)     # objective of order 1 for the optimiser's tolerances
+    G_o, G_d, c, z = _lasso_problem(stat, z)
+    shape = c.shape
+    scale = 1.0 / max(float(np.abs(stat.score()).max()), 1e-300)
 
     def objective(w: np.ndarray) -> tuple[float, np.ndarray]:
         F = w.reshape(shape)
         GF = G_o @ F @ G_d
-        grad = GF - T + W
-        return float((0.5 * (F * GF).sum() - (T * F).sum() + (W * F).sum()) * scale), grad.ravel() * scale
+        grad = GF - c
+        return float((0.5 * (F * GF).sum() - (c * F).sum()) * scale), grad.ravel() * scale
 
-    start = np.full(T.size, 1.0 / T.size)
-    res = scipy.optimize.minimize(objective, start, jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * T.size,
+    start = np.full(c.size, 1.0 / c.size)
+    res = scipy.optimize.minimize(objective, start, jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * c.size,
                                   options={"maxiter": max_iter, "maxcor": 20, "ftol": tol, "gtol": 1e-10})
     Z = np.clip(res.x.reshape(shape), 0.0, None)
-    return _normalise(Z), {"iterations": int(res.nit), "converged": bool(res.success),
-                           "nonzero_pairs": int((Z > 0).sum()), "coef_sum": float(Z.sum()),
-                           "z": float(math.sqrt(2.0 * math.log(max(T.size, 2))) if z is None else z),
-                           "pairs": int(T.size)}
+    return _normalise(Z), _lasso_info(Z, res.nit, res.success, z)
 
 
 def _predicted(stat: JointStatistic, F: np.ndarray, rows: np.ndarray | None, cols: np.ndarray | None) -> np.ndarray:
