@@ -65,6 +65,9 @@ from ldpviz.mechanisms.srr import grid_domain
 OD_MECHANISMS = ("srr", "grr-tiles", "olh-h", "hr-tiles", "pldp")
 ALIASES = {"grr": "grr-tiles", "hr": "hr-tiles", "l-srr": "srr"}
 ESTIMATORS = ("lasso", "em", "unbiased")
+#: How reports are simulated: every user's two reports (``Mechanism.perturb``), or the joint statistic
+#: drawn from the true OD counts (:mod:`ldpviz.od_simulate`; same distribution, see there).
+PATHS = ("users", "aggregate")
 #: Largest grid side for OD: d = 32^2 = 1,024 locations, 1,048,576 OD pairs.
 MAX_OD_GRID_SIDE = 32
 #: Joint histograms with more entries than this are kept sparse (PLDP at small epsilon).
@@ -436,8 +439,13 @@ def estimate_od(stat: JointStatistic, estimator: str, lasso_z: float | None = No
 def run_od(o_lon: np.ndarray, o_lat: np.ndarray, d_lon: np.ndarray, d_lat: np.ndarray, region: Region,
            grid_side: int, mechanism: str, epsilon: float, *, estimator: str = "lasso", seed: int = 0,
            top_k: int = 10, params: dict[str, Any] | None = None, lasso_z: float | None = None,
-           left_out: dict[str, int] | None = None) -> ODResult:
-    """Collect every trip's OD pair with ``mechanism`` at epsilon/2 + epsilon/2 and estimate the OD distribution."""
+           left_out: dict[str, int] | None = None, path: str = "users") -> ODResult:
+    """Collect every trip's OD pair with ``mechanism`` at epsilon/2 + epsilon/2 and estimate the OD distribution.
+
+    ``path="aggregate"`` draws the joint statistic from the true OD counts instead of simulating each
+    phone (:mod:`ldpviz.od_simulate`: exact in distribution; OLH-H under a fully random hash family).
+    """
+    require(path in PATHS, f"path must be one of {', '.join(PATHS)}; got {path!r}")
     name = resolve_mechanism(mechanism)
     epsilon = validate_epsilon(epsilon)
     grid = Grid(region, check_od_grid(grid_side))
@@ -453,16 +461,23 @@ def run_od(o_lon: np.ndarray, o_lat: np.ndarray, d_lon: np.ndarray, d_lat: np.nd
     mech = mechanisms.create(name, grid, epsilon / 2.0, **params)
     domain = grid_domain(grid)
     rng = np.random.default_rng(seed)
+    pos_o, pos_d = mech.positions(domain, bo), mech.positions(domain, bd)
+    D = domain.size
+    counts = np.bincount(pos_o * D + pos_d, minlength=D * D).reshape(D, D)
     t0 = time.perf_counter()
-    rep_o, rep_d = mech.perturb(bo, rng), mech.perturb(bd, rng)       # the phones: two reports at eps/2
-    t1 = time.perf_counter()
-    stat = joint_statistic(mech, rep_o, rep_d)
+    if path == "users":
+        rep_o, rep_d = mech.perturb(bo, rng), mech.perturb(bd, rng)       # the phones: two reports at eps/2
+        t1 = time.perf_counter()
+        stat = joint_statistic(mech, rep_o, rep_d)
+    else:
+        from ldpviz.od_simulate import simulate_statistic
+
+        t1 = t0
+        stat = simulate_statistic(mech, domain, counts, rng)
     t2 = time.perf_counter()
     F_pos, info = estimate_od(stat, estimator, lasso_z)
     t3 = time.perf_counter()
-    pos_o, pos_d = mech.positions(domain, bo), mech.positions(domain, bd)
-    D = domain.size
-    true_pos = np.bincount(pos_o * D + pos_d, minlength=D * D).reshape(D, D) / len(pos_o)
+    true_pos = counts / len(pos_o)
     cells = domain.cells
     true = np.zeros((grid.n_cells, grid.n_cells))
     est = np.zeros_like(true)
@@ -472,7 +487,8 @@ def run_od(o_lon: np.ndarray, o_lat: np.ndarray, d_lon: np.ndarray, d_lat: np.nd
                     l1=od_l1(true, est), top_k=top_k, top_k_precision=top_k_precision(true, est, top_k),
                     n_users=int(len(bo.cells)), left_out=left, guarantee=od_guarantee(name, epsilon),
                     seconds={"perturb": t1 - t0, "statistic": t2 - t1, "estimate": t3 - t2},
-                    info={**info, "report_symbols": int(stat.A_o.shape[0]), "exact_likelihood": stat.exact})
+                    info={**info, "report_symbols": int(stat.A_o.shape[0]), "exact_likelihood": stat.exact,
+                          "path": path})
 
 
 # ---------------------------------------------------------------- datasets -> OD pairs, trials

@@ -227,3 +227,54 @@ def test_kronecker_lasso_matches_the_previous_solver(name):
     if full_rank:
         assert od.od_l1(old, new) < 1e-3
     assert name not in ("grr-tiles", "hr-tiles", "olh-h") or full_rank
+
+
+@pytest.mark.parametrize("n_users", [40, 300])
+@pytest.mark.parametrize("name", od.OD_MECHANISMS)
+def test_aggregate_statistic_has_the_per_user_distribution(name, n_users):
+    """Drawing the joint statistic by OD counts (od_simulate) matches building it from per-user reports.
+
+    2 x 2 grid, 40 and 300 users (per-user and by-count draws: GRR takes the multinomial path at 300),
+    300 replications of each path with fixed seeds. Property: every entry of S
+    has the same mean (difference within 4.5 standard errors) and, for the one-symbol schemes whose
+    aggregate draw is exact in distribution, the same variance on the busier entries (per-entry ratios
+    average within [0.9, 1.1], median within [0.8, 1.25]; one ratio of two 300-sample variances has a
+    standard error of ~0.12, so single entries are not bounded). OLH-H's
+    aggregate draw is exact for a fully random hash family, the per-user path uses the universal family
+    of ldpviz.mechanisms.fo, so only means are compared for it.
+    """
+    from ldpviz import od_simulate
+
+    grid, o, d = _population(n_users, 2)
+    mech = mechanisms.create(name, grid, 1.0)
+    dom = grid_domain(grid)
+    bo, bd = _binned(grid, o), _binned(grid, d)
+    po, pd_ = mech.positions(dom, bo), mech.positions(dom, bd)
+    C = np.bincount(po * dom.size + pd_, minlength=dom.size ** 2).reshape(dom.size, dom.size)
+    rng_a, rng_u = np.random.default_rng(5), np.random.default_rng(6)
+
+    def dense(S):
+        return S.toarray() if hasattr(S, "toarray") else np.asarray(S)
+
+    agg = np.array([dense(od_simulate.simulate_statistic(mech, dom, C, rng_a).S).ravel() for _ in range(300)])
+    per = np.array([dense(od.joint_statistic(mech, mech.perturb(bo, rng_u), mech.perturb(bd, rng_u)).S).ravel()
+                    for _ in range(300)])
+    se = np.sqrt((agg.var(axis=0) + per.var(axis=0)) / 300) + 1e-9
+    assert np.all(np.abs(agg.mean(axis=0) - per.mean(axis=0)) <= 4.5 * se)
+    assert np.all(agg.sum(axis=1) == agg.sum(axis=1)[0]) or name == "olh-h"      # one report pair per user
+    if name != "olh-h":
+        busy = per.var(axis=0) >= 0.25 * per.var(axis=0).max()
+        ratio = agg.var(axis=0)[busy] / per.var(axis=0)[busy]
+        assert 0.9 <= ratio.mean() <= 1.1 and 0.8 <= np.median(ratio) <= 1.25
+
+
+def test_run_od_aggregate_path():
+    """run_od(path="aggregate") estimates from counts with the same result fields; a bad path is named."""
+    grid, o, d = _population(5_000, 4)
+    centre = lambda c: ((c % 4 + 0.5) / 4, (c // 4 + 0.5) / 4)       # noqa: E731
+    lon_o, lat_o = REGION.unit_to_lonlat(np.column_stack(centre(o)))
+    lon_d, lat_d = REGION.unit_to_lonlat(np.column_stack(centre(d)))
+    res = od.run_od(lon_o, lat_o, lon_d, lat_d, REGION, 4, "grr", 16.0, path="aggregate", estimator="em")
+    assert res.info["path"] == "aggregate" and res.n_users == 5_000 and res.l1 < 0.3
+    with pytest.raises(LdpvizInputError, match="path must be one of"):
+        od.run_od(lon_o, lat_o, lon_d, lat_d, REGION, 4, "grr", 1.0, path="magic")
