@@ -278,3 +278,18 @@ def test_run_od_aggregate_path():
     assert res.info["path"] == "aggregate" and res.n_users == 5_000 and res.l1 < 0.3
     with pytest.raises(LdpvizInputError, match="path must be one of"):
         od.run_od(lon_o, lat_o, lon_d, lat_d, REGION, 4, "grr", 1.0, path="magic")
+
+
+def test_structured_em_equals_dense_em():
+    """EM with GRR's channel applied as a I + b J reaches the dense EM's maximum (4 x 4 grid, fixed seed).
+
+    Rounding differs, so SQUAREM's path differs; run to a tight tolerance (1e-9) both estimates agree
+    within 1e-6 in L1 and their log-likelihoods within 1e-9 relative.
+    """
+    stat, _ = _collect("grr-tiles", 4, 20_000, 2.0)
+    assert od._Channel(stat.A_o).grr is not None and od._Channel(np.eye(3)[:, :2]).grr is None
+    fast, info_fast = od.estimate_em(stat, tol=1e-9, max_iter=3000)
+    dense, info_dense = od.estimate_em(stat, structured=False, tol=1e-9, max_iter=3000)
+    assert od.od_l1(fast, dense) < 1e-6
+    assert abs(info_fast["loglik"] - info_dense["loglik"]) <= 1e-9 * abs(info_dense["loglik"])
+
