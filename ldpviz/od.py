@@ -73,6 +73,9 @@ MAX_OD_GRID_SIDE = 32
 #: Joint histograms with more entries than this are kept sparse (PLDP at small epsilon).
 _DENSE_ENTRIES = 1 << 22
 _CHUNK = 1 << 15
+#: Lasso on rank-deficient designs: LP rounds in the null space, and the largest LP constraint matrix.
+_LP_ROUNDS = 6
+_LP_ENTRIES = 1 << 24
 
 
 def resolve_mechanism(name: str) -> str:
@@ -255,13 +258,31 @@ def estimate_lasso(stat: JointStatistic, z: float | None = None, max_iter: int =
     (relative to ``max |c|``). The minimiser is the same as that of :func:`estimate_lasso_lbfgsb` (the
     previous solver, kept as the reference) up to solver tolerance: unique when the channels have full
     column rank (GRR, HR, OLH-H), for SRR and PLDP (rank-deficient channels) the objective value is.
-    ``info["converged"]`` says whether the KKT tolerance was met (OLH-H's and PLDP's Hessians have
-    condition numbers of 1e10 and more on 16 x 16 grids; they may stop on a stalled objective instead).
+    Where the design is rank-deficient (PLDP: rank(A) <= m + 1 for m projection rows) and the Newton
+    phase stalls, the estimate alternates with an LP over the design's null space
+    (:func:`ldpviz.od_solver.lp_polish`: the same fit, the least penalty), at most ``_LP_ROUNDS`` times.
+    ``info["converged"]`` says whether the KKT tolerance was met (OLH-H's Hessian has a condition number
+    of 1e10 and more on 16 x 16 grids; it may stop on a stalled objective instead).
     """
-    from ldpviz.od_solver import nonnegative_kron_qp
+    from ldpviz.od_solver import lp_polish, nonnegative_kron_qp, range_factor
 
     G_o, G_d, c, z = _lasso_problem(stat, z)
-    F, info = nonnegative_kron_qp(G_o, G_d, c, max_iter=max_iter, tol=tol)
+    R_o, R_d = range_factor(stat.A_o), range_factor(stat.A_d)
+    rank = len(R_o) * len(R_d)
+    use_lp = rank < c.size and rank * c.size <= _LP_ENTRIES      # rank-deficient design, LP small enough
+    F, info = nonnegative_kron_qp(G_o, G_d, c, max_iter=min(max_iter, 10) if use_lp else max_iter, tol=tol)
+    rounds = 0
+    if use_lp and not info["converged"]:
+        W = lasso_weights(stat, z)
+        while rounds < _LP_ROUNDS:
+            polished = lp_polish(R_o, R_d, W, F)
+            if polished is None:
+                break
+            rounds += 1
+            F, info = nonnegative_kron_qp(G_o, G_d, c, max_iter=max_iter, tol=tol, start=polished)
+            if info["converged"]:
+                break
+    info["lp_rounds"] = rounds
     Z = np.clip(F, 0.0, None)
     return _normalise(Z), _lasso_info(Z, info.pop("iterations"), info.pop("converged"), z, **info)
 

@@ -103,11 +103,12 @@ def _newton_direction(G_o: np.ndarray, G_d: np.ndarray, grad: np.ndarray, free: 
 
 def nonnegative_kron_qp(G_o: np.ndarray, G_d: np.ndarray, c: np.ndarray, *, max_iter: int = 60, tol: float = 1e-9,
                         admm_iterations: int = 100, dense_max: int = 2000, cg_iter: int = 50,
-                        eps_active: float = 1e-2, stall: float = 1e-8) -> tuple[np.ndarray, dict]:
+                        eps_active: float = 1e-2, stall: float = 1e-8,
+                        start: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
     """Minimise ``1/2 <F, G_o F G_d> - <c, F>`` over ``F >= 0``; returns ``(F, info)`` (see module docstring)."""
     scale = max(float(np.abs(c).max()), 1e-300)
     L = max(float(np.linalg.eigvalsh(G_o)[-1] * np.linalg.eigvalsh(G_d)[-1]), 1e-300)
-    F = admm(G_o, G_d, c, admm_iterations)
+    F = admm(G_o, G_d, c, admm_iterations) if start is None else np.maximum(start, 0.0)
     f, HF = _quad(F, G_o, G_d, c)
     history = [f]
     violation = float("inf")
@@ -141,3 +142,56 @@ def nonnegative_kron_qp(G_o: np.ndarray, G_d: np.ndarray, c: np.ndarray, *, max_
         violation = kkt_violation(F, HF - c)
     return F, {"iterations": it, "converged": violation <= tol * scale, "kkt_violation": violation / scale,
                "admm_iterations": admm_iterations}
+
+
+def range_factor(A: np.ndarray) -> np.ndarray:
+    """``R`` (rank x d) with ``R^T R = A^T A`` and ``A = U R`` (U orthonormal columns), from the SVD of ``A``."""
+    U, s, Vt = np.linalg.svd(A, full_matrices=False)
+    r = int((s > 1e-10 * s[0]).sum()) if s.size and s[0] > 0 else 0
+    return s[:r, None] * Vt[:r]
+
+
+def lp_polish(R_o: np.ndarray, R_d: np.ndarray, W: np.ndarray, F: np.ndarray, start_columns: int = 2000,
+              max_rounds: int = 50) -> np.ndarray | None:
+    """Among ``F' >= 0`` with the same fit ``R_o F' R_d^T = R_o F R_d^T``, one minimising ``<W, F'>`` (an LP).
+
+    For a rank-deficient design everything in the Lasso objective except the penalty is a function of
+    the fit (``A F A^T = U R F R^T U^T``), so this can only lower the objective; it jumps along the null
+    space, where Newton steps see no curvature and gradient steps crawl. Solved by column generation
+    (HiGHS on a few thousand pairs at a time; reduced costs ``W - R_o^T N R_d`` of every pair from the
+    duals N, two small products) with big-M artificial slacks so every restricted LP is feasible; exact
+    when no pair has a negative reduced cost and the slacks are zero. ``None`` if that is not reached.
+    """
+    import scipy.optimize
+
+    b = (R_o @ F @ R_d.T).ravel()
+    rows = len(b)
+    d_d = F.shape[1]
+    big = 1e3 * (float(np.abs(W).max()) + 1.0) * max(1.0, float(np.abs(R_o).max() * np.abs(R_d).max()))
+    cols = np.argsort(-F.ravel(), kind="stable")[:start_columns]
+    cols = cols[F.ravel()[cols] > 0] if (F > 0).any() else cols
+    w = W.ravel()
+    for _ in range(max_rounds):
+        i, j = np.divmod(cols, d_d)
+        A = (R_o[:, i][:, None, :] * R_d[:, j][None, :, :]).reshape(rows, len(cols))
+        A_eq = np.hstack([A, np.eye(rows), -np.eye(rows)])
+        cost = np.concatenate([w[cols], np.full(2 * rows, big)])
+        res = scipy.optimize.linprog(cost, A_eq=A_eq, b_eq=b, bounds=(0, None), method="highs")
+        if res.status != 0:
+            return None
+        N = np.asarray(res.eqlin.marginals).reshape(len(R_o), len(R_d))
+        reduced = W - R_o.T @ N @ R_d
+        reduced.ravel()[cols] = 0.0
+        slack = float(res.x[len(cols):].sum())
+        scale = max(float(np.abs(W).max()), 1e-300)
+        new = np.flatnonzero(reduced.ravel() < -1e-12 * scale)
+        if not len(new):
+            if slack > 1e-12 * max(float(np.abs(b).max()), 1e-300):
+                return None
+            out = np.zeros(F.size)
+            out[cols] = res.x[:len(cols)]
+            return out.reshape(F.shape)
+        keep = cols[res.x[:len(cols)] > 0]
+        add = new[np.argsort(reduced.ravel()[new], kind="stable")[:start_columns]]
+        cols = np.union1d(np.union1d(keep, add), cols[:start_columns // 2])
+    return None

@@ -205,18 +205,19 @@ def test_flow_maps_and_table():
     assert any(layer.type == "ArcLayer" for layer in deck.layers)
 
 
-@pytest.mark.parametrize("name", od.OD_MECHANISMS)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "olh-h" else n
+                                  for n in od.OD_MECHANISMS])
 def test_kronecker_lasso_matches_the_previous_solver(name):
-    """The ADMM + projected-Newton Lasso reaches the same optimum as the previous L-BFGS-B solver (4 x 4 grid).
+    """The ADMM + projected-Newton Lasso reaches the same optimum as the previous L-BFGS-B solver (3 x 3 grid).
 
     Fixed seeds, eps = 2, 20,000 users; the old solver run to a tight tolerance (ftol 1e-16; at its
     default 1e-12 it stops up to 1e-7 above the optimum on OLH-H, 0.07 away in L1: the objective is that
     flat). Property: both meet their tolerance, the optimal values agree within 1e-9 relative, and
     where the channel has full column rank (GRR, HR, OLH-H: strictly convex, a unique minimiser) the
     estimates agree within 1e-3 in L1. SRR's and PLDP's channels are rank-deficient, so only the optimal
-    value is unique for them in general.
+    value is unique for them in general. (OLH-H is marked slow: the old solver needs ~1,800 iterations.)
     """
-    stat, _ = _collect(name, 4, 20_000, 2.0)
+    stat, _ = _collect(name, 3, 20_000, 2.0)
     new, info_new = od.estimate_lasso(stat)
     old, info_old = od.estimate_lasso_lbfgsb(stat, max_iter=20_000, tol=1e-16)
     assert info_new["converged"] and info_old["converged"]
