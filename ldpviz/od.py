@@ -155,11 +155,13 @@ def _olhh_statistic(rep_o: OLHHReports, rep_d: OLHHReports, epsilon: float) -> J
     A = _olhh_response(rep_o, epsilon)
     d, n = rep_o.domain.size, len(rep_o.levels)
     S = np.zeros((d, d))
-    m2_o, m2_d = np.zeros(d), np.zeros(d)
-    spread = [np.zeros((len(nodes), d), dtype=np.float32) for nodes, _ in levels]   # node -> its leaves
-    for (nodes, index), P in zip(levels, spread):
+    spread = []                                               # node support -> score u = A s_leaf
+    for nodes, index in levels:
+        P = np.zeros((len(nodes), d))
         P[index, np.arange(d)] = 1.0
-    B = [(P @ A.astype(np.float32)) for P in spread]          # node support -> score u = A s_leaf
+        spread.append(P @ A)
+    gram_o = [np.zeros((len(nodes), len(nodes))) for nodes, _ in levels]     # sum of s s^T per level and end
+    gram_d = [np.zeros((len(nodes), len(nodes))) for nodes, _ in levels]
     for a, (nodes_a, index_a) in enumerate(levels):
         for b, (nodes_b, index_b) in enumerate(levels):
             users = np.flatnonzero((rep_o.levels == a) & (rep_d.levels == b))
@@ -172,9 +174,12 @@ def _olhh_statistic(rep_o: OLHHReports, rep_d: OLHHReports, epsilon: float) -> J
                 s_d = olh_supports(OLHReports(rep_d.seeds[u], rep_d.buckets[u], rep_d.g), len(nodes_b))
                 s_o, s_d = s_o.astype(np.float32), s_d.astype(np.float32)
                 S_ab += s_o.T @ s_d
-                m2_o += ((s_o @ B[a]) ** 2).sum(axis=0)
-                m2_d += ((s_d @ B[b]) ** 2).sum(axis=0)
+                gram_o[a] += s_o.T @ s_o
+                gram_d[b] += s_d.T @ s_d
             S += S_ab[np.ix_(index_a, index_b)]
+    # sum over users of (B^T s)^2 = diag(B^T (sum s s^T) B)
+    m2_o = sum(((G @ B) * B).sum(axis=0) for G, B in zip(gram_o, spread))
+    m2_d = sum(((G @ B) * B).sum(axis=0) for G, B in zip(gram_d, spread))
     S2 = np.outer(m2_o, m2_d) / max(n, 1) ** 2
     return JointStatistic(S, A, A, n, exact=False, S2=S2)
 
@@ -597,13 +602,16 @@ def _region(presets: dict[str, Region], region: Any) -> Region:
 
 def od_trials(dataset: Any, mechanism: str, epsilon: float, grid_side: int, *, region: Any = None,
               estimator: str = "lasso", trials: int = 1, seed: int = 0, n_users: int | None = None,
-              top_k: int = 10, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``trials`` OD runs (seeds seed, seed+1, ...) on one population; means and per-trial values."""
+              top_k: int = 10, params: dict[str, Any] | None = None, path: str = "users") -> dict[str, Any]:
+    """``trials`` OD runs (seeds seed, seed+1, ...) on one population; means and per-trial values.
+
+    ``path="aggregate"`` draws each run's joint statistic from the OD counts (see :func:`run_od`).
+    """
     require(isinstance(trials, (int, np.integer)) and trials >= 1, f"trials must be >= 1, got {trials!r}")
     pairs, reg, source = load_od_pairs(dataset, region, n_users, seed)
     runs = [run_od(pairs.origin_lon, pairs.origin_lat, pairs.dest_lon, pairs.dest_lat, reg, grid_side, mechanism,
                    epsilon, estimator=estimator, seed=seed + t, top_k=top_k, params=params,
-                   left_out=pairs.left_out) for t in range(int(trials))]
+                   left_out=pairs.left_out, path=path) for t in range(int(trials))]
     out = runs[0].summary()
     name = dataset.name if hasattr(dataset, "name") else dataset
     out.update({"dataset": name, "region": reg.name, "source": source, "trials": int(trials),

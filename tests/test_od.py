@@ -294,3 +294,22 @@ def test_structured_em_equals_dense_em():
     assert od.od_l1(fast, dense) < 1e-6
     assert abs(info_fast["loglik"] - info_dense["loglik"]) <= 1e-9 * abs(info_dense["loglik"])
 
+
+
+def test_olhh_second_moment_is_the_per_user_plug_in():
+    """OLH-H's S2 (from per-level Gram matrices) equals the per-user sum of squared scores, in float64.
+
+    Brute force on a 2 x 2 grid: each user's leaf supports (report_key), its score u = A^T s, and
+    S2 = outer(sum u_o^2, sum u_d^2) / n^2 (the plug-in the Lasso weights use); S = sum s_o s_d^T.
+    """
+    grid, o, d = _population(2_000, 2)
+    mech = mechanisms.create("olh-h", grid, 1.0)
+    rng = np.random.default_rng(4)
+    bo, bd = _binned(grid, o), _binned(grid, d)
+    ro, rd = mech.perturb(bo, rng), mech.perturb(bd, rng)
+    stat = od._olhh_statistic(ro, rd, 1.0)
+    s_o, s_d = mech.report_key(ro)[:, 1:].astype(float), mech.report_key(rd)[:, 1:].astype(float)
+    u_o, u_d = s_o @ stat.A_o, s_d @ stat.A_d
+    n = len(o)
+    assert np.array_equal(stat.S, s_o.T @ s_d)
+    assert np.allclose(stat.S2, np.outer((u_o ** 2).sum(0), (u_d ** 2).sum(0)) / n ** 2, rtol=1e-10, atol=0)
