@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import scipy.sparse
 
 from ldpviz.errors import LdpvizInputError
 from ldpviz.mechanisms.fo import olh_buckets, olh_support_probabilities
@@ -60,15 +61,17 @@ def _reports_by_group(counts: np.ndarray, cols: np.ndarray, A: np.ndarray, rng: 
     counts, cols, group = counts[keep], cols[keep], group[keep]
     if counts.sum() <= len(counts) * K:         # fewer users than cells x reports: per user
         reports = _per_user(np.repeat(cols, counts), A, rng)
-        np.add.at(out, (reports, np.repeat(group, counts)), 1)
-        return out
+        flat = reports * n_groups + np.repeat(group, counts)
+        return np.bincount(flat, minlength=K * n_groups).reshape(K, n_groups)
     P = np.clip(A.T, 0.0, None)
     P /= P.sum(axis=1, keepdims=True)
     step = max(1, (1 << 22) // K)
     for lo in range(0, len(counts), step):
         sl = slice(lo, lo + step)
         draws = rng.multinomial(counts[sl], P[cols[sl]])            # (cells, K)
-        np.add.at(out.T, group[sl], draws)
+        member = scipy.sparse.csr_matrix((np.ones(len(draws)), (group[sl], np.arange(len(draws)))),
+                                         shape=(n_groups, len(draws)))
+        out += np.asarray(member @ draws, dtype=np.int64).T
     return out
 
 
