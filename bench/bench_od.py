@@ -86,6 +86,7 @@ def main() -> None:
     args = parser.parse_args()
     users, side = (30_000, 8) if args.quick else (1_000_000, 16)
     t0 = time.perf_counter()
+    load_start = os.getloadavg()[0]
     pairs, region, source = od.load_od_pairs("minneapolis-stops", "Whole city", users, SEED)
     grid = Grid(region, side)
     bo, bd, outside = od.bin_pairs(grid, pairs.origin_lon, pairs.origin_lat, pairs.dest_lon, pairs.dest_lat)
@@ -136,7 +137,9 @@ def main() -> None:
         "# OD estimation speed (L-SRR Sec. 4.1)", "",
         provenance_markdown(seeds=f"{SEED} (reports), {SEED + 1} (aggregate draw)", trials="one timed run per scheme",
                             quick=args.quick),
-        f"- Run time: {time.perf_counter() - t0:.0f} s; BLAS limited to one thread", "",
+        f"- Run time: {time.perf_counter() - t0:.0f} s; BLAS limited to one thread; the machine is shared: 1-minute "
+        f"load average {load_start:.1f} at the start and {os.getloadavg()[0]:.1f} at the end on "
+        f"{os.cpu_count()} cores, so times are upper bounds for an idle machine", "",
         "## Setting", "",
         f"- `bench/bench_od.py{' --quick' if args.quick else ''}`: {source}; {n:,} OD pairs inside the region "
         f"({outside:,} left out), {side} x {side} grid, public grid domain, epsilon = {EPSILON:g} per OD pair "
