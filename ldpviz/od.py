@@ -75,6 +75,7 @@ _DENSE_ENTRIES = 1 << 22
 _CHUNK = 1 << 15
 #: Lasso on rank-deficient designs: LP rounds in the null space, and the largest LP constraint matrix.
 _LP_ROUNDS = 6
+_LP_ROWS = 1024
 _LP_ENTRIES = 1 << 24
 
 
@@ -263,8 +264,8 @@ def estimate_lasso(stat: JointStatistic, z: float | None = None, max_iter: int =
     (relative to ``max |c|``). The minimiser is the same as that of :func:`estimate_lasso_lbfgsb` (the
     previous solver, kept as the reference) up to solver tolerance: unique when the channels have full
     column rank (GRR, HR, OLH-H), for SRR and PLDP (rank-deficient channels) the objective value is.
-    Where the design is rank-deficient (PLDP: rank(A) <= m + 1 for m projection rows) and the Newton
-    phase stalls, the estimate alternates with an LP over the design's null space
+    Where the design has low rank (at most 1,024 and at most half the pairs; PLDP: rank(A) <= m + 1 for
+    m projection rows) and the Newton phase stalls, the estimate alternates with an LP over the design's null space
     (:func:`ldpviz.od_solver.lp_polish`: the same fit, the least penalty), at most ``_LP_ROUNDS`` times.
     ``info["converged"]`` says whether the KKT tolerance was met (OLH-H's Hessian has a condition number
     of 1e10 and more on 16 x 16 grids; it may stop on a stalled objective instead).
@@ -274,7 +275,9 @@ def estimate_lasso(stat: JointStatistic, z: float | None = None, max_iter: int =
     G_o, G_d, c, z = _lasso_problem(stat, z)
     R_o, R_d = range_factor(stat.A_o), range_factor(stat.A_d)
     rank = len(R_o) * len(R_d)
-    use_lp = rank < c.size and rank * c.size <= _LP_ENTRIES      # rank-deficient design, LP small enough
+    # a design of low rank (the LP has at most _LP_ROWS constraints): near-full rank leaves the Newton phase
+    # only a small null space, and an LP with thousands of dense rows would cost more than it saves
+    use_lp = rank <= min(_LP_ROWS, c.size // 2) and rank * c.size <= _LP_ENTRIES
     F, info = nonnegative_kron_qp(G_o, G_d, c, max_iter=min(max_iter, 10) if use_lp else max_iter, tol=tol)
     rounds = 0
     if use_lp and not info["converged"]:
