@@ -11,7 +11,7 @@ Methods (ldpviz.trajectory_mechanisms, whose docstring gives every choice):
 ``dam-points`` (DAM on every point, eps per point: the paper's most plausible reading),
 ``dam-sample`` (DAM on one sampled point per person, eps per trajectory), ``ldptrace`` and
 ``ldptrace+stay`` (LDPTrace with a 9th "stay" move, an ablation that keeps dwelling).
-PivotTrace is not run (not implemented, see the module docstring). W2 is exact (network
+PivotTrace is not run (not implemented: tm.PIVOTTRACE_NOT_IMPLEMENTED says why). W2 is exact (network
 simplex, ldpviz.metrics.w2) in units of the region side.
 
     PYTHONPATH=. python bench/dam_trajectories.py [--quick] [--out DIR] [--trials 10]
@@ -157,7 +157,7 @@ def main() -> int:
              "## Where this differs from the paper and why", "",
              "- Data: Minneapolis stops instead of NYC green-taxi pick-ups (not shipped); the generator is the "
              "same, so trajectories are random walks through dense cells, not real trips.",
-             "- PivotTrace is missing: not implemented (see `ldpviz/trajectory_mechanisms.py`).",
+             f"- PivotTrace is missing. {tm.PIVOTTRACE_NOT_IMPLEMENTED}",
              "- App. D's text (in the copy we have) gives neither Fig. 14's numbers nor the per-trajectory budget "
              "of DAM, so the comparison above is what can be checked: whether DAM's W2 is below LDPTrace's.",
              budget_sentence(by_d, by_eps),

@@ -226,7 +226,9 @@ def main() -> None:
          f"{speed_big.statistic_s.max():.2f} s; the estimators work on it, not on users: the unbiased estimate "
          f"takes at most {speed_big[speed_big.estimator == 'unbiased'].estimate_s.max():.2f} s, EM at most "
          f"{speed_big[speed_big.estimator == 'em'].estimate_s.max():.1f} s and Lasso at most "
-         f"{speed_big[speed_big.estimator == 'lasso'].estimate_s.max():.1f} s."), "",
+         f"{speed_big[speed_big.estimator == 'lasso'].estimate_s.max():.1f} s (ADMM + projected Newton on the "
+         "Kronecker structure, ldpviz/od_solver.py). Per-scheme times of both simulation paths and of both "
+         "estimators, and the comparison with the previous L-BFGS-B solver: [od-benchmark.md](od-benchmark.md)."), "",
         "## Fig. 14: total privacy bound vs theta (SRR, epsilon = 1 per update)", "",
         table(fig14, "{:.2f}"), "",
         (f"The mean total bound {'falls' if falls else 'does **not** fall'} from {first.mean_total_eps:.2f} "

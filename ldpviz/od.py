@@ -27,8 +27,8 @@ on ``S`` (a K x K histogram; never a per-user loop):
   identify the joint (every coupling of the marginals fits them equally), and per-pair penalties
   ``W = z * (standard error of the pair's score A_o^T (S/n) A_d)`` with the universal threshold
   ``z = sqrt(2 ln d^2)`` (Donoho-Johnstone): a pair with no flow stays at zero unless its score
-  exceeds noise of that size. Solved by L-BFGS-B with the Kronecker structure (four d x d
-  products per iteration, never the d^2 x d^2 design).
+  exceeds noise of that size. Solved with the Kronecker structure (d x d products, never the
+  d^2 x d^2 design) by ADMM and a projected Newton polish (:mod:`ldpviz.od_solver`).
 * ``em`` (maximum likelihood): EM on the joint report histogram, ``F <- F * A_o^T (S / (A_o F
   A_d^T)) A_d / n`` (the Sec. 6.5 ablation's MLE, on pairs). Exact maximum likelihood for the
   one-symbol mechanisms; for OLH-H it maximises the Poisson likelihood of the support-pair counts
@@ -65,11 +65,18 @@ from ldpviz.mechanisms.srr import grid_domain
 OD_MECHANISMS = ("srr", "grr-tiles", "olh-h", "hr-tiles", "pldp")
 ALIASES = {"grr": "grr-tiles", "hr": "hr-tiles", "l-srr": "srr"}
 ESTIMATORS = ("lasso", "em", "unbiased")
+#: How reports are simulated: every user's two reports (``Mechanism.perturb``), or the joint statistic
+#: drawn from the true OD counts (:mod:`ldpviz.od_simulate`; same distribution, see there).
+PATHS = ("users", "aggregate")
 #: Largest grid side for OD: d = 32^2 = 1,024 locations, 1,048,576 OD pairs.
 MAX_OD_GRID_SIDE = 32
 #: Joint histograms with more entries than this are kept sparse (PLDP at small epsilon).
 _DENSE_ENTRIES = 1 << 22
 _CHUNK = 1 << 15
+#: Lasso on rank-deficient designs: LP rounds in the null space, and the largest LP constraint matrix.
+_LP_ROUNDS = 6
+_LP_ROWS = 1024
+_LP_ENTRIES = 1 << 24
 
 
 def resolve_mechanism(name: str) -> str:
@@ -149,11 +156,13 @@ def _olhh_statistic(rep_o: OLHHReports, rep_d: OLHHReports, epsilon: float) -> J
     A = _olhh_response(rep_o, epsilon)
     d, n = rep_o.domain.size, len(rep_o.levels)
     S = np.zeros((d, d))
-    m2_o, m2_d = np.zeros(d), np.zeros(d)
-    spread = [np.zeros((len(nodes), d), dtype=np.float32) for nodes, _ in levels]   # node -> its leaves
-    for (nodes, index), P in zip(levels, spread):
+    spread = []                                               # node support -> score u = A s_leaf
+    for nodes, index in levels:
+        P = np.zeros((len(nodes), d))
         P[index, np.arange(d)] = 1.0
-    B = [(P @ A.astype(np.float32)) for P in spread]          # node support -> score u = A s_leaf
+        spread.append(P @ A)
+    gram_o = [np.zeros((len(nodes), len(nodes))) for nodes, _ in levels]     # sum of s s^T per level and end
+    gram_d = [np.zeros((len(nodes), len(nodes))) for nodes, _ in levels]
     for a, (nodes_a, index_a) in enumerate(levels):
         for b, (nodes_b, index_b) in enumerate(levels):
             users = np.flatnonzero((rep_o.levels == a) & (rep_d.levels == b))
@@ -166,9 +175,12 @@ def _olhh_statistic(rep_o: OLHHReports, rep_d: OLHHReports, epsilon: float) -> J
                 s_d = olh_supports(OLHReports(rep_d.seeds[u], rep_d.buckets[u], rep_d.g), len(nodes_b))
                 s_o, s_d = s_o.astype(np.float32), s_d.astype(np.float32)
                 S_ab += s_o.T @ s_d
-                m2_o += ((s_o @ B[a]) ** 2).sum(axis=0)
-                m2_d += ((s_d @ B[b]) ** 2).sum(axis=0)
+                gram_o[a] += s_o.T @ s_o
+                gram_d[b] += s_d.T @ s_d
             S += S_ab[np.ix_(index_a, index_b)]
+    # sum over users of (B^T s)^2 = diag(B^T (sum s s^T) B)
+    m2_o = sum(((G @ B) * B).sum(axis=0) for G, B in zip(gram_o, spread))
+    m2_d = sum(((G @ B) * B).sum(axis=0) for G, B in zip(gram_d, spread))
     S2 = np.outer(m2_o, m2_d) / max(n, 1) ** 2
     return JointStatistic(S, A, A, n, exact=False, S2=S2)
 
@@ -222,43 +234,127 @@ def lasso_weights(stat: JointStatistic, z: float | None = None) -> np.ndarray:
     return z * np.sqrt(var)
 
 
-def estimate_lasso(stat: JointStatistic, z: float | None = None, max_iter: int = 1500,
-                   tol: float = 1e-12) -> tuple[np.ndarray, dict]:
-    """Non-negative weighted Lasso on the joint statistic (see module docstring) by L-BFGS-B.
+def _lasso_problem(stat: JointStatistic, z: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """``(G_o, G_d, c, z)``: the Lasso is ``min 1/2 <F, G_o F G_d> - <c, F>``, ``F >= 0``, with ``c = T - W``."""
+    T = stat.score()
+    z = math.sqrt(2.0 * math.log(max(T.size, 2))) if z is None else float(z)
+    return stat.A_o.T @ stat.A_o, stat.A_d.T @ stat.A_d, T - lasso_weights(stat, z), z
+
+
+def lasso_objective(stat: JointStatistic, F: np.ndarray, z: float | None = None) -> float:
+    """``1/2 ||A_o F A_d^T - S/n||^2 + <W, F>`` without its constant ``||S/n||^2 / 2`` (F unnormalised)."""
+    G_o, G_d, c, _ = _lasso_problem(stat, z)
+    return 0.5 * float((F * (G_o @ F @ G_d)).sum()) - float((c * F).sum())
+
+
+def _lasso_info(Z: np.ndarray, iterations: int, converged: bool, z: float, **extra: Any) -> dict:
+    return {"iterations": int(iterations), "converged": bool(converged), "nonzero_pairs": int((Z > 0).sum()),
+            "coef_sum": float(Z.sum()), "z": float(z), "pairs": int(Z.size), **extra}
+
+
+def estimate_lasso(stat: JointStatistic, z: float | None = None, max_iter: int = 60,
+                   tol: float = 1e-9) -> tuple[np.ndarray, dict]:
+    """Non-negative weighted Lasso on the joint statistic (see module docstring), Kronecker-structured.
+
+    The design ``M = A_o (x) A_d`` is never formed: ``M^T M w = vec(G_o F G_d)`` with ``G = A^T A``
+    (two d x d products). Two phases (:mod:`ldpviz.od_solver`): ADMM with the exact solve of
+    ``(G_o (x) G_d + rho I)`` in the factors' eigenbases finds the sparse support; a projected Newton
+    method (Bertsekas 1982) then solves the problem on the free pairs exactly (dense Cholesky of the
+    free block when it is small, conjugate gradients otherwise) until the KKT conditions hold to ``tol``
+    (relative to ``max |c|``). The minimiser is the same as that of :func:`estimate_lasso_lbfgsb` (the
+    previous solver, kept as the reference) up to solver tolerance: unique when the channels have full
+    column rank (GRR, HR, OLH-H), for SRR and PLDP (rank-deficient channels) the objective value is.
+    Where the design has low rank (at most 1,024 and at most half the pairs; PLDP: rank(A) <= m + 1 for
+    m projection rows) and the Newton phase stalls, the estimate alternates with an LP over the design's null space
+    (:func:`ldpviz.od_solver.lp_polish`: the same fit, the least penalty), at most ``_LP_ROUNDS`` times.
+    ``info["converged"]`` says whether the KKT tolerance was met (OLH-H's Hessian has a condition number
+    of 1e10 and more on 16 x 16 grids; it may stop on a stalled objective instead).
+    """
+    from ldpviz.od_solver import lp_polish, nonnegative_kron_qp, range_factor
+
+    G_o, G_d, c, z = _lasso_problem(stat, z)
+    R_o, R_d = range_factor(stat.A_o), range_factor(stat.A_d)
+    rank = len(R_o) * len(R_d)
+    # a design of low rank (the LP has at most _LP_ROWS constraints): near-full rank leaves the Newton phase
+    # only a small null space, and an LP with thousands of dense rows would cost more than it saves
+    use_lp = rank <= min(_LP_ROWS, c.size // 2) and rank * c.size <= _LP_ENTRIES
+    F, info = nonnegative_kron_qp(G_o, G_d, c, max_iter=min(max_iter, 10) if use_lp else max_iter, tol=tol)
+    rounds = 0
+    if use_lp and not info["converged"]:
+        W = lasso_weights(stat, z)
+        while rounds < _LP_ROUNDS:
+            polished = lp_polish(R_o, R_d, W, F)
+            if polished is None:
+                break
+            rounds += 1
+            F, info = nonnegative_kron_qp(G_o, G_d, c, max_iter=max_iter, tol=tol, start=polished)
+            if info["converged"]:
+                break
+    info["lp_rounds"] = rounds
+    Z = np.clip(F, 0.0, None)
+    return _normalise(Z), _lasso_info(Z, info.pop("iterations"), info.pop("converged"), z, **info)
+
+
+def estimate_lasso_lbfgsb(stat: JointStatistic, z: float | None = None, max_iter: int = 1500,
+                          tol: float = 1e-12) -> tuple[np.ndarray, dict]:
+    """The previous solver of the same Lasso: L-BFGS-B on the full vector (the reference for tests).
 
     The objective ``1/2 <F, G_o F G_d> - <T, F> + <W, F>`` (``G = A^T A``; the constant ``||S/n||^2/2``
-    dropped) and its gradient ``G_o F G_d - T + W`` use the Kronecker structure, so an iteration costs
-    four d x d products. A bound-constrained quasi-Newton method copes with the channels' condition
-    numbers (1e5 and more) far better than first-order methods: on 8 x 8 grids GRR and HR reach the
-    optimum in about 200 iterations, where ADMM still moved the estimate by 0.04-0.2 in L1 after
-    1,000. PLDP's objective is flattest (its random projection leaves many near-null directions) and
-    may stop at ``max_iter``; ``info["converged"]`` says whether the optimiser's tolerance was met.
+    dropped) and its gradient ``G_o F G_d - T + W`` use the Kronecker structure, but the quasi-Newton
+    method needs hundreds to thousands of iterations on GRR, HR, OLH-H and PLDP (up to ~80 s for
+    1M users on 16 x 16), which is why :func:`estimate_lasso` replaced it.
     """
     import scipy.optimize
 
-    G_o, G_d = stat.A_o.T @ stat.A_o, stat.A_d.T @ stat.A_d
-    T = stat.score()
-    W = lasso_weights(stat, z)
-    shape = T.shape
-    scale = 1.0 / max(float(np.abs(T).max()), 1e-300)     # objective of order 1 for the optimiser's tolerances
+    G_o, G_d, c, z = _lasso_problem(stat, z)
+    shape = c.shape
+    scale = 1.0 / max(float(np.abs(stat.score()).max()), 1e-300)
 
     def objective(w: np.ndarray) -> tuple[float, np.ndarray]:
         F = w.reshape(shape)
         GF = G_o @ F @ G_d
-        grad = GF - T + W
-        return float((0.5 * (F * GF).sum() - (T * F).sum() + (W * F).sum()) * scale), grad.ravel() * scale
+        grad = GF - c
+        return float((0.5 * (F * GF).sum() - (c * F).sum()) * scale), grad.ravel() * scale
 
-    start = np.full(T.size, 1.0 / T.size)
-    res = scipy.optimize.minimize(objective, start, jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * T.size,
+    start = np.full(c.size, 1.0 / c.size)
+    res = scipy.optimize.minimize(objective, start, jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * c.size,
                                   options={"maxiter": max_iter, "maxcor": 20, "ftol": tol, "gtol": 1e-10})
     Z = np.clip(res.x.reshape(shape), 0.0, None)
-    return _normalise(Z), {"iterations": int(res.nit), "converged": bool(res.success),
-                           "nonzero_pairs": int((Z > 0).sum()), "coef_sum": float(Z.sum()),
-                           "z": float(math.sqrt(2.0 * math.log(max(T.size, 2))) if z is None else z),
-                           "pairs": int(T.size)}
+    return _normalise(Z), _lasso_info(Z, res.nit, res.success, z)
 
 
-def _predicted(stat: JointStatistic, F: np.ndarray, rows: np.ndarray | None, cols: np.ndarray | None) -> np.ndarray:
+class _Channel:
+    """``A`` (K x d) with fast products: GRR's ``a I + b J`` in O(K) per column, any other densely.
+
+    (HR's channel has a fast Walsh-Hadamard form too, but at d = 256 numpy's transform was 2x slower
+    than the dense BLAS product, so it is not used.)
+    """
+
+    def __init__(self, A: np.ndarray, structured: bool = True) -> None:
+        self.A = A
+        self.grr: tuple[float, float] | None = None
+        if structured and A.shape[0] == A.shape[1] and A.shape[0] > 1:
+            a_diag, b_off = float(A[0, 0]), float(A[0, 1])
+            if np.allclose(A, b_off + (a_diag - b_off) * np.eye(A.shape[0]), rtol=0, atol=1e-15):
+                self.grr = (a_diag - b_off, b_off)
+
+    def apply(self, X: np.ndarray) -> np.ndarray:
+        """``A @ X``."""
+        if self.grr is None:
+            return self.A @ X
+        a, b = self.grr
+        return a * X + b * X.sum(axis=0, keepdims=True)
+
+    def apply_T(self, Y: np.ndarray) -> np.ndarray:
+        """``A.T @ Y``."""
+        return self.apply(Y) if self.grr is not None else self.A.T @ Y
+
+
+def _predicted(stat: JointStatistic, F: np.ndarray, rows: np.ndarray | None, cols: np.ndarray | None,
+               ch: tuple[_Channel, _Channel] | None = None) -> np.ndarray:
+    """``A_o F A_d^T`` (dense), or its entries at ``(rows, cols)`` (sparse statistic)."""
+    if rows is None and ch is not None:
+        return ch[1].apply(ch[0].apply(F).T).T
     M = stat.A_o @ F
     if rows is None:
         return M @ stat.A_d.T
@@ -269,16 +365,21 @@ def _predicted(stat: JointStatistic, F: np.ndarray, rows: np.ndarray | None, col
     return out
 
 
-def estimate_em(stat: JointStatistic, max_iter: int = 300, tol: float = 1e-5) -> tuple[np.ndarray, dict]:
+def estimate_em(stat: JointStatistic, max_iter: int = 300, tol: float = 1e-5,
+                structured: bool = True) -> tuple[np.ndarray, dict]:
     """EM / Richardson-Lucy for F >= 0 with ``E[S] = n A_o F A_d^T``, accelerated by SQUAREM.
 
     The OD likelihood is very flat (d^2 unknowns behind channels of condition number 1e5 and more), so
     plain EM needs thousands of iterations; SQUAREM (Varadhan & Roland, Scand. J. Stat. 2008, scheme S3)
     extrapolates along two EM steps and falls back to the plain step whenever the likelihood would drop.
     Stops when a cycle moves F by less than ``tol`` in L1, or after ``max_iter`` cycles (3 EM steps each).
+    Every product uses the Kronecker structure (``A_o F A_d^T``, never the pair channel); GRR's channel
+    ``a I + b J`` is applied in O(d^2) instead of O(d^3) (``structured=False`` forces dense products,
+    the same numbers up to rounding), and the prediction of the last point is reused by the next step.
     """
     d_o, d_d = stat.A_o.shape[1], stat.A_d.shape[1]
     norm = np.outer(stat.A_o.sum(axis=0), stat.A_d.sum(axis=0))     # 1 for channels (columns sum to 1)
+    ch = (_Channel(stat.A_o, structured), _Channel(stat.A_d, structured))
     if scipy.sparse.issparse(stat.S):
         coo = stat.S.tocoo()
         rows, cols, vals = coo.row, coo.col, coo.data
@@ -286,15 +387,20 @@ def estimate_em(stat: JointStatistic, max_iter: int = 300, tol: float = 1e-5) ->
         rows = cols = None
         vals = np.asarray(stat.S)
     total = float(vals.sum())
+    cache: dict[str, Any] = {"F": None, "pred": None}
+
+    def predicted(F: np.ndarray) -> np.ndarray:
+        if cache["F"] is not F:
+            cache["F"], cache["pred"] = F, np.maximum(_predicted(stat, F, rows, cols, ch), 1e-300)
+        return cache["pred"]
 
     def loglik(F: np.ndarray) -> float:
-        pred = np.maximum(_predicted(stat, F, rows, cols), 1e-300)
-        return float((vals * np.log(pred)).sum()) - total * float((F * norm).sum())
+        return float((vals * np.log(predicted(F))).sum()) - total * float((F * norm).sum())
 
     def step(F: np.ndarray) -> np.ndarray:
-        ratio = vals / np.maximum(_predicted(stat, F, rows, cols), 1e-300)
+        ratio = vals / predicted(F)
         if rows is None:
-            back = stat.A_o.T @ ratio @ stat.A_d
+            back = ch[1].apply_T(ch[0].apply_T(ratio).T).T
         else:
             back = stat.A_o.T @ (scipy.sparse.coo_matrix((ratio, (rows, cols)), shape=stat.S.shape) @ stat.A_d)
         out = F * back / (total * norm)
@@ -403,8 +509,13 @@ def estimate_od(stat: JointStatistic, estimator: str, lasso_z: float | None = No
 def run_od(o_lon: np.ndarray, o_lat: np.ndarray, d_lon: np.ndarray, d_lat: np.ndarray, region: Region,
            grid_side: int, mechanism: str, epsilon: float, *, estimator: str = "lasso", seed: int = 0,
            top_k: int = 10, params: dict[str, Any] | None = None, lasso_z: float | None = None,
-           left_out: dict[str, int] | None = None) -> ODResult:
-    """Collect every trip's OD pair with ``mechanism`` at epsilon/2 + epsilon/2 and estimate the OD distribution."""
+           left_out: dict[str, int] | None = None, path: str = "users") -> ODResult:
+    """Collect every trip's OD pair with ``mechanism`` at epsilon/2 + epsilon/2 and estimate the OD distribution.
+
+    ``path="aggregate"`` draws the joint statistic from the true OD counts instead of simulating each
+    phone (:mod:`ldpviz.od_simulate`: exact in distribution; OLH-H under a fully random hash family).
+    """
+    require(path in PATHS, f"path must be one of {', '.join(PATHS)}; got {path!r}")
     name = resolve_mechanism(mechanism)
     epsilon = validate_epsilon(epsilon)
     grid = Grid(region, check_od_grid(grid_side))
@@ -420,16 +531,23 @@ def run_od(o_lon: np.ndarray, o_lat: np.ndarray, d_lon: np.ndarray, d_lat: np.nd
     mech = mechanisms.create(name, grid, epsilon / 2.0, **params)
     domain = grid_domain(grid)
     rng = np.random.default_rng(seed)
+    pos_o, pos_d = mech.positions(domain, bo), mech.positions(domain, bd)
+    D = domain.size
+    counts = np.bincount(pos_o * D + pos_d, minlength=D * D).reshape(D, D)
     t0 = time.perf_counter()
-    rep_o, rep_d = mech.perturb(bo, rng), mech.perturb(bd, rng)       # the phones: two reports at eps/2
-    t1 = time.perf_counter()
-    stat = joint_statistic(mech, rep_o, rep_d)
+    if path == "users":
+        rep_o, rep_d = mech.perturb(bo, rng), mech.perturb(bd, rng)       # the phones: two reports at eps/2
+        t1 = time.perf_counter()
+        stat = joint_statistic(mech, rep_o, rep_d)
+    else:
+        from ldpviz.od_simulate import simulate_statistic
+
+        t1 = t0
+        stat = simulate_statistic(mech, domain, counts, rng)
     t2 = time.perf_counter()
     F_pos, info = estimate_od(stat, estimator, lasso_z)
     t3 = time.perf_counter()
-    pos_o, pos_d = mech.positions(domain, bo), mech.positions(domain, bd)
-    D = domain.size
-    true_pos = np.bincount(pos_o * D + pos_d, minlength=D * D).reshape(D, D) / len(pos_o)
+    true_pos = counts / len(pos_o)
     cells = domain.cells
     true = np.zeros((grid.n_cells, grid.n_cells))
     est = np.zeros_like(true)
@@ -439,7 +557,8 @@ def run_od(o_lon: np.ndarray, o_lat: np.ndarray, d_lon: np.ndarray, d_lat: np.nd
                     l1=od_l1(true, est), top_k=top_k, top_k_precision=top_k_precision(true, est, top_k),
                     n_users=int(len(bo.cells)), left_out=left, guarantee=od_guarantee(name, epsilon),
                     seconds={"perturb": t1 - t0, "statistic": t2 - t1, "estimate": t3 - t2},
-                    info={**info, "report_symbols": int(stat.A_o.shape[0]), "exact_likelihood": stat.exact})
+                    info={**info, "report_symbols": int(stat.A_o.shape[0]), "exact_likelihood": stat.exact,
+                          "path": path})
 
 
 # ---------------------------------------------------------------- datasets -> OD pairs, trials
@@ -486,13 +605,16 @@ def _region(presets: dict[str, Region], region: Any) -> Region:
 
 def od_trials(dataset: Any, mechanism: str, epsilon: float, grid_side: int, *, region: Any = None,
               estimator: str = "lasso", trials: int = 1, seed: int = 0, n_users: int | None = None,
-              top_k: int = 10, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``trials`` OD runs (seeds seed, seed+1, ...) on one population; means and per-trial values."""
+              top_k: int = 10, params: dict[str, Any] | None = None, path: str = "users") -> dict[str, Any]:
+    """``trials`` OD runs (seeds seed, seed+1, ...) on one population; means and per-trial values.
+
+    ``path="aggregate"`` draws each run's joint statistic from the OD counts (see :func:`run_od`).
+    """
     require(isinstance(trials, (int, np.integer)) and trials >= 1, f"trials must be >= 1, got {trials!r}")
     pairs, reg, source = load_od_pairs(dataset, region, n_users, seed)
     runs = [run_od(pairs.origin_lon, pairs.origin_lat, pairs.dest_lon, pairs.dest_lat, reg, grid_side, mechanism,
                    epsilon, estimator=estimator, seed=seed + t, top_k=top_k, params=params,
-                   left_out=pairs.left_out) for t in range(int(trials))]
+                   left_out=pairs.left_out, path=path) for t in range(int(trials))]
     out = runs[0].summary()
     name = dataset.name if hasattr(dataset, "name") else dataset
     out.update({"dataset": name, "region": reg.name, "source": source, "trials": int(trials),

@@ -59,14 +59,10 @@ trajectory that stays 30 points in one cell counts once in the synthetic density
 times in D_T, which is one reason LDPTrace's per-point W2 is large.
 
 **PivotTrace** (Zhang et al., "Trajectory Data Collection with Local Differential
-Privacy", PVLDB 16(10), 2023) is *not* implemented. What we could read of it (the abstract
-and secondary summaries, not the full text) says each point is perturbed by "pivot
-sampling": its preceding and following points are pivots, the direction from a pivot
-(at a chosen direction granularity) restricts the region the perturbed point may fall
-in, and an anchor-based method adaptively restricts the region of a whole trajectory.
-The sampling probabilities, the budget split between directions and points and the
-anchor selection are not in what we could read, so any implementation would be a guess
-at them, not PivotTrace; the bench says PivotTrace is missing.
+Privacy", PVLDB 16(10): 2591-2604, 2023, ref. [31] of the DAM paper) is *not* implemented:
+see :data:`PIVOTTRACE_NOT_IMPLEMENTED` (what was searched, what the published description
+we could read leaves out, and why an implementation would not be faithful); the bench
+prints it into docs/dam-trajectories.md.
 """
 
 from __future__ import annotations
@@ -84,6 +80,30 @@ from ldpviz.mechanisms.base import LDP, Estimate, validate_epsilon
 from ldpviz.mechanisms.fo import oue_aggregate_support, oue_estimate_counts
 
 PAPER = "dam-disk-area-mechanism.md App. D"
+
+#: Why PivotTrace (DAM paper ref. [31]) is not run; printed by bench/dam_trajectories.py.
+PIVOTTRACE_NOT_IMPLEMENTED = (
+    "PivotTrace (Zhang, Ye, Chen, Hu, Han, 'Trajectory Data Collection with Local Differential Privacy', "
+    "PVLDB 16(10), 2023; arXiv 2307.09339) is not implemented. Searched: the DAM paper (App. D and its reference "
+    "list, which give only the title and that PivotTrace spends much of its budget on directions); the public-docs, "
+    "web-page and code indexes available to us (queries 'PivotTrace trajectory local differential privacy pivot', "
+    "'pivot sampling perturbation direction sector', 'anchor-based trajectory perturbation square wave radius', "
+    "the paper's title and authors; repositories and files named PivotTrace). Found: the paper's abstract "
+    "(each point is perturbed by 'pivot sampling': its preceding and following points are pivots, perturbed "
+    "directions from them restrict where the perturbed point may fall, pure epsilon-LDP per trajectory; an "
+    "anchor-based method restricts the region of a whole trajectory; a guideline picks the direction granularity) "
+    "and a third-party re-implementation of the anchor-based method (ATP.py in the TraCS authors' repository), "
+    "not the paper's body. Left out of what we could read: the sampling distribution inside the restricted region, "
+    "the split of epsilon between the trajectory's anchor (centre and radius), its directions and its points, how "
+    "the anchor radius is perturbed and calibrated, the direction-granularity guideline, how a trajectory's length "
+    "enters the budget (the re-implementation divides epsilon by the true length, which is then not protected), and "
+    "how a location set of POIs with pairwise distances maps to App. D's d x d grid cells. The re-implementation "
+    "fixes these with constants (e.g. 0.75 x 0.75 of epsilon for directions, 1/16 for the centre, 3/16 for the "
+    "radius, a sigmoid correction of the radius) that we cannot check against the paper, and the project does not "
+    "copy other projects' code; an implementation would be our guess at PivotTrace, so it is not run and App. D's "
+    "PivotTrace curve is not reproduced."
+)
+
 UNIT_TRAJECTORY = "one trajectory (all of a person's points)"
 UNIT_LOCATION = "one location (a single point of a trajectory)"
 #: dx, dy of the 8 moves (and the optional stay, index 8)
