@@ -79,7 +79,7 @@ estimator = session.bind(cfg, "flows_estimator", st.sidebar.selectbox, "Estimato
 cfg.setdefault("flows_grid", 8)
 grid_side = int(session.bind(cfg, "flows_grid", st.sidebar.select_slider, "Grid side d", GRID_SIDES,
                              valid=GRID_SIDES, help="d × d cells, so (d × d)² OD pairs. At d = 16 (65,536 pairs) "
-                                  "the Lasso estimator can take a minute."))
+                                  "the Lasso estimator takes seconds (docs/od-benchmark.md: at most ~10 s for 1,000,000 trips on a loaded machine)."))
 st.sidebar.header("Navigation")
 cfg.setdefault("flows_theta", 40)
 theta = session.bind(cfg, "flows_theta", st.sidebar.select_slider, "Delay threshold θ (seconds)", THETAS,
