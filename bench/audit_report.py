@@ -106,7 +106,7 @@ def _protocol_summary(protocol: pd.DataFrame) -> str:
         bounds = f"{low:.3f}" if f"{low:.3f}" == f"{high:.3f}" else f"{low:.3f} to {high:.3f}"
         line += (f" {len(weak)} of those ({', '.join(m.split(' (')[0] for m in weak['mechanism'])}) certified only "
                  f"{bounds}, below {audit.INFORMATIVE_FRACTION:.0%} of the claim: each sample is one whole run, whose "
-                 "output (an estimated density) rarely repeats, so no event separated the inputs; these passes are "
+                 "output (an estimated density) rarely repeats, so the audit can barely separate the inputs; these passes are "
                  "no evidence either way, not a proof (the guarantee rests on the mechanism's proof and its channel "
                  "tests, not on this audit).")
     if len(occupied):
