@@ -74,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{found.epsilon:.3g}" + (" per km" if found.privacy_model == "Geo-I" else ""))
         attacker = f"{found.attacker_error_m:,.0f}" if found.attacker_error_m is not None else \
             f"— ({found.attacker_note})" if found.attacker_note else "—"
+        if found.attacker_error_m is not None and found.attacker_method.startswith("monte carlo"):
+            attacker += f" ± {found.attacker_error_se_m:,.0f} ({found.attacker_method})"
         lines.append(f"| {found.mechanism} | {found.privacy_model} | {eps} | {found.mean:,.0f} | "
                      f"{found.ci_low:,.0f} to {found.ci_high:,.0f} | {found.evaluations} | {attacker} | {w:.1f} | "
                      f"{c:.1f} |")
@@ -89,8 +91,9 @@ def main(argv: list[str] | None = None) -> int:
               "40 / epsilon cells at small epsilon per km; its channel folds offsets beyond d cells (exact), so its "
               "convolutions stay d-sized, but building the kernel still grows with the width. OUE's reports are "
               "d x d bits per user, so its trials cost the most here. "
-              "The attacker is computed from an explicit channel; mechanisms without one (OUE) or whose channel is "
-              "not built at this grid side (planar Laplace beyond d = 32) say so instead."]
+              "The attacker is computed exactly from an explicit channel; mechanisms without one (OUE) get it by "
+              "Monte Carlo over reports with exact per-report posteriors (`ldpviz.attacker_mc`; ± one standard "
+              "error); a channel not built at this grid side (planar Laplace beyond d = 32) is said instead."]
     path = out / "target-mode.md"
     path.write_text("\n".join(lines) + "\n")
     print(f"wrote {path}")

@@ -14,7 +14,7 @@ import streamlit as st
 from dashboard import compute, state
 from dashboard.ui import fmt_metres
 from dashboard.session import bind, cfg as session_cfg, keep
-from ldpviz import datasets, mechanisms
+from ldpviz import datasets, mechanisms, viz
 from ldpviz.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError
 from ldpviz.experiment import Scenario
@@ -337,6 +337,23 @@ def show_resolved_defaults() -> None:
              if isinstance(resolved.get(n), (int, float)) and not isinstance(resolved.get(n), bool)]
     if shown and auto_slot is not None:
         auto_slot.caption("Chosen automatically: " + ", ".join(shown) + ".")
+
+
+def map_controls(cfg: dict[str, Any]) -> bool:
+    """The optional basemap under every map (off by default: with it off, no request leaves this server)."""
+    st.sidebar.header("Maps")
+    return bool(bind(cfg, "basemap", st.sidebar.toggle, "Basemap (loads tiles from the internet)",
+                     help=f"Draws streets and place names under the cells, from {viz.BASEMAP_HOST} ("
+                          f"{viz.BASEMAP_CREDIT}; no account or token needed). Your browser then asks that server "
+                          "for the map area you look at. Offline the cells and the region's outline still draw."))
+
+
+def basemap_caption(on: bool) -> str:
+    """One sentence for under a page's maps: what is drawn beneath the cells and where it comes from."""
+    if on:
+        return (f"Basemap: {viz.BASEMAP_CREDIT}, loaded by your browser from {viz.BASEMAP_HOST} (offline the cells "
+                "and outline still draw without it).")
+    return "No basemap is drawn (nothing is fetched from a map server; switch it on under Maps in the sidebar)."
 
 
 def run_controls(cfg: dict[str, Any]) -> None:

@@ -139,7 +139,7 @@ def set_and_rerun(**changes: Any) -> None:
 # here too, resolved on first use (PEP 562) so that importing either module first works.
 _ELSEWHERE = {
     **dict.fromkeys(["MODEL_MEANING", "MODEL_TAGS", "Data", "data_controls", "default_comparison",
-                     "mechanism_picker", "mechanism_rows", "mechanisms_multiselect", "model_tag", "param_controls",
+                     "mechanism_picker", "mechanism_rows", "map_controls", "basemap_caption", "mechanisms_multiselect", "model_tag", "param_controls",
                      "privacy_controls", "query_controls", "run_controls", "scenario", "show_resolved_defaults"], "dashboard.controls"),
     **dict.fromkeys(["guard", "nearest_power_of_two", "offer_power_of_two", "report_bug"], "dashboard.errors"),
 }

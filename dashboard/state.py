@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from typing import Any, Mapping
+from urllib.parse import parse_qsl, urlencode
 
 from ldpviz import datasets, mechanisms, metrics, trajectories
 from ldpviz.user_heatmaps import METHODS as PEOPLE_METHODS
@@ -67,6 +68,9 @@ def defaults() -> dict[str, Any]:
         "query_rho": 0.01, "show_spread": False, "compare_mode": COMPARE_MODES[0], "target": 0.0,
         "budget_every": "day", "budget_times": 1, "budget_period": 1.0, "budget_unit": "year",
         "budget_from_total": False, "budget_total": 10.0, "frontier": False,
+        # Explore's pinned setting (:func:`pin_query`: the link form of its scenario, or None) and the optional
+        # basemap under every map (off: no request leaves this server).
+        "pin": None, "basemap": False,
         # The Flows page's choices (validated by the page against its options).
         "flows_dataset": None, "flows_region": None, "flows_mechanism": "srr", "flows_estimator": "lasso",
         "flows_grid": 8, "flows_theta": 40,
@@ -75,7 +79,7 @@ def defaults() -> dict[str, Any]:
         "people_grid": 16, "people_shuffle": False, "people_k": 5,
         # Kept in the session only (not in a link): the text of typed bounds (its parsed form is 'bbox'),
         # the Data page's column names, the mechanism Compare's decision report is for.
-        "bbox_text": "", "lat_column": "", "lon_column": "", "report_mechanism": None,
+        "bbox_text": "", "lat_column": "", "lon_column": "", "wrap_lon": True, "report_mechanism": None,
     }
 
 
@@ -319,6 +323,8 @@ def decode(query: Mapping[str, str], known_datasets: list[str] | None = None) ->
         cfg["vary"] = str(query["vary"])       # checked against the chosen mechanisms by the page
     if "vals" in query:
         cfg["values"] = str(query["vals"])
+    take("pin", lambda v: _set_pin(cfg, v, known_datasets))
+    cfg["basemap"] = query.get("basemap") == "1"
     cfg["show_difference"] = query.get("diff") == "1"
     cfg["show_spread"] = query.get("spread") == "1"
     specs = param_specs(cfg["mechanism"])
@@ -337,6 +343,42 @@ def decode(query: Mapping[str, str], known_datasets: list[str] | None = None) ->
     if params:
         cfg["params"] = {cfg["mechanism"]: params}
     return cfg, warnings
+
+
+#: What a pinned setting keeps: the fields that make Explore's Scenario (display choices are shared with the current).
+PIN_FIELDS = ("dataset", "region", "bbox", "mechanism", "epsilon", "grid_side", "params", "n_users", "seed",
+              "trials", "query_rho")
+
+
+def pin_query(cfg: Mapping[str, Any], saved_regions: Mapping[str, Mapping[str, Region]] | None = None
+              ) -> dict[str, str]:
+    """The scenario part of ``cfg`` in its link form (:func:`encode` of :data:`PIN_FIELDS` only): what a pin keeps,
+    in session state and, urlencoded, in the ``pin`` link parameter."""
+    return encode({**defaults(), **{f: cfg.get(f) for f in PIN_FIELDS}}, saved_regions)
+
+
+def pin_config(pin: Mapping[str, str], known_datasets: list[str] | None = None) -> tuple[dict[str, Any], list[str]]:
+    """A pin's query (:func:`pin_query`) -> (config, warnings), as :func:`decode` reads a link."""
+    return decode(pin, known_datasets)
+
+
+def _set_pin(cfg: dict[str, Any], text: str, known_datasets: list[str]) -> None:
+    """The ``pin`` link parameter: an urlencoded :func:`pin_query`; kept only when every value in it is valid."""
+    pairs = parse_qsl(str(text), keep_blank_values=True)
+    if not pairs:
+        raise LdpvizInputError(f"the pinned setting must be link parameters such as 'eps=0.5&mech=grr', got {text!r}")
+    query = dict(pairs)
+    unknown = sorted(set(query) - _PIN_KEYS - {k for k in query if k.startswith("p.")})
+    if unknown:
+        raise LdpvizInputError(f"the pinned setting has unknown part(s) {', '.join(unknown)}")
+    _, warnings = decode(query, known_datasets)
+    if warnings:
+        raise LdpvizInputError("; ".join(w.replace("link parameter", "its") for w in warnings))
+    cfg["pin"] = query
+
+
+#: The link keys a pin may hold.
+_PIN_KEYS = {"ds", "region", "bbox", "rc", "mech", "eps", "d", "users", "seed", "trials", "rho"}
 
 
 def _decode_people(query: Mapping[str, str], cfg: dict[str, Any], warnings: list[str]) -> None:
@@ -414,6 +456,10 @@ def encode(cfg: Mapping[str, Any], saved_regions: Mapping[str, Mapping[str, Regi
     for field, key in PEOPLE_KEYS.items():
         if cfg.get(field) is not None and cfg.get(field) != base[field]:
             out[key] = ("1" if cfg[field] else "0") if field == "people_shuffle" else _fmt(cfg[field])
+    if cfg.get("pin"):
+        out["pin"] = urlencode(sorted(dict(cfg["pin"]).items()))
+    if cfg.get("basemap"):
+        out["basemap"] = "1"
     if cfg.get("show_difference"):
         out["diff"] = "1"
     if cfg.get("show_spread"):

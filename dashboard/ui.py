@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compute, state
-from ldpviz import attacker, export, mechanisms, metrics, render
+from ldpviz import attacker, attacker_mc, explain, export, mechanisms, metrics, render
 from ldpviz.domain import Grid, Region
 from ldpviz.attacker import DEFAULT_R_M
 from ldpviz.errors import LdpvizInputError
@@ -70,13 +70,13 @@ def readouts(result: Result, previous: dict[str, float] | None, seconds: float, 
         approx = approximate.get(key)
         col.metric(SHORT_LABELS.get(key, metric_label(key)), ("≈ " if approx else "") + fmt_metric(key, value),
                    delta=delta, delta_color="inverse" if lower_is_better(key) else "normal",
-                   help=f"**{metric_label(key)}.** {metrics.METRIC_INFO.get(key, {}).get('help', '')}"
-                        + (f"\n\n{approx.note(metric_label(key), 'm')}" if approx else ""))
+                   help=explain.readout_help(key, approx.note(metric_label(key), 'm') if approx else ""))
     slots[len(keys)].metric("Run time", f"{result.timings['total']:.2f} s",
                             delta="from cache" if cached else None, delta_color="off", delta_arrow="off",
-                            help=f"perturb {result.timings['perturb']:.2f} s, estimate "
-                                 f"{result.timings['estimate']:.2f} s, metrics {result.timings['metrics']:.2f} s "
-                                 f"per trial; page waited {seconds:.2f} s")
+                            help=explain.readout_help(
+                                "run_time", f"This run: perturb {result.timings['perturb']:.2f} s, estimate "
+                                            f"{result.timings['estimate']:.2f} s, metrics "
+                                            f"{result.timings['metrics']:.2f} s per trial; page waited {seconds:.2f} s."))
     notes = []
     if "w2_m" in means:
         notes.append(f"W2 is {100 * means['w2_m'] / result.region.side_m:.2g}% of the region's side")
@@ -107,8 +107,10 @@ def attacker_plan(mechanism: str, grid_side: int) -> tuple[bool, str]:
     if compute.has_radius(mechanism):
         ok = grid_side <= LP_MAX_SIDE_DISK
         return ok, "" if ok else f"the attacker's error is computed up to d = {LP_MAX_SIDE_DISK} (it takes seconds beyond)"
-    if not cls.has_channel:
-        return False, f"{short_name(mechanism)} has no explicit channel, so the attacker's error is not computed"
+    if not cls.has_channel:   # the Monte Carlo attacker (ldpviz.attacker_mc): exact posteriors of sampled reports
+        ok = attacker_mc.supports_monte_carlo(cls) and grid_side * grid_side <= attacker_mc.MC_MAX_CELLS
+        return ok, "" if ok else (f"the attacker's error is computed up to d = {int(np.sqrt(attacker_mc.MC_MAX_CELLS))} "
+                                  f"for {short_name(mechanism)} (by Monte Carlo over sampled reports)")
     ok = grid_side * grid_side <= LP_MAX_CELLS_DENSE
     return ok, "" if ok else (f"the attacker's error is computed up to {LP_MAX_CELLS_DENSE:,} cells for "
                               f"{short_name(mechanism)} (d = {int(np.sqrt(LP_MAX_CELLS_DENSE))})")
@@ -122,19 +124,21 @@ def population_density(dataset: Any, grid: Grid) -> np.ndarray:
 
 @st.cache_data(max_entries=128, show_spinner=False)
 def attacker_errors_cells(mechanism: str, grid_side: int, region: Region, epsilon: float, params: tuple,
-                          population: np.ndarray) -> tuple[float | None, float | None, float | None, str]:
+                          population: np.ndarray) -> tuple[float | None, float | None, float | None, str, str]:
     """ldpviz.attacker.attackers in cell sides: (population-prior error, uniform-prior error, the population-prior
-    attacker's chance of a guess within attacker.DEFAULT_R_M, why not)."""
+    attacker's chance of a guess within attacker.DEFAULT_R_M, why not, how it was computed: "" when exact, else
+    the Monte Carlo's size and standard error in cell sides as "N|SE")."""
     try:
         mech = compute.built_mechanism(mechanism, grid_side, region, epsilon, params)
         found = attacker.attackers(mech, population)
     except (LdpvizInputError, NotImplementedError, MemoryError) as err:
-        return None, None, None, str(err)
+        return None, None, None, str(err), ""
     if not found["available"]:
-        return None, None, None, found["reason"]
+        return None, None, None, found["reason"], ""
     cell = mech.grid.cell_m
-    return (found["population"].best_guess_error_m / cell, found["uniform"].best_guess_error_m / cell,
-            found["population"].within_r, "")
+    pop = found["population"]
+    how = "" if pop.method == attacker.EXACT else f"{pop.n_reports}|{pop.best_guess_error_se_m / cell}"
+    return (pop.best_guess_error_m / cell, found["uniform"].best_guess_error_m / cell, pop.within_r, "", how)
 
 
 def attacker_within_r(mechanism: str, grid: Grid, epsilon: float, params: Any,
@@ -159,11 +163,25 @@ def attacker_errors_m(mechanism: str, grid: Grid, epsilon: float, params: Any,
     if not ok:
         return None, None, why
     items = tuple(sorted(dict(params).items())) if isinstance(params, dict) else tuple(sorted(params))
-    pop, uni, _, why = attacker_errors_cells(mechanism, grid.side, grid.region, float(epsilon), items,
-                                             np.asarray(population, dtype=float))
+    pop, uni, _, why, _ = attacker_errors_cells(mechanism, grid.side, grid.region, float(epsilon), items,
+                                                np.asarray(population, dtype=float))
     if pop is None:
         return None, None, why or f"the attacker's error is not available for {short_name(mechanism)} on this grid"
     return pop * grid.cell_m, uni * grid.cell_m, ""
+
+
+def attacker_method_note(mechanism: str, grid: Grid, epsilon: float, params: Any, population: np.ndarray) -> str:
+    """'' when the attacker is exact (an explicit channel), else e.g. 'Monte Carlo over 2,000 reports, standard
+    error 12 m' (read from the cache :func:`attacker_errors_m` filled; call that first)."""
+    if not attacker_plan(mechanism, grid.side)[0]:
+        return ""
+    items = tuple(sorted(dict(params).items())) if isinstance(params, dict) else tuple(sorted(params))
+    how = attacker_errors_cells(mechanism, grid.side, grid.region, float(epsilon), items,
+                                np.asarray(population, dtype=float))[4]
+    if not how:
+        return ""
+    n, se = how.split("|")
+    return f"Monte Carlo over {int(n):,} sampled reports, standard error {fmt_metres(float(se) * grid.cell_m)}"
 
 
 def attacker_error_m(mechanism: str, grid: Grid, epsilon: float, params: Any,
@@ -174,9 +192,10 @@ def attacker_error_m(mechanism: str, grid: Grid, epsilon: float, params: Any,
 
 
 def summary_sentence(result: Result, attacker: tuple[float | None, float | None, str] | None = None,
-                     within_r: float | None = None, epsilon_text: str | None = None) -> str:
+                     within_r: float | None = None, epsilon_text: str | None = None, attacker_note: str = "") -> str:
     """'At ε = 1, DAM's estimate is on average 240 m from the truth; an attacker ... 1.3 km.'
 
+    ``attacker_note``: how the attacker was computed when not exactly (:func:`attacker_method_note`).
     ``attacker`` is the result of :func:`attacker_errors_m` (None: not computed yet); ``within_r`` the
     population-prior attacker's chance of a guess within ldpviz.attacker.DEFAULT_R_M; ``epsilon_text`` the
     'ε = ...' in the mechanism's own unit (Geo-I: per km, from privacy_scale.common_terms).
@@ -198,7 +217,8 @@ def summary_sentence(result: Result, attacker: tuple[float | None, float | None,
                        f"on average"
                        + (f" and lands within {fmt_metres(DEFAULT_R_M)} of them {within_r:.0%} of the time"
                           if within_r is not None else "")
-                       + f" (an attacker assuming a uniform spread: {fmt_metres(uni)}).")
+                       + f" (an attacker assuming a uniform spread: {fmt_metres(uni)}"
+                       + (f"; both by {attacker_note}" if attacker_note else "") + ").")
     return text + (f". ({why[0].upper() + why[1:]}.)" if why else ".")
 
 
@@ -218,22 +238,22 @@ def export_section(cfg: dict[str, Any], result: Result, shown: dict[str, Any], u
         c1, c2, c3, c4 = st.columns(4)
         # Callables: the files are built when clicked, not on every rerun (keeps slider moves fast).
         c1.download_button("Configuration (JSON)", lambda: json.dumps(config, indent=2), "ldpviz-config.json",
-                           "application/json", key="dl:json")
+                           "application/json", key="dl:json", on_click="ignore")
         c2.download_button("Metrics per trial (CSV)", lambda: compute.result_table(result).to_csv(index=False),
-                           "ldpviz-results.csv", "text/csv", key="dl:csv")
+                           "ldpviz-results.csv", "text/csv", key="dl:csv", on_click="ignore")
         c3.download_button("Grids (CSV)", lambda: export.grid_csv(grid, layers), "ldpviz-grids.csv", "text/csv",
                            key="dl:grids-csv", help="One row per cell: its corners in degrees and "
-                                                    + ", ".join(layers) + ".")
+                                                    + ", ".join(layers) + ".", on_click="ignore")
         c4.download_button("Grids (GeoJSON)", lambda: export.grid_geojson(grid, layers, config["scenario"]),
                            "ldpviz-grids.geojson", "application/geo+json", key="dl:grids-geojson",
-                           help="One polygon per cell with " + ", ".join(layers) + " as properties.")
+                           help="One polygon per cell with " + ", ".join(layers) + " as properties.", on_click="ignore")
         cols = st.columns(max(len(shown["maps"]), 1))
         for col, (title, (values, diverging, vmax)) in zip(cols, shown["maps"].items()):
             slug = title.lower().split(":")[0].replace(" ", "-")
             col.download_button(f"Map: {title} (PNG)", lambda v=values, t=title, dv=diverging, vm=vmax: render.density_png(
                 grid, v, vmax=vm, diverging=dv, title=t,
                 legend="estimate − truth, share of users per cell" if dv else "share of users per cell"),
-                f"ldpviz-map-{slug}.png", "image/png", key=f"dl:png:{slug}")
+                f"ldpviz-map-{slug}.png", "image/png", key=f"dl:png:{slug}", on_click="ignore")
         st.markdown("Reproduce this run with the ldpviz API:")
         st.code(compute.python_snippet(result.scenario, upload_filename), language="python")
 

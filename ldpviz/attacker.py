@@ -27,8 +27,12 @@ For each, with D(x, x') the distance between cell centres:
 * ``no_report_*``: the same for the prior alone (what the attacker knows without the
   report), so the report's contribution is visible.
 
-All expectations are exact sums over the channel (x ~ pi, y ~ P(.|x)). The products
-sum_x J[y, x] D(x, x') are 2-D convolutions (D depends on the offset only), done by FFT.
+All expectations are exact sums over the channel (x ~ pi, y ~ P(.|x)) when the mechanism
+has an explicit channel. The products sum_x J[y, x] D(x, x') are 2-D convolutions (D
+depends on the offset only), done by FFT. Mechanisms without one (OUE, OLH, the grid
+decompositions, OLH-H, PLDP) get the same attacker by Monte Carlo over reports with exact
+per-report posteriors (:mod:`ldpviz.attacker_mc`); ``Attack.method`` says which, and the
+Monte Carlo figures carry their standard errors.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from ldpviz.attacker_mc import MC_MAX_CELLS, MC_SEED, monte_carlo_figures, supports_monte_carlo
 from ldpviz.domain import Grid
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.mechanisms.base import CENTRAL_DP, Mechanism
@@ -51,6 +56,8 @@ PRIOR_LABELS = {
     UNIFORM: "an attacker who assumes people could be anywhere in the region (uniform prior)",
 }
 DEFAULT_R_M = 500.0
+EXACT = "exact"
+_NA = "the attacker's error is not available: "
 #: Channels larger than this many entries (outputs x cells) are not attacked (memory and time guard).
 MAX_CHANNEL_ENTRIES = 40_000_000
 #: Output rows per FFT batch.
@@ -69,12 +76,23 @@ class Attack:
     posterior_draw_error_m: float
     no_report_error_m: float
     no_report_within_r: float
+    #: "exact" (a sum over the channel) or "monte carlo (N reports, seed S)"
+    method: str = EXACT
+    #: standard errors of the three figures above (0 when exact)
+    best_guess_error_se_m: float = 0.0
+    within_r_se: float = 0.0
+    posterior_draw_error_se_m: float = 0.0
+    #: reports drawn (None when exact)
+    n_reports: int | None = None
 
     def sentence(self) -> str:
+        precision = ("" if self.method == EXACT else
+                     f" [{self.method}: standard error {_length(self.best_guess_error_se_m)} and "
+                     f"{self.within_r_se:.1%}]")
         return (f"For {self.prior_label}, the best guess of a person's location from their report is off by "
                 f"{_length(self.best_guess_error_m)} on average and lands within {_length(self.r_m)} of them "
-                f"{self.within_r:.0%} of the time (without the report: {_length(self.no_report_error_m)}, "
-                f"{self.no_report_within_r:.0%}).")
+                f"{self.within_r:.0%} of the time{precision} (without the report: "
+                f"{_length(self.no_report_error_m)}, {self.no_report_within_r:.0%}).")
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "sentence": self.sentence()}
@@ -88,9 +106,15 @@ def availability(mech: Mechanism) -> tuple[bool, str]:
     """(True, "") when the attacker can be computed for ``mech``, else (False, the reason in words)."""
     if mech.privacy_model == CENTRAL_DP:
         return False, "central DP releases no individual report (the aggregator sees raw locations)"
-    if not getattr(mech, "has_channel", False):
-        return False, f"{mech.name} has no explicit channel (P(report | location)) to compute the attacker from"
-    return True, ""
+    if getattr(mech, "has_channel", False) or supports_monte_carlo(mech):
+        return True, ""
+    return False, (f"{mech.name} has neither an explicit channel (P(report | location)) nor per-report "
+                   "likelihoods to compute the attacker from")
+
+
+def method(mech: Mechanism) -> str:
+    """How the attacker against ``mech`` is computed: "exact" (its channel) or "monte carlo"."""
+    return EXACT if getattr(mech, "has_channel", False) else "monte carlo"
 
 
 def _distance_kernel(side: int) -> np.ndarray:
@@ -139,7 +163,7 @@ def _prior(kind: str | np.ndarray, grid: Grid, population: np.ndarray | None) ->
 
 
 def attack(mech: Mechanism, prior: str | np.ndarray = POPULATION, *, population: np.ndarray | None = None,
-           r_m: float = DEFAULT_R_M) -> Attack:
+           r_m: float = DEFAULT_R_M, n_users: int | None = None, seed: int = MC_SEED) -> Attack:
     """The Bayesian attacker against ``mech`` whose belief is ``prior`` (see the module docstring).
 
     ``population`` is the population density on ``mech.grid`` (a ``(d, d)`` array): the
@@ -148,12 +172,17 @@ def attack(mech: Mechanism, prior: str | np.ndarray = POPULATION, *, population:
     attacker is scored against the real population, with a mistaken belief), else from the
     prior itself (the uniform prior alone gives the DAM paper's LP, eq. 16).
     ``prior`` may also be an explicit array (named "custom").
+
+    Without an explicit channel the figures are Monte Carlo means (:mod:`ldpviz.attacker_mc`,
+    reports drawn with ``seed``); ``n_users`` is the size of the collection whose public state
+    (UG's N, an adaptive grid) the reports depend on, by default ``population``'s total when
+    it holds counts (a sum of at least 2), else the Monte Carlo batch size.
     """
-    return attack_many(mech, [prior], population=population, r_m=r_m)[0]
+    return attack_many(mech, [prior], population=population, r_m=r_m, n_users=n_users, seed=seed)[0]
 
 
 def attack_many(mech: Mechanism, priors: list[str | np.ndarray], *, population: np.ndarray | None = None,
-                r_m: float = DEFAULT_R_M) -> list[Attack]:
+                r_m: float = DEFAULT_R_M, n_users: int | None = None, seed: int = MC_SEED) -> list[Attack]:
     """:func:`attack` for several beliefs scored on the same people, sharing the channel and its products.
 
     Without ``population`` the people follow the first prior.
@@ -168,10 +197,19 @@ def attack_many(mech: Mechanism, priors: list[str | np.ndarray], *, population: 
     beliefs = [_prior(p, grid, population) for p in priors]
     people = (beliefs[0][1] if population is None else
               _prior(np.asarray(population, dtype=float), grid, None)[1])
+    if n_users is None and population is not None:
+        total = float(np.asarray(population, dtype=float).sum())
+        n_users = int(round(total)) if total >= 2 else None
+    if not getattr(mech, "has_channel", False):
+        return _monte_carlo(mech, beliefs, people, float(r_m), n_users, seed)
     try:
         P = np.asarray(mech.channel(), dtype=float)
-    except NotImplementedError as err:
-        raise LdpvizInputError(f"the attacker's error is not available: {err}") from None
+    except (NotImplementedError, LdpvizInputError) as err:
+        if supports_monte_carlo(mech):                   # e.g. GRR / HR beyond 64 x 64: no dense channel
+            return _monte_carlo(mech, beliefs, people, float(r_m), n_users, seed)
+        raise LdpvizInputError(f"the attacker's error is not available: {str(err).removeprefix(_NA)}") from None
+    if P.size > MAX_CHANNEL_ENTRIES and supports_monte_carlo(mech):
+        return _monte_carlo(mech, beliefs, people, float(r_m), n_users, seed)
     require(P.shape[1] == n and P.size <= MAX_CHANNEL_ENTRIES,
             f"the channel of {mech.name} on this grid has {P.shape[0]:,} x {P.shape[1]:,} entries; the attacker is "
             f"computed up to {MAX_CHANNEL_ENTRIES:,} (choose a smaller grid)")
@@ -214,7 +252,39 @@ def attack_many(mech: Mechanism, priors: list[str | np.ndarray], *, population: 
     return out
 
 
-def attackers(mech: Mechanism, population: np.ndarray, *, r_m: float = DEFAULT_R_M) -> dict[str, Any]:
+def _no_report(belief: np.ndarray, people: np.ndarray, grid: Grid, r_cells: float) -> tuple[float, float]:
+    """The belief alone: one guess for everybody, scored on the people (metres, probability)."""
+    side = grid.side
+    g0 = int(np.argmin(_rows_times_distance(belief[None, :], side)[0]))
+    a0 = int(np.argmax(_rows_times_distance(belief[None, :], side, r_cells)[0]))
+    e_people = _rows_times_distance(people[None, :], side)[0]
+    w_people = _rows_times_distance(people[None, :], side, r_cells)[0]
+    return float(e_people[g0]) * grid.cell_m, float(w_people[a0])
+
+
+def _monte_carlo(mech: Mechanism, beliefs: list[tuple[str, np.ndarray]], people: np.ndarray, r_m: float,
+                 n_users: int | None, seed: int) -> list[Attack]:
+    grid = mech.grid
+    require(grid.n_cells <= MC_MAX_CELLS,
+            f"the attacker's error is not available: by Monte Carlo it is computed up to {MC_MAX_CELLS:,} cells "
+            f"(d = {math.isqrt(MC_MAX_CELLS)}); this grid has {grid.n_cells:,} (choose a smaller grid)")
+    r_cells = r_m / grid.cell_m
+    used, figures = monte_carlo_figures(mech, [b for _, b in beliefs], people, r_cells, n_users=n_users, seed=seed)
+    label = f"monte carlo ({used:,} reports, seed {seed})"
+    out = []
+    for (kind, belief), f in zip(beliefs, figures):
+        no_err, no_within = _no_report(belief, people, grid, r_cells)
+        out.append(Attack(prior=kind, prior_label=PRIOR_LABELS.get(kind, "an attacker with a given prior"),
+                          r_m=r_m, best_guess_error_m=f["best"] * grid.cell_m, within_r=f["within"],
+                          posterior_draw_error_m=f["draw"] * grid.cell_m, no_report_error_m=no_err,
+                          no_report_within_r=no_within, method=label,
+                          best_guess_error_se_m=f["best_se"] * grid.cell_m, within_r_se=f["within_se"],
+                          posterior_draw_error_se_m=f["draw_se"] * grid.cell_m, n_reports=used))
+    return out
+
+
+def attackers(mech: Mechanism, population: np.ndarray, *, r_m: float = DEFAULT_R_M,
+              n_users: int | None = None) -> dict[str, Any]:
     """Both named attackers, or why not: ``{"available", "reason", "population", "uniform", "sentence"}``.
 
     The one entry point for pages and the report: the headline is the population-prior
@@ -225,7 +295,7 @@ def attackers(mech: Mechanism, population: np.ndarray, *, r_m: float = DEFAULT_R
     ok, why = availability(mech)
     if ok:
         try:
-            pop, uni = attack_many(mech, [POPULATION, UNIFORM], population=population, r_m=r_m)
+            pop, uni = attack_many(mech, [POPULATION, UNIFORM], population=population, r_m=r_m, n_users=n_users)
         except LdpvizInputError as err:
             ok, why = False, str(err).removeprefix("the attacker's error is not available: ")
     if not ok:

@@ -62,6 +62,7 @@ _REASON_PHRASE = {
     "non-numeric coordinate": "with a non-numeric coordinate",
     "latitude out of range": "with latitude outside [-90, 90]",
     "longitude out of range": "with longitude outside [-180, 540] (values in (180, 540] are wrapped)",
+    "longitude past 180, not wrapped": "with a longitude in (180, 540], kept out because wrapping was turned off",
     "outside the bbox": "outside the bbox",
 }
 _CHANGE_PHRASE = {
@@ -99,6 +100,15 @@ class LoadReport:
         if changes:
             text += f"; changed {', '.join(changes)}"
         return " ".join([text + "."] + [f"Note: {note}" for note in self.notes])
+
+
+def content_key(name: str, *parts: bytes) -> str:
+    """A stable sha1 of a dataset's name and content, for caches (points and trajectories alike)."""
+    h = hashlib.sha1(name.encode("utf-8"))
+    h.update(b"\0")
+    for part in parts:
+        h.update(part)
+    return h.hexdigest()
 
 
 @dataclass(frozen=True, eq=False)
@@ -142,11 +152,7 @@ class Dataset:
     @functools.cached_property
     def key(self) -> str:
         """Stable content hash (sha1 of the name and the coordinate bytes), for caches."""
-        h = hashlib.sha1(self.name.encode("utf-8"))
-        h.update(b"\0")
-        h.update(self.lon.tobytes())
-        h.update(self.lat.tobytes())
-        return h.hexdigest()
+        return content_key(self.name, self.lon.tobytes(), self.lat.tobytes())
 
 
 # ---------------------------------------------------------------- bundled real data
@@ -379,15 +385,17 @@ def describe() -> list[dict[str, Any]]:
 def load_file(source: Any, *, filename: str | None = None, lat_column: str | None = None,
               lon_column: str | None = None, max_bytes: int = 50 * 2**20,
               bbox: tuple[float, float, float, float] | None = None,
-              progress: Callable[[float, str], None] | None = None, chunk_rows: int = 1_000_000) -> Dataset:
+              progress: Callable[[float, str], None] | None = None, chunk_rows: int = 1_000_000,
+              wrap_longitudes: bool = True) -> Dataset:
     """Read points from a CSV or Parquet file (a path, bytes, or a file-like object such as an upload).
 
     Coordinate columns are found case-insensitively (latitude: lat, latitude, y;
     longitude: lon, lng, long, longitude, x) unless named by ``lat_column`` /
     ``lon_column``. Rows with a missing, non-numeric or out-of-range coordinate
     are dropped and counted by reason in ``Dataset.report``; longitudes in
-    (180, 540] are wrapped to [-180, 180] and counted in ``report.changed``; all
-    other rows are kept unchanged. CSV: the delimiter is sniffed among , ; tab |,
+    (180, 540] are wrapped to [-180, 180] and counted in ``report.changed`` (with
+    ``wrap_longitudes=False`` they are dropped instead, counted as "longitude past 180,
+    not wrapped"); all other rows are kept unchanged. CSV: the delimiter is sniffed among , ; tab |,
     a UTF-8 BOM is removed, non-UTF-8 text is read as Windows-1252/Latin-1 (with a
     note) and gzip-compressed files are unpacked. Parquet is recognised by its
     suffix or its ``PAR1`` magic bytes.
@@ -407,6 +415,7 @@ def load_file(source: Any, *, filename: str | None = None, lat_column: str | Non
     require(isinstance(max_bytes, int) and max_bytes > 0,
             f"max_bytes must be a positive whole number, got {max_bytes!r}")
     require(isinstance(chunk_rows, int) and chunk_rows >= 1, f"chunk_rows must be a whole number >= 1, got {chunk_rows!r}")
+    require(isinstance(wrap_longitudes, bool), f"wrap_longitudes must be True or False, got {wrap_longitudes!r}")
     stated = regions.stated_region(bbox) if bbox is not None else None
     if progress is not None:
         progress(0.0, "reading the file")
@@ -417,7 +426,7 @@ def load_file(source: Any, *, filename: str | None = None, lat_column: str | Non
         chunks = bigfile.chunks(big, lat_column, lon_column, notes, chunk_rows)
     else:
         chunks = iter([_read_small(source, filename, lat_column, lon_column, max_bytes, notes)])
-    screen = _Screen(bbox)
+    screen = _Screen(bbox, wrap_longitudes)
     comma: dict[str, int] = {}
     lat_name = lon_name = ""
     for lat_raw, lon_raw, lat_name, lon_name, malformed, filename, fraction in chunks:
@@ -498,10 +507,11 @@ class _Screen:
     """Counts and keeps rows chunk by chunk: each dropped row counts once, under the first check it fails."""
 
     REASONS = ("malformed row", "missing coordinate", "non-numeric coordinate", "latitude out of range",
-               "longitude out of range", "outside the bbox")
+               "longitude out of range", "longitude past 180, not wrapped", "outside the bbox")
 
-    def __init__(self, bbox: tuple[float, float, float, float] | None) -> None:
+    def __init__(self, bbox: tuple[float, float, float, float] | None, wrap: bool = True) -> None:
         self.bbox = None if bbox is None else tuple(float(v) for v in bbox)
+        self.wrap = wrap
         self.dropped = dict.fromkeys(self.REASONS, 0)
         self.rows_read = 0
         self.wrapped = 0
@@ -514,7 +524,8 @@ class _Screen:
         with np.errstate(invalid="ignore"):
             checks = {"missing coordinate": missing, "non-numeric coordinate": bad,
                       "latitude out of range": np.abs(lat) > 90,
-                      "longitude out of range": (lon < -180) | (lon > 540)}
+                      "longitude out of range": (lon < -180) | (lon > 540),
+                      "longitude past 180, not wrapped": (lon > 180) if not self.wrap else np.zeros(len(lon), bool)}
         keep = np.ones(len(lat), bool)
         for reason, hit in checks.items():
             self.dropped[reason] += int((hit & keep).sum())

@@ -249,7 +249,7 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None) -> Result:
     paths = sorted({str(e.info["path"]) for e in estimates if "path" in e.info})
     if paths:
         notes.append(f"Reports reached the server on the {' and '.join(paths)} path (requested: "
-                     f"{mech.param_values.get('path', 'auto')}; both give the same distribution).")
+                     f"{mech.param_values.get('path', 'per-user')}; both give the same distribution).")
     trials = scenario.trials
     timings = {"prepare": t1 - t0, "setup": t2 - t1, "perturb": perturb_s / trials,
                "estimate": estimate_s / trials, "metrics": metrics_s / trials,

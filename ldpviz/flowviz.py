@@ -38,8 +38,14 @@ def flow_table(grid: Grid, true: np.ndarray, estimate: np.ndarray, k: int) -> pd
         ["origin_cell", "destination_cell", "true share", "estimated share", "in estimated top k"]]
 
 
+def _provider(basemap: bool) -> dict:
+    """The deck's map arguments: no basemap (nothing fetched) unless asked, as :func:`ldpviz.viz.deck`."""
+    from ldpviz import viz
+    return {"map_provider": viz.BASEMAP_PROVIDER, "map_style": viz.BASEMAP_STYLE} if basemap else {"map_provider": None}
+
+
 def arc_deck(grid: Grid, flows: np.ndarray, k: int = 40, colour: list[int] | None = None,
-             height: int = 420) -> pdk.Deck:
+             height: int = 420, basemap: bool = False) -> pdk.Deck:
     """ArcLayer of the ``k`` largest flows (width by share; a flow within one cell shows as a dot)."""
     df = top_flows(grid, flows, k)
     vmax = float(df.share.max()) if len(df) else 1.0
@@ -53,11 +59,12 @@ def arc_deck(grid: Grid, flows: np.ndarray, k: int = 40, colour: list[int] | Non
         pdk.Layer("ScatterplotLayer", staying.to_dict("records"), get_position=["origin_lon", "origin_lat"],
                   get_radius=grid.cell_m / 4, get_fill_color=rgb + [200], pickable=True),
     ]
-    return pdk.Deck(layers=layers, initial_view_state=view_state(grid.region), map_provider=None, height=height,
-                    tooltip={"text": "share {share}"})
+    return pdk.Deck(layers=layers, initial_view_state=view_state(grid.region), height=height,
+                    tooltip={"text": "share {share}"}, **_provider(basemap))
 
 
-def route_deck(grid: Grid, congested: np.ndarray, routes: dict[str, list[int]], height: int = 420) -> pdk.Deck:
+def route_deck(grid: Grid, congested: np.ndarray, routes: dict[str, list[int]], height: int = 420,
+               basemap: bool = False) -> pdk.Deck:
     """Congested cells (shaded) and routes as cell-centre paths: 'best' (true congestion) and 'driven'."""
     lon, lat = grid.cell_centers_lonlat()
     mask = np.asarray(congested, dtype=float).ravel()
@@ -72,5 +79,5 @@ def route_deck(grid: Grid, congested: np.ndarray, routes: dict[str, list[int]], 
                   get_fill_color=fill),
         pdk.Layer("PathLayer", paths, get_path="path", get_color="color", width_min_pixels=4, pickable=True),
     ]
-    return pdk.Deck(layers=layers, initial_view_state=view_state(grid.region), map_provider=None, height=height,
-                    tooltip={"text": "{name}"})
+    return pdk.Deck(layers=layers, initial_view_state=view_state(grid.region), height=height,
+                    tooltip={"text": "{name}"}, **_provider(basemap))

@@ -374,6 +374,45 @@ class ClampedChannel:
         cols = np.clip(cells % d + k % w - K, 0, d - 1)
         return rows * d + cols
 
+    def aggregate_draws(self, counts: np.ndarray) -> float:
+        """Work of :meth:`aggregate`: per input cell, its users or (when more) the kernel's support size."""
+        return float(np.minimum(np.asarray(counts, dtype=float), np.count_nonzero(self._k)).sum())
+
+    def crowded_cells(self, counts: np.ndarray) -> int:
+        """Input cells with at least as many users as the kernel has offsets (one multinomial each in :meth:`aggregate`)."""
+        return int(np.count_nonzero(np.asarray(counts) >= np.count_nonzero(self._k)))
+
+    def aggregate(self, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Exact report histogram (flat over the d x d grid) of users with ``counts`` per input cell.
+
+        The n_x offsets of cell x's users are Multinomial(n_x, k) over the (folded) kernel's
+        offsets, each then clamped: the same distribution as :meth:`sample` followed by a
+        bincount. A cell with fewer users than the kernel has offsets draws them one by one (as
+        :meth:`sample`), others take one multinomial over the offsets, so the work is
+        O(sum_x min(n_x, |kernel|)) (:meth:`aggregate_draws`): below :meth:`sample`'s O(n)
+        only where cells hold more users than the kernel has offsets (wide grids at small
+        epsilon never do: the kernel then spans (2d + 1)^2 offsets).
+        """
+        counts = np.asarray(counts, dtype=np.int64).reshape(-1)
+        d, K = self.side, self._r
+        w = 2 * K + 1
+        flat = self._k.ravel()
+        offsets = np.flatnonzero(flat > 0)
+        offsets = offsets[np.argsort(-flat[offsets], kind="stable")]   # likeliest first: numpy's multinomial
+        probs = flat[offsets] / flat[offsets].sum()                    # stops once every user is placed
+        few = (counts > 0) & (counts < len(offsets))
+        hist = np.bincount(self.sample(np.repeat(np.flatnonzero(few), counts[few]), rng), minlength=d * d)
+        orow, ocol = offsets // w - K, offsets % w - K
+        many = np.flatnonzero(counts >= len(offsets))
+        step = max(1, (1 << 22) // len(offsets))
+        for start in range(0, len(many), step):
+            cells = many[start:start + step]
+            draws = rng.multinomial(counts[cells], probs)                          # (cells, offsets)
+            rows = np.clip(cells[:, None] // d + orow[None, :], 0, d - 1)
+            cols = np.clip(cells[:, None] % d + ocol[None, :], 0, d - 1)
+            hist += np.bincount((rows * d + cols).ravel(), weights=draws.ravel(), minlength=d * d).astype(np.int64)
+        return hist
+
     def dense(self) -> np.ndarray:
         """P[y, x] summed exactly (no FFT round-off, so tiny probabilities keep their ratios)."""
         d, K = self.side, self._r

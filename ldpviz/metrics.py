@@ -86,7 +86,7 @@ import scipy.sparse as sp
 
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.ot_grid import HAVE_NUMBA, bfm_w2, quad_ctransform
-from ldpviz.partition import Partition
+from ldpviz.partition import Partition, grid_query
 
 try:  # POT's low-level sparse network simplex, used only for its warm start
     from ot.lp.emd_wrap import emd_c_sparse as _emd_c_sparse
@@ -549,8 +549,10 @@ def sliced_w2(true: Any, est: Any, *, cell_m: float = 1.0, n_projections: int = 
     DAM paper (dam-disk-area-mechanism.md Sec. V-A, Definition 7, with p = 2 and
     the uniform measure on directions): project both distributions on lines
     through the origin and average the squared 1-D 2-Wasserstein distances.
-    Computed with ``ot.sliced_wasserstein_distance(p=2)`` on the cell centres
-    weighted by mass; the directions are ``n_projections`` evenly spaced angles
+    Both live on the grid's cell centres, so each direction needs one sort of
+    the common support and one O(n) walk of the monotone coupling (the value
+    ``ot.sliced_wasserstein_distance(p=2)`` gives, tested; ~5x faster at
+    d = 256); the directions are ``n_projections`` evenly spaced angles
     in [0, pi) rotated by a random offset drawn from ``seed`` (stratified
     Monte Carlo: deterministic per seed and far less noisy than i.i.d. angles).
 
@@ -564,16 +566,49 @@ def sliced_w2(true: Any, est: Any, *, cell_m: float = 1.0, n_projections: int = 
     require(isinstance(n_projections, (int, np.integer)) and n_projections >= 1,
             f"n_projections must be a whole number >= 1, got {n_projections!r}")
     d = p.shape[0]
-    ia = np.flatnonzero(p.ravel() > 0)
-    ib = np.flatnonzero(q.ravel() > 0)
-
-    def centres(idx: np.ndarray) -> np.ndarray:
-        r, c = np.divmod(idx, d)
-        return np.column_stack([c + 0.5, r + 0.5]).astype(float)
-
-    value = ot.sliced_wasserstein_distance(centres(ia), centres(ib), p.ravel()[ia], q.ravel()[ib],
-                                           p=2, projections=sliced_directions(n_projections, seed))
+    a, b = p.ravel() / p.sum(), q.ravel() / q.sum()
+    keep = (a > 0) | (b > 0)                     # both live on the grid's cell centres: one support, one sort
+    idx = np.flatnonzero(keep)
+    r, c = np.divmod(idx, d)
+    theta = sliced_directions(n_projections, seed)
+    total = 0.0
+    for k in range(theta.shape[1]):
+        t = (c + 0.5) * theta[0, k] + (r + 0.5) * theta[1, k]
+        order = np.argsort(t, kind="stable")
+        total += float(_w2_sq_1d_common(t[order], a[idx][order], b[idx][order]))
+    value = math.sqrt(max(total / theta.shape[1], 0.0))
     return float(value) * cell
+
+
+def _w2_sq_1d_common_py(x: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
+    """Squared 1-D W2 between weights ``a`` and ``b`` (each summing to 1) on the same sorted points ``x``:
+    the monotone (north-west corner) coupling, walked once, O(n)."""
+    n = x.shape[0]
+    i = j = 0
+    ra, rb = a[0], b[0]
+    total = 0.0
+    while i < n and j < n:
+        m = min(ra, rb)
+        diff = x[i] - x[j]
+        total += m * diff * diff
+        ra -= m
+        rb -= m
+        if ra <= 1e-15:
+            i += 1
+            if i < n:
+                ra = a[i]
+        if rb <= 1e-15:
+            j += 1
+            if j < n:
+                rb = b[j]
+    return total
+
+
+try:  # numba compiles the walk (a declared dependency; ldpviz.ot_grid uses it too)
+    import numba as _numba
+    _w2_sq_1d_common = _numba.njit(cache=True, nogil=True)(_w2_sq_1d_common_py)
+except ImportError:  # pragma: no cover
+    _w2_sq_1d_common = _w2_sq_1d_common_py
 
 
 def sliced_directions(n_projections: int, seed: int = 0) -> np.ndarray:
@@ -765,7 +800,7 @@ def _query_fractions(obj: Any, queries: np.ndarray, name: str, allow_points: boo
         require(bool(np.all(np.isfinite(arr))), f"{name} points contain NaN or infinite coordinates")
         return _count_points(arr, queries)
     p = _as_distribution(arr, name)
-    return Partition.uniform(p).query(queries)
+    return grid_query(p, queries)
 
 
 def true_answers(true: Any, queries: np.ndarray, kind: str | None = None) -> np.ndarray:

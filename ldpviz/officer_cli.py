@@ -87,7 +87,9 @@ def _line(row: dict[str, Any], mode: str) -> str:
           f"{row['trials']} trials)") if row["mean"] is not None else ""
     if not row["reached"]:
         return f"{name} {row['message']}"
-    attacker = (f"; attacker off by {row['attacker_error_m']:,.0f} m" if row["attacker_error_m"] is not None
+    precision = (f" (monte carlo, standard error {row['attacker_error_se_m']:,.0f} m)"
+                 if str(row.get("attacker_method", "")).startswith("monte carlo") else "")
+    attacker = (f"; attacker off by {row['attacker_error_m']:,.0f} m{precision}" if row["attacker_error_m"] is not None
                 else (f"; attacker: {row['attacker_note']}" if row["attacker_note"] else ""))
     unit = f" {row['epsilon_unit']}" if row["epsilon_unit"] else ""
     if mode == "epsilon":

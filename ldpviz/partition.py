@@ -23,6 +23,28 @@ def _overlap_1d(a0: np.ndarray, a1: np.ndarray, b0: np.ndarray, b1: np.ndarray) 
     return np.clip(np.minimum(a1, b1) - np.maximum(a0, b0), 0.0, None)
 
 
+def _grid_rects(d: int) -> np.ndarray:
+    """The ``d x d`` grid's rectangles in :meth:`Partition.uniform`'s order (row-major, ``[row, col]``)."""
+    edges = np.arange(d + 1) / d
+    x0, y0 = np.meshgrid(edges[:-1], edges[:-1])
+    x1, y1 = np.meshgrid(edges[1:], edges[1:])
+    return np.column_stack([x0.ravel(), y0.ravel(), x1.ravel(), y1.ravel()])
+
+
+def grid_query(density: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """Mass of a ``(d, d)`` grid (``[row, col]``) inside each query rectangle ``(q, 4)``, area-proportional within
+    a cell (eq. 8). The overlap is separable on a grid, so each answer is ``oy_q^T P ox_q`` with the query's
+    overlap with every row and column: O(q d^2), against O(q d^2) *pairs* of rectangles for a general partition
+    (d = 256, 500 queries: ~0.05 s instead of ~2 s)."""
+    P = np.asarray(density, dtype=float)
+    d = P.shape[0]
+    q = np.asarray(queries, dtype=float).reshape(-1, 4)
+    edges = np.arange(d + 1) / d
+    ox = _overlap_1d(edges[None, :-1], edges[None, 1:], q[:, 0:1], q[:, 2:3]) * d    # share of each column's width
+    oy = _overlap_1d(edges[None, :-1], edges[None, 1:], q[:, 1:2], q[:, 3:4]) * d
+    return np.einsum("qc,qc->q", oy @ P, ox)
+
+
 @dataclass(frozen=True)
 class Partition:
     """Rectangles ``rects[k] = (x0, y0, x1, y1)`` in unit coordinates and their ``mass[k]``.
@@ -45,12 +67,14 @@ class Partition:
     def uniform(cls, density: np.ndarray) -> "Partition":
         """The ``d x d`` grid partition of a ``(d, d)`` density indexed ``[row, col]``."""
         density = np.asarray(density, dtype=float)
-        d = density.shape[0]
-        edges = np.arange(d + 1) / d
-        x0, y0 = np.meshgrid(edges[:-1], edges[:-1])
-        x1, y1 = np.meshgrid(edges[1:], edges[1:])
-        rects = np.column_stack([x0.ravel(), y0.ravel(), x1.ravel(), y1.ravel()])
-        return cls(rects, density.ravel())
+        return cls(_grid_rects(density.shape[0]), density.ravel())
+
+    def grid_side(self) -> int | None:
+        """d when the pieces are exactly the ``d x d`` grid in :meth:`uniform`'s order, else None."""
+        d = int(round(np.sqrt(len(self.mass))))
+        if d < 1 or d * d != len(self.mass) or not np.allclose(self.rects, _grid_rects(d), rtol=0, atol=1e-12):
+            return None
+        return d
 
     @property
     def areas(self) -> np.ndarray:
@@ -66,6 +90,9 @@ class Partition:
         exceeds BLOCK_ENTRIES (one query at a time for partitions beyond that).
         """
         queries = np.asarray(queries, dtype=float).reshape(-1, 4)
+        d = self.grid_side() if len(self.mass) > 64 else None
+        if d is not None:                     # a regular grid: the separable product (same answers, far faster)
+            return grid_query(self.mass.reshape(d, d), queries)
         chunk = max(1, min(int(chunk), BLOCK_ENTRIES // max(len(self.mass), 1)))
         areas = self.areas
         safe = np.where(areas > 0, areas, 1.0)
@@ -141,3 +168,29 @@ class Partition:
             if ov.max(initial=0.0) > atol:
                 return False
         return True
+
+
+def rect_cell_shares(rects: np.ndarray, side: int):
+    """Sparse ``(n_rects, side * side)`` matrix S: S[k, x] = area(rect k n cell x) / area(cell x).
+
+    The probability that a person in grid cell x (flat ``row * side + col``, rows from the
+    south) lies in rectangle k when people are spread uniformly within a cell: what turns a
+    likelihood over a mechanism's own cells (coarse or adaptive grids, quadkey tiles) into one
+    over the grid's cells (used by :mod:`ldpviz.attacker_mc`).
+    """
+    from scipy import sparse
+
+    r = np.asarray(rects, dtype=float).reshape(-1, 4) * side
+    c0 = np.clip(np.floor(r[:, 0]).astype(np.int64), 0, side - 1)
+    c1 = np.clip(np.ceil(r[:, 2]).astype(np.int64), c0 + 1, side)
+    r0 = np.clip(np.floor(r[:, 1]).astype(np.int64), 0, side - 1)
+    r1 = np.clip(np.ceil(r[:, 3]).astype(np.int64), r0 + 1, side)
+    nx, ny = c1 - c0, r1 - r0
+    per = nx * ny
+    k = np.repeat(np.arange(len(r)), per)
+    local = np.arange(int(per.sum())) - np.repeat(np.cumsum(per) - per, per)
+    row = r0[k] + local // nx[k]
+    col = c0[k] + local % nx[k]
+    share = (_overlap_1d(r[k, 0], r[k, 2], col, col + 1.0) * _overlap_1d(r[k, 1], r[k, 3], row, row + 1.0))
+    keep = share > 0
+    return sparse.csr_matrix((share[keep], (k[keep], (row * side + col)[keep])), shape=(len(r), side * side))

@@ -130,7 +130,7 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
     terms = common_terms(mech)
     model = mech.privacy_model
     population = grid.histogram(grid.bin_lonlat(dataset.lon, dataset.lat).cells)
-    attack = attackers(mech, population, r_m=r_m)
+    attack = attackers(mech, population, r_m=r_m, n_users=scenario.n_users)
     now = _dt.datetime.now(_dt.timezone.utc)
 
     from ldpviz.reproduce import _safe_repo, git_commit
@@ -170,15 +170,23 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
 
     # ---- attacker
     if attack["available"]:
-        rows = [[a.prior_label, f"{a.best_guess_error_m:,.0f}", f"{a.within_r:.1%}", f"{a.no_report_error_m:,.0f}",
+        def pm(value: str, se: str, a) -> str:
+            return value if a.method == "exact" else f"{value} ± {se}"
+
+        rows = [[a.prior_label, pm(f"{a.best_guess_error_m:,.0f}", f"{a.best_guess_error_se_m:,.0f}", a),
+                 pm(f"{a.within_r:.1%}", f"{a.within_r_se:.1%}", a), f"{a.no_report_error_m:,.0f}",
                  f"{a.no_report_within_r:.1%}"] for a in (attack["population"], attack["uniform"])]
+        pop = attack["population"]
+        how = ("Computed exactly from the mechanism's channel." if pop.method == "exact" else
+               f"Computed by {_e(pop.method)}: people drawn from the population, one report each from the "
+               "mechanism's own client code, each report's posterior exact; ± is one standard error.")
         attack_html = (f"<p>{_e(attack['sentence'])}</p>" +
                        _table(["attacker", "best guess off by (m)", f"within {r_m:g} m", "without the report (m)",
                                f"within {r_m:g} m without the report"], rows, {1, 2, 3, 4}) +
                        "<p class='note'>The attacker knows the mechanism, sees one person's report and makes the "
                        "guess that minimises the expected distance (Bayes' rule; Shokri et al. S&amp;P'11). "
                        "Distances are between cell centres. Modelling choice: the population prior is the data "
-                       "set's own density, standing in for a census.</p>")
+                       "set's own density, standing in for a census. " + how + "</p>")
     else:
         attack_html = f"<p>{_e(attack['sentence'])}</p>"
 

@@ -65,7 +65,10 @@ def describe(mech: Mechanism, reports: Any, n_users: int) -> dict[str, str]:
                 if v.shape[:1] == (n_users,) and v.ndim == 1:
                     out[f"first {k}"] = ", ".join(str(x) for x in v[:FIRST].tolist())
             return out
-        if arrays:
+        tallies = [v for v in fields.values()
+                   if getattr(v, "path", None) == "aggregate"
+                   or (isinstance(v, list) and v and all(getattr(x, "path", None) == "aggregate" for x in v))]
+        if arrays or tallies:
             return {"what phones sent": f"{n_users:,} reports; the server keeps only their tally, sampled exactly "
                                         "in distribution (the aggregate path: no per-phone report is materialised)"}
     return {"what phones sent": f"{n_users:,} reports ({type(reports).__name__})"}

@@ -110,13 +110,21 @@ class Evaluator:
 def _attacker_fields(ev: Evaluator, epsilon: float, n_users: int | None, r_m: float) -> dict[str, Any]:
     mech = ev.mechanism(epsilon, n_users)
     ok, why = availability(mech)
+    none = {"attacker_error_m": None, "attacker_within_r": None, "attacker_error_se_m": None,
+            "attacker_method": ""}
     if not ok:
-        return {"attacker_error_m": None, "attacker_within_r": None, "attacker_note": why}
+        return {**none, "attacker_note": why}
     try:
-        a = attack(mech, POPULATION, population=ev.population(), r_m=r_m)
+        a = attack(mech, POPULATION, population=ev.population(), r_m=r_m, n_users=len(ev.users(n_users)[1].cells))
     except LdpvizInputError as err:
-        return {"attacker_error_m": None, "attacker_within_r": None, "attacker_note": str(err)}
-    return {"attacker_error_m": a.best_guess_error_m, "attacker_within_r": a.within_r, "attacker_note": ""}
+        return {**none, "attacker_note": str(err)}
+    return {"attacker_error_m": a.best_guess_error_m, "attacker_within_r": a.within_r,
+            "attacker_error_se_m": a.best_guess_error_se_m, "attacker_method": a.method, "attacker_note": ""}
+
+
+def _set_attacker(result: "GoalResult", fields: dict[str, Any]) -> None:
+    for key, value in fields.items():
+        setattr(result, key, value)
 
 
 def frontier(base: Scenario, mechanism_names: Iterable[str], epsilons: Iterable[float], *, metric: str = "w2_m",
@@ -169,6 +177,9 @@ class GoalResult:
     attacker_within_r: float | None = None
     attacker_note: str = ""
     message: str = ""
+    #: standard error of attacker_error_m (0 when exact) and how it was computed ("exact" or "monte carlo (...)")
+    attacker_error_se_m: float | None = None
+    attacker_method: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -296,9 +307,7 @@ def target_epsilon(base: Scenario, metric: str, at_most: float, *, n_users: int 
                         mean=mean, ci_low=lo, ci_high=hi, evaluations=ev.evaluations, seconds=0.0,
                         message=("already met at the smallest epsilon" if a is None else ""))
     if attacker:
-        fields = _attacker_fields(ev, eps, n_users, r_m)
-        result.attacker_error_m, result.attacker_within_r = fields["attacker_error_m"], fields["attacker_within_r"]
-        result.attacker_note = fields["attacker_note"]
+        _set_attacker(result, _attacker_fields(ev, eps, n_users, r_m))
     result.evaluations = ev.evaluations
     result.seconds = time.perf_counter() - t0
     return result
@@ -346,8 +355,6 @@ def users_needed(base: Scenario, metric: str, at_most: float, *, r_m: float = 50
     result = GoalResult(**common, reached=True, n_users=n, mean=mean, ci_low=lo, ci_high=hi,
                         evaluations=ev.evaluations, seconds=0.0)
     if attacker:
-        fields = _attacker_fields(ev, base.epsilon, None, r_m)
-        result.attacker_error_m, result.attacker_within_r = fields["attacker_error_m"], fields["attacker_within_r"]
-        result.attacker_note = fields["attacker_note"]
+        _set_attacker(result, _attacker_fields(ev, base.epsilon, None, r_m))
     result.seconds = time.perf_counter() - t0
     return result

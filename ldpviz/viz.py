@@ -2,6 +2,10 @@
 
 Maps are drawn as grid cells coloured on one shared scale, over the region's
 outline and a light grid, so they read well even when basemap tiles cannot load.
+Every deck takes ``basemap``: off (the default) the browser fetches nothing from a
+map server; on, a token-free light basemap (CARTO's Positron style over
+OpenStreetMap data) is drawn under the cells. Every cell's tooltip gives its
+centre's latitude and longitude and its value with a unit.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import pydeck as pdk
 
-from ldpviz.domain import Grid, Region
+from ldpviz.domain import Grid, Region, wrap_lon
 from ldpviz.partition import Partition
 
 #: Sequential colour ramp (light yellow -> dark red), RGB.
@@ -49,11 +53,37 @@ def view_state(region: Region, height: float = 420.0, width: float = NARROWEST_C
     return pdk.ViewState(longitude=region.center_lon, latitude=region.center_lat, zoom=zoom, pitch=0)
 
 
+#: The optional basemap: a provider and style that need no access token (CARTO's light "Positron" style).
+BASEMAP_PROVIDER, BASEMAP_STYLE = "carto", pdk.map_styles.LIGHT
+#: Where the basemap's style and tiles come from, and its attribution (for the pages' captions).
+BASEMAP_HOST = "basemaps.cartocdn.com"
+BASEMAP_CREDIT = "© CARTO, © OpenStreetMap contributors"
+
+
 def deck(region: Region, layers: list[pdk.Layer], tooltip: str, height: int,
-         width: float = NARROWEST_COLUMN_PX) -> pdk.Deck:
-    """A map without a basemap (``map_provider=None``: the browser fetches no tiles and no style)."""
-    return pdk.Deck(layers=layers, initial_view_state=view_state(region, height, width), map_provider=None,
+         width: float = NARROWEST_COLUMN_PX, basemap: bool = False) -> pdk.Deck:
+    """A map of ``layers`` framed on ``region``.
+
+    ``basemap`` False (the default): ``map_provider=None``, the browser fetches no tiles and no style.
+    True: CARTO's light style (no token needed) under the layers; when it cannot load (offline) the
+    layers still draw on the page's background, framed by the region outline.
+    """
+    provider = {"map_provider": BASEMAP_PROVIDER, "map_style": BASEMAP_STYLE} if basemap else {"map_provider": None}
+    return pdk.Deck(layers=layers, initial_view_state=view_state(region, height, width), **provider,
                     tooltip={"text": tooltip}, height=height)
+
+
+#: The tooltip line every cell shows: where its centre is (records carry ``lat`` and ``lon``, see
+#: :func:`centre_fields`).
+WHERE = "centre: lat {lat}, lon {lon}"
+
+
+def centre_fields(lon: np.ndarray, lat: np.ndarray) -> list[dict[str, float]]:
+    """``{"lat", "lon"}`` per point for tooltips: degrees rounded to 1e-5 (about a metre), longitudes wrapped
+    into [-180, 180) so a region across the antimeridian reads as a map would."""
+    lon = np.round(wrap_lon(np.asarray(lon, dtype=float)), 5)
+    lat = np.round(np.asarray(lat, dtype=float), 5)
+    return [{"lat": float(a), "lon": float(o)} for a, o in zip(lat.ravel(), lon.ravel())]
 
 
 def frame_layers(grid: Grid, max_lines: int = MAX_GRID_LINES) -> list[pdk.Layer]:
@@ -95,17 +125,25 @@ def density_records(grid: Grid, density: np.ndarray, vmax: float | None = None) 
     values = np.asarray(density, dtype=float).ravel()
     vmax = float(values.max()) if vmax is None else vmax
     rgba = colours(values, vmax)
+    return _cell_records(grid, values, np.nonzero(values > 0)[0], rgba, lambda v: round(100 * float(v), 4))
+
+
+def _cell_records(grid: Grid, values: np.ndarray, cells: np.ndarray, rgba: np.ndarray, show) -> list[dict]:
+    """Records of ``cells``: corners (w, s, e, n), centre (lat, lon), ``share`` = show(value), colour, index."""
     bounds = cell_bounds(grid)
-    return [{"w": bounds[k, 0], "s": bounds[k, 1], "e": bounds[k, 2], "n": bounds[k, 3],
-             "share": round(100 * float(values[k]), 4), "color": rgba[k].tolist(), "cell": int(k)}
-            for k in np.nonzero(values > 0)[0]]
+    lon, lat = grid.cell_centers_lonlat()
+    where = centre_fields(lon[cells], lat[cells])
+    return [{"w": bounds[k, 0], "s": bounds[k, 1], "e": bounds[k, 2], "n": bounds[k, 3], **at,
+             "share": show(values[k]), "color": rgba[k].tolist(), "cell": int(k)} for k, at in zip(cells, where)]
 
 
 def density_deck(grid: Grid, density: np.ndarray, vmax: float | None = None, height: int = 420,
-                 width: float = NARROWEST_COLUMN_PX) -> pdk.Deck:
-    """A pydeck map of a density on the grid, with the frame layers and a tooltip."""
+                 width: float = NARROWEST_COLUMN_PX, basemap: bool = False,
+                 label: str = "{share}% of users") -> pdk.Deck:
+    """A pydeck map of a density on the grid, with the frame layers and a tooltip (``label``: the value's line)."""
     layer = _polygon_layer(density_records(grid, density, vmax))
-    return deck(grid.region, [*frame_layers(grid), layer], "cell {cell}: {share}% of users", height, width)
+    return deck(grid.region, [*frame_layers(grid), layer], f"cell {{cell}}: {label}\n{WHERE}", height, width,
+                basemap)
 
 
 #: Diverging ramp for differences (blue = too little estimated, red = too much).
@@ -147,9 +185,10 @@ def partition_records(region: Region, partition: Partition, side: int, vmax: flo
     out = []
     for k in np.nonzero(per_cell > 0)[0]:
         x0, y0, x1, y1 = partition.rects[k]
-        lon, lat = region.unit_to_lonlat(np.array([[x0, y0], [x1, y1]]))
+        lon, lat = region.unit_to_lonlat(np.array([[x0, y0], [x1, y1], [(x0 + x1) / 2, (y0 + y1) / 2]]))
         out.append({"w": round(float(lon[0]), 6), "s": round(float(lat[0]), 6), "e": round(float(lon[1]), 6),
-                    "n": round(float(lat[1]), 6), "share": round(100 * float(partition.mass[k]), 4),
+                    "n": round(float(lat[1]), 6), **centre_fields(lon[2:], lat[2:])[0],
+                    "share": round(100 * float(partition.mass[k]), 4),
                     "color": rgba[k].tolist(), "cell": f"rect {k}"})
     return out
 
@@ -170,30 +209,30 @@ def highlight_layer(grid: Grid, cells: dict[int, list[int]]) -> pdk.Layer:
 
 def estimate_deck(grid: Grid, density: np.ndarray, partition: Partition | None = None, vmax: float | None = None,
                   height: int = 420, extra_layers: list[pdk.Layer] | None = None,
-                  width: float = NARROWEST_COLUMN_PX) -> pdk.Deck:
+                  width: float = NARROWEST_COLUMN_PX, basemap: bool = False) -> pdk.Deck:
     """A map of an estimate: grid cells, or the adaptive partition's rectangles when it has one."""
     values = np.asarray(density, dtype=float)
     vmax = float(values.max()) if vmax is None else vmax
     if is_uniform_partition(partition, grid.side):
         layer = _polygon_layer(density_records(grid, values, vmax))
-        tooltip = "cell {cell}: {share}% of users"
+        tooltip = f"cell {{cell}}: {{share}}% of users\n{WHERE}"
     else:
         layer = _polygon_layer(partition_records(grid.region, partition, grid.side, vmax), line=True)
-        tooltip = "{cell}: {share}% of users"
-    return deck(grid.region, [*frame_layers(grid), layer, *(extra_layers or [])], tooltip, height, width)
+        tooltip = f"{{cell}}: {{share}}% of users\n{WHERE}"
+    return deck(grid.region, [*frame_layers(grid), layer, *(extra_layers or [])], tooltip, height, width, basemap)
 
 
 def difference_deck(grid: Grid, true_density: np.ndarray, estimate: np.ndarray, height: int = 420,
-                    width: float = NARROWEST_COLUMN_PX) -> pdk.Deck:
-    """Estimated minus true share per cell on a symmetric diverging scale (red: too much)."""
+                    width: float = NARROWEST_COLUMN_PX, basemap: bool = False,
+                    what: str = "estimate − truth") -> pdk.Deck:
+    """``estimate`` minus ``true_density`` per cell on a symmetric diverging scale (red: too much); ``what``
+    names the difference in the tooltip (e.g. 'current − pinned' for two estimates)."""
     diff = (np.asarray(estimate, dtype=float) - np.asarray(true_density, dtype=float)).ravel()
     vabs = float(np.abs(diff).max()) or 1.0
-    rgba = diverging_colours(diff, vabs)
-    b = cell_bounds(grid)
-    records = [{"w": b[k, 0], "s": b[k, 1], "e": b[k, 2], "n": b[k, 3], "share": round(100 * float(diff[k]), 4),
-                "color": rgba[k].tolist(), "cell": int(k)} for k in np.nonzero(diff != 0)[0]]
+    records = _cell_records(grid, diff, np.nonzero(diff != 0)[0], diverging_colours(diff, vabs),
+                            lambda v: round(100 * float(v), 4))
     return deck(grid.region, [*frame_layers(grid), _polygon_layer(records)],
-                "cell {cell}: estimate − truth = {share} percentage points", height, width)
+                f"cell {{cell}}: {what} = {{share}} percentage points\n{WHERE}", height, width, basemap)
 
 
 def output_grid(grid: Grid, n_outputs: int) -> Grid | None:
@@ -225,7 +264,7 @@ def picked_cell(event: object) -> int | None:
 
 def column_deck(grid: Grid, values: np.ndarray, marks: dict[int, list[int]] | None = None,
                 frame: Grid | None = None, height: int = 360, label: str = "probability",
-                width: float = NARROWEST_COLUMN_PX) -> pdk.Deck:
+                width: float = NARROWEST_COLUMN_PX, basemap: bool = False) -> pdk.Deck:
     """A probability vector over a grid's cells (a channel column, a posterior) as a map.
 
     ``frame`` draws the original region's outline too when ``grid`` is a larger output grid.
@@ -233,16 +272,14 @@ def column_deck(grid: Grid, values: np.ndarray, marks: dict[int, list[int]] | No
     values = np.asarray(values, dtype=float).ravel()
     vmax = float(values.max()) or 1.0
     rgba = colours(values, vmax, alpha=220)
-    b = cell_bounds(grid)
-    records = [{"w": b[k, 0], "s": b[k, 1], "e": b[k, 2], "n": b[k, 3], "share": f"{values[k]:.3g}",
-                "color": rgba[k].tolist(), "cell": int(k)} for k in np.nonzero(values > 0)[0]]
+    records = _cell_records(grid, values, np.nonzero(values > 0)[0], rgba, lambda v: f"{v:.3g}")
     layers = [*frame_layers(grid), _polygon_layer(records)]
     if frame is not None and frame is not grid:
         layers.append(pdk.Layer("PathLayer", [{"path": frame.region.outline_lonlat()}], get_path="path",
                                 get_color=[20, 20, 160, 230], width_min_pixels=2))
     if marks:
         layers.append(highlight_layer(grid, marks))
-    return deck(grid.region, layers, f"cell {{cell}}: {label} {{share}}", height, width)
+    return deck(grid.region, layers, f"cell {{cell}}: {label} {{share}}\n{WHERE}", height, width, basemap)
 
 
 def legend_html(vmax: float, label: str = "share of users per cell", diverging: bool = False) -> str:

@@ -92,6 +92,6 @@ def test_no_privacy_is_exact_and_central_dp_is_named():
     both = attackers(mechanisms.create("laplace", g, 1.0), population(6))
     assert not both["available"] and "central DP" in both["reason"]
     with pytest.raises(LdpvizInputError, match="not available"):
-        attack(mechanisms.create("oue", g, 1.0), UNIFORM)
+        attack(mechanisms.create("laplace", g, 1.0), UNIFORM)
     with pytest.raises(LdpvizInputError, match="population density"):
         attack(mechanisms.create("grr", g, 1.0), POPULATION)

@@ -7,25 +7,17 @@ Small scenarios (the synthetic 'normal' set, 2,000-3,000 users, d = 8) keep each
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parents[1]
+import test_app
+from test_app import assert_clean
+
 SMALL = {"ds": "normal", "users": "2000", "d": "8"}
 
 
 def app(page: str = "app.py", **query: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / page), default_timeout=120)
-    for key, value in {**SMALL, **query}.items():
-        at.query_params[key] = value
-    return at
-
-
-def assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.message for e in at.exception]
-    bugs = [e.value for e in at.error if "Something went wrong inside ldpviz" in e.value]
-    assert not bugs, bugs
+    return test_app.app(page, base=SMALL, **query)
 
 
 def test_officer_state_round_trip():
@@ -182,16 +174,16 @@ def test_tradeoffs_budget_over_time_derives_epsilon_from_a_total():
 
 
 def test_tradeoffs_frontier_and_users_axis():
-    """The frontier toggle draws metric against attacker error (one trace per mechanism with a channel); the
-    sweep may vary the number of users."""
-    at = app("views/2_Trade-offs.py", smech="grr,oue", vary="epsilon", vals="0.5,2", fr="1")
+    """The frontier toggle draws metric against attacker error (one trace per mechanism: GRR's attacker exact, OUE's
+    by Monte Carlo; a central-DP heatmap has none and says so); the sweep may vary the number of users."""
+    at = app("views/2_Trade-offs.py", smech="grr,oue,laplace", vary="epsilon", vals="0.5,2", fr="1")
     at.run()
     assert_clean(at)
     import json
     fig = json.loads(next(c for c in at.get("plotly_chart") if "attacker" in c.proto.spec).proto.spec)
-    assert len(fig["data"]) == 1 and len(fig["data"][0]["x"]) == 2          # GRR only, one point per ε
-    assert fig["data"][0]["x"][0] > fig["data"][0]["x"][1]                  # the attacker does better at ε = 2
-    assert any("Not drawn (no attacker error" in c.value for c in at.caption)     # OUE has no explicit channel
+    assert len(fig["data"]) == 2 and all(len(t["x"]) == 2 for t in fig["data"])   # GRR and OUE, one point per ε
+    assert all(t["x"][0] > t["x"][1] for t in fig["data"])                # the attacker does better at ε = 2
+    assert any("Not drawn (no attacker error" in c.value for c in at.caption)     # the central-DP heatmap
     at = app("views/2_Trade-offs.py", smech="grr", vary="n_users", vals="500,2000")
     at.run()
     assert_clean(at)
@@ -225,3 +217,14 @@ def test_several_long_runs_in_one_comparison(monkeypatch):
     assert_clean(at)
     assert not at.error, [e.value for e in at.error]
     assert any("Best" in s.value for s in at.success)
+
+
+def test_explore_names_the_monte_carlo_attacker_for_oue():
+    """OUE has no explicit channel: Explore's sentence still gives the population-prior attacker's error, and says
+    it is a Monte Carlo estimate with its standard error."""
+    at = app(mech="oue", eps="2")
+    at.run()
+    assert_clean(at)
+    text = " ".join(m.value for m in at.markdown)
+    assert "an attacker's best guess of one person's location" in text and "Monte Carlo over" in text, text[:2000]
+    assert "standard error" in text

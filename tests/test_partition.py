@@ -59,3 +59,23 @@ def test_point_fractions_are_exact_counts_per_piece():
               for a, b, c, e in rects]
     np.testing.assert_allclose(part.point_fractions(pts), np.array(direct) / len(pts))
     assert part.point_fractions(pts).sum() == pytest.approx(1.0)
+
+
+def test_grid_query_equals_the_general_rectangle_overlap():
+    """On a regular d x d grid the separable answer (grid_query, and Partition.query's grid path) equals the
+    general pairwise-overlap answer to round-off, for random queries and a signed (raw) density (seed 4)."""
+    from ldpviz.partition import Partition, grid_query, _overlap_1d
+    rng = np.random.default_rng(4)
+    for d in (3, 9, 17):
+        dens = rng.normal(size=(d, d))
+        q = np.sort(rng.random((40, 2, 2)), axis=1).reshape(40, 4)   # (lo, hi) x (x, y): x0, y0, x1, y1
+        part = Partition.uniform(dens)
+        r = part.rects
+        ox = _overlap_1d(r[None, :, 0], r[None, :, 2], q[:, None, 0], q[:, None, 2])
+        oy = _overlap_1d(r[None, :, 1], r[None, :, 3], q[:, None, 1], q[:, None, 3])
+        general = (ox * oy) @ (part.mass / part.areas)
+        np.testing.assert_allclose(grid_query(dens, q), general, atol=1e-12)
+        np.testing.assert_allclose(part.query(q), general, atol=1e-12)
+        assert part.grid_side() == d
+    irregular = Partition(np.array([[0, 0, 0.5, 1], [0.5, 0, 1, 1]]), np.array([1.0, 2.0]))
+    assert irregular.grid_side() is None

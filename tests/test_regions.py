@@ -57,6 +57,19 @@ def test_fiji_file_is_wrapped_counted_and_framed_across_180(tmp_path):
     assert fit.contains(ds.lon, ds.lat).all() and fit.side_m < 3_000_000 and fit.center_lon > 170
 
 
+def test_fiji_file_unwrapped_drops_and_counts_the_rows_past_180(tmp_path):
+    """wrap_longitudes=False (the Data page's unticked box): the rows past 180 are dropped under their own
+    reason, every other row kept, nothing changed."""
+    lon, lat = fiji()
+    ds = load_file(write_csv(tmp_path, "quakes.csv", lon, lat), wrap_longitudes=False)
+    above = int((lon > 180).sum())
+    assert ds.report.dropped == {"longitude past 180, not wrapped": above}
+    assert ds.report.rows_kept == 2000 - above and ds.report.changed == {}
+    assert "wrapping was turned off" in ds.report.summary()
+    with pytest.raises(LdpvizInputError, match="wrap_longitudes"):
+        load_file(write_csv(tmp_path, "q2.csv", lon, lat), wrap_longitudes="no")
+
+
 def test_bbox_with_west_greater_than_east_crosses_180():
     """W > E is a valid box across the antimeridian; its region holds 179 E and 179 W, not 0."""
     region = Region.from_bbox(170.0, -25.0, -170.0, -10.0)

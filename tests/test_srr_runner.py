@@ -10,7 +10,7 @@ import pytest
 
 from ldpviz import experiment, metrics
 from ldpviz.domain import Binned, Grid, Region
-from ldpviz.mechanisms import create
+from ldpviz.mechanisms import create, get
 from ldpviz.mechanisms.fo import grr_channel
 from ldpviz.mechanisms.hadamard import hadamard_channel, hadamard_code
 
@@ -114,13 +114,19 @@ def test_occupied_domain_instances_have_no_client_half():
 
 @pytest.mark.parametrize("mechanism", ["srr", "olh-h", "pldp", "grr-tiles", "hr-tiles"])
 def test_run_is_perturb_then_estimate(mechanism):
-    """The halves compose to the protocol: run() equals estimate(perturb()) for the same seed."""
+    """The halves compose to the protocol: on the per-user path run() equals estimate(perturb()) for the same
+    seed, and on every path (auto may draw the aggregate) run() equals estimate(collect())."""
     grid = Grid(Region(0.0, 0.0, 1000.0), 8)
     rng = np.random.default_rng(3)
     cells = rng.integers(0, 64, 2_000)
     rows, cols = np.divmod(cells, 8)
     users = Binned(cells, np.column_stack([(cols + 0.5) / 8, (rows + 0.5) / 8]), 0)
-    mech = create(mechanism, grid, 1.0)
+    has_paths = any(p.name == "path" for p in get(mechanism).params)
+    mech = create(mechanism, grid, 1.0, **({"path": "per-user"} if has_paths else {}))
     whole = mech.run(users, np.random.default_rng(5))
     halves = mech.estimate(mech.perturb(users, np.random.default_rng(5)))
     np.testing.assert_array_equal(whole.density, halves.density)
+    for path in ("auto", "aggregate") if has_paths else ():
+        mech = create(mechanism, grid, 1.0, path=path)
+        whole = mech.run(users, np.random.default_rng(5))
+        np.testing.assert_array_equal(whole.density, mech.estimate(mech.collect(users, np.random.default_rng(5))).density)

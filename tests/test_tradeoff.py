@@ -32,8 +32,10 @@ def test_frontier_points_match_separate_runs():
         assert row["l1_lo"] <= row["l1"] <= row["l1_hi"]
     grr = df[df.mechanism == "grr"].sort_values("epsilon")
     assert grr["attacker_error_m"].iloc[0] > grr["attacker_error_m"].iloc[1]
-    oue = df[df.mechanism == "oue"]
-    assert oue["attacker_error_m"].isna().all() and (oue["attacker_note"] != "").all()
+    oue = df[df.mechanism == "oue"].sort_values("epsilon")      # no explicit channel: Monte Carlo attacker
+    assert oue["attacker_method"].str.startswith("monte carlo").all() and (oue["attacker_error_se_m"] > 0).all()
+    assert oue["attacker_error_m"].iloc[0] > oue["attacker_error_m"].iloc[1]
+    assert (grr["attacker_method"] == "exact").all()
 
 
 def test_frontier_sweeps_the_number_of_users():

@@ -9,7 +9,7 @@ import time
 import numpy as np
 import streamlit as st
 
-from dashboard import compute, longrun, session, state, ui
+from dashboard import compute, longrun, pin, session, state, ui
 from ldpviz import explain, mechanisms, privacy_scale, report, viz
 from ldpviz.domain import Grid
 from ldpviz.mechanisms.heatmap import heatmap
@@ -31,6 +31,7 @@ with session.guard("the mechanism parameters"):
     grid = Grid(data.region, int(cfg["grid_side"])) if data is not None else None
     run_params = session.param_controls(cfg, mechanism, grid)
 session.run_controls(cfg)
+basemap = session.map_controls(cfg)
 session.sync_url(cfg)
 
 if data is None:
@@ -68,13 +69,21 @@ with session.guard("this scenario"):
             st.info(f"**Effective resolution.** {resolution}", icon=":material/grid_view:")
 
     est = result.estimate
-    t1, t2, t3 = st.columns(3)
+    t1, t2, t3, t4 = st.columns(4)
     diff = session.bind(cfg, "show_difference", t1.toggle, "Difference map (estimate − truth)")
     many = len(result.metrics) >= 2
     spread_on = session.bind(cfg, "show_spread", t3.toggle, "Spread over trials", disabled=not many,
                              help="A third map: how much each cell's estimate varies between trials (standard "
                                   "deviation of the estimated share). Needs 2 or more trials (sidebar)."
                              ) and many
+    if cfg.get("pin"):
+        t4.button("Unpin", on_click=pin.unpin, key="pin:off", icon=":material/keep_off:",
+                  help="Forget the pinned setting (the comparison below goes away).")
+    else:
+        t4.button("Pin this setting", on_click=pin.pin_current, key="pin:on", icon=":material/keep:",
+                  help="Keep this setting, then change anything in the sidebar: the page shows the pinned and the "
+                       "current setting side by side (both maps, the readouts and their difference, and a map of the "
+                       "difference). The pin stays when you switch pages and is kept in the link.")
     sigma = 0.0
     if central:
         smooth = session.bind(cfg, "heatmap_filter", t2.toggle, "Gaussian filter (heatmap paper's display)",
@@ -89,7 +98,7 @@ with session.guard("this scenario"):
     difference = est_density - true_density
     vmax = float(max(true_density.max(), est_density.max()))
     vabs = float(np.abs(difference).max()) or 1.0
-    size = {"height": MAP_HEIGHT_PX, "width": MAP_WIDTH_PX}
+    size = {"height": MAP_HEIGHT_PX, "width": MAP_WIDTH_PX, "basemap": basemap}
     filtered = f" (Gaussian filter, σ = {sigma:g} cells)" if sigma > 0 else ""
     left, right = st.columns(2)
     with left:
@@ -114,13 +123,16 @@ with session.guard("this scenario"):
         spread = result.cell_spread("sd")
         smax = float(spread.max()) or 1.0
         st.subheader(f"Spread over {len(result.metrics)} trials")
-        st.pydeck_chart(viz.density_deck(result.grid, spread, vmax=smax, height=MAP_HEIGHT_PX), height=MAP_HEIGHT_PX,
-                        key="map:spread")
+        st.pydeck_chart(viz.density_deck(result.grid, spread, vmax=smax, height=MAP_HEIGHT_PX, basemap=basemap,
+                                         label="standard deviation {share} percentage points"),
+                        height=MAP_HEIGHT_PX, key="map:spread")
         st.html(viz.legend_html(smax, "standard deviation of a cell's estimated share over trials"))
     st.caption(f"{result.grid.side} × {result.grid.side} cells of {result.grid.cell_m:,.0f} m{filtered}; the maps "
-               "share one colour scale and one view. No basemap is drawn (nothing is fetched from a map server): "
-               "the outline" + (" and light grid frame" if result.grid.side <= viz.MAX_GRID_LINES else " frames")
-               + " the region.")
+               "share one colour scale and one view; the outline" + (" and light grid frame" if result.grid.side <=
+                                                                     viz.MAX_GRID_LINES else " frames")
+               + " the region. Hover a cell for its centre's latitude and longitude. "
+               + session.basemap_caption(basemap))
+    fill_pinned_attacker = pin.section(scenario, result, sigma, basemap)
     if getattr(result, "coverage", None):
         with st.expander("What the guarantee covers, and what it does not"):
             st.markdown("\n".join(f"- {line}" for line in result.coverage))
@@ -160,7 +172,7 @@ with session.guard("this scenario"):
             lambda: report.build_report(scenario, dataset=data.dataset, result=result),
             "ldpviz-decision-report.html", "text/html", key="dl:report", icon=":material/description:",
             help="One self-contained page for a decision: the setting, its guarantee in plain words, accuracy with "
-                 "confidence intervals, the attacker, a quick audit and how to reproduce it.")
+                 "confidence intervals, the attacker, a quick audit and how to reproduce it.", on_click="ignore")
     else:
         st.caption("The decision report (HTML) needs 2 or more trials for its confidence intervals: raise "
                    "Trials in the sidebar.")
@@ -171,5 +183,9 @@ with session.guard("this scenario"):
     population = ui.population_density(data.dataset, result.grid)
     found = ui.attacker_errors_m(scenario.mechanism, result.grid, scenario.epsilon, scenario.params, population)
     sentence.markdown(ui.summary_sentence(result, found, within_r=ui.attacker_within_r(
-        scenario.mechanism, result.grid, scenario.epsilon, scenario.params, population), epsilon_text=epsilon_text))
+        scenario.mechanism, result.grid, scenario.epsilon, scenario.params, population), epsilon_text=epsilon_text,
+        attacker_note=ui.attacker_method_note(scenario.mechanism, result.grid, scenario.epsilon, scenario.params,
+                                              population)))
+    if fill_pinned_attacker is not None:
+        fill_pinned_attacker(found[0])
 session.show_resolved_defaults()

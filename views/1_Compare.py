@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compute, controls, longrun, session, state, ui
-from ldpviz import experiment, mechanisms, metrics, privacy_scale, report, tradeoff, viz
+from ldpviz import experiment, explain, mechanisms, metrics, privacy_scale, report, tradeoff, viz
 from ldpviz.domain import Grid
 from ldpviz.errors import LdpvizInputError, require
 
@@ -42,6 +42,7 @@ data = session.data_controls(cfg)
 session.privacy_controls(cfg)
 session.query_controls(cfg)
 session.run_controls(cfg)
+basemap = session.map_controls(cfg)
 
 left, right = st.columns([3, 1])
 chosen, by_name = session.mechanisms_multiselect(
@@ -54,7 +55,8 @@ mode = session.bind(cfg, "compare_mode", st.segmented_control, "Mode", list(MODE
                          "(at the sidebar's users) or the fewest users it needs (at the sidebar's ε).")
 metric_keys = list(metrics.METRIC_INFO) if mode == "at_epsilon" else list(tradeoff.TARGET_METRICS)
 metric = session.bind(cfg, "metric", right.selectbox, "Rank by" if mode == "at_epsilon" else "Target metric",
-                      metric_keys, valid=metric_keys, format_func=ui.metric_label)
+                      metric_keys, valid=metric_keys, format_func=ui.metric_label,
+                      help=explain.readout_help(cfg["metric"]) if cfg.get("metric") in metric_keys else None)
 if mode != "at_epsilon":
     if not cfg.get("target"):
         cfg["target"] = TARGET_HINT[metric]
@@ -116,7 +118,7 @@ if mode != "at_epsilon":
         caveat = privacy_scale.like_for_like(set(table["privacy_model"]))
         if caveat:
             st.info(caveat, icon=":material/balance:")
-        st.download_button("Target search (CSV)", table.to_csv(index=False), "ldpviz-target.csv", "text/csv")
+        st.download_button("Target search (CSV)", table.to_csv(index=False), "ldpviz-target.csv", "text/csv", on_click="ignore")
     st.stop()
 
 longrun.stopped_notice()
@@ -189,15 +191,16 @@ if results:
                 with col:
                     st.markdown(f"**{title}**")
                     if res is None:
-                        deck = viz.density_deck(first.grid, first.true_density, vmax=vmax, height=300)
+                        deck = viz.density_deck(first.grid, first.true_density, vmax=vmax, height=300,
+                                                basemap=basemap)
                     else:
                         deck = viz.estimate_deck(res.grid, res.estimate.density, res.estimate.partition,
-                                                 vmax=vmax, height=300)
+                                                 vmax=vmax, height=300, basemap=basemap)
                         st.caption(f"{ui.metric_label(metric)} {ui.fmt_metric(metric, res.mean()[metric])}")
                     st.pydeck_chart(deck, height=300, key=f"map:{title}")
         st.html(viz.legend_html(vmax))
         r1, r2 = st.columns([2, 1])
-        r1.download_button("Comparison (CSV)", table.to_csv(index=False), "ldpviz-compare.csv", "text/csv")
+        r1.download_button("Comparison (CSV)", table.to_csv(index=False), "ldpviz-compare.csv", "text/csv", on_click="ignore")
         if int(cfg["trials"]) >= 2:
             options = list(table["mechanism"])
             pick = session.bind(cfg, "report_mechanism", r2.selectbox, "Decision report for", options, valid=options,
@@ -205,6 +208,6 @@ if results:
             picked = results[pick]
             r2.download_button("Decision report (HTML)", lambda: report.build_report(
                 picked.scenario, dataset=data.dataset, result=picked), f"ldpviz-decision-report-{pick}.html",
-                "text/html", key="dl:compare-report", icon=":material/description:")
+                "text/html", key="dl:compare-report", icon=":material/description:", on_click="ignore")
         else:
             r2.caption("The decision report (HTML) needs 2 or more trials for its confidence intervals.")

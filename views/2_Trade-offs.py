@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compute, longrun, session, state, ui
-from ldpviz import budget, experiment, mechanisms, metrics, tradeoff, viz
+from ldpviz import budget, experiment, explain, mechanisms, metrics, tradeoff, viz
 from ldpviz.errors import LdpvizInputError
 
 
@@ -70,9 +70,11 @@ def budget_panel() -> None:
                             per_collection_epsilon=None if from_total else float(cfg["epsilon"]),
                             total_epsilon=float(total) if from_total else None, epsilon_unit=unit)
         k1, k2, k3 = st.columns(3)
-        k1.metric("Collections", f"{found['collections']:,}")
-        k2.metric("ε per collection", f"{found['per_collection_epsilon']:.3g}")
-        k3.metric("Total ε (one person, whole period)", f"{found['total_epsilon']:.3g}")
+        k1.metric("Collections", f"{found['collections']:,}", help=explain.readout_help("collections"))
+        k2.metric("ε per collection", f"{found['per_collection_epsilon']:.3g}",
+                  help=explain.readout_help("epsilon_per_collection"))
+        k3.metric("Total ε (one person, whole period)", f"{found['total_epsilon']:.3g}",
+                  help=explain.readout_help("total_epsilon"))
         st.markdown(found["sentence"])
         for warning in found["warnings"]:
             st.warning(warning[0].upper() + warning[1:] + ".")
@@ -133,7 +135,7 @@ def frontier_panel() -> None:
                    "both counts: a mechanism whose curve lies below and to the right of another's is better at every "
                    "trade." + (f" Not drawn (no attacker error: {'; '.join(missing)})." if missing else ""))
         st.download_button("Frontier (CSV)", table.to_csv(index=False), "ldpviz-frontier.csv", "text/csv",
-                           key="dl:frontier")
+                           key="dl:frontier", on_click="ignore")
 
 
 with frontier_box:
@@ -203,9 +205,9 @@ with sweep_box, session.guard("the sweep", where="above or in the sidebar"):
     if int(cfg["trials"]) == 1:
         st.caption("Bands are 95% confidence intervals over trials; raise Trials in the sidebar to see them.")
     d1, d2 = st.columns(2)
-    d1.download_button("Every run (CSV)", tidy.to_csv(index=False), "ldpviz-sweep-runs.csv", "text/csv")
+    d1.download_button("Every run (CSV)", tidy.to_csv(index=False), "ldpviz-sweep-runs.csv", "text/csv", on_click="ignore")
     d2.download_button("Means and confidence intervals (CSV)", summary.to_csv(index=False),
-                       "ldpviz-sweep-summary.csv", "text/csv")
+                       "ldpviz-sweep-summary.csv", "text/csv", on_click="ignore")
     with st.expander("Reproduce with the ldpviz API"):
         base = session.scenario(cfg, data, mechanism=chosen[0])
         st.code(compute.python_snippet(base, data.upload_filename).replace(

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compute, session, ui
-from ldpviz import citations, mechanisms, viz
+from ldpviz import citations, explain, mechanisms, viz
 from ldpviz.domain import Grid
 from ldpviz.errors import LdpvizInputError
 
@@ -28,6 +28,7 @@ grid = Grid(data.region, int(side)) if data is not None else None
 with session.guard("the mechanism parameters"):
     params = session.param_controls(cfg, name, grid)
     session.show_resolved_defaults()
+basemap = session.map_controls(cfg)
 session.sync_url(cfg)
 
 row = next(r for r in mechanisms.describe() if r["name"] == name)
@@ -113,14 +114,14 @@ with session.guard(f"the channel of {cls.label}"):
     m1, m2, m3 = st.columns(3)
     with m1:
         st.markdown("**1 · True location** (red), over the population density")
-        event = st.pydeck_chart(viz.column_deck(grid, prior, marks={x: RED}, label="share"), height=360,
-                                key="map:prior", on_select="rerun", selection_mode="single-object")
+        event = st.pydeck_chart(viz.column_deck(grid, prior, marks={x: RED}, label="share", basemap=basemap),
+                                height=360, key="map:prior", on_select="rerun", selection_mode="single-object")
     with m2:
         st.markdown("**2 · The channel P(report | true cell)** and the report sent (blue)")
         if out_grid is not None:
             marks = {x + 0: RED} if out_grid is grid else {}
-            st.pydeck_chart(viz.column_deck(out_grid, column, marks={**marks, y: BLUE}, frame=grid), height=360,
-                            key="map:channel")
+            st.pydeck_chart(viz.column_deck(out_grid, column, marks={**marks, y: BLUE}, frame=grid, basemap=basemap),
+                            height=360, key="map:channel")
             if out_grid is not grid:
                 st.caption(f"Reports live on a larger {out_grid.side} × {out_grid.side} grid around the region "
                            "(blue outline).")
@@ -129,27 +130,32 @@ with session.guard(f"the channel of {cls.label}"):
             st.caption(f"{P.shape[0]} possible reports; they are not map cells, so they are drawn as bars.")
     with m3:
         st.markdown("**3 · The server's posterior** over where the user was (true cell in red)")
-        st.pydeck_chart(viz.column_deck(grid, posterior, marks={x: RED}, label="posterior"), height=360,
+        st.pydeck_chart(viz.column_deck(grid, posterior, marks={x: RED}, label="posterior", basemap=basemap), height=360,
                         key="map:posterior")
     centres = grid.cell_centers_m()
     dist = np.linalg.norm(centres - centres[x], axis=1)
     best = int(np.argmax(posterior))
     k1, k2, k3, k4 = st.columns(4)
-    k1.metric("Posterior on the true cell", f"{posterior[x]:.1%}", help="Prior share of that cell: "
-              f"{prior[x]:.1%}")
-    k2.metric("Attacker's best guess is off by", ui.fmt_metres(float(dist[best])))
-    k3.metric("Expected error of a posterior guess", ui.fmt_metres(float(posterior @ dist)))
+    k1.metric("Posterior on the true cell", f"{posterior[x]:.1%}",
+              help=explain.readout_help("posterior_true_cell", f"Prior share of that cell: {prior[x]:.1%}."))
+    k2.metric("Attacker's best guess is off by", ui.fmt_metres(float(dist[best])),
+              help=explain.readout_help("guess_error_m"))
+    k3.metric("Expected error of a posterior guess", ui.fmt_metres(float(posterior @ dist)),
+              help=explain.readout_help("guess_error_m", "Here averaged over the server's posterior for this report: "
+                                                         "the distance a guess drawn from it is off by."))
     ratio = column.max() / column[column > 0].min() if np.any(column > 0) else np.nan
-    k4.metric("Max / min report probability", f"{ratio:.3g}", help=f"e^ε = {np.exp(float(cfg['epsilon'])):.3g}")
+    k4.metric("Max / min report probability", f"{ratio:.3g}",
+              help=explain.readout_help("report_ratio", f"Here e^ε = {np.exp(float(cfg['epsilon'])):.3g}."))
 
     pop_err, uni_err, why = ui.attacker_errors_m(name, grid, float(cfg["epsilon"]), params, hist.reshape(grid.side, grid.side))
     if pop_err is not None:
         a1, a2 = st.columns(2)
         a1.metric("Attacker's expected error, over everyone (population prior)", ui.fmt_metres(pop_err),
-                  help="Averaged over every person and report: the attacker knows the channel and the population "
-                       "density (the data set's own density stands in for a census) and makes the best guess. "
-                       "The same attacker as Explore's sentence and the Privacy audit table.")
-        a2.metric("… assuming people could be anywhere (uniform prior)", ui.fmt_metres(uni_err))
+                  help=explain.readout_help("attacker_error_m", "The data set's own density stands in for a census. "
+                                            "The same attacker as Explore's sentence and the Privacy audit table."))
+        a2.metric("… assuming people could be anywhere (uniform prior)", ui.fmt_metres(uni_err),
+                  help=explain.readout_help("attacker_error_m", "This attacker assumes a uniform prior instead "
+                                            "(people could be anywhere), so it guesses worse where people cluster."))
     else:
         st.caption(f"Attacker's expected error over everyone: not computed ({why}).")
 

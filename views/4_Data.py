@@ -9,7 +9,7 @@ import pydeck as pdk
 import streamlit as st
 
 from dashboard import controls, session, state, uploads
-from ldpviz import datasets, viz
+from ldpviz import datasets, explain, viz
 from ldpviz.domain import MAX_REGION_SIDE_M, Grid, Region
 from ldpviz.errors import LdpvizInputError
 
@@ -52,13 +52,24 @@ def upload_verdict(loaded: datasets.Dataset) -> tuple[str, str]:
     changed = {r: n for r, n in (getattr(report, "changed", None) or {}).items() if n}
     if changed:
         kept += " (" + ", ".join(f"{n:,} rows changed: {r}" for r, n in changed.items()) + ")"
-    if share > DROP_WARNING_SHARE or changed:
+    unwrapped = report.dropped.get("longitude past 180, not wrapped", 0) if report else 0
+    if share > DROP_WARNING_SHARE or changed or unwrapped:
         reasons = ", ".join(f"{n:,} {r}" for r, n in report.dropped.items())
         loss = (f", but **{lost:,} of {report.rows_read:,} rows ({share:.0%}) were dropped** ({reasons})"
                 if share > DROP_WARNING_SHARE else "")
-        return ("warning", f"{kept}{loss}. Check the coordinate columns and their units (degrees, WGS 84) in the "
-                           "report below; if that is not what you meant, fix the file and upload it again. Until "
-                           "then the pages use the rows as kept. It is the selected dataset on every page.")
+        advice = []
+        if share > DROP_WARNING_SHARE and lost > unwrapped:
+            advice.append("Check the coordinate columns and their units (degrees, WGS 84) in the report below; if "
+                          "that is not what you meant, fix the file and upload it again.")
+        if changed.get("longitude wrapped"):
+            advice.append("Longitudes past 180° were wrapped (e.g. 188° became -172°); to drop those rows instead, "
+                          "untick 'Wrap longitudes' above.")
+        elif unwrapped:
+            advice.append(f"{unwrapped:,} rows have a longitude in (180°, 540°] and were dropped because wrapping "
+                          "is off; tick 'Wrap longitudes' above to keep them.")
+        advice = " ".join(advice)
+        return ("warning", f"{kept}{loss}. {advice} Until then the pages use the rows as kept. It is the selected "
+                           "dataset on every page.")
     dropped = f" ({lost:,} rows dropped, listed below)" if lost else ""
     return ("success", f"{kept}{dropped}. It is now the selected dataset on every page.")
 
@@ -72,15 +83,20 @@ file = st.file_uploader("CSV or Parquet file", type=["csv", "txt", "tsv", "gz", 
 c1, c2 = st.columns(2)
 lat_col = session.bind(cfg, "lat_column", c1.text_input, "Latitude column (blank = find it)")
 lon_col = session.bind(cfg, "lon_column", c2.text_input, "Longitude column (blank = find it)")
+wrap = session.bind(cfg, "wrap_lon", st.checkbox, "Wrap longitudes past 180° into [-180°, 180°] (subtract 360°)",
+                    help="Data across the antimeridian (near Fiji, Kamchatka, the Aleutians) often writes 172° W as "
+                         "188°. Wrapped, such rows are kept and counted as changed; unwrapped, they are dropped and "
+                         "counted. Either way the report below says how many.")
 ss = st.session_state
 if file is not None:
-    attempt = (getattr(file, "file_id", file.name), lat_col.strip(), lon_col.strip())
+    attempt = (getattr(file, "file_id", file.name), lat_col.strip(), lon_col.strip(), bool(wrap))
     if ss.get("upload_attempt") != attempt:
         ss["upload_attempt"] = attempt
         bar = st.progress(0.0, text=f"Reading {file.name} ...")
         try:
             loaded = datasets.load_file(file, filename=file.name, lat_column=lat_col.strip() or None,
                                         lon_column=lon_col.strip() or None, max_bytes=MAX_UPLOAD_BYTES,
+                                        wrap_longitudes=bool(wrap),
                                         progress=lambda f, m: bar.progress(min(max(f, 0.0), 1.0), text=m))
         except LdpvizInputError as exc:
             bar.empty()
@@ -98,6 +114,7 @@ if kind:
                        "success": ":material/check_circle:"}[kind])
 
 data = session.data_controls(cfg, show_users=False)
+basemap = session.map_controls(cfg)
 session.sync_url(cfg)
 if data is None:
     st.stop()
@@ -106,9 +123,9 @@ report = data.dataset.report
 if report is not None:
     st.subheader("Validation report")
     k1, k2, k3 = st.columns(3)
-    k1.metric("Rows read", f"{report.rows_read:,}")
-    k2.metric("Rows kept", f"{report.rows_kept:,}")
-    k3.metric("Rows dropped", f"{report.rows_read - report.rows_kept:,}")
+    k1.metric("Rows read", f"{report.rows_read:,}", help=explain.readout_help("rows_read"))
+    k2.metric("Rows kept", f"{report.rows_kept:,}", help=explain.readout_help("rows_kept"))
+    k3.metric("Rows dropped", f"{report.rows_read - report.rows_kept:,}", help=explain.readout_help("rows_dropped"))
     st.caption(report.summary())
     rows = ([{"what happened": "dropped", "reason": r, "rows": n} for r, n in report.dropped.items() if n]
             + [{"what happened": "kept, changed", "reason": r, "rows": n}
@@ -125,7 +142,7 @@ with session.guard("the preview"):
     grid = Grid(region, PREVIEW_SIDE)
     binned = grid.bin_lonlat(data.dataset.lon, data.dataset.lat)
     density = grid.histogram(binned.cells) / max(len(binned.cells), 1)
-    deck = viz.density_deck(grid, density, height=460)
+    deck = viz.density_deck(grid, density, height=460, basemap=basemap)
     saved = st.session_state["saved_regions"].get(data.name, {})
     outlines = [{"path": r.outline_lonlat(), "name": n} for n, r in {**data.dataset.presets, **saved}.items()
                 if r != region]
@@ -133,7 +150,7 @@ with session.guard("the preview"):
                                  width_min_pixels=2, pickable=True))
     st.pydeck_chart(deck, height=460, key="map:preview")
     st.caption(f"Region '{region.name or 'custom'}': {len(binned.cells):,} points inside, {binned.n_outside:,} "
-               f"outside. Blue outlines: the dataset's other regions.")
+               f"outside. Blue outlines: the dataset's other regions. " + session.basemap_caption(basemap))
     suggest_grid(len(binned.cells), int(cfg["grid_side"]))
 
     st.subheader("Save a region")

@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compute, session, state, ui
-from ldpviz import mechanisms
+from ldpviz import explain, mechanisms
 from ldpviz.domain import Grid
 
 cfg = session.setup_page("Privacy audit")
@@ -106,7 +106,14 @@ if run_blackbox and "black-box verdict" in table:
                 "(central-DP and multi-round mechanisms have no single client report to sample).",
                 icon=":material/science:")
 # Empty cells read "—" (not measured here, see the verdict), never "None".
-st.dataframe(table.astype(object).where(table.notna(), "—"), hide_index=True)
+# Every cell is text, so a column that mixes numbers and "—" still converts to Arrow cleanly.
+st.dataframe(table.apply(lambda col: col.map(lambda v: "—" if pd.isna(v) else (f"{v:.6g}" if isinstance(v, float)
+                                                                                 else str(v)))),
+             hide_index=True, column_config={
+    column: st.column_config.Column(help=explain.readout_help(key)) for column, key in (
+        ("measured ε (worst case)", "measured_epsilon"), ("max ratio / e^ε", "ratio_over_bound"),
+        ("attacker error (population prior)", "attacker_error_m"), ("attacker error (uniform prior)", "attacker_error_m"))
+    if column in table})
 st.caption("Measured ε = max over reports of log(max P / min P) across true cells, computed exactly from each "
            "mechanism's channel with its default parameters on the audit grid; 'max ratio / e^ε' ≤ 1 means the "
            "guarantee holds (Geo-I: the largest log-ratio per cell side of distance, compared with the slider's ε per km "
@@ -118,4 +125,4 @@ st.caption("Measured ε = max over reports of log(max P / min P) across true cel
            + (" Black-box lower bound: a certified lower bound on ε from sampled reports (ldpviz.audit); it "
               "must not exceed the claim." if blackbox else
               " A black-box audit (sampled reports) appears once ldpviz.audit is installed."))
-st.download_button("Audit (CSV)", table.to_csv(index=False), "ldpviz-audit.csv", "text/csv")
+st.download_button("Audit (CSV)", table.to_csv(index=False), "ldpviz-audit.csv", "text/csv", on_click="ignore")

@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import session, state
-from ldpviz import datasets, flowviz, navigation, od, trajectories
+from ldpviz import datasets, explain, flowviz, navigation, od, trajectories
 
 GRID_SIDES = (4, 8, 16)
 THETAS = (0, 10, 20, 40, 60, 120)
@@ -84,6 +84,7 @@ st.sidebar.header("Navigation")
 cfg.setdefault("flows_theta", 40)
 theta = session.bind(cfg, "flows_theta", st.sidebar.select_slider, "Delay threshold θ (seconds)", THETAS,
                      valid=THETAS, help="A driver sends a location update when running θ seconds late.")
+basemap = session.map_controls(cfg)
 session.sync_url(cfg)
 
 eps = float(cfg["epsilon"])
@@ -92,37 +93,39 @@ with session.guard("the OD flows"):
     res, nav = out["flows"], out["nav"]
     s = res.summary()
     c1, c2, c3, c4 = st.columns(4)
-    c1.metric("Trips", f"{s['n_users']:,}")
-    c2.metric("Budget split", f"{eps / 2:g} + {eps / 2:g}", help="ε/2 for the origin, ε/2 for the destination")
-    c3.metric("L1 over OD pairs", f"{s['l1']:.3f}", help="sum of |true − estimated| shares, 0 (exact) to 2")
+    c1.metric("Trips", f"{s['n_users']:,}", help=explain.readout_help("trips"))
+    c2.metric("Budget split", f"{eps / 2:g} + {eps / 2:g}",
+              help=explain.readout_help("budget_split", "Here ε/2 for the origin, ε/2 for the destination."))
+    c3.metric("L1 over OD pairs", f"{s['l1']:.3f}", help=explain.readout_help("od_l1"))
     c4.metric(f"Top-{s['top_k']} precision", f"{s['top_k_precision']:.0%}",
-              help="of the k largest true flows, the share among the estimate's k largest")
+              help=explain.readout_help("top_k_precision", f"Here k = {s['top_k']}."))
     st.caption(f"Guarantee: {res.guarantee}")
     st.caption(f"Trips: {out['source']}. " + "; ".join(f"left out {n:,} {why}" for why, n in s["left_out"].items()))
     left, right = st.columns(2)
     left.subheader("True flows")
-    left.pydeck_chart(flowviz.arc_deck(res.grid, res.true, colour=flowviz.TRUE_COLOUR))
+    left.pydeck_chart(flowviz.arc_deck(res.grid, res.true, colour=flowviz.TRUE_COLOUR, basemap=basemap))
     right.subheader(f"Estimated flows ({mechanism} + {estimator})")
-    right.pydeck_chart(flowviz.arc_deck(res.grid, res.estimate, colour=flowviz.ESTIMATE_COLOUR))
+    right.pydeck_chart(flowviz.arc_deck(res.grid, res.estimate, colour=flowviz.ESTIMATE_COLOUR, basemap=basemap))
     with st.expander(f"The {s['top_k']} largest true flows"):
         st.dataframe(flowviz.flow_table(res.grid, res.true, res.estimate, s["top_k"]), hide_index=True)
     st.download_button("Flow table (CSV)", flow_csv(res.grid, res.true, res.estimate), "ldpviz-flows.csv",
                        "text/csv", help="Every OD pair with a true or estimated share; cells numbered row by row "
-                                        "from the south-west corner (ldpviz.export's cell numbering).")
+                                        "from the south-west corner (ldpviz.export's cell numbering).", on_click="ignore")
 
     st.header("Navigation with location updates")
     n = nav.summary()
     c1, c2, c3, c4 = st.columns(4)
-    c1.metric("Updates per trip λ", f"{n['mean_updates']:.2f}", help=f"largest: {n['max_updates']}")
-    c2.metric("Total privacy λ·ε", f"{n['mean_total_epsilon']:.2f}", help=f"largest: {n['max_total_epsilon']:.2f}")
-    c3.metric("Route difference", f"{n['rel_levenshtein']:.1%}",
-              help="Levenshtein distance between the driven route and the fastest route on true congestion, "
-                   "relative to the latter's length")
+    c1.metric("Updates per trip λ", f"{n['mean_updates']:.2f}",
+              help=explain.readout_help("updates_per_trip", f"Largest: {n['max_updates']}."))
+    c2.metric("Total privacy λ·ε", f"{n['mean_total_epsilon']:.2f}",
+              help=explain.readout_help("trip_total_epsilon", f"Largest: {n['max_total_epsilon']:.2f}."))
+    c3.metric("Route difference", f"{n['rel_levenshtein']:.1%}", help=explain.readout_help("route_difference"))
     c4.metric("Extra trip time", f"{n['trip_time_deviation_s']:.0f} s",
-              help=f"{n['trip_time_deviation_rel']:.1%} over the fastest route on true congestion")
+              help=explain.readout_help("extra_trip_time", f"Here {n['trip_time_deviation_rel']:.1%} over the "
+                                                           "fastest route on true congestion."))
     st.caption(f"Guarantee: {nav.guarantee} Simulation: {NAV_TRIPS} trips on a {NAV_GRID} × {NAV_GRID} road grid, "
                f"θ = {theta} s, +{NAV_DELAY_S:g} s per congested cell (ldpviz.navigation).")
     if nav.example:
-        st.pydeck_chart(flowviz.route_deck(nav.grid, nav.congestion_true, nav.example))
+        st.pydeck_chart(flowviz.route_deck(nav.grid, nav.congestion_true, nav.example, basemap=basemap))
         st.caption("One trip: blue = fastest route on the true congestion, red = the route driven with private "
                    "updates; shaded cells are truly congested.")

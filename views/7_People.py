@@ -18,7 +18,7 @@ import pydeck as pdk
 import streamlit as st
 
 from dashboard import session, state
-from ldpviz import datasets, export, metrics, trajectories, trajgen, viz
+from ldpviz import datasets, explain, export, metrics, trajectories, trajgen, viz
 from ldpviz import trajectory_mechanisms as tm
 from ldpviz import user_heatmaps as uh
 from ldpviz.domain import Grid
@@ -127,6 +127,7 @@ side = int(session.bind(cfg, "people_grid", st.sidebar.select_slider, "Grid side
                         valid=state.PEOPLE_GRIDS, help="A power of two (dp-heatmap's pyramid needs one)."))
 k = int(session.bind(cfg, "people_k", st.sidebar.slider, "k-median centres k", 1, state.PEOPLE_MAX_K,
                      help="DP k-median (App. A): k centres found on the DP coreset."))
+basemap = session.map_controls(cfg)
 session.sync_url(cfg)
 
 with session.guard("the user-level heatmap"):
@@ -136,24 +137,26 @@ with session.guard("the user-level heatmap"):
 
     st.header("Heatmap of people (central DP)")
     c1, c2, c3, c4 = st.columns(4)
-    c1.metric("People", f"{res.info['people']:,}")
+    c1.metric("People", f"{res.info['people']:,}", help=explain.readout_help("people"))
     c2.metric("Privacy unit", "one person", help=uh.PRIVACY_UNIT)
     c3.metric("W2 (m)", f"{out['readouts']['w2']:,.0f}",
-              help="2-Wasserstein distance between the true per-person-normalised density and the estimate")
+              help=explain.readout_help("w2_m", "Here between the true per-person-normalised density and the "
+                                                "estimate."))
     c4.metric("EMD (m)", f"{out['readouts']['emd']:,.0f}",
-              help="earth mover's distance (l1 ground distance), the metric of the dp-heatmaps paper")
+              help=explain.readout_help("emd_l1_m", "The metric of the dp-heatmaps paper."))
     if shuffle:
         s1, s2 = st.columns(2)
         s1.metric("Messages per person", f"{res.info['messages_per_person']:,}",
-                  help=f"{res.info['shares_per_coordinate']} shares per coordinate")
-        s2.metric("Bits per person", f"{res.info['bits_per_person']:,}")
+                  help=explain.readout_help("messages_per_person",
+                                            f"Here {res.info['shares_per_coordinate']} shares per coordinate."))
+        s2.metric("Bits per person", f"{res.info['bits_per_person']:,}", help=explain.readout_help("bits_per_person"))
     st.caption(f"Guarantee: {res.guarantee}.")
     vmax = float(max(out["true"].max(), res.density.max()))
     left, right = st.columns(2)
     left.subheader("True (each person weight 1)")
-    left.pydeck_chart(viz.density_deck(grid, out["true"], vmax, height=MAP_HEIGHT, width=MAP_WIDTH))
+    left.pydeck_chart(viz.density_deck(grid, out["true"], vmax, height=MAP_HEIGHT, width=MAP_WIDTH, basemap=basemap))
     right.subheader(f"Estimated ({method}{', shuffle model' if shuffle else ''})")
-    deck = viz.density_deck(grid, res.density, vmax, height=MAP_HEIGHT, width=MAP_WIDTH)
+    deck = viz.density_deck(grid, res.density, vmax, height=MAP_HEIGHT, width=MAP_WIDTH, basemap=basemap)
     deck.layers.append(centre_layer(centres, grid))
     right.pydeck_chart(deck)
     right.caption(f"Orange: the {k} DP k-median centres (App. A). Guarantee: {centres.guarantee}; they use ε "
@@ -161,7 +164,7 @@ with session.guard("the user-level heatmap"):
                   + (" (the centres are measured centrally, not in the shuffle model)." if shuffle else "."))
     st.download_button("Estimated grid (CSV)", export.grid_csv(grid, {"true_share": out["true"],
                                                                       "estimated_share": res.density}),
-                       "ldpviz-people-grid.csv", "text/csv")
+                       "ldpviz-people-grid.csv", "text/csv", on_click="ignore")
 
     st.header("Trajectories: DAM against LDPTrace (DAM paper App. D)")
     st.markdown("Each mechanism estimates the distribution of **all points** of the trajectories; W2 against "

@@ -22,6 +22,13 @@ Discretisation used here (cell units, eps_cell per cell side):
   cell (each coordinate clamped to [0, d-1]). The output domain is the grid itself.
 
 The server runs EM/EMS (Li et al. SIGMOD'20) through FFT convolutions.
+
+Aggregate path (``path``, :mod:`ldpviz.mechanisms.two_paths`): the server reads only the report
+histogram, drawn exactly by :meth:`ldpviz.kernels.ClampedChannel.aggregate` (a multinomial over
+the kernel's offsets for every cell holding more users than the kernel has offsets, one draw per
+user elsewhere). It pays only where cells hold more users than the kernel has offsets (small grids,
+large epsilon, many users); 'auto' compares the two by a cost model measured on both
+(:data:`PER_USER_SECONDS_PER_USER`, :data:`AGGREGATE_SECONDS_PER_DRAW`, :data:`AGGREGATE_SECONDS_PER_CELL`).
 """
 
 from __future__ import annotations
@@ -38,11 +45,21 @@ from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import GEO_I, GEO_I_UNIT, GEO_I_UNIT_M, Estimate, Mechanism
 from ldpviz.mechanisms.dam import FAMILY_SPATIAL, POSTPROCESS_PARAM
 from ldpviz.mechanisms.fo import ReportHistogram, report_histogram
+from ldpviz.mechanisms.path_cost import AGGREGATE, PER_USER
+from ldpviz.mechanisms.two_paths import TwoPaths, path_param
 
 QUADRATURE_NODES = 8
 TAIL_NATS = 40.0
 MAX_KERNEL_RADIUS = 1500
 MAX_CHANNEL_SIDE = 32
+#: 'auto' cost model (seconds), read off ClampedChannel.sample + bincount against .aggregate at d = 8, 16, 64,
+#: epsilon = 1 to 30 per km, 1e4 to 1e7 users (min of 3) on the development machine, 2026-11-23: 0.4-3.6e-7 s per
+#: user, 1.2-3.3e-7 s per draw. Where every draw is a single user's (no crowded cell), the aggregate is the per-user
+#: path plus a bincount of the true cells (AGGREGATE_SECONDS_PER_USER), so 'auto' keeps the per-user path there.
+PER_USER_SECONDS_PER_USER = 1.5e-7
+AGGREGATE_SECONDS_PER_DRAW = 1.5e-7
+AGGREGATE_SECONDS_PER_CELL = 1.0e-6
+AGGREGATE_SECONDS_PER_USER = 1.0e-8
 
 
 def planar_laplace_kernel(epsilon: float, radius: int, nodes: int = QUADRATURE_NODES) -> np.ndarray:
@@ -58,7 +75,7 @@ def planar_laplace_kernel(epsilon: float, radius: int, nodes: int = QUADRATURE_N
 
 
 @register
-class PlanarLaplace(Mechanism):
+class PlanarLaplace(TwoPaths, Mechanism):
     """Discretised planar Laplace with remapping to the grid (Andres et al. CCS'13)."""
 
     name = "planar-laplace"
@@ -68,7 +85,9 @@ class PlanarLaplace(Mechanism):
     reference = "Andres et al. CCS'13 (ref. [20] of dam-disk-area-mechanism.md), Sec. 4"
     summary = ("Each phone moves its location by random noise that is likelier to be small than large, then "
                "snaps it to the nearest cell; nearby places stay hard to tell apart.")
-    params = (POSTPROCESS_PARAM,)
+    params = (POSTPROCESS_PARAM,
+              path_param("the report histogram (a multinomial over the kernel's offsets per crowded cell)",
+                         "n users against sum over cells of min(users, kernel offsets) draws"))
     has_channel = True
 
     def setup(self) -> None:
@@ -85,8 +104,19 @@ class PlanarLaplace(Mechanism):
         self.kernel_radius = radius
         self.chan = ClampedChannel(d, planar_laplace_kernel(eps_cell, radius))
 
-    def perturb(self, users: Binned, rng: np.random.Generator) -> np.ndarray:
+    def per_user(self, users: Binned, rng: np.random.Generator) -> np.ndarray:
         return self.chan.sample(users.cells, rng)
+
+    def aggregate(self, users: Binned, rng: np.random.Generator) -> ReportHistogram:
+        counts = np.bincount(np.asarray(users.cells, dtype=np.int64), minlength=self.grid.n_cells)
+        return ReportHistogram(self.chan.aggregate(counts, rng), int(counts.sum()), AGGREGATE)
+
+    def choose(self, users: Binned) -> str:
+        counts = np.bincount(np.asarray(users.cells, dtype=np.int64), minlength=self.grid.n_cells)
+        aggregate = (AGGREGATE_SECONDS_PER_DRAW * self.chan.aggregate_draws(counts)
+                     + AGGREGATE_SECONDS_PER_CELL * self.chan.crowded_cells(counts)
+                     + AGGREGATE_SECONDS_PER_USER * len(users.cells))
+        return AGGREGATE if aggregate < PER_USER_SECONDS_PER_USER * len(users.cells) else PER_USER
 
     def statistic(self, reports: np.ndarray | ReportHistogram) -> ReportHistogram:
         """The histogram of reported cells (additive over groups of users)."""
@@ -94,12 +124,14 @@ class PlanarLaplace(Mechanism):
 
     def estimate(self, reports: np.ndarray | ReportHistogram) -> Estimate:
         d = self.grid.side
-        counts = np.asarray(self.statistic(reports).counts, dtype=float).reshape(d, d)
+        hist = self.statistic(reports)
+        counts = np.asarray(hist.counts, dtype=float).reshape(d, d)
         density, info = expectation_maximisation(counts, self.chan.forward, self.chan.adjoint, (d, d),
                                                  smoothing=self.postprocess == "ems")
         return Estimate(density, raw=counts, info={
             "reports": int(counts.sum()), "output_cells": d * d, "epsilon_per_m": self.epsilon / GEO_I_UNIT_M,
-            "mean_noise_m": 2.0 / self.epsilon * GEO_I_UNIT_M, "postprocess": self.postprocess, **info})
+            "mean_noise_m": 2.0 / self.epsilon * GEO_I_UNIT_M, "postprocess": self.postprocess, **info,
+            **self.path_info(hist.path)})
 
     def channel(self) -> np.ndarray:
         # The folded kernel (ClampedChannel) keeps each column's sum to a (3d)^2 box, so d = 32 is cheap.

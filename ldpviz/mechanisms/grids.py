@@ -55,9 +55,9 @@ from ldpviz.estimation import norm_sub, to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param
 from ldpviz.mechanisms.fo import (ORACLES, PATHS, OLHReports, ReportHistogram, SupportCounts, olh_supports,
-                                 oracle_counts, oracle_estimate, oracle_perturb)
+                                 oracle_counts, oracle_estimate, oracle_perturb, oracle_report_likelihood)
 from ldpviz.mechanisms.path_cost import AGGREGATE, AUTO, PER_USER, choose_path
-from ldpviz.partition import Partition
+from ldpviz.partition import Partition, rect_cell_shares
 
 FAMILY_GRIDS = "Grid decompositions (grid paper)"
 REFERENCE = "grid-decompositions-ug-privag-aag.md"
@@ -309,6 +309,15 @@ class _GridDecomposition(Mechanism):
     family = FAMILY_GRIDS
     privacy_model = LDP
     has_client = False
+    #: the attacker's reports depend on public state built from the whole collection (N, the adaptive grid)
+    attack_uses_crowd = True
+
+    def _cell_likelihood(self, grid2: TwoLevelGrid, reports: Any) -> np.ndarray:
+        """``(n, d*d)``: the oracle likelihood of each report over ``grid2``'s cells, spread to the grid's
+        cells by area (P(y | x) = sum_v P(v | x) P(y | v), people uniform within a grid cell)."""
+        L = oracle_report_likelihood(self.oracle, reports, grid2.n_cells, self.epsilon)
+        shares = rect_cell_shares(grid2.rects(), self.grid.side)
+        return np.asarray((shares.T @ L.T).T)
 
     def _path_for(self, n_users: int, domain_size: int) -> str:
         """The oracle path of one round: the forced one, or the cost model's choice for 'auto'."""
@@ -410,11 +419,34 @@ class UG(_GridDecomposition):
         return self._partition_estimate(grid2, counts, reports.n_users,
                                         {"N": reports.side, "capped": reports.capped, "path": used})
 
+    def attack_reports(self, people: Binned, rng: np.random.Generator, crowd: Binned) -> UGReports:
+        """Per-user reports of ``people`` on the N x N grid a collection of ``crowd``'s size fixes."""
+        side = self.side_for(len(crowd.cells))
+        grid2 = TwoLevelGrid.uniform(side)
+        _check_cells(grid2)
+        reports = oracle_perturb(self.oracle, grid2.locate(people.unit), grid2.n_cells, self.epsilon, rng, PER_USER)
+        return UGReports(side, False, len(crowd.cells), reports)
+
+    def report_likelihood(self, reports: UGReports) -> np.ndarray:
+        """``(n, d*d)``: each report's oracle likelihood over the N x N cells, spread to the grid's cells."""
+        return self._cell_likelihood(TwoLevelGrid.uniform(reports.side), reports.reports)
+
     def report_key(self, reports: UGReports) -> Any:
         """For the black-box audit: the oracle's reports (OLH's as the cells each report supports, see
         :meth:`ldpviz.mechanisms.fo.OLH.report_key`)."""
         inner = reports.reports
         return olh_supports(inner, reports.side ** 2) if isinstance(inner, OLHReports) else inner
+
+
+@dataclass(frozen=True)
+class AdaptiveGridReports:
+    """One report per person of PrivAG / AAG: the phase, the public grids and the oracle reports per phase."""
+
+    in_first: np.ndarray        #: bool per person: reported in the first phase (on first_grid)
+    first_grid: TwoLevelGrid
+    second_grid: TwoLevelGrid
+    first: Any                  #: oracle reports of the first-phase people, in order
+    second: Any                 #: oracle reports of the second-phase people, in order
 
 
 @register
@@ -448,7 +480,12 @@ class PrivAG(_GridDecomposition):
 
     def run(self, users: Binned, rng: np.random.Generator) -> Estimate:
         first, second = self._split_users(users, rng)
-        n = len(first) + len(second)
+        g1, grid2, info = self._first_round(first, len(first) + len(second), rng)
+        return self._finish(grid2, second, rng, info)
+
+    def _first_round(self, first: np.ndarray, n: int, rng: np.random.Generator) -> tuple[int, TwoLevelGrid, dict]:
+        """Round one (eq. 4-5, and 6-7 for AAG): the first-phase users at ``first`` (unit coordinates) report on
+        the g1 x g1 grid; returns g1, the public second-level grid and what happened."""
         g1_formula = first_level_side(n, self.epsilon, self._alpha_first())
         g1 = capped_first_side(g1_formula, self.min_pieces)
         grid1 = TwoLevelGrid.uniform(g1)
@@ -460,7 +497,33 @@ class PrivAG(_GridDecomposition):
         info = {"g1": g1, "first-level cells": g1 * g1, "max g2": int(g2.max()),
                 "first-phase reports": len(first), "first-phase path": first_path,
                 "capped": bool(scaled or g1 < g1_formula)}
-        return self._finish(grid2, second, rng, info)
+        return g1, grid2, info
+
+    def attack_reports(self, people: Binned, rng: np.random.Generator, crowd: Binned) -> "AdaptiveGridReports":
+        """One report per person, as a phone sees the protocol: the public second-level grid comes from a
+        first round of ``crowd`` (a collection of that size); each person is in the first phase with
+        probability sigma (Algorithm 2-3 split the users at random) and reports its cell of the grid of its
+        phase through the oracle, per user."""
+        first, _ = self._split_users(crowd, rng)
+        g1, grid2, _ = self._first_round(first, len(crowd.cells), rng)
+        _check_cells(grid2)
+        unit = np.asarray(people.unit, dtype=float).reshape(-1, 2)
+        in_first = rng.random(len(unit)) < self.sigma
+        grid1 = TwoLevelGrid.uniform(g1)
+        r1 = oracle_perturb(self.oracle, grid1.first_level_cells(unit[in_first]), g1 * g1, self.epsilon, rng,
+                            PER_USER)
+        r2 = oracle_perturb(self.oracle, grid2.locate(unit[~in_first]), grid2.n_cells, self.epsilon, rng, PER_USER)
+        return AdaptiveGridReports(in_first, grid1, grid2, r1, r2)
+
+    def report_likelihood(self, reports: "AdaptiveGridReports") -> np.ndarray:
+        """``(n, d*d)``: each report's oracle likelihood over its phase's grid, spread to the grid's cells (the
+        phase is part of the report; its probability does not depend on the location)."""
+        out = np.empty((len(reports.in_first), self.grid.n_cells))
+        if reports.in_first.any():
+            out[reports.in_first] = self._cell_likelihood(reports.first_grid, reports.first)
+        if (~reports.in_first).any():
+            out[~reports.in_first] = self._cell_likelihood(reports.second_grid, reports.second)
+        return out
 
 
 @register

@@ -225,25 +225,33 @@ def hadamard_aggregate_histogram(true_counts: np.ndarray, code: HadamardCode,
                                  rng: np.random.Generator) -> np.ndarray:
     """The report histogram drawn directly: sum over x of Multinomial(n_x, P[:, x]). Exact in distribution.
 
-    Per value: Binomial splits into C_x, x's block outside C_x and the other blocks, then
-    uniform multinomials within each part (every part is uniform under P[:, x]).
+    Mixture form of the channel (e^eps / Z on C_x, 1 / Z elsewhere): with probability
+    w = s (e^eps - 1) / Z a user reports uniformly on its own C_x, otherwise uniformly on all K
+    outputs (then C_x has w / s + (1 - w) / K = e^eps / Z and every other output (1 - w) / K = 1 / Z).
+    So Bin(n_x, w) users of x are informed; the others make one Multinomial over K. An informed
+    draw is c uniform on the block moved into C_x by flipping the lowest set bit of x's row (as
+    :func:`hadamard_perturb`); a value with at least s informed users takes one Multinomial over
+    its s members instead. Work O(K + D + sum_x min(w n_x, s)), no loop over values.
     """
     counts = np.asarray(true_counts, dtype=np.int64).reshape(-1)
     require(counts.size == code.domain_size, f"need one true count per value ({code.domain_size}), got {counts.size}")
-    out = np.zeros(code.outputs, dtype=np.int64)
-    b, B, s = code.block_size, code.blocks, code.set_size
-    e, Z = math.exp(code.epsilon), code.normaliser
+    b, s, K = code.block_size, code.set_size, code.outputs
+    w = s * math.expm1(code.epsilon) / code.normaliser
+    informed = rng.binomial(counts, w)
+    out = rng.multinomial(int(counts.sum() - informed.sum()), np.full(K, 1.0 / K)).astype(np.int64)
+    few = np.flatnonzero((informed > 0) & (informed < s))
+    cum = np.cumsum(informed[few])
+    cuts = np.concatenate([[0], np.searchsorted(cum, np.arange(1 << 22, int(cum[-1]) if len(cum) else 0, 1 << 22)),
+                           [len(few)]])
+    for lo, hi in zip(cuts[:-1], cuts[1:]):           # about 4M informed users at a time: bounded memory
+        values = np.repeat(few[lo:hi], informed[few[lo:hi]])
+        block, row = _block_and_row(values, code)
+        c = rng.integers(0, b, size=len(values)).astype(np.int64)
+        c = np.where(_parity(row, c) == 0, c, c ^ (row & -row))
+        out += np.bincount(block * b + c, minlength=K)
     cols = np.arange(b)
-    for x in np.nonzero(counts)[0]:
-        j, i = divmod(int(x), b - 1)
-        in_c = _parity(np.uint64(i + 1), cols) == 0
-        parts = rng.multinomial(counts[x], [s * e / Z, s / Z, max(0.0, 1 - (s * e + s) / Z)])
-        block_hist = np.zeros(b, dtype=np.int64)
-        block_hist[in_c] = rng.multinomial(parts[0], np.full(s, 1.0 / s))
-        block_hist[~in_c] = rng.multinomial(parts[1], np.full(b - s, 1.0 / (b - s)))
-        out[j * b:(j + 1) * b] += block_hist
-        if B > 1 and parts[2]:
-            others = rng.multinomial(parts[2], np.full((B - 1) * b, 1.0 / ((B - 1) * b)))
-            out[:j * b] += others[:j * b]
-            out[(j + 1) * b:] += others[j * b:]
+    for x in np.flatnonzero(informed >= s):           # at most n w / s values
+        block, row = divmod(int(x), b - 1)
+        members = block * b + cols[_parity(np.uint64(row + 1), cols) == 0]
+        out[members] += rng.multinomial(informed[x], np.full(s, 1.0 / s))
     return out

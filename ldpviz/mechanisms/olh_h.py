@@ -22,6 +22,15 @@ tree with known node variances): bottom-up, each node's estimate is combined
 with the sum of its children's by inverse-variance weighting; top-down, each
 parent's residual is shared among the children in proportion to their
 variances. The root is the whole population (frequency 1, known exactly).
+
+Aggregate path (``path``, see :mod:`ldpviz.mechanisms.two_paths`): the server's sufficient
+statistic is, per level, the number of reports at that level and the OLH support count of
+every node. Each user picks its level uniformly and independently, so the users of a leaf
+split over the levels as Multinomial(n_leaf, uniform); the level's node counts are sums of
+those, and given them each level is plain OLH, whose support counts are drawn by
+:func:`~ldpviz.mechanisms.fo.olh_aggregate_support` (exact for a fully random hash family,
+as USENIX'17's analysis assumes; the per-user universal family matches it in every per-node
+marginal). 'auto' sums OLH's fitted cost model (``path_cost``) over the levels at n / L users each.
 """
 
 from __future__ import annotations
@@ -34,10 +43,12 @@ from ldpviz.domain import Binned
 from ldpviz.estimation import to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Param
-from ldpviz.mechanisms.fo import (OLHReports, olh_buckets, olh_estimate_counts, olh_perturb, olh_probabilities,
-                                 olh_supports)
-from ldpviz.mechanisms.srr import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, domain_param, domain_to_grid,
-                                   level_param)
+from ldpviz.mechanisms.fo import (OLHReports, SupportCounts, olh_aggregate_support, olh_buckets, olh_estimate_counts,
+                                 olh_perturb, olh_probabilities, olh_supports)
+from ldpviz.mechanisms.path_cost import AGGREGATE, PER_USER, predicted_seconds
+from ldpviz.mechanisms.srr import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, domain_likelihood_to_cells,
+                                   domain_param, domain_to_grid, level_param)
+from ldpviz.mechanisms.two_paths import TwoPaths, path_param
 
 
 def hierarchy(domain: LocationDomain) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -104,8 +115,18 @@ class OLHHReports:
     g: int
 
 
+@dataclass(frozen=True)
+class OLHHStatistic:
+    """The aggregate path's report statistic: the public domain and, per level, its OLH support counts (whose
+    ``n`` is the number of users who reported at that level)."""
+
+    domain: LocationDomain
+    levels: list[SupportCounts]
+    g: int
+
+
 @register
-class OLHH(LocationDomainMechanism):
+class OLHH(TwoPaths, LocationDomainMechanism):
     """OLH over the quadkey hierarchy, one random level per user, with constrained inference (Sec. 6.2)."""
 
     name = "olh-h"
@@ -121,11 +142,52 @@ class OLHH(LocationDomainMechanism):
         level_param(),
         Param("projection", str, "norm-sub", "how the leaf estimates become a distribution",
               choices=("norm-sub", "clip")),
+        path_param("every level's report count and OLH support counts",
+                   "OLH's cost model summed over the levels at n / L users each"),
     )
 
-    def perturb(self, users: Binned, rng: np.random.Generator) -> OLHHReports:
-        """Each phone picks a level uniformly and sends an OLH report of its node at that level."""
+    def choose(self, users: Binned) -> str:
+        levels = hierarchy(self.build_domain(users))
+        n = len(users.cells) / len(levels)
+        cost = {path: sum(predicted_seconds("olh", path, n, len(nodes)) for nodes, _ in levels)
+                for path in (PER_USER, AGGREGATE)}
+        return AGGREGATE if cost[AGGREGATE] < cost[PER_USER] else PER_USER
+
+    def aggregate(self, users: Binned, rng: np.random.Generator) -> OLHHStatistic:
+        """Per level: its users (a uniform multinomial split of every leaf's users) and their OLH support counts."""
         domain = self.build_domain(users)
+        leaf_counts = np.bincount(self.positions(domain, users), minlength=domain.size)
+        levels = hierarchy(domain)
+        split = rng.multinomial(leaf_counts, np.full(len(levels), 1.0 / len(levels)))      # (leaves, levels)
+        g = olh_buckets(self.epsilon)
+        stats = [olh_aggregate_support(np.bincount(index, weights=split[:, i], minlength=len(nodes)).astype(np.int64),
+                                       self.epsilon, rng, g) for i, (nodes, index) in enumerate(levels)]
+        return OLHHStatistic(domain, stats, g)
+
+    def per_user(self, users: Binned, rng: np.random.Generator) -> OLHHReports:
+        """Each phone picks a level uniformly and sends an OLH report of its node at that level."""
+        return self._perturb_on(self.build_domain(users), users, rng)
+
+    def attack_reports(self, people: Binned, rng: np.random.Generator, crowd: Binned) -> OLHHReports:
+        """One report per person on the domain a collection of ``crowd`` uses (public grid: the grid alone)."""
+        return self._perturb_on(self.attack_domain(people, crowd), people, rng)
+
+    def report_likelihood(self, reports: OLHHReports) -> np.ndarray:
+        """``(n, d*d)``: P(report | location) up to factors of the report alone. A report is (level l, seed,
+        bucket) (Sec. 6.2): the level is drawn independently of the location (a constant factor), and given
+        it the report is OLH on the level-l node, so leaf v has p where H_seed(node_l(v)) = bucket, else q
+        (grid paper eq. 2); spread from the domain's locations to the grid's cells."""
+        domain = reports.domain
+        p, q = olh_probabilities(self.epsilon, reports.g)
+        out = np.empty((len(reports.levels), domain.size))
+        for i, (nodes, index) in enumerate(hierarchy(domain)):
+            mine = np.flatnonzero(reports.levels == i)
+            if len(mine):
+                level = OLHReports(reports.seeds[mine], reports.buckets[mine], reports.g)
+                out[mine] = np.where(olh_supports(level, len(nodes))[:, index], p, q)
+        return domain_likelihood_to_cells(self.grid, domain, out)
+
+    def _perturb_on(self, domain: LocationDomain, users: Binned, rng: np.random.Generator) -> OLHHReports:
         leaves = self.positions(domain, users)
         levels = hierarchy(domain)
         n = len(leaves)
@@ -139,16 +201,21 @@ class OLHH(LocationDomainMechanism):
                 seeds[mine], buckets[mine] = part.seeds, part.buckets
         return OLHHReports(domain, choice, seeds, buckets, g)
 
-    def estimate(self, reports: OLHHReports) -> Estimate:
+    def estimate(self, reports: OLHHReports | OLHHStatistic) -> Estimate:
         domain = reports.domain
         levels = hierarchy(domain)
         noisy, variances, per_level = [], [], []
+        aggregated = isinstance(reports, OLHHStatistic)
         for i, (nodes, _) in enumerate(levels):
-            mine = reports.levels == i
-            n_level = int(mine.sum())
+            if aggregated:
+                level_reports: OLHReports | SupportCounts = reports.levels[i]
+                n_level = int(reports.levels[i].n)
+            else:
+                mine = reports.levels == i
+                n_level = int(mine.sum())
+                level_reports = OLHReports(reports.seeds[mine], reports.buckets[mine], reports.g)
             if n_level:
-                counts = olh_estimate_counts(OLHReports(reports.seeds[mine], reports.buckets[mine], reports.g),
-                                             len(nodes), self.epsilon)
+                counts = olh_estimate_counts(level_reports, len(nodes), self.epsilon, reports.g)
                 noisy.append(counts / n_level)
             else:
                 noisy.append(np.full(len(nodes), 1.0 / len(nodes)))
@@ -158,8 +225,9 @@ class OLHH(LocationDomainMechanism):
         probs = to_distribution(consistent[-1], self.projection)
         density, partition = domain_to_grid(self.grid, domain, probs)
         return Estimate(density, partition=partition, raw=consistent[-1], info={
-            "reports": int(len(reports.levels)), "domain": domain.kind, "domain_size": domain.size,
-            "levels": len(levels), "reports_per_level": per_level})
+            "reports": int(sum(per_level)), "domain": domain.kind, "domain_size": domain.size,
+            "levels": len(levels), "reports_per_level": per_level,
+            **self.path_info(AGGREGATE if aggregated else PER_USER)})
 
     def report_key(self, reports: OLHHReports) -> np.ndarray:
         """For the black-box audit: the user's level and which leaves its report supports, ``(n, 1 + D)``.

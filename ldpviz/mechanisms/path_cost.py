@@ -21,6 +21,14 @@ aggregate O(D); HR per-user is O(n + K), its aggregate O(K + D + tanh(eps/2) n)
 (coefficients measured at eps = 1, where tanh(1/2) = 0.46; at larger eps the
 aggregate's n-term grows towards the per-user one, so the choice errs only
 between two paths of similar cost).
+
+The other client mechanisms (:mod:`ldpviz.mechanisms.two_paths`) keep their own
+measured work models next to their aggregate draw: the tile oracles and OLH-H
+reuse :func:`choose_path` / :func:`predicted_seconds` above; planar Laplace
+(geoi.py), SRR (srr.py), PLDP (pldp.py) and SEM-Geo-I (sem_geoi.py) compare n
+against their aggregate's draws. ``bench/bench_paths.py`` times every client
+mechanism on both paths at 1M users, d = 64 and reports whether 'auto' chose
+the faster one (docs/paths-benchmark.md).
 """
 
 from __future__ import annotations

@@ -37,6 +37,15 @@ Implementation choices (the paper leaves them open or we could not check them):
   exact posterior). ``calibration='raw'`` takes epsilon as eps' per km (the tool's one
   Geo-I unit, ``GEO_I_UNIT_M``), i.e. eps' = epsilon * cell side / 1 km per cell side.
 * Grids beyond 32 x 32 are refused: reports hold k cells each and k grows with the grid.
+* Aggregate path (``path``, :mod:`ldpviz.mechanisms.two_paths`): the server reads only how often
+  each cell is named (the membership histogram), so :meth:`SubsetTables.aggregate_membership` draws
+  that histogram exactly without listing any subset: the users at x split over the nearest member's
+  rank as Multinomial(n_x, pi[x, :]); the other k - 1 members of a user whose nearest member has rank j
+  are a uniform (k-1)-subset of the ranks after j, which selection sampling (Knuth's Algorithm S)
+  draws by scanning the ranks in order and taking rank r with probability (members still needed) /
+  (ranks left). Users of one x who still need the same number q of members at rank r are exchangeable,
+  so each such group takes rank r as one Bin(g_q, q / (n - r)): O(n x occupied cells x k) draws
+  however many users, against O(users x n) random keys on the per-user path.
 """
 
 from __future__ import annotations
@@ -57,6 +66,8 @@ from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import GEO_I, GEO_I_UNIT, GEO_I_UNIT_M, Estimate, Mechanism, Param
 from ldpviz.mechanisms.dam import DAM, FAMILY_SPATIAL, POSTPROCESS_PARAM
 from ldpviz.mechanisms.fo import ReportHistogram, report_histogram
+from ldpviz.mechanisms.path_cost import AGGREGATE, PER_USER
+from ldpviz.mechanisms.two_paths import TwoPaths, path_param
 
 MAX_SIDE = 32
 MAX_REPORTED_CELLS = 100_000_000
@@ -69,6 +80,15 @@ EPS_PRIME_RANGE = (1e-3, 50.0)
 MAX_CALIBRATION_WORK = 200_000_000
 #: Calibration tolerance on log eps' (0.1 % in eps'; LP is flat in eps' where eps' is small).
 CALIBRATION_XTOL = 1e-3
+#: 'auto' cost model (seconds): per-user path per (user x cell) random key (k > 1) or per user (k = 1); aggregate
+#: path per (rank x occupied cell x member) draw. Read off both client halves (sample + bincount against
+#: aggregate_membership) at d = 8, 16, 32, k = 1 and 6-20, n = 1e3 to 1e6, skewed counts (min of 2), on the
+#: development machine, 2026-11-23: 1-4e-8 s per key, 0.7-2.5e-7 s per user, 0.3-5e-7 s per draw; with these
+#: constants the model chose the faster path in 14 of those 16 configurations (both misses at 1,000 users, where
+#: the two paths differ by under 1 ms).
+PER_USER_SECONDS_PER_KEY = 2.5e-8
+PER_USER_SECONDS_PER_USER = 1.5e-7
+AGGREGATE_SECONDS_PER_DRAW = 1.0e-7
 
 
 def _log_binom(a: np.ndarray, b: int) -> np.ndarray:
@@ -152,6 +172,36 @@ class SubsetTables:
         out.sort(axis=1)
         return out
 
+    def aggregate_membership(self, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """How often each cell is named by users with ``counts`` per true cell, drawn exactly (no subsets listed).
+
+        Same distribution as :meth:`sample` followed by a bincount: the nearest member's rank is
+        Multinomial(n_x, pi[x]) over the users at x, and the k - 1 others are a uniform subset of
+        the later ranks, drawn for all users at once by selection sampling over the ranks (see the
+        module docstring).
+        """
+        n, k = self.n, self.k
+        counts = np.asarray(counts, dtype=np.int64).reshape(-1)
+        require(counts.size == n, f"need one count per cell ({n}), got {counts.size}")
+        xs = np.flatnonzero(counts)
+        if not len(xs):
+            return np.zeros(n, dtype=np.int64)
+        p = self.nearest[xs]
+        nearest = rng.multinomial(counts[xs], p / p.sum(axis=1, keepdims=True))      # (cells, rank)
+        named = nearest.copy()                                                     # times rank r is named
+        if k > 1:
+            need = np.zeros((len(xs), k), dtype=np.int64)                          # users still needing q
+            q = np.arange(1, k)
+            for r in range(n):
+                waiting = need[:, 1:]
+                if r and waiting.any():
+                    take = rng.binomial(waiting, np.minimum(q / (n - r), 1.0))
+                    named[:, r] += take.sum(axis=1)
+                    need[:, 1:] -= take
+                    need[:, :-1] += take
+                need[:, k - 1] += nearest[:, r]
+        return np.bincount(self.order[xs].ravel(), weights=named.ravel(), minlength=n).astype(np.int64)
+
 
 def mean_subset_entropies(side: int, eps_prime: float, ks: np.ndarray) -> np.ndarray:
     """mean_x H(S | X = x) (nats) for every subset size in ``ks``, all at once.
@@ -226,7 +276,7 @@ def sem_local_privacy_cells(tables: SubsetTables, samples_per_cell: int = LP_SAM
 
 
 @register
-class SEMGeoI(Mechanism):
+class SEMGeoI(TwoPaths, Mechanism):
     """Subset Exponential Mechanism under geo-indistinguishability (INFOCOM'17), LP-calibrated."""
 
     name = "sem-geoi"
@@ -247,6 +297,8 @@ class SEMGeoI(Mechanism):
               "maximise the mutual-information bound at the calibrated eps'",
               choices=("paper", "mutual-information")),
         POSTPROCESS_PARAM,
+        path_param("how often each cell is named (the server's statistic)",
+                   "users x cells random keys against cells x occupied cells x k binomial draws"),
     )
     has_channel = True
 
@@ -331,7 +383,21 @@ class SEMGeoI(Mechanism):
             return math.exp(lo)
         return math.exp(optimize.brentq(gap, lo, hi, xtol=CALIBRATION_XTOL, rtol=1e-12))
 
-    def perturb(self, users: Binned, rng: np.random.Generator) -> np.ndarray:
+    def aggregate(self, users: Binned, rng: np.random.Generator) -> ReportHistogram:
+        """The membership histogram of all users' reports, drawn exactly (:meth:`SubsetTables.aggregate_membership`)."""
+        counts = np.bincount(np.asarray(users.cells, dtype=np.int64), minlength=self.grid.n_cells)
+        return ReportHistogram(self.tables.aggregate_membership(counts, rng), int(counts.sum()), AGGREGATE)
+
+    def choose(self, users: Binned) -> str:
+        n_users, cells = len(users.cells), self.grid.n_cells
+        if n_users * self.k > MAX_REPORTED_CELLS:
+            return AGGREGATE          # the per-user path refuses this many reported cells
+        occupied = len(np.unique(users.cells))
+        per_user = n_users * (PER_USER_SECONDS_PER_KEY * cells if self.k > 1 else PER_USER_SECONDS_PER_USER)
+        aggregate = AGGREGATE_SECONDS_PER_DRAW * cells * occupied * self.k
+        return AGGREGATE if aggregate < per_user else PER_USER
+
+    def per_user(self, users: Binned, rng: np.random.Generator) -> np.ndarray:
         """(n_users, k) array of reported cells."""
         require(len(users.cells) * self.k <= MAX_REPORTED_CELLS,
                 f"SEM-Geo-I would send {len(users.cells) * self.k:,} cells in total (k = {self.k} per user); use "
@@ -356,7 +422,7 @@ class SEMGeoI(Mechanism):
             "reports": int(hist.n), "subset_size": k, "subset_size_paper": self.k_paper,
             "eps_prime_per_cell": self.eps_prime,
             "eps_prime_per_m": self.eps_prime / self.grid.cell_m, "calibration": self.calibration,
-            "postprocess": self.postprocess, **info})
+            "postprocess": self.postprocess, **info, **self.path_info(hist.path)})
 
     def local_privacy_cells(self) -> float:
         """LP of eq. (15)-(16) in cells (exact on tiny grids, Monte Carlo otherwise)."""

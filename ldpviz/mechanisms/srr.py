@@ -55,6 +55,14 @@ Open points and the choices made (all documented in docs/srr-method.md):
   Norm-Sub (Euclidean projection; ``projection="clip"`` as an option).
 * ``estimator="mle"``: EM for the maximum-likelihood distribution under the
   channel (the Sec. 6.5 / Fig. 11 ablation "SRR + MLE").
+
+Aggregate path (``path``, :mod:`ldpviz.mechanisms.two_paths`): the server reads only the histogram
+of reported positions. The staircase channel is alpha_m everywhere plus one step (alpha_m (c - 1) /
+(m - 1)) on each inner interval (:func:`staircase_channel`), i.e. a mixture of uniform draws: over the
+whole domain with weight alpha_m |D|, over inner interval j with weight step x |interval j|. So the
+users at x split over those components as one multinomial, and every component is uniform on a
+contiguous range of sorted positions, whose summed draws :func:`ldpviz.range_draws.uniform_range_histogram`
+returns exactly in O(ranges x log |D| + |D|) binomials, independent of n (:func:`aggregate_histogram`).
 """
 
 from __future__ import annotations
@@ -75,7 +83,10 @@ from ldpviz.errors import LdpvizInputError, require
 from ldpviz.estimation import expectation_maximisation, to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param
-from ldpviz.partition import Partition
+from ldpviz.mechanisms.path_cost import AGGREGATE, PER_USER
+from ldpviz.mechanisms.two_paths import TwoPaths, path_param
+from ldpviz.partition import Partition, rect_cell_shares
+from ldpviz.range_draws import uniform_range_histogram
 
 FAMILY_SRR = "Location LDP (L-SRR paper)"
 #: Largest domain SRR accepts: its estimator solves a dense d x d system.
@@ -253,6 +264,7 @@ class LocationDomainMechanism(Mechanism):
         if self.domain == "occupied":
             self.has_client = False
             self.has_channel = False
+            self.attack_uses_crowd = True   # the attacker rebuilds the occupied domain from a crowd
         elif grid_block(self.grid) > 1:
             self.has_channel = False   # a location is a k x k block: no channel over single cells
 
@@ -266,6 +278,15 @@ class LocationDomainMechanism(Mechanism):
     def positions(self, domain: LocationDomain, users: Binned) -> np.ndarray:
         """Each user's position in the sorted domain."""
         return domain_positions(self.grid, domain, users)
+
+    def attack_domain(self, people: Binned, crowd: Binned) -> LocationDomain:
+        """The domain of a collection holding ``crowd`` and ``people`` (for the Monte Carlo attacker): the public
+        grid domain, or with ``domain="occupied"`` the tiles they occupy."""
+        if self.domain != "occupied":
+            return self.build_domain(people)
+        both = Binned(cells=np.concatenate([crowd.cells, people.cells]),
+                      unit=np.concatenate([crowd.unit, people.unit]), n_outside=0)
+        return self.build_domain(both)
 
     def channel_over_cells(self, domain_channel: Callable[[LocationDomain], np.ndarray]) -> np.ndarray:
         """``P[y, x]`` over the grid's cells from a channel over domain positions (grid domain only).
@@ -304,6 +325,21 @@ def domain_positions(grid: Grid, domain: LocationDomain, users: Binned) -> np.nd
             cells = (rows // domain.block) * side + cols // domain.block
         return inverse[cells]
     return domain.index_of(user_codes(grid, users.unit, domain.level))
+
+
+def domain_likelihood_to_cells(grid: Grid, domain: LocationDomain, likelihood: np.ndarray) -> np.ndarray:
+    """``(n, D)`` likelihoods over domain positions -> ``(n, d*d)`` over the grid's cells.
+
+    Grid domain (one cell per location): a relabelling. Blocks or quadkey tiles: P(y | cell x) =
+    sum_v P(v | x) P(y | v) with P(v | x) the share of cell x's area in location v (people uniform
+    within a cell); a cell no location covers gets likelihood 0 (nobody can be there).
+    """
+    L = np.asarray(likelihood, dtype=float)
+    if domain.kind == "grid" and domain.block == 1:
+        out = np.zeros((len(L), grid.n_cells))
+        out[:, domain.cells] = L
+        return out
+    return np.asarray((rect_cell_shares(domain.rects, grid.side).T @ L.T).T)
 
 
 def domain_to_grid(grid: Grid, domain: LocationDomain, probs: np.ndarray) -> tuple[np.ndarray, Partition | None]:
@@ -628,6 +664,26 @@ def perturb_positions(plan: StaircasePlan, positions: np.ndarray, rng: np.random
     return np.where(k < left, outer_lo + k, inner_hi + (k - left))
 
 
+def aggregate_histogram(plan: StaircasePlan, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Histogram of reported positions for ``counts`` users per position, drawn exactly (the mixture form of
+    :func:`staircase_channel`; module docstring): the same distribution as :func:`perturb_positions` + bincount."""
+    D, m = plan.domain.size, plan.m
+    counts = np.asarray(counts, dtype=np.int64).reshape(-1)
+    require(counts.size == D, f"need one count per domain position ({D}), got {counts.size}")
+    xs = np.flatnonzero(counts)
+    if not len(xs):
+        return np.zeros(D, dtype=np.int64)
+    alpha_min = plan.alpha[xs, m - 1]
+    step = alpha_min * (plan.c - 1.0) / (m - 1)
+    lo, hi = plan.lo[xs, 1:m], plan.hi[xs, 1:m]
+    weights = np.column_stack([alpha_min * D, step[:, None] * (hi - lo)])
+    total = weights.sum(axis=1, keepdims=True)
+    require(np.allclose(total, 1.0, atol=1e-6), "the staircase plan's probabilities do not sum to 1")
+    split = rng.multinomial(counts[xs], weights / total)                      # (inputs, 1 + inner intervals)
+    return uniform_range_histogram(np.concatenate([[0], lo.ravel()]), np.concatenate([[D], hi.ravel()]),
+                                   np.concatenate([[split[:, 0].sum()], split[:, 1:].ravel()]), D, rng)
+
+
 def fwht(a: np.ndarray) -> np.ndarray:
     """Unnormalised fast Walsh-Hadamard transform along axis 0 (Sylvester order, eq. 8); length 2^k."""
     out = np.array(a, dtype=float, copy=True)
@@ -772,8 +828,26 @@ class SrrReports:
     positions: np.ndarray
 
 
+@dataclass(frozen=True)
+class SrrHistogram:
+    """The aggregate path's statistic: the public plan and how many users reported each domain position."""
+
+    plan: StaircasePlan
+    counts: np.ndarray
+    n: int
+
+
+#: 'auto' cost model (seconds): per-user path per (user x group); aggregate a constant plus per (occupied input x
+#: group) range. Read off perturb_positions + bincount against aggregate_histogram at d = 8, 32, 64, eps = 1 and 4,
+#: 1e4 to 1e6 users, skewed counts (min of 3), on the development machine, 2026-11-23: 2-8e-8 s per user x group,
+#: 0.2-5e-6 s per range (the larger at d = 8, where the constant dominates).
+PER_USER_SECONDS_PER_USER_GROUP = 4.0e-8
+AGGREGATE_SECONDS = 3.0e-4
+AGGREGATE_SECONDS_PER_RANGE = 3.0e-7
+
+
 @register
-class SRR(LocationDomainMechanism):
+class SRR(TwoPaths, LocationDomainMechanism):
     """Staircase Randomized Response over quadkey-encoded locations (L-SRR Sec. 3, Alg. 1-2).
 
     Each user reports a location of the public domain D: one of the ``m``
@@ -809,6 +883,8 @@ class SRR(LocationDomainMechanism):
               choices=("hadamard", "hadamard-min-norm", "mle")),
         Param("projection", str, "norm-sub", "how the unbiased Hadamard estimate becomes a distribution",
               choices=("norm-sub", "clip")),
+        path_param("the histogram of reported positions (a mixture of uniform draws over nested intervals)",
+                   "n users x m groups against occupied inputs x m intervals"),
     )
     has_channel = True    # with the public grid domain (see LocationDomainMechanism)
 
@@ -816,16 +892,33 @@ class SRR(LocationDomainMechanism):
         return cached_plan(domain, self.epsilon, self.groups)
 
     # ---- protocol -----------------------------------------------------------
-    def perturb(self, users: Binned, rng: np.random.Generator) -> SrrReports:
+    def per_user(self, users: Binned, rng: np.random.Generator) -> SrrReports:
         domain = self.build_domain(users)
         plan = self.plan(domain)
         return SrrReports(plan, perturb_positions(plan, self.positions(domain, users), rng))
 
-    def estimate(self, reports: SrrReports) -> Estimate:
+    def aggregate(self, users: Binned, rng: np.random.Generator) -> SrrHistogram:
+        domain = self.build_domain(users)
+        counts = np.bincount(self.positions(domain, users), minlength=domain.size)
+        return SrrHistogram(self.plan(domain), aggregate_histogram(self.plan(domain), counts, rng), int(counts.sum()))
+
+    def choose(self, users: Binned) -> str:
+        domain = self.build_domain(users)
+        m = self.plan(domain).m
+        occupied = min(len(np.unique(users.cells)), domain.size)    # occupied inputs (cells bound tiles)
+        aggregate = AGGREGATE_SECONDS + AGGREGATE_SECONDS_PER_RANGE * occupied * m
+        faster = aggregate < PER_USER_SECONDS_PER_USER_GROUP * len(users.cells) * m
+        return AGGREGATE if faster else PER_USER
+
+    def estimate(self, reports: SrrReports | SrrHistogram) -> Estimate:
         plan = reports.plan
         domain = plan.domain
         t0 = time.perf_counter()
-        counts = np.bincount(reports.positions, minlength=domain.size).astype(float)
+        aggregated = isinstance(reports, SrrHistogram)
+        if aggregated:
+            counts = np.asarray(reports.counts, dtype=float)
+        else:
+            counts = np.bincount(reports.positions, minlength=domain.size).astype(float)
         info: dict = {}
         if self.estimator == "mle":
             raw, iterations = em_estimate(plan, counts)
@@ -837,7 +930,8 @@ class SRR(LocationDomainMechanism):
             info.update(solver=plan._lu["method"], identifiable_rank=plan._lu["rank"])
         density, partition = domain_to_grid(self.grid, domain, probs)
         info.update({
-            "reports": int(len(reports.positions)), "domain": domain.kind, "domain_size": domain.size,
+            "reports": int(reports.n if aggregated else len(reports.positions)), "domain": domain.kind,
+            "domain_size": domain.size, **self.path_info(AGGREGATE if aggregated else PER_USER),
             "level": domain.level, "groups_m": plan.m, "c": plan.c, "epsilon_target": plan.epsilon_target,
             "epsilon_achieved": plan.epsilon, "estimator": self.estimator,
             "offline_s": plan.seconds, "estimate_s": time.perf_counter() - t0,
@@ -847,7 +941,18 @@ class SRR(LocationDomainMechanism):
         return Estimate(density, partition=partition, raw=raw, info=info)
 
     def run(self, users: Binned, rng: np.random.Generator) -> Estimate:
-        return self.estimate(self.perturb(users, rng))
+        return self.estimate(self.collect(users, rng))
+
+    def attack_reports(self, people: Binned, rng: np.random.Generator, crowd: Binned) -> SrrReports:
+        """Reports of ``people`` under the plan of the collection's domain (Monte Carlo attacker; used only when
+        there is no channel over single cells: occupied tiles, or blocks of cells on grids beyond 64 x 64)."""
+        plan = self.plan(self.attack_domain(people, crowd))
+        return SrrReports(plan, perturb_positions(plan, self.positions(plan.domain, people), rng))
+
+    def report_likelihood(self, reports: SrrReports) -> np.ndarray:
+        """``(n, d*d)``: the rows of the staircase channel (eq. 2-4) for each reported location, spread to cells."""
+        q = reports.plan.channel()[np.asarray(reports.positions, dtype=np.int64)]
+        return domain_likelihood_to_cells(self.grid, reports.plan.domain, q)
 
     def channel(self) -> np.ndarray:
         """Dense channel over the grid cells (``domain="grid"`` only; the occupied domain depends on data)."""

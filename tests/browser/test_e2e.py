@@ -8,8 +8,6 @@ box. A screenshot of every page lands in artifacts/screenshots/. Without
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,9 +17,7 @@ from dashboard import serve
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = serve.CHROMIUM
 SHOTS = ROOT / "artifacts" / "screenshots"
-CHROMIUM_ARGS = serve.CHROMIUM_ARGS
 #: A small scenario so every page renders in a few seconds.
 SMALL = "ds=normal&users=5000&d=16"
 PAGES = [  # (url path, screenshot name, has an epsilon slider)
@@ -34,31 +30,6 @@ PAGES = [  # (url path, screenshot name, has an epsilon slider)
     ("Flows", "flows", True),
     ("People", "people", True),
 ]
-
-
-def _require_or_skip(reason: str) -> None:
-    if os.environ.get("LDPVIZ_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"{reason} (LDPVIZ_REQUIRE_BROWSER=1)")
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def server() -> str:
-    proc, url = serve.start(output=subprocess.PIPE)
-    yield url
-    serve.stop(proc)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    missing = serve.browser_missing()
-    if missing:
-        _require_or_skip(missing)
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 def wait_idle(page, timeout_ms: int = 60_000) -> None:

@@ -31,28 +31,6 @@ PAGES = ["Compare", "Trade-offs", "Mechanisms", "Privacy audit", "Data", "Flows"
 WANTED = {"eps": "2.5", "d": "12", "users": "4000", "mech": "grr", "seed": "7"}
 
 
-@pytest.fixture(scope="module")
-def server() -> str:
-    proc, url = serve.start()
-    yield url
-    serve.stop(proc)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    missing = serve.browser_missing()
-    if missing:
-        import os
-        if os.environ.get("LDPVIZ_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"{missing} (LDPVIZ_REQUIRE_BROWSER=1)")
-        pytest.skip(missing)
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=serve.CHROMIUM, args=serve.CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
 class Walk:
     """One browser page plus what it saw: console errors and requests to other hosts."""
 
@@ -198,10 +176,16 @@ def test_mechanisms_map_click_moves_the_true_cell(server, browser):
         before = walk.query().get("cell", "4,4")   # the default: the centre cell
         canvas.scroll_into_view_if_needed()
         box = canvas.bounding_box()
-        # 60 px west and 50 px south of the centre: inside the region (framed to ~165 px), off the centre cell
-        walk.page.mouse.click(box["x"] + box["width"] / 2 - 60, box["y"] + box["height"] / 2 + 50)
-        walk.idle()
-        cell = walk.query().get("cell")
+        # 60 px west and 50 px south of the centre: inside the region (framed to ~165 px), off the centre cell.
+        # On a loaded machine deck.gl may not have drawn its pickable layer yet when the first click lands: a person
+        # would click again, and so does this (up to three times).
+        for _ in range(3):
+            walk.page.mouse.click(box["x"] + box["width"] / 2 - 60, box["y"] + box["height"] / 2 + 50)
+            walk.idle()
+            cell = walk.query().get("cell")
+            if cell is not None and cell != before:
+                break
+            walk.page.wait_for_timeout(2000)
         assert cell is not None and cell != before, walk.page.url
         walk.check_clean("Mechanisms after a map click")
         walk.shot("mechanisms-click")
@@ -223,9 +207,9 @@ def download(walk: Walk, label: str) -> Path:
         path = DOWNLOADS / info.value.suggested_filename
         info.value.save_as(str(path))
         return path
-    # Seen intermittently when the machine is loaded (root cause not found this session: the click reaches the
-    # page but no download event arrives). Recorded as an expected failure rather than a pass.
-    pytest.xfail(f"no download from {label!r} after three clicks (intermittent under load)")
+    # Formerly intermittent under load: the click's default rerun raced Streamlit's deferred download (the rerun
+    # could drop the callable before the browser fetched it). Every download button now uses on_click="ignore".
+    pytest.fail(f"no download from {label!r} after three clicks")
 
 
 def upload_csv(tmp_path: Path) -> Path:
@@ -255,6 +239,15 @@ def test_upload_save_region_and_exports(server, browser, tmp_path):
         assert walk.page.locator('[data-testid="stAlertContentWarning"]').count() >= 1
         walk.check_clean("Data after the upload")
         walk.shot("data-upload")
+        # The wrap is an offer: unticked, the 5 rows past 180 are dropped and counted; ticked again, kept.
+        wrap_box = walk.page.get_by_text("Wrap longitudes past 180°")
+        wrap_box.click()
+        walk.idle()
+        text = walk.main_text()
+        assert "25 of 210 rows" in text and "5 rows have a longitude in (180°, 540°]" in text, text[:1500]
+        wrap_box.click()
+        walk.idle()
+        assert "5 rows changed" in walk.main_text()
         # Save region: saved, selected and previewed, in the link with its centre and side.
         form = walk.page.locator('[data-testid="stForm"]')
         form.locator('input[aria-label="Name"]').fill("Test area")

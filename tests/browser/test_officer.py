@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from test_journey import DOWNLOADS, Walk, browser, server  # noqa: F401 (fixtures)
+from test_journey import DOWNLOADS, Walk
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 SMALL = "ds=normal&users=3000&d=8"
 
 
-def test_decision_report_downloads_and_target_mode_and_frontier_render(server, browser):  # noqa: F811
+def test_decision_report_downloads_and_target_mode_and_frontier_render(server, browser):
     """Explore with 2 trials: 'Decision report (HTML)' downloads a self-contained page (no http(s) reference, the
     attacker named); Compare in target mode shows the ε found; Trade-offs draws the frontier."""
     walk = Walk(browser, server)
