@@ -241,7 +241,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="docs", help="output directory (default docs/)")
     args = ap.parse_args(argv)
     n, trials, seed = (20_000, 1, 1000) if args.quick else (300_000, 5, 1000)
+    default_n, default_trials = n, trials
     n, trials = args.users or n, args.trials or trials
+    reduced = ("" if (n, trials) == (default_n, default_trials) else
+               f" **Reduced run**: {n:,} points and {trials} trials instead of the {'quick' if args.quick else 'full'} "
+               f"default ({default_n:,} points, {default_trials} trials), set with --users/--trials to fit the time "
+               "available.")
     radius_factors, d_values, epsilons = ((QUICK["radius_factors"], QUICK["d_values"], QUICK["epsilons"])
                                           if args.quick else (RADIUS_FACTORS, D_VALUES, EPSILONS))
     started = time.time()
@@ -262,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
              f"Planar Laplace and SEM-Geo-I use the epsilon' that gives DAM's local privacy. "
              f"Post-processing: each mechanism's default -- EM for DAM, DAM-NS, HUEM, SEM-Geo-I "
              f"and planar Laplace (ldpviz.estimation's default rule: early stopping validated on 20% held-out reports, see docs/em-stopping.md); SW-EMS at 256 buckets per axis for MDSW. "
-             f"SEM-Geo-I's subset size: k = ceil(n / (e^eps + 1)) (the paper's) unless the row says otherwise.\n"]
+             f"SEM-Geo-I's subset size: k = ceil(n / (e^eps + 1)) (the paper's) unless the row says otherwise.{reduced}\n"]
 
     # 1. main comparison at d = 15, eps = 3.5, with the baselines' other settings
     header = ["data"] + list(ALL) + [lab for lab, _, _ in VARIANTS]
