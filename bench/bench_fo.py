@@ -221,18 +221,24 @@ def bench_cost_model(users: list[int], cells: list[int], max_entries: float, rep
             for D in cells:
                 values = np.random.default_rng(0).integers(0, D, n)
                 row = {"oracle": oracle, "n": n, "D": D}
-                for path in ("per-user", "aggregate"):
-                    if path == "per-user" and oracle in ("olh", "oue") and n * D > max_entries:
-                        continue
-                    secs = [timed(fo.oracle_counts, oracle, values, D, 1.0, np.random.default_rng(r), path)[0]
-                            for r in range(reps)]
-                    row[path] = min(secs)
+                paths = [p for p in ("per-user", "aggregate")
+                         if not (p == "per-user" and oracle in ("olh", "oue") and n * D > max_entries)]
+                secs: dict[str, list[float]] = {p: [] for p in paths}
+                for r in range(reps):          # interleaved, alternating which path goes first
+                    for path in (paths if r % 2 == 0 else paths[::-1]):
+                        secs[path].append(timed(fo.oracle_counts, oracle, values, D, 1.0,
+                                                np.random.default_rng(r), path)[0])
+                for path in paths:
+                    row[path] = min(secs[path])          # the cost model is fitted to minima
+                if len(paths) == 2:
+                    row["ratio"] = [u / a for u, a in zip(secs["per-user"], secs["aggregate"])]
                 rows.append(row)
     return rows
 
 
 def bench_disk_cost(sides: list[int], epsilons: list[float], users: list[int], reps: int) -> list[dict]:
-    """DAM's disk channel: sample() + bincount against aggregate() for skewed true counts, min of ``reps``."""
+    """DAM's disk channel: sample() + bincount against aggregate() for skewed true counts, ``reps`` interleaved
+    pairs (the minimum of each path and the paired ratios)."""
     rows = []
     for side in sides:
         for eps in epsilons:
@@ -242,11 +248,17 @@ def bench_disk_cost(sides: list[int], epsilons: list[float], users: list[int], r
                 counts = np.random.default_rng(1).multinomial(n, w / w.sum())
                 cells = np.repeat(np.arange(side * side), counts)
                 size = chan.out_side ** 2
-                per = min(timed(lambda r: np.bincount(chan.sample(cells, np.random.default_rng(r)), minlength=size),
-                                r)[0] for r in range(reps))
-                agg = min(timed(chan.aggregate, counts, np.random.default_rng(r))[0] for r in range(reps))
+                per_s, agg_s = [], []
+                for r in range(reps):          # interleaved, alternating which path goes first
+                    for path in (("per-user", "aggregate") if r % 2 == 0 else ("aggregate", "per-user")):
+                        if path == "per-user":
+                            per_s.append(timed(lambda g: np.bincount(chan.sample(cells, g), minlength=size),
+                                               np.random.default_rng(r))[0])
+                        else:
+                            agg_s.append(timed(chan.aggregate, counts, np.random.default_rng(r))[0])
                 choice = path_cost.choose_disk_path(n, float(chan.bump_draws(counts).sum()), chan.n_outputs)
-                rows.append({"d": side, "eps": eps, "n": n, "per-user": per, "aggregate": agg, "choice": choice})
+                rows.append({"d": side, "eps": eps, "n": n, "per-user": min(per_s), "aggregate": min(agg_s),
+                             "ratio": [u / a for u, a in zip(per_s, agg_s)], "choice": choice})
     return rows
 
 
@@ -362,13 +374,14 @@ def write_report(path: str, oracle_rows: list[dict], path_rows: list[dict], cost
     fitted = fit_costs(cost_rows)
     agree = total = 0
     for r in cost_rows:
-        if "per-user" in r and "aggregate" in r:
+        if "ratio" in r:
             total += 1
-            faster = "aggregate" if r["aggregate"] < r["per-user"] else "per-user"
+            faster = "aggregate" if np.median(r["ratio"]) > 1 else "per-user"
             agree += path_cost.choose_path(r["oracle"], r["n"], r["D"]) == faster
     lines += ["## 3. The path cost model", "",
-              "Both paths of every oracle (client and server, epsilon = 1; minimum of "
-              f"{args.cost_reps} runs) for users n in {', '.join(f'{n:,}' for n in args.cost_users)} and cells D in "
+              "Both paths of every oracle (client and server, epsilon = 1; "
+              f"{args.cost_reps} interleaved pairs: the minimum of each path, which the coefficients are fitted to, "
+              f"and the median [min-max] of the paired ratio per-user / aggregate, which decides the faster path) for users n in {', '.join(f'{n:,}' for n in args.cost_users)} and cells D in "
               f"{', '.join(f'{d:,}' for d in args.cost_cells)} (OLH and OUE per-user skipped above "
               f"{args.cost_max_entries:,.0f} users x cells). The code's coefficients "
               f"(`ldpviz/mechanisms/path_cost.py`, measured on: {path_cost.MEASURED_ON}) chose the faster "
@@ -380,20 +393,25 @@ def write_report(path: str, oracle_rows: list[dict], path_rows: list[dict], cost
         now = fitted.get(key)
         lines.append(f"| {key[0]} | {key[1]} | " + " | ".join(f"{c:.3g}" for c in coef) + " | "
                      + (" | ".join(f"{c:.3g}" for c in now) if now else "- | - | - | -") + " |")
-    lines += ["", "| oracle | users | cells | per-user (s) | aggregate (s) | model's choice |", "|---|---|---|---|---|---|"]
+    lines += ["", "| oracle | users | cells | per-user (s, min) | aggregate (s, min) | paired ratio per-user / aggregate "
+              "| faster (median ratio) | model's choice |", "|---|---|---|---|---|---|---|---|"]
     for r in cost_rows:
         pu = f"{r['per-user']:.4f}" if "per-user" in r else "skipped"
-        lines.append(f"| {r['oracle']} | {r['n']:,} | {r['D']:,} | {pu} | {r['aggregate']:.4f} | "
+        ratio = f"{spread(r['ratio'], '{:,.3g}')}x" if "ratio" in r else "-"
+        faster = ("aggregate" if np.median(r["ratio"]) > 1 else "per-user") if "ratio" in r else "-"
+        lines.append(f"| {r['oracle']} | {r['n']:,} | {r['D']:,} | {pu} | {r['aggregate']:.4f} | {ratio} | {faster} | "
                      f"{path_cost.choose_path(r['oracle'], r['n'], r['D'])} |")
-    right = sum(r["choice"] == ("aggregate" if r["aggregate"] < r["per-user"] else "per-user") for r in disk_rows)
+    right = sum(r["choice"] == ("aggregate" if np.median(r["ratio"]) > 1 else "per-user") for r in disk_rows)
     lines += ["", "DAM's disk channel (also DAM-NS and HUEM; `path_cost.choose_disk_path`, coefficients "
               f"{path_cost.DISK_COEFFICIENTS}): the client half (sample + bincount) against the exact aggregate "
-              f"(`DiskChannel.aggregate`), skewed true counts, minimum of {args.cost_reps} runs. The model chose the "
-              f"faster path in {right} of {len(disk_rows)} configurations.", "",
-              "| d | epsilon | users | per-user (s) | aggregate (s) | model's choice |", "|---|---|---|---|---|---|"]
+              f"(`DiskChannel.aggregate`), skewed true counts, {args.cost_reps} interleaved pairs (minimum of each path; the "
+              f"faster path by the median paired ratio). The model chose the faster path in {right} of "
+              f"{len(disk_rows)} configurations.", "",
+              "| d | epsilon | users | per-user (s, min) | aggregate (s, min) | paired ratio per-user / aggregate | "
+              "model's choice |", "|---|---|---|---|---|---|---|"]
     for r in disk_rows:
         lines.append(f"| {r['d']} | {r['eps']:g} | {r['n']:,} | {r['per-user']:.4f} | {r['aggregate']:.4f} | "
-                     f"{r['choice']} |")
+                     f"{spread(r['ratio'], '{:,.3g}')}x | {r['choice']} |")
     lines.append("")
     with open(path, "w") as fh:
         fh.write("\n".join(lines))

@@ -159,17 +159,24 @@ def _mean(res: dict, key: tuple) -> float:
     return float(np.mean(res[key]))
 
 
+def _within_noise(res: dict, a: tuple, b: tuple) -> bool:
+    """Whether two settings' mean W2 differ by no more than the larger standard deviation over trials."""
+    return abs(np.mean(res[a]) - np.mean(res[b])) <= max(np.std(res[a]), np.std(res[b]))
+
+
 def verdicts(res: dict, datasets: tuple[str, ...], radius_factors: tuple[float, ...], epsilons: tuple[float, ...],
              b_hat: dict[float, int]) -> list[str]:
     """Verdict sentences, each computed from the tables' numbers (keys: (label, dataset, d, eps))."""
     out = []
     m = lambda lab, ds, d=15, eps=3.5: _mean(res, (lab, ds, d, eps))  # noqa: E731
+    close = lambda a, b, ds, d=15, eps=3.5: _within_noise(res, (a, ds, d, eps), (b, ds, d, eps))  # noqa: E731
     # 1. DAM vs MDSW (every MDSW setting) and HUEM
     for ds in datasets:
         dam = m("dam", ds)
         mdsw = {lab: m(lab, ds) for lab in ("mdsw", "mdsw (EMS at grid resolution)", "mdsw (plain EM)")}
         beats = [lab for lab, v in mdsw.items() if dam < v]
-        text = ", ".join(f"{lab} {v:.4f} ({v / dam:.1f}x DAM)" for lab, v in mdsw.items())
+        text = ", ".join(f"{lab} {v:.4f} ({v / dam:.1f}x DAM{', within one sd' if close('dam', lab, ds) else ''})"
+                         for lab, v in mdsw.items())
         verdict = ("**holds** for every MDSW setting" if len(beats) == len(mdsw) else
                    "**does not hold** for any MDSW setting" if not beats else
                    f"holds only against {', '.join(beats)}")
@@ -180,7 +187,10 @@ def verdicts(res: dict, datasets: tuple[str, ...], radius_factors: tuple[float, 
         dam, mdsw, huem = m("dam", "SZipf"), m("mdsw", "SZipf"), m("huem", "SZipf")
         out.append(f"- SZipf: the paper's own Fig. 9 shows DAM behind MDSW and HUEM on SZipf (while its text says "
                    f"DAM is always better than MDSW). Ours: DAM {dam:.4f}, MDSW {mdsw:.4f}, HUEM {huem:.4f}: DAM "
-                   f"{'beats' if dam < mdsw else 'loses to'} MDSW and {'beats' if dam < huem else 'loses to'} HUEM"
+                   f"{'beats' if dam < mdsw else 'loses to'} MDSW"
+                   f"{' (within one sd over trials)' if close('dam', 'mdsw', 'SZipf') else ''} and "
+                   f"{'beats' if dam < huem else 'loses to'} HUEM"
+                   f"{' (within one sd over trials)' if close('dam', 'huem', 'SZipf') else ''}"
                    + (", so the paper's SZipf result reproduces." if dam >= mdsw and dam >= huem else
                       "; the paper's SZipf result " + ("reproduces only in part." if dam >= mdsw or dam >= huem
                                                        else "does not reproduce.")))
@@ -196,7 +206,8 @@ def verdicts(res: dict, datasets: tuple[str, ...], radius_factors: tuple[float, 
         for ds in datasets:
             wins = [e for e in large if m("dam", ds, 15, e) < m("sem-geoi", ds, 15, e)]
             losses = [e for e in large if e not in wins]
-            detail = "; ".join(f"eps {e:g}: {m('dam', ds, 15, e):.4f} vs {m('sem-geoi', ds, 15, e):.4f}" for e in large)
+            detail = "; ".join(f"eps {e:g}: {m('dam', ds, 15, e):.4f} vs {m('sem-geoi', ds, 15, e):.4f}"
+                               + (" (within one sd)" if close("dam", "sem-geoi", ds, 15, e) else "") for e in large)
             verdict = ("**holds** at every eps >= 5 we ran" if not losses else
                        "**contradicted by this table** at eps = " + ", ".join(f"{e:g}" for e in losses))
             out.append(f"- {ds}: \"DAM outperforms SEM-Geo-I when eps is large\" (Sec. VII-C3): {verdict} "
@@ -241,7 +252,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="docs", help="output directory (default docs/)")
     args = ap.parse_args(argv)
     n, trials, seed = (20_000, 1, 1000) if args.quick else (300_000, 5, 1000)
+    default_n, default_trials = n, trials
     n, trials = args.users or n, args.trials or trials
+    reduced = ("" if (n, trials) == (default_n, default_trials) else
+               f" **Reduced run**: {n:,} points and {trials} trials instead of the {'quick' if args.quick else 'full'} "
+               f"default ({default_n:,} points, {default_trials} trials), set with --users/--trials to fit the time "
+               "available.")
     radius_factors, d_values, epsilons = ((QUICK["radius_factors"], QUICK["d_values"], QUICK["epsilons"])
                                           if args.quick else (RADIUS_FACTORS, D_VALUES, EPSILONS))
     started = time.time()
@@ -262,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
              f"Planar Laplace and SEM-Geo-I use the epsilon' that gives DAM's local privacy. "
              f"Post-processing: each mechanism's default -- EM for DAM, DAM-NS, HUEM, SEM-Geo-I "
              f"and planar Laplace (ldpviz.estimation's default rule: early stopping validated on 20% held-out reports, see docs/em-stopping.md); SW-EMS at 256 buckets per axis for MDSW. "
-             f"SEM-Geo-I's subset size: k = ceil(n / (e^eps + 1)) (the paper's) unless the row says otherwise.\n"]
+             f"SEM-Geo-I's subset size: k = ceil(n / (e^eps + 1)) (the paper's) unless the row says otherwise.{reduced}\n"]
 
     # 1. main comparison at d = 15, eps = 3.5, with the baselines' other settings
     header = ["data"] + list(ALL) + [lab for lab, _, _ in VARIANTS]

@@ -29,6 +29,7 @@ from ldpviz import metrics, trajgen
 from ldpviz import trajectory_mechanisms as tm
 from ldpviz.domain import Grid, Region
 from ldpviz.reproduce import provenance_markdown
+from ldpviz.summaries import write_summary
 
 D_VALUES = (1, 5, 10, 15, 20)
 EPSILONS = (0.5, 1.0, 1.5, 2.0, 2.5)
@@ -168,7 +169,12 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "dam-trajectories.md"
     path.write_text("\n".join(lines))
-    print(f"wrote {path}")
+    generated = [*sentences(by_d, "d"), *sentences(by_eps, "eps"), budget_sentence(by_d, by_eps), ldptrace_sentence()]
+    summary = write_summary(args.out, "dam-trajectories.md", "DAM paper App. D, trajectories",
+                            [line[2:] if line.startswith("- ") else line for line in generated],
+                            {"by_d": {f"{k:g}": v for k, v in by_d.items()},
+                             "by_eps": {f"{k:g}": v for k, v in by_eps.items()}}, quick=args.quick)
+    print(f"wrote {path} and {summary}")
     return 0
 
 

@@ -33,6 +33,7 @@ import pandas as pd  # noqa: E402
 
 from ldpviz import navigation, od  # noqa: E402
 from ldpviz.reproduce import provenance_markdown  # noqa: E402
+from ldpviz.summaries import write_summary  # noqa: E402
 
 SEED = 13
 SCHEMES = ("srr", "grr-tiles", "olh-h", "hr-tiles", "pldp")
@@ -190,6 +191,21 @@ def main() -> None:
 
     out = args.out / "flows-claims.md"
     speed_big = speed[speed.users == speed.users.max()]
+    lasso_sentence = f"Lasso's L1 is at most EM's in {100 * lasso_better:.0f}% of the (dataset, epsilon, scheme) cells."
+    speed_sentence = (f"The joint statistic of {int(speed_big.users.iloc[0]):,} users takes at most "
+                      f"{speed_big.statistic_s.max():.2f} s; the estimators work on it, not on users: the unbiased "
+                      f"estimate takes at most {speed_big[speed_big.estimator == 'unbiased'].estimate_s.max():.2f} s, "
+                      f"EM at most {speed_big[speed_big.estimator == 'em'].estimate_s.max():.1f} s and Lasso at most "
+                      f"{speed_big[speed_big.estimator == 'lasso'].estimate_s.max():.1f} s.")
+    fig14_sentence = (f"The mean total bound {'falls' if falls else 'does **not** fall'} from {first.mean_total_eps:.2f} "
+                      f"(theta = {first.theta_s:g} s) to {last.mean_total_eps:.2f} (theta = {last.theta_s:g} s); the "
+                      f"largest lambda at theta = {last.theta_s:g} s is {int(last.max_updates)} (the paper: about 3 at "
+                      "theta = 60 s).")
+    nav_sentence = (f"Among the private schemes run, SRR has strictly the smallest relative Levenshtein distance at "
+                    f"{lev_wins} of {n_eps} epsilon values (ties with the best: {lev_ties}) and strictly the smallest "
+                    f"trip-time deviation at {dev_wins} of {n_eps} (ties: {dev_ties}). With the true "
+                    f"congestion (exact) the distance is {exact.rel_levenshtein.mean():.3f} and the deviation "
+                    f"{exact.time_deviation_s.mean():.1f} s: what the update policy itself costs.")
     text = [
         "# L-SRR trajectory-input results re-run: OD flows (Fig. 10) and navigation (Figs. 14-16)", "",
         provenance_markdown(seeds=f"{SEED} + trial (OD), {SEED} (navigation)", trials=str(cfg["trials"]),
@@ -217,30 +233,20 @@ def main() -> None:
             ["dataset", "epsilon", *SCHEMES]], "{:.2f}"), "",
         "| dataset | epsilon | L1(SRR) < L1(every baseline)? | values |", "|---|---|---|---|", *od_lines, "",
         *od_sentences, "",
-        f"Lasso's L1 is at most EM's in {100 * lasso_better:.0f}% of the (dataset, epsilon, scheme) cells.", "",
+        lasso_sentence, "",
         f"## OD estimation time ({int(speed_big.users.iloc[0]):,} users, {int(speed_big.od_pairs.iloc[0]):,} OD "
         "pairs, epsilon = 4)", "",
         table(speed[["scheme", "estimator", "users", "od_pairs", "perturb_s", "statistic_s", "estimate_s",
                      "total_s", "iterations", "converged", "l1"]], "{:.3f}"), "",
-        (f"The joint statistic of {int(speed_big.users.iloc[0]):,} users takes at most "
-         f"{speed_big.statistic_s.max():.2f} s; the estimators work on it, not on users: the unbiased estimate "
-         f"takes at most {speed_big[speed_big.estimator == 'unbiased'].estimate_s.max():.2f} s, EM at most "
-         f"{speed_big[speed_big.estimator == 'em'].estimate_s.max():.1f} s and Lasso at most "
-         f"{speed_big[speed_big.estimator == 'lasso'].estimate_s.max():.1f} s (ADMM + projected Newton on the "
-         "Kronecker structure, ldpviz/od_solver.py). Per-scheme times of both simulation paths and of both "
-         "estimators, and the comparison with the previous L-BFGS-B solver: [od-benchmark.md](od-benchmark.md)."), "",
+        speed_sentence + (" Lasso: ADMM + projected Newton on the Kronecker structure (ldpviz/od_solver.py). "
+                          "Per-scheme times of both simulation paths and of both estimators, and the comparison with "
+                          "the previous L-BFGS-B solver: [od-benchmark.md](od-benchmark.md)."), "",
         "## Fig. 14: total privacy bound vs theta (SRR, epsilon = 1 per update)", "",
         table(fig14, "{:.2f}"), "",
-        (f"The mean total bound {'falls' if falls else 'does **not** fall'} from {first.mean_total_eps:.2f} "
-         f"(theta = {first.theta_s:g} s) to {last.mean_total_eps:.2f} (theta = {last.theta_s:g} s); the largest "
-         f"lambda at theta = {last.theta_s:g} s is {int(last.max_updates)} (the paper: about 3 at theta = 60 s)."), "",
+        fig14_sentence, "",
         "## Figs. 15-16: route similarity and trip time (theta = 40 s)", "",
         table(fig1516, "{:.3f}"), "",
-        (f"Among the private schemes run, SRR has strictly the smallest relative Levenshtein distance at {lev_wins} "
-         f"of {n_eps} epsilon values (ties with the best: {lev_ties}) and strictly the smallest trip-time deviation "
-         f"at {dev_wins} of {n_eps} (ties: {dev_ties}). With the true "
-         f"congestion (exact) the distance is {exact.rel_levenshtein.mean():.3f} and the deviation "
-         f"{exact.time_deviation_s.mean():.1f} s: what the update policy itself costs."), "",
+        nav_sentence, "",
         "## Where this differs from the paper, and why", "",
         (f"- **Fig. 10 (SRR lowest everywhere)**: {' '.join(od_sentences)} At the largest epsilon "
          f"({max(cfg['epsilons']):g}) SRR's L1 is "
@@ -270,7 +276,13 @@ def main() -> None:
         "",
     ]
     out.write_text("\n".join(text))
-    print(f"wrote {out}")
+    summary = write_summary(args.out, "flows-claims.md", "L-SRR trajectory-input LBS",
+                            [*od_sentences, lasso_sentence, speed_sentence, fig14_sentence, nav_sentence],
+                            {"srr_rank": {f"{e:g}": r for e, r in ranks.items()}, "cells": cells,
+                             "lasso_at_most_em_share": lasso_better,
+                             "srr_l1_largest_eps": {d: float(srr_large[(d, "srr")]) for d in od_df.dataset.unique()}},
+                            quick=args.quick)
+    print(f"wrote {out} and {summary}")
 
 
 if __name__ == "__main__":

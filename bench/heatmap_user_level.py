@@ -34,6 +34,7 @@ from ldpviz import user_heatmaps as uh
 from ldpviz.domain import Grid, Region
 from ldpviz.mechanisms import heatmap as hm
 from ldpviz.reproduce import provenance_markdown
+from ldpviz.summaries import write_summary
 
 EPSILONS = (0.5, 1.0, 2.0, 5.0, 10.0)
 USERS = (50, 100, 200, 400)
@@ -152,6 +153,18 @@ def main() -> int:
     emd_n = {m: [by_n[n][m]["emd"] for n in users] for m in METHODS}
     emd_side = {m: [by_side[s][m]["emd"] for s in sides] for m in METHODS}
     a = frame.attrs
+    fig1_sentence = (f"- dp-heatmap has the lowest EMD at {wins(by_eps)} values of eps, and at "
+                     f"{wins({e: by_eps[e] for e in lo_eps})} of those in 0.2 <= eps <= 5, the range where the paper "
+                     f"reports its advantage as largest; the highest similarity at {wins(by_eps, 'similarity', max)}.")
+    delta_sentence = (f"- The paper: dp-heatmap's utility stays nearly constant in Delta while the Laplace baseline "
+                      f"degrades; here dp-heatmap changes by "
+                      f"x{emd_side['dp-heatmap'][-1] / max(emd_side['dp-heatmap'][0], 1e-12):.2f} "
+                      f"and laplace by x{emd_side['laplace'][-1] / max(emd_side['laplace'][0], 1e-12):.2f} "
+                      f"(Delta = {sides[0]} to {sides[-1]}).")
+    shuffle_sentence = (f"- Communication grows from {shuffle_rows[0][1].bits_per_person:,} bits (B = {shuffle_rows[0][0]}) "
+                        f"to {shuffle_rows[-1][1].bits_per_person:,} bits (B = {shuffle_rows[-1][0]}); the EMD at the "
+                        f"largest B is {shuffle_rows[-1][2] / max(central, 1e-12):.2f} times the central algorithm's.")
+    generated = [fig1_sentence, delta_sentence, similarity_sentence(by_eps), shuffle_sentence]
     lines = [
         "# DP heatmaps: the user-level experiments re-run (one distribution per person)", "",
         provenance_markdown(seeds="numpy default_rng([seed, Delta, n, (10 eps,) trial(, method)]), seed 0",
@@ -165,26 +178,20 @@ def main() -> int:
         f"w = 20, gamma = 1/sqrt 2. Total run time {elapsed:.0f} s.", "",
         f"## Fig. 1: vs epsilon (n = {n_default}, Delta = 64)", "", "EMD:", "", *fmt_table("eps", epsilons, by_eps, "emd"),
         "", "Similarity:", "", *fmt_table("eps", epsilons, by_eps, "similarity"), "",
-        f"- dp-heatmap has the lowest EMD at {wins(by_eps)} values of eps, and at "
-        f"{wins({e: by_eps[e] for e in lo_eps})} of those in 0.2 <= eps <= 5, the range where the paper reports "
-        f"its advantage as largest; the highest similarity at {wins(by_eps, 'similarity', max)}.", "",
+        fig1_sentence, "",
         "## Fig. 2: vs the number of people n (Delta = 64, eps = 10)", "", *fmt_table("n", users, by_n, "emd"), "",
         *[f"- {m}: EMD goes from {emd_n[m][0]:.4f} at n = {users[0]} to {emd_n[m][-1]:.4f} at n = {users[-1]} "
           f"({trend(emd_n[m])} in n)." for m in METHODS], "",
         f"## Fig. 2: vs the resolution Delta (n = {n_default}, eps = 10)", "", *fmt_table("Delta", sides, by_side, "emd"), "",
         *[f"- {m}: EMD from {emd_side[m][0]:.4f} at Delta = {sides[0]} to {emd_side[m][-1]:.4f} at Delta = {sides[-1]} "
           f"(x{emd_side[m][-1] / max(emd_side[m][0], 1e-12):.2f})." for m in METHODS],
-        f"- The paper: dp-heatmap's utility stays nearly constant in Delta while the Laplace baseline degrades; "
-        f"here dp-heatmap changes by x{emd_side['dp-heatmap'][-1] / max(emd_side['dp-heatmap'][0], 1e-12):.2f} "
-        f"and laplace by x{emd_side['laplace'][-1] / max(emd_side['laplace'][0], 1e-12):.2f}.", "",
+        delta_sentence, "",
         "## App. F: shuffle model vs the scaling factor B (n = 50, eps = 5, delta = 1e-5, Delta = 64)", "",
         "| B | shares r | messages per person | bits per person | EMD |", "|---|---|---|---|---|",
         *[f"| {b} | {p.shares} | {p.messages_per_person:,} | {p.bits_per_person:,} | {e:.4f} |" for b, p, e in shuffle_rows],
         f"| inf (central) | - | - | - | {central:.4f} |", "",
         f"- Guarantee: {shuffle_rows[-1][1].guarantee()}.",
-        f"- Communication grows from {shuffle_rows[0][1].bits_per_person:,} bits (B = {shuffle_rows[0][0]}) to "
-        f"{shuffle_rows[-1][1].bits_per_person:,} bits (B = {shuffle_rows[-1][0]}); the EMD at the largest B is "
-        f"{shuffle_rows[-1][2] / max(central, 1e-12):.2f} times the central algorithm's.", "",
+        shuffle_sentence, "",
         f"## App. A: DP k-median (k = {K}, n = {n_default}, Delta = 64)", "",
         "Cost on the true aggregate of the centres found on the DP coreset, relative to local search on the true "
         "aggregate (1 = as good as non-private):", "",
@@ -193,7 +200,7 @@ def main() -> int:
         f"- At eps = {kmed[-1][0]:g} the DP centres cost {kmed[-1][1]:.3f} times the non-private ones on average; at "
         f"eps = {kmed[0][0]:g}, {kmed[0][1]:.3f} times.", "",
         "## Where this differs from the paper and why", "",
-        similarity_sentence(by_eps),
+        generated[2],
         "- Data: the paper's Gowalla and Brightkite check-ins (30 city cells, 200 users per trial) are not shipped; "
         "our people are random walks over Minneapolis stops, so their points are spatially coherent like check-ins "
         "of one city but not real people.",
@@ -208,7 +215,13 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "heatmap-user-level.md"
     path.write_text("\n".join(lines))
-    print(f"wrote {path}")
+    summary = write_summary(args.out, "heatmap-user-level.md", "DP heatmaps, user level",
+                            [line[2:] for line in generated],
+                            {"emd_vs_delta": {m: dict(zip(map(str, sides), v)) for m, v in emd_side.items()},
+                             "emd_vs_n": {m: dict(zip(map(str, users), v)) for m, v in emd_n.items()},
+                             "shuffle_emd": {str(b): e for b, _, e in shuffle_rows}, "central_emd": central},
+                            quick=q)
+    print(f"wrote {path} and {summary}")
     return 0
 
 

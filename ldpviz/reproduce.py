@@ -145,6 +145,16 @@ def git_commit(repo: Path) -> str:
         return "unknown"
 
 
+def _commit_now() -> str | None:
+    repo = _safe_repo()
+    return git_commit(repo) if repo else None
+
+
+#: The commit when this module was first imported. A bench script imports it before it runs, so this names the
+#: code the run loaded, even when HEAD moves (a merge) before the report is written at the end.
+COMMIT_AT_START: str | None = None
+
+
 def provenance_markdown(seeds: str = "", trials: str = "", quick: bool = False, repo: Path | None = None) -> str:
     """A Markdown block for the top of a bench report: date, machine, commit, seeds, trials, mode.
 
@@ -156,7 +166,7 @@ def provenance_markdown(seeds: str = "", trials: str = "", quick: bool = False, 
              f" ({'quick smoke run' if quick else 'full run'})",
              f"- Machine: {info['processor']}, {info['cores']} cores, {info.get('memory', '?')} RAM; "
              f"{info['platform']}; Python {info['python']}, numpy {info['numpy']}",
-             f"- Code: commit {git_commit(repo) if repo else 'unknown'}"]
+             f"- Code: commit {_code_line(repo)}"]
     if seeds:
         lines.append(f"- Seeds: {seeds}")
     if trials:
@@ -169,6 +179,17 @@ def _safe_repo() -> Path | None:
         return find_repo()
     except LdpvizInputError:
         return None
+
+
+def _code_line(repo: Path | None) -> str:
+    """The commit now; with the commit at start as well when HEAD moved during the run."""
+    now = git_commit(repo) if repo else "unknown"
+    if COMMIT_AT_START and COMMIT_AT_START != now and repo == _safe_repo():
+        return f"{COMMIT_AT_START} when the run started ({now} when this report was written)"
+    return now
+
+
+COMMIT_AT_START = _commit_now()
 
 
 # ------------------------------------------------------------------ running

@@ -145,3 +145,14 @@ def test_docs_summaries_agree_with_their_reports(tmp_path: Path) -> None:
     copy = tmp_path / "docs"
     shutil.copytree(docs, copy)
     assert summaries.refresh_summaries(copy) == [], "docs/ summary blocks are stale: run ldpviz reproduce"
+
+
+def test_provenance_names_the_commit_a_run_started_at_when_head_moved(monkeypatch) -> None:
+    """A long bench run that spans a merge names the commit whose code it loaded (at import), not only the HEAD
+    at the time it writes its report; when HEAD did not move, the line is the plain commit."""
+    now = reproduce.git_commit(reproduce.find_repo())
+    monkeypatch.setattr(reproduce, "COMMIT_AT_START", now)
+    assert f"- Code: commit {now}\n" in reproduce.provenance_markdown()
+    monkeypatch.setattr(reproduce, "COMMIT_AT_START", "abc1234")
+    assert f"- Code: commit abc1234 when the run started ({now} when this report was written)" in \
+        reproduce.provenance_markdown()
