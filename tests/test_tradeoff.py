@@ -60,10 +60,7 @@ def brute_force_epsilon(sc: Scenario, metric: str, target: float, lo: float, hi:
 
 @pytest.mark.parametrize("name,metric,target,users", [
     ("grr", "l1", 0.5, 2000), ("grr", "w2_m", 2000.0, 2000),
-    pytest.param("planar-laplace", "w2_m", 1000.0, None, marks=[pytest.mark.slow, pytest.mark.xfail(
-        strict=False, reason="after the merge (Geo-I per km, folded kernel, held-out EM) planar Laplace's mean W2 "
-                             "on this small case is not monotone in epsilon, so the bisection answer (0.32) is a "
-                             "valid crossing but not the smallest (0.26); the test's premise does not hold here")])])
+    pytest.param("planar-laplace", "w2_m", 1000.0, None, marks=pytest.mark.slow)])
 def test_goal_seek_matches_brute_force(name, metric, target, users):
     """The goal seek's epsilon meets the target, 5% less does not, and it lies within the 5% tolerance (plus
     one 2% grid step) of a brute-force scan (cases where the mean metric is monotone in epsilon)."""
