@@ -32,6 +32,8 @@ from dashboard import state, uploads
 
 #: Session keys outside the config dict.
 CFG, URL_WRITTEN = "cfg", "url_written"
+#: Set by a widget's on_change (and set_and_rerun): this run was started by the user changing a setting.
+WIDGET_CHANGED = "_widget_changed"
 
 
 def setup_page(title: str) -> dict[str, Any]:
@@ -63,7 +65,11 @@ def init() -> dict[str, Any]:
     ss.setdefault("saved_regions", {})
     query = current_query()
     fresh = CFG not in ss
-    if fresh or (query and query != ss.get(URL_WRITTEN)):
+    # A run started by a widget change (its on_change set the flag) is the user working the widgets, not
+    # navigating: a differing address then is one the browser had not yet updated (the run that wrote the
+    # newer one was interrupted by this change), and adopting it would undo the change.
+    by_widget = ss.pop(WIDGET_CHANGED, False)
+    if fresh or (query and query != ss.get(URL_WRITTEN) and not by_widget):
         for name in uploads.names_in(query):     # a link to an upload this server still holds
             held = uploads.get(name)
             if held is not None:
@@ -107,6 +113,7 @@ def keep(key: str, value: Any, store: Callable[[Any], None]) -> dict[str, Any]:
         ss[key] = value
 
     def changed() -> None:
+        st.session_state[WIDGET_CHANGED] = True
         store(st.session_state[key])
 
     return {"key": key, "on_change": changed}
@@ -132,6 +139,7 @@ def bind(config: dict[str, Any], field: str, widget: Callable[..., Any], *args: 
 def set_and_rerun(**changes: Any) -> None:
     """Change settings from code (a map click, a button) and draw the page again with them."""
     cfg().update(changes)
+    st.session_state[WIDGET_CHANGED] = True
     st.rerun()
 
 

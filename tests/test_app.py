@@ -379,3 +379,20 @@ def test_every_download_button_skips_the_rerun():
                 assert isinstance(kw.get("on_click"), ast.Constant) and kw["on_click"].value == "ignore", \
                     f"{path.name}:{node.lineno}"
     assert calls >= 10
+
+
+def test_a_widget_change_wins_over_an_address_the_browser_had_not_updated():
+    """A fast second slider move can interrupt the run that wrote the new address, so the next run arrives with
+    the older address: the widget change must hold (it used to be undone by 'adopting' that stale address).
+    An address changed with no widget change (back/forward, an edited link) is still adopted."""
+    at = app(eps="1")
+    at.run()
+    assert_clean(at)
+    at.query_params["eps"] = "1"                      # the browser never received the eps = 2.5 address
+    at.sidebar.select_slider(key="w:epsilon").set_value(2.5).run()
+    assert_clean(at)
+    assert at.sidebar.select_slider(key="w:epsilon").value == 2.5
+    assert at.query_params["eps"] in (["2.5"], "2.5")
+    at.query_params["eps"] = "4"                      # the user edits the link (no widget moved)
+    at.run()
+    assert at.sidebar.select_slider(key="w:epsilon").value == 4
