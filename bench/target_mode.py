@@ -89,8 +89,8 @@ def main(argv: list[str] | None = None) -> int:
               "Notes: each evaluation runs every trial of the mechanism and scores W2 only; the search fits log W2 "
               "against log epsilon from epsilon = 1 (`ldpviz.tradeoff._seek_log`). Planar Laplace's kernel widens as "
               "40 / epsilon cells at small epsilon per km; its channel folds offsets beyond d cells (exact), so its "
-              "convolutions stay d-sized, but building the kernel still grows with the width. OUE's reports are "
-              "d x d bits per user, so its trials cost the most here. "
+              "convolutions stay d-sized, but building the kernel still grows with the width. OUE runs on its "
+              "aggregate path (exact in distribution; no per-user bit vectors are built). "
               "The attacker is computed exactly from an explicit channel; mechanisms without one (OUE) get it by "
               "Monte Carlo over reports with exact per-report posteriors (`ldpviz.attacker_mc`; ± one standard "
               "error); a channel not built at this grid side (planar Laplace beyond d = 32) is said instead."]
