@@ -132,6 +132,19 @@ def _histogram(y_o: np.ndarray, y_d: np.ndarray, k_o: int, k_d: int) -> Any:
     return scipy.sparse.coo_matrix((ones, (y_o, y_d)), shape=(k_o, k_d)).tocsr()
 
 
+def _olhh_level_parts(levels: list, A: np.ndarray, d: int) -> tuple[list, list, list]:
+    """Per hierarchy level: the map from a node's support to the leaf score u = A s_leaf, and two zeroed
+    Gram accumulators (sum of s s^T, origin and destination ends) for the OLH-H second moment."""
+    spread = []
+    for nodes, index in levels:
+        P = np.zeros((len(nodes), d))
+        P[index, np.arange(d)] = 1.0
+        spread.append(P @ A)
+    gram_o = [np.zeros((len(nodes), len(nodes))) for nodes, _ in levels]
+    gram_d = [np.zeros((len(nodes), len(nodes))) for nodes, _ in levels]
+    return spread, gram_o, gram_d
+
+
 def _olhh_response(reports: OLHHReports, epsilon: float) -> np.ndarray:
     """``A[v, x]`` of OLH-H over leaves: q* + (p* - q*) * (share of levels where v and x share a node)."""
     levels = hierarchy(reports.domain)
@@ -156,13 +169,7 @@ def _olhh_statistic(rep_o: OLHHReports, rep_d: OLHHReports, epsilon: float) -> J
     A = _olhh_response(rep_o, epsilon)
     d, n = rep_o.domain.size, len(rep_o.levels)
     S = np.zeros((d, d))
-    spread = []                                               # node support -> score u = A s_leaf
-    for nodes, index in levels:
-        P = np.zeros((len(nodes), d))
-        P[index, np.arange(d)] = 1.0
-        spread.append(P @ A)
-    gram_o = [np.zeros((len(nodes), len(nodes))) for nodes, _ in levels]     # sum of s s^T per level and end
-    gram_d = [np.zeros((len(nodes), len(nodes))) for nodes, _ in levels]
+    spread, gram_o, gram_d = _olhh_level_parts(levels, A, d)
     for a, (nodes_a, index_a) in enumerate(levels):
         for b, (nodes_b, index_b) in enumerate(levels):
             users = np.flatnonzero((rep_o.levels == a) & (rep_d.levels == b))

@@ -85,7 +85,7 @@ def one_symbol_histogram(C: np.ndarray, A_o: np.ndarray, A_d: np.ndarray, rng: n
 
 
 def _olhh_statistic(C: np.ndarray, mech: Any, domain: LocationDomain, rng: np.random.Generator) -> Any:
-    from ldpviz.od import JointStatistic, _olhh_response
+    from ldpviz.od import JointStatistic, _olhh_level_parts, _olhh_response
 
     levels = hierarchy(domain)
     L, d = len(levels), domain.size
@@ -96,13 +96,7 @@ def _olhh_statistic(C: np.ndarray, mech: Any, domain: LocationDomain, rng: np.ra
     flat = np.asarray(C, dtype=np.int64).ravel()
     split = rng.multinomial(flat, np.full(L * L, 1.0 / (L * L)))        # users per (leaf pair, level pair)
     S = np.zeros((d, d))
-    spread = []
-    for nodes, index in levels:                                           # node support -> score u = A s_leaf
-        P = np.zeros((len(nodes), d))
-        P[index, np.arange(d)] = 1.0
-        spread.append(P @ A)
-    gram_o = [np.zeros((len(nodes), len(nodes))) for nodes, _ in levels]   # sum of s s^T per level and end
-    gram_d = [np.zeros((len(nodes), len(nodes))) for nodes, _ in levels]
+    spread, gram_o, gram_d = _olhh_level_parts(levels, A, d)
     for a, (nodes_a, index_a) in enumerate(levels):
         for b, (nodes_b, index_b) in enumerate(levels):
             cnt = split[:, a * L + b]
