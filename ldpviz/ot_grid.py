@@ -95,50 +95,6 @@ class BfmResult:
 
 # ---- c-transform -----------------------------------------------------------------------
 
-def _envelope_rows_py(f: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled below
-    """``out[r, p] = min_q (p - q)^2 / 2 + f[r, q]`` for every row (lower envelope of parabolas)."""
-    n_rows, n = f.shape
-    v = np.empty(n, dtype=np.int64)
-    z = np.empty(n + 1)
-    for r in range(n_rows):
-        g = f[r]
-        k = -1
-        for q in range(n):            # +inf entries (excluded cells) never enter the envelope
-            if g[q] == np.inf:
-                continue
-            if k < 0:
-                k = 0
-                v[0] = q
-                z[0] = -np.inf
-                z[1] = np.inf
-                continue
-            # where the parabola rooted at q overtakes the one rooted at v[k]
-            s = ((g[q] + 0.5 * q * q) - (g[v[k]] + 0.5 * v[k] * v[k])) / (q - v[k])
-            while s <= z[k]:          # z[0] = -inf ends the loop
-                k -= 1
-                s = ((g[q] + 0.5 * q * q) - (g[v[k]] + 0.5 * v[k] * v[k])) / (q - v[k])
-            k += 1
-            v[k] = q
-            z[k] = s
-            z[k + 1] = np.inf
-        if k < 0:
-            for p in range(n):
-                out[r, p] = np.inf
-            continue
-        k = 0
-        for p in range(n):
-            while z[k + 1] < p:
-                k += 1
-            dq = p - v[k]
-            out[r, p] = 0.5 * dq * dq + g[v[k]]
-
-
-if _numba is not None:
-    _envelope_rows = _numba.njit(cache=True, nogil=True)(_envelope_rows_py)
-else:  # pragma: no cover
-    _envelope_rows = None
-
-
 def _envelope_rows_numpy(f: np.ndarray, out: np.ndarray, max_block: int = 1 << 22) -> None:
     n_rows, n = f.shape
     k = np.arange(n, dtype=float)
@@ -149,7 +105,8 @@ def _envelope_rows_numpy(f: np.ndarray, out: np.ndarray, max_block: int = 1 << 2
 
 
 def _envelope_1d_py(g: np.ndarray, out: np.ndarray, v: np.ndarray, z: np.ndarray, h: np.ndarray) -> None:
-    """``out[p] = min_q (p - q)^2 / 2 + g[q]`` (one line of :func:`_envelope_rows_py`; work arrays given)."""
+    """``out[p] = min_q (p - q)^2 / 2 + g[q]``: the lower envelope of parabolas along one line (work arrays
+    given; +inf entries, excluded cells, never enter the envelope)."""
     n = g.shape[0]
     k = -1
     for q in range(n):
@@ -214,16 +171,15 @@ else:  # pragma: no cover
 def quad_ctransform(phi: np.ndarray) -> np.ndarray:
     """``phi^c(y) = min_x |x - y|^2 / 2 - phi(x)`` over a ``(d, d)`` grid of unit spacing (exact)."""
     f = np.ascontiguousarray(-phi, dtype=float)
-    if _ctransform_2d is not None and _envelope_rows is not None:
+    if _ctransform_2d is not None:
         out = np.empty_like(f)
         _ctransform_2d(f, out)                       # one compiled call: rows, then columns
         return out
-    tmp = np.empty_like(f)
-    rows = _envelope_rows if _envelope_rows is not None else _envelope_rows_numpy
-    rows(f, tmp)                                     # along the last axis (columns)
+    tmp = np.empty_like(f)                           # without numba: the vectorised O(d^3) envelope
+    _envelope_rows_numpy(f, tmp)                     # along the last axis (columns)
     tmpT = np.ascontiguousarray(tmp.T)
     out = np.empty_like(tmpT)
-    rows(tmpT, out)                                  # then along rows
+    _envelope_rows_numpy(tmpT, out)                  # then along rows
     return np.ascontiguousarray(out.T)
 
 

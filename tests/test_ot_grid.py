@@ -108,7 +108,7 @@ def test_numpy_fallback_matches_compiled(monkeypatch):
     phi = rng.normal(size=(20, 20))
     ct = ot_grid.quad_ctransform(phi)
     push = ot_grid._pushforward(ct, q)
-    monkeypatch.setattr(ot_grid, "_envelope_rows", None)
+    monkeypatch.setattr(ot_grid, "_ctransform_2d", None)
     monkeypatch.setattr(ot_grid, "_pushforward_compiled", None)
     np.testing.assert_allclose(ot_grid.quad_ctransform(phi), ct, atol=1e-12)
     np.testing.assert_allclose(ot_grid._pushforward(ct, q), push, atol=1e-15)
