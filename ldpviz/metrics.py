@@ -579,12 +579,13 @@ def sliced_w2(true: Any, est: Any, *, cell_m: float = 1.0, n_projections: int = 
     keep = (a > 0) | (b > 0)                     # both live on the grid's cell centres: one support, one sort
     idx = np.flatnonzero(keep)
     r, c = np.divmod(idx, d)
+    wa, wb = a[idx], b[idx]
     theta = sliced_directions(n_projections, seed)
     total = 0.0
     for k in range(theta.shape[1]):
         t = (c + 0.5) * theta[0, k] + (r + 0.5) * theta[1, k]
         order = np.argsort(t, kind="stable")
-        total += float(_w2_sq_1d_common(t[order], a[idx][order], b[idx][order]))
+        total += float(_w2_sq_1d_common(t[order], wa[order], wb[order]))
     value = math.sqrt(max(total / theta.shape[1], 0.0))
     return float(value) * cell
 
