@@ -152,29 +152,29 @@ def built_mechanism(mechanism: str, grid_side: int, region: Region, epsilon: flo
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
+def srr_resolution(mechanism: str, grid_side: int, region: Region, epsilon: float, params: tuple) -> Any:
+    """SRR on its public grid domain: the blocks it can tell apart (``ldpviz.srr_resolution.SrrResolution``,
+    issue 15.9); None for anything else (the occupied domain is built from the users' data, so it is
+    described in the audit report instead)."""
+    from ldpviz.mechanisms.srr import SRR
+    from ldpviz.srr_resolution import effective_resolution
+    mech = built_mechanism(mechanism, grid_side, region, epsilon, params)
+    if not isinstance(mech, SRR) or dict(params).get("domain", "grid") != "grid":
+        return None
+    return effective_resolution(mech)
+
+
 def srr_resolution_sentence(mechanism: str, grid_side: int, region: Region, epsilon: float,
                             params: tuple) -> str | None:
-    """SRR on its public grid domain: how many blocks it can tell apart (issue 15.9); None for anything else
-    (the occupied domain is built from the users' data, so it is described in the audit report instead)."""
-    from ldpviz.mechanisms.srr import SRR
-    from ldpviz.srr_resolution import effective_resolution
-    mech = built_mechanism(mechanism, grid_side, region, epsilon, params)
-    if not isinstance(mech, SRR) or dict(params).get("domain", "grid") != "grid":
-        return None
-    return effective_resolution(mech).sentence()
+    """The guarantee panel's sentence on SRR's effective resolution (None when not SRR on its grid domain)."""
+    res = srr_resolution(mechanism, grid_side, region, epsilon, params)
+    return None if res is None else res.sentence()
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-@st.cache_data(max_entries=64, show_spinner=False)
 def srr_blocks(mechanism: str, grid_side: int, region: Region, epsilon: float, params: tuple) -> np.ndarray | None:
-    """SRR on its public grid domain: the ``(d, d)`` block label of every cell (the blocks it can tell apart,
-    issue 15.9), for outlines on the map; None for anything else."""
-    from ldpviz.mechanisms.srr import SRR
-    from ldpviz.srr_resolution import effective_resolution
-    mech = built_mechanism(mechanism, grid_side, region, epsilon, params)
-    if not isinstance(mech, SRR) or dict(params).get("domain", "grid") != "grid":
-        return None
-    return np.asarray(effective_resolution(mech).cell_class)
+    """The ``(d, d)`` block label of every cell, for outlines on the map (None when not SRR on its grid domain)."""
+    res = srr_resolution(mechanism, grid_side, region, epsilon, params)
+    return None if res is None else np.asarray(res.cell_class)
 
 
 def effective_params(mechanism: str, grid_side: int, region: Region, epsilon: float,
