@@ -18,9 +18,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import longrun
-from ldpviz import datasets, experiment, mechanisms
-from ldpviz.domain import Grid, Region  # noqa: F401 (Grid re-exported for pages)
+from ldpviz.app import longrun
+from ldpviz.data import datasets
+from ldpviz import experiment, mechanisms
+from ldpviz.geo.domain import Grid, Region  # noqa: F401 (Grid re-exported for pages)
 from ldpviz.errors import LdpvizInputError
 from ldpviz.experiment import Result, Scenario
 
@@ -153,11 +154,11 @@ def built_mechanism(mechanism: str, grid_side: int, region: Region, epsilon: flo
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def srr_resolution(mechanism: str, grid_side: int, region: Region, epsilon: float, params: tuple) -> Any:
-    """SRR on its public grid domain: the blocks it can tell apart (``ldpviz.srr_resolution.SrrResolution``,
+    """SRR on its public grid domain: the blocks it can tell apart (``ldpviz.mechanisms.srr.resolution.SrrResolution``,
     issue 15.9); None for anything else (the occupied domain is built from the users' data, so it is
     described in the audit report instead)."""
-    from ldpviz.mechanisms.srr import SRR
-    from ldpviz.srr_resolution import effective_resolution
+    from ldpviz.mechanisms.srr.staircase import SRR
+    from ldpviz.mechanisms.srr.resolution import effective_resolution
     mech = built_mechanism(mechanism, grid_side, region, epsilon, params)
     if not isinstance(mech, SRR) or dict(params).get("domain", "grid") != "grid":
         return None
@@ -245,7 +246,7 @@ def python_snippet(scenario: Scenario, upload_filename: str | None = None) -> st
         region_src = repr(region)
     lines = ["from ldpviz import Scenario, run"]
     if isinstance(region, Region):
-        lines.append("from ldpviz.domain import Region")
+        lines.append("from ldpviz.geo.domain import Region")
     if upload_filename:
         lines.append("from ldpviz import datasets")
         lines.append(f"data = datasets.load_file({upload_filename!r})   # your file")
@@ -364,19 +365,19 @@ def audit_row(mechanism: str, grid_side: int, region: Region, epsilon: float) ->
 
 
 def blackbox_available() -> bool:
-    """True when ldpviz.audit (the black-box auditor) is installed with ``audit_mechanism``."""
+    """True when ldpviz.evidence.audit (the black-box auditor) is installed with ``audit_mechanism``."""
     import importlib.util
-    if importlib.util.find_spec("ldpviz.audit") is None:
+    if importlib.util.find_spec("ldpviz.evidence.audit") is None:
         return False
     import importlib
-    return callable(getattr(importlib.import_module("ldpviz.audit"), "audit_mechanism", None))
+    return callable(getattr(importlib.import_module("ldpviz.evidence.audit"), "audit_mechanism", None))
 
 
 @st.cache_data(max_entries=256, ttl=RESULT_TTL_S, show_spinner=False)
 def blackbox_row(mechanism: str, grid_side: int, region: Region, epsilon: float, n_samples: int,
                  seed: int) -> dict[str, Any]:
-    """``ldpviz.audit.audit_mechanism``: a certified lower bound on epsilon from sampled reports."""
-    from ldpviz import audit
+    """``ldpviz.evidence.audit.audit_mechanism``: a certified lower bound on epsilon from sampled reports."""
+    from ldpviz.evidence import audit
     try:
         res = audit.audit_mechanism(mechanism, Grid(region, grid_side), epsilon, n_samples=n_samples, seed=seed)
     except LdpvizInputError as exc:
@@ -399,7 +400,7 @@ def goal_seek(mode: str, scenario: Scenario, metric: str, target: float, dataset
               _dataset: datasets.Dataset | None = None) -> dict[str, Any]:
     """Compare's target mode, memoised: ``tradeoff.target_epsilon`` ("target_epsilon": the smallest epsilon
     meeting ``metric <= target``) or ``tradeoff.users_needed`` ("users_needed", at the scenario's epsilon)."""
-    from ldpviz import tradeoff
+    from ldpviz.decide import tradeoff
     if mode == "target_epsilon":   # at the scenario's users (None there would mean everyone in the region)
         found = tradeoff.target_epsilon(scenario, metric, float(target), n_users=scenario.n_users, dataset=_dataset)
     else:
@@ -413,7 +414,7 @@ def frontier(scenario: Scenario, names: tuple[str, ...], epsilons: tuple[float, 
              _dataset: datasets.Dataset | None = None) -> pd.DataFrame:
     """``tradeoff.frontier`` memoised (metric and population-prior attacker per mechanism, users and epsilon);
     ``attackers[i]`` False skips the attacker of ``names[i]`` (too costly on this grid)."""
-    from ldpviz import tradeoff
+    from ldpviz.decide import tradeoff
     return pd.concat([tradeoff.frontier(scenario, [name], list(epsilons), metric=metric, n_users=list(n_users),
                                         attacker=bool(attack), dataset=_dataset)
                       for name, attack in zip(names, attackers)], ignore_index=True)

@@ -1,7 +1,7 @@
 """The sidebar every page shares: data and region, ε and d, the mechanism and its parameters, repetitions.
 
-Every widget here is bound to the session's config through :func:`dashboard.session.bind`
-(or :func:`~dashboard.session.keep`), so its value survives page switches and reloads.
+Every widget here is bound to the session's config through :func:`ldpviz.app.session.bind`
+(or :func:`~ldpviz.app.session.keep`), so its value survives page switches and reloads.
 """
 
 from __future__ import annotations
@@ -11,11 +11,13 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import compute, state
-from dashboard.ui import fmt_metres
-from dashboard.session import bind, cfg as session_cfg, keep
-from ldpviz import datasets, mechanisms, viz
-from ldpviz.domain import Grid, Region
+from ldpviz.app import compute, state
+from ldpviz.app.ui import fmt_metres
+from ldpviz.app.session import bind, cfg as session_cfg, keep
+from ldpviz.data import datasets
+from ldpviz import mechanisms
+from ldpviz.render import maps as viz
+from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError
 from ldpviz.experiment import Scenario
 

@@ -15,7 +15,7 @@ from typing import Iterator
 
 import streamlit as st
 
-from dashboard import state
+from ldpviz.app import state
 from ldpviz.errors import LdpvizInputError
 
 LOG = logging.getLogger("ldpviz.dashboard")
@@ -68,7 +68,7 @@ def nearest_power_of_two(side: int) -> int:
 
 def offer_power_of_two(what: str = "") -> None:
     """A button that moves the grid side to the nearest power of two (for dp-heatmap's quadtree)."""
-    from dashboard import session
+    from ldpviz.app import session
     target = nearest_power_of_two(int(session.cfg().get("grid_side", 32)))
     st.button(f"Use d = {target} (the nearest power of two)", on_click=lambda: session.cfg().update(grid_side=target),
               key=f"fix:pow2:{what}", icon=":material/grid_on:")

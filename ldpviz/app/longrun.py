@@ -22,7 +22,8 @@ from typing import Any
 
 import streamlit as st
 
-from ldpviz import datasets, experiment
+from ldpviz.data import datasets
+from ldpviz import experiment
 from ldpviz.experiment import Result, Scenario
 
 #: Runs predicted to take longer than this many seconds are announced and wait for the user (the environment

@@ -1,9 +1,9 @@
 """Explore's pinned setting: keep one scenario and compare the current one with it, side by side.
 
-The pin is the scenario part of the config in its link form (:func:`dashboard.state.pin_query`),
+The pin is the scenario part of the config in its link form (:func:`ldpviz.app.state.pin_query`),
 held in the config dict (``cfg["pin"]``), so it survives page switches, and in the link
 (``pin=``), so it survives a reload. Its result comes from the same cached compute as the
-current setting's (:func:`dashboard.compute.result_or_announce`): a pinned setting that has
+current setting's (:func:`ldpviz.app.compute.result_or_announce`): a pinned setting that has
 not changed costs nothing extra.
 """
 
@@ -15,11 +15,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import compute, state, ui
-from dashboard.session import cfg as session_cfg
-from ldpviz import explain, viz
-from ldpviz.mechanisms.heatmap import heatmap
-from ldpviz.domain import Region
+from ldpviz.app import compute, state, ui
+from ldpviz.app.session import cfg as session_cfg
+from ldpviz.decide import explain
+from ldpviz.render import maps as viz
+from ldpviz.mechanisms.heatmaps.dp_heatmap import heatmap
+from ldpviz.geo.domain import Region
 from ldpviz.errors import LdpvizInputError
 from ldpviz.experiment import Result, Scenario
 

@@ -15,7 +15,9 @@ import urllib.request
 from pathlib import Path
 from typing import IO, Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from ldpviz.app import launch
+
+ROOT = Path(__file__).resolve().parents[2]   # a checkout's root (the server's working folder)
 #: Debian's Chromium and the flags this offline machine needs (no background networking).
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -57,16 +59,14 @@ def free_port() -> int:
 
 def start(port: int | None = None, output: int | IO[Any] | None = subprocess.DEVNULL,
           timeout_s: float = 60.0) -> tuple[subprocess.Popen, str]:
-    """Launch ``streamlit run app.py`` headless on loopback and wait until /_stcore/health answers.
+    """Launch the dashboard (:func:`ldpviz.app.launch.streamlit_command`) headless on loopback and wait until /_stcore/health answers.
 
     Returns the process and its base URL; raises RuntimeError (with the server's output when it
     was captured with ``subprocess.PIPE``) if it does not come up within ``timeout_s``.
     """
     port = free_port() if port is None else port
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"],
+        launch.streamlit_command(port, "127.0.0.1", extra=["--server.fileWatcherType", "none"]),
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=output, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout_s

@@ -1,7 +1,7 @@
 """The one state layer: what the user chose, its mirror in the URL, and the widgets bound to it.
 
 Everything a user sets lives in one plain dict, ``st.session_state["cfg"]`` (see
-:mod:`dashboard.state` for its fields and URL form). Widgets never own a value:
+:mod:`ldpviz.app.state` for its fields and URL form). Widgets never own a value:
 
 * :func:`bind` seeds the widget's key from the dict *before* the widget is drawn,
   on every run, and copies a change back into the dict in the widget's
@@ -17,7 +17,7 @@ Everything a user sets lives in one plain dict, ``st.session_state["cfg"]`` (see
   the session's dict.
 
 Uploads live beside the dict (``uploads``), and in a bounded, in-memory server
-store keyed by a content fingerprint (:mod:`dashboard.uploads`), so that a
+store keyed by a content fingerprint (:mod:`ldpviz.app.uploads`), so that a
 reload or a link on this server reopens them.
 """
 
@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 import streamlit as st
 
-from dashboard import state, uploads
+from ldpviz.app import state, uploads
 
 #: Session keys outside the config dict.
 CFG, URL_WRITTEN = "cfg", "url_written"
@@ -148,8 +148,8 @@ def set_and_rerun(**changes: Any) -> None:
 _ELSEWHERE = {
     **dict.fromkeys(["MODEL_MEANING", "MODEL_TAGS", "Data", "data_controls", "default_comparison",
                      "mechanism_picker", "mechanism_rows", "map_controls", "basemap_caption", "mechanisms_multiselect", "model_tag", "param_controls",
-                     "privacy_controls", "query_controls", "run_controls", "scenario", "show_resolved_defaults"], "dashboard.controls"),
-    **dict.fromkeys(["guard", "nearest_power_of_two", "offer_power_of_two", "report_bug"], "dashboard.errors"),
+                     "privacy_controls", "query_controls", "run_controls", "scenario", "show_resolved_defaults"], "ldpviz.app.controls"),
+    **dict.fromkeys(["guard", "nearest_power_of_two", "offer_power_of_two", "report_bug"], "ldpviz.app.errors"),
 }
 
 

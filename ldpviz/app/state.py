@@ -8,7 +8,7 @@ and collecting a warning for each one it had to ignore; :func:`encode` writes it
 back, leaving out values equal to their defaults so links stay short.
 
 No Streamlit here: the pages hold the dict in ``st.session_state`` and mirror it
-into ``st.query_params`` (see :mod:`dashboard.session`).
+into ``st.query_params`` (see :mod:`ldpviz.app.session`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ import math
 from typing import Any, Mapping
 from urllib.parse import parse_qsl, urlencode
 
-from ldpviz import datasets, mechanisms, metrics, trajectories
-from ldpviz.user_heatmaps import METHODS as PEOPLE_METHODS
-from ldpviz.domain import MAX_GRID_SIDE, Region
+from ldpviz.data import datasets, trajectories
+from ldpviz import mechanisms, metrics
+from ldpviz.people.user_heatmaps import METHODS as PEOPLE_METHODS
+from ldpviz.geo.domain import MAX_GRID_SIDE, Region
 from ldpviz.errors import LdpvizInputError
 
 #: The epsilon slider: fine steps at the low end where the privacy is, coarser above.
@@ -43,7 +44,7 @@ QUERY_RHO_OPTIONS: tuple[float, ...] = (0.005, 0.01, 0.05, 0.1, 0.25)
 COMPARE_MODES = ("at_epsilon", "target_epsilon", "users_needed")
 DEFAULT_SWEEP_VALUES = {"epsilon": "0.25, 0.5, 1, 2, 4, 8", "grid_side": "8, 16, 32, 64",
                         "n_users": "1000, 5000, 20000, 50000"}
-#: The Trade-offs page's budget-over-time panel: collection intervals and period units (ldpviz.budget).
+#: The Trade-offs page's budget-over-time panel: collection intervals and period units (ldpviz.decide.budget).
 BUDGET_UNITS = ("hour", "day", "week", "month", "quarter", "year")
 #: Its link keys.
 BUDGET_KEYS = {"budget_every": "bev", "budget_times": "btimes", "budget_period": "bper", "budget_unit": "bunit",

@@ -9,10 +9,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import compute, state
-from ldpviz import attacker, attacker_mc, explain, export, mechanisms, metrics, render
-from ldpviz.domain import Grid, Region
-from ldpviz.attacker import DEFAULT_R_M
+from ldpviz.app import compute, state
+from ldpviz.decide import attacker, attacker_monte_carlo as attacker_mc, explain
+from ldpviz.render import export, png as render
+from ldpviz import mechanisms, metrics
+from ldpviz.geo.domain import Grid, Region
+from ldpviz.decide.attacker import DEFAULT_R_M
 from ldpviz.errors import LdpvizInputError
 from ldpviz.experiment import Result, Scenario
 
@@ -107,7 +109,7 @@ def attacker_plan(mechanism: str, grid_side: int) -> tuple[bool, str]:
     if compute.has_radius(mechanism):
         ok = grid_side <= LP_MAX_SIDE_DISK
         return ok, "" if ok else f"the attacker's error is computed up to d = {LP_MAX_SIDE_DISK} (it takes seconds beyond)"
-    if not cls.has_channel:   # the Monte Carlo attacker (ldpviz.attacker_mc): exact posteriors of sampled reports
+    if not cls.has_channel:   # the Monte Carlo attacker (ldpviz.decide.attacker_monte_carlo): exact posteriors of sampled reports
         ok = attacker_mc.supports_monte_carlo(cls) and grid_side * grid_side <= attacker_mc.MC_MAX_CELLS
         return ok, "" if ok else (f"the attacker's error is computed up to d = {int(np.sqrt(attacker_mc.MC_MAX_CELLS))} "
                                   f"for {short_name(mechanism)} (by Monte Carlo over sampled reports)")
@@ -125,7 +127,7 @@ def population_density(dataset: Any, grid: Grid) -> np.ndarray:
 @st.cache_data(max_entries=128, show_spinner=False)
 def attacker_errors_cells(mechanism: str, grid_side: int, region: Region, epsilon: float, params: tuple,
                           population: np.ndarray) -> tuple[float | None, float | None, float | None, str, str]:
-    """ldpviz.attacker.attackers in cell sides: (population-prior error, uniform-prior error, the population-prior
+    """ldpviz.decide.attacker.attackers in cell sides: (population-prior error, uniform-prior error, the population-prior
     attacker's chance of a guess within attacker.DEFAULT_R_M, why not, how it was computed: "" when exact, else
     the Monte Carlo's size and standard error in cell sides as "N|SE")."""
     try:
@@ -156,7 +158,7 @@ def attacker_errors_m(mechanism: str, grid: Grid, epsilon: float, params: Any,
                       population: np.ndarray) -> tuple[float | None, float | None, str]:
     """(population-prior attacker's expected error in metres, uniform-prior one, why not) -- only when affordable.
 
-    The one attacker of every page (:func:`ldpviz.attacker.attackers`): the headline believes the population
+    The one attacker of every page (:func:`ldpviz.decide.attacker.attackers`): the headline believes the population
     density (``population``: :func:`population_density`, a census stand-in); the uniform-prior one sits beside it.
     """
     ok, why = attacker_plan(mechanism, grid.side)
@@ -197,7 +199,7 @@ def summary_sentence(result: Result, attacker: tuple[float | None, float | None,
 
     ``attacker_note``: how the attacker was computed when not exactly (:func:`attacker_method_note`).
     ``attacker`` is the result of :func:`attacker_errors_m` (None: not computed yet); ``within_r`` the
-    population-prior attacker's chance of a guess within ldpviz.attacker.DEFAULT_R_M; ``epsilon_text`` the
+    population-prior attacker's chance of a guess within ldpviz.decide.attacker.DEFAULT_R_M; ``epsilon_text`` the
     'ε = ...' in the mechanism's own unit (Geo-I: per km, from privacy_scale.common_terms).
     """
     s = result.scenario

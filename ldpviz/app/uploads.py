@@ -17,7 +17,7 @@ from typing import Mapping
 
 import streamlit as st
 
-from ldpviz import datasets
+from ldpviz.data import datasets
 
 PREFIX = "upload:"
 MAX_HELD = 8

@@ -1,6 +1,6 @@
 """The privacy officer's commands: ``ldpviz target`` (goal seek) and ``ldpviz report`` (decision report).
 
-Registered on the main parser by :func:`add_commands` (see :mod:`ldpviz.cli`).
+Registered on the main parser by :func:`add_commands` (see :mod:`ldpviz.cli.commands`).
 
 ``ldpviz target --metric w2_m --at-most 500 --mechanism dam --mechanism grr`` prints,
 per mechanism, the smallest epsilon whose mean metric over the trials is at most the
@@ -17,7 +17,8 @@ import sys
 import time
 from typing import Any
 
-from ldpviz import datasets, experiment, mechanisms
+from ldpviz.data import datasets
+from ldpviz import experiment, mechanisms
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.mechanisms.base import GEO_I, GEO_I_UNIT
 
@@ -42,7 +43,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def cmd_target(args: argparse.Namespace) -> int:
-    from ldpviz import tradeoff
+    from ldpviz.decide import tradeoff
     require(args.mechanism, "target needs at least one --mechanism")
     require(args.at_most is not None and math.isfinite(args.at_most) and args.at_most > 0,
             f"--at-most must be a number > 0, got {args.at_most!r}")
@@ -98,7 +99,7 @@ def _line(row: dict[str, Any], mode: str) -> str:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from ldpviz import report
+    from ldpviz.decide import decision_report as report
     require(args.out, "report needs --out FILE.html")
     require(2 <= args.trials <= experiment.MAX_TRIALS,
             f"--trials must be from 2 to {experiment.MAX_TRIALS} (confidence intervals need two), got {args.trials!r}")
@@ -123,7 +124,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     """Add ``target`` and ``report`` to the main parser's subcommands."""
-    from ldpviz.tradeoff import TARGET_METRICS
+    from ldpviz.decide.tradeoff import TARGET_METRICS
     tp = sub.add_parser("target", help="goal seek: the smallest epsilon (or number of users) reaching a target "
                                        "accuracy, per mechanism")
     _add_scenario_arguments(tp)

@@ -1,6 +1,6 @@
 """Reading large CSV and Parquet files in chunks, in bounded memory (issue 14.3).
 
-:func:`ldpviz.datasets.load_file` sends files over ``datasets.CHUNK_BYTES``
+:func:`ldpviz.data.datasets.load_file` sends files over ``datasets.CHUNK_BYTES``
 here. One chunk is held at a time (at most ``chunk_rows`` rows); the kept
 coordinates accumulate as float64 (16 bytes a row). CSV is streamed through
 pyarrow's CSV reader from the open file (gzip is unpacked on the fly), which
@@ -26,6 +26,7 @@ from typing import Any, Iterator
 
 import pandas as pd
 
+from ldpviz.data.file_formats import PARQUET_SUFFIXES, parquet_columns, refuse_workbook, size_text, sniff_header
 from ldpviz.errors import LdpvizInputError, require
 
 SAMPLE_BYTES = 65536
@@ -46,7 +47,6 @@ def open_large(source: Any, filename: str | None, max_bytes: int, threshold: int
 
     Sources over ``max_bytes`` are refused as for small files.
     """
-    from ldpviz.datasets import _size
 
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
@@ -55,7 +55,7 @@ def open_large(source: Any, filename: str | None, max_bytes: int, threshold: int
         size, name = path.stat().st_size, filename or path.name
         if size <= threshold:
             return None
-        require(size <= max_bytes, f"'{name}' is {_size(size)}, over the {_size(max_bytes)} limit; "
+        require(size <= max_bytes, f"'{name}' is {size_text(size)}, over the {size_text(max_bytes)} limit; "
                                    "keep only the rows and columns you need")
         return LargeFile(open(path, "rb"), size, name, True)
     if hasattr(source, "read") and hasattr(source, "seek") and hasattr(source, "tell"):
@@ -68,7 +68,7 @@ def open_large(source: Any, filename: str | None, max_bytes: int, threshold: int
         if size <= threshold:
             return None
         name = filename or Path(str(getattr(source, "name", "") or "upload")).name
-        require(size <= max_bytes, f"'{name}' is {_size(size)}, over the {_size(max_bytes)} limit; "
+        require(size <= max_bytes, f"'{name}' is {size_text(size)}, over the {size_text(max_bytes)} limit; "
                                    "keep only the rows and columns you need")
         return LargeFile(source, size, name, False)
     return None
@@ -77,15 +77,14 @@ def open_large(source: Any, filename: str | None, max_bytes: int, threshold: int
 def chunks(big: LargeFile, lat_column: str | None, lon_column: str | None, notes: list[str],
            chunk_rows: int) -> Iterator[tuple[pd.Series, pd.Series, str, str, int, str, float]]:
     """(lat text, lon text, lat name, lon name, malformed rows, file name, fraction read) per chunk."""
-    from ldpviz.datasets import _PARQUET_SUFFIXES, _refuse_workbook
 
     try:
         head = big.handle.read(8)
         big.handle.seek(0)
         stem = big.name[:-3] if big.name.lower().endswith(".gz") else big.name
         suffix = Path(stem).suffix.lower()
-        _refuse_workbook(head, big.name, suffix)
-        if head[:4] == b"PAR1" or (suffix in _PARQUET_SUFFIXES and head[:2] != b"\x1f\x8b"):
+        refuse_workbook(head, big.name, suffix)
+        if head[:4] == b"PAR1" or (suffix in PARQUET_SUFFIXES and head[:2] != b"\x1f\x8b"):
             yield from _parquet_chunks(big, lat_column, lon_column, notes, chunk_rows)
         else:
             yield from _csv_chunks(big, head, lat_column, lon_column, notes, chunk_rows)
@@ -98,14 +97,13 @@ def _parquet_chunks(big: LargeFile, lat_column: str | None, lon_column: str | No
                     chunk_rows: int) -> Iterator[tuple[pd.Series, pd.Series, str, str, int, str, float]]:
     import pyarrow.parquet as pq
 
-    from ldpviz.datasets import _parquet_columns
 
     try:
         pf = pq.ParquetFile(big.handle)
     except Exception as exc:  # pyarrow raises several types for corrupt input
         raise LdpvizInputError(f"'{big.name}' could not be read as a Parquet file ({str(exc)[:200]}); "
                                "is it a CSV with the wrong name, or damaged?") from None
-    columns, lat_i, lon_i = _parquet_columns(pf.schema_arrow, big.name, lat_column, lon_column, notes)
+    columns, lat_i, lon_i = parquet_columns(pf.schema_arrow, big.name, lat_column, lon_column, notes)
     total = max(pf.metadata.num_rows, 1)
     done = 0
     try:
@@ -168,7 +166,6 @@ def _csv_chunks(big: LargeFile, head: bytes, lat_column: str | None, lon_column:
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    from ldpviz.datasets import _sniff
 
     raw = big.handle
     stream = raw
@@ -185,7 +182,7 @@ def _csv_chunks(big: LargeFile, head: bytes, lat_column: str | None, lon_column:
     header_at = _header_index(text)
     header_line = re.split(r"\r\n|\r|\n", text)[header_at] if text.strip() else ""
     require(header_line.strip() != "", f"'{big.name}' is empty")
-    sep, columns, lat_i, lon_i = _sniff(header_line, big.name, lat_column, lon_column, notes)
+    sep, columns, lat_i, lon_i = sniff_header(header_line, big.name, lat_column, lon_column, notes)
     if stream is raw:
         raw.seek(start)
     else:

@@ -23,7 +23,9 @@ size; for the DAM paper's normals this affects about one point in a million.
 :func:`load_file` reads a user's CSV or Parquet file, finds the coordinate
 columns, drops unusable rows (counted by reason in a :class:`LoadReport`) and
 raises :class:`~ldpviz.errors.LdpvizInputError` with a plain message for every
-file it cannot use.
+file it cannot use. The pieces below this module: :mod:`ldpviz.data.dataset_types` (Dataset,
+LoadReport), :mod:`ldpviz.data.synthetic` (the synthetic sets) and :mod:`ldpviz.data.file_formats`
+(columns, dialects, schemas) with :mod:`ldpviz.data.big_files` (chunked reading).
 """
 
 from __future__ import annotations
@@ -32,127 +34,34 @@ import codecs
 import csv
 import functools
 import gzip
-import hashlib
 import io
 import os
 import re
-import unicodedata
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
-from ldpviz.domain import Region, wrap_lon
+from ldpviz.data import big_files as bigfile
+from ldpviz.data import synthetic
+from ldpviz.data.dataset_types import Dataset, LoadReport, check_seed, content_key
+from ldpviz.data.file_formats import (LAT_NAMES, LON_NAMES, PARQUET_SUFFIXES, find_column, parquet_columns,
+                                      refuse_workbook, size_text, sniff_header)
+from ldpviz.data.synthetic import MNORMAL_COMPONENTS, SYNTHETIC_SIDE_M, gaussian_mixture
 from ldpviz.errors import LdpvizInputError, require
+from ldpviz.geo import region_choice as regions
+from ldpviz.geo.domain import Region, wrap_lon
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
+DATA_DIR = Path(__file__).resolve().parent   # the bundled files ship beside this module
 MINNEAPOLIS_FILE = DATA_DIR / "minneapolis_stops.parquet"
 
-#: Side of the nominal square that synthetic data is drawn on, centred on (0, 0).
-SYNTHETIC_SIDE_M = 10_000.0
 
-LAT_NAMES = ("lat", "latitude", "y")
-LON_NAMES = ("lon", "lng", "long", "longitude", "x")
-_REASON_PHRASE = {
-    "malformed row": "with more fields than the header",
-    "missing coordinate": "with a missing coordinate",
-    "non-numeric coordinate": "with a non-numeric coordinate",
-    "latitude out of range": "with latitude outside [-90, 90]",
-    "longitude out of range": "with longitude outside [-180, 540] (values in (180, 540] are wrapped)",
-    "longitude past 180, not wrapped": "with a longitude in (180, 540], kept out because wrapping was turned off",
-    "outside the bbox": "outside the bbox",
-}
-_CHANGE_PHRASE = {
-    "longitude wrapped": "with a longitude in (180, 540] wrapped to [-180, 180] (value - 360)",
-}
 _MISSING_TOKENS = ["", "na", "n/a", "nan", "null", "none", "#n/a"]
-_PARQUET_SUFFIXES = {".parquet", ".pq", ".parq"}
-_DELIMITERS = (",", ";", "\t", "|")
 
 
 # ---------------------------------------------------------------- data types
-@dataclass(frozen=True)
-class LoadReport:
-    """What :func:`load_file` read, kept and dropped (reason -> count), and from which columns."""
-
-    rows_read: int
-    rows_kept: int
-    dropped: dict[str, int]
-    lat_column: str
-    lon_column: str
-    notes: tuple[str, ...] = ()   #: how the file was interpreted (encoding, delimiter, decimal commas)
-    changed: dict[str, int] = field(default_factory=dict)   #: kept rows whose values were altered, by reason
-
-    def summary(self) -> str:
-        """One sentence for the user, followed by any notes."""
-        text = (f"Kept {self.rows_kept:,} of {self.rows_read:,} rows "
-                f"(latitude from '{self.lat_column}', longitude from '{self.lon_column}')")
-        parts = [f"{count:,} {_REASON_PHRASE.get(reason, f'({reason})')}"
-                 for reason, count in self.dropped.items() if count]
-        if parts:
-            listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-            text += f"; dropped {listed}"
-        changes = [f"{count:,} {_CHANGE_PHRASE.get(reason, f'({reason})')}"
-                   for reason, count in self.changed.items() if count]
-        if changes:
-            text += f"; changed {', '.join(changes)}"
-        return " ".join([text + "."] + [f"Note: {note}" for note in self.notes])
-
-
-def content_key(name: str, *parts: bytes) -> str:
-    """A stable sha1 of a dataset's name and content, for caches (points and trajectories alike)."""
-    h = hashlib.sha1(name.encode("utf-8"))
-    h.update(b"\0")
-    for part in parts:
-        h.update(part)
-    return h.hexdigest()
-
-
-@dataclass(frozen=True, eq=False)
-class Dataset:
-    """Points (one per user) and the square regions worth looking at.
-
-    ``lon`` and ``lat`` are read-only float64 arrays; ``presets`` is ordered and
-    its first region is the default whole view.
-    """
-
-    name: str
-    label: str
-    description: str
-    lon: np.ndarray
-    lat: np.ndarray
-    presets: dict[str, Region]
-    synthetic: bool
-    report: LoadReport | None = None
-
-    def __post_init__(self) -> None:
-        lon = np.array(self.lon, dtype=np.float64).reshape(-1)
-        lat = np.array(self.lat, dtype=np.float64).reshape(-1)
-        require(lon.shape == lat.shape, f"dataset {self.name!r}: {lon.size} longitudes but {lat.size} latitudes")
-        require(bool(np.all(np.isfinite(lon)) and np.all(np.isfinite(lat))),
-                f"dataset {self.name!r} has non-finite coordinates")
-        require(len(self.presets) > 0, f"dataset {self.name!r} needs at least one region preset")
-        lon.setflags(write=False)
-        lat.setflags(write=False)
-        object.__setattr__(self, "lon", lon)
-        object.__setattr__(self, "lat", lat)
-        object.__setattr__(self, "presets", dict(self.presets))
-
-    @property
-    def n(self) -> int:
-        return int(self.lon.size)
-
-    @property
-    def default_region(self) -> Region:
-        return next(iter(self.presets.values()))
-
-    @functools.cached_property
-    def key(self) -> str:
-        """Stable content hash (sha1 of the name and the coordinate bytes), for caches."""
-        return content_key(self.name, self.lon.tobytes(), self.lat.tobytes())
 
 
 # ---------------------------------------------------------------- bundled real data
@@ -182,155 +91,12 @@ def _minneapolis(seed: int) -> Dataset:
 
 
 # ---------------------------------------------------------------- synthetic data
-def _square_presets() -> dict[str, Region]:
-    """The whole Null Island square, its centre half and two opposite quarters."""
-    whole = Region(0.0, 0.0, SYNTHETIC_SIDE_M, "Whole square")
-    presets = {whole.name: whole}
-    for name, u in (("Centre", 0.5), ("South-west quarter", 0.25), ("North-east quarter", 0.75)):
-        lon, lat = whole.unit_to_lonlat(np.array([u, u]))
-        presets[name] = Region(float(lon), float(lat), SYNTHETIC_SIDE_M / 2, name)
-    return presets
-
-
-def _inside(draw: Callable[[int], np.ndarray], n: int, low: float, high: float) -> np.ndarray:
-    """``n`` points from ``draw`` that fall in the native square [low, high)^2, redrawing the rest."""
-    parts, have = [], 0
-    for _ in range(1000):
-        pts = draw(n - have)
-        pts = pts[np.all((pts >= low) & (pts < high), axis=1)]
-        parts.append(pts)
-        have += len(pts)
-        if have == n:
-            return np.concatenate(parts)
-    raise LdpvizInputError("the generator almost never lands inside its domain; use a smaller spread")
-
-
-def _correlated_normal(rng: np.random.Generator, n: int, mean: float, rho: float) -> np.ndarray:
-    """Normal(mean, mean, 1, 1, rho): x = z1, y = rho z1 + sqrt(1 - rho^2) z2."""
-    z = rng.standard_normal((n, 2))
-    return np.column_stack([z[:, 0], rho * z[:, 0] + np.sqrt(1.0 - rho * rho) * z[:, 1]]) + mean
-
-
-def _synthetic(name: str, label: str, description: str, xy: np.ndarray, low: float, high: float) -> Dataset:
-    """Map native points in [low, high]^2 linearly onto the 10 km Null Island square."""
-    lon, lat = _square_presets()["Whole square"].unit_to_lonlat((xy - low) / (high - low))
-    scale = f"{SYNTHETIC_SIDE_M / (high - low):,.0f} m"
-    return Dataset(
-        name=name, label=label,
-        description=(f"{description} Native domain [{low:g}, {high:g})^2, drawn on a nominal 10 km x 10 km "
-                     f"square centred on lon 0, lat 0 (\"Null Island\", the GIS placeholder for no real "
-                     f"place); one native unit is {scale}."),
-        lon=lon, lat=lat, presets=_square_presets(), synthetic=True)
-
-
-def _normal(seed: int) -> Dataset:
-    """DAM paper Sec. VII-A "Normal": 300,000 points of Normal(0, 0, 1, 1, rho=0.5) in (-5, 5)^2."""
-    rng = np.random.default_rng(seed)
-    xy = _inside(lambda k: _correlated_normal(rng, k, 0.0, 0.5), 300_000, -5.0, 5.0)
-    return _synthetic("normal", "Normal (correlated, rho 0.5)",
-                      "300,000 points from a 2-D normal with means 0, variances 1 and correlation 0.5, as the "
-                      "Normal set of the DAM paper (Sec. VII-A), which keeps all points in (-5, 5)^2; the "
-                      "rare points outside (about 1 in 900,000) are redrawn.",
-                      xy, -5.0, 5.0)
-
-
-def _szipf(seed: int) -> Dataset:
-    """DAM paper Sec. VII-A "SZipf": 100,000 points, each coordinate skew-Zipf on [0, 1).
-
-    The paper gives "a CDF of (1/ln 2) / (X + 1)" on [0, 1); read as a density,
-    f(x) = 1 / (ln 2 (x + 1)) integrates to 1 on [0, 1), so we take that density
-    (CDF F(x) = log2(1 + x), twice as dense at 0 as at 1) with independent
-    coordinates, sampled by inversion x = 2^U - 1. Nothing falls outside [0, 1).
-    """
-    rng = np.random.default_rng(seed)
-    xy = np.exp2(rng.random((100_000, 2))) - 1.0
-    return _synthetic("szipf", "Skew Zipf",
-                      "100,000 points whose coordinates independently follow the skew Zipf density "
-                      "1 / (ln 2 (x + 1)) on [0, 1), the SZipf set of the DAM paper (Sec. VII-A; its "
-                      "\"CDF\" is read as this density). Densest in the south-west corner.",
-                      xy, 0.0, 1.0)
-
-
-#: MNormal components (mean on the diagonal, rho). The paper lists Normal(0, 0, 1, 1, rho)
-#: for all three, but its reported range [-4.25, 6.18] x [-4.32, 6.44] needs a component
-#: centred near (2, 2); we take centres (0, 0), (1, 1), (2, 2).
-MNORMAL_COMPONENTS = ((0.0, 0.5), (1.0, 0.0), (2.0, -0.2))
-
-
-def _mnormal(seed: int) -> Dataset:
-    """DAM paper Sec. VII-A "MNormal": three 100,000-point normals with rho 0.5, 0, -0.2.
-
-    Unit variances; centres (0, 0), (1, 1), (2, 2) (see :data:`MNORMAL_COMPONENTS`).
-    Native domain [-5, 7)^2: five standard deviations beyond the outer centres.
-    """
-    rng = np.random.default_rng(seed)
-    xy = np.concatenate([_inside(lambda k, m=m, r=r: _correlated_normal(rng, k, m, r), 100_000, -5.0, 7.0)
-                         for m, r in MNORMAL_COMPONENTS])
-    return _synthetic("mnormal", "Multi-centre normal",
-                      "300,000 points: three 100,000-point unit-variance normals with correlations 0.5, 0 and "
-                      "-0.2, the MNormal set of the DAM paper (Sec. VII-A). The paper writes all centres as "
-                      "(0, 0) but reports a range reaching 6.4, so the centres are taken as (0, 0), (1, 1) "
-                      "and (2, 2). The very rare points outside the native domain are redrawn.", xy, -5.0, 7.0)
-
-
-def gaussian_mixture(n_points: int = 100_000, n_clusters: int = 20, cluster_std: float = 0.03,
-                     seed: int = 0) -> Dataset:
-    """A uniform mixture of random 2-D Gaussians on [0, 1)^2 (heatmaps paper App. E.3).
-
-    As in the paper, each Gaussian's mean and covariance are random: means are
-    uniform in [0.1, 0.9]^2; each covariance has a random orientation and axis
-    standard deviations ``cluster_std`` x U(0.5, 1.5) (in units of the square's
-    side). Each point picks its cluster uniformly. The paper varies the number of
-    clusters (5 to 80; 20 in its first experiment, our default) to control
-    sparsity. Points outside [0, 1)^2 are redrawn, so exactly ``n_points`` are
-    returned. The default parameters give the registered ``gmm`` dataset.
-    """
-    for label, value, lo, hi in (("n_points", n_points, 1, 5_000_000), ("n_clusters", n_clusters, 1, 1000)):
-        require(isinstance(value, (int, np.integer)) and not isinstance(value, bool) and lo <= value <= hi,
-                f"{label} must be a whole number from {lo:,} to {hi:,}, got {value!r}")
-    require(isinstance(cluster_std, (int, float, np.floating, np.integer)) and 0 < cluster_std <= 0.25,
-            f"cluster_std must be in (0, 0.25] (a fraction of the square's side), got {cluster_std!r}")
-    rng = np.random.default_rng(_check_seed(seed))
-    means = rng.uniform(0.1, 0.9, (n_clusters, 2))
-    angle = rng.uniform(0.0, np.pi, n_clusters)
-    rot = np.stack([np.stack([np.cos(angle), -np.sin(angle)], -1),
-                    np.stack([np.sin(angle), np.cos(angle)], -1)], -2)       # (k, 2, 2)
-    shape = rot * (cluster_std * rng.uniform(0.5, 1.5, (n_clusters, 1, 2)))  # rot @ diag(std)
-
-    def draw(k: int) -> np.ndarray:
-        which = rng.integers(n_clusters, size=k)
-        return means[which] + np.einsum("kij,kj->ki", shape[which], rng.standard_normal((k, 2)))
-
-    xy = _inside(draw, int(n_points), 0.0, 1.0)
-    default = (n_points, n_clusters, cluster_std) == (100_000, 20, 0.03)
-    name = "gmm" if default else f"gmm:n={n_points},k={n_clusters},std={cluster_std:g}"
-    return _synthetic(name, f"Gaussian mixture ({n_clusters} clusters)",
-                      f"{n_points:,} points from a uniform mixture of {n_clusters} Gaussians with random means "
-                      f"and covariances (spread about {cluster_std:g} of the side), as the synthetic data of the "
-                      "DP heatmaps paper (App. E.3). Points falling outside the square are redrawn.",
-                      xy, 0.0, 1.0)
-
-
-def _uniform(seed: int) -> Dataset:
-    rng = np.random.default_rng(seed)
-    return _synthetic("uniform", "Uniform", "100,000 points uniform on the square: no structure to find.",
-                      rng.random((100_000, 2)), 0.0, 1.0)
 
 
 _BUILDERS: dict[str, Callable[[int], Dataset]] = {
     "minneapolis-stops": _minneapolis,
-    "normal": _normal,
-    "szipf": _szipf,
-    "mnormal": _mnormal,
-    "gmm": lambda seed: gaussian_mixture(seed=seed),
-    "uniform": _uniform,
+    **synthetic.BUILDERS,
 }
-
-
-def _check_seed(seed: Any) -> int:
-    require(isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0,
-            f"seed must be a whole number >= 0, got {seed!r}")
-    return int(seed)
 
 
 def names() -> list[str]:
@@ -342,27 +108,23 @@ def load(name: str, seed: int = 0) -> Dataset:
     """The registered dataset ``name`` (cached); ``seed`` drives synthetic generators only.
 
     ``'normal:n=5000000'`` (any synthetic set, any n up to 100M) draws that many
-    points with :func:`ldpviz.synthetic.generate` (cached up to 5M points).
+    points with :func:`ldpviz.data.synthetic.generate` (cached up to 5M points).
     """
-    from ldpviz import synthetic
-
     sized = synthetic.parse_name(name) if isinstance(name, str) else None
     if sized is not None:
-        seed = _check_seed(seed)
+        seed = check_seed(seed)
         if sized[1] <= 5_000_000:
             return _load_sized(sized[0], sized[1], seed)
         return synthetic.generate(sized[0], sized[1], seed)
     require(isinstance(name, str) and name in _BUILDERS,
             f"unknown dataset {name!r}; choose one of: {', '.join(_BUILDERS)} "
             "(uploaded files are read with load_file; any size of a synthetic set: e.g. 'normal:n=1000000')")
-    seed = _check_seed(seed)
+    seed = check_seed(seed)
     return _load_cached(name, seed if name != "minneapolis-stops" else 0)
 
 
 @functools.lru_cache(maxsize=4)
 def _load_sized(name: str, n: int, seed: int) -> Dataset:
-    from ldpviz import synthetic
-
     return synthetic.generate(name, n, seed)
 
 
@@ -403,12 +165,11 @@ def load_file(source: Any, *, filename: str | None = None, lat_column: str | Non
     ``bbox`` (W, S, E, N degrees; W > E crosses 180) keeps only the rows inside it
     (the rest are counted as "outside the bbox") and becomes the dataset's region,
     which then depends on no user's data. Without it the region is the square
-    around the occupied coarse public tiles (:func:`ldpviz.regions.public_tile_region`,
+    around the occupied coarse public tiles (:func:`ldpviz.geo.region_choice.public_tile_region`,
     which says what it read). Files over :data:`CHUNK_BYTES` are read in chunks of
-    ``chunk_rows`` rows (bounded memory; see :mod:`ldpviz.bigfile`), and
+    ``chunk_rows`` rows (bounded memory; see :mod:`ldpviz.data.big_files`), and
     ``progress(fraction, message)`` is called as they are read.
     """
-    from ldpviz import bigfile, regions
 
     for label, value in (("lat_column", lat_column), ("lon_column", lon_column), ("filename", filename)):
         require(value is None or isinstance(value, str), f"{label} must be text, got {value!r}")
@@ -491,16 +252,9 @@ def _read_small(source: Any, filename: str | None, lat_column: str | None, lon_c
     stem = filename[:-3] if filename.lower().endswith(".gz") else filename
     suffix = Path(stem).suffix.lower()
     require(raw.strip(b" \t\r\n\x00" + codecs.BOM_UTF8) != b"", f"'{filename}' is empty")
-    _refuse_workbook(raw, filename, suffix)
-    read = _read_parquet if suffix in _PARQUET_SUFFIXES or raw[:4] == b"PAR1" else _read_csv
+    refuse_workbook(raw, filename, suffix)
+    read = _read_parquet if suffix in PARQUET_SUFFIXES or raw[:4] == b"PAR1" else _read_csv
     return (*read(raw, filename, lat_column, lon_column, notes), filename, 1.0)
-
-
-def _refuse_workbook(head: bytes, filename: str, suffix: str) -> None:
-    require(suffix not in {".xlsx", ".xls", ".xlsm", ".ods"} and head[:4] != b"PK\x03\x04"
-            and head[:4] != b"\xd0\xcf\x11\xe0",
-            f"'{filename}' looks like a spreadsheet workbook or ZIP archive, not CSV or Parquet; save it as CSV "
-            "(e.g. Excel: File > Save As > CSV UTF-8) and load that")
 
 
 class _Screen:
@@ -567,7 +321,7 @@ def wrap_longitudes(frame: pd.DataFrame, column: str | None = None) -> tuple[pd.
     """
     require(isinstance(frame, pd.DataFrame), f"wrap_longitudes needs a DataFrame, got {type(frame).__name__}")
     columns = [str(c) for c in frame.columns]
-    i = _find_column(columns, column, LON_NAMES)
+    i = find_column(columns, column, LON_NAMES)
     require(i is not None, f"no longitude column found among {', '.join(map(repr, columns[:30]))}"
             + (f" (asked for {column!r})" if column else ""))
     values = pd.to_numeric(frame.iloc[:, i], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
@@ -586,14 +340,10 @@ def wrap_longitudes(frame: pd.DataFrame, column: str | None = None) -> tuple[pd.
     return out, int(wrap.sum()), int(still.sum())
 
 
-def _size(n: int) -> str:
-    return f"{n / 2**20:.1f} MB" if n >= 2**20 else f"{n / 2**10:.1f} KB"
-
-
 def _read_source(source: Any, filename: str | None, max_bytes: int) -> tuple[bytes, str]:
     """The raw bytes and a display name, refusing anything over ``max_bytes``."""
     def too_big(size: int, name: str) -> LdpvizInputError:
-        return LdpvizInputError(f"'{name}' is {_size(size)}, over the {_size(max_bytes)} limit; "
+        return LdpvizInputError(f"'{name}' is {size_text(size)}, over the {size_text(max_bytes)} limit; "
                                 "keep only the rows and columns you need")
 
     if isinstance(source, (str, os.PathLike)):
@@ -637,51 +387,8 @@ def _gunzip(raw: bytes, filename: str, max_bytes: int) -> bytes:
             out = fh.read(max_bytes + 1)
     except (OSError, EOFError) as exc:
         raise LdpvizInputError(f"'{filename}' looks gzip-compressed but cannot be unpacked ({exc})") from None
-    require(len(out) <= max_bytes, f"'{filename}' unpacks to more than the {_size(max_bytes)} limit")
+    require(len(out) <= max_bytes, f"'{filename}' unpacks to more than the {size_text(max_bytes)} limit")
     return out
-
-
-def _norm(name: Any) -> str:
-    return unicodedata.normalize("NFKC", str(name)).replace("\ufeff", "").strip().strip("\"'").strip().casefold()
-
-
-def _find_column(columns: list[str], override: str | None, candidates: tuple[str, ...]) -> int | None:
-    """Index of the override column (exact, then case-insensitive) or of the first candidate name."""
-    normed = [_norm(c) for c in columns]
-    if override is not None:
-        if override in columns:
-            return columns.index(override)
-        return normed.index(_norm(override)) if _norm(override) in normed else None
-    return next((normed.index(c) for c in candidates if c in normed), None)
-
-
-def _columns_error(columns: list[str], filename: str, lat_column: str | None, lon_column: str | None,
-                   lat_i: int | None, lon_i: int | None) -> LdpvizInputError:
-    seen = ", ".join(repr(c) for c in columns[:30]) + (" ..." if len(columns) > 30 else "")
-    for what, override, idx in (("latitude", lat_column, lat_i), ("longitude", lon_column, lon_i)):
-        if override is not None and idx is None:
-            return LdpvizInputError(f"the {what} column {override!r} is not in '{filename}'; its columns are: {seen}")
-    missing = " or ".join(w for w, i in (("latitude", lat_i), ("longitude", lon_i)) if i is None)
-    return LdpvizInputError(
-        f"no {missing} column found in '{filename}'. Columns seen: {seen}. Name the columns "
-        f"lat and lon (also accepted: {', '.join(LAT_NAMES[1:])} / {', '.join(LON_NAMES[1:])}), "
-        "or choose them explicitly (lat_column= and lon_column=).")
-
-
-def _resolve(columns: list[str], filename: str, lat_column: str | None, lon_column: str | None,
-             notes: list[str] | None = None) -> tuple[int, int]:
-    lat_i = _find_column(columns, lat_column, LAT_NAMES)
-    lon_i = _find_column(columns, lon_column, LON_NAMES)
-    if lat_i is None or lon_i is None:
-        raise _columns_error(columns, filename, lat_column, lon_column, lat_i, lon_i)
-    require(lat_i != lon_i, f"latitude and longitude must be different columns, both are {columns[lat_i]!r}")
-    for what, override, candidates, used in (("latitude", lat_column, LAT_NAMES, lat_i),
-                                             ("longitude", lon_column, LON_NAMES, lon_i)):
-        matches = [c for c in columns if _norm(c) in candidates]
-        if override is None and notes is not None and len(matches) > 1:
-            notes.append(f"several columns could hold {what} ({', '.join(map(repr, matches))}); "
-                         f"used {columns[used]!r} (column {used + 1}).")
-    return lat_i, lon_i
 
 
 def _read_parquet(raw: bytes, filename: str, lat_column: str | None, lon_column: str | None,
@@ -694,34 +401,13 @@ def _read_parquet(raw: bytes, filename: str, lat_column: str | None, lon_column:
     except Exception as exc:  # pyarrow raises several types for corrupt input
         raise LdpvizInputError(f"'{filename}' could not be read as a Parquet file ({str(exc)[:200]}); "
                                "is it a CSV with the wrong name, or damaged?") from None
-    columns, lat_i, lon_i = _parquet_columns(schema, filename, lat_column, lon_column, notes)
+    columns, lat_i, lon_i = parquet_columns(schema, filename, lat_column, lon_column, notes)
     try:
         table = pq.read_table(io.BytesIO(raw), columns=[columns[lat_i], columns[lon_i]])
     except Exception as exc:
         raise LdpvizInputError(f"'{filename}' could not be read as a Parquet file ({str(exc)[:200]})") from None
     lat, lon = (table.column(j).to_pandas() for j in (0, 1))
     return lat, lon, columns[lat_i], columns[lon_i], 0
-
-
-def _parquet_columns(schema: Any, filename: str, lat_column: str | None, lon_column: str | None,
-                     notes: list[str]) -> tuple[list[str], int, int]:
-    """Column names and coordinate indices of a Parquet schema; refuses columns that cannot hold numbers."""
-    import pyarrow as pa
-
-    columns = list(schema.names)
-    lat_i, lon_i = _resolve(columns, filename, lat_column, lon_column, notes)
-    for i in (lat_i, lon_i):
-        kind = schema.field(i).type
-        value_kind = kind.value_type if pa.types.is_dictionary(kind) else kind
-        require(not pa.types.is_nested(value_kind),
-                f"column {columns[i]!r} in '{filename}' holds nested values ({kind}), not one number per row; "
-                "flatten it into separate latitude and longitude columns")
-        require(pa.types.is_integer(value_kind) or pa.types.is_floating(value_kind)
-                or pa.types.is_decimal(value_kind) or pa.types.is_string(value_kind)
-                or pa.types.is_large_string(value_kind) or pa.types.is_null(value_kind),
-                f"column {columns[i]!r} in '{filename}' holds {kind} values, not numbers; "
-                "store latitude and longitude as numbers (or text holding numbers)")
-    return columns, lat_i, lon_i
 
 
 def _decode(raw: bytes, filename: str, notes: list[str]) -> str:
@@ -748,7 +434,7 @@ def _read_csv(raw: bytes, filename: str, lat_column: str | None, lon_column: str
     controls = sum(ch < " " and ch not in "\t\r\n" for ch in sample)
     require(controls <= len(sample) // 100, f"'{filename}' is a binary file, not CSV text or Parquet")
     header_line = next((line for line in io.StringIO(text) if line.strip()), "")
-    sep, columns, lat_i, lon_i = _sniff(header_line, filename, lat_column, lon_column, notes)
+    sep, columns, lat_i, lon_i = sniff_header(header_line, filename, lat_column, lon_column, notes)
     try:   # fast path: pandas' C parser; any row longer than the header sends us to the slow path
         with warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)
@@ -759,30 +445,6 @@ def _read_csv(raw: bytes, filename: str, lat_column: str | None, lon_column: str
     except (pd.errors.ParserError, pd.errors.ParserWarning, ValueError, csv.Error):
         pass
     return _csv_rows(text, sep, columns, lat_i, lon_i, filename)
-
-
-def _sniff(header_line: str, filename: str, lat_column: str | None, lon_column: str | None,
-           notes: list[str]) -> tuple[str, list[str], int, int]:
-    """Delimiter, column names and coordinate column indices from the header line."""
-    best: tuple[str, list[str]] | None = None
-    for sep in _DELIMITERS:   # sniff: the first delimiter whose header holds the coordinate columns
-        columns = next(csv.reader([header_line], delimiter=sep))
-        lat_i, lon_i = _find_column(columns, lat_column, LAT_NAMES), _find_column(columns, lon_column, LON_NAMES)
-        if lat_i is not None and lon_i is not None:
-            break
-        if best is None or len(columns) > len(best[1]):
-            best = (sep, columns)
-    else:
-        sep, columns = best
-        if all(_is_number(c) for c in columns if c.strip()):
-            raise LdpvizInputError(
-                f"the first line of '{filename}' looks like data ({header_line.strip()[:80]!r}), not column "
-                "names: the file needs a header row that names its latitude and longitude columns, e.g. lat,lon")
-        _resolve(columns, filename, lat_column, lon_column)   # raises the right message
-    lat_i, lon_i = _resolve(columns, filename, lat_column, lon_column, notes)
-    if sep != ",":
-        notes.append(f"columns are separated by {'tab' if sep == chr(9) else repr(sep)}.")
-    return sep, columns, lat_i, lon_i
 
 
 def _csv_rows(text: str, sep: str, columns: list[str], lat_i: int, lon_i: int,
@@ -806,14 +468,6 @@ def _csv_rows(text: str, sep: str, columns: list[str], lat_i: int, lon_i: int,
         raise LdpvizInputError(f"'{filename}' could not be parsed as CSV near line {reader.line_num} ({exc})") from None
     return (pd.Series(lat_values, dtype="string"), pd.Series(lon_values, dtype="string"),
             columns[lat_i], columns[lon_i], malformed)
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text.strip().replace(",", "."))
-        return True
-    except ValueError:
-        return False
 
 
 _DECIMAL_COMMA = re.compile(r"[+-]?\d+,\d+")
@@ -850,3 +504,7 @@ def _to_numbers(values: pd.Series, column: str, notes: list[str],
         notes.append(f"{int(comma.sum()):,} values in column '{column}' use a decimal comma "
                      "(e.g. 44,97) and were read as decimal points.")
     return out, missing, ~missing & ~np.isfinite(out)
+
+
+__all__ = ["Dataset", "LoadReport", "content_key", "gaussian_mixture", "MNORMAL_COMPONENTS", "SYNTHETIC_SIDE_M",
+           "LAT_NAMES", "LON_NAMES", "names", "load", "describe", "load_file", "in_bbox", "wrap_longitudes"]

@@ -9,7 +9,7 @@ trip the points keep the order of the file (a file's row order is its order of t
 no time column); nothing is re-sorted.
 
 :func:`load_trajectory_file` reads CSV or Parquet with the same reading rules and plain messages as
-the point loader (:func:`ldpviz.datasets.load_file`). Rows it cannot use are dropped and counted by
+the point loader (:func:`ldpviz.data.datasets.load_file`). Rows it cannot use are dropped and counted by
 reason (missing person id, missing/non-numeric/out-of-range coordinate, unreadable time); the
 trajectory checks are *reported with counts, never fixed*: one-point trips, people with one point,
 trips whose times go backwards, and steps faster than an airliner (``MAX_SPEED_KMH``). A file whose
@@ -32,8 +32,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ldpviz import datasets as _ds
-from ldpviz.domain import EARTH_RADIUS_M, Region
+from ldpviz.data import datasets as _ds
+from ldpviz.data import file_formats
+from ldpviz.geo.domain import EARTH_RADIUS_M, Region
 from ldpviz.errors import LdpvizInputError, require
 
 STORMS_FILE = _ds.DATA_DIR / "atlantic_storms.parquet"
@@ -203,11 +204,11 @@ def trajectory_checks(person: np.ndarray, trip_start: np.ndarray, lon: np.ndarra
 def _pick(columns: list[str], override: str | None, candidates: tuple[str, ...], role: str,
           filename: str, required: bool) -> str | None:
     if override is not None:
-        idx = _ds._find_column(columns, override, ())
+        idx = file_formats.find_column(columns, override, ())
         require(idx is not None, f"the {role} column {override!r} is not in '{filename}'; its columns are: "
                                  f"{', '.join(map(repr, columns[:30]))}")
         return columns[idx]
-    idx = _ds._find_column(columns, None, candidates)
+    idx = file_formats.find_column(columns, None, candidates)
     if idx is None and required:
         raise LdpvizInputError(f"no {role} column found in '{filename}'. Columns seen: "
                                f"{', '.join(map(repr, columns[:30]))}. Name it {candidates[0]} (also accepted: "
@@ -216,14 +217,14 @@ def _pick(columns: list[str], override: str | None, candidates: tuple[str, ...],
 
 
 def _read_table(raw: bytes, filename: str, notes: list[str]) -> pd.DataFrame:
-    if raw[:4] == b"PAR1" or Path(filename).suffix.lower() in _ds._PARQUET_SUFFIXES:
+    if raw[:4] == b"PAR1" or Path(filename).suffix.lower() in file_formats.PARQUET_SUFFIXES:
         try:
             return pd.read_parquet(io.BytesIO(raw))
         except Exception as exc:  # pyarrow raises several types for corrupt input
             raise LdpvizInputError(f"'{filename}' could not be read as a Parquet file ({str(exc)[:200]})") from None
     text = _ds._decode(raw, filename, notes)
     header = next((line for line in io.StringIO(text) if line.strip()), "")
-    sep = max(_ds._DELIMITERS, key=header.count)
+    sep = max(file_formats.DELIMITERS, key=header.count)
     if sep != ",":
         notes.append(f"columns are separated by {'tab' if sep == chr(9) else repr(sep)}.")
     try:
@@ -275,7 +276,7 @@ def load_trajectory_file(source: Any, *, filename: str | None = None, person_col
     columns = [str(c) for c in frame.columns]
     frame.columns = columns
     require(len(frame) > 0, f"'{filename}' has column names but no data rows")
-    lat_i, lon_i = _ds._resolve(columns, filename, lat_column, lon_column, notes)
+    lat_i, lon_i = file_formats.resolve_columns(columns, filename, lat_column, lon_column, notes)
     used = {"person": _pick(columns, person_column, PERSON_NAMES, "person", filename, True)}
     trip_name = _pick(columns, trip_column, TRIP_NAMES, "trip", filename, False)
     time_name = _pick(columns, time_column, TIME_NAMES, "time", filename, False)
@@ -386,7 +387,7 @@ def load(name: str) -> Trajectories:
 
 
 def describe() -> list[dict[str, Any]]:
-    """One row per bundled trajectory dataset, in the shape of :func:`ldpviz.datasets.describe` plus counts."""
+    """One row per bundled trajectory dataset, in the shape of :func:`ldpviz.data.datasets.describe` plus counts."""
     rows = []
     for name in _BUILDERS:
         t = load(name)

@@ -15,7 +15,7 @@ returns a plain DataFrame with columns ``person, seq, lon, lat`` (one row per po
 
 Where the paper is silent we chose (and record the choice in ``frame.attrs``):
 
-* *Domain*: the square :class:`~ldpviz.domain.Region` holding every point
+* *Domain*: the square :class:`~ldpviz.geo.domain.Region` holding every point
   (:func:`fit_region`, longitudes taken on the shortest arc, so data straddling the
   antimeridian gets a small region), unless a region is given; points outside a given
   region are not used and are counted in ``attrs["points_outside_region"]``.
@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ldpviz.domain import EARTH_RADIUS_M, Grid, Region
+from ldpviz.geo.domain import EARTH_RADIUS_M, Grid, Region
 from ldpviz.errors import require
 
 #: App. D's sizes.
@@ -145,7 +145,7 @@ def generate_trajectories(lon: Any, lat: Any, *, n_trajectories: int = PAPER_TRA
     chosen = order[offsets[flat] + (rng.random(flat.size) * counts[flat]).astype(np.int64)]
     frame = pd.DataFrame({"person": person, "seq": seq, "lon": src_lon[chosen], "lat": src_lat[chosen]})
     frame.attrs.update({
-        "generator": "DAM App. D random walk (ldpviz.trajgen.generate_trajectories)",
+        "generator": "DAM App. D random walk (ldpviz.data.trajectory_generator.generate_trajectories)",
         "n_trajectories": int(n_trajectories), "min_length": int(min_length), "max_length": int(max_length),
         "grid_side": int(grid_side), "seed": int(seed), "start": start,
         "region": {"center_lon": region.center_lon, "center_lat": region.center_lat, "side_m": region.side_m},
@@ -162,7 +162,7 @@ def minneapolis_trajectories(seed: int = 0, **sizes: Any) -> pd.DataFrame:
     grid_side, start). The stops are public events, so nothing here is a real person's trip:
     each synthetic person is a random walk through cells weighted by stop counts.
     """
-    from ldpviz import datasets
+    from ldpviz.data import datasets
 
     data = datasets.load("minneapolis-stops")
     frame = generate_trajectories(data.lon, data.lat, seed=seed, region=data.default_region, **sizes)

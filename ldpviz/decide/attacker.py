@@ -31,7 +31,7 @@ All expectations are exact sums over the channel (x ~ pi, y ~ P(.|x)) when the m
 has an explicit channel. The products sum_x J[y, x] D(x, x') are 2-D convolutions (D
 depends on the offset only), done by FFT. Mechanisms without one (OUE, OLH, the grid
 decompositions, OLH-H, PLDP) get the same attacker by Monte Carlo over reports with exact
-per-report posteriors (:mod:`ldpviz.attacker_mc`); ``Attack.method`` says which, and the
+per-report posteriors (:mod:`ldpviz.decide.attacker_monte_carlo`); ``Attack.method`` says which, and the
 Monte Carlo figures carry their standard errors.
 """
 
@@ -43,8 +43,9 @@ from typing import Any
 
 import numpy as np
 
-from ldpviz.attacker_mc import MC_MAX_CELLS, MC_SEED, monte_carlo_figures, supports_monte_carlo
-from ldpviz.domain import Grid
+from ldpviz.decide.cell_distances import rows_times_distance
+from ldpviz.decide.attacker_monte_carlo import MC_MAX_CELLS, MC_SEED, monte_carlo_figures, supports_monte_carlo
+from ldpviz.geo.domain import Grid
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.mechanisms.base import CENTRAL_DP, Mechanism
 
@@ -61,7 +62,6 @@ _NA = "the attacker's error is not available: "
 #: Channels larger than this many entries (outputs x cells) are not attacked (memory and time guard).
 MAX_CHANNEL_ENTRIES = 40_000_000
 #: Output rows per FFT batch.
-_BATCH = 256
 
 
 @dataclass(frozen=True)
@@ -117,35 +117,6 @@ def method(mech: Mechanism) -> str:
     return EXACT if getattr(mech, "has_channel", False) else "monte carlo"
 
 
-def _distance_kernel(side: int) -> np.ndarray:
-    """Distances (cells) for offsets -(d-1)..(d-1) on both axes, as a (2d-1, 2d-1) array."""
-    r = np.arange(-(side - 1), side)
-    return np.hypot(r[:, None], r[None, :])
-
-
-def _rows_times_distance(J: np.ndarray, side: int, within: float | None = None) -> np.ndarray:
-    """E = J @ K for K[x, x'] = |c_x - c_x'| (cells), or the indicator |c_x - c_x'| <= ``within``;
-    by FFT convolution per row beyond d = 32 (K depends on the offset only); J is (m, d*d)."""
-    m = J.shape[0]
-
-    def kernel(dist: np.ndarray) -> np.ndarray:
-        return dist if within is None else (dist <= within + 1e-9).astype(float)
-
-    if side <= 32:                                       # dense BLAS product is faster up to ~1k cells
-        r, c = np.divmod(np.arange(side * side), side)
-        return J @ kernel(np.hypot(r[:, None] - r[None, :], c[:, None] - c[None, :]))
-    size = 2 * side - 1
-    fft_n = 1 << (size - 1).bit_length()
-    K = np.fft.rfft2(kernel(_distance_kernel(side)), s=(fft_n, fft_n))
-    out = np.empty_like(J)
-    for s in range(0, m, _BATCH):
-        block = J[s:s + _BATCH].reshape(-1, side, side)
-        conv = np.fft.irfft2(np.fft.rfft2(block, s=(fft_n, fft_n)) * K, s=(fft_n, fft_n))
-        # full convolution index of output cell x' is x' + (d - 1)
-        out[s:s + _BATCH] = conv[:, side - 1:2 * side - 1, side - 1:2 * side - 1].reshape(len(block), -1)
-    return out
-
-
 def _prior(kind: str | np.ndarray, grid: Grid, population: np.ndarray | None) -> tuple[str, np.ndarray]:
     n = grid.n_cells
     if isinstance(kind, str):
@@ -173,7 +144,7 @@ def attack(mech: Mechanism, prior: str | np.ndarray = POPULATION, *, population:
     prior itself (the uniform prior alone gives the DAM paper's LP, eq. 16).
     ``prior`` may also be an explicit array (named "custom").
 
-    Without an explicit channel the figures are Monte Carlo means (:mod:`ldpviz.attacker_mc`,
+    Without an explicit channel the figures are Monte Carlo means (:mod:`ldpviz.decide.attacker_monte_carlo`,
     reports drawn with ``seed``); ``n_users`` is the size of the collection whose public state
     (UG's N, an adaptive grid) the reports depend on, by default ``population``'s total when
     it holds counts (a sum of at least 2), else the Monte Carlo batch size.
@@ -216,11 +187,11 @@ def attack_many(mech: Mechanism, priors: list[str | np.ndarray], *, population: 
     J_true = P * people[None, :]                          # P(y, x) for the real people
     keep = J_true.sum(axis=1) > 0
     J_true, P = J_true[keep], P[keep]
-    E_true = _rows_times_distance(J_true, side)          # E[y, x'] = sum_x J[y, x] D(x, x')  (cells)
+    E_true = rows_times_distance(J_true, side)          # E[y, x'] = sum_x J[y, x] D(x, x')  (cells)
     r_cells = r_m / grid.cell_m
-    e_people = _rows_times_distance(people[None, :], side)[0]
-    W_true = _rows_times_distance(J_true, side, r_cells)  # mass within r of each candidate cell
-    w_people = _rows_times_distance(people[None, :], side, r_cells)[0]
+    e_people = rows_times_distance(people[None, :], side)[0]
+    W_true = rows_times_distance(J_true, side, r_cells)  # mass within r of each candidate cell
+    w_people = rows_times_distance(people[None, :], side, r_cells)[0]
     out = []
     for kind, belief in beliefs:
         same = np.array_equal(belief, people)
@@ -228,22 +199,22 @@ def attack_many(mech: Mechanism, priors: list[str | np.ndarray], *, population: 
             J_belief, E_belief = J_true, E_true
         elif kind == UNIFORM:                             # a constant factor does not move the argmin
             J_belief = P / n
-            E_belief = _rows_times_distance(P, side)
+            E_belief = rows_times_distance(P, side)
         else:
             J_belief = P * belief[None, :]
-            E_belief = _rows_times_distance(J_belief, side)
+            E_belief = rows_times_distance(J_belief, side)
         guess = np.argmin(E_belief, axis=1)
         best_err = float(E_true[np.arange(len(E_true)), guess].sum())
         mass_b = J_belief.sum(axis=1)
         safe = np.where(mass_b > 0, mass_b, 1.0)
         draw_err = float(np.where(mass_b > 0, (E_true * J_belief).sum(axis=1) / safe, 0.0).sum())
         # aiming to land within r: the cell whose r-disc holds the most posterior mass
-        W_belief = W_true if same else _rows_times_distance(J_belief, side, r_cells)
+        W_belief = W_true if same else rows_times_distance(J_belief, side, r_cells)
         aim = np.argmax(W_belief, axis=1)
         within = float(W_true[np.arange(len(W_true)), aim].sum())
         # the belief alone: one guess for everybody, scored on the people
-        g0 = int(np.argmin(_rows_times_distance(belief[None, :], side)[0]))
-        a0 = int(np.argmax(_rows_times_distance(belief[None, :], side, r_cells)[0]))
+        g0 = int(np.argmin(rows_times_distance(belief[None, :], side)[0]))
+        a0 = int(np.argmax(rows_times_distance(belief[None, :], side, r_cells)[0]))
         out.append(Attack(prior=kind, prior_label=PRIOR_LABELS.get(kind, "an attacker with a given prior"),
                           r_m=float(r_m), best_guess_error_m=best_err * grid.cell_m, within_r=within,
                           posterior_draw_error_m=draw_err * grid.cell_m,
@@ -255,10 +226,10 @@ def attack_many(mech: Mechanism, priors: list[str | np.ndarray], *, population: 
 def _no_report(belief: np.ndarray, people: np.ndarray, grid: Grid, r_cells: float) -> tuple[float, float]:
     """The belief alone: one guess for everybody, scored on the people (metres, probability)."""
     side = grid.side
-    g0 = int(np.argmin(_rows_times_distance(belief[None, :], side)[0]))
-    a0 = int(np.argmax(_rows_times_distance(belief[None, :], side, r_cells)[0]))
-    e_people = _rows_times_distance(people[None, :], side)[0]
-    w_people = _rows_times_distance(people[None, :], side, r_cells)[0]
+    g0 = int(np.argmin(rows_times_distance(belief[None, :], side)[0]))
+    a0 = int(np.argmax(rows_times_distance(belief[None, :], side, r_cells)[0]))
+    e_people = rows_times_distance(people[None, :], side)[0]
+    w_people = rows_times_distance(people[None, :], side, r_cells)[0]
     return float(e_people[g0]) * grid.cell_m, float(w_people[a0])
 
 

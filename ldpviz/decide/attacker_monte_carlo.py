@@ -1,6 +1,6 @@
 """The Bayesian attacker by Monte Carlo over reports, for mechanisms without an explicit channel.
 
-Same attacker as :mod:`ldpviz.attacker` (Shokri et al. S&P'11; the posterior
+Same attacker as :mod:`ldpviz.decide.attacker` (Shokri et al. S&P'11; the posterior
 pi(x | y) ~ P(y | x) pi(x) over the d x d cells), for mechanisms whose report space
 cannot be listed (OUE: 2^D bit vectors; OLH: a hash seed per report; the grid
 decompositions, whose cells depend on a first round). Instead of summing over every
@@ -16,7 +16,7 @@ Modelling choices (stated wherever the number appears through ``Attack.method``)
 
 * people are spread uniformly within their grid cell, so a likelihood over a
   mechanism's own cells (coarse, adaptive, quadkey tiles) becomes one over the grid's
-  cells by area shares (:func:`ldpviz.partition.rect_cell_shares`);
+  cells by area shares (:func:`ldpviz.geo.partition.rect_cell_shares`);
 * whatever the mechanism broadcasts (UG's N, PrivAG/AAG's second-level grid, an
   occupied domain) is built, as in a real collection, from a *crowd* of ``n_users``
   people (at most :data:`MAX_CROWD`) drawn from the same population, for mechanisms that
@@ -40,7 +40,8 @@ from typing import Any
 
 import numpy as np
 
-from ldpviz.domain import Binned, Grid
+from ldpviz.geo.domain import Binned, Grid
+from ldpviz.decide.cell_distances import rows_times_distance
 from ldpviz.errors import require
 from ldpviz.mechanisms.base import Mechanism
 
@@ -71,8 +72,8 @@ def report_likelihood(mech: Mechanism, reports: Any) -> np.ndarray:
     """``(n_reports, n_cells)``: P(report | the person's grid cell), each row up to a factor of the report only.
 
     The generic dispatcher: each family implements ``report_likelihood`` beside its own code
-    (frequency oracles in :mod:`ldpviz.mechanisms.fo`, grid decompositions in
-    :mod:`ldpviz.mechanisms.grids`, OLH-H and PLDP in their modules).
+    (frequency oracles in :mod:`ldpviz.mechanisms.fo.oracles`, grid decompositions in
+    :mod:`ldpviz.mechanisms.grids.decompositions`, OLH-H and PLDP in their modules).
     """
     require(supports_monte_carlo(mech), f"{mech.name} has no per-report likelihood")
     L = np.asarray(mech.report_likelihood(reports), dtype=float)
@@ -111,8 +112,6 @@ def monte_carlo_figures(mech: Mechanism, beliefs: list[np.ndarray], people: np.n
 
     Returns (reports used, one dict per belief with keys best, best_se, within, within_se, draw, draw_se).
     """
-    from ldpviz.attacker import _rows_times_distance
-
     require(supports_monte_carlo(mech), f"{mech.name} has no per-report likelihood")
     grid = mech.grid
     side = grid.side
@@ -129,8 +128,8 @@ def monte_carlo_figures(mech: Mechanism, beliefs: list[np.ndarray], people: np.n
         J = L * people[None, :]
         mass = J.sum(axis=1, keepdims=True)
         post_true = J / np.where(mass > 0, mass, 1.0)
-        E_true = _rows_times_distance(post_true, side)
-        W_true = _rows_times_distance(post_true, side, r_cells)
+        E_true = rows_times_distance(post_true, side)
+        W_true = rows_times_distance(post_true, side, r_cells)
         idx = np.arange(b)
         for belief, acc in zip(beliefs, sums):
             if np.array_equal(belief, people):
@@ -139,7 +138,7 @@ def monte_carlo_figures(mech: Mechanism, beliefs: list[np.ndarray], people: np.n
                 Jb = L * belief[None, :]
                 mb = Jb.sum(axis=1, keepdims=True)
                 post = Jb / np.where(mb > 0, mb, 1.0)
-                E, W = _rows_times_distance(post, side), _rows_times_distance(post, side, r_cells)
+                E, W = rows_times_distance(post, side), rows_times_distance(post, side, r_cells)
             acc.best.append(E_true[idx, np.argmin(E, axis=1)])
             acc.within.append(W_true[idx, np.argmax(W, axis=1)])
             acc.draw.append((E_true * post).sum(axis=1))

@@ -3,10 +3,10 @@
 :func:`build_report` runs a scenario (several trials) and writes everything an officer
 needs to file in one page that opens offline and prints cleanly: the scenario and the
 data's provenance, the guarantee in words and on the common scale
-(:mod:`ldpviz.privacy_scale`), true / estimated / difference (and spread) maps as
-embedded PNGs (:mod:`ldpviz.render`), every metric with a 95% confidence interval and
-what good and poor look like (:mod:`ldpviz.explain`), the attacker's error
-(:mod:`ldpviz.attacker`), the mechanism's quick audit verdict (:mod:`ldpviz.audit`), a
+(:mod:`ldpviz.decide.privacy_scale`), true / estimated / difference (and spread) maps as
+embedded PNGs (:mod:`ldpviz.render.png`), every metric with a 95% confidence interval and
+what good and poor look like (:mod:`ldpviz.decide.explain`), the attacker's error
+(:mod:`ldpviz.decide.attacker`), the mechanism's quick audit verdict (:mod:`ldpviz.evidence.audit`), a
 reproduction snippet, the date and the version. No external resource is referenced: no
 scripts, fonts, stylesheets or images from the network.
 """
@@ -21,12 +21,15 @@ from typing import Any
 
 import numpy as np
 
-from ldpviz import __version__, citations, datasets, experiment, mechanisms, render
-from ldpviz.attacker import DEFAULT_R_M, attackers
+from ldpviz import __version__, experiment, mechanisms
+from ldpviz.evidence import citations
+from ldpviz.data import datasets
+from ldpviz.render import png as render
+from ldpviz.decide.attacker import DEFAULT_R_M, attackers
 from ldpviz.errors import LdpvizInputError, require
-from ldpviz.explain import epsilon_plain, metric_explanation, metric_readout
+from ldpviz.decide.explain import epsilon_plain, metric_explanation, metric_readout
 from ldpviz.metrics import METRIC_INFO
-from ldpviz.privacy_scale import common_terms
+from ldpviz.decide.privacy_scale import common_terms
 
 #: The quick audit: a 4 x 4 grid over a nominal 10 km square, this many samples per input.
 AUDIT_SIDE = 4
@@ -95,7 +98,7 @@ def _reproduction(scenario: experiment.Scenario, r_m: float) -> str:
 def _audit_section(scenario: experiment.Scenario, run_audit: bool) -> str:
     if not run_audit:
         return "<p class='verdict'>No audit was run for this report (it was switched off).</p>"
-    from ldpviz import audit
+    from ldpviz.evidence import audit
     try:
         res = audit.audit_mechanism(scenario.mechanism, AUDIT_SIDE, scenario.epsilon, n_samples=AUDIT_SAMPLES,
                                     seed=scenario.seed, params=dict(scenario.params))
@@ -104,7 +107,7 @@ def _audit_section(scenario: experiment.Scenario, run_audit: bool) -> str:
     cls = "pass" if res.status == audit.PASSED else ("fail" if res.status == audit.FAILED else "")
     notes = "".join(f"<p class='note'>{_e(n)}</p>" for n in res.notes)
     return (f"<p class='verdict {cls}'><strong>{_e(res.status)}</strong>: {_e(res.summary())}</p>"
-            f"<p class='note'>Which audit ran: the black-box audit of ldpviz.audit on a {AUDIT_SIDE} x {AUDIT_SIDE} "
+            f"<p class='note'>Which audit ran: the black-box audit of ldpviz.evidence.audit on a {AUDIT_SIDE} x {AUDIT_SIDE} "
             f"grid over a nominal 10 km square, {res.n_samples:,} samples per input, {len(res.pairs)} pairs of "
             f"inputs, {res.confidence:.0%} confidence, seed {res.seed} ({res.seconds:.1f} s). It certifies a lower "
             f"bound on the privacy loss from the mechanism's client code; passing means no violation was found, "
@@ -133,7 +136,7 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
     attack = attackers(mech, population, r_m=r_m, n_users=scenario.n_users)
     now = _dt.datetime.now(_dt.timezone.utc)
 
-    from ldpviz.reproduce import _safe_repo, git_commit
+    from ldpviz.evidence.reproduce import _safe_repo, git_commit
     repo = _safe_repo()
     commit = git_commit(repo) if repo else "unknown"
 
@@ -238,7 +241,7 @@ user who sends one report.</p>{f'<ul class="note">{notes}</ul>' if notes else ''
 {_table(["On the common scale", ""], scale_rows)}
 <p class="note">Repeated collections add up: collecting daily at this epsilon for a year gives a total of
 {_num(365 * terms['epsilon'])}{' per km' if terms['epsilon_unit'] else ''} for one person's reports
-(sequential composition; see ldpviz.budget).</p>
+(sequential composition; see ldpviz.decide.budget).</p>
 
 <h2>4. Maps</h2>
 <div class="maps">{''.join(maps)}</div>

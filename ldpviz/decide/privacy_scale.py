@@ -18,7 +18,7 @@ The tool offers three privacy models whose epsilons do not mean the same thing:
 
 The unit protected is always one person's one reported location in one collection
 (each user contributes one location here); repeated collections add up
-(:mod:`ldpviz.budget`).
+(:mod:`ldpviz.decide.budget`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ldpviz.domain import Grid
+from ldpviz.geo.domain import Grid
 from ldpviz.errors import require
 from ldpviz.mechanisms.base import (CENTRAL_DP, GEO_I, GEO_I_UNIT, GEO_I_UNIT_M, LDP, NO_PRIVACY, Mechanism,
                                     validate_epsilon)

@@ -2,7 +2,7 @@
 
 * :func:`frontier`: per mechanism and epsilon (and optionally number of users), the
   accuracy (mean metric with a 95% CI over trials) against the attacker's error
-  (:mod:`ldpviz.attacker`, population prior) -- one curve per mechanism, one point per
+  (:mod:`ldpviz.decide.attacker`, population prior) -- one curve per mechanism, one point per
   epsilon.
 * :func:`target_epsilon` (goal seek, as DP Wizard's users asked for): the smallest
   epsilon whose mean metric over the trials is at most a target, by a safeguarded
@@ -30,9 +30,10 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from ldpviz import datasets, mechanisms, metrics
-from ldpviz.attacker import POPULATION, attack, availability
-from ldpviz.domain import Binned, Grid
+from ldpviz.data import datasets
+from ldpviz import mechanisms, metrics
+from ldpviz.decide.attacker import POPULATION, attack, availability
+from ldpviz.geo.domain import Binned, Grid
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.experiment import Scenario, mean_ci, prepare_users
 from ldpviz.mechanisms.base import EPSILON_MAX, EPSILON_MIN

@@ -62,7 +62,7 @@ import pandas as pd
 from scipy import stats
 
 from ldpviz import mechanisms
-from ldpviz.domain import Binned, Grid, Region
+from ldpviz.geo.domain import Binned, Grid, Region
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.mechanisms.base import CENTRAL_DP, GEO_I, LDP, NO_PRIVACY, Mechanism
 

@@ -25,11 +25,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ldpviz import datasets, mechanisms, metrics
-from ldpviz.domain import Binned, Grid, Region
+from ldpviz.data import datasets
+from ldpviz import mechanisms, metrics
+from ldpviz.geo.domain import Binned, Grid, Region
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.mechanisms.base import CENTRAL_DP, Estimate
-from ldpviz.reports import describe as describe_reports
+from ldpviz.experiment.report_description import describe as describe_reports
 
 MAX_TRIALS = 100
 
@@ -102,7 +103,7 @@ class Result:
     n_outside: int
     guarantee: str                   #: the mechanism's guarantee with its privacy unit named (issue 15.17)
     notes: list[str] = field(default_factory=list)
-    received: dict[str, str] = field(default_factory=dict)   #: what phones sent in trial 0 (ldpviz.reports)
+    received: dict[str, str] = field(default_factory=dict)   #: what phones sent in trial 0 (ldpviz.experiment.report_description)
     coverage: list[str] = field(default_factory=list)   #: what the guarantee covers and what it does not
     #: per trial, how each transport metric was computed (metrics.TransportReadout: solver name,
     #: ``exact`` flag, and the interval holding the exact value), keyed as the metrics ("w2_m", "emd_l1_m")
@@ -267,7 +268,7 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None) -> Result:
 
 def coverage(mech: mechanisms.Mechanism, region: Region, n_users: int, n_outside: int = 0) -> list[str]:
     """What a result's guarantee covers and what it releases or relies on outside it (issues 15.1, 15.18)."""
-    from ldpviz.regions import region_covers
+    from ldpviz.geo.region_choice import region_covers
 
     out = [f"The exact number of users (n = {n_users:,}) shown with the output is not private: it is the "
            "true count of rows in the region, released without noise."]

@@ -1,7 +1,7 @@
 """One scenario split into partitions of users: serially here, or on a Dask cluster, with the same result.
 
 A frequency oracle's server needs only a sufficient statistic of the reports
-(a report histogram or support counts, :mod:`ldpviz.mechanisms.fo`), and the
+(a report histogram or support counts, :mod:`ldpviz.mechanisms.fo.oracles`), and the
 statistics of disjoint groups of users add up. So a population too large for
 one machine is cut into partitions; each partition's users are binned on the
 public grid and perturb their cells (per-user or aggregate path, chosen per
@@ -50,12 +50,13 @@ from typing import Any, Callable, Protocol
 import numpy as np
 import pandas as pd
 
-from ldpviz import datasets, mechanisms, metrics
-from ldpviz.domain import Grid, Region
+from ldpviz.data import file_formats, synthetic
+from ldpviz import mechanisms, metrics
+from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.experiment import Result, Scenario
 from ldpviz.mechanisms.base import CENTRAL_DP, Mechanism
-from ldpviz.mechanisms.fo import merge_statistics
+from ldpviz.mechanisms.fo.oracles import merge_statistics
 
 #: Default users per partition: about 100 MB of working memory per task.
 DEFAULT_PARTITION_USERS = 1_000_000
@@ -87,7 +88,7 @@ class SyntheticSampler:
 
     ``uniform``: uniform on the square; ``normal``: Normal(0, 0, 1, 1, rho 0.5) kept in (-5, 5)^2;
     ``szipf``: independent coordinates of density 1/(ln 2 (x + 1)) on [0, 1); ``mnormal``: each point
-    from one of the three components of :data:`ldpviz.datasets.MNORMAL_COMPONENTS` chosen uniformly
+    from one of the three components of :data:`ldpviz.data.synthetic.MNORMAL_COMPONENTS` chosen uniformly
     (the bundled set has exactly a third in each), kept in [-5, 7)^2. Same laws as the bundled sets
     (DAM paper Sec. VII-A), at any size.
     """
@@ -101,16 +102,16 @@ class SyntheticSampler:
             xy, low, high = np.exp2(rng.random((n, 2))) - 1.0, 0.0, 1.0
         elif self.name == "normal":
             low, high = -5.0, 5.0
-            xy = datasets._inside(lambda k: datasets._correlated_normal(rng, k, 0.0, 0.5), n, low, high)
+            xy = synthetic._inside(lambda k: synthetic._correlated_normal(rng, k, 0.0, 0.5), n, low, high)
         else:  # mnormal
             low, high = -5.0, 7.0
-            which = rng.integers(0, len(datasets.MNORMAL_COMPONENTS), size=n)
+            which = rng.integers(0, len(synthetic.MNORMAL_COMPONENTS), size=n)
             xy = np.empty((n, 2))
-            for c, (mean, rho) in enumerate(datasets.MNORMAL_COMPONENTS):
+            for c, (mean, rho) in enumerate(synthetic.MNORMAL_COMPONENTS):
                 mine = which == c
-                xy[mine] = datasets._inside(lambda k, m=mean, r=rho: datasets._correlated_normal(rng, k, m, r),
+                xy[mine] = synthetic._inside(lambda k, m=mean, r=rho: synthetic._correlated_normal(rng, k, m, r),
                                             int(mine.sum()), low, high)
-        whole = datasets._square_presets()["Whole square"]
+        whole = synthetic._square_presets()["Whole square"]
         return whole.unit_to_lonlat((xy - low) / (high - low))
 
 
@@ -119,7 +120,7 @@ SYNTHETIC_SAMPLERS = ("uniform", "normal", "szipf", "mnormal")
 
 def synthetic_region(preset: str | None = None) -> Region:
     """A region preset of the synthetic sets (default: the whole 10 km square), with a clear error."""
-    presets = datasets._square_presets()
+    presets = synthetic._square_presets()
     require(preset is None or preset in presets,
             f"the synthetic datasets have no region preset {preset!r}; presets: {', '.join(presets)}")
     return presets[preset] if preset else next(iter(presets.values()))
@@ -178,7 +179,7 @@ def require_dask(what: str) -> None:
 class ParquetSource:
     """A Parquet file or directory as a dask.dataframe; one partition per Dask partition.
 
-    The coordinate columns are found as :func:`ldpviz.datasets.load_file` finds them
+    The coordinate columns are found as :func:`ldpviz.data.datasets.load_file` finds them
     (or named); they must be numeric. Rows with a missing or impossible coordinate
     (non-finite, |lat| > 90, |lon| > 180) are dropped and counted per partition.
     """
@@ -192,8 +193,8 @@ class ParquetSource:
         except (OSError, ValueError) as exc:
             raise LdpvizInputError(f"cannot read {path!r} as Parquet: {exc}".splitlines()[0]) from None
         columns = [str(c) for c in frame.columns]
-        lat_i = datasets._find_column(columns, lat_column, datasets.LAT_NAMES)
-        lon_i = datasets._find_column(columns, lon_column, datasets.LON_NAMES)
+        lat_i = file_formats.find_column(columns, lat_column, file_formats.LAT_NAMES)
+        lon_i = file_formats.find_column(columns, lon_column, file_formats.LON_NAMES)
         require(lat_i is not None and lon_i is not None,
                 f"{path}: no latitude/longitude columns found among {', '.join(columns)}; name them with "
                 "--lat-column and --lon-column")
@@ -406,7 +407,7 @@ def run_from_args(args: Any, region: Region | None, params: dict[str, Any]) -> P
     file or directory (``--csv``) read as a dask.dataframe, with ``--bbox`` fixing
     the region before any row is read.
     """
-    from ldpviz import parallel
+    from ldpviz.experiment import executors as parallel
 
     require(args.workers is None or args.scheduler == "local",
             "--workers sets the size of a local cluster: use it with --scheduler local (a remote cluster has the "

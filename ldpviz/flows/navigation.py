@@ -40,7 +40,7 @@ import scipy.sparse
 from scipy.sparse.csgraph import dijkstra
 
 from ldpviz import mechanisms
-from ldpviz.domain import Grid, Region
+from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import require
 from ldpviz.mechanisms.base import validate_epsilon
 
@@ -204,7 +204,8 @@ def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon
 def navigation_for_dataset(dataset: str, mechanism: str, epsilon: float, theta_s: float, grid_side: int, *,
                            region: Any = None, n_trips: int = 100, seed: int = 0, **kwargs: Any) -> NavigationResult:
     """Navigation on a bundled dataset: its points (all trajectory points) are the traffic, its OD pairs the trips."""
-    from ldpviz import datasets, od, trajectories
+    from ldpviz.data import datasets, trajectories
+    from ldpviz.flows import od
 
     pairs, reg, _ = od.load_od_pairs(dataset, region, None, seed)
     if dataset in trajectories.names():

@@ -28,7 +28,7 @@ on ``S`` (a K x K histogram; never a per-user loop):
   ``W = z * (standard error of the pair's score A_o^T (S/n) A_d)`` with the universal threshold
   ``z = sqrt(2 ln d^2)`` (Donoho-Johnstone): a pair with no flow stays at zero unless its score
   exceeds noise of that size. Solved with the Kronecker structure (d x d products, never the
-  d^2 x d^2 design) by ADMM and a projected Newton polish (:mod:`ldpviz.od_solver`).
+  d^2 x d^2 design) by ADMM and a projected Newton polish (:mod:`ldpviz.flows.od_lasso_solver`).
 * ``em`` (maximum likelihood): EM on the joint report histogram, ``F <- F * A_o^T (S / (A_o F
   A_d^T)) A_d / n`` (the Sec. 6.5 ablation's MLE, on pairs). Exact maximum likelihood for the
   one-symbol mechanisms; for OLH-H it maximises the Poisson likelihood of the support-pair counts
@@ -52,26 +52,23 @@ import numpy as np
 import scipy.sparse
 
 from ldpviz import mechanisms
-from ldpviz.domain import Binned, Grid, Region
-from ldpviz.errors import LdpvizInputError, require
-from ldpviz.estimation import norm_sub
+from ldpviz.geo.domain import Binned, Grid, Region
+from ldpviz.errors import require
+from ldpviz.mechanisms.estimation import norm_sub
 from ldpviz.mechanisms.base import validate_epsilon
-from ldpviz.mechanisms.fo import OLHReports, grr_channel, hr_channel, olh_support_probabilities, olh_supports
-from ldpviz.mechanisms.olh_h import OLHHReports, hierarchy
-from ldpviz.mechanisms.pldp import pcep_channel
-from ldpviz.mechanisms.srr import grid_domain
+from ldpviz.flows.od_simulate import simulate_statistic
+from ldpviz.flows.od_statistics import JointStatistic, joint_statistic
+from ldpviz.mechanisms.srr.staircase import grid_domain
 
 #: The L-SRR Sec. 6.4 schemes (registry names); ``grr`` and ``hr`` mean the tile oracles on the grid domain.
 OD_MECHANISMS = ("srr", "grr-tiles", "olh-h", "hr-tiles", "pldp")
 ALIASES = {"grr": "grr-tiles", "hr": "hr-tiles", "l-srr": "srr"}
 ESTIMATORS = ("lasso", "em", "unbiased")
 #: How reports are simulated: every user's two reports (``Mechanism.perturb``), or the joint statistic
-#: drawn from the true OD counts (:mod:`ldpviz.od_simulate`; same distribution, see there).
+#: drawn from the true OD counts (:mod:`ldpviz.flows.od_simulate`; same distribution, see there).
 PATHS = ("users", "aggregate")
 #: Largest grid side for OD: d = 32^2 = 1,024 locations, 1,048,576 OD pairs.
 MAX_OD_GRID_SIDE = 32
-#: Joint histograms with more entries than this are kept sparse (PLDP at small epsilon).
-_DENSE_ENTRIES = 1 << 22
 _CHUNK = 1 << 15
 #: Lasso on rank-deficient designs: LP rounds in the null space, and the largest LP constraint matrix.
 _LP_ROUNDS = 6
@@ -98,125 +95,6 @@ def od_guarantee(mechanism: str, epsilon: float) -> str:
 
 
 # ---------------------------------------------------------------- the joint statistic
-@dataclass
-class JointStatistic:
-    """``S`` (K_o x K_d, dense or sparse) with ``E[S] = n A_o F A_d^T``; ``exact`` if S is a report histogram."""
-
-    S: Any
-    A_o: np.ndarray
-    A_d: np.ndarray
-    n: int
-    exact: bool
-    S2: np.ndarray | None = None    #: (d x d) mean of (u u)(v v)^T, u = A_o^T a(o), v = A_d^T a(d) (OLH-H only)
-
-    @property
-    def d(self) -> int:
-        return int(self.A_o.shape[1])
-
-    def score(self) -> np.ndarray:
-        """``T = A_o^T (S/n) A_d`` (d x d): the least-squares score of every OD pair."""
-        return np.asarray(self.A_o.T @ (self.S @ self.A_d)) / self.n
-
-    def second_moment(self) -> np.ndarray:
-        """Mean over users of ``(u*u)(v*v)^T``: the plug-in second moment of each pair's score."""
-        if self.S2 is not None:
-            return self.S2
-        return np.asarray((self.A_o ** 2).T @ (self.S @ (self.A_d ** 2))) / self.n
-
-
-def _histogram(y_o: np.ndarray, y_d: np.ndarray, k_o: int, k_d: int) -> Any:
-    y_o, y_d = np.asarray(y_o, dtype=np.int64), np.asarray(y_d, dtype=np.int64)
-    if k_o * k_d <= _DENSE_ENTRIES:
-        return np.bincount(y_o * k_d + y_d, minlength=k_o * k_d).reshape(k_o, k_d).astype(float)
-    ones = np.ones(len(y_o))
-    return scipy.sparse.coo_matrix((ones, (y_o, y_d)), shape=(k_o, k_d)).tocsr()
-
-
-def _olhh_level_parts(levels: list, A: np.ndarray, d: int) -> tuple[list, list, list]:
-    """Per hierarchy level: the map from a node's support to the leaf score u = A s_leaf, and two zeroed
-    Gram accumulators (sum of s s^T, origin and destination ends) for the OLH-H second moment."""
-    spread = []
-    for nodes, index in levels:
-        P = np.zeros((len(nodes), d))
-        P[index, np.arange(d)] = 1.0
-        spread.append(P @ A)
-    gram_o = [np.zeros((len(nodes), len(nodes))) for nodes, _ in levels]
-    gram_d = [np.zeros((len(nodes), len(nodes))) for nodes, _ in levels]
-    return spread, gram_o, gram_d
-
-
-def _olhh_response(reports: OLHHReports, epsilon: float) -> np.ndarray:
-    """``A[v, x]`` of OLH-H over leaves: q* + (p* - q*) * (share of levels where v and x share a node)."""
-    levels = hierarchy(reports.domain)
-    d = reports.domain.size
-    same = np.zeros((d, d))
-    for _, index in levels:
-        same += index[:, None] == index[None, :]
-    p, q = olh_support_probabilities(epsilon, reports.g)
-    return q + (p - q) * same / len(levels)
-
-
-def _olhh_statistic(rep_o: OLHHReports, rep_d: OLHHReports, epsilon: float) -> JointStatistic:
-    """Support-pair counts of OLH-H, built per pair of levels at node level (not per leaf).
-
-    A report at level l supports every leaf under its supported level-l nodes, so for the users who
-    picked levels (a, b) the leaf counts are the node counts ``S_ab = sum s_o s_d^T`` (N_a x N_b)
-    spread to leaves. Working on nodes costs n * N_a * N_b instead of n * d^2 per level pair.
-    The second moment for the Lasso weights uses the product of the two ends' mean squared scores
-    (independence between the ends), because its exact value needs an O(n d^2) pass.
-    """
-    levels = hierarchy(rep_o.domain)
-    A = _olhh_response(rep_o, epsilon)
-    d, n = rep_o.domain.size, len(rep_o.levels)
-    S = np.zeros((d, d))
-    spread, gram_o, gram_d = _olhh_level_parts(levels, A, d)
-    for a, (nodes_a, index_a) in enumerate(levels):
-        for b, (nodes_b, index_b) in enumerate(levels):
-            users = np.flatnonzero((rep_o.levels == a) & (rep_d.levels == b))
-            if not len(users):
-                continue
-            S_ab = np.zeros((len(nodes_a), len(nodes_b)), dtype=np.float64)
-            for lo in range(0, len(users), _CHUNK):
-                u = users[lo:lo + _CHUNK]
-                s_o = olh_supports(OLHReports(rep_o.seeds[u], rep_o.buckets[u], rep_o.g), len(nodes_a))
-                s_d = olh_supports(OLHReports(rep_d.seeds[u], rep_d.buckets[u], rep_d.g), len(nodes_b))
-                s_o, s_d = s_o.astype(np.float32), s_d.astype(np.float32)
-                S_ab += s_o.T @ s_d
-                gram_o[a] += s_o.T @ s_o
-                gram_d[b] += s_d.T @ s_d
-            S += S_ab[np.ix_(index_a, index_b)]
-    # sum over users of (B^T s)^2 = diag(B^T (sum s s^T) B)
-    m2_o = sum(((G @ B) * B).sum(axis=0) for G, B in zip(gram_o, spread))
-    m2_d = sum(((G @ B) * B).sum(axis=0) for G, B in zip(gram_d, spread))
-    S2 = np.outer(m2_o, m2_d) / max(n, 1) ** 2
-    return JointStatistic(S, A, A, n, exact=False, S2=S2)
-
-
-def joint_statistic(mech: Any, rep_o: Any, rep_d: Any) -> JointStatistic:
-    """The paired reports of ``mech`` (origins, destinations; same users in the same order) as a statistic."""
-    name, eps = mech.name, mech.epsilon
-    if name == "srr":
-        A_o, A_d = rep_o.plan.channel(), rep_d.plan.channel()
-        y_o, y_d = rep_o.positions, rep_d.positions
-    elif name in ("grr-tiles", "hr-tiles"):
-        size = rep_o.domain.size
-        # the mechanism's own channel over its domain (HR's code depends on its variant and epsilon)
-        A_o = A_d = mech.domain_channel(size) if hasattr(mech, "domain_channel") else (
-            grr_channel(size, eps) if name == "grr-tiles" else hr_channel(size, eps))
-        y_o, y_d = rep_o.reports, rep_d.reports
-    elif name == "pldp":
-        A_o, A_d = pcep_channel(rep_o.signs, eps), pcep_channel(rep_d.signs, eps)
-        y_o = 2 * rep_o.rows + (rep_o.reported > 0)
-        y_d = 2 * rep_d.rows + (rep_d.reported > 0)
-    elif name == "olh-h":
-        return _olhh_statistic(rep_o, rep_d, eps)
-    else:
-        raise LdpvizInputError(f"no OD statistic for mechanism {name!r}")
-    return JointStatistic(_histogram(y_o, y_d, A_o.shape[0], A_d.shape[0]), np.asarray(A_o, float),
-                          np.asarray(A_d, float), len(y_o), exact=True)
-
-
-# ---------------------------------------------------------------- estimators
 def _eig(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     lam, U = np.linalg.eigh(A.T @ A)
     return np.clip(lam, 0.0, None), U
@@ -264,7 +142,7 @@ def estimate_lasso(stat: JointStatistic, z: float | None = None, max_iter: int =
     """Non-negative weighted Lasso on the joint statistic (see module docstring), Kronecker-structured.
 
     The design ``M = A_o (x) A_d`` is never formed: ``M^T M w = vec(G_o F G_d)`` with ``G = A^T A``
-    (two d x d products). Two phases (:mod:`ldpviz.od_solver`): ADMM with the exact solve of
+    (two d x d products). Two phases (:mod:`ldpviz.flows.od_lasso_solver`): ADMM with the exact solve of
     ``(G_o (x) G_d + rho I)`` in the factors' eigenbases finds the sparse support; a projected Newton
     method (Bertsekas 1982) then solves the problem on the free pairs exactly (dense Cholesky of the
     free block when it is small, conjugate gradients otherwise) until the KKT conditions hold to ``tol``
@@ -273,11 +151,11 @@ def estimate_lasso(stat: JointStatistic, z: float | None = None, max_iter: int =
     column rank (GRR, HR, OLH-H), for SRR and PLDP (rank-deficient channels) the objective value is.
     Where the design has low rank (at most 1,024 and at most half the pairs; PLDP: rank(A) <= m + 1 for
     m projection rows) and the Newton phase stalls, the estimate alternates with an LP over the design's null space
-    (:func:`ldpviz.od_solver.lp_polish`: the same fit, the least penalty), at most ``_LP_ROUNDS`` times.
+    (:func:`ldpviz.flows.od_lasso_solver.lp_polish`: the same fit, the least penalty), at most ``_LP_ROUNDS`` times.
     ``info["converged"]`` says whether the KKT tolerance was met (OLH-H's Hessian has a condition number
     of 1e10 and more on 16 x 16 grids; it may stop on a stalled objective instead).
     """
-    from ldpviz.od_solver import lp_polish, nonnegative_kron_qp, range_factor
+    from ldpviz.flows.od_lasso_solver import lp_polish, nonnegative_kron_qp, range_factor
 
     G_o, G_d, c, z = _lasso_problem(stat, z)
     R_o, R_d = range_factor(stat.A_o), range_factor(stat.A_d)
@@ -520,7 +398,7 @@ def run_od(o_lon: np.ndarray, o_lat: np.ndarray, d_lon: np.ndarray, d_lat: np.nd
     """Collect every trip's OD pair with ``mechanism`` at epsilon/2 + epsilon/2 and estimate the OD distribution.
 
     ``path="aggregate"`` draws the joint statistic from the true OD counts instead of simulating each
-    phone (:mod:`ldpviz.od_simulate`: exact in distribution; OLH-H under a fully random hash family).
+    phone (:mod:`ldpviz.flows.od_simulate`: exact in distribution; OLH-H under a fully random hash family).
     """
     require(path in PATHS, f"path must be one of {', '.join(PATHS)}; got {path!r}")
     name = resolve_mechanism(mechanism)
@@ -547,7 +425,6 @@ def run_od(o_lon: np.ndarray, o_lat: np.ndarray, d_lon: np.ndarray, d_lat: np.nd
         t1 = time.perf_counter()
         stat = joint_statistic(mech, rep_o, rep_d)
     else:
-        from ldpviz.od_simulate import simulate_statistic
 
         t1 = t0
         stat = simulate_statistic(mech, domain, counts, rng)
@@ -572,12 +449,12 @@ def run_od(o_lon: np.ndarray, o_lat: np.ndarray, d_lon: np.ndarray, d_lat: np.nd
 def load_od_pairs(dataset: Any, region: Any = None, n_users: int | None = None,
                   seed: int = 0) -> tuple[Any, Region, str]:
     """OD pairs of a dataset: trips of a trajectory dataset (a bundled name or a loaded
-    :class:`~ldpviz.trajectories.Trajectories`), or gravity-model pairs of a bundled point dataset.
+    :class:`~ldpviz.data.trajectories.Trajectories`), or gravity-model pairs of a bundled point dataset.
 
     Returns ``(ODPairs, region, source)``; ``source`` says in words where the pairs come from.
     ``n_users`` subsamples trips (seeded, without replacement) or sets the number of synthetic pairs.
     """
-    from ldpviz import datasets, trajectories
+    from ldpviz.data import datasets, trajectories
 
     if isinstance(dataset, trajectories.Trajectories) or dataset in trajectories.names():
         data = dataset if isinstance(dataset, trajectories.Trajectories) else trajectories.load(dataset)
@@ -598,7 +475,7 @@ def load_od_pairs(dataset: Any, region: Any = None, n_users: int | None = None,
     n = int(n_users) if n_users is not None else int(reg.contains(data.lon, data.lat).sum())
     pairs = trajectories.gravity_od_pairs(data.lon, data.lat, reg, n, seed=seed)
     return pairs, reg, (f"{data.label}: {n:,} synthetic OD pairs by a gravity model on the points "
-                        "(not real trips; see ldpviz.trajectories.gravity_od_pairs)")
+                        "(not real trips; see ldpviz.data.trajectories.gravity_od_pairs)")
 
 
 def _region(presets: dict[str, Region], region: Any) -> Region:

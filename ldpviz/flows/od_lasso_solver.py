@@ -2,7 +2,7 @@
 
 Problem: ``min q(F) = 1/2 <F, G_o F G_d> - <c, F>`` over ``F >= 0`` (d_o x d_d), with ``G_o``, ``G_d``
 symmetric positive semi-definite. ``vec(G_o F G_d) = (G_o (x) G_d) vec(F)``, so the d^2 x d^2 Hessian
-is never formed: a product costs two small dense matrix products. Used by :func:`ldpviz.od.estimate_lasso`
+is never formed: a product costs two small dense matrix products. Used by :func:`ldpviz.flows.od.estimate_lasso`
 (``G = A^T A`` of each end's channel, ``c`` = score minus penalty; L-SRR Sec. 4.1).
 
 The channels make the Hessian very ill-conditioned (condition numbers 1e6 to 1e10 on 16 x 16 grids:

@@ -1,7 +1,7 @@
 """The OD joint statistic drawn from the true OD counts (aggregate simulation of every user's two reports).
 
 Paper: l-srr-staircase-randomized-response.md Sec. 4.1 (each trip's origin and destination reported
-independently at epsilon/2). :func:`ldpviz.od.joint_statistic` builds the statistic from per-user
+independently at epsilon/2). :func:`ldpviz.flows.od.joint_statistic` builds the statistic from per-user
 reports (``Mechanism.perturb``); this module draws the *same statistic* directly from the counts
 ``C[i, j]`` of trips with true origin i and destination j, without per-user report objects:
 
@@ -15,11 +15,11 @@ reports (``Mechanism.perturb``); this module draws the *same statistic* directly
   are more users than that, else per user by inverse CDF (cost ~ n): whichever is cheaper.
   PLDP's public sign matrices are drawn as its ``perturb`` draws them (one per end, from ``rng``).
 * **OLH-H** (a fresh hash per report): exact for a fully random hash family, as
-  :func:`ldpviz.mechanisms.fo.olh_aggregate_support` is: a report at level l supports the user's own
+  :func:`ldpviz.mechanisms.fo.oracles.olh_aggregate_support` is: a report at level l supports the user's own
   node with probability p* and every other node independently with probability 1/g. Levels are
   split by counts (multinomial over the L x L level pairs); the support bits are drawn per user
   (their sum of outer products has no closed form) without hashing, and summed at node level exactly
-  as :func:`ldpviz.od._olhh_statistic` does, second moment included.
+  as :func:`ldpviz.flows.od._olhh_statistic` does, second moment included.
 """
 
 from __future__ import annotations
@@ -30,10 +30,11 @@ import numpy as np
 import scipy.sparse
 
 from ldpviz.errors import LdpvizInputError
-from ldpviz.mechanisms.fo import olh_buckets, olh_support_probabilities
-from ldpviz.mechanisms.olh_h import OLHHReports, hierarchy
-from ldpviz.mechanisms.pldp import MAX_PROJECTION_ENTRIES, pcep_channel, projection_dim, projection_signs
-from ldpviz.mechanisms.srr import LocationDomain
+from ldpviz.flows.od_statistics import JointStatistic, _olhh_level_parts, _olhh_response
+from ldpviz.mechanisms.fo.oracles import olh_buckets, olh_support_probabilities
+from ldpviz.mechanisms.srr.olh_h import OLHHReports, hierarchy
+from ldpviz.mechanisms.srr.pldp import MAX_PROJECTION_ENTRIES, pcep_channel, projection_dim, projection_signs
+from ldpviz.mechanisms.srr.staircase import LocationDomain
 
 _CHUNK = 1 << 15
 
@@ -85,7 +86,6 @@ def one_symbol_histogram(C: np.ndarray, A_o: np.ndarray, A_d: np.ndarray, rng: n
 
 
 def _olhh_statistic(C: np.ndarray, mech: Any, domain: LocationDomain, rng: np.random.Generator) -> Any:
-    from ldpviz.od import JointStatistic, _olhh_level_parts, _olhh_response
 
     levels = hierarchy(domain)
     L, d = len(levels), domain.size
@@ -128,8 +128,7 @@ def _supports(own: np.ndarray, n_nodes: int, p: float, q: float, rng: np.random.
 
 
 def simulate_statistic(mech: Any, domain: LocationDomain, C: np.ndarray, rng: np.random.Generator) -> Any:
-    """The :class:`ldpviz.od.JointStatistic` of users with true OD counts ``C`` (domain positions), drawn by counts."""
-    from ldpviz.od import JointStatistic
+    """The :class:`ldpviz.flows.od.JointStatistic` of users with true OD counts ``C`` (domain positions), drawn by counts."""
 
     name, eps = mech.name, mech.epsilon
     if name == "olh-h":

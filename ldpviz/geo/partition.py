@@ -176,7 +176,7 @@ def rect_cell_shares(rects: np.ndarray, side: int):
     The probability that a person in grid cell x (flat ``row * side + col``, rows from the
     south) lies in rectangle k when people are spread uniformly within a cell: what turns a
     likelihood over a mechanism's own cells (coarse or adaptive grids, quadkey tiles) into one
-    over the grid's cells (used by :mod:`ldpviz.attacker_mc`).
+    over the grid's cells (used by :mod:`ldpviz.decide.attacker_monte_carlo`).
     """
     from scipy import sparse
 

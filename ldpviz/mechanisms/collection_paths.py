@@ -1,4 +1,4 @@
-"""The per-user / aggregate path switch shared by the client mechanisms outside :mod:`ldpviz.mechanisms.fo`.
+"""The per-user / aggregate path switch shared by the client mechanisms outside :mod:`ldpviz.mechanisms.fo.oracles`.
 
 A mechanism with an *exact-in-distribution aggregate path* can hand the server the
 sufficient statistic of its users' reports drawn directly from that statistic's
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ldpviz.domain import Binned
+from ldpviz.geo.domain import Binned
 from ldpviz.mechanisms.base import Param
 from ldpviz.mechanisms.path_cost import AGGREGATE, AUTO, PER_USER
 

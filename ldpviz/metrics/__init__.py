@@ -2,7 +2,7 @@
 
 Flat functions in the style of POT (``ot``). Every grid metric takes ``true``
 and ``est`` as ``(d, d)`` non-negative arrays on the same grid (indexed
-``[row, col]``, see :mod:`ldpviz.domain`); both are normalised to sum 1 here, and
+``[row, col]``, see :mod:`ldpviz.geo.domain`); both are normalised to sum 1 here, and
 an input with zero total mass raises :class:`~ldpviz.errors.LdpvizInputError`.
 Distances are in *cells* (cell centres one unit apart) unless ``cell_m`` (the
 cell side in metres, ``Grid.cell_m``) is given, in which case they are in metres.
@@ -48,7 +48,7 @@ still accepted) is a *multiscale, certified* solver (:func:`_ot_multiscale`) tha
 The result is the exact optimum up to ``_CERT_TOL`` in squared cells (the
 certificate bounds the gap between primal and dual), not an approximation.
 For W2 the certificate's c-transform is the O(d^2) lower envelope of
-parabolas of :mod:`ldpviz.ot_grid`. ``bench/w2_accuracy.py`` measures it
+parabolas of :mod:`ldpviz.metrics.w2_back_and_forth`. ``bench/w2_accuracy.py`` measures it
 against the dense solver and times it (``docs/w2-accuracy.md``). Other
 candidates were set aside: dropping negligible mass does not help because LDP
 estimates are dense; entropic (Sinkhorn) distances are biased by an amount
@@ -63,7 +63,7 @@ Choosing a solver (``method="auto"``, issue 14 item 5 and issue 15 item 14)
    :data:`FAST_MAX_SIDE` (EMD-L1), and any grid whose supports' product is at
    most :data:`SUPPORT_EXACT_MAX_PAIRS` (sparse maps, e.g. a few hundred users
    at d = 256): the certified multiscale solver, exact;
-3. otherwise W2 uses the back-and-forth method (:mod:`ldpviz.ot_grid`, under
+3. otherwise W2 uses the back-and-forth method (:mod:`ldpviz.metrics.w2_back_and_forth`, under
    a second at d = 256; it reads low on near-copies, W2 under
    :data:`BFM_NEAR_COPY_CELLS`, and says so) and EMD-L1 exact transport between f x f block sums
    (f = ceil(d / :data:`BLOCKS_SIDE`)).
@@ -86,8 +86,8 @@ import ot
 import scipy.sparse as sp
 
 from ldpviz.errors import LdpvizInputError, require
-from ldpviz.ot_grid import HAVE_NUMBA, bfm_w2, quad_ctransform
-from ldpviz.partition import Partition, grid_query
+from ldpviz.metrics.w2_back_and_forth import HAVE_NUMBA, bfm_w2, quad_ctransform
+from ldpviz.geo.partition import Partition, grid_query
 
 try:  # POT's low-level sparse network simplex, used only for its warm start
     from ot.lp.emd_wrap import emd_c_sparse as _emd_c_sparse
@@ -252,7 +252,7 @@ def _ctransform(w: np.ndarray, metric: str, max_block: int = 1 << 22) -> np.ndar
 
 
 def _certificate_transform(w: np.ndarray, metric: str) -> np.ndarray:
-    """``min_j c(i, j) + w[j]``: O(d^2) lower envelope of parabolas for W2 (ldpviz.ot_grid), else O(d^3)."""
+    """``min_j c(i, j) + w[j]``: O(d^2) lower envelope of parabolas for W2 (ldpviz.metrics.w2_back_and_forth), else O(d^3)."""
     if metric == "sqeuclidean" and HAVE_NUMBA:
         return 2.0 * quad_ctransform(-0.5 * w)      # |x - y|^2 + w = 2 (|x - y|^2 / 2 + w / 2)
     return _ctransform(w, metric)
@@ -413,7 +413,7 @@ class TransportReadout:
 
     ``method`` is ``"exact"`` (dense network simplex), ``"multiscale"`` (certified
     multiscale network simplex: exact), ``"bfm"`` (back-and-forth method,
-    :mod:`ldpviz.ot_grid`: approximate) or ``"blocks"`` (exact transport between
+    :mod:`ldpviz.metrics.w2_back_and_forth`: approximate) or ``"blocks"`` (exact transport between
     f x f block sums: approximate). The exact value lies in ``[lower, upper]``
     (both equal ``value`` when ``exact``). Same unit as ``value`` (cells, or
     metres when ``cell_m`` was given).
@@ -519,7 +519,7 @@ def w2(true: Any, est: Any, *, cell_m: float = 1.0, method: str = "auto") -> flo
     supports (zero-mass cells dropped); ``"multiscale"`` (alias ``"fast"``) --
     the certified multiscale solver, the same optimum (to 1e-9 squared cells)
     at a fraction of the time and memory from d ~ 24 on; ``"bfm"`` -- the
-    back-and-forth method of :mod:`ldpviz.ot_grid` (approximate: a certified
+    back-and-forth method of :mod:`ldpviz.metrics.w2_back_and_forth` (approximate: a certified
     lower bound, about a second at d = 256); ``"blocks"`` -- exact transport
     between f x f block sums (f = ceil(d / :data:`BLOCKS_SIDE`), within
     sqrt(2) (f - 1) cells); ``"auto"`` -- exact methods wherever they are
@@ -614,7 +614,7 @@ def _w2_sq_1d_common_py(x: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
     return total
 
 
-try:  # numba compiles the walk (a declared dependency; ldpviz.ot_grid uses it too)
+try:  # numba compiles the walk (a declared dependency; ldpviz.metrics.w2_back_and_forth uses it too)
     import numba as _numba
     _w2_sq_1d_common = _numba.njit(cache=True, nogil=True)(_w2_sq_1d_common_py)
 except ImportError:  # pragma: no cover
@@ -866,7 +866,7 @@ def aqe(true: Any, est: Any, *, n_users: int, queries: np.ndarray | None = None,
     ``queries`` default to ``random_queries(rho, gamma, seed)``; ``rho`` is the
     query size as a share of the region's area (``Scenario.query_rho`` in runs).
 
-    ``true`` may be a :class:`~ldpviz.partition.Partition`, a ``(d, d)`` density,
+    ``true`` may be a :class:`~ldpviz.geo.partition.Partition`, a ``(d, d)`` density,
     or ``(n, 2)`` user points in unit coordinates (exact answers: the fraction of
     points inside, counted half-open ``[x0, x1)`` except at the far edge 1, as
     cells bin them); ``est`` a Partition or a ``(d, d)`` density. An array of
@@ -960,9 +960,9 @@ def evaluate(true_density: np.ndarray, estimate: Any, *, cell_m: float, n_users:
 
 def local_privacy(mechanism: Any, grid: Any = None, eps: float | None = None, **params: Any) -> float:
     """Local privacy (DAM paper eq. 15-16): expected distance in metres between a user's true cell
-    and a Bayesian adversary's guess from one report (uniform prior). See :mod:`ldpviz.local_privacy`."""
-    from ldpviz.local_privacy import local_privacy as _local_privacy
+    and a Bayesian adversary's guess from one report (uniform prior). See :mod:`ldpviz.mechanisms.dam.local_privacy`."""
+    from ldpviz.mechanisms.dam.local_privacy import local_privacy as _local_privacy
     return _local_privacy(mechanism, grid, eps, **params)
 
 
-from ldpviz.knn import knn_quality  # noqa: E402  (L-SRR Sec. 6.3)
+from ldpviz.metrics.knn import knn_quality  # noqa: E402  (L-SRR Sec. 6.3)

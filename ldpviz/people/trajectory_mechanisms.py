@@ -4,7 +4,7 @@ dam-disk-area-mechanism.md, Appendix D, compares DAM with LDPTrace [30] and Pivo
 [31] by the W2 distance between the true and the estimated *point* distributions on a
 d x d grid (its seven steps: grid, count true points, D_T, run the mechanism, count the
 estimated points, D_T hat, W2). Every class here takes the people's trajectories as
-ordered flat cells on that grid (:func:`ldpviz.trajgen.to_cells`) and returns an
+ordered flat cells on that grid (:func:`ldpviz.data.trajectory_generator.to_cells`) and returns an
 :class:`~ldpviz.mechanisms.base.Estimate` of that point distribution.
 
 **How DAM meets a trajectory.** App. D does not say how DAM, a one-location mechanism,
@@ -53,7 +53,7 @@ description and the authors' public implementation (read, not copied):
 
 Where we had to choose: OUE responses are drawn in aggregate (every bit of every report
 is independent, so the per-value support counts are exactly independent binomials,
-:func:`ldpviz.mechanisms.fo.oue_aggregate_support`); ``stay_moves=True`` (not in LDPTrace)
+:func:`ldpviz.mechanisms.fo.oracles.oue_aggregate_support`); ``stay_moves=True`` (not in LDPTrace)
 adds a 9th "stay" move so dwelling in a cell is kept: with merged repeats (step 1) a
 trajectory that stays 30 points in one cell counts once in the synthetic density but 30
 times in D_T, which is one reason LDPTrace's per-point W2 is large.
@@ -72,12 +72,12 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from ldpviz.domain import Binned, Grid
+from ldpviz.geo.domain import Binned, Grid
 from ldpviz.errors import require
-from ldpviz.estimation import to_distribution
-from ldpviz.mechanisms import dam as dam_module
+from ldpviz.mechanisms.estimation import to_distribution
+from ldpviz.mechanisms.dam import disk_area as dam_module
 from ldpviz.mechanisms.base import LDP, Estimate, validate_epsilon
-from ldpviz.mechanisms.fo import oue_aggregate_support, oue_estimate_counts
+from ldpviz.mechanisms.fo.oracles import oue_aggregate_support, oue_estimate_counts
 
 PAPER = "dam-disk-area-mechanism.md App. D"
 
@@ -356,9 +356,9 @@ def run_on_trajectories(frame: Any, grid: Grid, name: str, epsilon: float, rng: 
     """App. D's seven steps on a ``person, seq, lon, lat`` table: ``(D_T, estimate, dropped)``.
 
     ``dropped`` counts points outside the grid's region and people left without points
-    (:func:`ldpviz.trajgen.to_cells`); W2 between ``D_T`` and ``estimate.density`` is step (7).
+    (:func:`ldpviz.data.trajectory_generator.to_cells`); W2 between ``D_T`` and ``estimate.density`` is step (7).
     """
-    from ldpviz.trajgen import to_cells
+    from ldpviz.data.trajectory_generator import to_cells
 
     sequences, dropped = to_cells(frame, grid)
     require(len(sequences) > 0, "no trajectory has a point inside the region")

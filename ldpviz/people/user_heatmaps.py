@@ -3,7 +3,7 @@
 Ghazi et al., "Differentially Private Heatmaps" (dp-heatmaps-sparse-emd.md). The paper's
 input is not one point per user: "each user i's data is a distribution p_i over G_Delta"
 (Sec. 2.2), e.g. a user's check-ins normalised to total weight 1 (Sec. 2.3, Sec. 4
-"Datasets"). This module runs the central mechanisms of :mod:`ldpviz.mechanisms.heatmap`
+"Datasets"). This module runs the central mechanisms of :mod:`ldpviz.mechanisms.heatmaps.dp_heatmap`
 on such data.
 
 **Privacy unit: one person** — every point a person contributed. Neighbouring data sets
@@ -44,11 +44,11 @@ import pandas as pd
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from ldpviz import pyramid
-from ldpviz.domain import Grid
+from ldpviz.mechanisms.heatmaps import pyramid
+from ldpviz.geo.domain import Grid
 from ldpviz.errors import require
-from ldpviz.estimation import to_distribution
-from ldpviz.mechanisms import heatmap as hm
+from ldpviz.mechanisms.estimation import to_distribution
+from ldpviz.mechanisms.heatmaps import dp_heatmap as hm
 from ldpviz.mechanisms.base import validate_epsilon
 
 PRIVACY_UNIT = "one person (all of their points)"
@@ -207,7 +207,7 @@ def shuffle_measure(dists: PersonDistributions, epsilon: float, rng: np.random.G
                     gamma: float = pyramid.DEFAULT_GAMMA, per_person: bool = False
                     ) -> tuple[pyramid.Measurements, ShufflePlan]:
     """App. F's computation of y' (levels q..l, budgets of Thm 3.1), returned as Algorithm 1's
-    :class:`~ldpviz.pyramid.Measurements` so RECONSTRUCT runs unchanged.
+    :class:`~ldpviz.mechanisms.heatmaps.pyramid.Measurements` so RECONSTRUCT runs unchanged.
 
     Noise: person j adds ``Polya(1/n, a_i) - Polya(1/n, a_i)`` per level-i coordinate with
     ``a_i = exp(-eps_i / B)``; the sum over the n people is discrete Laplace DLap(a_i). App. F

@@ -14,9 +14,9 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from ldpviz.domain import Grid
+from ldpviz.geo.domain import Grid
 from ldpviz.errors import require
-from ldpviz.viz import cell_bounds
+from ldpviz.render.maps import cell_bounds
 
 
 def grid_table(grid: Grid, layers: Mapping[str, np.ndarray]) -> pd.DataFrame:

@@ -1,7 +1,7 @@
 """Maps of OD flows and navigation routes (pydeck, no Streamlit): arcs from origin to destination cells.
 
-Used by the Flows page; the data come from :mod:`ldpviz.od` (``ODResult``) and
-:mod:`ldpviz.navigation` (``NavigationResult``).
+Used by the Flows page; the data come from :mod:`ldpviz.flows.od` (``ODResult``) and
+:mod:`ldpviz.flows.navigation` (``NavigationResult``).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pydeck as pdk
 
-from ldpviz.domain import Grid
-from ldpviz.viz import colours, frame_layers, view_state
+from ldpviz.geo.domain import Grid
+from ldpviz.render.maps import colours, frame_layers, view_state
 
 TRUE_COLOUR = [33, 102, 172]
 ESTIMATE_COLOUR = [215, 48, 39]
@@ -39,8 +39,8 @@ def flow_table(grid: Grid, true: np.ndarray, estimate: np.ndarray, k: int) -> pd
 
 
 def _provider(basemap: bool) -> dict:
-    """The deck's map arguments: no basemap (nothing fetched) unless asked, as :func:`ldpviz.viz.deck`."""
-    from ldpviz import viz
+    """The deck's map arguments: no basemap (nothing fetched) unless asked, as :func:`ldpviz.render.maps.deck`."""
+    from ldpviz.render import maps as viz
     return {"map_provider": viz.BASEMAP_PROVIDER, "map_style": viz.BASEMAP_STYLE} if basemap else {"map_provider": None}
 
 

@@ -15,8 +15,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import pydeck as pdk
 
-from ldpviz.domain import Grid, Region, wrap_lon
-from ldpviz.partition import Partition
+from ldpviz.geo.domain import Grid, Region, wrap_lon
+from ldpviz.geo.partition import Partition
 
 #: Sequential colour ramp (light yellow -> dark red), RGB.
 RAMP = np.array([[255, 255, 204], [254, 217, 118], [253, 141, 60], [227, 26, 28], [128, 0, 38]], dtype=float)
@@ -385,7 +385,7 @@ def channel_bar_figure(column: np.ndarray, marks: dict[int, str] | None = None) 
 
 def frontier_figure(table: pd.DataFrame, metric: str, *, metric_label: str | None = None,
                     group: str = "mechanism", labels: dict[str, str] | None = None) -> go.Figure:
-    """The privacy-accuracy frontier of :func:`ldpviz.tradeoff.frontier`: one curve per ``group``, one point per
+    """The privacy-accuracy frontier of :func:`ldpviz.decide.tradeoff.frontier`: one curve per ``group``, one point per
     epsilon, x = the population-prior attacker's expected error (m; larger = more private), y = ``metric``
     (with its CI as error bars). Points without an attacker error (no explicit channel) are left out."""
     fig = go.Figure()

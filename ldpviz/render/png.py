@@ -1,13 +1,13 @@
 """Server-side PNG maps of a density on a grid: no browser, no network, no tiles.
 
-Used where a pydeck map cannot go: the HTML decision report (:mod:`ldpviz.report`,
+Used where a pydeck map cannot go: the HTML decision report (:mod:`ldpviz.decide.decision_report`,
 maps embedded as data URIs) and the dashboard's image exports. The colours are the
-pydeck maps' own (:func:`ldpviz.viz.colours` / :func:`ldpviz.viz.diverging_colours`),
+pydeck maps' own (:func:`ldpviz.render.maps.colours` / :func:`ldpviz.render.maps.diverging_colours`),
 composited over white exactly as the browser shows their translucent cells, so a PNG
 and the live map of the same density look the same.
 
 Layout (top to bottom): the title, the d x d map with north up (grid row 0 is the
-*south* edge, see :mod:`ldpviz.domain`, so rows are drawn last to first), a colour
+*south* edge, see :mod:`ldpviz.geo.domain`, so rows are drawn last to first), a colour
 bar with its min/max labels, the legend text, and a scale note (cell side and
 region side in m/km; wrapped on narrow images). Each cell is a block of whole pixels (nearest-neighbour
 upscaling), so the map is crisp at d = 4 and at d = 256; thin cell borders are drawn
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from ldpviz import viz
-from ldpviz.domain import Grid
+from ldpviz.render import maps as viz
+from ldpviz.geo.domain import Grid
 from ldpviz.errors import require
 
 #: Cell borders are drawn for grids of at most this side (and cells of at least 4 pixels).

@@ -1,7 +1,7 @@
 """Explore (the landing page): true and estimated densities side by side, live readouts, summary, exports.
 
-Everything computed comes from ldpviz (Scenario -> Result) through dashboard.compute; the
-figures are built in ldpviz.viz. A run predicted to take long is announced first (dashboard.longrun).
+Everything computed comes from ldpviz (Scenario -> Result) through ldpviz.app.compute; the
+figures are built in ldpviz.render.maps. A run predicted to take long is announced first (ldpviz.app.longrun).
 """
 
 import time
@@ -9,10 +9,12 @@ import time
 import numpy as np
 import streamlit as st
 
-from dashboard import compute, longrun, pin, session, state, ui
-from ldpviz import explain, mechanisms, privacy_scale, report, viz
-from ldpviz.domain import Grid
-from ldpviz.mechanisms.heatmap import heatmap
+from ldpviz.app import compute, longrun, pin, session, state, ui
+from ldpviz.decide import explain, privacy_scale, decision_report as report
+from ldpviz import mechanisms
+from ldpviz.render import maps as viz
+from ldpviz.geo.domain import Grid
+from ldpviz.mechanisms.heatmaps.dp_heatmap import heatmap
 
 #: Explore's two maps sit in half the main area: about 290 px wide at 1024 px with the sidebar open.
 MAP_WIDTH_PX, MAP_HEIGHT_PX = 280, 440

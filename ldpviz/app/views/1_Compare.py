@@ -3,9 +3,11 @@
 import pandas as pd
 import streamlit as st
 
-from dashboard import compute, controls, longrun, session, state, ui
-from ldpviz import experiment, explain, mechanisms, metrics, privacy_scale, report, tradeoff, viz
-from ldpviz.domain import Grid
+from ldpviz.app import compute, controls, longrun, session, state, ui
+from ldpviz import experiment, mechanisms, metrics
+from ldpviz.decide import explain, privacy_scale, decision_report as report, tradeoff
+from ldpviz.render import maps as viz
+from ldpviz.geo.domain import Grid
 from ldpviz.errors import LdpvizInputError, require
 
 MODES = {"at_epsilon": "Compare at ε", "target_epsilon": "Smallest ε for a target",

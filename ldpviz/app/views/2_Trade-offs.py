@@ -1,11 +1,13 @@
 """Trade-offs: sweeps over epsilon, d, the number of users or any mechanism parameter, with confidence bands;
-the privacy-accuracy frontier (ldpviz.tradeoff.frontier) and the budget over time (ldpviz.budget.plan)."""
+the privacy-accuracy frontier (ldpviz.decide.tradeoff.frontier) and the budget over time (ldpviz.decide.budget.plan)."""
 
 import pandas as pd
 import streamlit as st
 
-from dashboard import compute, longrun, session, state, ui
-from ldpviz import budget, experiment, explain, mechanisms, metrics, tradeoff, viz
+from ldpviz.app import compute, longrun, session, state, ui
+from ldpviz.decide import budget, explain, tradeoff
+from ldpviz import experiment, mechanisms, metrics
+from ldpviz.render import maps as viz
 from ldpviz.errors import LdpvizInputError
 
 
@@ -48,7 +50,7 @@ sweep_box, frontier_box, budget_box = st.container(), st.container(), st.contain
 
 
 def budget_panel() -> None:
-    """How often data are collected and what it adds up to (ldpviz.budget.plan, sequential composition)."""
+    """How often data are collected and what it adds up to (ldpviz.decide.budget.plan, sequential composition)."""
     st.subheader("Budget over time")
     model = by_name[chosen[0]]["privacy_model"] if chosen else mechanisms.LDP
     unit = "per km" if model == mechanisms.GEO_I else ""

@@ -6,9 +6,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import compute, session, ui
-from ldpviz import citations, explain, mechanisms, viz
-from ldpviz.domain import Grid
+from ldpviz.app import compute, session, ui
+from ldpviz.evidence import citations
+from ldpviz.decide import explain
+from ldpviz import mechanisms
+from ldpviz.render import maps as viz
+from ldpviz.geo.domain import Grid
 from ldpviz.errors import LdpvizInputError
 
 CHANNEL_SIDES = (4, 6, 8, 10, 12, 16, 20, 24, 32)

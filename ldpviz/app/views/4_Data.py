@@ -1,6 +1,6 @@
 """Data: upload CSV/Parquet, see what was kept and dropped, preview on a map, save regions.
 
-An upload is kept in this server's memory only (dashboard.uploads), never written to disk or sent anywhere.
+An upload is kept in this server's memory only (ldpviz.app.uploads), never written to disk or sent anywhere.
 """
 
 import numpy as np
@@ -8,9 +8,11 @@ import pandas as pd
 import pydeck as pdk
 import streamlit as st
 
-from dashboard import controls, session, state, uploads
-from ldpviz import datasets, explain, viz
-from ldpviz.domain import MAX_REGION_SIDE_M, Grid, Region
+from ldpviz.app import controls, session, state, uploads
+from ldpviz.data import datasets
+from ldpviz.decide import explain
+from ldpviz.render import maps as viz
+from ldpviz.geo.domain import MAX_REGION_SIDE_M, Grid, Region
 from ldpviz.errors import LdpvizInputError
 
 PREVIEW_SIDE = 64

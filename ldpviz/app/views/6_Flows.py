@@ -2,7 +2,7 @@
 
 True vs estimated OD flows as arcs, the L1 and top-k readouts, the epsilon/2 + epsilon/2 budget
 split, and the navigation panel (lambda, theta, lambda x epsilon, routes). Everything is computed
-by ldpviz.od / ldpviz.navigation in one cached call; maps come from ldpviz.flowviz.
+by ldpviz.flows.od / ldpviz.flows.navigation in one cached call; maps come from ldpviz.render.flow_maps.
 Page-specific config keys: flows_dataset, flows_region, flows_mechanism, flows_estimator,
 flows_grid, flows_theta (epsilon and seed are the shared ones).
 """
@@ -13,8 +13,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import session, state
-from ldpviz import datasets, explain, flowviz, navigation, od, trajectories
+from ldpviz.app import session, state
+from ldpviz.data import datasets, trajectories
+from ldpviz.decide import explain
+from ldpviz.render import flow_maps as flowviz
+from ldpviz.flows import navigation, od
 
 GRID_SIDES = (4, 8, 16)
 THETAS = (0, 10, 20, 40, 60, 120)
@@ -110,7 +113,7 @@ with session.guard("the OD flows"):
         st.dataframe(flowviz.flow_table(res.grid, res.true, res.estimate, s["top_k"]), hide_index=True)
     st.download_button("Flow table (CSV)", flow_csv(res.grid, res.true, res.estimate), "ldpviz-flows.csv",
                        "text/csv", help="Every OD pair with a true or estimated share; cells numbered row by row "
-                                        "from the south-west corner (ldpviz.export's cell numbering).", on_click="ignore")
+                                        "from the south-west corner (ldpviz.render.export's cell numbering).", on_click="ignore")
 
     st.header("Navigation with location updates")
     n = nav.summary()
@@ -124,7 +127,7 @@ with session.guard("the OD flows"):
               help=explain.readout_help("extra_trip_time", f"Here {n['trip_time_deviation_rel']:.1%} over the "
                                                            "fastest route on true congestion."))
     st.caption(f"Guarantee: {nav.guarantee} Simulation: {NAV_TRIPS} trips on a {NAV_GRID} × {NAV_GRID} road grid, "
-               f"θ = {theta} s, +{NAV_DELAY_S:g} s per congested cell (ldpviz.navigation).")
+               f"θ = {theta} s, +{NAV_DELAY_S:g} s per congested cell (ldpviz.flows.navigation).")
     if nav.example:
         st.pydeck_chart(flowviz.route_deck(nav.grid, nav.congestion_true, nav.example, basemap=basemap))
         st.caption("One trip: blue = fastest route on the true congestion, red = the route driven with private "

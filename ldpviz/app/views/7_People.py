@@ -4,9 +4,9 @@
 dp-heatmap (Alg. 1-2) or a Laplace baseline, optionally in the shuffle model (App. F), beside
 the true per-person-normalised density, with W2 and EMD readouts; (b) DP k-median centres
 from the DP coreset (App. A) as markers on that map; (c) DAM and LDPTrace on the points of the
-trajectories (App. D) with their privacy units. Everything is computed by ldpviz.user_heatmaps
-and ldpviz.trajectory_mechanisms in one cached call.
-Page-specific config keys (dashboard.state.PEOPLE_KEYS): people_source, people_region,
+trajectories (App. D) with their privacy units. Everything is computed by ldpviz.people.user_heatmaps
+and ldpviz.people.trajectory_mechanisms in one cached call.
+Page-specific config keys (ldpviz.app.state.PEOPLE_KEYS): people_source, people_region,
 people_method, people_grid, people_shuffle, people_k (epsilon and seed are the shared ones).
 """
 
@@ -17,11 +17,14 @@ import pandas as pd
 import pydeck as pdk
 import streamlit as st
 
-from dashboard import session, state
-from ldpviz import datasets, explain, export, metrics, trajectories, trajgen, viz
-from ldpviz import trajectory_mechanisms as tm
-from ldpviz import user_heatmaps as uh
-from ldpviz.domain import Grid
+from ldpviz.app import session, state
+from ldpviz.data import datasets, trajectories, trajectory_generator as trajgen
+from ldpviz.decide import explain
+from ldpviz.render import export, maps as viz
+from ldpviz import metrics
+from ldpviz.people import trajectory_mechanisms as tm
+from ldpviz.people import user_heatmaps as uh
+from ldpviz.geo.domain import Grid
 
 #: DAM App. D's generator over the Minneapolis stops: this many synthetic people (2 to 200 points each).
 WALKS = 300

@@ -10,7 +10,7 @@ the user's cell is reported with weight e^eps, a cell the circle crosses with it
 outside with weight 1 + (e^eps - 1) S (S the shrunken high area of Theorem VI.1), every
 other domain cell with weight 1; dividing by the total weight gives p_hat and q_hat.
 The channel is translation invariant, so sampling and the EM post-processing run as
-FFT convolutions (:mod:`ldpviz.kernels`).
+FFT convolutions (:mod:`ldpviz.mechanisms.dam.kernels`).
 
 Choices where the paper is open (documented for the dashboard):
 
@@ -20,7 +20,7 @@ Choices where the paper is open (documented for the dashboard):
   adds [6]'s binomial smoothing after every step. On 2-D grids of d ~ 15 the (1,2,1)^2
   smoothing blurs concentrated data badly (W2 three times EM's on Normal, d = 15,
   eps = 3.5), which is why it is not the default. Stopping rule: count log-likelihood
-  improvement < 1e-3 x number of cells, or 10,000 iterations (see ldpviz.estimation).
+  improvement < 1e-3 x number of cells, or 10,000 iterations (see ldpviz.mechanisms.estimation).
 """
 
 from __future__ import annotations
@@ -29,13 +29,13 @@ import math
 
 import numpy as np
 
-from ldpviz.domain import Binned
+from ldpviz.geo.domain import Binned
 from ldpviz.errors import require
-from ldpviz.estimation import expectation_maximisation
-from ldpviz.kernels import DiskChannel, dam_weights, huem_weights, optimal_radius
+from ldpviz.mechanisms.estimation import expectation_maximisation
+from ldpviz.mechanisms.dam.kernels import DiskChannel, dam_weights, huem_weights, optimal_radius
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param
-from ldpviz.mechanisms.fo import PATHS, ReportHistogram
+from ldpviz.mechanisms.fo.oracles import PATHS, ReportHistogram
 from ldpviz.mechanisms.path_cost import AGGREGATE, AUTO, PER_USER, choose_disk_path
 
 FAMILY_SPATIAL = "Spatial LDP (DAM paper)"

@@ -9,16 +9,16 @@ expected Euclidean distance between guess and truth,
 
 Larger is more private. Reported in metres (cell units times ``grid.cell_m``).
 This is the paper's figure (used by its claims); pages and reports state the
-attacker through :func:`ldpviz.attacker.attackers` (population prior, named, with this
+attacker through :func:`ldpviz.decide.attacker.attackers` (population prior, named, with this
 uniform-prior attacker beside it).
 Three routes, all exact except the last:
 
-* DAM-like mechanisms (a :class:`~ldpviz.kernels.DiskChannel`): from the translation-
+* DAM-like mechanisms (a :class:`~ldpviz.mechanisms.dam.kernels.DiskChannel`): from the translation-
   invariant kernel, P(y|x) = (1 + B(y - x)) / Z, so the sums split into a constant, an
   FFT convolution and a short sum over kernel-offset differences -- cheap at d = 64;
 * any mechanism with an explicit ``channel()``: the dense formula;
 * mechanisms with an astronomically large output space (SEM-Geo-I's k-subsets) provide
-  ``local_privacy_cells()`` themselves (Monte Carlo, see :mod:`ldpviz.mechanisms.sem_geoi`).
+  ``local_privacy_cells()`` themselves (Monte Carlo, see :mod:`ldpviz.mechanisms.dam.sem_geoi`).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from ldpviz.domain import Grid
+from ldpviz.geo.domain import Grid
 from ldpviz.errors import require
-from ldpviz.kernels import DiskChannel
+from ldpviz.mechanisms.dam.kernels import DiskChannel
 
 
 def cell_distances(side: int) -> np.ndarray:

@@ -23,8 +23,8 @@ Discretisation used here (cell units, eps_cell per cell side):
 
 The server runs EM/EMS (Li et al. SIGMOD'20) through FFT convolutions.
 
-Aggregate path (``path``, :mod:`ldpviz.mechanisms.two_paths`): the server reads only the report
-histogram, drawn exactly by :meth:`ldpviz.kernels.ClampedChannel.aggregate` (a multinomial over
+Aggregate path (``path``, :mod:`ldpviz.mechanisms.collection_paths`): the server reads only the report
+histogram, drawn exactly by :meth:`ldpviz.mechanisms.dam.kernels.ClampedChannel.aggregate` (a multinomial over
 the kernel's offsets for every cell holding more users than the kernel has offsets, one draw per
 user elsewhere). It pays only where cells hold more users than the kernel has offsets (small grids,
 large epsilon, many users); 'auto' compares the two by a cost model measured on both
@@ -37,16 +37,16 @@ import math
 
 import numpy as np
 
-from ldpviz.domain import Binned
+from ldpviz.geo.domain import Binned
 from ldpviz.errors import require
-from ldpviz.estimation import expectation_maximisation
-from ldpviz.kernels import ClampedChannel
+from ldpviz.mechanisms.estimation import expectation_maximisation
+from ldpviz.mechanisms.dam.kernels import ClampedChannel
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import GEO_I, GEO_I_UNIT, GEO_I_UNIT_M, Estimate, Mechanism
-from ldpviz.mechanisms.dam import FAMILY_SPATIAL, POSTPROCESS_PARAM
-from ldpviz.mechanisms.fo import ReportHistogram, report_histogram
+from ldpviz.mechanisms.dam.disk_area import FAMILY_SPATIAL, POSTPROCESS_PARAM
+from ldpviz.mechanisms.fo.oracles import ReportHistogram, report_histogram
 from ldpviz.mechanisms.path_cost import AGGREGATE, PER_USER
-from ldpviz.mechanisms.two_paths import TwoPaths, path_param
+from ldpviz.mechanisms.collection_paths import TwoPaths, path_param
 
 QUADRATURE_NODES = 8
 TAIL_NATS = 40.0

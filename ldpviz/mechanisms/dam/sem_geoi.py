@@ -37,7 +37,7 @@ Implementation choices (the paper leaves them open or we could not check them):
   exact posterior). ``calibration='raw'`` takes epsilon as eps' per km (the tool's one
   Geo-I unit, ``GEO_I_UNIT_M``), i.e. eps' = epsilon * cell side / 1 km per cell side.
 * Grids beyond 32 x 32 are refused: reports hold k cells each and k grows with the grid.
-* Aggregate path (``path``, :mod:`ldpviz.mechanisms.two_paths`): the server reads only how often
+* Aggregate path (``path``, :mod:`ldpviz.mechanisms.collection_paths`): the server reads only how often
   each cell is named (the membership histogram), so :meth:`SubsetTables.aggregate_membership` draws
   that histogram exactly without listing any subset: the users at x split over the nearest member's
   rank as Multinomial(n_x, pi[x, :]); the other k - 1 members of a user whose nearest member has rank j
@@ -58,16 +58,16 @@ import numpy as np
 from scipy import optimize
 from scipy.special import gammaln, logsumexp
 
-from ldpviz.domain import Binned
+from ldpviz.geo.domain import Binned
 from ldpviz.errors import require
-from ldpviz.estimation import expectation_maximisation
-from ldpviz.local_privacy import cell_distances, lp_from_channel, lp_from_disk_channel
+from ldpviz.mechanisms.estimation import expectation_maximisation
+from ldpviz.mechanisms.dam.local_privacy import cell_distances, lp_from_channel, lp_from_disk_channel
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import GEO_I, GEO_I_UNIT, GEO_I_UNIT_M, Estimate, Mechanism, Param
-from ldpviz.mechanisms.dam import DAM, FAMILY_SPATIAL, POSTPROCESS_PARAM
-from ldpviz.mechanisms.fo import ReportHistogram, report_histogram
+from ldpviz.mechanisms.dam.disk_area import DAM, FAMILY_SPATIAL, POSTPROCESS_PARAM
+from ldpviz.mechanisms.fo.oracles import ReportHistogram, report_histogram
 from ldpviz.mechanisms.path_cost import AGGREGATE, PER_USER
-from ldpviz.mechanisms.two_paths import TwoPaths, path_param
+from ldpviz.mechanisms.collection_paths import TwoPaths, path_param
 
 MAX_SIDE = 32
 MAX_REPORTED_CELLS = 100_000_000

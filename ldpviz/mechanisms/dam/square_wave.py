@@ -25,7 +25,7 @@ bucketed as finely; 1,024 buckets cost 30 s per estimate on a loaded 2-core mach
 per step: on a 15 x 15 grid a heavy blur, which widened DAM's lead over MDSW 1.5-2.5x) and
 ``"em"`` is plain EM at the grid's resolution; bench/dam_claims.py reports all three.
 
-No aggregate path (unlike the other client mechanisms, see :mod:`ldpviz.mechanisms.two_paths`):
+No aggregate path (unlike the other client mechanisms, see :mod:`ldpviz.mechanisms.collection_paths`):
 users perturb their exact positions, not their cells, so the distribution of the server's
 statistic (the histogram of report buckets) depends on every user's position within its cell and
 no draw from the cell counts has it. The best exact shortcut, SW's mixture form (with probability
@@ -40,13 +40,13 @@ import math
 
 import numpy as np
 
-from ldpviz.domain import Binned
+from ldpviz.geo.domain import Binned
 from ldpviz.errors import require
-from ldpviz.estimation import expectation_maximisation
+from ldpviz.mechanisms.estimation import expectation_maximisation
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param
-from ldpviz.mechanisms.dam import FAMILY_SPATIAL
-from ldpviz.mechanisms.fo import ReportHistogram, report_histogram
+from ldpviz.mechanisms.dam.disk_area import FAMILY_SPATIAL
+from ldpviz.mechanisms.fo.oracles import ReportHistogram, report_histogram
 
 #: Midpoint nodes per input bucket when averaging the SW channel over a bucket.
 BUCKET_NODES = 64

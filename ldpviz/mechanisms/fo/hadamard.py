@@ -3,7 +3,7 @@
 Paper: J. Acharya, Z. Sun, H. Zhang, "Hadamard Response: Estimating Distributions
 Privately, Efficiently, and with Little Communication", AISTATS 2019 (ref. [38] of
 l-srr-staircase-randomized-response.md). The high-privacy HR (their Sec. 4; the
-tool's :func:`ldpviz.mechanisms.fo.hr_perturb`) gives every value a set C_x of half
+tool's :func:`ldpviz.mechanisms.fo.oracles.hr_perturb`) gives every value a set C_x of half
 of K outputs and reports into it with probability e^eps / (1 + e^eps): its variance
 per user stays near 1 whatever eps, so beyond eps ~ 1 it falls far behind GRR and OLH.
 The general-privacy HR (their Sec. 5) splits the outputs into B blocks:

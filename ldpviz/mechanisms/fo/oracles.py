@@ -48,13 +48,13 @@ from typing import Any
 
 import numpy as np
 
-from ldpviz.domain import Binned
+from ldpviz.geo.domain import Binned
 from ldpviz.errors import require
-from ldpviz.estimation import to_distribution
+from ldpviz.mechanisms.estimation import to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, NO_PRIVACY, Estimate, Mechanism, Param
 from ldpviz.mechanisms.path_cost import AGGREGATE, AUTO, PER_USER, choose_path
-from ldpviz.mechanisms.hadamard import (HR_VARIANT_PARAM, hadamard_aggregate_histogram, hadamard_channel,
+from ldpviz.mechanisms.fo.hadamard import (HR_VARIANT_PARAM, hadamard_aggregate_histogram, hadamard_channel,
                                         hadamard_code, hadamard_estimate_counts, hadamard_histogram,
                                         hadamard_perturb)
 
@@ -849,7 +849,7 @@ class OLH(_GridOracle):
         return olh_estimate_counts(reports, self.grid.n_cells, self.epsilon, self.g)
 
     def report_key(self, reports: OLHReports | SupportCounts) -> np.ndarray | SupportCounts:
-        """For the black-box audit (ldpviz.audit): which cells each report supports, ``(n, D)`` bool.
+        """For the black-box audit (ldpviz.evidence.audit): which cells each report supports, ``(n, D)`` bool.
 
         A raw report <seed, bucket> carries a fresh random seed, so no two reports are
         alike and frequency-based events see nothing. Whether the report supports cell v
@@ -918,7 +918,7 @@ class OUE(_GridOracle):
 class HR(_GridOracle):
     """Hadamard response over the d x d cells (Acharya et al. AISTATS'19; L-SRR Sec. 3.5, ref. [38]).
 
-    ``variant`` picks the code (:mod:`ldpviz.mechanisms.hadamard`): the paper's general-privacy
+    ``variant`` picks the code (:mod:`ldpviz.mechanisms.fo.hadamard`): the paper's general-privacy
     HR (B ~ e^eps blocks, their Sec. 5), the high-privacy HR (one block, their Sec. 4; the
     module-level ``hr_*`` functions here), or ``auto``, the one with the smaller variance at
     this (D, eps). Reports are one of K outputs (log2 K bits).

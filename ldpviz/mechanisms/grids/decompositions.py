@@ -1,7 +1,7 @@
 """Grid decompositions under LDP: UG, PrivAG and AAG (grid-decompositions-ug-privag-aag.md Sec. 3).
 
 * UG (Algorithm 1): an N x N uniform grid, every user reports its cell with a
-  frequency oracle (OLH by default, any oracle of :mod:`ldpviz.mechanisms.fo`).
+  frequency oracle (OLH by default, any oracle of :mod:`ldpviz.mechanisms.fo.oracles`).
 * PrivAG (Sec. 3.2, Algorithm 2; Yang et al. MDM'22): a share sigma of the
   users estimates densities on a g1 x g1 grid (eq. 4); each first-level cell is
   cut into g2 x g2 equal cells (eq. 5); the other users report on that grid.
@@ -9,7 +9,7 @@
   unevenly at hsplit / vsplit (eq. 6-7), towards its denser neighbours, and each
   of the four parts is then divided uniformly.
 
-The result is a :class:`~ldpviz.partition.Partition` of rectangles whose masses
+The result is a :class:`~ldpviz.geo.partition.Partition` of rectangles whose masses
 are the second phase's unbiased counts as fractions of its users; range
 queries are answered on it by eq. 8 and it converts to the evaluation grid for
 the maps, W2 and KL.
@@ -49,15 +49,14 @@ from typing import Any
 
 import numpy as np
 
-from ldpviz.domain import Binned
+from ldpviz.geo.domain import Binned
 from ldpviz.errors import require
-from ldpviz.estimation import norm_sub, to_distribution
+from ldpviz.mechanisms.estimation import norm_sub, to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param
-from ldpviz.mechanisms.fo import (ORACLES, PATHS, OLHReports, ReportHistogram, SupportCounts, olh_supports,
-                                 oracle_counts, oracle_estimate, oracle_perturb, oracle_report_likelihood)
+from ldpviz.mechanisms.fo.oracles import (ORACLES, PATHS, OLHReports, ReportHistogram, SupportCounts, olh_supports, oracle_counts, oracle_estimate, oracle_perturb, oracle_report_likelihood)
 from ldpviz.mechanisms.path_cost import AGGREGATE, AUTO, PER_USER, choose_path
-from ldpviz.partition import Partition, rect_cell_shares
+from ldpviz.geo.partition import Partition, rect_cell_shares
 
 FAMILY_GRIDS = "Grid decompositions (grid paper)"
 REFERENCE = "grid-decompositions-ug-privag-aag.md"
@@ -433,7 +432,7 @@ class UG(_GridDecomposition):
 
     def report_key(self, reports: UGReports) -> Any:
         """For the black-box audit: the oracle's reports (OLH's as the cells each report supports, see
-        :meth:`ldpviz.mechanisms.fo.OLH.report_key`)."""
+        :meth:`ldpviz.mechanisms.fo.oracles.OLH.report_key`)."""
         inner = reports.reports
         return olh_supports(inner, reports.side ** 2) if isinstance(inner, OLHReports) else inner
 

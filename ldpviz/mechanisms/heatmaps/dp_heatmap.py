@@ -6,7 +6,7 @@ trusted aggregator sees every user's location (or check-in histogram), sums
 them, and adds Laplace noise to the aggregate before anything is released.
 
 * ``dp-heatmap`` — Algorithms 1 and 2 (Sec. 3.2-3.3, Sec. 4 implementation
-  details); the maths lives in :mod:`ldpviz.pyramid`.
+  details); the maths lives in :mod:`ldpviz.mechanisms.heatmaps.pyramid`.
 * ``laplace`` — the baseline of Sec. 4 ([LXD+19]): Lap(1/eps) on every cell of
   the sum, negatives zeroed.
 * ``laplace-top`` — the thresholding variant of Sec. 4: keep only the top t% of
@@ -30,10 +30,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ldpviz import pyramid
-from ldpviz.domain import Binned
+from ldpviz.mechanisms.heatmaps import pyramid
+from ldpviz.geo.domain import Binned
 from ldpviz.errors import require
-from ldpviz.estimation import to_distribution
+from ldpviz.mechanisms.estimation import to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import CENTRAL_DP, Estimate, Mechanism, Param
 

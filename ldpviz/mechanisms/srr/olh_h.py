@@ -3,7 +3,7 @@
 Paper: l-srr-staircase-randomized-response.md Sec. 6.2 ("we randomly sample a
 hierarchical level for each location ... adapt the constrained inference [34]
 to adjust the frequencies of parent and leaf nodes for consistency"); OLH from
-Wang et al. USENIX Security'17 (ldpviz.mechanisms.fo); constrained inference
+Wang et al. USENIX Security'17 (ldpviz.mechanisms.fo.oracles); constrained inference
 from Hay et al., VLDB'10 (ref. [34]).
 
 The hierarchy is the quadkey tree of the SRR location domain (by default the
@@ -23,12 +23,12 @@ with the sum of its children's by inverse-variance weighting; top-down, each
 parent's residual is shared among the children in proportion to their
 variances. The root is the whole population (frequency 1, known exactly).
 
-Aggregate path (``path``, see :mod:`ldpviz.mechanisms.two_paths`): the server's sufficient
+Aggregate path (``path``, see :mod:`ldpviz.mechanisms.collection_paths`): the server's sufficient
 statistic is, per level, the number of reports at that level and the OLH support count of
 every node. Each user picks its level uniformly and independently, so the users of a leaf
 split over the levels as Multinomial(n_leaf, uniform); the level's node counts are sums of
 those, and given them each level is plain OLH, whose support counts are drawn by
-:func:`~ldpviz.mechanisms.fo.olh_aggregate_support` (exact for a fully random hash family,
+:func:`~ldpviz.mechanisms.fo.oracles.olh_aggregate_support` (exact for a fully random hash family,
 as USENIX'17's analysis assumes; the per-user universal family matches it in every per-node
 marginal). 'auto' sums OLH's fitted cost model (``path_cost``) over the levels at n / L users each.
 """
@@ -39,16 +39,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ldpviz.domain import Binned
-from ldpviz.estimation import to_distribution
+from ldpviz.geo.domain import Binned
+from ldpviz.mechanisms.estimation import to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Param
-from ldpviz.mechanisms.fo import (OLHReports, SupportCounts, olh_aggregate_support, olh_buckets, olh_estimate_counts,
-                                 olh_perturb, olh_probabilities, olh_supports)
+from ldpviz.mechanisms.fo.oracles import (OLHReports, SupportCounts, olh_aggregate_support, olh_buckets, olh_estimate_counts, olh_perturb, olh_probabilities, olh_supports)
 from ldpviz.mechanisms.path_cost import AGGREGATE, PER_USER, predicted_seconds
-from ldpviz.mechanisms.srr import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, domain_likelihood_to_cells,
-                                   domain_param, domain_to_grid, level_param)
-from ldpviz.mechanisms.two_paths import TwoPaths, path_param
+from ldpviz.mechanisms.srr.staircase import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, domain_likelihood_to_cells, domain_param, domain_to_grid, level_param)
+from ldpviz.mechanisms.collection_paths import TwoPaths, path_param
 
 
 def hierarchy(domain: LocationDomain) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -110,7 +108,7 @@ class OLHHReports:
 
     domain: LocationDomain
     levels: np.ndarray     #: index into :func:`hierarchy` (0 = top)
-    seeds: np.ndarray      #: uint64 hash seeds (see ldpviz.mechanisms.fo.olh_hash)
+    seeds: np.ndarray      #: uint64 hash seeds (see ldpviz.mechanisms.fo.oracles.olh_hash)
     buckets: np.ndarray    #: perturbed buckets in [0, g)
     g: int
 
@@ -232,7 +230,7 @@ class OLHH(TwoPaths, LocationDomainMechanism):
     def report_key(self, reports: OLHHReports) -> np.ndarray:
         """For the black-box audit: the user's level and which leaves its report supports, ``(n, 1 + D)``.
 
-        As for OLH (:meth:`ldpviz.mechanisms.fo.OLH.report_key`), a raw report carries a
+        As for OLH (:meth:`ldpviz.mechanisms.fo.oracles.OLH.report_key`), a raw report carries a
         fresh hash seed; whether it supports leaf v at the reported level is a function
         of the report (post-processing), so events on it are sound.
         """

@@ -24,7 +24,7 @@ and m follows the formula above, capped so that the public m x d matrix has at m
 MAX_PROJECTION_ENTRIES (16.8M) entries (at small eps the formula asks for 10^5-10^6 rows; the
 estimator stays unbiased over Phi for any m); see docs/srr-method.md.
 
-Aggregate path (``path``, see :mod:`ldpviz.mechanisms.two_paths`): given the public matrix, the
+Aggregate path (``path``, see :mod:`ldpviz.mechanisms.collection_paths`): given the public matrix, the
 server reads only r_j = sum of the signs reported on row j. A user at x picks its row uniformly and
 keeps its sign with probability e^eps / (e^eps + 1), independently of everyone, so the n_x users at
 x split over the rows as Multinomial(n_x, uniform over m), the kept ones on row j are Bin(c_xj, keep)
@@ -40,15 +40,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ldpviz.domain import Binned
+from ldpviz.geo.domain import Binned
 from ldpviz.errors import require
-from ldpviz.estimation import to_distribution
+from ldpviz.mechanisms.estimation import to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Param
 from ldpviz.mechanisms.path_cost import AGGREGATE, PER_USER
-from ldpviz.mechanisms.srr import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, domain_likelihood_to_cells,
-                                   domain_param, domain_to_grid, level_param)
-from ldpviz.mechanisms.two_paths import TwoPaths, path_param
+from ldpviz.mechanisms.srr.staircase import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, domain_likelihood_to_cells, domain_param, domain_to_grid, level_param)
+from ldpviz.mechanisms.collection_paths import TwoPaths, path_param
 
 
 def projection_dim(domain_size: int, epsilon: float, beta: float = 0.05) -> int:

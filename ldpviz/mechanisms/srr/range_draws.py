@@ -14,7 +14,7 @@ binomial draws for R ranges, whatever the counts:
 3. a block's total splits over its two halves as Bin(total, 1/2) (uniform on equal halves),
    pushed down level by level to single positions.
 
-Used by SRR's aggregate path (:mod:`ldpviz.mechanisms.srr`), whose channel is a mixture of
+Used by SRR's aggregate path (:mod:`ldpviz.mechanisms.srr.staircase`), whose channel is a mixture of
 uniform distributions over nested contiguous intervals of the sorted domain.
 """
 

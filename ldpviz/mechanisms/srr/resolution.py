@@ -4,7 +4,7 @@ L-SRR (l-srr-staircase-randomized-response.md Sec. 3.1-3.2) gives every location
 its LCP groups G_1(x) .. G_m(x) (Def. 3.2). Two locations with the same nested
 intervals and the same alpha_min send *identical* report distributions (eq. 2-4),
 so no estimator can separate them: the channel's distinct columns
-(:func:`ldpviz.mechanisms.srr.channel_classes`) are the blocks SRR resolves, and
+(:func:`ldpviz.mechanisms.srr.staircase.channel_classes`) are the blocks SRR resolves, and
 only their total mass is learnt, whatever epsilon. On the public 64 x 64 grid that
 is a few tens of blocks. This module exposes that resolution for the map (a class
 label per grid cell), the guarantee panel (one sentence) and the claims report (the
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ldpviz.domain import Binned
-from ldpviz.mechanisms.srr import (SRR, LocationDomain, channel_classes, domain_positions, domain_to_grid)
+from ldpviz.geo.domain import Binned
+from ldpviz.mechanisms.srr.staircase import SRR, LocationDomain, channel_classes, domain_positions, domain_to_grid
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class SrrResolution:
 
 
 def effective_resolution(mech: SRR, users: Binned | None = None) -> SrrResolution:
-    """The blocks ``mech`` (an :class:`~ldpviz.mechanisms.srr.SRR`) resolves.
+    """The blocks ``mech`` (an :class:`~ldpviz.mechanisms.srr.staircase.SRR`) resolves.
 
     ``users`` is needed only for ``domain="occupied"`` (the domain is their tiles);
     the default public grid domain depends on the grid alone.

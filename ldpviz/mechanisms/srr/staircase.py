@@ -56,12 +56,12 @@ Open points and the choices made (all documented in docs/srr-method.md):
 * ``estimator="mle"``: EM for the maximum-likelihood distribution under the
   channel (the Sec. 6.5 / Fig. 11 ablation "SRR + MLE").
 
-Aggregate path (``path``, :mod:`ldpviz.mechanisms.two_paths`): the server reads only the histogram
+Aggregate path (``path``, :mod:`ldpviz.mechanisms.collection_paths`): the server reads only the histogram
 of reported positions. The staircase channel is alpha_m everywhere plus one step (alpha_m (c - 1) /
 (m - 1)) on each inner interval (:func:`staircase_channel`), i.e. a mixture of uniform draws: over the
 whole domain with weight alpha_m |D|, over inner interval j with weight step x |interval j|. So the
 users at x split over those components as one multinomial, and every component is uniform on a
-contiguous range of sorted positions, whose summed draws :func:`ldpviz.range_draws.uniform_range_histogram`
+contiguous range of sorted positions, whose summed draws :func:`ldpviz.mechanisms.srr.range_draws.uniform_range_histogram`
 returns exactly in O(ranges x log |D| + |D|) binomials, independent of n (:func:`aggregate_histogram`).
 """
 
@@ -77,16 +77,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 
-from ldpviz import quadkey
-from ldpviz.domain import Binned, Grid
+from ldpviz.geo import quadkey
+from ldpviz.geo.domain import Binned, Grid
 from ldpviz.errors import LdpvizInputError, require
-from ldpviz.estimation import expectation_maximisation, to_distribution
+from ldpviz.mechanisms.estimation import expectation_maximisation, to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param
 from ldpviz.mechanisms.path_cost import AGGREGATE, PER_USER
-from ldpviz.mechanisms.two_paths import TwoPaths, path_param
-from ldpviz.partition import Partition, rect_cell_shares
-from ldpviz.range_draws import uniform_range_histogram
+from ldpviz.mechanisms.collection_paths import TwoPaths, path_param
+from ldpviz.geo.partition import Partition, rect_cell_shares
+from ldpviz.mechanisms.srr.range_draws import uniform_range_histogram
 
 FAMILY_SRR = "Location LDP (L-SRR paper)"
 #: Largest domain SRR accepts: its estimator solves a dense d x d system.
@@ -805,7 +805,7 @@ def hadamard_estimate(plan: StaircasePlan, counts: np.ndarray, fill: str = "prio
 def em_estimate(plan: StaircasePlan, counts: np.ndarray, rule: str | None = None) -> tuple[np.ndarray, int]:
     """Maximum-likelihood distribution under the SRR channel by EM (Sec. 6.5 ablation "SRR + MLE").
 
-    Uses the shared EM of :mod:`ldpviz.estimation` and its stopping rule. Inputs with identical
+    Uses the shared EM of :mod:`ldpviz.mechanisms.estimation` and its stopping rule. Inputs with identical
     channel columns (:func:`channel_classes`) are merged first: EM's multiplicative update moves
     them in lockstep, so running it on the classes (started from the uniform distribution over
     the domain, i.e. class size / D) and splitting each class's mass equally is the same EM,

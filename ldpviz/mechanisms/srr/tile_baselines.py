@@ -6,17 +6,17 @@ locations reported in the city region ("Only the reported locations in this
 area are considered as the domain"). The tool's ``grr`` and ``hr`` work on
 every cell of the evaluation grid, empty cells included, which is a larger
 domain than SRR's occupied tiles. ``grr-tiles`` and ``hr-tiles`` run the same
-frequency oracles (``ldpviz.mechanisms.fo``: L-SRR eq. 1 and ref. [38]) on
-SRR's public location domain (:func:`ldpviz.mechanisms.srr.build_location_domain`),
+frequency oracles (``ldpviz.mechanisms.fo.oracles``: L-SRR eq. 1 and ref. [38]) on
+SRR's public location domain (:func:`ldpviz.mechanisms.srr.staircase.build_location_domain`),
 so the comparison of Fig. 8 / Table 3 is like for like (with ``domain="occupied"``,
 the paper's setting; the default is the public grid domain, see srr.py). Privacy is that of the
 oracle on a domain of D values (e^eps ratio; channel tests in tests/test_fo_*.py
 and tests/test_srr_claims.py).
 
 Both have the oracles' exact aggregate path over the domain's positions
-(:func:`~ldpviz.mechanisms.fo.grr_aggregate_histogram`,
-:func:`~ldpviz.mechanisms.hadamard.hadamard_aggregate_histogram`: the report histogram, the
-server's sufficient statistic) and the ``path`` parameter of :mod:`ldpviz.mechanisms.two_paths`;
+(:func:`~ldpviz.mechanisms.fo.oracles.grr_aggregate_histogram`,
+:func:`~ldpviz.mechanisms.fo.hadamard.hadamard_aggregate_histogram`: the report histogram, the
+server's sufficient statistic) and the ``path`` parameter of :mod:`ldpviz.mechanisms.collection_paths`;
 'auto' uses the oracles' fitted cost models (``path_cost.choose_path``) for n users over D locations.
 """
 
@@ -26,18 +26,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ldpviz.domain import Binned
-from ldpviz.estimation import to_distribution
+from ldpviz.geo.domain import Binned
+from ldpviz.mechanisms.estimation import to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Param
-from ldpviz.mechanisms.fo import (ReportHistogram, grr_aggregate_histogram, grr_channel, grr_estimate_counts,
-                                 grr_perturb)
-from ldpviz.mechanisms.hadamard import (HR_VARIANT_PARAM, hadamard_aggregate_histogram, hadamard_channel, hadamard_code,
+from ldpviz.mechanisms.fo.oracles import (ReportHistogram, grr_aggregate_histogram, grr_channel, grr_estimate_counts, grr_perturb)
+from ldpviz.mechanisms.fo.hadamard import (HR_VARIANT_PARAM, hadamard_aggregate_histogram, hadamard_channel, hadamard_code,
                                         hadamard_estimate_counts, hadamard_histogram, hadamard_perturb)
 from ldpviz.mechanisms.path_cost import AGGREGATE, PER_USER, choose_path
-from ldpviz.mechanisms.srr import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, domain_likelihood_to_cells,
-                                   domain_param, domain_to_grid, level_param)
-from ldpviz.mechanisms.two_paths import TwoPaths, path_param
+from ldpviz.mechanisms.srr.staircase import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, domain_likelihood_to_cells, domain_param, domain_to_grid, level_param)
+from ldpviz.mechanisms.collection_paths import TwoPaths, path_param
 
 _DOMAIN_PARAMS = (
     domain_param(),
@@ -146,7 +144,7 @@ class GRRTiles(_TileOracle):
 class HRTiles(_TileOracle):
     """Hadamard response (ref. [38]) over SRR's location domain (public grid by default; occupied tiles on request).
 
-    ``variant`` as for ``hr`` (:mod:`ldpviz.mechanisms.hadamard`): by default the code with the smaller
+    ``variant`` as for ``hr`` (:mod:`ldpviz.mechanisms.fo.hadamard`): by default the code with the smaller
     variance at this domain size and epsilon, the general-privacy HR beyond epsilon ~ 1.5.
     """
 

@@ -13,8 +13,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ldpviz import datasets, experiment, mechanisms
-from ldpviz.domain import Region
+from ldpviz.data import datasets
+from ldpviz import experiment, mechanisms
+from ldpviz.geo.domain import Region
 from ldpviz.errors import LdpvizInputError
 
 
@@ -116,7 +117,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def cmd_datasets(args: argparse.Namespace) -> int:
-    from ldpviz import trajectories
+    from ldpviz.data import trajectories
     if getattr(args, "json", False):
         rows = [{**row, "kind": "points"} for row in datasets.describe()] + trajectories.describe()
         print(json.dumps(_jsonable(rows)))
@@ -143,8 +144,8 @@ def cmd_mechanisms(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    if args.scheduler or args.partition_users or args.workers:   # one scenario in partitions (ldpviz.partitioned)
-        from ldpviz import partitioned
+    if args.scheduler or args.partition_users or args.workers:   # one scenario in partitions (ldpviz.experiment.partitioned)
+        from ldpviz.experiment import partitioned
         if args.region and args.bbox:
             raise LdpvizInputError("give either --region or --bbox, not both")
         result = partitioned.run_from_args(args, _bbox(args.bbox) if args.bbox else None,
@@ -190,7 +191,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if done == total:
             print(file=sys.stderr)
 
-    from ldpviz import parallel
+    from ldpviz.experiment import executors as parallel
     with parallel.executor_for(args.workers, args.scheduler) as executor:
         df = experiment.sweep(scenario, vary, dataset=data, executor=executor, progress=progress)
     if args.out:
@@ -202,7 +203,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_od(args: argparse.Namespace) -> int:
-    from ldpviz import od, trajectories
+    from ldpviz.flows import od
+    from ldpviz.data import trajectories
     data: Any = args.dataset
     if args.file:
         data = trajectories.load_trajectory_file(args.file)
@@ -270,17 +272,34 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "cluster; needs pip install 'ldpviz[cluster]'")
         p.set_defaults(fn=fn)
     _add_flow_commands(sub)
-    from ldpviz import officer_cli
+    from ldpviz.cli import officer as officer_cli
     officer_cli.add_commands(sub)
-    from ldpviz import reproduce
+    from ldpviz.evidence import reproduce
     rp = sub.add_parser("reproduce", help="regenerate every benchmark and report (bench/*.py) into docs/")
     reproduce.add_arguments(rp)
     rp.set_defaults(fn=reproduce.run_from_args)
+    ap = sub.add_parser("app", help="start the dashboard on the bundled data (http://127.0.0.1:8501 by default)")
+    ap.add_argument("--port", type=int, default=8501, help="port to listen on (default 8501)")
+    ap.add_argument("--address", default="127.0.0.1",
+                    help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 shares it on your "
+                         "network, where anyone who can reach the machine can use it)")
+    ap.set_defaults(fn=cmd_app)
     return parser
 
 
+def cmd_app(args: argparse.Namespace) -> int:
+    """Serve the dashboard until interrupted (the same command as ``make run`` and the browser tests)."""
+    import subprocess
+
+    from ldpviz.app import launch
+    if not 0 < args.port < 65536:
+        raise LdpvizInputError(f"--port must be between 1 and 65535, got {args.port}")
+    print(f"ldpviz: serving the dashboard on http://{args.address}:{args.port} (Ctrl+C stops it)", file=sys.stderr)
+    return subprocess.call(launch.streamlit_command(args.port, args.address))
+
+
 def cmd_navigate(args: argparse.Namespace) -> int:
-    from ldpviz import navigation
+    from ldpviz.flows import navigation
     res = navigation.navigation_for_dataset(args.dataset, args.mechanism, args.epsilon, args.theta, args.grid,
                                             region=args.region, n_trips=args.trips, seed=args.seed,
                                             speed_mps=args.speed, delay_s=args.delay, threshold=args.threshold,
