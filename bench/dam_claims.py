@@ -119,6 +119,8 @@ def make(name: str, grid: Grid, epsilon: float, params: dict | None = None):
 
 # ---- one experiment -----------------------------------------------------------
 _RESULTS: dict[tuple, list[float]] = {}
+#: SEM-Geo-I's subset size per (d, eps) with default parameters: (k used, k by the paper's rule).
+K_USED: dict[tuple, tuple[int, int]] = {}
 
 
 def run_w2(name: str, dataset: str, d: int, epsilon: float, trials: int, n: int, seed: int,
@@ -143,6 +145,8 @@ def _run_w2(name: str, dataset: str, d: int, epsilon: float, trials: int, n: int
         grid, users = bin_points(dataset, n, rng, d)
         if mech is None:
             mech = make(name, grid, epsilon, params)
+            if name == "sem-geoi" and not params:
+                K_USED[("sem-geoi", d, epsilon)] = (int(mech.k), int(mech.k_paper))
         true = grid.histogram(users.cells)
         est = mech.run(users, rng)
         out.append(w2(true, est.density))
@@ -159,46 +163,78 @@ def _mean(res: dict, key: tuple) -> float:
     return float(np.mean(res[key]))
 
 
-def _within_noise(res: dict, a: tuple, b: tuple) -> bool:
-    """Whether two settings' mean W2 differ by no more than the larger standard deviation over trials."""
-    return abs(np.mean(res[a]) - np.mean(res[b])) <= max(np.std(res[a]), np.std(res[b]))
+def _within_noise(res: dict, a: tuple, b: tuple) -> bool | None:
+    """Whether two settings' mean W2 differ by no more than the larger standard deviation over trials
+    (None with a single trial: the noise was not measured)."""
+    if min(len(res[a]), len(res[b])) < 2:
+        return None
+    return bool(abs(np.mean(res[a]) - np.mean(res[b])) <= max(np.std(res[a]), np.std(res[b])))
+
+
+def _k_phrase(k: tuple[int, int] | None) -> str:
+    """How a SEM-Geo-I row's subset size came about, from the run itself (never "the paper's k" when lowered)."""
+    if k is None:
+        return "the paper's k rule"
+    used, paper = k
+    return (f"the paper's k = {used}" if used == paper else
+            f"k = {used} (the paper's rule gives {paper}, lowered to the largest k that can match DAM's local privacy)")
+
+
+def _claim(holds: bool, within_noise: bool | None) -> str:
+    """A claim's verdict: a gap inside the trials' noise (one sd) resolves nothing either way; with one
+    trial the noise is unknown and the verdict says so."""
+    if within_noise:
+        return "**not resolved** (within one sd)"
+    verdict = "**holds**" if holds else "**does not hold**"
+    return verdict + (" (one trial: noise not measured)" if within_noise is None else "")
 
 
 def verdicts(res: dict, datasets: tuple[str, ...], radius_factors: tuple[float, ...], epsilons: tuple[float, ...],
-             b_hat: dict[float, int]) -> list[str]:
-    """Verdict sentences, each computed from the tables' numbers (keys: (label, dataset, d, eps))."""
+             b_hat: dict[float, int], k_used: dict | None = None) -> list[str]:
+    """Verdict sentences, each computed from the tables' numbers (keys: (label, dataset, d, eps)).
+
+    A comparison whose gap is within one standard deviation over trials is "not resolved", never
+    "holds" or "contradicted"."""
     out = []
+    k_used = k_used or {}
     m = lambda lab, ds, d=15, eps=3.5: _mean(res, (lab, ds, d, eps))  # noqa: E731
     close = lambda a, b, ds, d=15, eps=3.5: _within_noise(res, (a, ds, d, eps), (b, ds, d, eps))  # noqa: E731
     # 1. DAM vs MDSW (every MDSW setting) and HUEM
     for ds in datasets:
         dam = m("dam", ds)
         mdsw = {lab: m(lab, ds) for lab in ("mdsw", "mdsw (EMS at grid resolution)", "mdsw (plain EM)")}
-        beats = [lab for lab, v in mdsw.items() if dam < v]
-        text = ", ".join(f"{lab} {v:.4f} ({v / dam:.1f}x DAM{', within one sd' if close('dam', lab, ds) else ''})"
-                         for lab, v in mdsw.items())
-        verdict = ("**holds** for every MDSW setting" if len(beats) == len(mdsw) else
-                   "**does not hold** for any MDSW setting" if not beats else
-                   f"holds only against {', '.join(beats)}")
+        status = {lab: _claim(dam < v, close("dam", lab, ds)) for lab, v in mdsw.items()}
+        text = ", ".join(f"{lab} {v:.4f} ({v / dam:.1f}x DAM: {status[lab]})" for lab, v in mdsw.items())
+        kinds = {v.split(" (")[0] for v in status.values()}
+        verdict = ("**holds** for every MDSW setting" if kinds == {"**holds**"} else
+                   "**does not hold** for any MDSW setting" if kinds == {"**does not hold**"} else
+                   "**not resolved** (within one sd) for every MDSW setting" if kinds == {"**not resolved**"} else
+                   "differs by MDSW setting")
         out.append(f"- {ds}, d = 15, eps = 3.5: W2(DAM) < W2(MDSW) {verdict} (DAM {dam:.4f}; {text}). "
-                   f"W2(DAM) <= W2(HUEM): {'**holds**' if dam <= m('huem', ds) else '**does not hold**'} "
+                   f"W2(DAM) <= W2(HUEM): {_claim(dam <= m('huem', ds), close('dam', 'huem', ds))} "
                    f"({dam:.4f} vs {m('huem', ds):.4f}).")
     if "SZipf" in datasets:
         dam, mdsw, huem = m("dam", "SZipf"), m("mdsw", "SZipf"), m("huem", "SZipf")
+
+        def versus(other: float, label: str) -> str:
+            if close("dam", label, "SZipf"):
+                return f"is level with {label.upper()} (within one sd over trials)"
+            return f"{'beats' if dam < other else 'loses to'} {label.upper()}"
+
+        behind = [lab for lab, v in (("mdsw", mdsw), ("huem", huem)) if dam >= v and not close("dam", lab, "SZipf")]
+        level = [lab for lab in ("mdsw", "huem") if close("dam", lab, "SZipf")]
+        reproduces = ("reproduces." if len(behind) == 2 else
+                      "is not resolved (within one sd)." if len(level) == 2 or (level and behind) else
+                      "reproduces only in part." if behind else "does not reproduce.")
         out.append(f"- SZipf: the paper's own Fig. 9 shows DAM behind MDSW and HUEM on SZipf (while its text says "
                    f"DAM is always better than MDSW). Ours: DAM {dam:.4f}, MDSW {mdsw:.4f}, HUEM {huem:.4f}: DAM "
-                   f"{'beats' if dam < mdsw else 'loses to'} MDSW"
-                   f"{' (within one sd over trials)' if close('dam', 'mdsw', 'SZipf') else ''} and "
-                   f"{'beats' if dam < huem else 'loses to'} HUEM"
-                   f"{' (within one sd over trials)' if close('dam', 'huem', 'SZipf') else ''}"
-                   + (", so the paper's SZipf result reproduces." if dam >= mdsw and dam >= huem else
-                      "; the paper's SZipf result " + ("reproduces only in part." if dam >= mdsw or dam >= huem
-                                                       else "does not reproduce.")))
+                   f"{versus(mdsw, 'mdsw')} and {versus(huem, 'huem')}; the paper's SZipf result {reproduces}")
     # 2. SEM-Geo-I: main setting, both subset sizes
     for ds in datasets:
         dam, sem, mi = m("dam", ds), m("sem-geoi", ds), m("sem-geoi (mutual-information k)", ds)
-        out.append(f"- {ds}: DAM vs SEM-Geo-I at d = 15, eps = 3.5 (same local privacy): SEM-Geo-I with the paper's "
-                   f"k {sem:.4f}, with the mutual-information k {mi:.4f}, DAM {dam:.4f}: DAM is "
+        out.append(f"- {ds}: DAM vs SEM-Geo-I at d = 15, eps = 3.5 (same local privacy): SEM-Geo-I with "
+                   f"{_k_phrase(k_used.get(('sem-geoi', 15, 3.5)))} {sem:.4f}, with the mutual-information k {mi:.4f}, "
+                   f"DAM {dam:.4f}: DAM is "
                    f"{'lower than both' if dam < min(sem, mi) else 'higher than both' if dam > max(sem, mi) else 'between them'}.")
     # 3. "DAM beats SEM-Geo-I at large eps" (Sec. VII-C3, Fig. 9 p-t)
     large = [e for e in epsilons if e >= 5]
@@ -208,8 +244,14 @@ def verdicts(res: dict, datasets: tuple[str, ...], radius_factors: tuple[float, 
             losses = [e for e in large if e not in wins]
             detail = "; ".join(f"eps {e:g}: {m('dam', ds, 15, e):.4f} vs {m('sem-geoi', ds, 15, e):.4f}"
                                + (" (within one sd)" if close("dam", "sem-geoi", ds, 15, e) else "") for e in large)
+            unresolved = [e for e in losses if close("dam", "sem-geoi", ds, 15, e)]
+            contradicted = [e for e in losses if e not in unresolved]
             verdict = ("**holds** at every eps >= 5 we ran" if not losses else
-                       "**contradicted by this table** at eps = " + ", ".join(f"{e:g}" for e in losses))
+                       "; ".join(part for part in (
+                           ("**contradicted by this table** at eps = " + ", ".join(f"{e:g}" for e in contradicted))
+                           if contradicted else "",
+                           ("**not resolved** (within one sd) at eps = " + ", ".join(f"{e:g}" for e in unresolved))
+                           if unresolved else "") if part))
             out.append(f"- {ds}: \"DAM outperforms SEM-Geo-I when eps is large\" (Sec. VII-C3): {verdict} "
                        f"(DAM vs SEM-Geo-I, d = 15: {detail}).")
     # 4. where DAM, DAM-NS and HUEM coincide
@@ -238,8 +280,10 @@ def verdicts(res: dict, datasets: tuple[str, ...], radius_factors: tuple[float, 
         dam, ns = res[("dam", ds, 15, 3.5)], res[("dam-ns", ds, 15, 3.5)]
         diff = np.mean(dam) - np.mean(ns)
         sd = max(np.std(dam), np.std(ns))
-        out.append(f"- {ds}: W2(DAM) <= W2(DAM-NS) at d = 15, eps = 3.5: {'holds' if diff <= 0 else 'does not hold'} "
-                   f"({np.mean(dam):.4f} vs {np.mean(ns):.4f}; difference {abs(diff) / sd if sd else float('inf'):.1f} sd).")
+        out.append(f"- {ds}: W2(DAM) <= W2(DAM-NS) at d = 15, eps = 3.5: "
+                   f"{_claim(diff <= 0, close('dam', 'dam-ns', ds))} "
+                   f"({np.mean(dam):.4f} vs {np.mean(ns):.4f}"
+                   + (f"; difference {abs(diff) / sd:.1f} sd)." if sd else ")."))
     return out
 
 
@@ -273,12 +317,13 @@ def main(argv: list[str] | None = None) -> int:
              provenance_markdown(seeds=f"{seed}..{seed + trials - 1}", trials=str(trials),
                                  quick=args.quick).rstrip(),
              f"Generated by `bench/dam_claims.py`{' --quick' if args.quick else ''}. {n:,} points per data set, "
-             f"{trials} trials (seeds {seed}..{seed + trials - 1}: trial t draws the data "
+             f"{trials} trial{'s' if trials != 1 else ''} (seeds {seed}..{seed + trials - 1}: trial t draws the data "
              f"and the reports from `default_rng(seed + t)`). W2 in units of the region side (mean ± sd). "
              f"Planar Laplace and SEM-Geo-I use the epsilon' that gives DAM's local privacy. "
              f"Post-processing: each mechanism's default -- EM for DAM, DAM-NS, HUEM, SEM-Geo-I "
              f"and planar Laplace (ldpviz.mechanisms.estimation's default rule: early stopping validated on 20% held-out reports, see docs/em-stopping.md); SW-EMS at 256 buckets per axis for MDSW. "
-             f"SEM-Geo-I's subset size: k = ceil(n / (e^eps + 1)) (the paper's) unless the row says otherwise.{reduced}\n"]
+             f"SEM-Geo-I's subset size: the paper's rule k = ceil(n / (e^eps + 1)), lowered where matching DAM's local privacy "
+             f"needs it (the table 'SEM-Geo-I's subset size k, as run' gives k per setting).{reduced}\n"]
 
     # 1. main comparison at d = 15, eps = 3.5, with the baselines' other settings
     header = ["data"] + list(ALL) + [lab for lab, _, _ in VARIANTS]
@@ -313,7 +358,11 @@ def main(argv: list[str] | None = None) -> int:
             fixed = "epsilon = 3.5" if key == "d" else "d = 15"
             parts.append(f"## W2 against {label}, {ds}, {fixed}\n\n" + _table(rows, ["mechanism"] + [str(v) for v in values]))
     b_hat = {e: mechanisms.create("dam", Grid(Region(0.0, 0.0, 10_000.0), 15), e).radius_cells for e in epsilons}
-    lines = verdicts(res, datasets, tuple(radius_factors), tuple(epsilons), b_hat)
+    k_rows = [[f"d = {d}, eps = {e:g}", str(used), str(paper), "paper's rule" if used == paper else "lowered"]
+              for (_, d, e), (used, paper) in sorted(K_USED.items(), key=lambda kv: (kv[0][1], kv[0][2]))]
+    parts.append("## SEM-Geo-I's subset size k, as run\n\n" + _table(k_rows, ["setting", "k used", "paper's rule",
+                                                                             "why"]))
+    lines = verdicts(res, datasets, tuple(radius_factors), tuple(epsilons), b_hat, K_USED)
     parts.append("## Verdicts (generated from the tables above)\n\n" + "\n".join(lines))
     sentences = [line[2:] if line.startswith("- ") else line for line in lines]
     numbers = {"w2_mean": {" | ".join(map(str, k)): float(np.mean(v)) for k, v in res.items()},
@@ -323,7 +372,8 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     path = out / "dam-claims.md"
     path.write_text("\n\n".join(parts) + "\n")
-    write_summary(out, "dam-claims.md", "DAM paper", sentences, numbers, quick=args.quick)
+    write_summary(out, "dam-claims.md", "DAM paper", sentences, numbers, quick=args.quick,
+                  unit="one location (epsilon-LDP for DAM, DAM-NS, HUEM and MDSW; planar Laplace and SEM-Geo-I are epsilon-Geo-I, calibrated to DAM's local privacy)")
     print(f"wrote {path}", file=sys.stderr)
     return 0
 

@@ -215,7 +215,8 @@ def main() -> None:
     path = out / "heatmap-claims.md"
     path.write_text("\n".join(lines))
     summary = write_summary(out, "heatmap-claims.md", "DP heatmaps (central DP)", sentences, numbers,
-                            quick=args.quick)
+                            quick=args.quick,
+                  unit='one location (central epsilon-DP: a trusted aggregator sees raw locations)')
     print(f"wrote {path} and {summary}")
 
 

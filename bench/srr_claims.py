@@ -317,7 +317,8 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "srr-claims.md").write_text(text)
-    write_summary(out, "srr-claims.md", "L-SRR", sentences, numbers, quick=args.quick)
+    write_summary(out, "srr-claims.md", "L-SRR", sentences, numbers, quick=args.quick,
+                  unit='one location (epsilon-LDP, one report per user)')
     print(text)
 
 

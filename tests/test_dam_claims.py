@@ -76,3 +76,30 @@ def test_dam_at_most_dam_ns_on_the_bundled_real_data():
         result[name] = np.mean([claims.w2(true, mech.run(users, np.random.default_rng(SEED + t)).density)
                                 for t in range(TRIALS)])
     assert result["dam"] <= result["dam-ns"], result
+
+
+def test_verdicts_call_a_gap_inside_the_noise_not_resolved():
+    """The generated verdicts never say 'contradicted' or 'holds' for a gap within one sd over trials, and name
+    SEM-Geo-I's k as run when it was lowered from the paper's rule (issue 22)."""
+    import importlib.util
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location("dam_claims", Path(__file__).resolve().parents[1] / "bench" / "dam_claims.py")
+    dc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dc)
+    labels = ["dam", "dam-ns", "huem", "mdsw", "mdsw (EMS at grid resolution)", "mdsw (plain EM)", "sem-geoi",
+              "sem-geoi (mutual-information k)"]
+    res = {}
+    for lab in labels:
+        for eps in (3.5, 7.0):
+            res[(lab, "Normal", 15, eps)] = [0.030, 0.034, 0.026]       # mean 0.030, sd ~0.0033
+    res[("sem-geoi", "Normal", 15, 7.0)] = [0.029, 0.033, 0.025]        # DAM behind by 0.001: inside the noise
+    res[("mdsw", "Normal", 15, 3.5)] = [0.060, 0.061, 0.059]            # clearly worse than DAM
+    for f in (0.67, 1.0, 1.33):
+        res[(f"dam@{f}", "Normal", 15, 3.5)] = [0.03, 0.03, 0.03]
+    lines = dc.verdicts(res, ("Normal",), (0.67, 1.0, 1.33), (3.5, 7.0), {3.5: 3, 7.0: 0},
+                        {("sem-geoi", 15, 3.5): (2, 7)})
+    text = "\n".join(lines)
+    assert "contradicted" not in text
+    assert "**not resolved** (within one sd) at eps = 7" in text
+    assert "mdsw 0.0600 (2.0x DAM: **holds**)" in text
+    assert "k = 2 (the paper's rule gives 7" in text and "with the paper's k" not in text

@@ -113,7 +113,7 @@ def test_summary_blocks_are_filled_from_the_scripts_numbers(tmp_path: Path) -> N
     docs = tmp_path / "docs"
     docs.mkdir()
     summaries.write_summary(docs, "grids-claims.md", "Grid decompositions", ["3 of 4 checks hold."],
-                            {"held": 3, "checks": 4})
+                            {"held": 3, "checks": 4}, unit="one location")
     text = (f"# Index\n\nKept.\n\n{summaries.begin_marker('grids-claims')}\n- old: 24 of 36 checks hold\n"
             f"{summaries.end_marker('grids-claims')}\n\n{summaries.begin_marker('none')}\nuntouched\n"
             f"{summaries.end_marker('none')}\nFooter.\n")
@@ -123,7 +123,8 @@ def test_summary_blocks_are_filled_from_the_scripts_numbers(tmp_path: Path) -> N
     index = (docs / "index.md").read_text()
     assert sorted(p.name for p in changed) == ["design.md", "index.md"]
     assert "24 of 36" not in index and "Kept." in index and "Footer." in index and "untouched" in index
-    assert "- **Grid decompositions** ([grids-claims.md](grids-claims.md)). 3 of 4 checks hold." in index
+    assert ("- **Grid decompositions** ([grids-claims.md](grids-claims.md)). Privacy unit: one location. "
+            "3 of 4 checks hold.") in index
     assert "3 of 4 checks hold." in (docs / "design.md").read_text()
     assert summaries.read_summary(docs, "grids-claims")["numbers"] == {"held": 3, "checks": 4}
     assert summaries.refresh_summaries(docs) == []          # idempotent
@@ -156,3 +157,25 @@ def test_provenance_names_the_commit_a_run_started_at_when_head_moved(monkeypatc
     monkeypatch.setattr(reproduce, "COMMIT_AT_START", "abc1234")
     assert f"- Code: commit abc1234 when the run started ({now} when this report was written)" in \
         reproduce.provenance_markdown()
+
+
+def test_every_claims_bench_names_its_privacy_unit():
+    """Each bench script that writes a summary passes unit=..., so every docs/index.md bullet names the privacy
+    unit of what it compares (issue 22); a summary without one is refused."""
+    import re
+    from pathlib import Path
+
+    import pytest as _pytest
+
+    from ldpviz.errors import LdpvizInputError
+    from ldpviz.evidence import summaries
+    bench = Path(__file__).resolve().parents[1] / "bench"
+    callers = [p for p in bench.glob("*.py") if "write_summary(" in p.read_text()]
+    assert len(callers) >= 8
+    for path in callers:
+        text = path.read_text()
+        call = [m.start() for m in re.finditer(r"write_summary\(", text)][-1]
+        assert "unit=" in text[call:call + 800], path.name
+    with _pytest.raises(LdpvizInputError, match="privacy unit"):
+        summaries.write_summary(Path("/tmp"), "x.md", "X", ["s."], unit=" ")
+

@@ -39,14 +39,19 @@ def end_marker(name: str) -> str:
 
 
 def write_summary(out: Path | str, report: str, area: str, sentences: Sequence[str],
-                  numbers: dict[str, Any] | None = None, quick: bool = False) -> Path:
-    """Write ``out/<report stem>.summary.json`` for the Markdown report ``report`` (a file name in ``out``)."""
+                  numbers: dict[str, Any] | None = None, quick: bool = False, *, unit: str) -> Path:
+    """Write ``out/<report stem>.summary.json`` for the Markdown report ``report`` (a file name in ``out``).
+
+    ``unit`` names the privacy unit of what the report compares ("one location", "one trip", "one
+    person", ...): the index bullet states it, so no comparison reads across units unnoticed.
+    """
     require(report.endswith(".md"), f"a summary belongs to a Markdown report, got {report!r}")
     require(len(sentences) > 0, "a summary needs at least one sentence")
+    require(bool(str(unit).strip()), "a summary names the privacy unit of what it compares")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / (report[:-3] + SUFFIX)
-    path.write_text(json.dumps({"report": report, "area": area, "quick": bool(quick),
+    path.write_text(json.dumps({"report": report, "area": area, "unit": str(unit), "quick": bool(quick),
                                 "sentences": [str(s) for s in sentences], "numbers": numbers or {}},
                                indent=1, default=float) + "\n", encoding="utf-8")
     return path
@@ -61,10 +66,12 @@ def read_summary(docs: Path | str, name: str) -> dict[str, Any] | None:
 
 
 def render(summary: dict[str, Any]) -> str:
-    """One Markdown list item: the area in bold, a link to the report, then the generated sentences."""
+    """One Markdown list item: the area in bold, a link to the report, the privacy unit, then the generated
+    sentences."""
     report = summary["report"]
     quick = " (from a quick smoke run)" if summary.get("quick") else ""
-    return f"- **{summary['area']}** ([{report}]({report})){quick}. " + " ".join(summary["sentences"])
+    unit = f" Privacy unit: {summary['unit']}." if summary.get("unit") else ""
+    return f"- **{summary['area']}** ([{report}]({report})){quick}.{unit} " + " ".join(summary["sentences"])
 
 
 def refresh_summaries(docs: Path | str) -> list[Path]:

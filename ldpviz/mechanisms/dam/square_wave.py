@@ -130,8 +130,9 @@ class MDSW(Mechanism):
                     "'users': half the users report east, half north, each with the full epsilon; "
                     "'budget': every user reports both with epsilon/2", choices=("users", "budget")),
               Param("postprocess", str, "ems-fine",
-                    "server post-processing of each marginal: 'ems-fine' = SW-EMS at Li et al.'s 1,024 buckets "
-                    "per axis, then summed into the grid (the paper's baseline); 'ems' = EMS at the grid's own "
+                    "server post-processing of each marginal: 'ems-fine' (default) = SW-EMS at "
+                    f"{FINE_BUCKETS:,} buckets per axis (or the grid's side if larger; Li et al. use up to 1,024), "
+                    "then summed into the grid (the paper's baseline); 'ems' = EMS at the grid's own "
                     "resolution (smooths far more on coarse grids); 'em' = plain EM at the grid's resolution",
                     choices=POSTPROCESS_CHOICES))
     has_channel = True
