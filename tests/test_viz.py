@@ -174,3 +174,32 @@ def test_block_outline_layer_draws_one_segment_per_boundary_edge():
     halves[0, 0] = 2                        # one corner cell: 1 vertical + 1 horizontal edge more
     assert len(viz.block_outline_layer(grid, halves).data) == 6
     assert len(viz.block_outline_layer(grid, np.zeros((4, 4), int)).data) == 0
+
+
+def test_one_colour_per_mechanism_on_every_chart():
+    """A mechanism has the same colour on the sweep, the frontier and the comparison bars, whatever else is drawn
+    (issue 22); frontier text labels only its curve's ends (every epsilon stays in the hover); intervals of
+    non-negative metrics never reach below zero."""
+    import pandas as pd
+
+    from ldpviz.render import maps as viz
+    rows = [{"mechanism": m, "epsilon": e, "w2_m": 10.0 / e, "w2_m_lo": -5.0, "w2_m_hi": 12.0 / e,
+             "attacker_error_m": 100.0 * e}
+            for m in ("grr", "dam") for e in (0.5, 1.0, 2.0, 4.0)]
+    table = pd.DataFrame(rows)
+    sweep = viz.sweep_figure(table, "epsilon", "w2_m", floor=0.0)
+    sweep_alone = viz.sweep_figure(table[table.mechanism == "dam"], "epsilon", "w2_m", floor=0.0)
+    frontier = viz.frontier_figure(table, "w2_m")
+    bars = viz.compare_figure(table.groupby("mechanism", as_index=False).first(), "w2_m", label_column="mechanism",
+                              floor=0.0)
+    line = {t.name: t.line.color for t in sweep.data if t.mode == "lines+markers"}
+    assert line["dam"] == viz.mechanism_colour("dam") != viz.mechanism_colour("grr") == line["grr"]
+    assert [t.line.color for t in sweep_alone.data if t.mode == "lines+markers"] == [line["dam"]]
+    assert {t.name: t.line.color for t in frontier.data} == line
+    assert list(bars.data[0].marker.color) == [viz.mechanism_colour(m) for m in ("dam", "grr")]
+    texts = [t for t in frontier.data[0].text]
+    assert texts[0] and texts[-1] and not any(texts[1:-1])
+    for trace in frontier.data:
+        assert min(y - lo for y, lo in zip(trace.y, trace.error_y.arrayminus)) >= 0
+    bands = [t for t in sweep.data if t.fill == "toself"]
+    assert min(min(t.y) for t in bands) >= 0

@@ -315,21 +315,39 @@ def legend_html(vmax: float, label: str = "share of users per cell", diverging: 
 
 # ---- plotly figures -------------------------------------------------------------------
 
+#: One colour per mechanism on every chart and legend (plotly's Dark24, in registry order): a mechanism keeps its
+#: colour across pages and charts whatever else is drawn beside it.
+_MECHANISM_PALETTE = ("#2E91E5", "#E15F99", "#1CA71C", "#FB0D0D", "#DA16FF", "#222A2A", "#B68100", "#750D86",
+                      "#EB663B", "#511CFB", "#00A08B", "#FB00D1", "#FC0080", "#B2828D", "#6C7C32", "#778AAE",
+                      "#862A16", "#A777F1", "#620042", "#1616A7", "#DA60CA", "#6C4516", "#0D2A63", "#AF0038")
+
+
+def mechanism_colour(name: str) -> str:
+    """The colour of mechanism ``name`` (a registry name) on every chart; other names get a stable colour too."""
+    from ldpviz import mechanisms
+
+    names = mechanisms.available()
+    if name in names:
+        return _MECHANISM_PALETTE[names.index(name) % len(_MECHANISM_PALETTE)]
+    return _MECHANISM_PALETTE[sum(name.encode("utf-8")) % len(_MECHANISM_PALETTE)]
+
+
 def sweep_figure(summary: pd.DataFrame, x: str, metric: str, *, group: str = "mechanism",
                  current: float | None = None, metric_label: str | None = None, x_label: str | None = None,
-                 log_x: bool = False, floor: float | None = None) -> go.Figure:
+                 log_x: bool = False, floor: float | None = None,
+                 mechanism_of: dict[str, str] | None = None) -> go.Figure:
     """One line per ``group`` of a :func:`ldpviz.experiment.summarise` table: mean with a CI band.
 
     ``summary`` needs columns ``x``, ``metric``, ``metric_lo``, ``metric_hi``, ``group``.
     ``current`` marks the current setting with a dashed vertical line. ``floor`` clips the band
     below (e.g. 0 for distances: a t-interval over few trials can dip below what is possible).
+    Lines take their mechanism's colour (:func:`mechanism_colour`); ``mechanism_of`` maps a group value that is a
+    display label to its registry name.
     """
     fig = go.Figure()
-    palette = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666",
-               "#1f78b4", "#b2df8a"]
-    for i, (name, part) in enumerate(summary.groupby(group, sort=False)):
+    for name, part in summary.groupby(group, sort=False):
         part = part.sort_values(x)
-        colour = palette[i % len(palette)]
+        colour = mechanism_colour((mechanism_of or {}).get(str(name), str(name)))
         xs = part[x].tolist()
         lo, hi = part[f"{metric}_lo"].tolist(), part[f"{metric}_hi"].tolist()
         if floor is not None:
@@ -364,7 +382,8 @@ def compare_figure(table: pd.DataFrame, metric: str, metric_label: str | None = 
     lo = table[f"{metric}_lo"] if floor is None else table[f"{metric}_lo"].clip(lower=floor)
     err_plus = (table[f"{metric}_hi"] - table[metric]).clip(lower=0)
     err_minus = (table[metric] - lo).clip(lower=0)
-    fig = go.Figure(go.Bar(x=table[metric], y=table[label_column], orientation="h", marker_color="#d95f02",
+    colours = [mechanism_colour(n) for n in table["mechanism"]] if "mechanism" in table else "#d95f02"
+    fig = go.Figure(go.Bar(x=table[metric], y=table[label_column], orientation="h", marker_color=colours,
                            error_x={"type": "data", "array": err_plus, "arrayminus": err_minus}))
     fig.update_layout(xaxis_title=metric_label or metric, height=max(200, 40 * len(table) + 80),
                       margin={"l": 10, "r": 10, "t": 20, "b": 10}, template="plotly_white",
@@ -384,22 +403,31 @@ def channel_bar_figure(column: np.ndarray, marks: dict[int, str] | None = None) 
 
 
 def frontier_figure(table: pd.DataFrame, metric: str, *, metric_label: str | None = None,
-                    group: str = "mechanism", labels: dict[str, str] | None = None) -> go.Figure:
+                    group: str = "mechanism", labels: dict[str, str] | None = None,
+                    floor: float | None = 0.0) -> go.Figure:
     """The privacy-accuracy frontier of :func:`ldpviz.decide.tradeoff.frontier`: one curve per ``group``, one point per
     epsilon, x = the population-prior attacker's expected error (m; larger = more private), y = ``metric``
-    (with its CI as error bars). Points without an attacker error (no explicit channel) are left out."""
+    (with its CI as error bars, clipped at ``floor``). Points without an attacker error (no explicit channel) are
+    left out. Only each curve's smallest and largest epsilon are written on the chart (labels of every point
+    pile up); every point's epsilon is in its hover text."""
     fig = go.Figure()
-    palette = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666"]
     shown = table[table["attacker_error_m"].notna()] if "attacker_error_m" in table else table.iloc[0:0]
-    for i, (name, part) in enumerate(shown.groupby(group, sort=False)):
+    for name, part in shown.groupby(group, sort=False):
         part = part.sort_values("epsilon")
         y = part[metric].astype(float)
+        low_end = part[f"{metric}_lo"].astype(float)
+        if floor is not None:
+            low_end = low_end.clip(lower=floor)
         hi = (part[f"{metric}_hi"].astype(float) - y).clip(lower=0)
-        lo = (y - part[f"{metric}_lo"].astype(float)).clip(lower=0)
+        lo = (y - low_end).clip(lower=0)
+        eps = part["epsilon"].tolist()
+        ends = {0, len(eps) - 1}
         fig.add_trace(go.Scatter(
             x=part["attacker_error_m"].astype(float).tolist(), y=y.tolist(), mode="lines+markers+text",
-            name=(labels or {}).get(str(name), str(name)), line={"color": palette[i % len(palette)]},
-            text=[f"ε={e:g}" for e in part["epsilon"]], textposition="top center",
+            name=(labels or {}).get(str(name), str(name)), line={"color": mechanism_colour(str(name))},
+            text=[f"ε={e:g}" if i in ends else "" for i, e in enumerate(eps)], textposition="top center",
+            customdata=eps, hovertemplate="ε = %{customdata:g}<br>attacker error %{x:,.0f} m<br>%{y:.4g}"
+                                          "<extra>%{fullData.name}</extra>",
             error_y={"type": "data", "array": hi.fillna(0).tolist(), "arrayminus": lo.fillna(0).tolist(),
                      "visible": bool((hi.fillna(0) > 0).any())}))
     fig.update_layout(xaxis_title="attacker's expected error, population prior (m) → more private",

@@ -127,7 +127,8 @@ def frontier_panel() -> None:
         if "attacker_error_m" not in table:
             table["attacker_error_m"] = None
         labels = {n: f"{session.model_tag(by_name[n]['privacy_model'])} · {by_name[n]['label']}" for n in chosen}
-        st.plotly_chart(viz.frontier_figure(table, metric, metric_label=ui.metric_label(metric), labels=labels),
+        st.plotly_chart(viz.frontier_figure(table, metric, metric_label=ui.metric_label(metric), labels=labels,
+                                            floor=ui.metric_floor(metric)),
                         key="fig:frontier")
         notes = table["attacker_note"] if "attacker_note" in table else pd.Series([""] * len(table))
         missing = sorted({f"{labels[n]}: {plans[n][1] or note or 'not available'}"
@@ -196,13 +197,15 @@ with sweep_box, session.guard("the sweep", where="above or in the sidebar"):
     tidy = pd.DataFrame(tidy_rows)
     x = vary if vary in ("epsilon", "grid_side", "n_users") else f"param_{vary}"
     summary = experiment.summarise(tidy, ["mechanism", x])
-    summary["mechanism"] = [f"{session.model_tag(by_name[n]['privacy_model'])} · {by_name[n]['label']}"
-                            for n in summary["mechanism"]]   # labelled by privacy model: ε differs between models
+    shown_as = {n: f"{session.model_tag(by_name[n]['privacy_model'])} · {by_name[n]['label']}"
+                for n in summary["mechanism"].unique()}       # labelled by privacy model: ε differs between models
+    summary["mechanism"] = [shown_as[n] for n in summary["mechanism"]]
     log_x = vary in ("epsilon", "n_users") and max(values) / min(values) >= 10
     cols = st.columns(2)
     for i, key in enumerate(shown):
         fig = viz.sweep_figure(summary, x, key, current=current, metric_label=ui.metric_label(key),
-                               x_label=axes[vary], log_x=log_x, floor=ui.metric_floor(key))
+                               x_label=axes[vary], log_x=log_x, floor=ui.metric_floor(key),
+                               mechanism_of={label: n for n, label in shown_as.items()})
         cols[i % 2].plotly_chart(fig, key=f"fig:{key}")
     if int(cfg["trials"]) == 1:
         st.caption("Bands are 95% confidence intervals over trials; raise Trials in the sidebar to see them.")
