@@ -126,6 +126,25 @@ def private_tile_region(lon: np.ndarray, lat: np.ndarray, epsilon0: float, seed:
     return Region(region.center_lon, region.center_lat, region.side_m, name, use, epsilon0)
 
 
+def upload_region(lon: np.ndarray, lat: np.ndarray, filename: str,
+                  bbox: Sequence[float] | None = None) -> Region:
+    """The region of an uploaded file (points or trajectories): the one rule both share.
+
+    A stated ``bbox`` (W, S, E, N) wins and reads no data (the loader has already dropped and
+    counted the rows outside it); without one, the square around the occupied coarse public tiles
+    (:func:`public_tile_region`, which says in :attr:`Region.data_use` what it read). A file that
+    no square can frame gets a clear message asking for a bbox.
+    """
+    if bbox is not None:
+        return stated_region(bbox)
+    try:
+        return public_tile_region(lon, lat, name="Public tiles")
+    except LdpvizInputError as exc:
+        raise LdpvizInputError(f"the points in '{filename}' cannot be framed by one square region ({exc}); "
+                               f"ldpviz works on areas up to 6,500 km across, between 85 degrees south and "
+                               "north. Give a bbox (W,S,E,N) of one area and try again.") from None
+
+
 def region_covers(region: Region) -> str:
     """One sentence for a guarantee: what choosing this region revealed, if anything."""
     if region.epsilon_spent > 0:
