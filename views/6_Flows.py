@@ -27,7 +27,8 @@ def compute_flows(dataset: str, region: str, mechanism: str, estimator: str, eps
     """One OD run and one navigation simulation (the only computation on this page)."""
     pairs, reg, source = od.load_od_pairs(dataset, region, None, seed)
     flows = od.run_od(pairs.origin_lon, pairs.origin_lat, pairs.dest_lon, pairs.dest_lat, reg, grid_side,
-                      mechanism, epsilon, estimator=estimator, seed=seed, left_out=pairs.left_out)
+                      mechanism, epsilon, estimator=estimator, seed=seed, left_out=pairs.left_out,
+                      person=pairs.person)
     nav = navigation.navigation_for_dataset(dataset, mechanism, epsilon, theta, NAV_GRID, region=region,
                                             n_trips=NAV_TRIPS, seed=seed, delay_s=NAV_DELAY_S)
     return {"flows": flows, "source": source, "nav": nav}
@@ -117,13 +118,14 @@ with session.guard("the OD flows"):
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Updates per trip λ", f"{n['mean_updates']:.2f}",
               help=explain.readout_help("updates_per_trip", f"Largest: {n['max_updates']}."))
-    c2.metric("Total privacy λ·ε", f"{n['mean_total_epsilon']:.2f}",
-              help=explain.readout_help("trip_total_epsilon", f"Largest: {n['max_total_epsilon']:.2f}."))
+    c2.metric("Total privacy λ·ε (worst trip)", f"{n['max_total_epsilon']:g} (mean {n['mean_total_epsilon']:.2f})",
+              help=explain.readout_help("trip_total_epsilon", "The worst trip's total is the guarantee; the mean "
+                                                              "is what an average trip spends."))
     c3.metric("Route difference", f"{n['rel_levenshtein']:.1%}", help=explain.readout_help("route_difference"))
     c4.metric("Extra trip time", f"{n['trip_time_deviation_s']:.0f} s",
               help=explain.readout_help("extra_trip_time", f"Here {n['trip_time_deviation_rel']:.1%} over the "
                                                            "fastest route on true congestion."))
-    st.caption(f"Guarantee: {nav.guarantee} Simulation: {NAV_TRIPS} trips on a {NAV_GRID} × {NAV_GRID} road grid, "
+    st.caption(f"Guarantee: {nav.guarantee} {nav.settings['region']} Simulation: {NAV_TRIPS} trips on a {NAV_GRID} × {NAV_GRID} road grid, "
                f"θ = {theta} s, +{NAV_DELAY_S:g} s per congested cell (ldpviz.navigation).")
     if nav.example:
         st.pydeck_chart(flowviz.route_deck(nav.grid, nav.congestion_true, nav.example, basemap=basemap))
