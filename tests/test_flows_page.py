@@ -49,3 +49,23 @@ def test_flows_page_headlines_the_worst_trip_and_the_per_person_total():
     assert "the most trips by one person is 1" in captions
     assert "chosen without reading users' data" in captions and "independent of the data" not in captions
     assert "each reporter is at" in captions
+
+
+def test_flows_page_cap_bounds_the_worst_trip():
+    """The sidebar's cap (enforced on the phone) bounds the worst trip at cap x epsilon, and the guarantee says so;
+    without the cap, at theta = 0 some trip makes more than one update (so the cap binds)."""
+    import re
+    at = AppTest.from_file(str(ROOT / "views/6_Flows.py"), default_timeout=180)
+    for key, value in {"fd": "4", "ftheta": "0", "fcap": "1"}.items():   # the page's link keys
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    value = {m.label: m.value for m in at.metric}["Total privacy λ·ε (worst trip)"]
+    assert float(re.match(r"[\d.]+", value).group()) <= 1.0          # epsilon 1, cap 1
+    assert "the client sends at most 1 updates per trip" in " ".join(c.value for c in at.caption)
+    free = AppTest.from_file(str(ROOT / "views/6_Flows.py"), default_timeout=180)
+    for key, value in {"fd": "4", "ftheta": "0"}.items():
+        free.query_params[key] = value
+    free.run()
+    value = {m.label: m.value for m in free.metric}["Total privacy λ·ε (worst trip)"]
+    assert float(re.match(r"[\d.]+", value).group()) > 1.0
