@@ -326,6 +326,11 @@ def cmd_navigate(args: argparse.Namespace) -> int:
     print(f"  total privacy per trip lambda x epsilon: worst trip {out['max_total_epsilon']:g}{unit} "
           f"({out['max_updates']} updates), mean {out['mean_total_epsilon']:.2f}{unit} ({out['mean_updates']:.2f} updates)"
           + (f"; {out['capped_trips']} trips hit the cap" if out["update_cap"] is not None else ""))
+    if out["persons_known"]:
+        print(f"  per person: at most {out['max_trips_per_person']} simulated trips by one person; the largest person "
+              f"total is {out['worst_person_epsilon']:g}{unit}")
+    else:
+        print("  per person: synthetic trips, one per synthetic person (a person with k trips adds their totals)")
     print(f"  traffic reporters: the same reporters re-send in every window; W = {out['reporter_windows']} windows, "
           f"so each reporter is at {out['reporter_windows']} x {out['epsilon_per_update']:g} = "
           f"{out['reporter_total_epsilon']:g}{unit}")

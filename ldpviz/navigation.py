@@ -70,9 +70,12 @@ def check_update_mechanism(mechanism: str) -> type:
     return cls
 
 
-def navigation_guarantee(mech: Any, max_updates: int | None = None, windows: int | None = None) -> str:
-    """The guarantee of one trip's updates and of a traffic reporter, from ``mech``'s own stated guarantee."""
-    eps = f"{mech.epsilon:g}{' per km' if mech.privacy_model == mechanisms.GEO_I else ''}"
+def navigation_guarantee(mech: Any, max_updates: int | None = None, windows: int | None = None,
+                         people: dict[str, Any] | None = None) -> str:
+    """The guarantee of one trip's updates, of a person's trips and of a traffic reporter, from ``mech``'s own
+    stated guarantee. ``people``: :func:`person_totals` of the simulated trips (None: not known)."""
+    unit = " per km" if mech.privacy_model == mechanisms.GEO_I else ""
+    eps = f"{mech.epsilon:g}{unit}"
     if mech.privacy_model == mechanisms.NO_PRIVACY:
         return (f"no privacy: each location update sends the exact location ({mech.name}, a reference, not a "
                 "deployment), and so does every traffic reporter. Privacy unit: none.")
@@ -80,17 +83,30 @@ def navigation_guarantee(mech: Any, max_updates: int | None = None, windows: int
     cap = (f"; the client sends at most {max_updates} updates per trip, so every trip is within "
            f"{max_updates} x {eps}" if max_updates is not None else "; no cap on updates per trip is set, so "
            "lambda (and the trip's total) is unbounded in advance")
+    person = "Per person: a person with k trips is at the sum of their trips' totals (sequential composition)"
+    if people is None:
+        person += "; these trips are synthetic, one per synthetic person."
+    else:
+        person += (f"; here the most trips by one person is {people['max_trips_per_person']} (of "
+                   f"{people['people']:,} people among the simulated trips) and the largest person total is "
+                   f"{people['worst_person_epsilon']:g}{unit}.")
     reporters = ("" if windows is None else
                  f" Traffic reporters re-send their location in every time window: with W = {windows} windows "
-                 f"each reporter is at {windows} x {eps} = {windows * mech.epsilon:g}"
-                 f"{' per km' if mech.privacy_model == mechanisms.GEO_I else ''} (sequential composition); a "
-                 "person who both reports traffic and drives adds the two.")
+                 f"each reporter is at {windows} x {eps} = {windows * mech.epsilon:g}{unit} (sequential "
+                 "composition); a person who both reports traffic and drives adds the two.")
     return (f"each location update is one {model} report of the current location by {mech.name}: "
-            f"{mech.guarantee()}. A trip with lambda updates is within lambda x {eps} for that trip "
-            f"by sequential composition (L-SRR Sec. 4.2){cap}. Privacy unit: one trip (a person with k trips "
-            "adds their trips' totals).{reporters} Not covered: the fact and timing of an update (it happens "
-            "when the user is delayed), which the paper proposes to hide with a shuffler.").replace(
-                "{reporters}", reporters)
+            f"{mech.guarantee()}. A trip with lambda updates is within lambda x {eps} for that trip by "
+            f"sequential composition (L-SRR Sec. 4.2){cap}. Privacy unit: one trip. {person}{reporters} Not "
+            "covered: the fact and timing of an update (it happens when the user is delayed), which the paper "
+            "proposes to hide with a shuffler.")
+
+
+def person_totals(person: np.ndarray, updates: np.ndarray, epsilon: float) -> dict[str, Any]:
+    """Most trips by one person, number of people, and the largest sum of lambda x epsilon over a person's trips."""
+    labels, inverse, counts = np.unique(np.asarray(person).astype(str), return_inverse=True, return_counts=True)
+    totals = np.bincount(inverse, weights=np.asarray(updates, dtype=float), minlength=len(labels)) * epsilon
+    return {"max_trips_per_person": int(counts.max()), "people": int(len(labels)),
+            "worst_person_epsilon": float(totals.max())}
 
 
 def levenshtein(a: list[int] | np.ndarray, b: list[int] | np.ndarray) -> int:
@@ -148,6 +164,10 @@ class NavigationResult:
                 "max_updates": int(lam.max()), "mean_total_epsilon": float(lam.mean() * self.epsilon),
                 "max_total_epsilon": float(lam.max() * self.epsilon),
                 "update_cap": self.settings.get("max_updates"),
+                "max_trips_per_person": (self.settings.get("people") or {}).get("max_trips_per_person", 1),
+                "worst_person_epsilon": (self.settings.get("people") or {}).get(
+                    "worst_person_epsilon", float(lam.max() * self.epsilon)),
+                "persons_known": self.settings.get("people") is not None,
                 "capped_trips": int(self.settings.get("capped_trips", 0)),
                 "reporter_windows": windows, "reporter_total_epsilon": float(windows * self.epsilon),
                 "epsilon_unit": self.settings.get("epsilon_unit", ""),
@@ -163,10 +183,11 @@ def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon
                         grid_side: int, mechanism: str, epsilon: float, theta_s: float, *,
                         n_trips: int = 100, speed_mps: float = 10.0, delay_s: float | None = None,
                         threshold: float | None = None, seed: int = 0, params: dict[str, Any] | None = None,
-                        max_updates: int | None = None) -> NavigationResult:
+                        max_updates: int | None = None, trip_person: np.ndarray | None = None) -> NavigationResult:
     """Simulate ``n_trips`` trips (seeded sample of the OD pairs) with LDP location updates; see module docstring.
 
-    ``max_updates``: the client-side cap on location updates per trip (None: no cap).
+    ``max_updates``: the client-side cap on location updates per trip (None: no cap). ``trip_person``: the
+    person of every OD pair (None: synthetic pairs, one per synthetic person), for the per-person total.
     """
     require(isinstance(grid_side, (int, np.integer)) and 2 <= grid_side <= MAX_NAV_GRID_SIDE,
             f"grid side must be a whole number from 2 to {MAX_NAV_GRID_SIDE}, got {grid_side!r}")
@@ -204,6 +225,8 @@ def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon
     moving = np.flatnonzero(o_flat != d_flat)
     require(len(moving) > 0, "no trip has its origin and destination in different cells of the region")
     pick = rng.choice(moving, size=min(int(n_trips), len(moving)), replace=False)
+    if trip_person is not None:
+        require(len(trip_person) == len(origin_lon), f"trip persons: {len(trip_person)} for {len(origin_lon)} trips")
     del bo, bd
 
     mech = mechanisms.create(mechanism, grid, epsilon, **(params or {}))
@@ -249,16 +272,19 @@ def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon
         opt.append(best_time)
         if t == 0:
             example = {"driven": driven, "best": best}
+    people = None if trip_person is None else person_totals(np.asarray(trip_person)[both][pick], updates, epsilon)
     return NavigationResult(
         mechanism=mech.name, epsilon=epsilon, theta_s=float(theta_s), grid=grid, updates=np.array(updates),
         rel_levenshtein=np.array(rel_lev), time_deviation_s=np.array(dev), optimal_time_s=np.array(opt),
-        guarantee=navigation_guarantee(mech, None if max_updates is None else int(max_updates), len(windows)),
+        guarantee=navigation_guarantee(mech, None if max_updates is None else int(max_updates), len(windows),
+                                       people),
         settings={"speed_mps": speed_mps, "cell_s": base, "delay_s": delay, "threshold_users": thr,
                   "epsilon_unit": "per km" if mech.privacy_model == mechanisms.GEO_I else "",
                   "users": n, "users_outside_region": int(users.n_outside), "trips_outside_region": trips_outside,
                   "congested_cells_true": int((true_counts > thr).sum()),
                   "windows_collected": len(windows), "seed": seed,
-                  "max_updates": None if max_updates is None else int(max_updates), "capped_trips": capped},
+                  "max_updates": None if max_updates is None else int(max_updates), "capped_trips": capped,
+                  "people": people},
         example=example, congestion_true=(true_counts > thr).reshape(grid.side, grid.side),
         congestion_estimated=(windows[0] > base).reshape(grid.side, grid.side) if windows else None)
 
@@ -279,7 +305,7 @@ def navigation_for_dataset(dataset: Any, mechanism: str, epsilon: float, theta_s
         data = datasets.load(dataset, seed)
     res = simulate_navigation(data.lon, data.lat, pairs.origin_lon, pairs.origin_lat, pairs.dest_lon,
                               pairs.dest_lat, reg, grid_side, mechanism, epsilon, theta_s, n_trips=n_trips,
-                              seed=seed, **kwargs)
+                              seed=seed, trip_person=pairs.person, **kwargs)
     res.settings["trips_left_out"] = dict(pairs.left_out)
     res.settings["region"] = od.region_sentence(reg)
     return res

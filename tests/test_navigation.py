@@ -163,3 +163,26 @@ def test_navigate_bbox_is_the_region(capsys):
     assert "Region 'bbox'" in out["region"] and "without reading users' data" in out["region"]
     assert main(["navigate", "--bbox", "1,2,3"]) == 2
     assert main(["navigate", "--bbox", "-93.3,44.9,-93.2,45.0", "--region", "Whole city"]) == 2
+
+
+def test_per_person_total_adds_a_persons_trips():
+    """A person with several trips is at the sum of their trips' lambda x epsilon: with every trip made by one of
+    three people, the stated largest person total equals the largest per-person sum of the simulated updates."""
+    lon, lat, olon, olat, dlon, dlat = _city()
+    person = np.array([f"p{i % 3}" for i in range(len(olon))])
+    res = N.simulate_navigation(lon, lat, olon, olat, dlon, dlat, REGION, 10, "srr", 0.5, 0.0, n_trips=40,
+                                delay_s=20.0, seed=1, trip_person=person)
+    s = res.summary()
+    assert s["persons_known"] and s["max_trips_per_person"] >= 14          # 40 trips over 3 people
+    assert s["worst_person_epsilon"] > s["max_total_epsilon"]
+    synthetic = _run("srr", eps=0.5, theta=0.0, seed=1)
+    assert "synthetic, one per synthetic person" in synthetic.guarantee
+    assert f"the largest person total is {s['worst_person_epsilon']:g}" in res.guarantee
+    assert s["worst_person_epsilon"] <= 0.5 * res.updates.sum()
+
+
+def test_person_totals_sum_each_persons_trips():
+    """person_totals: a with 3 trips (1 + 2 + 0 updates), b with 1 trip (4 updates) at eps 0.5: a has the most trips,
+    b the largest total (2.0)."""
+    out = N.person_totals(np.array(["a", "b", "a", "a"]), np.array([1, 4, 2, 0]), 0.5)
+    assert out == {"max_trips_per_person": 3, "people": 2, "worst_person_epsilon": 2.0}
