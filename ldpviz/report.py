@@ -114,8 +114,8 @@ def _audit_section(scenario: experiment.Scenario, run_audit: bool) -> str:
 def rows_sentence(dataset: datasets.Dataset, result: experiment.Result) -> str:
     """n as the tool knows it: rows in the file and rows that take part, never a claim about people."""
     kind = "synthetic rows" if dataset.synthetic else "rows"
-    text = (f"{dataset.n:,} {kind} in the data set; n = {result.n_users:,} of them lie in the region and each "
-            "sends one report.")
+    text = (f"{dataset.n:,} {kind} in the data set; n = {result.n_users:,} rows inside the region take part, each "
+            "sending one report.")
     if dataset.report is not None or dataset.name.startswith("upload:"):
         text += (" ldpviz cannot tell from the file whether two rows belong to the same person, so the guarantee "
                  "(section 3) protects one row, not one person.")

@@ -104,5 +104,5 @@ def test_report_states_n_as_the_tool_knows_it(tmp_path):
     scenario = Scenario(dataset=data.name, mechanism="grr", epsilon=1.0, grid_side=4, seed=0, trials=2)
     page = report.build_report(scenario, dataset=data, audit=False)
     assert "each point is one" not in page and "one user who sends" not in page
-    assert "500 rows in the data set; n = 500 of them lie in the region" in page
+    assert "500 rows in the data set; n = 500 rows inside the region take part" in page
     assert "cannot tell from the file whether two rows belong to the same person" in page
