@@ -37,8 +37,8 @@ description and the authors' public implementation (read, not copied):
 2. Budget split (sequential composition per person, total epsilon): epsilon/10 for the
    length, reported with OUE over lengths 1..d^2 (longer ones clipped); the server takes
    the 90% quantile of the estimated lengths as ``max_len``; the other 9 epsilon/10 is split
-   evenly over the person's at most ``max_len + 1`` reports: the start cell, the end cell of
-   the first ``max_len`` cells and each of their at most ``max_len - 1`` moves, each an OUE
+   evenly over the person's ``max_len + 1`` reports: the start cell, the end cell of
+   the first ``max_len`` cells and their ``max_len - 1`` move slots (real moves, then dummies), each an OUE
    report (cells: domain d^2; moves: domain 8 d^2, cell x direction). ``max_len`` depends on
    the people's lengths but is computed from the epsilon/10 reports only, so broadcasting it
    is paid for. Privacy unit: one trajectory.
@@ -279,7 +279,7 @@ class LDPTrace(TrajectoryMechanism):
         self.n_moves = 9 if self.stay_moves else 8
 
     def budgets(self, max_len: int) -> dict[str, float]:
-        """Per-report budgets: length, then each of the at most max_len + 1 cell/move reports."""
+        """Per-report budgets: length, then each of the max_len + 1 cell/move reports every person sends (padded)."""
         eps_len = LENGTH_SHARE * self.epsilon
         per_report = (self.epsilon - eps_len) / (max_len + 1)
         return {"length": eps_len, "per_report": per_report, "reports": max_len + 1,
