@@ -324,7 +324,8 @@ def cmd_navigate(args: argparse.Namespace) -> int:
     print(f"  {out['guarantee']}")
     print(f"  {out['region']}")
     print(f"  total privacy per trip lambda x epsilon: worst trip {out['max_total_epsilon']:g}{unit} "
-          f"({out['max_updates']} updates), mean {out['mean_total_epsilon']:.2f}{unit} ({out['mean_updates']:.2f} updates)"
+          f"({out['max_updates']} updates), mean {out['mean_total_epsilon']:.2f}{unit} "
+          f"({out['mean_updates']:.2f} updates)"
           + (f"; {out['capped_trips']} trips hit the cap" if out["update_cap"] is not None else ""))
     if out["persons_known"]:
         print(f"  per person: at most {out['max_trips_per_person']} simulated trips by one person; the largest person "

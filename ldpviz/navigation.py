@@ -34,7 +34,8 @@ on the evaluation grid and says where it had to choose:
   guarantee and privacy model. Central-DP mechanisms (a trusted aggregator sees exact locations)
   are refused; ``exact`` (no privacy) is kept as the reference the paper compares against.
 * Measures (App. C.1): lambda (updates per trip) and the total privacy bound lambda * epsilon
-  (Fig. 14; its worst trip is the guarantee, the mean is how much is spent on average), the relative Levenshtein distance between the driven cell sequence and the fastest route
+  (Fig. 14; its worst trip is the guarantee, the mean is how much is spent on average), the
+  relative Levenshtein distance between the driven cell sequence and the fastest route
   on true congestion, over the latter's length (Fig. 15), and the trip-time deviation: true time of
   the driven route minus that of the fastest true route, in seconds (Fig. 16).
 """

@@ -17,7 +17,8 @@ def test_flows_page_renders_readouts_and_maps():
     assert not at.exception, [e.message for e in at.exception]
     assert not [e.value for e in at.error if "Something went wrong" in e.value]
     labels = {m.label: m.value for m in at.metric}
-    assert {"L1 over OD pairs", "Budget split", "Updates per trip λ", "Total privacy λ·ε (worst trip)"} <= set(labels)
+    assert {"L1 over OD pairs", "Budget split", "Updates per trip λ",
+            "Total privacy λ·ε (worst trip)"} <= set(labels)
     assert 0.0 <= float(labels["L1 over OD pairs"]) <= 2.0
     assert labels["Budget split"] == "0.5 + 0.5"       # the default epsilon 1, split in two
     assert any("ε/2" in c.value or "epsilon/2" in c.value for c in at.caption)

@@ -133,7 +133,8 @@ with session.guard("the OD flows"):
     c4.metric("Extra trip time", f"{n['trip_time_deviation_s']:.0f} s",
               help=explain.readout_help("extra_trip_time", f"Here {n['trip_time_deviation_rel']:.1%} over the "
                                                            "fastest route on true congestion."))
-    st.caption(f"Guarantee: {nav.guarantee} {nav.settings['region']} Simulation: {NAV_TRIPS} trips on a {NAV_GRID} × {NAV_GRID} road grid, "
+    st.caption(f"Guarantee: {nav.guarantee} {nav.settings['region']} Simulation: {NAV_TRIPS} trips on a "
+               f"{NAV_GRID} × {NAV_GRID} road grid, "
                f"θ = {theta} s, +{NAV_DELAY_S:g} s per congested cell (ldpviz.navigation).")
     if nav.example:
         st.pydeck_chart(flowviz.route_deck(nav.grid, nav.congestion_true, nav.example, basemap=basemap))
