@@ -1,4 +1,4 @@
-"""Traffic-aware navigation with LDP location updates (ldpviz.navigation, L-SRR Sec. 4.2 / App. C.1)."""
+"""Traffic-aware navigation with LDP location updates (ldpviz.flows.navigation, L-SRR Sec. 4.2 / App. C.1)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from ldpviz import navigation as N
+from ldpviz.flows import navigation as N
 from ldpviz.cli import main
-from ldpviz.domain import Region
+from ldpviz.geo.domain import Region
 from ldpviz.errors import LdpvizInputError
 
 REGION = Region(0.0, 0.0, 4_000.0, "test square")
@@ -150,7 +150,7 @@ def test_only_client_side_mechanisms_protect_updates(capsys):
     assert "central-DP" in capsys.readouterr().err
     geo = _run("planar-laplace", eps=1.0, theta=0.0)
     from ldpviz import mechanisms
-    from ldpviz.domain import Grid
+    from ldpviz.geo.domain import Grid
     own = mechanisms.create("planar-laplace", Grid(REGION, 10), 1.0).guarantee()
     assert own in geo.guarantee and "geo-indistinguishable report" in geo.guarantee
     assert "epsilon-LDP report" not in geo.guarantee and "lambda x 1 per km" in geo.guarantee

@@ -1,4 +1,4 @@
-"""ldpviz.report: the self-contained HTML decision report."""
+"""ldpviz.decide.decision_report: the self-contained HTML decision report."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from ldpviz import report
+from ldpviz.decide import decision_report as report
 from ldpviz.errors import LdpvizInputError
 from ldpviz.experiment import Scenario
 
@@ -96,7 +96,7 @@ def test_report_carries_explores_guarantee_unit_and_coverage_lines_word_for_word
 
 def test_report_states_n_as_the_tool_knows_it(tmp_path):
     """An upload's report counts rows, says it cannot tell people apart, and never says each point is one user."""
-    from ldpviz import datasets
+    from ldpviz.data import datasets
     rows = ["lat,lon"] + [f"{44.9 + 0.001 * (i % 97):.4f},{-93.3 + 0.001 * (i % 89):.4f}" for i in range(500)]
     path = tmp_path / "pts.csv"
     path.write_text("\n".join(rows) + "\n")
