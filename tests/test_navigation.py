@@ -64,7 +64,9 @@ def test_budget_accounting_and_theta_monotone():
     low, high = _run("exact", eps=2.0, theta=0.0), _run("exact", eps=2.0, theta=60.0)
     assert low.summary()["mean_total_epsilon"] == pytest.approx(low.updates.mean() * 2.0)
     assert high.updates.mean() <= low.updates.mean()
-    assert "(lambda x 2)-LDP" in low.guarantee and "Privacy unit: one trip" in low.guarantee
+    srr = _run("srr", eps=2.0, theta=0.0)
+    assert "within lambda x 2 for that trip" in srr.guarantee and "Privacy unit: one trip" in srr.guarantee
+    assert low.guarantee.startswith("no privacy")
 
 
 def test_private_updates_cost_time():
@@ -90,3 +92,97 @@ def test_cli_navigate_json(capsys):
     assert out["trips"] == 10 and {"mean_updates", "mean_total_epsilon", "rel_levenshtein",
                                    "trip_time_deviation_s", "guarantee"} <= set(out)
     assert main(["navigate", "--theta", "-3"]) == 2
+
+
+def test_worst_trip_is_the_headline_and_mean_is_beside_it(capsys):
+    """Navigation's worst case: the stated total is the largest lambda x epsilon over trips, not the mean.
+
+    Seeded SRR at epsilon 0.5, theta 0 on the jammed city: trips differ in their number of updates, so
+    the worst trip is strictly above the mean; the CLI text names the worst first and the JSON carries both.
+    """
+    res = _run("srr", eps=0.5, theta=0.0, seed=1)
+    s = res.summary()
+    assert res.updates.max() > res.updates.mean()
+    assert s["max_total_epsilon"] == pytest.approx(res.updates.max() * 0.5)
+    assert s["mean_total_epsilon"] == pytest.approx(res.updates.mean() * 0.5)
+    assert main(["navigate", "--grid", "8", "--trips", "30", "--theta", "0", "--delay", "30",
+                 "--epsilon", "0.5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert main(["navigate", "--grid", "8", "--trips", "30", "--theta", "0", "--delay", "30", "--epsilon", "0.5"]) == 0
+    text = capsys.readouterr().out
+    line = next(t for t in text.splitlines() if "total privacy per trip" in t)
+    assert line.index("worst trip") < line.index("mean")
+    assert f"worst trip {out['max_total_epsilon']:g} ({out['max_updates']} updates)" in line
+
+
+def test_client_side_cap_bounds_every_trip_and_the_reporters():
+    """A cap of 1 update, enforced by the client: no trip exceeds 1 x epsilon (uncapped, some do), the trips
+    that wanted more are counted, and the reporters' windows (W) never exceed the cap."""
+    free = _run("srr", eps=0.5, theta=0.0, seed=1)
+    capped = _run("srr", eps=0.5, theta=0.0, seed=1, max_updates=1)
+    assert free.updates.max() > 1
+    s = capped.summary()
+    assert capped.updates.max() <= 1 and s["max_total_epsilon"] <= 0.5
+    assert s["capped_trips"] > 0 and s["update_cap"] == 1
+    assert s["reporter_windows"] <= 1
+    assert "at most 1 updates per trip, so every trip is within 1 x 0.5" in capped.guarantee
+    assert "no cap on updates per trip" in free.guarantee
+    with pytest.raises(LdpvizInputError, match="cap on updates"):
+        _run("srr", max_updates=-1)
+
+
+def test_traffic_reporters_are_charged_every_window():
+    """Reporters re-send in every window: W = windows collected = the most updates of any trip, and each
+    reporter is charged W x epsilon, stated in the guarantee and the summary."""
+    res = _run("srr", eps=0.5, theta=0.0, seed=1)
+    s = res.summary()
+    w = s["reporter_windows"]
+    assert w == res.settings["windows_collected"] == res.updates.max() > 1
+    assert s["reporter_total_epsilon"] == pytest.approx(w * 0.5)
+    assert f"with W = {w} windows each reporter is at {w} x 0.5 = {w * 0.5:g}" in res.guarantee
+
+
+def test_only_client_side_mechanisms_protect_updates(capsys):
+    """Central DP is refused with a clear message; Geo-I states its own guarantee, not an 'epsilon-LDP report'."""
+    with pytest.raises(LdpvizInputError, match="central-DP"):
+        _run("dp-heatmap")
+    assert main(["navigate", "--mechanism", "dp-heatmap", "--grid", "8", "--trips", "5"]) == 2
+    assert "central-DP" in capsys.readouterr().err
+    geo = _run("planar-laplace", eps=1.0, theta=0.0)
+    from ldpviz import mechanisms
+    from ldpviz.geo.domain import Grid
+    own = mechanisms.create("planar-laplace", Grid(REGION, 10), 1.0).guarantee()
+    assert own in geo.guarantee and "geo-indistinguishable report" in geo.guarantee
+    assert "epsilon-LDP report" not in geo.guarantee and "lambda x 1 per km" in geo.guarantee
+
+
+def test_navigate_bbox_is_the_region(capsys):
+    """--bbox is the region (stated, reads no data) and is said so; bad and conflicting bboxes are clear errors."""
+    assert main(["navigate", "--bbox", "-93.33,44.89,-93.19,45.05", "--grid", "8", "--trips", "5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "Region 'bbox'" in out["region"] and "without reading users' data" in out["region"]
+    assert main(["navigate", "--bbox", "1,2,3"]) == 2
+    assert main(["navigate", "--bbox", "-93.3,44.9,-93.2,45.0", "--region", "Whole city"]) == 2
+
+
+def test_per_person_total_adds_a_persons_trips():
+    """A person with several trips is at the sum of their trips' lambda x epsilon: with every trip made by one of
+    three people, the stated largest person total equals the largest per-person sum of the simulated updates."""
+    lon, lat, olon, olat, dlon, dlat = _city()
+    person = np.array([f"p{i % 3}" for i in range(len(olon))])
+    res = N.simulate_navigation(lon, lat, olon, olat, dlon, dlat, REGION, 10, "srr", 0.5, 0.0, n_trips=40,
+                                delay_s=20.0, seed=1, trip_person=person)
+    s = res.summary()
+    assert s["persons_known"] and s["max_trips_per_person"] >= 14          # 40 trips over 3 people
+    assert s["worst_person_epsilon"] > s["max_total_epsilon"]
+    synthetic = _run("srr", eps=0.5, theta=0.0, seed=1)
+    assert "synthetic, one per synthetic person" in synthetic.guarantee
+    assert f"the largest person total is {s['worst_person_epsilon']:g}" in res.guarantee
+    assert s["worst_person_epsilon"] <= 0.5 * res.updates.sum()
+
+
+def test_person_totals_sum_each_persons_trips():
+    """person_totals: a with 3 trips (1 + 2 + 0 updates), b with 1 trip (4 updates) at eps 0.5: a has the most trips,
+    b the largest total (2.0)."""
+    out = N.person_totals(np.array(["a", "b", "a", "a"]), np.array([1, 4, 2, 0]), 0.5)
+    assert out == {"max_trips_per_person": 3, "people": 2, "worst_person_epsilon": 2.0}

@@ -314,3 +314,86 @@ def test_olhh_second_moment_is_the_per_user_plug_in():
     n = len(o)
     assert np.array_equal(stat.S, s_o.T @ s_d)
     assert np.allclose(stat.S2, np.outer((u_o ** 2).sum(0), (u_d ** 2).sum(0)) / n ** 2, rtol=1e-10, atol=0)
+
+
+# ---------------------------------------------------------------- uploaded trips: region and per-person totals
+def _trip_file(tmp_path, outlier: bool = False, many_trips: int = 1):
+    """200 people with one 3-point trip in a 10 km patch of Minneapolis; person p0 makes ``many_trips`` trips;
+    with ``outlier`` one more person far away (Duluth, 230 km north)."""
+    rng = np.random.default_rng(0)
+    rows = ["person,trip,lat,lon"]
+    for i in range(200):
+        for t in range(many_trips if i == 0 else 1):
+            rows += [f"p{i},{t},{44.9 + 0.1 * rng.random():.5f},{-93.3 + 0.1 * rng.random():.5f}" for _ in range(3)]
+    if outlier:
+        rows += ["far,0,46.78,-92.10", "far,0,46.79,-92.11"]
+    path = tmp_path / "trips.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_uploaded_trips_use_the_points_rule_and_say_how_the_region_was_chosen(tmp_path, capsys):
+    """`od --file` without a bbox frames the region as for uploaded points (one shared function, never
+    Region.fit on the exact points), and the guarantee says how the region was chosen instead of calling it
+    independent of the data."""
+    from ldpviz.data import datasets, trajectories
+    from ldpviz.geo import region_choice as regions
+
+    path = _trip_file(tmp_path, outlier=True)
+    trajs = trajectories.load_trajectory_file(path)
+    points = datasets.load_file(path)
+    assert trajs.default_region == points.default_region == regions.upload_region(trajs.lon, trajs.lat, "x")
+    assert trajs.default_region != Region.fit(trajs.lon, trajs.lat, name=trajs.default_region.name)
+    assert main(["od", "--file", str(path), "--mechanism", "grr", "--grid", "4", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "independent of the data" not in out["guarantee"]
+    assert "Not covered by epsilon: the region was chosen from which Bing level-8 map tiles" in out["guarantee"]
+    assert out["region_chosen"] in out["guarantee"]
+
+
+def test_od_bbox_drops_and_counts_rows_outside_and_is_the_region(tmp_path, capsys):
+    """`od --file --bbox`: rows outside are dropped before anything and counted by name; the stated box is the
+    region (reads no data); bad or conflicting boxes are one-line errors."""
+    path = _trip_file(tmp_path, outlier=True)
+    assert main(["od", "--file", str(path), "--bbox", "-93.35,44.85,-93.15,45.05", "--mechanism", "grr", "--grid",
+                 "4", "--json"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert "2 outside the bbox" in captured.err
+    assert out["n_users"] == 200 and "chosen without reading users' data" in out["guarantee"]
+    assert main(["od", "--file", str(path), "--bbox", "1,2,3", "--mechanism", "grr"]) == 2
+    assert main(["od", "--file", str(path), "--bbox", "-93.35,44.85,-93.15,45.05", "--region", "x"]) == 2
+    assert main(["od", "--file", str(path), "--bbox", "10,10,11,11", "--mechanism", "grr"]) == 2
+    assert "No row lies inside the bbox" in capsys.readouterr().err
+
+
+def test_od_bbox_across_the_antimeridian(tmp_path, capsys):
+    """W > E crosses 180 as in `run --bbox`: trips around Fiji (longitudes on both sides) are all kept."""
+    rng = np.random.default_rng(1)
+    rows = ["person,lat,lon"]
+    for i in range(120):
+        for _ in range(2):
+            lon = 179.6 + 0.8 * rng.random()
+            rows.append(f"p{i},{-17.5 + 0.5 * rng.random():.5f},{lon - 360 if lon > 180 else lon:.5f}")
+    path = tmp_path / "fiji.csv"
+    path.write_text("\n".join(rows) + "\n")
+    assert main(["od", "--file", str(path), "--bbox", "179.5,-17.6,-179.5,-16.9", "--mechanism", "grr",
+                 "--grid", "4", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["n_users"] == 120 and "outside the bbox" not in captured.err
+
+
+def test_every_multi_trip_result_states_the_per_person_total(tmp_path, capsys):
+    """A person with k trips is at k x epsilon: with p0 making 5 trips the guarantee, JSON and text say 5 x eps."""
+    path = _trip_file(tmp_path, many_trips=5)
+    assert main(["od", "--file", str(path), "--mechanism", "grr", "--grid", "4", "--epsilon", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["max_trips_per_person"] == 5 and out["people"] == 200 and out["max_person_epsilon"] == 10
+    assert "the most trips by one person is 5 (of 200 people), so that person is at 5 x 2 = 10" in out["guarantee"]
+    assert main(["od", "--file", str(path), "--mechanism", "grr", "--grid", "4", "--epsilon", "2"]) == 0
+    assert "per person: at most 5 trips by one person (200 people), so at most 10 per person" in \
+        capsys.readouterr().out
+    storms = od.od_trials("atlantic-storms", "grr", 2.0, 4)
+    assert storms["max_trips_per_person"] == 1 and storms["persons_known"]
+    gravity = od.od_trials("minneapolis-stops", "grr", 2.0, 4, n_users=500)
+    assert not gravity["persons_known"] and "synthetic, one per synthetic person" in gravity["guarantee"]

@@ -94,6 +94,8 @@ def test_people_page_storms_laplace_download_and_units():
     longest = int(column.rsplit("(", 1)[1].rstrip(")"))
     assert longest > 1                                                  # storms have many points each
     assert list(comparison[column]) == [longest * 1.0, 1.0, 1.0]       # L·ε per location vs ε per trajectory
+    assert "Per person: this page joins each person's trips into one trajectory (the most trips by one person " \
+           "here is 1)" in captions                                    # storms: one track per storm
 
 
 def test_people_page_link_round_trip_and_widget_change():

@@ -66,3 +66,43 @@ def test_report_for_central_dp_says_the_attacker_is_not_computed():
 def test_report_needs_two_trials():
     with pytest.raises(LdpvizInputError, match="2 trials"):
         report.build_report(SMALL.with_(trials=1))
+
+
+def test_report_carries_explores_guarantee_unit_and_coverage_lines_word_for_word():
+    """One function (experiment.guarantee_lines) makes the guarantee (with its privacy unit), the notes and the
+    coverage lines; the report holds each of them verbatim, and so does Explore on the same scenario (AppTest)."""
+    import html as _html
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from ldpviz import experiment
+    scenario = Scenario(dataset="normal", mechanism="grr", epsilon=1.0, grid_side=8, n_users=3000, seed=0, trials=2)
+    result = experiment.run(scenario)
+    lines = experiment.guarantee_lines(result)
+    page = report.build_report(scenario, result=result, audit=False)
+    assert "per row (event-level)" in lines.guarantee and lines.coverage and lines.notes
+    for line in [lines.guarantee, *lines.notes, *lines.coverage, lines.COVERAGE_TITLE]:
+        assert _html.escape(line, quote=True) in page, line
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=120)
+    for key, value in {"ds": "normal", "users": "3000", "d": "8", "mech": "grr", "trials": "2", "eps": "1",
+                       "seed": "0"}.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    assert " ".join([lines.guarantee, *lines.notes]) in [c.value for c in at.caption]
+    assert "\n".join(f"- {c}" for c in lines.coverage) in [m.value for m in at.markdown]
+
+
+def test_report_states_n_as_the_tool_knows_it(tmp_path):
+    """An upload's report counts rows, says it cannot tell people apart, and never says each point is one user."""
+    from ldpviz.data import datasets
+    rows = ["lat,lon"] + [f"{44.9 + 0.001 * (i % 97):.4f},{-93.3 + 0.001 * (i % 89):.4f}" for i in range(500)]
+    path = tmp_path / "pts.csv"
+    path.write_text("\n".join(rows) + "\n")
+    data = datasets.load_file(path, bbox=(-93.35, 44.85, -93.15, 45.05))
+    scenario = Scenario(dataset=data.name, mechanism="grr", epsilon=1.0, grid_side=4, seed=0, trials=2)
+    page = report.build_report(scenario, dataset=data, audit=False)
+    assert "each point is one" not in page and "one user who sends" not in page
+    assert "500 rows in the data set; n = 500 rows inside the region take part" in page
+    assert "cannot tell from the file whether two rows belong to the same person" in page

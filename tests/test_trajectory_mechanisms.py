@@ -38,9 +38,10 @@ def test_ldptrace_run_reports_its_budget():
     seqs = [rng.integers(0, 64, size=rng.integers(1, 30)) for _ in range(300)]
     est = tm.LDPTrace(GRID, 1.5).run(seqs, np.random.default_rng(1))
     assert est.info["epsilon_total"] == pytest.approx(1.5)
-    assert est.info["reports_per_person_at_most"] == est.info["max_len"] + 1
-    # nobody sends more than the length report plus max_len + 1 reports at eps_r each
-    assert est.info["most_reports_sent"] <= 1 + est.info["max_len"] + 1
+    assert est.info["reports_per_person"] == est.info["max_len"] + 1
+    # everybody sends the length report plus exactly max_len + 1 reports at eps_r each
+    assert est.info["messages_per_person"] == 1 + est.info["max_len"] + 1
+    assert est.info["dummy_move_reports"] > 0
     assert est.density.sum() == pytest.approx(1.0)
 
 
@@ -103,3 +104,58 @@ def test_run_on_a_generated_frame():
     truth, est, dropped = tm.run_on_trajectories(frame, grid, "ldptrace", 1.5, np.random.default_rng(0))
     assert dropped == {"points_outside": 0, "people_without_points": 0}
     assert truth.sum() == pytest.approx(1.0) and est.density.shape == (10, 10)
+
+
+def test_ldptrace_report_count_is_constant_across_lengths():
+    """Padding: people with 2 and 200 points send the same number of reports (max_len + 1), so the count reveals
+    nothing of the length; the real entries are exactly the person's moves (of the first max_len cells) and the
+    rest are dummies (-1)."""
+    side = GRID.side
+    short = np.array([0, 1])                                   # one move
+    long_ = np.arange(200) % (side * side)                  # 200 points, wrapping around the grid
+    mid = np.array([0, 9, 18, 27, 36])                         # four diagonal moves
+    mech = tm.LDPTrace(GRID, 1.0)
+    paths = mech.paths([short, long_, mid])
+    max_len = 6
+    sent = mech.client_reports(paths, max_len)
+    counts = mech.reports_per_person(sent)
+    assert counts.tolist() == [max_len + 1] * 3
+    assert sent["moves"].shape == (3, max_len - 1)
+    for i, p in enumerate(paths):
+        cut = p[:max_len]
+        real = sent["moves"][i][sent["moves"][i] >= 0]
+        expected = cut[:-1] * mech.n_moves + tm.move_index(cut[:-1], cut[1:], side)
+        assert real.tolist() == expected.tolist()
+        assert (sent["moves"][i] < 0).sum() == max_len - cut.size
+    assert sent["end"].tolist() == [p[:max_len][-1] for p in paths]
+
+
+def test_dummy_reports_are_removed_by_the_estimate():
+    """OUE with empty-input dummies: over 400 seeded draws the mean estimate of every value is within 4 standard
+    errors of its true count (without subtracting the dummies it would be off by n_dummy x q / (1/2 - q) = 2,000
+    x 0.27 / 0.23 ~ 2,300 per value), and a dummy's bit probabilities are within e^eps of a real report's."""
+    true = np.array([50, 0, 20, 5, 0, 100])
+    rng = np.random.default_rng(3)
+    draws = np.array([tm.oue_counts_with_dummies(true, 2_000, 1.0, rng) for _ in range(400)])
+    se = draws.std(axis=0, ddof=1) / np.sqrt(len(draws))
+    assert np.all(np.abs(draws.mean(axis=0) - true) < 4 * se)
+    p, q = tm.oue_probabilities(0.7)
+    ratios = [p / q, (1 - p) / (1 - q), q / p, (1 - q) / (1 - p)]
+    assert max(ratios) <= np.exp(0.7) + 1e-12
+
+
+def test_bench_max_len_sentence_follows_the_measured_values():
+    """bench/dam_trajectories.py's max_len explanation is generated: runs whose max_len sits at 0.9 d^2 are
+    attributed to the OUE noise, runs whose max_len follows the true length quantile to the lengths, with the
+    measured numbers in the text."""
+    import importlib
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    bench = importlib.import_module("dam_trajectories")
+    noisy = {(15, 1.5): [{"max_len": 203, "epsilon_per_report": 0.0066, "d2": 225, "true_q90": 61.0}]}
+    text = bench.ldptrace_sentence(noisy)
+    assert "comes from the OUE noise" in text and "0.90 x d^2" in text and "was 61 in the median" in text
+    honest = {(15, 1.5): [{"max_len": 60, "epsilon_per_report": 0.02, "d2": 225, "true_q90": 61.0}]}
+    assert "comes from the people's lengths" in bench.ldptrace_sentence(honest)
+    assert "2-200" not in text

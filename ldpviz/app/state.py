@@ -74,7 +74,7 @@ def defaults() -> dict[str, Any]:
         "pin": None, "basemap": False,
         # The Flows page's choices (validated by the page against its options).
         "flows_dataset": None, "flows_region": None, "flows_mechanism": "srr", "flows_estimator": "lasso",
-        "flows_grid": 8, "flows_theta": 40,
+        "flows_grid": 8, "flows_theta": 40, "flows_cap": 0,   # flows_cap: updates per trip, 0 = no cap
         # The People page's choices (validated here and again by the page against its options).
         "people_source": PEOPLE_SOURCES[0], "people_region": None, "people_method": "dp-heatmap",
         "people_grid": 16, "people_shuffle": False, "people_k": 5,
@@ -86,7 +86,7 @@ def defaults() -> dict[str, Any]:
 
 #: The Flows page's fields and their link keys.
 FLOWS_KEYS = {"flows_dataset": "fds", "flows_region": "freg", "flows_mechanism": "fmech",
-              "flows_estimator": "fest", "flows_grid": "fd", "flows_theta": "ftheta"}
+              "flows_estimator": "fest", "flows_grid": "fd", "flows_theta": "ftheta", "flows_cap": "fcap"}
 
 
 #: The People page: trajectory sources (the bundled ones and DAM App. D's walks over the Minneapolis stops),
@@ -306,7 +306,7 @@ def decode(query: Mapping[str, str], known_datasets: list[str] | None = None) ->
     for field, key in FLOWS_KEYS.items():
         if key in query:
             value = str(query[key])
-            if field in ("flows_grid", "flows_theta"):
+            if field in ("flows_grid", "flows_theta", "flows_cap"):
                 try:
                     value = _number(value, int, 0, 10_000, key)
                 except LdpvizInputError as exc:

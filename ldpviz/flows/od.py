@@ -85,13 +85,47 @@ def resolve_mechanism(name: str) -> str:
     return key
 
 
-def od_guarantee(mechanism: str, epsilon: float) -> str:
-    """The OD guarantee in words, with the budget split and the privacy unit."""
-    return (f"epsilon-LDP with epsilon = {epsilon:g} per trip's origin-destination pair (L-SRR Def. 4.1): "
+def trips_per_person(person: np.ndarray | None) -> tuple[int, int] | None:
+    """(most trips by one person, number of people) among the trips taking part; None if persons are unknown."""
+    if person is None or len(person) == 0:
+        return None
+    _, counts = np.unique(np.asarray(person).astype(str), return_counts=True)
+    return int(counts.max()), int(len(counts))
+
+
+def per_person_sentence(epsilon: float, trips: tuple[int, int] | None, unit: str = "") -> str:
+    """The per-person total of a per-trip guarantee: a person with k trips is at k x epsilon (composition)."""
+    base = (f"Per person: a person with k trips is at k x {epsilon:g}{unit} (sequential composition over their "
+            "trips)")
+    if trips is None:
+        return base + "; these pairs are synthetic, one per synthetic person, so each is at " \
+                      f"{epsilon:g}{unit}."
+    k, people = trips
+    return (base + f"; here the most trips by one person is {k} (of {people:,} people), so that person is at "
+            f"{k} x {epsilon:g} = {k * epsilon:g}{unit}.")
+
+
+def region_sentence(region: Region) -> str:
+    """How the region was chosen, for every OD and navigation guarantee (never 'independent' when fitted)."""
+    from ldpviz.geo.region_choice import region_covers
+
+    return (f"Region '{region.name or 'custom'}', a {region.side_m / 1000:,.4g} km square: "
+            + region_covers(region))
+
+
+def od_guarantee(mechanism: str, epsilon: float, region: Region | None = None,
+                 trips: tuple[int, int] | None = None) -> str:
+    """The OD guarantee in words: budget split, privacy unit, the per-person total and how the region was chosen.
+
+    ``trips``: (most trips by one person, people) among the pairs (:func:`trips_per_person`), None for
+    synthetic pairs.
+    """
+    text = (f"epsilon-LDP with epsilon = {epsilon:g} per trip's origin-destination pair (L-SRR Def. 4.1): "
             f"{mechanism} reports the origin at epsilon/2 = {epsilon / 2:g} and the destination at "
             f"epsilon/2 = {epsilon / 2:g}, and sequential composition adds them. Privacy unit: one trip's OD "
-            "pair, i.e. one person when each person makes one trip (a person with t trips spends t x epsilon). "
-            "Domain: every grid cell, public and independent of the data.")
+            f"pair. {per_person_sentence(epsilon, trips)} Domain: every cell of the grid on the region, so what "
+            "phones receive is fixed by the region and the grid.")
+    return text + (f" {region_sentence(region)}" if region is not None else "")
 
 
 # ---------------------------------------------------------------- the joint statistic
@@ -354,6 +388,10 @@ class ODResult:
     guarantee: str
     seconds: dict[str, float]
     info: dict[str, Any] = field(default_factory=dict)
+    max_trips_per_person: int = 1    #: most trips by one person among the pairs (1 for synthetic pairs)
+    people: int = 0                  #: distinct people among the pairs
+    persons_known: bool = False      #: False for synthetic pairs (one per synthetic person)
+    region_chosen: str = ""          #: how the region was chosen (:func:`region_sentence`)
 
     def summary(self) -> dict[str, Any]:
         return {"mechanism": self.mechanism, "estimator": self.estimator, "epsilon": self.epsilon,
@@ -361,7 +399,10 @@ class ODResult:
                 "grid": self.grid.side, "od_pairs": int(self.true.size), "n_users": self.n_users,
                 "distinct_true_pairs": int((self.true > 0).sum()), "l1": self.l1, "top_k": self.top_k,
                 "top_k_precision": self.top_k_precision, "left_out": dict(self.left_out),
-                "guarantee": self.guarantee, "seconds": dict(self.seconds), "info": dict(self.info)}
+                "guarantee": self.guarantee, "seconds": dict(self.seconds), "info": dict(self.info),
+                "max_trips_per_person": self.max_trips_per_person, "people": self.people,
+                "persons_known": self.persons_known,
+                "max_person_epsilon": self.max_trips_per_person * self.epsilon, "region_chosen": self.region_chosen}
 
 
 def check_od_grid(grid_side: Any) -> int:
@@ -394,8 +435,12 @@ def estimate_od(stat: JointStatistic, estimator: str, lasso_z: float | None = No
 def run_od(o_lon: np.ndarray, o_lat: np.ndarray, d_lon: np.ndarray, d_lat: np.ndarray, region: Region,
            grid_side: int, mechanism: str, epsilon: float, *, estimator: str = "lasso", seed: int = 0,
            top_k: int = 10, params: dict[str, Any] | None = None, lasso_z: float | None = None,
-           left_out: dict[str, int] | None = None, path: str = "users") -> ODResult:
+           left_out: dict[str, int] | None = None, path: str = "users",
+           person: np.ndarray | None = None) -> ODResult:
     """Collect every trip's OD pair with ``mechanism`` at epsilon/2 + epsilon/2 and estimate the OD distribution.
+
+    ``person`` (the person of every pair; None for synthetic pairs, one per synthetic person) sets the
+    per-person total stated in the guarantee: a person with k trips in the region is at k x epsilon.
 
     ``path="aggregate"`` draws the joint statistic from the true OD counts instead of simulating each
     phone (:mod:`ldpviz.flows.od_simulate`: exact in distribution; OLH-H under a fully random hash family).
@@ -410,6 +455,12 @@ def run_od(o_lon: np.ndarray, o_lat: np.ndarray, d_lon: np.ndarray, d_lat: np.nd
             "users' true locations")
     left = dict(left_out or {})
     bo, bd, outside = bin_pairs(grid, o_lon, o_lat, d_lon, d_lat)
+    trips = None
+    if person is not None:
+        require(len(person) == len(o_lon), f"person labels: {len(person)} for {len(o_lon)} OD pairs")
+        uo, ud = grid.region.to_unit(o_lon, o_lat), grid.region.to_unit(d_lon, d_lat)
+        inside = np.all((uo >= 0) & (uo <= 1), axis=1) & np.all((ud >= 0) & (ud <= 1), axis=1)
+        trips = trips_per_person(np.asarray(person)[inside])
     if outside:
         left["pairs with an end outside the region"] = left.get("pairs with an end outside the region", 0) + outside
     require(len(bo.cells) > 0, "no OD pair has both ends inside the region; choose another region")
@@ -439,10 +490,13 @@ def run_od(o_lon: np.ndarray, o_lat: np.ndarray, d_lon: np.ndarray, d_lat: np.nd
     est[np.ix_(cells, cells)] = F_pos
     return ODResult(mechanism=name, estimator=estimator, epsilon=epsilon, grid=grid, true=true, estimate=est,
                     l1=od_l1(true, est), top_k=top_k, top_k_precision=top_k_precision(true, est, top_k),
-                    n_users=int(len(bo.cells)), left_out=left, guarantee=od_guarantee(name, epsilon),
+                    n_users=int(len(bo.cells)), left_out=left,
+                    guarantee=od_guarantee(name, epsilon, grid.region, trips),
                     seconds={"perturb": t1 - t0, "statistic": t2 - t1, "estimate": t3 - t2},
                     info={**info, "report_symbols": int(stat.A_o.shape[0]), "exact_likelihood": stat.exact,
-                          "path": path})
+                          "path": path},
+                    max_trips_per_person=trips[0] if trips else 1, people=trips[1] if trips else int(len(bo.cells)),
+                    persons_known=trips is not None, region_chosen=region_sentence(grid.region))
 
 
 # ---------------------------------------------------------------- datasets -> OD pairs, trials
@@ -468,7 +522,8 @@ def load_od_pairs(dataset: Any, region: Any = None, n_users: int | None = None,
                 left = dict(pairs.left_out)
                 left["trips not in the requested subsample"] = pairs.n - n_users
                 pairs = trajectories.ODPairs(pairs.origin_lon[keep], pairs.origin_lat[keep], pairs.dest_lon[keep],
-                                             pairs.dest_lat[keep], pairs.n_trips, left)
+                                             pairs.dest_lat[keep], pairs.n_trips, left,
+                                             None if pairs.person is None else pairs.person[keep])
         return pairs, reg, source
     data = datasets.load(dataset, seed)
     reg = _region(data.presets, region)
@@ -498,7 +553,7 @@ def od_trials(dataset: Any, mechanism: str, epsilon: float, grid_side: int, *, r
     pairs, reg, source = load_od_pairs(dataset, region, n_users, seed)
     runs = [run_od(pairs.origin_lon, pairs.origin_lat, pairs.dest_lon, pairs.dest_lat, reg, grid_side, mechanism,
                    epsilon, estimator=estimator, seed=seed + t, top_k=top_k, params=params,
-                   left_out=pairs.left_out, path=path) for t in range(int(trials))]
+                   left_out=pairs.left_out, path=path, person=pairs.person) for t in range(int(trials))]
     out = runs[0].summary()
     name = dataset.name if hasattr(dataset, "name") else dataset
     out.update({"dataset": name, "region": reg.name, "source": source, "trials": int(trials),

@@ -13,7 +13,7 @@ assume a public domain. Three choices, from most to least private:
   their coarse tile, or into another occupied one, cannot move the region; a
   user alone in an outer coarse tile can, by whole tiles. That residue is not
   covered by epsilon and the region says so in :attr:`Region.data_use`.
-* :func:`ldpviz.mechanisms.fo.private_region.private_tile_region` -- a region spent from a stated budget: every row
+* :func:`ldpviz.mechanisms.fo.oracles.private_region.private_tile_region` -- a region spent from a stated budget: every row
   sends one epsilon0-LDP report (OLH) of its coarse tile; the server keeps the
   tiles whose estimated count clears a Bonferroni-corrected noise threshold and
   frames them. Covered by epsilon0, which adds to the mechanism's epsilon
@@ -76,6 +76,25 @@ def tile_extent(tx: np.ndarray, ty: np.ndarray, level: int) -> tuple[float, floa
     bounds = quadkey.tile_bounds_lonlat(np.array([0, 0]), np.array([ty.min(), ty.max()]), level)
     return (float(wrap_lon(west - width / 2.0)), float(bounds[1, 1]), float(wrap_lon(east + width / 2.0)),
             float(bounds[0, 3]))
+
+
+def upload_region(lon: np.ndarray, lat: np.ndarray, filename: str,
+                  bbox: Sequence[float] | None = None) -> Region:
+    """The region of an uploaded file (points or trajectories): the one rule both share.
+
+    A stated ``bbox`` (W, S, E, N) wins and reads no data (the loader has already dropped and
+    counted the rows outside it); without one, the square around the occupied coarse public tiles
+    (:func:`public_tile_region`, which says in :attr:`Region.data_use` what it read). A file that
+    no square can frame gets a clear message asking for a bbox.
+    """
+    if bbox is not None:
+        return stated_region(bbox)
+    try:
+        return public_tile_region(lon, lat, name="Public tiles")
+    except LdpvizInputError as exc:
+        raise LdpvizInputError(f"the points in '{filename}' cannot be framed by one square region ({exc}); "
+                               f"ldpviz works on areas up to 6,500 km across, between 85 degrees south and "
+                               "north. Give a bbox (W,S,E,N) of one area and try again.") from None
 
 
 def region_covers(region: Region) -> str:

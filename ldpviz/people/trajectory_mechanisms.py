@@ -37,11 +37,19 @@ description and the authors' public implementation (read, not copied):
 2. Budget split (sequential composition per person, total epsilon): epsilon/10 for the
    length, reported with OUE over lengths 1..d^2 (longer ones clipped); the server takes
    the 90% quantile of the estimated lengths as ``max_len``; the other 9 epsilon/10 is split
-   evenly over the person's at most ``max_len + 1`` reports: the start cell, the end cell of
-   the first ``max_len`` cells and each of their at most ``max_len - 1`` moves, each an OUE
+   evenly over the person's ``max_len + 1`` reports: the start cell, the end cell of
+   the first ``max_len`` cells and their ``max_len - 1`` move slots (real moves, then dummies), each an OUE
    report (cells: domain d^2; moves: domain 8 d^2, cell x direction). ``max_len`` depends on
    the people's lengths but is computed from the epsilon/10 reports only, so broadcasting it
    is paid for. Privacy unit: one trajectory.
+   **Padding (ours; the paper is silent on it).** Every person sends exactly ``max_len + 1``
+   cell/move reports: one with fewer than ``max_len - 1`` moves adds dummy move reports, so the
+   number of reports reveals nothing about the (truncated) length that the epsilon/10 report
+   protects. A dummy is an OUE report of the empty input (every bit 1 with probability q): its
+   output probabilities are within e^(eps_r) of any real move's (bit v: (1/2)/q = (e^eps_r + 1)/2
+   <= e^eps_r), so a person's reports stay (max_len + 1) x eps_r by composition, and the server,
+   which cannot tell them apart, discards them in aggregate: the OUE estimate subtracts q per report
+   over all reports received, dummies included (:func:`oue_counts_with_dummies`).
 3. The server builds a first-order Markov chain with a virtual start (the estimated start
    distribution) and a virtual end state (the estimated end counts) per cell, negative
    estimates set to 0, rows normalised.
@@ -77,7 +85,8 @@ from ldpviz.errors import require
 from ldpviz.mechanisms.estimation import to_distribution
 from ldpviz.mechanisms.dam import disk_area as dam_module
 from ldpviz.mechanisms.base import LDP, Estimate, validate_epsilon
-from ldpviz.mechanisms.fo.oracles import oue_aggregate_support, oue_estimate_counts
+from ldpviz.mechanisms.fo.oracles import (SupportCounts, oue_aggregate_support, oue_estimate_counts,
+                                          oue_probabilities)
 
 PAPER = "dam-disk-area-mechanism.md App. D"
 
@@ -204,6 +213,22 @@ class DAMOnePoint(TrajectoryMechanism):
 
 # ---- LDPTrace ----------------------------------------------------------------------------
 
+def oue_counts_with_dummies(true_counts: np.ndarray, n_dummy: int, epsilon: float,
+                            rng: np.random.Generator) -> np.ndarray:
+    """OUE support counts of real reports plus ``n_dummy`` empty-input dummies, and the server's estimate.
+
+    Aggregate path, exact in distribution: bit v's count ~ Bin(n_v, 1/2) + Bin(n - n_v, q) +
+    Bin(n_dummy, q). The unbiased estimate (support - N q) / (1/2 - q) over all N = n + n_dummy
+    reports received removes the dummies in expectation; negative estimates are set to 0.
+    """
+    require(int(n_dummy) >= 0, f"dummy reports must be >= 0, got {n_dummy!r}")
+    real = oue_aggregate_support(true_counts, epsilon, rng)
+    _, q = oue_probabilities(epsilon)
+    support = real.support + rng.binomial(int(n_dummy), q, size=real.support.shape)
+    received = SupportCounts(support, real.n + int(n_dummy))
+    return oue_estimate_counts(received, real.support.size, epsilon)
+
+
 def grid_path(cells: np.ndarray, side: int) -> np.ndarray:
     """LDPTrace step 1: merge consecutive repeats and fill gaps so every move is to a neighbour."""
     cells = np.asarray(cells, dtype=np.int64)
@@ -255,11 +280,32 @@ class LDPTrace(TrajectoryMechanism):
         self.n_moves = 9 if self.stay_moves else 8
 
     def budgets(self, max_len: int) -> dict[str, float]:
-        """Per-report budgets: length, then each of the at most max_len + 1 cell/move reports."""
+        """Per-report budgets: length, then each of the max_len + 1 cell/move reports every person sends (padded)."""
         eps_len = LENGTH_SHARE * self.epsilon
         per_report = (self.epsilon - eps_len) / (max_len + 1)
         return {"length": eps_len, "per_report": per_report, "reports": max_len + 1,
                 "total": eps_len + per_report * (max_len + 1)}
+
+    def client_reports(self, paths: Sequence[np.ndarray], max_len: int) -> dict[str, np.ndarray]:
+        """What each person's phone sends in round 2 once ``max_len`` is broadcast: start and end cell of its
+        first ``max_len`` cells and a ``(people, max_len - 1)`` table of move values, -1 for a dummy move.
+
+        Every row has the same number of entries (``max_len + 1`` reports per person), whatever its length.
+        """
+        require(int(max_len) >= 1, f"max_len must be >= 1, got {max_len!r}")
+        side, max_len = self.grid.side, int(max_len)
+        cut = [p[:max_len] for p in paths]
+        moves = np.full((len(cut), max_len - 1), -1, dtype=np.int64)
+        for i, p in enumerate(cut):
+            if p.size > 1:
+                moves[i, :p.size - 1] = p[:-1] * self.n_moves + move_index(p[:-1], p[1:], side)
+        return {"start": np.array([p[0] for p in cut]), "end": np.array([p[-1] for p in cut]), "moves": moves}
+
+    @staticmethod
+    def reports_per_person(reports: dict[str, np.ndarray]) -> np.ndarray:
+        """Number of cell/move reports each person sends: start + end + move slots (real or dummy)."""
+        n = len(reports["start"])
+        return np.ones(n, dtype=np.int64) * 2 + (reports["moves"] >= -1).sum(axis=1)
 
     def paths(self, sequences: Sequence[np.ndarray]) -> list[np.ndarray]:
         side = self.grid.side
@@ -294,21 +340,19 @@ class LDPTrace(TrajectoryMechanism):
             max_len = length_domain
         budget = self.budgets(max_len)
         eps_r = budget["per_report"]
-        # ---- round 2: start, end (of the first max_len cells) and moves, eps_r each ---------------
-        cut = [p[:max_len] for p in paths]
-        starts = np.array([p[0] for p in cut])
-        ends = np.array([p[-1] for p in cut])
-        src = np.concatenate([p[:-1] for p in cut])
-        dst = np.concatenate([p[1:] for p in cut])
-        moves = src * self.n_moves + move_index(src, dst, side) if src.size else np.zeros(0, dtype=np.int64)
+        # ---- round 2: start, end (of the first max_len cells) and moves, eps_r each; padded -------
+        sent = self.client_reports(paths, max_len)
+        moves = sent["moves"]
+        real_moves = moves[moves >= 0]
+        n_dummy = int((moves < 0).sum())
 
-        def oue_counts(values: np.ndarray, domain: int) -> np.ndarray:
-            support = oue_aggregate_support(np.bincount(values, minlength=domain), eps_r, rng)
-            return np.maximum(oue_estimate_counts(support, domain, eps_r), 0.0)
+        def oue_counts(values: np.ndarray, domain: int, dummies: int = 0) -> np.ndarray:
+            return np.maximum(oue_counts_with_dummies(np.bincount(values, minlength=domain), dummies, eps_r,
+                                                      rng), 0.0)
 
-        start_est = oue_counts(starts, n_cells)
-        end_est = oue_counts(ends, n_cells)
-        move_est = oue_counts(moves, n_cells * self.n_moves).reshape(n_cells, self.n_moves)
+        start_est = oue_counts(sent["start"], n_cells)
+        end_est = oue_counts(sent["end"], n_cells)
+        move_est = oue_counts(real_moves, n_cells * self.n_moves, n_dummy).reshape(n_cells, self.n_moves)
         # ---- Markov chain with virtual end, then synthesis -------------------------------------
         table = neighbour_table(side, self.n_moves)
         move_est = np.where(table >= 0, move_est, 0.0)
@@ -316,8 +360,9 @@ class LDPTrace(TrajectoryMechanism):
         counts = np.bincount(synthetic, minlength=n_cells).astype(float).reshape(side, side)
         return Estimate(to_distribution(counts), raw=counts, info={
             "people": n_people, "max_len": max_len, "epsilon_length": eps_len, "epsilon_per_report": eps_r,
-            "reports_per_person_at_most": budget["reports"], "epsilon_total": budget["total"],
-            "most_reports_sent": 1 + max(len(p) + 1 for p in cut),      # length + start + end + moves
+            "reports_per_person": budget["reports"], "epsilon_total": budget["total"],
+            "messages_per_person": 1 + budget["reports"],      # the length report + the padded round 2
+            "dummy_move_reports": n_dummy,
             "synthetic_points": int(synthetic.size), "moves": self.n_moves})
 
     def _synthesise(self, n: int, start_w: np.ndarray, length_w: np.ndarray, move_w: np.ndarray,

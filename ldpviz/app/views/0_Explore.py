@@ -11,7 +11,7 @@ import streamlit as st
 
 from ldpviz.app import compute, longrun, pin, session, state, ui
 from ldpviz.decide import explain, privacy_scale, decision_report as report
-from ldpviz import mechanisms
+from ldpviz import experiment, mechanisms
 from ldpviz.render import maps as viz
 from ldpviz.geo.domain import Grid
 from ldpviz.mechanisms.heatmaps.dp_heatmap import heatmap
@@ -61,9 +61,9 @@ with session.guard("this scenario"):
     # The attacker clause comes last (local privacy can take a second): readouts and maps first.
     sentence = st.empty()
     sentence.markdown(ui.summary_sentence(result))
-    central = mechanisms.get(scenario.mechanism).privacy_model == mechanisms.CENTRAL_DP
-    st.caption(("**Central DP (trusted aggregator).** " if central else "")
-               + f"{result.guarantee}. " + " ".join(result.notes))
+    lines = experiment.guarantee_lines(result)     # the same lines, word for word, as the decision report
+    central = bool(lines.model_prefix)
+    st.caption((f"**{lines.model_prefix}** " if lines.model_prefix else "") + " ".join([lines.guarantee, *lines.notes]))
     if scenario.mechanism == "srr":
         resolution = compute.srr_resolution_sentence(scenario.mechanism, scenario.grid_side, result.grid.region,
                                                      scenario.epsilon, scenario.params)
@@ -142,9 +142,9 @@ with session.guard("this scenario"):
                + " the region. Hover a cell for its centre's latitude and longitude. "
                + session.basemap_caption(basemap))
     fill_pinned_attacker = pin.section(scenario, result, sigma, basemap)
-    if getattr(result, "coverage", None):
-        with st.expander("What the guarantee covers, and what it does not"):
-            st.markdown("\n".join(f"- {line}" for line in result.coverage))
+    if lines.coverage:
+        with st.expander(lines.COVERAGE_TITLE):
+            st.markdown("\n".join(f"- {line}" for line in lines.coverage))
     if result.received:
         with st.expander("What the server received"):
             st.markdown("\n".join(f"- **{k[0].upper() + k[1:]}:** {v}" for k, v in result.received.items()))

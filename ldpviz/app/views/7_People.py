@@ -25,6 +25,7 @@ from ldpviz import metrics
 from ldpviz.people import trajectory_mechanisms as tm
 from ldpviz.people import user_heatmaps as uh
 from ldpviz.geo.domain import Grid
+from ldpviz.flows import od
 
 #: DAM App. D's generator over the Minneapolis stops: this many synthetic people (2 to 200 points each).
 WALKS = 300
@@ -41,6 +42,23 @@ def presets_of(source: str) -> dict[str, Any]:
     if source in trajectories.names():
         return trajectories.load(source).presets
     return datasets.load("minneapolis-stops").presets
+
+
+def most_trips(source: str) -> int:
+    """The most trips one person makes in the source (the synthetic walks: one each)."""
+    if source in trajectories.names():
+        found = od.trips_per_person(trajectories.load(source).trip_person)
+        return found[0] if found else 1
+    return 1
+
+
+def per_person_line(source: str, epsilon: float, longest: int) -> str:
+    """The per-person total of the trajectory mechanisms: this page joins a person's trips into one sequence."""
+    k = most_trips(source)
+    return (f"Per person: this page joins each person's trips into one trajectory (the most trips by one person "
+            f"here is {k}), so 'one trajectory' is one person: dam-sample and ldptrace are at ε = {epsilon:g} per "
+            f"person, dam-points at L·ε (the longest person, {longest:,} points: {longest * epsilon:g}). Run per "
+            f"trip instead, a person with k trips would be at k·ε.")
 
 
 def people_frame(source: str, seed: int) -> tuple[pd.DataFrame, str]:
@@ -180,6 +198,7 @@ with session.guard("the user-level heatmap"):
     for row in out["comparison"].itertuples(index=False):
         st.caption(f"Guarantee of {row.mechanism}: ε = {epsilon:g}-LDP; privacy unit: "
                    f"{TRAJECTORY_UNITS[row.mechanism]}.")
+    st.caption(per_person_line(source, epsilon, out["longest"]))
     dropped = out["dropped"]
     st.caption(f"Points outside the region: {dropped['points_outside']:,}; people without a point inside: "
                f"{dropped['people_without_points']:,} (left out of the comparison, not moved).")
