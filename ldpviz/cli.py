@@ -115,6 +115,21 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def privacy_warning(mechanism: str, grid: Any, epsilon: float, params: dict[str, Any] | None = None) -> str | None:
+    """privacy_scale.weak_privacy_warning for one setting (None where the mechanism cannot be built)."""
+    from ldpviz.privacy_scale import weak_privacy_warning
+    try:
+        return weak_privacy_warning(mechanisms.create(mechanism, grid, epsilon, **dict(params or {})))
+    except LdpvizInputError:
+        return None
+
+
+def print_privacy_warning(text: str | None, label: str = "") -> None:
+    """The warning on stderr, one line, so a script reading stdout (JSON) still sees it."""
+    if text:
+        print(f"warning: {label + ': ' if label else ''}{text}", file=sys.stderr)
+
+
 def cmd_datasets(args: argparse.Namespace) -> int:
     from ldpviz import trajectories
     if getattr(args, "json", False):
@@ -154,8 +169,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         scenario, data = _scenario_and_data(args)
         result = experiment.run(scenario, data)
     summary = result.summary()
+    warning = privacy_warning(scenario.mechanism, result.grid, scenario.epsilon, scenario.param_dict)
+    print_privacy_warning(warning)
     if args.json:
-        print(json.dumps(_jsonable(summary)))
+        print(json.dumps(_jsonable({**summary, "privacy_warning": warning})))
         return 0
     print(f"{scenario.mechanism} at epsilon = {scenario.epsilon:g} on {result.n_users:,} users, "
           f"d = {scenario.grid_side} ({result.grid.cell_m:,.0f} m cells), {result.guarantee}")
