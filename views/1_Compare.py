@@ -46,8 +46,8 @@ def weak_privacy(name: str, grid: Grid, eps: float) -> str | None:
 def show_weak_privacy(found: dict[str, str]) -> None:
     """One warning box naming every mechanism whose setting gives practically no privacy."""
     if found:
-        st.warning("**Practically no privacy** for " + ", ".join(found) + ": its accuracy comes from barely "
-                   "randomising. " + " ".join(f"*{k}*: {v}" for k, v in found.items()), icon=":material/warning:")
+        st.warning("  \n".join(f"**{k}.** {v} Its accuracy here comes from barely randomising."
+                               for k, v in found.items()), icon=":material/warning:")
 
 
 cfg = session.setup_page("Compare")
