@@ -473,6 +473,7 @@ class AuditResult:
     n_events: int
     seconds: float
     notes: list[str] = field(default_factory=list)
+    slack_cells: float = 0.0   #: Geo-I: the stated snapping slack added to every distance (cell sides)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per pair, for tables on the audit page."""
@@ -514,6 +515,8 @@ class AuditResult:
             return f"{self.label}: {self.status}. {' '.join(self.notes)}"
         unit = " per cell side" if self.privacy_model == GEO_I else ""
         claim = "no privacy claimed" if not math.isfinite(self.claimed) else f"claims epsilon = {self.claimed:.3g}{unit}"
+        if self.slack_cells > 0:
+            claim += f" x (distance + a snapping slack of {self.slack_cells:.3g} cell sides)"
         if self.privacy_model != NO_PRIVACY and math.isfinite(self.claimed) and self.claimed != self.epsilon:
             claim += f" (its stated guarantee; asked for epsilon = {self.epsilon:g})"
         text = (f"{self.label} on a {self.grid_side}x{self.grid_side} grid: {claim}; the audit certifies a "
@@ -654,7 +657,8 @@ def audit_mechanism(name_or_mech: str | type[Mechanism] | Mechanism, grid: Grid 
                      f"epsilon x (distance + slack), and the audited figure is the largest bound / (distance + "
                      f"slack).")
     return AuditResult(**base, claimed=claimed, lower_bound=float(lower), passed=passed, status=status,
-                       pairs=results, n_events=n_tests, seconds=time.perf_counter() - t0, notes=notes)
+                       pairs=results, n_events=n_tests, seconds=time.perf_counter() - t0, notes=notes,
+                       slack_cells=slack)
 
 
 def _describer(keys: _Keys, space: str, uniq: np.ndarray) -> Any:

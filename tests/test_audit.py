@@ -438,3 +438,4 @@ def test_sem_geoi_is_audited_with_its_snapping_slack() -> None:
     for pair in result.pairs:
         assert pair.claimed == pytest.approx(mech.eps_prime * (pair.distance_cells + math.sqrt(2)))
     assert any("apart across" in p.label for p in result.pairs) and result.status == audit.PASSED
+    assert "snapping slack of 1.41 cell sides" in result.summary()

@@ -297,8 +297,9 @@ class SEMGeoI(TwoPaths, Mechanism):
     family = FAMILY_SPATIAL
     privacy_model = GEO_I
     reference = "Wang et al. INFOCOM'17 (ref. [12]); dam-disk-area-mechanism.md Sec. VII-B, eq. (15)-(16)"
-    summary = ("Each phone sends a set of cells, likelier the closer the set comes to its true cell; the "
-               "server counts how often each cell is named.")
+    summary = ("Each phone sends a set of cells, likelier the closer the set comes to its cell's centre (so two "
+               "people either side of a cell edge count as a cell apart); the server counts how often each cell is "
+               "named.")
     params = (
         Param("calibration", str, "same-lp-as-dam",
               "'same-lp-as-dam': choose eps' so an attacker's expected error (local privacy) equals DAM's at this "
