@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from ldpviz import mechanisms
-from ldpviz.domain import Binned, Grid, Region
+from ldpviz.geo.domain import Binned, Grid, Region
 from ldpviz.errors import LdpvizInputError
 
 
@@ -84,7 +84,7 @@ def test_radius_is_gamma_two_over_eps():
     """The planar Laplace radius from the Lambert-W inverse CDF is Gamma(2, 1/eps) (Andres et al. Sec. 4.1):
     200,000 draws (seed 0) match its mean 2/eps and variance 2/eps^2 within 2%, and a KS test against Gamma(2)
     has p > 1e-3."""
-    from ldpviz.mechanisms.geoi import planar_laplace_radius
+    from ldpviz.mechanisms.dam.planar_laplace import planar_laplace_radius
     r = planar_laplace_radius(2.0, np.random.default_rng(0).random(200_000))
     assert r.mean() == pytest.approx(1.0, rel=0.02) and r.var() == pytest.approx(0.5, rel=0.02)
     assert stats.kstest(r, stats.gamma(2, scale=0.5).cdf).pvalue > 1e-3
@@ -104,8 +104,8 @@ def test_two_positions_20m_apart_across_a_boundary_keep_the_bound():
     eps x 0.02 km (node-wise quadrature keeps the bound). Sampled (seed 7, 100,000 reports each): every report
     cell's counts give a 99.9% (Bonferroni over cells) Clopper-Pearson interval for the log ratio that
     contains a value within the bound, while the old snapping sampler (cell centres) is caught outside it."""
-    from ldpviz.audit import cp_lower, cp_upper
-    from ldpviz.mechanisms.geoi import planar_laplace_noise
+    from ldpviz.evidence.audit import cp_lower, cp_upper
+    from ldpviz.mechanisms.dam.planar_laplace import planar_laplace_noise
     g = grid(16)
     mech = mechanisms.create("planar-laplace", g, 1.0)
     a, b = np.array([(8 - 0.01) / 16, 8.5 / 16]), np.array([(8 + 0.01) / 16, 8.5 / 16])
@@ -196,8 +196,8 @@ def test_geo_i_guarantee_is_the_same_on_every_grid(name, params):
 def test_folded_kernel_gives_the_same_channel():
     """Folding the kernel's tails beyond d cells (exact: they clamp to the border from every cell) leaves
     the dense channel, the FFT forward map and the adjoint unchanged against the unfolded sum."""
-    from ldpviz.kernels import ClampedChannel
-    from ldpviz.mechanisms.geoi import planar_laplace_kernel
+    from ldpviz.mechanisms.dam.kernels import ClampedChannel
+    from ldpviz.mechanisms.dam.planar_laplace import planar_laplace_kernel
     d, K = 5, 23
     kernel = planar_laplace_kernel(0.3, K)
     chan = ClampedChannel(d, kernel)

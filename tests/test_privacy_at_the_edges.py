@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ldpviz import audit, mechanisms, report
-from ldpviz.cli import main
-from ldpviz.domain import MAX_REGION_SIDE_M, Grid, Region
+from ldpviz.evidence import audit
+from ldpviz import mechanisms
+from ldpviz.decide import decision_report as report
+from ldpviz.cli.commands import main
+from ldpviz.geo.domain import MAX_REGION_SIDE_M, Grid, Region
 from ldpviz.experiment import Scenario
-from ldpviz.privacy_scale import common_terms, neighbour_log_ratio, ratio_text, weak_privacy_warning
+from ldpviz.decide.privacy_scale import common_terms, neighbour_log_ratio, ratio_text, weak_privacy_warning
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The largest region the tool takes (6,500 km), centred on Minneapolis so the bundled stops lie inside it.
@@ -118,7 +120,7 @@ def test_explore_shows_the_warning():
     neighbouring cell) the page shows the warning outside any expander; at 1 per km (2.5) it does not. (The
     dashboard's LDP epsilon stops at 10, so Geo-I is where it can fire.)"""
     def explore(eps: str) -> AppTest:
-        at = AppTest.from_file(str(ROOT / "views/0_Explore.py"), default_timeout=180)
+        at = AppTest.from_file(str(ROOT / "ldpviz/app/views/0_Explore.py"), default_timeout=180)
         for key, value in {"ds": "normal", "users": "2000", "d": "4", "mech": "planar-laplace", "eps": eps}.items():
             at.query_params[key] = value
         at.run()
@@ -130,10 +132,10 @@ def test_explore_shows_the_warning():
 
 
 def test_channel_check_on_a_continent_is_undetermined_not_a_failure():
-    """The Privacy audit page's channel check (dashboard.compute.audit_row) of planar Laplace at 1 per km on the
+    """The Privacy audit page's channel check (ldpviz.app.compute.audit_row) of planar Laplace at 1 per km on the
     6,500 km region: report probabilities underflow (ratios beyond 10^300 are allowed), so the verdict is
     'undetermined' with its reason, never FAIL with measured inf; on a city it passes."""
-    from dashboard import compute
+    from ldpviz.app import compute
     row = compute.audit_row("planar-laplace", 8, CONTINENT, 1.0)
     assert row["verdict"] == compute.UNDETERMINED and math.isnan(row["measured"]) and "underflow" in row["why"]
     assert compute.audit_row("planar-laplace", 8, CITY, 1.0)["verdict"] == compute.PASS
