@@ -139,3 +139,19 @@ def test_channel_check_on_a_continent_is_undetermined_not_a_failure():
     row = compute.audit_row("planar-laplace", 8, CONTINENT, 1.0)
     assert row["verdict"] == compute.UNDETERMINED and math.isnan(row["measured"]) and "underflow" in row["why"]
     assert compute.audit_row("planar-laplace", 8, CITY, 1.0)["verdict"] == compute.PASS
+
+
+@pytest.mark.slow
+def test_explore_on_a_fiji_sized_region_does_not_overflow():
+    """Issue 20: planar Laplace at 1 per km on a 3,356 km region (bounds -15,-15,15,15; d = 16, two trials) used to
+    raise OverflowError in the guarantee box. Explore now runs cleanly, states the region-wide ratio as 'more than
+    10^300' and shows the no-privacy warning (210 km cells: e^210 between neighbours)."""
+    at = AppTest.from_file(str(ROOT / "ldpviz/app/views/0_Explore.py"), default_timeout=300)
+    for key, value in {"ds": "normal", "users": "2000", "d": "16", "mech": "planar-laplace", "eps": "1",
+                       "region": "bounds typed in", "bbox": "-15,-15,15,15", "trials": "2"}.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert not [e.value for e in at.error]
+    assert any("Practically no privacy" in w.value and "e^210" in w.value for w in at.warning)
+    assert any("more than 10^300" in m.value for m in at.markdown)
