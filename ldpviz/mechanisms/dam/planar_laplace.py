@@ -53,11 +53,11 @@ from ldpviz.errors import require
 from ldpviz.mechanisms.estimation import expectation_maximisation
 from ldpviz.mechanisms.dam.kernels import ClampedChannel
 from ldpviz.mechanisms import register
-from ldpviz.mechanisms.base import GEO_I, GEO_I_UNIT, GEO_I_UNIT_M, Estimate, Mechanism
+from ldpviz.mechanisms.base import GEO_I, GEO_I_UNIT, GEO_I_UNIT_M, Estimate, Mechanism, Param
 from ldpviz.mechanisms.dam.disk_area import FAMILY_SPATIAL, POSTPROCESS_PARAM
 from ldpviz.mechanisms.fo.oracles import ReportHistogram, report_histogram
-from ldpviz.mechanisms.path_cost import PER_USER
-from ldpviz.mechanisms.collection_paths import TwoPaths, path_param
+from ldpviz.mechanisms.path_cost import AUTO, PER_USER
+from ldpviz.mechanisms.collection_paths import PATHS, TwoPaths
 
 #: Midpoint nodes per cell side of the server model's quadrature (at least; more at large eps per cell).
 QUADRATURE_NODES = 8
@@ -137,8 +137,10 @@ class PlanarLaplace(TwoPaths, Mechanism):
     summary = ("Each phone moves its exact location by random noise that is likelier to be small than large, then "
                "reports the cell the moved point falls in; nearby places stay hard to tell apart.")
     params = (POSTPROCESS_PARAM,
-              path_param("nothing: each report depends on the user's exact position, so every path runs the "
-                         "per-user client half", "always the per-user path"))
+              Param("path", str, AUTO,
+                    "kept for the common interface: every choice simulates every phone (each report depends on "
+                    "the user's exact position, so there is no exact aggregate draw; the estimate's info says so)",
+                    choices=PATHS))
     has_channel = True
 
     def setup(self) -> None:
