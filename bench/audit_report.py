@@ -21,6 +21,7 @@ from ldpviz.evidence import audit
 from ldpviz import mechanisms
 from ldpviz.errors import LdpvizInputError
 from ldpviz.mechanisms.fo.oracles import GRR
+from ldpviz.mechanisms.dam.planar_laplace import PlanarLaplace
 from ldpviz.mechanisms.dam.sem_geoi import SEMGeoI
 from ldpviz.evidence.reproduce import provenance_markdown
 from ldpviz.evidence.summaries import write_summary
@@ -61,13 +62,26 @@ def _keep_or_other(self: GRR, users, rng):
 
 
 class SEMGeoIOverspent(SEMGeoI):
-    """Broken on purpose: states its calibrated eps'-Geo-I but samples with 3 eps' (audited against eps')."""
+    """Broken on purpose: states its calibrated eps'-Geo-I (with its snapping slack of one cell diagonal) but
+    samples with 5 eps' (audited against eps' x (distance + slack))."""
 
-    name = "broken: SEM-Geo-I sampling with 3 eps'"
+    name = "broken: SEM-Geo-I sampling with 5 eps'"
 
     def setup(self) -> None:
         super().setup()
-        self.tables = self._tables(3.0 * self.eps_prime)
+        self.tables = self._tables(5.0 * self.eps_prime)
+
+
+class PlanarLaplaceSnapping(PlanarLaplace):
+    """Broken on purpose (the tool's old planar Laplace): noise added to the cell centre, not the exact position,
+    while stating Geo-I between exact positions with no slack (issue 20)."""
+
+    name = "broken: planar Laplace on cell centres"
+
+    def positions(self, users) -> np.ndarray:
+        d = self.grid.side
+        cells = np.asarray(users.cells)
+        return np.column_stack([cells % d + 0.5, cells // d + 0.5])
 
 
 GRRBinaryFormula.setup = _binary_setup
@@ -145,7 +159,8 @@ def run(quick: bool, out: Path, sides: tuple[int, ...] | None = None, n_samples:
     n_samples = n_samples or (20_000 if quick else 100_000)
     seed, confidence = 0, 0.99
     rows, details = [], []
-    targets: list = list(mechanisms.available()) + [GRRBinaryFormula, GRRWrongExponent, SEMGeoIOverspent]
+    targets: list = list(mechanisms.available()) + [GRRBinaryFormula, GRRWrongExponent, SEMGeoIOverspent,
+                                                        PlanarLaplaceSnapping]
     for target in targets:
         for side in sides:
             for epsilon in epsilons:
@@ -195,8 +210,11 @@ def run(quick: bool, out: Path, sides: tuple[int, ...] | None = None, n_samples:
              "and each report field); the other half evaluates them with one-sided Clopper-Pearson bounds. A "
              "Bonferroni correction over every pair, direction and event makes all bounds hold jointly at "
              f"{confidence:.0%} confidence, so a mechanism that keeps its promise fails with probability at most "
-             f"{1 - confidence:.0%}. Geo-I mechanisms are checked against epsilon times the distance in cell "
-             "sides; their 'lower bound' column is the largest bound per cell side. A lower bound near the claim "
+             f"{1 - confidence:.0%}. Geo-I mechanisms are also audited on two real positions 20 m apart (at most "
+             "a tenth of a cell) across a cell edge and across a cell corner, and checked against epsilon times "
+             "(the distance between the real positions in cell sides + the snapping slack the mechanism states: "
+             "0 for planar Laplace, one cell diagonal for SEM-Geo-I); their 'lower bound' column is the largest "
+             "bound / (distance + slack). A lower bound near the claim "
              "means the audit found the worst case; far below means the events the audit can see are weaker "
              "(e.g. mechanisms with huge report spaces such as hashing), not that the mechanism is more private.",
              "",

@@ -14,10 +14,11 @@ import pytest
 
 from ldpviz.evidence import audit
 from ldpviz import mechanisms
-from ldpviz.geo.domain import Binned
+from ldpviz.geo.domain import Binned, Grid, Region
 from ldpviz.errors import LdpvizInputError
 from ldpviz.mechanisms.base import CENTRAL_DP, GEO_I, LDP, NO_PRIVACY, Estimate, Mechanism
 from ldpviz.mechanisms.fo.oracles import GRR
+from ldpviz.mechanisms.dam.planar_laplace import PlanarLaplace
 from ldpviz.mechanisms.dam.sem_geoi import SEMGeoI
 
 NAMES = mechanisms.available()
@@ -330,13 +331,15 @@ def test_olh_report_key_matches_support() -> None:
 
 # ---------------------------------------------------------------- audited against the stated guarantee
 class SEMGeoIOverspent(SEMGeoI):
-    """Broken SEM-Geo-I: states eps'-Geo-I (its calibrated budget) but samples with 3 eps'."""
+    """Broken SEM-Geo-I: states eps'-Geo-I (its calibrated budget, with the snapping slack of one cell diagonal)
+    but samples with 5 eps' (the stated slack makes a 3x overspend invisible at eps = 1 on 4 x 4 cells: the
+    pairs it could show on are claimed at eps' x (distance + 1.41 cells))."""
 
     name = "sem-geoi-overspent"
 
     def setup(self) -> None:
         super().setup()
-        self.tables = self._tables(3.0 * self.eps_prime)
+        self.tables = self._tables(5.0 * self.eps_prime)
 
 
 class GRRClaimsHalf(GRR):
@@ -360,7 +363,7 @@ def test_sem_geoi_is_audited_against_its_calibrated_epsilon() -> None:
 @pytest.mark.parametrize("epsilon", [1.0, 2.0])
 def test_overspent_sem_geoi_fails_the_audit(epsilon: float) -> None:
     """A SEM-Geo-I whose channel spends more than its stated eps' fails, though it stays within the slider
-    epsilon's reach at eps = 1 (certified loss between eps' and 3 eps')."""
+    epsilon's reach at eps = 1 (certified loss between eps' and 5 eps')."""
     result = audit.audit_mechanism(SEMGeoIOverspent, 4, epsilon, n_samples=20_000, seed=1)
     assert result.status == audit.FAILED and result.lower_bound > result.claimed
     assert "violation" in result.verdict
@@ -381,3 +384,59 @@ def test_pass_with_a_weak_bound_is_worded_as_uninformative() -> None:
     assert weak.status == audit.PASSED and not weak.informative
     assert "uninformative" in weak.verdict and "uninformative" in weak.summary()
     assert weak.as_row()["informative"] is False
+
+
+# ---------------------------------------------------------------- Geo-I between real positions (issue 20)
+class SnappingPlanarLaplace(PlanarLaplace):
+    """The old planar Laplace: noise added to the cell centre, not the exact position (a deliberate bug)."""
+
+    name = "planar-laplace-snapping"
+
+    def positions(self, users: Binned) -> np.ndarray:
+        d = self.grid.side
+        cells = np.asarray(users.cells)
+        return np.column_stack([cells % d + 0.5, cells // d + 0.5])
+
+
+def _minneapolis_16() -> Grid:
+    """1 km cells as in the issue's Minneapolis example (d = 16)."""
+    return Grid(Region(-93.26, 44.97, 16_000.0, "minneapolis"), 16)
+
+
+def test_geo_i_audits_pairs_across_cell_boundaries() -> None:
+    """Every Geo-I mechanism is audited on two positions 20 m apart across a cell edge and across a cell corner
+    (in different cells); LDP mechanisms keep their pairs."""
+    grid = _minneapolis_16()
+    pairs = audit.hard_pairs(grid, PlanarLaplace(grid, 1.0))
+    across = [p for p in pairs if "apart across" in p.label]
+    assert len(across) == 2
+    for pair in across:
+        assert pair.first.cell != pair.second.cell and pair.distance_cells(grid) == pytest.approx(0.02)
+    assert not any("apart across" in p.label for p in audit.hard_pairs(grid, GRR(grid, 1.0)))
+
+
+def test_audit_fails_the_snapping_planar_laplace_and_passes_the_fixed_one() -> None:
+    """Issue 20 (d = 16, 1 km cells, eps = 1 per km, 40,000 samples, seed 0): snapping to the cell centre lets two
+    users 20 m apart across a boundary be told apart far beyond e^(eps x 20 m): the audit certifies a loss per cell
+    side many times the claim (FAIL, on the cross-boundary pairs). Planar Laplace on exact positions passes, with
+    no pair above its claim."""
+    grid = _minneapolis_16()
+    snapping = audit.audit_mechanism(SnappingPlanarLaplace(grid, 1.0), n_samples=40_000, seed=0)
+    assert snapping.status == audit.FAILED and snapping.lower_bound > 10 * snapping.claimed
+    failed = [p.label for p in snapping.pairs if not p.passed]
+    assert failed and all("apart across" in label for label in failed)
+    fixed = audit.audit_mechanism(PlanarLaplace(grid, 1.0), n_samples=40_000, seed=0)
+    assert fixed.status == audit.PASSED and all(p.passed for p in fixed.pairs)
+
+
+def test_sem_geoi_is_audited_with_its_snapping_slack() -> None:
+    """SEM-Geo-I snaps to cell centres and states the slack (the cell diagonal, sqrt(2) cell sides): every pair's
+    claim is eps' x (distance + sqrt(2)), the cross-boundary pairs included, and it passes."""
+    mech = SEMGeoI(audit.audit_grid(4), 1.0)
+    assert mech.geo_slack_m() == pytest.approx(math.sqrt(2) * mech.grid.cell_m)
+    assert f"{mech.geo_slack_m() / 1000:.3g} km" in mech.guarantee()
+    result = audit.audit_mechanism(mech, n_samples=20_000, seed=1)
+    for pair in result.pairs:
+        assert pair.claimed == pytest.approx(mech.eps_prime * (pair.distance_cells + math.sqrt(2)))
+    assert any("apart across" in p.label for p in result.pairs) and result.status == audit.PASSED
+    assert "snapping slack of 1.41 cell sides" in result.summary()

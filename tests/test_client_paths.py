@@ -1,4 +1,4 @@
-"""Aggregate paths of the client mechanisms outside fo.py (tile oracles, OLH-H, PLDP, SEM-Geo-I, planar Laplace):
+"""Aggregate paths of the client mechanisms outside fo.py (tile oracles, OLH-H, PLDP, SEM-Geo-I; planar Laplace has none):
 the server's statistic has the per-user path's distribution, 'auto' picks by size, and the estimate names the path."""
 
 from __future__ import annotations
@@ -124,31 +124,32 @@ def test_sem_membership_histogram_agrees_in_distribution(k):
     _check_same_distribution(agg, per, tables.member @ counts)
 
 
-def test_planar_laplace_histograms_agree_in_distribution():
-    """Planar Laplace report histograms on a 4 x 4 grid (eps = 2 per km, 250 m cells; the kernel has 81 offsets)
-    with some cells above and some below 81 users, so both branches of the aggregate run: 300 seeded draws per
-    path, means within 4.5 SE of P @ counts from the dense channel, paths agree in mean and variance (15%)."""
+def test_planar_laplace_has_no_aggregate_path_over_exact_positions():
+    """Planar Laplace perturbs exact positions, so no exact aggregate draw exists: 'aggregate' and 'auto' run the
+    per-user client half (the same histogram as per-user reports for the same seed), and the estimate's info
+    says so ('path' per-user, a 'path note', and the server model)."""
     grid = Grid(Region(0.0, 0.0, 1000.0), 4)
-    agg_mech = mechanisms.create("planar-laplace", grid, 2.0, path="aggregate")
-    per_mech = mechanisms.create("planar-laplace", grid, 2.0, path="per-user")
-    counts = np.array([400, 200, 90, 50, 30, 20, 10, 5, 3, 2, 1, 0, 0, 150, 0, 120])
-    assert 0 < agg_mech.chan.crowded_cells(counts) < np.count_nonzero(counts)
-    cells = np.repeat(np.arange(16), counts)
-    users = Binned(cells, np.zeros((len(cells), 2)), 0)
-    agg = np.array([agg_mech.collect(users, np.random.default_rng([51, s])).counts for s in range(RUNS)])
-    per = np.array([np.bincount(per_mech.collect(users, np.random.default_rng([52, s])), minlength=16)
-                    for s in range(RUNS)])
-    assert np.all(agg.sum(axis=1) == counts.sum())
-    _check_same_distribution(agg, per, per_mech.channel() @ counts)
+    users = _users(4, 2_000)
+    per = mechanisms.create("planar-laplace", grid, 2.0, path="per-user")
+    for path in ("aggregate", "auto"):
+        mech = mechanisms.create("planar-laplace", grid, 2.0, path=path)
+        assert mech.path_for(users) == "per-user"
+        hist = mech.collect(users, np.random.default_rng(4))
+        counts = hist.counts if isinstance(hist, ReportHistogram) else np.bincount(hist, minlength=16)
+        np.testing.assert_array_equal(counts, np.bincount(per.collect(users, np.random.default_rng(4)), minlength=16))
+        info = mech.run(users, np.random.default_rng(0)).info
+        assert info["path"] == "per-user" and info["path requested"] == path
+        assert "no exact aggregate" in info["path note"] and "uniform within" in info["server model"]
+    assert "path note" not in per.run(users, np.random.default_rng(0)).info
 
 
 @pytest.mark.parametrize("name,side,small_side,params", [
     ("grr-tiles", 64, 64, {}), ("hr-tiles", 64, 64, {}), ("olh-h", 64, 2, {}), ("pldp", 64, 64, {}),
     ("srr", 64, 64, {}),
-    ("sem-geoi", 16, 16, {"calibration": "raw", "subset_size": 4}), ("planar-laplace", 16, 16, {}),
+    ("sem-geoi", 16, 16, {"calibration": "raw", "subset_size": 4}),
 ])
 def test_auto_picks_aggregate_for_a_million_users_and_per_user_for_a_few(name, side, small_side, params):
-    """'auto' takes the aggregate path for 1,000,000 users (d = 64; SEM-Geo-I and planar Laplace, whose aggregate
+    """'auto' takes the aggregate path for 1,000,000 users (d = 64; SEM-Geo-I, whose aggregate
     pays only with crowded cells, at d = 16, SEM-Geo-I's grids stop at 32) and the per-user path for 20 users
     (OLH-H on a 2 x 2 grid: its per-user server evaluates every user's hash on every node, a cost in D alone, so
     at d = 64 the aggregate is predicted faster for any n, as for OLH); the estimate's info names both paths."""
@@ -177,10 +178,11 @@ def test_aggregate_statistic_is_a_report_histogram_where_the_server_reads_one():
     statistic() (what a cluster run reduces) accepts it unchanged."""
     grid = Grid(Region(0.0, 0.0, 1000.0), 4)
     users = _users(4, 500)
-    for name, params in (("planar-laplace", {}), ("sem-geoi", {"calibration": "raw", "subset_size": 3})):
+    for name, params, path in (("planar-laplace", {}, "per-user"),
+                               ("sem-geoi", {"calibration": "raw", "subset_size": 3}, "aggregate")):
         mech = mechanisms.create(name, grid, 1.0, path="aggregate", **params)
         stat = mech.statistic(mech.collect(users, np.random.default_rng(1)))
-        assert isinstance(stat, ReportHistogram) and stat.n == 500 and stat.path == "aggregate"
+        assert isinstance(stat, ReportHistogram) and stat.n == 500 and stat.path == path
 
 
 @pytest.mark.parametrize("eps", [1.0, 4.0])

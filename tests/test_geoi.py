@@ -18,9 +18,13 @@ def grid(d: int) -> Grid:
     return Grid(Region(0.0, 45.0, 1000.0 * d), d)
 
 
-def users(cells) -> Binned:
+def users(cells, d: int | None = None, rng: np.random.Generator | None = None) -> Binned:
+    """Users in ``cells`` of a d x d grid, each at a position uniform within its cell (``rng``) or its centre."""
     cells = np.asarray(cells, dtype=np.int64)
-    return Binned(cells, np.zeros((len(cells), 2)), 0)
+    d = d or int(math.isqrt(int(cells.max()) + 1)) + 1
+    rows, cols = np.divmod(cells, d)
+    u = rng.random((len(cells), 2)) if rng is not None else np.full((len(cells), 2), 0.5)
+    return Binned(cells, np.column_stack([(cols + u[:, 0]) / d, (rows + u[:, 1]) / d]), 0)
 
 
 def cell_distances(d: int) -> np.ndarray:
@@ -48,25 +52,93 @@ def test_fft_maps_match_dense_channel():
     assert np.allclose(mech.chan.adjoint(r).ravel(), P.T @ r.ravel(), atol=1e-12)
 
 
-def test_sampler_follows_channel():
-    """Chi-square of 40,000 reports from three cells against the declared column (p > 1e-3)."""
+def test_sampler_follows_the_server_model_for_uniform_positions():
+    """Users at positions uniform within a cell: chi-square of 40,000 reports from three cells against the
+    server model's column (the channel averaged over the cell), p > 1e-3."""
     mech = mechanisms.create("planar-laplace", grid(6), 1.0)
     P = mech.channel()
     rng = np.random.default_rng(11)
     for x in (0, 15, 33):
-        reps = mech.perturb(users(np.full(40_000, x)), rng)
+        reps = mech.perturb(users(np.full(40_000, x), 6, rng), rng)
         observed = np.bincount(reps, minlength=36)
         assert stats.chisquare(observed, P[:, x] * len(reps)).pvalue > 1e-3
 
 
-def test_kernel_mean_distance_is_two_over_eps():
-    """The planar Laplace radius is Gamma(2, 1/eps): mean 2/eps (Andres et al. Sec. 4.1)."""
-    mech = mechanisms.create("planar-laplace", grid(1), 1.0)
-    k = mech.chan.kernel
-    K = mech.chan.radius
-    r = np.arange(-K, K + 1)
-    dist = np.hypot(*np.meshgrid(r, r))
-    assert (k * dist).sum() == pytest.approx(2.0, rel=0.02)
+def test_sampler_follows_the_position_channel():
+    """Users at one exact position (near a cell corner): chi-square of 60,000 reports against
+    position_channel (planar Laplace integrated over each report cell), p > 1e-3; and the server model is not
+    that channel (a position near the corner reports its neighbours more often than the cell average)."""
+    mech = mechanisms.create("planar-laplace", grid(6), 1.5)
+    pos = np.array([(2 + 0.97) / 6, (3 + 0.96) / 6])
+    p = mech.position_channel(pos)[0]
+    assert p.sum() == pytest.approx(1.0, abs=1e-4)       # midpoint rule at 16 nodes per cell side
+    p = p / p.sum()
+    reps = mech.perturb(Binned(np.full(60_000, 3 * 6 + 2), np.tile(pos, (60_000, 1)), 0), np.random.default_rng(5))
+    observed = np.bincount(reps, minlength=36)
+    assert np.all(p * len(reps) >= 5)
+    assert stats.chisquare(observed, p * len(reps)).pvalue > 1e-3
+    assert abs(p[4 * 6 + 3] - mech.channel()[4 * 6 + 3, 3 * 6 + 2]) > 0.02
+
+
+def test_radius_is_gamma_two_over_eps():
+    """The planar Laplace radius from the Lambert-W inverse CDF is Gamma(2, 1/eps) (Andres et al. Sec. 4.1):
+    200,000 draws (seed 0) match its mean 2/eps and variance 2/eps^2 within 2%, and a KS test against Gamma(2)
+    has p > 1e-3."""
+    from ldpviz.mechanisms.dam.planar_laplace import planar_laplace_radius
+    r = planar_laplace_radius(2.0, np.random.default_rng(0).random(200_000))
+    assert r.mean() == pytest.approx(1.0, rel=0.02) and r.var() == pytest.approx(0.5, rel=0.02)
+    assert stats.kstest(r, stats.gamma(2, scale=0.5).cdf).pvalue > 1e-3
+
+
+def test_positions_must_lie_in_their_cells():
+    """Placeholder positions (zeros) that contradict the cells are refused with a clear message, never
+    silently replaced by cell centres."""
+    mech = mechanisms.create("planar-laplace", grid(4), 1.0)
+    with pytest.raises(LdpvizInputError, match="exact position"):
+        mech.perturb(Binned(np.array([5, 6]), np.zeros((2, 2)), 0), np.random.default_rng(0))
+
+
+def test_two_positions_20m_apart_across_a_boundary_keep_the_bound():
+    """Issue 20: two users 20 m apart either side of a cell edge (1 km cells, d = 16, eps = 1 per km) may differ
+    by at most e^(eps x 0.02 km). Exact: the position channel's largest |log ratio| over report cells is within
+    eps x 0.02 km (node-wise quadrature keeps the bound). Sampled (seed 7, 100,000 reports each): every report
+    cell's counts give a 99.9% (Bonferroni over cells) Clopper-Pearson interval for the log ratio that
+    contains a value within the bound, while the old snapping sampler (cell centres) is caught outside it."""
+    from ldpviz.evidence.audit import cp_lower, cp_upper
+    from ldpviz.mechanisms.dam.planar_laplace import planar_laplace_noise
+    g = grid(16)
+    mech = mechanisms.create("planar-laplace", g, 1.0)
+    a, b = np.array([(8 - 0.01) / 16, 8.5 / 16]), np.array([(8 + 0.01) / 16, 8.5 / 16])
+    bound = 1.0 * 0.02
+    P = mech.position_channel(np.vstack([a, b]))
+    assert np.abs(np.log(P[0]) - np.log(P[1])).max() <= bound * (1 + 1e-9)
+    n = 100_000
+
+    def counts(positions_of):
+        out = []
+        for i, pos in enumerate((a, b)):
+            cells = np.full(n, 8 * 16 + (7 if i == 0 else 8))
+            unit = np.tile(pos, (n, 1))
+            noisy = positions_of(cells, unit) + planar_laplace_noise(1.0, n, np.random.default_rng([7, i]))
+            idx = np.clip(np.floor(noisy), 0, 15).astype(np.int64)
+            out.append(np.bincount(idx[:, 1] * 16 + idx[:, 0], minlength=256))
+        return out
+
+    def smallest_certified(ka, kb):
+        alpha = 1e-3 / 256 / 2
+        lo_a, hi_a = cp_lower(ka, n, alpha), cp_upper(ka, n, alpha)
+        lo_b, hi_b = cp_lower(kb, n, alpha), cp_upper(kb, n, alpha)
+        with np.errstate(divide="ignore"):
+            up = np.log(np.maximum(lo_a, 1e-300) / hi_b)
+            down = np.log(np.maximum(lo_b, 1e-300) / hi_a)
+        return float(np.max(np.maximum(up, down)))
+
+    exact = counts(lambda cells, unit: unit * 16)
+    np.testing.assert_array_equal(exact[0] + 0, np.bincount(mech.perturb(
+        Binned(np.full(n, 8 * 16 + 7), np.tile(a, (n, 1)), 0), np.random.default_rng([7, 0])), minlength=256))
+    assert smallest_certified(*exact) <= bound
+    snapped = counts(lambda cells, unit: np.column_stack([cells % 16 + 0.5, cells // 16 + 0.5]))
+    assert smallest_certified(*snapped) > 10 * bound
 
 
 @pytest.mark.slow
@@ -83,7 +155,7 @@ def test_em_error_shrinks_like_root_n():
         for seed in range(2):
             rng = np.random.default_rng(seed)
             cells = rng.choice(d * d, size=n, p=truth.ravel())
-            errs.append(np.abs(mech.estimate(mech.perturb(users(cells), rng)).density - truth).sum())
+            errs.append(np.abs(mech.estimate(mech.perturb(users(cells, d, rng), rng)).density - truth).sum())
         errors.append(np.mean(errs))
     assert errors[0] > errors[1] > errors[2]
     assert errors[2] < 0.5 * errors[0], errors  # 100x users: 1/10 in theory; EM's stopping rule costs some

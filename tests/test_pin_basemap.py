@@ -77,7 +77,9 @@ def test_pin_keeps_the_setting_compares_it_and_unpin_clears_it():
     assert table.loc["W2 (metres)", "Pinned"] == pinned_w2
     assert table.loc["W2 (metres)", "Current"] != pinned_w2
     assert table.loc["W2 (metres)", "Current − pinned"].startswith(("+", "−"))
-    assert table.loc["W2 (metres)", "Current is"] in ("better", "worse")
+    # epsilon 1 -> 4: the current setting is less private, so a better W2 never reads plain "better"
+    assert table.loc[pin.PRIVACY_ROW, "Current is"] == "less private"
+    assert table.loc["W2 (metres)", "Current is"] in ("better, at less privacy", "worse")
     assert {"Attacker's error (metres; larger = more private)", "AQE (relative error of counts "
             "(0.1 = 10%))", "KL (nats)"} <= set(table.index)
     assert len(decks(at)) == 5   # true and estimated density; pinned, current and their difference
@@ -205,6 +207,15 @@ def test_readout_table_says_which_setting_is_better():
                               lambda k, v: f"{v:g}").set_index("Readout")
     assert table["Current is"].tolist() == ["better", "worse", "the same", "less private"]
     assert table["Current − pinned"].tolist() == ["−100", "+0.1", "0", "−200"]
+    # with the privacy loss between neighbouring cells (pinned 1, current 4): accuracy gained at less privacy
+    # is never plain "better"; with the roles swapped, accuracy lost for more privacy is not plain "worse"
+    traded = pin.readout_table(R(w2_m=500.0, aqe=0.2, kl=0.1), R(w2_m=400.0, aqe=0.3, kl=0.1), (1000.0, 800.0),
+                               lambda k, v: f"{v:g}", privacy=(1.0, 4.0)).set_index("Readout")
+    assert traded["Current is"].tolist() == ["less private", "better, at less privacy", "worse", "the same",
+                                             "less private"]
+    swapped = pin.readout_table(R(w2_m=500.0, aqe=0.2, kl=0.1), R(w2_m=400.0, aqe=0.3, kl=0.1), None,
+                                lambda k, v: f"{v:g}", privacy=(4.0, 1.0)).set_index("Readout")
+    assert swapped["Current is"].tolist()[:3] == ["more private", "better", "worse, for more privacy"]
 
 
 READOUT_PAGES = [  # (page, link) small settings; every st.metric on each must explain itself

@@ -318,6 +318,18 @@ def claimed_epsilon(mech: mechanisms.Mechanism) -> float:
 
 #: Verdicts of the channel audit (short texts for the table).
 PASS, FAIL = "pass", "FAIL"
+UNDETERMINED = "undetermined"
+
+
+def channel_underflows(mech: mechanisms.Mechanism, claimed: float, grid: Grid) -> bool:
+    """True when the stated guarantee lets report probabilities fall below what a float holds (10^-308), so an
+    infinite measured ratio (a report possible from one cell, 0 from another) may be underflow, not a leak:
+    Geo-I with epsilon per cell x the largest distance on the grid (plus slack) beyond ln(10^300)."""
+    from ldpviz.decide.privacy_scale import LOG_RATIO_TEXT_LIMIT
+    if mech.privacy_model == mechanisms.GEO_I:
+        span = math.sqrt(2.0) * (grid.side - 1) + float(mech.geo_slack_m()) / grid.cell_m
+        return claimed * span > LOG_RATIO_TEXT_LIMIT
+    return claimed > LOG_RATIO_TEXT_LIMIT
 CENTRAL_NOTE = "central DP (trusted aggregator): no per-user report to measure"
 
 
@@ -349,6 +361,13 @@ def audit_row(mechanism: str, grid_side: int, region: Region, epsilon: float) ->
             row["claimed"] = claimed
             if cls.privacy_model == mechanisms.NO_PRIVACY:
                 row["verdict"] = "no guarantee claimed"
+            elif math.isinf(measured) and channel_underflows(mech, claimed, grid):
+                row["measured"] = math.nan
+                row["verdict"] = UNDETERMINED
+                row["why"] = ("the guarantee allows probability ratios beyond 10^300 on this grid, so some report "
+                              "probabilities underflow to 0 in floating point and the worst ratio cannot be "
+                              "measured (not a violation found; use a smaller region or epsilon, or the black-box "
+                              "audit)")
             elif measured <= claimed * (1 + 1e-9) + 1e-9 and row["columns_sum_to_1"]:
                 row["verdict"] = PASS
             else:

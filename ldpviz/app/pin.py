@@ -17,7 +17,7 @@ import streamlit as st
 
 from ldpviz.app import compute, state, ui
 from ldpviz.app.session import cfg as session_cfg
-from ldpviz.decide import explain
+from ldpviz.decide import explain, privacy_scale
 from ldpviz.render import maps as viz
 from ldpviz.mechanisms.heatmaps.dp_heatmap import heatmap
 from ldpviz.geo.domain import Region
@@ -97,24 +97,42 @@ COMPARED = ("w2_m", "aqe", "kl")
 ATTACKER_ROW = "attacker_error_m"
 
 
+PRIVACY_ROW = "Privacy loss between neighbouring cells (ln of the largest ratio; lower = more private)"
+
+
 def readout_table(pinned: Result, current: Result, attackers: tuple[float | None, float | None] | None,
-                  fmt: Any) -> pd.DataFrame:
+                  fmt: Any, privacy: tuple[float, float] | None = None) -> pd.DataFrame:
     """Pinned, current and current − pinned for W2, AQE, KL and the population-prior attacker's error.
 
     ``attackers`` is (pinned, current) in metres, None entries where not available, or None while they are being
-    computed; ``fmt(key, value)`` formats.
+    computed; ``fmt(key, value)`` formats. ``privacy`` is (pinned, current) privacy loss between neighbouring
+    cells (:func:`ldpviz.decide.privacy_scale.neighbour_log_ratio`): it comes first, and where the current setting is less
+    private an accuracy row never reads plain "better" ("better, at less privacy"), nor plain "worse" where it is
+    more private.
     The last column says which setting is better on each row (lower error; for the attacker, larger is more
     private), so the difference reads without knowing each metric's direction.
     """
     rows = []
+    trade = ""
+    if privacy is not None:
+        a, b = (float(v) for v in privacy)
+        row = _row(PRIVACY_ROW, a, b, privacy_scale_text(a), privacy_scale_text(b),
+                   privacy_scale_text(abs(b - a)), lower_better=True, words=("more private", "less private"))
+        rows.append(row)
+        trade = {"less private": "less", "more private": "more"}.get(row["Current is"], "")
     pm, cm = pinned.mean(), current.mean()
     for key in COMPARED:
         if key not in pm or key not in cm:
             continue
         e = explain.metric_explanation(key)
         a, b = float(pm[key]), float(cm[key])
-        rows.append(_row(f"{ui.SHORT_LABELS.get(key, e['label'])} ({e['unit']})", a, b, fmt(key, a), fmt(key, b), fmt(key, abs(b - a)),
-                         lower_better=e["lower_is_better"]))
+        row = _row(f"{ui.SHORT_LABELS.get(key, e['label'])} ({e['unit']})", a, b, fmt(key, a), fmt(key, b),
+                   fmt(key, abs(b - a)), lower_better=e["lower_is_better"])
+        if trade == "less" and row["Current is"] == "better":
+            row["Current is"] = "better, at less privacy"
+        elif trade == "more" and row["Current is"] == "worse":
+            row["Current is"] = "worse, for more privacy"
+        rows.append(row)
     a, b = attackers or (None, None)
     missing = "computing …" if attackers is None else "not available"
     label = "Attacker's error (metres; larger = more private)"
@@ -126,6 +144,11 @@ def readout_table(pinned: Result, current: Result, attackers: tuple[float | None
                      "Current": fmt("x_m", b) if b is not None else missing, "Current − pinned": "",
                      "Current is": ""})
     return pd.DataFrame(rows)
+
+
+def privacy_scale_text(log_ratio: float) -> str:
+    """A privacy loss (a log-ratio) as a number, and beyond ~700 (where its ratio overflows) still readable."""
+    return "unbounded" if not np.isfinite(log_ratio) else f"{log_ratio:,.3g}"
 
 
 def _row(label: str, a: float, b: float, fa: str, fb: str, fd: str, lower_better: bool,
@@ -167,8 +190,13 @@ def section(current_sc: Scenario, current: Result, sigma: float, basemap: bool,
     if not changed:
         st.info("The current setting is the pinned one. Change ε, the grid, the mechanism or anything else in the "
                 "sidebar to compare it with the pin.", icon=":material/keep:")
+    privacy = _privacy(pinned_sc, pinned, current_sc, current)
     table_slot = st.empty()
-    table_slot.table(readout_table(pinned, current, None, ui.fmt_metric).set_index("Readout"))
+    table_slot.table(readout_table(pinned, current, None, ui.fmt_metric, privacy).set_index("Readout"))
+    for label, sc, res in (("Pinned", pinned_sc, pinned), ("Current", current_sc, current)):
+        weak = _weak(sc, res)
+        if weak:
+            st.warning(f"**{label} setting:** {weak}", icon=":material/warning:")
     st.caption("Means over each setting's trials. The attacker is the page's one attacker: a Bayesian who knows the "
                "mechanism and the population density and guesses one person's location from one report.")
 
@@ -209,5 +237,26 @@ def section(current_sc: Scenario, current: Result, sigma: float, basemap: bool,
         pinned_attacker_m, _ = ui.attacker_error_m(pinned_sc.mechanism, pinned.grid, pinned_sc.epsilon,
                                                    pinned_sc.params, population)
         table_slot.table(readout_table(pinned, current, (pinned_attacker_m, current_attacker_m),
-                                       ui.fmt_metric).set_index("Readout"))
+                                       ui.fmt_metric, privacy).set_index("Readout"))
     return fill
+
+
+def _mechanism(sc: Scenario, res: Result) -> Any:
+    return compute.built_mechanism(sc.mechanism, sc.grid_side, res.region, float(sc.epsilon),
+                                   tuple(sorted(dict(sc.params).items())))
+
+
+def _privacy(pinned_sc: Scenario, pinned: Result, current_sc: Scenario, current: Result) -> tuple[float, float] | None:
+    """(pinned, current) privacy loss between neighbouring cells, or None where a mechanism cannot be built."""
+    try:
+        return (privacy_scale.neighbour_log_ratio(_mechanism(pinned_sc, pinned)),
+                privacy_scale.neighbour_log_ratio(_mechanism(current_sc, current)))
+    except LdpvizInputError:
+        return None
+
+
+def _weak(sc: Scenario, res: Result) -> str | None:
+    try:
+        return privacy_scale.weak_privacy_warning(_mechanism(sc, res))
+    except LdpvizInputError:
+        return None

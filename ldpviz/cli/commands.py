@@ -17,6 +17,7 @@ from ldpviz.data import datasets
 from ldpviz import experiment, mechanisms
 from ldpviz.geo.domain import Region
 from ldpviz.errors import LdpvizInputError
+from ldpviz.cli.privacy_warning import print_privacy_warning, privacy_warning
 
 
 class _Parser(argparse.ArgumentParser):
@@ -155,8 +156,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         scenario, data = _scenario_and_data(args)
         result = experiment.run(scenario, data)
     summary = result.summary()
+    warning = privacy_warning(scenario.mechanism, result.grid, scenario.epsilon, scenario.param_dict)
+    print_privacy_warning(warning)
     if args.json:
-        print(json.dumps(_jsonable(summary)))
+        print(json.dumps(_jsonable({**summary, "privacy_warning": warning})))
         return 0
     print(f"{scenario.mechanism} at epsilon = {scenario.epsilon:g} on {result.n_users:,} users, "
           f"d = {scenario.grid_side} ({result.grid.cell_m:,.0f} m cells), {result.guarantee}")

@@ -19,6 +19,8 @@ from typing import Any
 
 from ldpviz.data import datasets
 from ldpviz import experiment, mechanisms
+from ldpviz.cli.privacy_warning import print_privacy_warning, privacy_warning
+from ldpviz.geo.domain import Grid
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.mechanisms.base import GEO_I, GEO_I_UNIT
 
@@ -70,6 +72,10 @@ def cmd_target(args: argparse.Namespace) -> int:
                                           attacker=not args.no_attacker)
         row = found.to_dict()
         row["epsilon_unit"] = f"per {GEO_I_UNIT}" if found.privacy_model == GEO_I else ""
+        eps_found = row.get("epsilon")
+        row["privacy_warning"] = (privacy_warning(name, Grid(experiment.resolve_region(data, args.region), args.grid),
+                                                  float(eps_found)) if row.get("reached") and eps_found else None)
+        print_privacy_warning(row["privacy_warning"], name)
         results.append(row)
         if not args.json:
             print(_line(row, mode))
@@ -113,6 +119,9 @@ def cmd_report(args: argparse.Namespace) -> int:
                                    grid_side=args.grid, region=args.region, params=params, n_users=args.users,
                                    seed=args.seed, trials=args.trials)
     html = report.build_report(scenario, audit=not args.no_audit, r_m=args.r)
+    data = datasets.load(args.dataset)
+    print_privacy_warning(privacy_warning(args.mechanism, Grid(experiment.resolve_region(data, args.region), args.grid),
+                                          args.epsilon, params))
     try:
         with open(args.out, "w", encoding="utf-8") as fh:
             fh.write(html)

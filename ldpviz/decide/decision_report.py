@@ -19,7 +19,6 @@ import math
 import shlex
 from typing import Any
 
-import numpy as np
 
 from ldpviz import __version__, experiment, mechanisms
 from ldpviz.evidence import citations
@@ -219,12 +218,16 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
         ["Trials, seed", f"{scenario.trials} trials, seed {scenario.seed}"],
     ]
     scale_rows = [["Privacy model", model], ["Protects", terms["protects"]],
-                  ["Largest probability ratio between two places (one report)",
-                   "unbounded (raw data at the aggregator)" if not math.isfinite(terms["max_ratio"])
-                   else f"{terms['max_ratio']:,.4g}"],
+                  ["Largest probability ratio between two places (one report)", terms["max_ratio_text"]],
                   ["LDP-equivalent epsilon over this region", _num(terms["ldp_equivalent_epsilon"])]]
     if "ratio_at_r" in terms:
-        scale_rows.insert(2, [f"Ratio between places {terms['r_m']:g} m apart", f"{terms['ratio_at_r']:,.4g}"])
+        scale_rows.insert(2, [f"Ratio between places {terms['r_m']:g} m apart", terms["ratio_at_r_text"]])
+        scale_rows.insert(3, [f"Ratio between neighbouring cells ({grid.cell_m:,.0f} m apart)",
+                              terms["ratio_neighbour_cells_text"]])
+        if terms.get("slack_m"):
+            scale_rows.insert(4, ["Snapping slack added to every distance", f"{terms['slack_m']:,.0f} m"])
+    warning = (f"<p class='verdict fail'><strong>Warning:</strong> {_e(terms['warning'])}</p>"
+               if terms.get("warning") else "")
     lines = experiment.guarantee_lines(result)      # word for word what Explore shows
     notes = "".join(f"<li>{_e(n)}</li>" for n in lines.notes)
     coverage = "".join(f"<li>{_e(c)}</li>" for c in lines.coverage)
@@ -237,6 +240,7 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{_e(title)}</title><style>{_CSS}</style></head><body>
 <h1>{_e(title)}</h1>
+{warning}
 <p class="meta">Generated {now:%Y-%m-%d %H:%M} UTC by ldpviz {_e(__version__)} (commit {_e(commit)}).
 Data set: {_e(dataset.label)}.</p>
 
@@ -248,11 +252,12 @@ Data set: {_e(dataset.label)}.</p>
 <p class="note">{_e(rows_sentence(dataset, result))}</p>{f'<ul class="note">{notes}</ul>' if notes else ''}
 
 <h2>3. The guarantee</h2>
+{warning}
 <p class="guarantee">{prefix}<strong>{_e(lines.guarantee)}</strong></p>
 <h3>{_e(lines.COVERAGE_TITLE)}</h3>
 <ul class="coverage">{coverage}</ul>
 <p>{_e(terms['sentence'])}</p>
-<p>{_e(epsilon_plain(terms['epsilon'], model))}</p>
+<p>{_e(epsilon_plain(terms['epsilon'], model, slack_m=terms.get('slack_m', 0.0)))}</p>
 {_table(["On the common scale", ""], scale_rows)}
 <p class="note">Repeated collections add up: collecting daily at this epsilon for a year gives a total of
 {_num(365 * terms['epsilon'])}{' per km' if terms['epsilon_unit'] else ''} for one person's reports

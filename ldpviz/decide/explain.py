@@ -18,6 +18,7 @@ from typing import Any
 from ldpviz.errors import require
 from ldpviz.mechanisms.base import CENTRAL_DP, GEO_I, GEO_I_UNIT, GEO_I_UNIT_M, LDP, NO_PRIVACY
 from ldpviz.metrics import METRIC_INFO
+from ldpviz.decide.privacy_scale import ratio_text
 
 #: Unit, and what good and poor values look like, per metric (METRIC_INFO holds label and help).
 METRIC_GUIDE: dict[str, dict[str, str]] = {
@@ -46,39 +47,49 @@ METRIC_GUIDE: dict[str, dict[str, str]] = {
 }
 
 
-def _times(ratio: float) -> str:
-    if not math.isfinite(ratio) or ratio >= 1e9:
-        return "more than a billion"
-    return f"{ratio:,.0f}" if ratio >= 100 else f"{ratio:.3g}"
+def _times(log_ratio: float) -> str:
+    """e^log_ratio in words, from its log (never overflows: 'more than 10^300' beyond)."""
+    return ratio_text(log_ratio)
+
+
+def _belief(log_ratio: float) -> str:
+    """The 50/50 prior's largest posterior after a report with this log-ratio: 'p% / (1-p)%' (logistic, stable)."""
+    p = 1.0 / (1.0 + math.exp(-log_ratio)) if log_ratio > -700 else 0.0
+    return f"{p:.0%} / {1 - p:.0%}"
 
 
 def _length(metres: float) -> str:
     return f"{metres / 1000:.3g} km" if metres >= 1000 else f"{metres:.3g} m"
 
 
-def epsilon_plain(epsilon: float, model: str = LDP, *, distances_m: tuple[float, ...] = (500.0, 1000.0, 5000.0)) -> str:
-    """Epsilon in plain language with worked numbers (e^eps and the 50/50 belief it allows)."""
+def epsilon_plain(epsilon: float, model: str = LDP, *, distances_m: tuple[float, ...] = (500.0, 1000.0, 5000.0),
+                  slack_m: float = 0.0) -> str:
+    """Epsilon in plain language with worked numbers (e^eps and the 50/50 belief it allows).
+
+    Geo-I: ``slack_m`` is the mechanism's stated snapping slack (:meth:`Mechanism.geo_slack_m`), added to every
+    distance. Every ratio is computed as a log, so any epsilon and distance is written out (up to
+    'more than 10^300')."""
     require(isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon > 0,
             f"epsilon must be a number > 0, got {epsilon!r}")
     if model == LDP:
-        r = math.exp(epsilon)
-        return (f"epsilon = {epsilon:g} means that one report makes no location more than e^{epsilon:g} = {_times(r)} "
-                f"times likelier than any other. Worked example: someone who thought two places equally likely "
-                f"(50% / 50%) before seeing the report can believe at most {r / (1 + r):.0%} / {1 / (1 + r):.0%} "
+        return (f"epsilon = {epsilon:g} means that one report makes no location more than e^{epsilon:g} = "
+                f"{_times(epsilon)} times likelier than any other. Worked example: someone who thought two places "
+                f"equally likely (50% / 50%) before seeing the report can believe at most {_belief(epsilon)} "
                 f"after it. Smaller epsilon: stronger privacy and noisier maps.")
     if model == GEO_I:
         parts = []
         for d in distances_m:
-            r = math.exp(epsilon * d / GEO_I_UNIT_M)
-            parts.append(f"{_length(d)} apart: at most {_times(r)} times ({r / (1 + r):.0%} / {1 / (1 + r):.0%})")
+            log_ratio = epsilon * (d + slack_m) / GEO_I_UNIT_M
+            parts.append(f"{_length(d)} apart: at most {_times(log_ratio)} times ({_belief(log_ratio)})")
+        slack = (f" x (distance + a snapping slack of {_length(slack_m)}) in km" if slack_m > 0 else
+                 " x distance in km")
         return (f"epsilon = {epsilon:g} per {GEO_I_UNIT} means that one report makes a place at most "
-                f"e^({epsilon:g} x distance in km) times likelier than another: places " + "; ".join(parts) +
+                f"e^({epsilon:g}{slack}) times likelier than another: places " + "; ".join(parts) +
                 ". Nearby places stay hard to tell apart; distant ones much less so.")
     if model == CENTRAL_DP:
-        r = math.exp(epsilon)
         return (f"epsilon = {epsilon:g} (central DP) means the published map changes its probability by at most "
-                f"{_times(r)} times whether or not any one person is in the data. The aggregator sees every exact "
-                f"location: this protects against readers of the map, not against the aggregator.")
+                f"{_times(epsilon)} times whether or not any one person is in the data. The aggregator sees every "
+                f"exact location: this protects against readers of the map, not against the aggregator.")
     require(model == NO_PRIVACY, f"unknown privacy model {model!r}")
     return "No privacy: the reports are the true locations; epsilon has no meaning here."
 

@@ -12,6 +12,12 @@ The tool offers three privacy models whose epsilons do not mean the same thing:
   at most e^(epsilon r / 1 km), and two places at opposite corners of the region by
   e^(epsilon * region diagonal). That last number is the Geo-I mechanism's LDP epsilon
   over this region: it is what makes Geo-I and LDP comparable, and it grows with the region.
+  A mechanism that snaps positions to cell centres (SEM-Geo-I) states a slack s in metres,
+  e^(epsilon (dist + s)) (:meth:`ldpviz.mechanisms.base.Mechanism.geo_slack_m`).
+
+Every ratio is computed as its log and written by :func:`ratio_text` ("more than 10^300" where
+e^x would overflow: epsilon x distance reaches thousands on a continent-sized region), and
+:func:`weak_privacy_warning` is the one source of the "practically no privacy" warning.
 * **central DP** (Laplace, DP heatmaps): a trusted aggregator sees every raw location;
   only the *published map* satisfies epsilon-DP (adding or removing one person changes
   the probability of any output by at most e^epsilon). No phone randomises anything.
@@ -37,16 +43,54 @@ PROTECTED_UNIT = "one person's location in one collection (one report per person
 DEFAULT_R_M = 1000.0
 
 
-def _ratio_text(ratio: float) -> str:
-    if not math.isfinite(ratio) or ratio > 1e12:
-        return "more than a trillion"
+#: e^x is written out up to x = 300 ln 10; beyond it (and where a float overflows) "more than 10^300".
+LOG_RATIO_TEXT_LIMIT = 300.0 * math.log(10.0)
+#: Largest exponent whose e^x is a finite float (e^709.78 is the largest double).
+LOG_FLOAT_MAX = math.log(1.7976931348623157e308)
+#: Above this epsilon (LDP, central DP) or log-ratio between neighbouring cells (Geo-I) a setting gives
+#: practically no privacy: one report makes a place more than 22,000 times likelier than the other (in the
+#: spirit of OpenDP's DP Wizard, which warns from epsilon = 5).
+WEAK_PRIVACY_LOG_RATIO = 10.0
+
+
+def ratio_from_log(log_ratio: float) -> float:
+    """e^log_ratio as a float, ``inf`` where it would overflow (read it with :func:`ratio_text`)."""
+    return math.exp(log_ratio) if log_ratio <= LOG_FLOAT_MAX else math.inf
+
+
+def ratio_text(log_ratio: float) -> str:
+    """e^log_ratio in words, from its log so nothing overflows: '4.48', '22,026', '3.1 x 10^57', or
+    'more than 10^300'."""
+    if math.isnan(log_ratio):
+        return "undetermined"
+    if log_ratio > LOG_RATIO_TEXT_LIMIT:
+        return "more than 10^300"
+    if log_ratio > math.log(1e12):
+        exponent = math.floor(log_ratio / math.log(10.0))
+        mantissa = math.exp(log_ratio - exponent * math.log(10.0))
+        if mantissa >= 9.95:
+            mantissa, exponent = 1.0, exponent + 1
+        return f"{mantissa:.2g} x 10^{exponent}"
+    ratio = math.exp(log_ratio)
     if ratio >= 100:
         return f"{ratio:,.0f}"
     return f"{ratio:.3g}"
 
 
+def _ratio_text(ratio: float) -> str:
+    return "unbounded" if not math.isfinite(ratio) else ratio_text(math.log(ratio)) if ratio > 0 else "0"
+
+
 def _length(metres: float) -> str:
+    if metres >= 100_000:
+        return f"{metres / 1000:,.0f} km"
     return f"{metres / 1000:.3g} km" if metres >= 1000 else f"{metres:.3g} m"
+
+
+def _up_to(log_ratio: float) -> str:
+    """'at most 4.48' or, when the number is itself a lower bound, 'more than 10^300'."""
+    text = ratio_text(log_ratio)
+    return text if text.startswith("more than") else f"at most {text}"
 
 
 def region_diagonal_m(grid: Grid) -> float:
@@ -86,37 +130,98 @@ def common_terms(mechanism: Mechanism | str, grid: Grid | None = None, epsilon: 
                            "trusted_aggregator": model in (CENTRAL_DP, NO_PRIVACY)}
     if model == LDP:
         ratio = math.exp(eps)
-        out.update(max_ratio=ratio, ldp_equivalent_epsilon=eps)
+        out.update(max_ratio=ratio, max_ratio_text=ratio_text(eps), ldp_equivalent_epsilon=eps)
         out["sentence"] = (
             f"Local differential privacy, epsilon = {eps:g}: each phone randomises its own location before "
-            f"sending it, so one report makes no location more than e^{eps:g} = {_ratio_text(ratio)} times "
+            f"sending it, so one report makes no location more than e^{eps:g} = {ratio_text(eps)} times "
             f"likelier than any other, wherever the two are. Protects {PROTECTED_UNIT}.")
     elif model == GEO_I:
         per_km = mech.epsilon_per_cell * GEO_I_UNIT_M / grid.cell_m
-        diag = region_diagonal_m(grid)
-        across = per_km * diag / GEO_I_UNIT_M
-        at_r = math.exp(per_km * r_m / GEO_I_UNIT_M)
+        slack = float(mech.geo_slack_m())
+        span = geo_span_m(mech)
+        across = mech.geo_log_ratio_bound(span) if slack == 0 else min(mech.geo_log_ratio_bound(span),
+                                                                        mech.epsilon_per_cell / grid.cell_m * span)
+        log_at_r = mech.geo_log_ratio_bound(r_m)
+        log_neighbour = mech.geo_log_ratio_bound(grid.cell_m)
         out.update(epsilon=per_km, epsilon_unit=f"per {GEO_I_UNIT}", epsilon_as_given=eps, r_m=float(r_m),
-                   ratio_at_r=at_r, ratio_neighbour_cells=math.exp(mech.epsilon_per_cell),
-                   region_diagonal_m=diag, max_ratio=math.exp(across), ldp_equivalent_epsilon=across)
+                   slack_m=slack, log_ratio_at_r=log_at_r, ratio_at_r=ratio_from_log(log_at_r),
+                   ratio_at_r_text=ratio_text(log_at_r), log_ratio_neighbour_cells=log_neighbour,
+                   ratio_neighbour_cells=ratio_from_log(log_neighbour),
+                   ratio_neighbour_cells_text=ratio_text(log_neighbour), region_diagonal_m=span,
+                   max_ratio=ratio_from_log(across), max_ratio_text=ratio_text(across),
+                   ldp_equivalent_epsilon=across)
+        slack_text = (f" plus a snapping slack of {_length(slack)} (the cell diagonal: positions are snapped to "
+                      f"cell centres), so even two neighbours a metre apart may differ by e^({per_km:.3g} x "
+                      f"{slack / GEO_I_UNIT_M:.3g}) = {ratio_text(mech.geo_log_ratio_bound(0.0))} times"
+                      if slack > 0 else "")
         out["sentence"] = (
             f"Geo-indistinguishability, epsilon = {per_km:.3g} per {GEO_I_UNIT}: each phone randomises its own "
-            f"location, and the protection fades with distance. One report makes a place at most "
-            f"{_ratio_text(at_r)} times likelier than another {_length(r_m)} away, and at most "
-            f"{_ratio_text(math.exp(across))} times likelier than one across the region ({_length(diag)}; "
-            f"that is like LDP with epsilon = {across:.3g} on this region). Protects {PROTECTED_UNIT}.")
+            f"location, and the protection fades with distance{slack_text}. One report makes a place "
+            f"{_up_to(log_at_r)} times likelier than another {_length(r_m)} away, "
+            f"{_up_to(log_neighbour)} times likelier than one a cell side ({_length(grid.cell_m)}) away, and "
+            f"{_up_to(across)} times likelier than one across the region ({_length(span)}; "
+            f"that is like LDP with epsilon = {across:,.3g} on this region). Protects {PROTECTED_UNIT}.")
     elif model == CENTRAL_DP:
-        out.update(max_ratio=math.inf, ldp_equivalent_epsilon=math.inf,
-                   published_map_ratio=math.exp(eps))
+        out.update(max_ratio=math.inf, max_ratio_text="unbounded (the aggregator sees raw locations)",
+                   ldp_equivalent_epsilon=math.inf, published_map_ratio=math.exp(eps))
         out["sentence"] = (
             f"Central differential privacy, epsilon = {eps:g}: phones send their exact locations to a trusted "
             f"aggregator, who sees them all; only the published map is protected (adding or removing one person "
-            f"changes the probability of any map by at most e^{eps:g} = {_ratio_text(math.exp(eps))} times). "
+            f"changes the probability of any map by at most e^{eps:g} = {ratio_text(eps)} times). "
             f"Not comparable with local models: it needs trust in the aggregator.")
     else:
-        out.update(max_ratio=math.inf, ldp_equivalent_epsilon=math.inf)
+        out.update(max_ratio=math.inf, max_ratio_text="unbounded (no privacy)", ldp_equivalent_epsilon=math.inf)
         out["sentence"] = "No privacy: reports are the true cells (a reference for accuracy only)."
+    out["warning"] = weak_privacy_warning(mech)
     return out
+
+
+def geo_span_m(mech: Mechanism) -> float:
+    """The largest distance a Geo-I bound is taken over on this region: between two real positions (the region's
+    diagonal, sqrt(2) L) for a mechanism without slack; between two cell centres (sqrt(2) (d - 1) g) for one that
+    snaps positions to cell centres (their distance never exceeds that)."""
+    grid = mech.grid
+    return region_diagonal_m(grid) if mech.geo_slack_m() > 0 else math.sqrt(2.0) * grid.region.side_m
+
+
+def neighbour_log_ratio(mech: Mechanism) -> float:
+    """The stated privacy loss between two neighbouring cells, as a log-ratio (one number to compare settings):
+    LDP and central DP epsilon; Geo-I epsilon per km x cell side in km (plus any snapping slack); no privacy inf."""
+    if mech.privacy_model in (LDP, CENTRAL_DP):
+        return float(mech.epsilon)
+    if mech.privacy_model == GEO_I:
+        return float(mech.geo_log_ratio_bound(mech.grid.cell_m))
+    return math.inf
+
+
+def weak_privacy_warning(mech: Mechanism) -> str | None:
+    """The warning text where a setting gives practically no privacy, else None: the one source of it for pages,
+    the command line and the decision report.
+
+    LDP and central DP: epsilon above :data:`WEAK_PRIVACY_LOG_RATIO`. Geo-I: the bound between neighbouring
+    cells (epsilon per km x cell side in km, plus any snapping slack) above it."""
+    model = mech.privacy_model
+    limit = WEAK_PRIVACY_LOG_RATIO
+    if model in (LDP, CENTRAL_DP):
+        eps = float(mech.epsilon)
+        if eps <= limit:
+            return None
+        what = "one report" if model == LDP else "the published map"
+        return (f"Practically no privacy: epsilon = {eps:g} lets {what} make one location e^{eps:g} = "
+                f"{ratio_text(eps)} times likelier than another. Above about {limit:g} the guarantee protects "
+                f"practically nothing; choose a smaller epsilon.")
+    if model == GEO_I:
+        grid = mech.grid
+        log_neighbour = float(mech.geo_log_ratio_bound(grid.cell_m))
+        if log_neighbour <= limit:
+            return None
+        per_km = mech.epsilon_per_cell * GEO_I_UNIT_M / grid.cell_m
+        return (f"Practically no privacy: at epsilon = {per_km:.3g} per {GEO_I_UNIT} on cells of "
+                f"{_length(grid.cell_m)}, one report can make a person's cell e^{log_neighbour:,.3g} = "
+                f"{ratio_text(log_neighbour)} times likelier than the neighbouring cell, so the report all but "
+                f"reveals the cell (accuracy figures such as W2 = 0 m or an attacker's error of 0 m say the same). "
+                f"Keep epsilon per km x cell side in km below about {limit:g}: a smaller epsilon or smaller cells.")
+    return None
 
 
 def like_for_like(models: list[str] | set[str]) -> str | None:

@@ -34,9 +34,13 @@ calibrated to DAM's local privacy, promises eps' per cell side and is audited
 against eps'.
 
 * LDP: ``epsilon`` for every pair of inputs.
-* Geo-I: ``epsilon * distance`` with distance in cell sides; a Geo-I epsilon is
-  per km, so the claim per cell side is :attr:`Mechanism.epsilon_per_cell`; the
-  audited figure is the largest ``bound / distance`` over pairs, compared with it.
+* Geo-I: ``epsilon * (distance + slack)`` with distance between the two *real* positions
+  in cell sides and ``slack`` the mechanism's stated snapping slack
+  (:meth:`Mechanism.geo_slack_m`, 0 for planar Laplace, the cell diagonal for SEM-Geo-I);
+  a Geo-I epsilon is per km, so the claim per cell side is :attr:`Mechanism.epsilon_per_cell`;
+  the audited figure is the largest ``bound / (distance + slack)`` over pairs, compared with it.
+  Every Geo-I audit includes close positions across a cell edge and a cell corner
+  (:func:`boundary_pairs`): snapping to cell centres breaks the guarantee there.
 
 A pass is not a proof: it means no violation was found. A certified lower bound
 far below the claim (under :data:`INFORMATIVE_FRACTION` of it, e.g. 0.0 when no
@@ -153,6 +157,8 @@ def hard_pairs(grid: Grid, mech: Mechanism | None = None) -> list[AuditPair]:
                                _input(grid, mid, 0), _input(grid, mid, radius)))
     pairs.append(AuditPair("two corners of one cell", _input(grid, mid, mid, (0.01, 0.01)),
                            _input(grid, mid, mid, (0.99, 0.99))))
+    if mech is not None and mech.privacy_model == GEO_I and d > 1:
+        pairs.extend(boundary_pairs(grid))
     unique, seen = [], set()
     for pair in pairs:          # tiny grids collapse some pairs onto the same inputs
         key = (pair.first, pair.second)
@@ -160,6 +166,37 @@ def hard_pairs(grid: Grid, mech: Mechanism | None = None) -> list[AuditPair]:
             seen.add(key)
             unique.append(pair)
     return unique
+
+
+#: Distance between the two positions of a cross-boundary pair (metres; at most a tenth of a cell side).
+BOUNDARY_GAP_M = 20.0
+
+
+def _position(grid: Grid, col: float, row: float) -> AuditInput:
+    """The input at a position given in cell units (column, row from the south-west corner)."""
+    d = grid.side
+    col, row = min(max(col, 0.0), float(d)), min(max(row, 0.0), float(d))
+    c, r = min(int(col), d - 1), min(int(row), d - 1)
+    return AuditInput(r * d + c, (col / d, row / d))
+
+
+def boundary_pairs(grid: Grid, gap_m: float = BOUNDARY_GAP_M) -> list[AuditPair]:
+    """Close real positions on either side of a cell boundary (Geo-I between real positions, issue 20).
+
+    A mechanism that snaps positions to cell centres reports them as if a whole cell apart, while the
+    guarantee allows only e^(epsilon x gap) (plus any slack the mechanism states). Two pairs: ``gap_m``
+    apart across the east edge of the middle cell, and across its north-east corner (the diagonal, where
+    snapping moves the two centres furthest apart). The gap is capped at a tenth of the cell side."""
+    d = grid.side
+    mid = (d - 1) // 2
+    gap = min(gap_m / grid.cell_m, 0.1)
+    half, diag = gap / 2.0, gap / (2.0 * math.sqrt(2.0))
+    edge, corner = float(mid + 1), float(mid + 1)
+    gap_text = f"{gap * grid.cell_m:.3g} m"
+    return [AuditPair(f"{gap_text} apart across a cell edge", _position(grid, edge - half, mid + 0.5),
+                      _position(grid, edge + half, mid + 0.5)),
+            AuditPair(f"{gap_text} apart across a cell corner", _position(grid, corner - diag, corner - diag),
+                      _position(grid, corner + diag, corner + diag))]
 
 
 # ------------------------------------------------------------------ reports -> discrete keys
@@ -436,6 +473,7 @@ class AuditResult:
     n_events: int
     seconds: float
     notes: list[str] = field(default_factory=list)
+    slack_cells: float = 0.0   #: Geo-I: the stated snapping slack added to every distance (cell sides)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per pair, for tables on the audit page."""
@@ -477,6 +515,8 @@ class AuditResult:
             return f"{self.label}: {self.status}. {' '.join(self.notes)}"
         unit = " per cell side" if self.privacy_model == GEO_I else ""
         claim = "no privacy claimed" if not math.isfinite(self.claimed) else f"claims epsilon = {self.claimed:.3g}{unit}"
+        if self.slack_cells > 0:
+            claim += f" x (distance + a snapping slack of {self.slack_cells:.3g} cell sides)"
         if self.privacy_model != NO_PRIVACY and math.isfinite(self.claimed) and self.claimed != self.epsilon:
             claim += f" (its stated guarantee; asked for epsilon = {self.epsilon:g})"
         text = (f"{self.label} on a {self.grid_side}x{self.grid_side} grid: {claim}; the audit certifies a "
@@ -506,11 +546,13 @@ def _resolve(name_or_mech: Any, grid: Grid, epsilon: float, params: dict[str, An
     return mechanisms.create(name_or_mech, grid, epsilon, **params)
 
 
-def _claim(model: str, epsilon: float, distance: float) -> float:
+def _claim(model: str, epsilon: float, distance: float, slack: float = 0.0) -> float:
+    """The loss the guarantee allows for one pair: LDP epsilon; Geo-I epsilon per cell x (distance + slack),
+    both in cell sides; inf when nothing is claimed."""
     if model == LDP:
         return epsilon
     if model == GEO_I:
-        return epsilon * distance
+        return epsilon * (distance + slack)
     return math.inf
 
 
@@ -554,6 +596,7 @@ def audit_mechanism(name_or_mech: str | type[Mechanism] | Mechanism, grid: Grid 
     # Audit against the guarantee the mechanism states, not the epsilon it was asked for: they differ when
     # a mechanism calibrates its own budget (SEM-Geo-I's eps', matched to DAM's local privacy).
     stated = float(mech.claimed_epsilon())
+    slack = float(mech.geo_slack_m()) / grid.cell_m if model == GEO_I else 0.0
     protocol = None
     if not mech.has_client:
         if model == CENTRAL_DP or not protocol_samples:
@@ -588,10 +631,10 @@ def audit_mechanism(name_or_mech: str | type[Mechanism] | Mechanism, grid: Grid 
                 out = _protocol_outputs(mech, protocol, point, int(n_samples), rng)
             reports.append(report_columns(out, int(n_samples), mech if protocol is None else None))
         results.append(_audit_pair(pair, grid, reports, half, int(n_samples) - half, alpha,
-                                   events_per_direction, _claim(model, stated, pair.distance_cells(grid))))
+                                   events_per_direction, _claim(model, stated, pair.distance_cells(grid), slack)))
 
     if model == GEO_I:
-        normalised = [p.lower_bound / p.distance_cells for p in results if p.distance_cells > 0]
+        normalised = [p.lower_bound / (p.distance_cells + slack) for p in results if p.distance_cells + slack > 0]
         lower = max(normalised, default=0.0)
         claimed = stated
     else:
@@ -606,10 +649,16 @@ def audit_mechanism(name_or_mech: str | type[Mechanism] | Mechanism, grid: Grid 
                      "output is the estimated density. Under LDP, changing one user's location may change this "
                      "output by at most the claimed loss, so anything the server derives from the users' true "
                      "data (not from their reports) shows up here.")
-    if model == GEO_I and any(p.distance_cells == 0 for p in results):
+    if model == GEO_I and any(p.distance_cells == 0 for p in results) and slack == 0:
         notes.append("Pairs at distance 0 (same position) must give a bound of 0 under Geo-I.")
+    if model == GEO_I and slack > 0:
+        notes.append(f"The stated guarantee adds a snapping slack of {slack:.3g} cell sides "
+                     f"({slack * grid.cell_m:,.0f} m) to every distance: each pair is tested against "
+                     f"epsilon x (distance + slack), and the audited figure is the largest bound / (distance + "
+                     f"slack).")
     return AuditResult(**base, claimed=claimed, lower_bound=float(lower), passed=passed, status=status,
-                       pairs=results, n_events=n_tests, seconds=time.perf_counter() - t0, notes=notes)
+                       pairs=results, n_events=n_tests, seconds=time.perf_counter() - t0, notes=notes,
+                       slack_cells=slack)
 
 
 def _describer(keys: _Keys, space: str, uniq: np.ndarray) -> Any:

@@ -243,6 +243,19 @@ class Mechanism:
                     f"({self.epsilon_per_cell:.3g} per cell side of {self.grid.cell_m:.4g} m)")
         return f"epsilon-{self.privacy_model} with epsilon = {self.epsilon:g}"
 
+    def geo_slack_m(self) -> float:
+        """Geo-I: the slack (metres) the guarantee adds to every distance between real positions.
+
+        The stated bound is P(report | x) <= e^(epsilon * (|x - x'| + slack)) P(report | x') for any two real
+        positions x, x'. 0 for a mechanism that randomises the exact position (planar Laplace); a mechanism
+        that first snaps x to its cell centre pays the snapping (SEM-Geo-I: the cell diagonal)."""
+        return 0.0
+
+    def geo_log_ratio_bound(self, distance_m: float) -> float:
+        """Geo-I: the stated bound on ln P(report | x) / P(report | x') for real positions ``distance_m`` apart
+        (epsilon per metre x (distance + :meth:`geo_slack_m`)); a log, so it never overflows."""
+        return self.epsilon_per_cell / self.grid.cell_m * (float(distance_m) + self.geo_slack_m())
+
     @property
     def epsilon_per_cell(self) -> float:
         """Geo-I: the privacy loss per cell side of distance, the unit mechanisms and the audit work in.

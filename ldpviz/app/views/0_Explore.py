@@ -64,6 +64,12 @@ with session.guard("this scenario"):
     lines = experiment.guarantee_lines(result)     # the same lines, word for word, as the decision report
     central = bool(lines.model_prefix)
     st.caption((f"**{lines.model_prefix}** " if lines.model_prefix else "") + " ".join([lines.guarantee, *lines.notes]))
+    with session.guard("the privacy check of this setting"):
+        weak = privacy_scale.weak_privacy_warning(compute.built_mechanism(
+            scenario.mechanism, scenario.grid_side, result.region, float(scenario.epsilon),
+            tuple(sorted(dict(scenario.params).items()))))
+        if weak:
+            st.warning(weak, icon=":material/warning:")
     if scenario.mechanism == "srr":
         resolution = compute.srr_resolution_sentence(scenario.mechanism, scenario.grid_side, result.grid.region,
                                                      scenario.epsilon, scenario.params)
@@ -156,7 +162,7 @@ with session.guard("this scenario"):
                                        float(scenario.epsilon), tuple(sorted(dict(scenario.params).items())))
         terms = privacy_scale.common_terms(mech)
         if model != mechanisms.NO_PRIVACY:
-            st.markdown(explain.epsilon_plain(float(terms["epsilon"]), model))
+            st.markdown(explain.epsilon_plain(float(terms["epsilon"]), model, slack_m=terms.get("slack_m", 0.0)))
         st.markdown(terms["sentence"])
         if model == mechanisms.GEO_I:
             per_km, given = float(terms["epsilon"]), float(scenario.epsilon)
@@ -168,7 +174,7 @@ with session.guard("this scenario"):
                                 else f"the slider's ε = {given:g} is calibrated to ε' = {per_km:.3g} per km of "
                                      "distance on this grid (see 'What ε means here')."))
             st.caption(f"Geo-I's ε is per km of distance: ε = {per_km:.3g} per km as the mechanism "
-                       f"applies it on this grid (e^ε per cell side: {terms['ratio_neighbour_cells']:.3g}).")
+                       f"applies it on this grid (e^ε per cell side: {terms['ratio_neighbour_cells_text']}).")
 
     shown_maps = {"True density" + filtered: (true_density, False, vmax)}
     if diff:

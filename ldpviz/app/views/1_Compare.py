@@ -37,6 +37,21 @@ def equivalent_epsilon(name: str, grid: Grid) -> str:
     return f"{value:.3g}"
 
 
+def weak_privacy(name: str, grid: Grid, eps: float) -> str | None:
+    """privacy_scale.weak_privacy_warning for a mechanism at its default parameters (None if it cannot be built)."""
+    try:
+        return privacy_scale.weak_privacy_warning(compute.built_mechanism(name, grid.side, grid.region, eps, ()))
+    except LdpvizInputError:
+        return None
+
+
+def show_weak_privacy(found: dict[str, str]) -> None:
+    """One warning box naming every mechanism whose setting gives practically no privacy."""
+    if found:
+        st.warning("  \n".join(f"**{k}.** {v} Its accuracy here comes from barely randomising."
+                               for k, v in found.items()), icon=":material/warning:")
+
+
 cfg = session.setup_page("Compare")
 st.title("Compare mechanisms on the same data, ε and grid")
 
@@ -117,6 +132,9 @@ if mode != "at_epsilon":
         st.markdown(f"For each mechanism, {goal}. The attacker knows the population density (the data set's own "
                     "density stands in for a census) and sees one report at the setting found.")
         st.dataframe(out, hide_index=True)
+        target_grid = Grid(data.region, int(cfg["grid_side"]))
+        show_weak_privacy({by_name[n]["label"]: w for n, e in zip(table["mechanism"], table["epsilon"])
+                           if e is not None and not pd.isna(e) and (w := weak_privacy(n, target_grid, float(e)))})
         caveat = privacy_scale.like_for_like(set(table["privacy_model"]))
         if caveat:
             st.info(caveat, icon=":material/balance:")
@@ -167,6 +185,9 @@ if results:
         if int(cfg["trials"]) == 1:
             msg += " With one trial there are no confidence intervals; raise Trials for them."
         st.success(msg, icon=":material/emoji_events:")
+        grid = Grid(data.region, int(cfg["grid_side"]))
+        show_weak_privacy({by_name[n]["label"]: w for n in table["mechanism"]
+                           if (w := weak_privacy(n, grid, float(cfg["epsilon"])))})
         if caveat:
             st.info(caveat + " No winner is named across models.", icon=":material/balance:")
         shown = [metric] + [k for k in ("w2_m", "aqe", "kl", "l1", "emd_l1_m") if k != metric]

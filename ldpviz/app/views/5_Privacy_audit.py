@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from ldpviz.app import compute, session, state, ui
-from ldpviz.decide import explain
+from ldpviz.decide import explain, privacy_scale
 from ldpviz import mechanisms
 from ldpviz.geo.domain import Grid
 
@@ -62,12 +62,14 @@ for i, r in enumerate(described):
              "claimed guarantee": audit["guarantee"],
              "claimed ε (as measured)": (None if audit.get("claimed") is None else round(audit["claimed"], 6)),
              "measured ε (worst case)": (None if measured is None else
+                                         compute.UNDETERMINED if math.isnan(measured) else
                                          (math.inf if math.isinf(measured) else round(measured, 6))),
              "max ratio / e^ε": (None if measured is None or r["privacy_model"] in (mechanisms.GEO_I,
                                                                                      mechanisms.NO_PRIVACY) else
+                                 compute.UNDETERMINED if math.isnan(measured) else
                                  (math.inf if math.isinf(measured) else
-                                  round(math.exp(measured - audit["claimed"]), 6))),
-             "verdict": audit["verdict"]}
+                                  privacy_scale.ratio_text(measured - audit["claimed"]))),
+             "verdict": audit["verdict"] + (f": {audit['why']}" if audit.get("why") else "")}
     pop, uni, why = ui.attacker_errors_m(r["name"], grid, eps, (), population)
     entry["attacker error (population prior)"] = ui.fmt_metres(pop) if pop is not None else "—"
     entry["attacker error (uniform prior)"] = ui.fmt_metres(uni) if uni is not None else "—"
@@ -85,16 +87,21 @@ table = pd.DataFrame(rows)
 first = ["mechanism", "privacy model", "verdict", "claimed ε (as measured)", "measured ε (worst case)",
          "max ratio / e^ε", "attacker error (population prior)", "attacker error (uniform prior)"]
 table = table[first + [c for c in table.columns if c not in first]]
-fails = table[table["verdict"] == "FAIL"]
-measured_n = int((table["verdict"] == "pass").sum())
+fails = table[table["verdict"] == compute.FAIL]
+undetermined = table[table["verdict"].str.startswith(compute.UNDETERMINED)]
+measured_n = int((table["verdict"] == compute.PASS).sum())
 if len(fails):
     st.error(f"{len(fails)} mechanism(s) exceed their claimed ε: {', '.join(fails['mechanism'])}.",
              icon=":material/gpp_bad:")
-else:
-    st.success(f"All {measured_n} mechanisms with a measurable private channel keep their claimed guarantee at "
-               f"ε = {eps:g} (bound e^ε = {math.exp(eps):.3g}) on the {side} × {side} audit grid; the verdict column "
-               f"says why the other {len(table) - measured_n} are not measured here.",
+elif measured_n:
+    st.success(f"{measured_n} mechanism(s) with a measurable private channel keep their claimed guarantee at "
+               f"ε = {eps:g} on the {side} × {side} audit grid; the verdict column says why the other "
+               f"{len(table) - measured_n} are not measured or not determined here.",
                icon=":material/verified_user:")
+if len(undetermined):
+    st.warning(f"Channel check undetermined for {', '.join(undetermined['mechanism'])}: on this region the guarantee "
+               "allows probability ratios beyond 10^300, so report probabilities underflow in floating point and "
+               "the worst case cannot be measured (neither a pass nor a violation).", icon=":material/help:")
 if run_blackbox and "black-box verdict" in table:
     broken = table[table["black-box verdict"] == "failed"]
     audited = int(table["black-box verdict"].str.startswith(("passed", "no violation")).sum())
@@ -102,10 +109,12 @@ if run_blackbox and "black-box verdict" in table:
         st.error(f"The black-box audit certifies a privacy loss above the claim for: {', '.join(broken['mechanism'])}.",
                  icon=":material/gpp_bad:")
     else:
-        st.info(f"Black-box audit ({int(n_samples):,} sampled reports per location, seed {cfg['seed']}): none of "
-                f"the {audited} mechanisms audited from their client reports shows a privacy loss above its claim "
-                "(central-DP and multi-round mechanisms have no single client report to sample).",
-                icon=":material/science:")
+        exact = (f" This does not overrule the exact channel check above, which fails for "
+                 f"{', '.join(fails['mechanism'])}." if len(fails) else "")
+        st.info(f"Black-box audit ({int(n_samples):,} sampled reports per location, seed {cfg['seed']}): the "
+                f"{audited} mechanisms audited from their client reports show no certified privacy loss above their "
+                "claim (no violation found, not a proof; central-DP and multi-round mechanisms have no single client "
+                f"report to sample).{exact}", icon=":material/science:")
 # Empty cells read "—" (not measured here, see the verdict), never "None".
 # Every cell is text, so a column that mixes numbers and "—" still converts to Arrow cleanly.
 st.dataframe(table.apply(lambda col: col.map(lambda v: "—" if pd.isna(v) else (f"{v:.6g}" if isinstance(v, float)

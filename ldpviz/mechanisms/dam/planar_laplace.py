@@ -1,34 +1,44 @@
-"""Planar Laplace (geo-indistinguishability) on the grid, with remapping and EM estimation.
+"""Planar Laplace (geo-indistinguishability) on exact positions, reported as a grid cell, with EM estimation.
 
 Andres et al., "Geo-Indistinguishability: Differential Privacy for Location-Based
-Systems", CCS'13 (ref. [20] of dam-disk-area-mechanism.md): noise with density
-D(z) = eps^2 / (2 pi) e^{-eps |z|} gives eps-geo-indistinguishability; discretising the
-output and remapping it to the nearest point of the area of interest (their Sec. 4.2)
-are post-processing and keep the guarantee.
+Systems", CCS'13 (ref. [20] of dam-disk-area-mechanism.md). The mechanism is theirs, run on
+each user's **exact position** x (``Binned.unit``, never the cell centre):
 
-Units: ``epsilon`` is per km (``GEO_I_UNIT_M`` in :mod:`ldpviz.mechanisms.base`), so the
-guarantee is the same on every grid; the kernel works in cell units with
-``eps_cell = epsilon * cell side / 1 km`` (:attr:`Mechanism.epsilon_per_cell`).
+1. draw noise with density D_eps(z) = eps^2 / (2 pi) e^{-eps |z|} in polar form (their Sec. 4.1):
+   the angle theta uniform on [0, 2 pi), the radius r = C_eps^{-1}(p) with p uniform on [0, 1) and
+   C_eps^{-1}(p) = -(1/eps) (W_{-1}((p - 1)/e) + 1), W_{-1} the -1 branch of the Lambert W function;
+2. the noisy point is z = x + r (cos theta, sin theta): eps-geo-indistinguishable between any two
+   real positions, P(z in A | x) <= e^{eps |x - x'|} P(z in A | x') (their Theorem 4.1);
+3. the report is the grid cell holding z, remapped to the nearest cell when z falls outside the region
+   (each coordinate clamped to [0, d-1]: their Sec. 4.2's discretisation and remapping). Both steps are
+   post-processing, so the report keeps the guarantee between real positions, with no slack.
 
-Discretisation used here (cell units, eps_cell per cell side):
+Units: ``epsilon`` is per km (``GEO_I_UNIT_M`` in :mod:`ldpviz.mechanisms.base`), so the guarantee is the
+same on every grid; the code works in cell units with ``eps_cell = epsilon * cell side / 1 km``
+(:attr:`Mechanism.epsilon_per_cell`).
 
-* k(delta) = the density integrated over the cell at offset delta by an 8 x 8 midpoint
-  rule. Because the rule uses the same nodes for every input, the discrete kernel
-  keeps the pointwise bound k(z - x) <= e^{eps |x - x'|} k(z - x') exactly
-  (triangle inequality at every node);
-* the kernel window reaches ``1.42 d + 40 / eps_cell`` cells, beyond which the dropped
-  mass is below e^-40 relative to any kept probability;
-* a report is the true cell plus an offset drawn from k, remapped to the nearest grid
-  cell (each coordinate clamped to [0, d-1]). The output domain is the grid itself.
+Channels.
 
-The server runs EM/EMS (Li et al. SIGMOD'20) through FFT convolutions.
+* P(report cell y | exact position x) depends on where x lies inside its cell; :meth:`PlanarLaplace.
+  position_channel` integrates D over every report cell (a fixed midpoint lattice in absolute
+  coordinates, so the node-wise bound D(z - x) <= e^{eps |x - x'|} D(z - x') carries over exactly).
+* The server does not know positions, only reports. Its model (:meth:`PlanarLaplace.channel`, what EM,
+  the attacker and the channel audit use) is the channel averaged over a position uniform within the
+  true cell: P(y | cell c) = integral over the cell of P(y | x) dx. With U, U' uniform on two unit squares
+  the offset U' - U has the tent density (1 - |a|)(1 - |b|) on [-1, 1]^2, so before remapping
+  P(y | c) = k(y - c) with k(delta) = integral tent(a) tent(b) D(delta + (a, b)) da db; a midpoint rule with
+  the same nodes for every offset keeps the bound k(delta) <= e^{eps |delta - delta'|} k(delta') exactly.
+  The averaged channel is translation invariant, so EM/EMS (Li et al. SIGMOD'20) runs through FFT
+  convolutions (:class:`ldpviz.mechanisms.dam.kernels.ClampedChannel`). It is exact for users spread uniformly within
+  their cells and a model otherwise (e.g. everyone at one bus stop): the estimate is then as if each user
+  stood anywhere in their cell.
+* The kernel window reaches ``1.42 d + 40 / eps_cell + 1`` cells, beyond which the dropped mass is below
+  e^-40 relative to any kept probability.
 
-Aggregate path (``path``, :mod:`ldpviz.mechanisms.collection_paths`): the server reads only the report
-histogram, drawn exactly by :meth:`ldpviz.mechanisms.dam.kernels.ClampedChannel.aggregate` (a multinomial over
-the kernel's offsets for every cell holding more users than the kernel has offsets, one draw per
-user elsewhere). It pays only where cells hold more users than the kernel has offsets (small grids,
-large epsilon, many users); 'auto' compares the two by a cost model measured on both
-(:data:`PER_USER_SECONDS_PER_USER`, :data:`AGGREGATE_SECONDS_PER_DRAW`, :data:`AGGREGATE_SECONDS_PER_CELL`).
+No aggregate path: each user's report distribution depends on their exact position, so the report
+histogram is a sum of differently distributed draws with no exact shortcut. The ``path`` parameter is kept
+for the common interface (:mod:`ldpviz.mechanisms.collection_paths`); every path runs the per-user client
+half, and the estimate's ``info`` says so (``path note``).
 """
 
 from __future__ import annotations
@@ -36,72 +46,110 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.special import lambertw
 
 from ldpviz.geo.domain import Binned
 from ldpviz.errors import require
 from ldpviz.mechanisms.estimation import expectation_maximisation
 from ldpviz.mechanisms.dam.kernels import ClampedChannel
 from ldpviz.mechanisms import register
-from ldpviz.mechanisms.base import GEO_I, GEO_I_UNIT, GEO_I_UNIT_M, Estimate, Mechanism
+from ldpviz.mechanisms.base import GEO_I, GEO_I_UNIT, GEO_I_UNIT_M, Estimate, Mechanism, Param
 from ldpviz.mechanisms.dam.disk_area import FAMILY_SPATIAL, POSTPROCESS_PARAM
 from ldpviz.mechanisms.fo.oracles import ReportHistogram, report_histogram
-from ldpviz.mechanisms.path_cost import AGGREGATE, PER_USER
-from ldpviz.mechanisms.collection_paths import TwoPaths, path_param
+from ldpviz.mechanisms.path_cost import AUTO, PER_USER
+from ldpviz.mechanisms.collection_paths import PATHS, TwoPaths
 
+#: Midpoint nodes per cell side of the server model's quadrature (at least; more at large eps per cell).
 QUADRATURE_NODES = 8
+#: Largest fine lattice side (nodes) of the server model's quadrature: bounds its cost on wide kernels.
+MAX_LATTICE_SIDE = 12_000
 TAIL_NATS = 40.0
 MAX_KERNEL_RADIUS = 1500
 MAX_CHANNEL_SIDE = 32
-#: 'auto' cost model (seconds), read off ClampedChannel.sample + bincount against .aggregate at d = 8, 16, 64,
-#: epsilon = 1 to 30 per km, 1e4 to 1e7 users (min of 3) on the development machine, 2026-11-23: 0.4-3.6e-7 s per
-#: user, 1.2-3.3e-7 s per draw. Where every draw is a single user's (no crowded cell), the aggregate is the per-user
-#: path plus a bincount of the true cells (AGGREGATE_SECONDS_PER_USER), so 'auto' keeps the per-user path there.
-PER_USER_SECONDS_PER_USER = 1.5e-7
-AGGREGATE_SECONDS_PER_DRAW = 1.5e-7
-AGGREGATE_SECONDS_PER_CELL = 1.0e-6
-AGGREGATE_SECONDS_PER_USER = 1.0e-8
+#: ``info["path note"]`` whenever a path other than the per-user one was asked for.
+PATH_NOTE = ("per-user path used: each report depends on the user's exact position within the cell, so the "
+             "report histogram has no exact aggregate draw")
+#: ``info["server model"]``: what the EM channel assumes about positions.
+SERVER_MODEL = ("EM's channel is the report channel averaged over a position uniform within the true cell (the "
+                "server never sees positions)")
 
 
-def planar_laplace_kernel(epsilon: float, radius: int, nodes: int = QUADRATURE_NODES) -> np.ndarray:
-    """Planar Laplace density integrated over every cell at offsets [-radius, radius]^2.
+def planar_laplace_radius(epsilon: float, p: np.ndarray) -> np.ndarray:
+    """Andres et al. Sec. 4.1: C_eps^{-1}(p) = -(1/eps) (W_{-1}((p - 1)/e) + 1), the inverse CDF of the radius
+    (density eps^2 r e^{-eps r}), for p in [0, 1)."""
+    p = np.asarray(p, dtype=float)
+    w = lambertw((p - 1.0) / math.e, k=-1).real
+    return np.maximum(-(w + 1.0) / epsilon, 0.0)
 
-    The quadrature nodes are symmetric about each cell's centre, so the kernel is even in both offsets:
-    one quadrant is computed (a quarter of the work) and mirrored, value for value."""
-    r = np.arange(0, radius + 1, dtype=float)
-    dy, dx = np.meshgrid(r, r, indexing="ij")
-    k = np.zeros_like(dx)
-    sub = (np.arange(nodes) + 0.5) / nodes - 0.5
-    for oy in sub:
-        for ox in sub:
-            k += np.exp(-epsilon * np.hypot(dx + ox, dy + oy))
-    k *= epsilon * epsilon / (2 * math.pi) / nodes ** 2
-    k = np.concatenate([k[:0:-1], k], axis=0)
+
+def planar_laplace_noise(epsilon: float, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``(n, 2)`` planar Laplace offsets (same unit as 1/epsilon): uniform angle, radius by the inverse CDF."""
+    theta = rng.random(n) * (2.0 * math.pi)
+    radius = planar_laplace_radius(epsilon, rng.random(n))
+    return np.column_stack([radius * np.cos(theta), radius * np.sin(theta)])
+
+
+def _nodes_for(epsilon: float, radius: int) -> int:
+    """Nodes per cell side: QUADRATURE_NODES, more where the density is sharp (a node every 1/(4 eps) cell),
+    capped so the fine lattice stays within MAX_LATTICE_SIDE nodes."""
+    sharp = int(math.ceil(4.0 * epsilon))
+    cap = max(2, MAX_LATTICE_SIDE // (radius + 2))
+    return int(max(2, min(max(QUADRATURE_NODES, sharp), 64, cap)))
+
+
+def planar_laplace_kernel(epsilon: float, radius: int, nodes: int | None = None) -> np.ndarray:
+    """The server model's kernel k(delta), delta in [-radius, radius]^2 (cell units, eps per cell side).
+
+    k(delta) = integral over [-1, 1]^2 of tent(a) tent(b) D_eps(delta + (a, b)): the probability that a user
+    uniform in a cell reports the cell at offset delta (before remapping). Midpoint rule with ``nodes``
+    nodes per cell side: node offsets a_i = (i + 1/2)/nodes - 1 (i < 2 nodes), weights tent(a_i) / nodes
+    (they sum to 1). The nodes of all offsets lie on one lattice of spacing 1/nodes, so D is evaluated once
+    per lattice node (one quadrant; D is even) in blocks of rows, then summed with the tent weights.
+    """
+    n = int(nodes or _nodes_for(epsilon, radius))
+    R = int(radius)
+    a = (np.arange(2 * n) + 0.5) / n - 1.0
+    w = (1.0 - np.abs(a)) / n
+    # lattice index m (coordinate (m + 1/2)/n) runs over [-n, (R + 1) n); padded index = m + n
+    coords = (np.arange(-n, (R + 1) * n) + 0.5) / n
+    quadrant = np.empty((R + 1, R + 1))
+    block = max(1, (1 << 22) // (len(coords) * n) - 2)
+    for y0 in range(0, R + 1, block):
+        y1 = min(R + 1, y0 + block)
+        rows = coords[y0 * n:(y1 + 1) * n]                     # lattice rows y0 n - n ... y1 n + n - 1
+        dens = np.exp(-epsilon * np.hypot(rows[:, None], coords[None, :]))
+        cols = sum(w[j] * dens[:, j::n][:, :R + 1] for j in range(2 * n))            # (fine rows, R + 1)
+        quadrant[y0:y1] = sum(w[i] * cols[i::n][:y1 - y0] for i in range(2 * n))
+    quadrant *= epsilon * epsilon / (2.0 * math.pi)
+    k = np.concatenate([quadrant[:0:-1], quadrant], axis=0)
     return np.concatenate([k[:, :0:-1], k], axis=1)
 
 
 @register
 class PlanarLaplace(TwoPaths, Mechanism):
-    """Discretised planar Laplace with remapping to the grid (Andres et al. CCS'13)."""
+    """Planar Laplace on each user's exact position, reported as the grid cell of the noisy point (Andres et al. CCS'13)."""
 
     name = "planar-laplace"
     label = "Planar Laplace (geo-indistinguishability)"
     family = FAMILY_SPATIAL
     privacy_model = GEO_I
     reference = "Andres et al. CCS'13 (ref. [20] of dam-disk-area-mechanism.md), Sec. 4"
-    summary = ("Each phone moves its location by random noise that is likelier to be small than large, then "
-               "snaps it to the nearest cell; nearby places stay hard to tell apart.")
+    summary = ("Each phone moves its exact location by random noise that is likelier to be small than large, then "
+               "reports the cell the moved point falls in; nearby places stay hard to tell apart.")
     params = (POSTPROCESS_PARAM,
-              path_param("the report histogram (a multinomial over the kernel's offsets per crowded cell)",
-                         "n users against sum over cells of min(users, kernel offsets) draws"))
+              Param("path", str, AUTO,
+                    "kept for the common interface: every choice simulates every phone (each report depends on "
+                    "the user's exact position, so there is no exact aggregate draw; the estimate's info says so)",
+                    choices=PATHS))
     has_channel = True
 
     def setup(self) -> None:
         d = self.grid.side
         eps_cell = self.epsilon_per_cell
-        radius = int(math.ceil(1.42 * d + TAIL_NATS / eps_cell))
+        radius = int(math.ceil(1.42 * d + TAIL_NATS / eps_cell)) + 1
         if radius > MAX_KERNEL_RADIUS:
-            least = TAIL_NATS / (MAX_KERNEL_RADIUS - 1.42 * d) * GEO_I_UNIT_M / self.grid.cell_m if \
-                MAX_KERNEL_RADIUS > 1.42 * d else math.inf
+            least = TAIL_NATS / (MAX_KERNEL_RADIUS - 1 - 1.42 * d) * GEO_I_UNIT_M / self.grid.cell_m if \
+                MAX_KERNEL_RADIUS - 1 > 1.42 * d else math.inf
             require(False, f"planar Laplace at epsilon = {self.epsilon:g} per {GEO_I_UNIT} on cells of "
                            f"{self.grid.cell_m:.4g} m spreads reports over more than {MAX_KERNEL_RADIUS} cells; "
                            f"use a larger epsilon (e.g. >= {least:.2g} per {GEO_I_UNIT}), larger cells or a "
@@ -109,42 +157,98 @@ class PlanarLaplace(TwoPaths, Mechanism):
         self.kernel_radius = radius
         self.chan = ClampedChannel(d, planar_laplace_kernel(eps_cell, radius))
 
+    # ---- client half ---------------------------------------------------------------------------------------
+    def positions(self, users: Binned) -> np.ndarray:
+        """``(n, 2)`` exact positions in cell units (column, row), checked to lie in each user's cell."""
+        d = self.grid.side
+        cells = np.asarray(users.cells, dtype=np.int64)
+        unit = np.asarray(users.unit, dtype=float)
+        require(unit.shape == (len(cells), 2),
+                f"planar Laplace perturbs each user's exact position: expected {len(cells)} positions (users.unit), "
+                f"got an array of shape {unit.shape}")
+        require(bool(np.all(np.isfinite(unit))) and bool(np.all((unit >= 0.0) & (unit <= 1.0))),
+                "planar Laplace needs every user's position inside the region (unit coordinates in [0, 1])")
+        idx = np.minimum((unit * d).astype(np.int64), d - 1)
+        wrong = int(np.count_nonzero(idx[:, 1] * d + idx[:, 0] != cells))
+        require(wrong == 0, f"planar Laplace perturbs each user's exact position, but {wrong:,} of {len(cells):,} "
+                            f"positions (users.unit) lie outside their cell (users.cells); bin positions with "
+                            f"Grid.bin_unit or Grid.bin_lonlat so the two agree")
+        return unit * d
+
     def per_user(self, users: Binned, rng: np.random.Generator) -> np.ndarray:
-        return self.chan.sample(users.cells, rng)
+        """Every phone's report: the cell holding its exact position plus planar Laplace noise (clamped)."""
+        d = self.grid.side
+        noisy = self.positions(users) + planar_laplace_noise(self.epsilon_per_cell, len(users.cells), rng)
+        idx = np.clip(np.floor(noisy), 0, d - 1).astype(np.int64)
+        return idx[:, 1] * d + idx[:, 0]
 
     def aggregate(self, users: Binned, rng: np.random.Generator) -> ReportHistogram:
-        counts = np.bincount(np.asarray(users.cells, dtype=np.int64), minlength=self.grid.n_cells)
-        return ReportHistogram(self.chan.aggregate(counts, rng), int(counts.sum()), AGGREGATE)
+        """The report histogram from the per-user path (there is no exact aggregate over real positions)."""
+        reports = self.per_user(users, rng)
+        return ReportHistogram(np.bincount(reports, minlength=self.grid.n_cells), len(reports), PER_USER)
 
     def choose(self, users: Binned) -> str:
-        counts = np.bincount(np.asarray(users.cells, dtype=np.int64), minlength=self.grid.n_cells)
-        aggregate = (AGGREGATE_SECONDS_PER_DRAW * self.chan.aggregate_draws(counts)
-                     + AGGREGATE_SECONDS_PER_CELL * self.chan.crowded_cells(counts)
-                     + AGGREGATE_SECONDS_PER_USER * len(users.cells))
-        return AGGREGATE if aggregate < PER_USER_SECONDS_PER_USER * len(users.cells) else PER_USER
+        return PER_USER
+
+    def path_for(self, users: Binned) -> str:
+        """Always the per-user path, whatever ``path`` asks (module docstring)."""
+        return PER_USER
 
     def statistic(self, reports: np.ndarray | ReportHistogram) -> ReportHistogram:
         """The histogram of reported cells (additive over groups of users)."""
         return report_histogram(reports, self.grid.n_cells)
 
+    # ---- server half ---------------------------------------------------------------------------------------
     def estimate(self, reports: np.ndarray | ReportHistogram) -> Estimate:
         d = self.grid.side
         hist = self.statistic(reports)
         counts = np.asarray(hist.counts, dtype=float).reshape(d, d)
         density, info = expectation_maximisation(counts, self.chan.forward, self.chan.adjoint, (d, d),
                                                  smoothing=self.postprocess == "ems")
+        extra = {"path note": PATH_NOTE} if self.path != PER_USER else {}
         return Estimate(density, raw=counts, info={
             "reports": int(counts.sum()), "output_cells": d * d, "epsilon_per_m": self.epsilon / GEO_I_UNIT_M,
-            "mean_noise_m": 2.0 / self.epsilon * GEO_I_UNIT_M, "postprocess": self.postprocess, **info,
-            **self.path_info(hist.path)})
+            "mean_noise_m": 2.0 / self.epsilon * GEO_I_UNIT_M, "postprocess": self.postprocess,
+            "server model": SERVER_MODEL, **info, **self.path_info(PER_USER), **extra})
 
+    # ---- channels --------------------------------------------------------------------------------------------
     def channel(self) -> np.ndarray:
+        """The server model P[y, c]: report y from a position uniform within cell c (columns sum to 1).
+
+        Between cell centres it keeps P[y, c] <= e^{eps |c - c'|} P[y, c'] (the average of the position-wise
+        bound over matched positions c + u, c' + u). What an exact position x gives is
+        :meth:`position_channel`."""
         # The folded kernel (ClampedChannel) keeps each column's sum to a (3d)^2 box, so d = 32 is cheap.
         require(self.grid.side <= MAX_CHANNEL_SIDE,
                 f"the explicit planar Laplace channel is built for grids of side <= {MAX_CHANNEL_SIDE}")
         return self.chan.dense()
 
+    def position_channel(self, unit: np.ndarray, nodes: int = 16) -> np.ndarray:
+        """``(len(unit), d*d)``: P(report cell | exact position) for positions in unit coordinates.
+
+        D_eps integrated over every lattice cell within ``40 / eps_cell + 1`` cells of the grid by a midpoint
+        rule (``nodes`` per cell side, fixed absolute nodes for every position, so ratios between two
+        positions keep the bound e^{eps |x - x'|} node by node), then remapped to the nearest grid cell. The
+        mass beyond the window (below e^-40) is left out; small grids only (d <= 32)."""
+        d = self.grid.side
+        require(d <= MAX_CHANNEL_SIDE, f"the position channel is built for grids of side <= {MAX_CHANNEL_SIDE}")
+        eps = self.epsilon_per_cell
+        pad = int(math.ceil(TAIL_NATS / eps)) + 1
+        lattice = (np.arange(-pad * nodes, (d + pad) * nodes) + 0.5) / nodes
+        cell_of = np.clip(np.floor(lattice), 0, d - 1).astype(np.int64)
+        unit = np.atleast_2d(np.asarray(unit, dtype=float)) * d
+        out = np.empty((len(unit), d * d))
+        for i, (px, py) in enumerate(unit):
+            dens = np.exp(-eps * np.hypot(lattice[:, None] - py, lattice[None, :] - px))
+            by_col = np.zeros((len(lattice), d))
+            np.add.at(by_col.T, cell_of, dens.T)            # sum lattice columns into report columns
+            by_cell = np.zeros((d, d))
+            np.add.at(by_cell, cell_of, by_col)              # then lattice rows into report rows
+            out[i] = by_cell.ravel() * eps * eps / (2.0 * math.pi) / nodes ** 2
+        return out
+
     def guarantee(self) -> str:
-        return (f"epsilon-geo-indistinguishability with epsilon = {self.epsilon:g} per {GEO_I_UNIT} "
-                f"({self.epsilon / GEO_I_UNIT_M:.3g} per metre, {self.epsilon_per_cell:.3g} per cell side of "
-                f"{self.grid.cell_m:.4g} m)")
+        return (f"epsilon-geo-indistinguishability between exact positions with epsilon = {self.epsilon:g} per "
+                f"{GEO_I_UNIT} ({self.epsilon / GEO_I_UNIT_M:.3g} per metre, {self.epsilon_per_cell:.3g} per cell "
+                f"side of {self.grid.cell_m:.4g} m): P(report | x) <= e^(epsilon x |x - x'|) P(report | x') for "
+                f"any two real positions x, x', no slack")

@@ -9,6 +9,19 @@ set S of k cells, drawn with
 the exponential mechanism with the 1-Lipschitz score -d(x, S): eps'-geo-indistinguishable
 (P(S|x) <= e^{eps' |x - x'|} P(S|x')).
 
+Guarantee between real positions (snapping slack). SEM-Geo-I's output space is the cells: a phone
+snaps its exact position x to its cell centre c(x) and runs the mechanism above on c(x). The bound then
+holds between centres, P(S | x) <= e^{eps' |c(x) - c(x')|} P(S | x'), and between real positions
+
+    |c(x) - c(x')| <= |x - x'| + sqrt(2) g          (g the cell side, sqrt(2) g the cell diagonal):
+
+along each axis snapping moves a coordinate by at most g/2, so |c_i - c'_i| <= |x_i - x'_i| + g, and by
+Minkowski's inequality |c - c'| <= |(|x_1 - x'_1| + g, |x_2 - x'_2| + g)| <= |x - x'| + |(g, g)|. The slack
+is exact for this construction: two positions either side of a cell corner are arbitrarily close while their
+centres are one diagonal apart. So the stated guarantee is P(S | x) <= e^{eps' (|x - x'| + sqrt(2) g)}
+P(S | x') (:meth:`SEMGeoI.geo_slack_m`); the distance between centres never exceeds the centres' span
+sqrt(2) (d - 1) g, which caps the bound across the region.
+
 Implementation choices (the paper leaves them open or we could not check them):
 
 * Sampling never enumerates subsets: order the cells by distance from x (ties by index);
@@ -284,8 +297,9 @@ class SEMGeoI(TwoPaths, Mechanism):
     family = FAMILY_SPATIAL
     privacy_model = GEO_I
     reference = "Wang et al. INFOCOM'17 (ref. [12]); dam-disk-area-mechanism.md Sec. VII-B, eq. (15)-(16)"
-    summary = ("Each phone sends a set of cells, likelier the closer the set comes to its true cell; the "
-               "server counts how often each cell is named.")
+    summary = ("Each phone sends a set of cells, likelier the closer the set comes to its cell's centre (so two "
+               "people either side of a cell edge count as a cell apart); the server counts how often each cell is "
+               "named.")
     params = (
         Param("calibration", str, "same-lp-as-dam",
               "'same-lp-as-dam': choose eps' so an attacker's expected error (local privacy) equals DAM's at this "
@@ -444,13 +458,23 @@ class SEMGeoI(TwoPaths, Mechanism):
         return self.eps_prime
 
     def claimed_epsilon(self) -> float:
-        """eps' per cell side: the geo-indistinguishability the channel is built with (what is audited)."""
+        """eps' per cell side: the geo-indistinguishability the channel is built with (what is audited,
+        with the snapping slack :meth:`geo_slack_m` added to every distance between real positions)."""
         return float(self.eps_prime)
+
+    def geo_slack_m(self) -> float:
+        """The cell diagonal sqrt(2) g in metres: positions are snapped to cell centres (module docstring)."""
+        return math.sqrt(2.0) * self.grid.cell_m
 
     def guarantee(self) -> str:
         per_km = self.eps_prime * GEO_I_UNIT_M / self.grid.cell_m
+        slack = self.geo_slack_m()
+        slack_text = f"{slack / 1000:.3g} km" if slack >= 1000 else f"{slack:.3g} m"
         text = (f"epsilon'-geo-indistinguishability with epsilon' = {per_km:.3g} per {GEO_I_UNIT} "
-                f"({self.eps_prime:.3g} per cell side of {self.grid.cell_m:.4g} m)")
+                f"({self.eps_prime:.3g} per cell side of {self.grid.cell_m:.4g} m) between cell centres; between "
+                f"real positions x, x' P(report | x) <= e^(epsilon' x (|x - x'| + {slack_text})) P(report | x'), "
+                f"{slack_text} being the snapping slack (the cell diagonal: each position is snapped to its cell "
+                f"centre)")
         if self.calibration != "raw":
             text += f", calibrated to the local privacy of DAM at epsilon = {self.epsilon:g}"
         return text

@@ -1,0 +1,25 @@
+"""The command line's "practically no privacy" warning: one line on stderr, from
+:func:`ldpviz.decide.privacy_scale.weak_privacy_warning` (the one source of its text)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ldpviz import mechanisms
+from ldpviz.decide.privacy_scale import weak_privacy_warning
+from ldpviz.errors import LdpvizInputError
+
+
+def privacy_warning(mechanism: str, grid: Any, epsilon: float, params: dict[str, Any] | None = None) -> str | None:
+    """privacy_scale.weak_privacy_warning for one setting (None where the mechanism cannot be built)."""
+    try:
+        return weak_privacy_warning(mechanisms.create(mechanism, grid, epsilon, **dict(params or {})))
+    except LdpvizInputError:
+        return None
+
+
+def print_privacy_warning(text: str | None, label: str = "") -> None:
+    """The warning on stderr, one line, so a script reading stdout (JSON) still sees it."""
+    if text:
+        print(f"warning: {label + ': ' if label else ''}{text}", file=sys.stderr)
