@@ -20,8 +20,12 @@ For each, with D(x, x') the distance between cell centres:
   attacker's *best guess* x_hat(y) = argmin_x' sum_x pi(x|y) D(x, x') (the guess that
   minimises the expected error: Shokri et al.'s optimal attack for the distance loss);
 * ``within_r``: probability that an attacker *aiming* to get within ``r_m`` metres
-  (guessing the cell whose r-disc holds the most posterior mass) succeeds, centre to
-  centre -- a different guess from the best one above, optimal for this goal;
+  (guessing the cell centre whose r-disc holds the most posterior mass) lands within
+  ``r_m`` of the person's *position*: people sit uniformly inside their cell, and the
+  chance is the area of the cell inside the r-disc (:mod:`ldpviz.attacker_kernels`,
+  exact) -- never the chance of naming the right cell, which with cells much larger
+  than r says nothing about distance. ``r_m`` scales with the region: by default
+  :data:`DEFAULT_R_SHARE` of its side (:func:`default_r_m`), or the user's choice;
 * ``posterior_draw_error_m``: expected distance when the guess is drawn from the
   posterior -- with the uniform prior this is exactly the DAM paper's LP (eq. 16);
 * ``no_report_*``: the same for the prior alone (what the attacker knows without the
@@ -43,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from ldpviz.attacker_kernels import rows_times_distance as _rows_times_distance
 from ldpviz.attacker_mc import MC_MAX_CELLS, MC_SEED, monte_carlo_figures, supports_monte_carlo
 from ldpviz.domain import Grid
 from ldpviz.errors import LdpvizInputError, require
@@ -55,13 +60,12 @@ PRIOR_LABELS = {
                  "stands in for it, a slightly stronger attacker than a real census)"),
     UNIFORM: "an attacker who assumes people could be anywhere in the region (uniform prior)",
 }
-DEFAULT_R_M = 500.0
+#: Default r for "the attacker lands within r": this share of the region's side (scales with the region).
+DEFAULT_R_SHARE = 0.01
 EXACT = "exact"
 _NA = "the attacker's error is not available: "
 #: Channels larger than this many entries (outputs x cells) are not attacked (memory and time guard).
 MAX_CHANNEL_ENTRIES = 40_000_000
-#: Output rows per FFT batch.
-_BATCH = 256
 
 
 @dataclass(frozen=True)
@@ -84,13 +88,20 @@ class Attack:
     posterior_draw_error_se_m: float = 0.0
     #: reports drawn (None when exact)
     n_reports: int | None = None
+    #: where r comes from, e.g. "1% of the region's 25 km side" ("" when the user chose it)
+    r_note: str = ""
+
+    @property
+    def r_text(self) -> str:
+        """r with its unit and origin, e.g. '250 m (1% of the region's 25 km side)'."""
+        return _length(self.r_m) + (f" ({self.r_note})" if self.r_note else "")
 
     def sentence(self) -> str:
         precision = ("" if self.method == EXACT else
                      f" [{self.method}: standard error {_length(self.best_guess_error_se_m)} and "
                      f"{self.within_r_se:.1%}]")
         return (f"For {self.prior_label}, the best guess of a person's location from their report is off by "
-                f"{_length(self.best_guess_error_m)} on average and lands within {_length(self.r_m)} of them "
+                f"{_length(self.best_guess_error_m)} on average and lands within {self.r_text} of them "
                 f"{self.within_r:.0%} of the time{precision} (without the report: "
                 f"{_length(self.no_report_error_m)}, {self.no_report_within_r:.0%}).")
 
@@ -100,6 +111,28 @@ class Attack:
 
 def _length(metres: float) -> str:
     return f"{metres / 1000:.3g} km" if metres >= 1000 else f"{metres:.3g} m"
+
+
+def default_r_m(grid: Grid) -> float:
+    """The default r of "lands within r": :data:`DEFAULT_R_SHARE` of the region's side, to 2 significant figures."""
+    raw = DEFAULT_R_SHARE * grid.region.side_m
+    return float(f"{raw:.2g}")
+
+
+def r_note(grid: Grid, r_m: float) -> str:
+    """Where ``r_m`` comes from, in words: the default's share of the region's side, or "" for a chosen r."""
+    if r_m != default_r_m(grid):
+        return ""
+    return f"{DEFAULT_R_SHARE:.0%} of the region's {_length(grid.region.side_m)} side"
+
+
+def resolve_r_m(grid: Grid, r_m: float | None) -> float:
+    """``r_m``, or the region's default when None; refuses a negative or non-finite distance."""
+    if r_m is None:
+        return default_r_m(grid)
+    require(isinstance(r_m, (int, float)) and not isinstance(r_m, bool) and math.isfinite(r_m) and r_m >= 0,
+            f"r must be a distance >= 0 m, got {r_m!r}")
+    return float(r_m)
 
 
 def availability(mech: Mechanism) -> tuple[bool, str]:
@@ -115,35 +148,6 @@ def availability(mech: Mechanism) -> tuple[bool, str]:
 def method(mech: Mechanism) -> str:
     """How the attacker against ``mech`` is computed: "exact" (its channel) or "monte carlo"."""
     return EXACT if getattr(mech, "has_channel", False) else "monte carlo"
-
-
-def _distance_kernel(side: int) -> np.ndarray:
-    """Distances (cells) for offsets -(d-1)..(d-1) on both axes, as a (2d-1, 2d-1) array."""
-    r = np.arange(-(side - 1), side)
-    return np.hypot(r[:, None], r[None, :])
-
-
-def _rows_times_distance(J: np.ndarray, side: int, within: float | None = None) -> np.ndarray:
-    """E = J @ K for K[x, x'] = |c_x - c_x'| (cells), or the indicator |c_x - c_x'| <= ``within``;
-    by FFT convolution per row beyond d = 32 (K depends on the offset only); J is (m, d*d)."""
-    m = J.shape[0]
-
-    def kernel(dist: np.ndarray) -> np.ndarray:
-        return dist if within is None else (dist <= within + 1e-9).astype(float)
-
-    if side <= 32:                                       # dense BLAS product is faster up to ~1k cells
-        r, c = np.divmod(np.arange(side * side), side)
-        return J @ kernel(np.hypot(r[:, None] - r[None, :], c[:, None] - c[None, :]))
-    size = 2 * side - 1
-    fft_n = 1 << (size - 1).bit_length()
-    K = np.fft.rfft2(kernel(_distance_kernel(side)), s=(fft_n, fft_n))
-    out = np.empty_like(J)
-    for s in range(0, m, _BATCH):
-        block = J[s:s + _BATCH].reshape(-1, side, side)
-        conv = np.fft.irfft2(np.fft.rfft2(block, s=(fft_n, fft_n)) * K, s=(fft_n, fft_n))
-        # full convolution index of output cell x' is x' + (d - 1)
-        out[s:s + _BATCH] = conv[:, side - 1:2 * side - 1, side - 1:2 * side - 1].reshape(len(block), -1)
-    return out
 
 
 def _prior(kind: str | np.ndarray, grid: Grid, population: np.ndarray | None) -> tuple[str, np.ndarray]:
@@ -163,7 +167,7 @@ def _prior(kind: str | np.ndarray, grid: Grid, population: np.ndarray | None) ->
 
 
 def attack(mech: Mechanism, prior: str | np.ndarray = POPULATION, *, population: np.ndarray | None = None,
-           r_m: float = DEFAULT_R_M, n_users: int | None = None, seed: int = MC_SEED) -> Attack:
+           r_m: float | None = None, n_users: int | None = None, seed: int = MC_SEED) -> Attack:
     """The Bayesian attacker against ``mech`` whose belief is ``prior`` (see the module docstring).
 
     ``population`` is the population density on ``mech.grid`` (a ``(d, d)`` array): the
@@ -182,7 +186,7 @@ def attack(mech: Mechanism, prior: str | np.ndarray = POPULATION, *, population:
 
 
 def attack_many(mech: Mechanism, priors: list[str | np.ndarray], *, population: np.ndarray | None = None,
-                r_m: float = DEFAULT_R_M, n_users: int | None = None, seed: int = MC_SEED) -> list[Attack]:
+                r_m: float | None = None, n_users: int | None = None, seed: int = MC_SEED) -> list[Attack]:
     """:func:`attack` for several beliefs scored on the same people, sharing the channel and its products.
 
     Without ``population`` the people follow the first prior.
@@ -190,7 +194,7 @@ def attack_many(mech: Mechanism, priors: list[str | np.ndarray], *, population: 
     ok, why = availability(mech)
     if not ok:
         raise LdpvizInputError(f"the attacker's error is not available: {why}")
-    require(isinstance(r_m, (int, float)) and math.isfinite(r_m) and r_m >= 0, f"r_m must be a distance >= 0 m, got {r_m!r}")
+    r_m = resolve_r_m(mech.grid, r_m)
     require(len(priors) >= 1, "attack_many needs at least one prior")
     grid = mech.grid
     side, n = grid.side, grid.n_cells
@@ -245,7 +249,8 @@ def attack_many(mech: Mechanism, priors: list[str | np.ndarray], *, population: 
         g0 = int(np.argmin(_rows_times_distance(belief[None, :], side)[0]))
         a0 = int(np.argmax(_rows_times_distance(belief[None, :], side, r_cells)[0]))
         out.append(Attack(prior=kind, prior_label=PRIOR_LABELS.get(kind, "an attacker with a given prior"),
-                          r_m=float(r_m), best_guess_error_m=best_err * grid.cell_m, within_r=within,
+                          r_m=float(r_m), r_note=r_note(grid, r_m), best_guess_error_m=best_err * grid.cell_m,
+                          within_r=within,
                           posterior_draw_error_m=draw_err * grid.cell_m,
                           no_report_error_m=float(e_people[g0]) * grid.cell_m,
                           no_report_within_r=float(w_people[a0])))
@@ -275,7 +280,8 @@ def _monte_carlo(mech: Mechanism, beliefs: list[tuple[str, np.ndarray]], people:
     for (kind, belief), f in zip(beliefs, figures):
         no_err, no_within = _no_report(belief, people, grid, r_cells)
         out.append(Attack(prior=kind, prior_label=PRIOR_LABELS.get(kind, "an attacker with a given prior"),
-                          r_m=r_m, best_guess_error_m=f["best"] * grid.cell_m, within_r=f["within"],
+                          r_m=r_m, r_note=r_note(grid, r_m), best_guess_error_m=f["best"] * grid.cell_m,
+                          within_r=f["within"],
                           posterior_draw_error_m=f["draw"] * grid.cell_m, no_report_error_m=no_err,
                           no_report_within_r=no_within, method=label,
                           best_guess_error_se_m=f["best_se"] * grid.cell_m, within_r_se=f["within_se"],
@@ -283,7 +289,7 @@ def _monte_carlo(mech: Mechanism, beliefs: list[tuple[str, np.ndarray]], people:
     return out
 
 
-def attackers(mech: Mechanism, population: np.ndarray, *, r_m: float = DEFAULT_R_M,
+def attackers(mech: Mechanism, population: np.ndarray, *, r_m: float | None = None,
               n_users: int | None = None) -> dict[str, Any]:
     """Both named attackers, or why not: ``{"available", "reason", "population", "uniform", "sentence"}``.
 

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from ldpviz.attacker_kernels import rows_times_distance as _rows_times_distance
 from ldpviz.domain import Binned, Grid
 from ldpviz.errors import require
 from ldpviz.mechanisms.base import Mechanism
@@ -111,8 +112,6 @@ def monte_carlo_figures(mech: Mechanism, beliefs: list[np.ndarray], people: np.n
 
     Returns (reports used, one dict per belief with keys best, best_se, within, within_se, draw, draw_se).
     """
-    from ldpviz.attacker import _rows_times_distance
-
     require(supports_monte_carlo(mech), f"{mech.name} has no per-report likelihood")
     grid = mech.grid
     side = grid.side
