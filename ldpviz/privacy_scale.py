@@ -35,6 +35,8 @@ from ldpviz.mechanisms.base import (CENTRAL_DP, GEO_I, GEO_I_UNIT, GEO_I_UNIT_M,
 PROTECTED_UNIT = "one person's location in one collection (one report per person)"
 #: Default distance for the Geo-I "two places r metres apart" figure.
 DEFAULT_R_M = 1000.0
+#: Epsilon (LDP; Geo-I: between neighbouring cells) beyond which a setting gives practically no privacy.
+MEANINGFUL_EPSILON = 10.0
 
 
 def _ratio_text(ratio: float) -> str:
@@ -136,3 +138,25 @@ def like_for_like(models: list[str] | set[str]) -> str | None:
     return ("Not like for like: this compares " + ", ".join(kinds) + " mechanisms; " + "; ".join(reasons) +
             ". Rank within one privacy model, or on the LDP-equivalent epsilon.")
 
+
+def privacy_warning(mech: Mechanism) -> str:
+    """A plain warning when ``mech``'s setting gives practically no privacy, else "".
+
+    LDP: epsilon > :data:`MEANINGFUL_EPSILON` (a report may be e^epsilon times likelier from one
+    place than from any other). Geo-I: the epsilon between two neighbouring cells
+    (``epsilon_per_cell``) > :data:`MEANINGFUL_EPSILON`: neighbouring cells are then told apart.
+    """
+    model = mech.privacy_model
+    if model == GEO_I:
+        per_cell = float(mech.epsilon_per_cell)
+        if per_cell > MEANINGFUL_EPSILON:
+            return (f"beyond meaningful privacy: epsilon = {mech.epsilon:.3g} per km is {per_cell:.3g} between "
+                    f"neighbouring cells ({mech.grid.cell_m:,.0f} m apart), so a report can be "
+                    f"{_ratio_text(math.exp(per_cell))} times likelier from one cell than from the next "
+                    f"(above {MEANINGFUL_EPSILON:g} per neighbouring cell gives practically no privacy)")
+        return ""
+    if model == LDP and mech.epsilon > MEANINGFUL_EPSILON:
+        return (f"beyond meaningful privacy: at epsilon = {mech.epsilon:.3g} a report can be "
+                f"{_ratio_text(math.exp(mech.epsilon))} times likelier from one place than from another "
+                f"(epsilon above {MEANINGFUL_EPSILON:g} gives practically no privacy)")
+    return ""

@@ -26,7 +26,7 @@ from ldpviz.attacker import attackers, r_note, resolve_r_m
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.explain import epsilon_plain, metric_explanation, metric_readout
 from ldpviz.metrics import METRIC_INFO
-from ldpviz.privacy_scale import common_terms
+from ldpviz.privacy_scale import common_terms, privacy_warning
 
 #: The quick audit: a 4 x 4 grid over a nominal 10 km square, this many samples per input.
 AUDIT_SIDE = 4
@@ -129,6 +129,7 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
     grid, region = result.grid, result.region
     mech = mechanisms.create(scenario.mechanism, grid, scenario.epsilon, **scenario.param_dict)
     terms = common_terms(mech)
+    warning = privacy_warning(mech)
     model = mech.privacy_model
     population = grid.histogram(grid.bin_lonlat(dataset.lon, dataset.lat).cells)
     r_m = resolve_r_m(grid, r_m)
@@ -238,6 +239,7 @@ user who sends one report.</p>{f'<ul class="note">{notes}</ul>' if notes else ''
 
 <h2>3. The guarantee</h2>
 <p><strong>{_e(mech.guarantee())}.</strong></p>
+{f"<p class='verdict fail'><strong>Warning</strong>: {_e(warning[0].upper() + warning[1:])}.</p>" if warning else ""}
 <p>{_e(terms['sentence'])}</p>
 <p>{_e(epsilon_plain(terms['epsilon'], model))}</p>
 {_table(["On the common scale", ""], scale_rows)}

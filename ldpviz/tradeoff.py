@@ -39,6 +39,7 @@ from ldpviz.domain import Binned, Grid
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.experiment import Scenario, mean_ci, prepare_users
 from ldpviz.mechanisms.base import EPSILON_MAX, EPSILON_MIN, GEO_I_UNIT
+from ldpviz.privacy_scale import privacy_warning
 
 #: Metrics the goal seek accepts (lower is better for all of them).
 TARGET_METRICS = ("w2_m", "aqe", "kl", "l1")
@@ -48,8 +49,6 @@ EPS_RTOL = 0.05
 DEFAULT_TRIALS = 5
 #: Most trials the goal seek runs at one setting to decide it (the stated cap; at least the trials asked for).
 MAX_TRIALS_NEAR = 10
-#: Epsilon (LDP; Geo-I: between neighbouring cells) beyond which a setting gives practically no privacy.
-MEANINGFUL_EPSILON = 10.0
 MIN_USERS = 10
 
 
@@ -184,7 +183,7 @@ class GoalResult:
     ``reached`` means reached *with 95% confidence*: the CI's upper end (lower end for a
     higher-is-better metric) meets the target at ``trials`` trials. ``runs`` counts every trial
     the search ran; ``search_range`` says what was searched; ``warning`` is set when the answer
-    gives practically no privacy (:func:`privacy_warning`).
+    gives practically no privacy (:func:`ldpviz.privacy_scale.privacy_warning`).
     """
 
     mechanism: str
@@ -222,29 +221,6 @@ class GoalResult:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
-
-
-def privacy_warning(mech: mechanisms.Mechanism) -> str:
-    """A plain warning when ``mech``'s setting gives practically no privacy, else "".
-
-    LDP: epsilon > :data:`MEANINGFUL_EPSILON` (a report may be e^epsilon times likelier from one
-    place than from any other). Geo-I: the epsilon between two neighbouring cells
-    (``epsilon_per_cell``) > :data:`MEANINGFUL_EPSILON`: neighbouring cells are then told apart.
-    """
-    model = mech.privacy_model
-    if model == mechanisms.GEO_I:
-        per_cell = float(mech.epsilon_per_cell)
-        if per_cell > MEANINGFUL_EPSILON:
-            return (f"beyond meaningful privacy: epsilon = {mech.epsilon:.3g} per km is {per_cell:.3g} between "
-                    f"neighbouring cells ({mech.grid.cell_m:,.0f} m apart), so a report can be "
-                    f"{math.exp(per_cell):,.3g} times likelier from one cell than from the next "
-                    f"(above {MEANINGFUL_EPSILON:g} per neighbouring cell gives practically no privacy)")
-        return ""
-    if model == mechanisms.LDP and mech.epsilon > MEANINGFUL_EPSILON:
-        return (f"beyond meaningful privacy: at epsilon = {mech.epsilon:.3g} a report can be "
-                f"{math.exp(mech.epsilon):,.3g} times likelier from one place than from another "
-                f"(epsilon above {MEANINGFUL_EPSILON:g} gives practically no privacy)")
-    return ""
 
 
 def _lower_is_better(metric: str) -> bool:
@@ -417,7 +393,7 @@ def target_epsilon(base: Scenario, metric: str, at_most: float, *, n_users: int 
 
     The answer is met with confidence, and one ``rtol`` below it is not. ``runs`` counts every trial
     run; ``search_range`` states the epsilons searched; ``warning`` flags an answer beyond
-    meaningful privacy (:func:`privacy_warning`). A mechanism that cannot meet the target with
+    meaningful privacy (:func:`ldpviz.privacy_scale.privacy_warning`). A mechanism that cannot meet the target with
     confidence at ``eps_range[1]`` says so (``reached`` False).
     """
     require(metric in TARGET_METRICS, f"--metric must be one of {', '.join(TARGET_METRICS)}, got {metric!r}")

@@ -66,3 +66,12 @@ def test_report_for_central_dp_says_the_attacker_is_not_computed():
 def test_report_needs_two_trials():
     with pytest.raises(LdpvizInputError, match="2 trials"):
         report.build_report(SMALL.with_(trials=1))
+
+
+def test_report_names_r_and_warns_beyond_meaningful_privacy(page):
+    """The attacker's r is the region's default (1% of its side), named with its unit; a setting above
+    epsilon = 10 carries the same warning as the goal seek, and epsilon = 2 does not."""
+    assert "1% of the region&#x27;s" in page or "1% of the region's" in page
+    assert "beyond meaningful privacy" not in page.lower()
+    html = report.build_report(SMALL.with_(epsilon=12.0), audit=False)
+    assert "beyond meaningful privacy" in html.lower() and "162,755 times" in html
