@@ -102,8 +102,8 @@ class Attack:
                      f"{self.within_r_se:.1%}]")
         return (f"For {self.prior_label}, the best guess of a person's location from their report is off by "
                 f"{_length(self.best_guess_error_m)} on average and lands within {self.r_text} of them "
-                f"{self.within_r:.0%} of the time{precision} (without the report: "
-                f"{_length(self.no_report_error_m)}, {self.no_report_within_r:.0%}).")
+                f"{share_text(self.within_r)} of the time{precision} (without the report: "
+                f"{_length(self.no_report_error_m)}, {share_text(self.no_report_within_r)}).")
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "sentence": self.sentence()}
@@ -111,6 +111,13 @@ class Attack:
 
 def _length(metres: float) -> str:
     return f"{metres / 1000:.3g} km" if metres >= 1000 else f"{metres:.3g} m"
+
+
+def share_text(p: float) -> str:
+    """A probability as a percentage that does not round a small chance to 0%: '<0.1%', '0.4%', '37%'."""
+    if 0 < p < 0.001:
+        return "<0.1%"
+    return f"{p:.1%}" if p < 0.1 else f"{p:.0%}"
 
 
 def default_r_m(grid: Grid) -> float:
