@@ -360,14 +360,18 @@ def _seek_log(value: Callable[[float], float], ok: Callable[[float], bool], targ
     return ("found", math.exp(ok_u[0]), []) if ok_u else ("unreachable", None, [])
 
 
-def _local_slope(points: dict[float, float]) -> float | None:
-    """The log-log slope between the two evaluated epsilons nearest the crossing (None if not computable)."""
-    pts = sorted((math.log(e), math.log(max(v, 1e-300))) for e, v in points.items() if v > 0)
-    if len(pts) < 2:
+def _local_slope(points: dict[float, float], around: float | None) -> float | None:
+    """The median log-log slope between neighbouring cheap (one-trial) points within a factor 4 of ``around``
+    (all points when None; the median resists one jittery point); None when fewer than two or not falling
+    (then the search steps by x2)."""
+    pts = [(math.log(e), math.log(v)) for e, v in points.items()
+           if v > 0 and (around is None or 0.25 <= e / around <= 4.0)]
+    if len({x for x, _ in pts}) < 2:
         return None
-    slopes = [(y2 - y1) / (x2 - x1) for (x1, y1), (x2, y2) in zip(pts, pts[1:]) if x2 > x1]
-    slopes = [s for s in slopes if math.isfinite(s) and s < 0]
-    return float(np.median(slopes)) if slopes else None
+    pts.sort()
+    pair = [(y2 - y1) / (x2 - x1) for (x1, y1), (x2, y2) in zip(pts, pts[1:]) if x2 > x1]
+    slope = float(np.median(pair))
+    return slope if math.isfinite(slope) and slope < 0 else None
 
 
 def _range_text(lo: float, hi: float, model: str) -> str:
@@ -420,8 +424,8 @@ def target_epsilon(base: Scenario, metric: str, at_most: float, *, n_users: int 
     status, eps_a, _ = _seek_log(cheap_value, lambda e: sign * one_trial(e) <= sign * at_most, at_most, lo_lim,
                                  hi_lim, rtol, start=start)
     decide = _Decider(lambda e, t: ev.values(e, n_users, t), at_most, lower_better, base.trials, max_trials)
-    slope = _local_slope(cheap)
     near = hi_lim if status == "unreachable" else eps_a
+    slope = _local_slope(cheap, near)
     status, eps, _ = _seek_log(decide.edge, lambda e: decide(e)[0], at_most, lo_lim, hi_lim, rtol, start=near,
                                slope=slope)
     common = dict(mechanism=base.mechanism, privacy_model=model, metric=metric, target=float(at_most),
