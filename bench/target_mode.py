@@ -1,6 +1,6 @@
 """Time ``ldpviz target`` (goal seek) for four mechanisms on the bundled data, and record its answers.
 
-For each mechanism, :func:`ldpviz.tradeoff.target_epsilon` finds the smallest epsilon
+For each mechanism, :func:`ldpviz.decide.tradeoff.target_epsilon` finds the smallest epsilon
 at which W2 meets the target with 95% confidence (the CI's upper end over the trials;
 issue 22), then the population-prior attacker's error at that epsilon. The report
 gives, per mechanism, the epsilon found, the metric's 95% CI, the trials at the answer
@@ -24,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ldpviz import tradeoff  # noqa: E402
+from ldpviz.decide import tradeoff  # noqa: E402
 from ldpviz.experiment import Scenario  # noqa: E402
-from ldpviz.reproduce import provenance_markdown  # noqa: E402
+from ldpviz.evidence.reproduce import provenance_markdown  # noqa: E402
 
 MECHANISMS = ("grr", "dam", "planar-laplace", "oue")
 DATASET = "minneapolis-stops"
@@ -96,13 +96,13 @@ def main(argv: list[str] | None = None) -> int:
               "",
               "Notes: the search brackets on one trial per epsilon (common random numbers: trial t always draws "
               "from the same stream), then decides near the answer with the full trials "
-              "(`ldpviz.tradeoff._Decider`): a setting is met when the 95% interval's upper end is at most the "
+              "(`ldpviz.decide.tradeoff._Decider`): a setting is met when the 95% interval's upper end is at most the "
               "target, trials are added only where the mean meets it and the predicted trials fit the cap, and the "
               "answer is met with one 5% step below it not met. Most of the time goes to the EM estimators "
               "(DAM, planar Laplace): their trials run one after another; issue 23's batched trials would cut it. "
               "Frequency oracles (GRR, OUE) take well under a second. "
               "The attacker is computed exactly from an explicit channel; mechanisms without one (OUE) get it by "
-              "Monte Carlo over reports with exact per-report posteriors (`ldpviz.attacker_mc`; ± one standard "
+              "Monte Carlo over reports with exact per-report posteriors (`ldpviz.decide.attacker_monte_carlo`; ± one standard "
               "error)."]
     path = out / "target-mode.md"
     path.write_text("\n".join(lines) + "\n")

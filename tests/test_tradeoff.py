@@ -1,11 +1,12 @@
-"""ldpviz.tradeoff: frontier, goal seek (smallest epsilon for a target) and users needed."""
+"""ldpviz.decide.tradeoff: frontier, goal seek (smallest epsilon for a target) and users needed."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from ldpviz import experiment, tradeoff
+from ldpviz import experiment
+from ldpviz.decide import tradeoff
 from ldpviz.errors import LdpvizInputError
 from ldpviz.experiment import Scenario
 
@@ -124,7 +125,7 @@ def test_answers_beyond_meaningful_privacy_carry_a_warning():
     """Issue 22: an LDP answer above epsilon = 10 and a Geo-I setting above 10 per neighbouring cell are flagged;
     epsilon = 2 (LDP) and 1 per km on 750 m cells are not."""
     from ldpviz import mechanisms
-    from ldpviz.domain import Grid, Region
+    from ldpviz.geo.domain import Grid, Region
     got = tradeoff.target_epsilon(SMALL, "l1", 0.001, n_users=2000, attacker=False)
     assert got.reached and got.epsilon > 10 and "beyond meaningful privacy" in got.warning
     small, wide = Grid(Region(-93.27, 44.97, 6000.0, "t"), 8), Grid(Region(10.0, 50.0, 800_000.0, "w"), 4)
