@@ -51,7 +51,9 @@ def goal_seek_table(table: pd.DataFrame, mode: str, metric: str, target: float, 
         "mechanism": [controls.short_label(by_name[n]) for n in table["mechanism"]],
         "privacy": [session.model_tag(m) for m in table["privacy_model"]],
         "reached (95% confidence)": ["yes" if r else "no" for r in table["reached"]],
-        ("ε found" if by_eps else "ε (fixed)"): [cell(e, lambda v: f"{v:.3g}") for e in table["epsilon"]],
+        ("ε found" if by_eps else "ε (fixed)"): [cell(e, lambda v: f"{v:.3g}" + (" per km" if m == mechanisms.GEO_I
+                                                                                  else ""))
+                                                 for e, m in zip(table["epsilon"], table["privacy_model"])],
         ("users (fixed)" if by_eps else "users needed"): [cell(n, lambda v: f"{int(v):,}") for n in table["n_users"]],
         unit: [cell(m, lambda v: ui.fmt_metric(metric, v)) for m in table["mean"]],
         "95% CI": [(f"[{ui.fmt_metric(metric, lo)}, {ui.fmt_metric(metric, hi)}]" if lo is not None and not pd.isna(lo)
