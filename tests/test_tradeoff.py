@@ -82,7 +82,7 @@ def test_goal_seek_matches_brute_force(name, metric, target, users):
     want = brute_force_epsilon(sc, metric, target, got.epsilon / 1.25, min(got.epsilon * 1.25, 50.0))
     assert want / 1.03 <= got.epsilon <= want * 1.08, (got.epsilon, want)
     assert got.ci_low <= got.mean <= got.ci_high and got.evaluations < 25
-    assert got.runs >= got.trials and got.search_range == "epsilon 0.001 to 50"
+    assert got.runs >= got.trials and got.search_range.startswith("epsilon 0.001 to 50")
 
 
 def test_goal_seek_does_not_end_on_the_mean():
