@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from ldpviz import mechanisms
-from ldpviz.decide.attacker import POPULATION, UNIFORM, attack, attackers
-from ldpviz.decide.cell_distances import rows_times_distance as _rows_times_distance
+from ldpviz.decide.attacker import POPULATION, UNIFORM, attack, attackers, default_r_m
+from ldpviz.decide.cell_distances import rows_times_distance as _rows_times_distance, square_in_disc
 from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError
 from ldpviz.mechanisms.dam.local_privacy import cell_distances, local_privacy
@@ -31,11 +31,17 @@ def test_uniform_posterior_draw_is_the_dam_papers_lp(name):
     assert a.posterior_draw_error_m == pytest.approx(local_privacy(mech), rel=1e-9)
 
 
+def within_matrix(side: int, r_cells: float) -> np.ndarray:
+    """near[x, x'] = the share of cell x within r_cells of the centre of cell x' (one offset at a time)."""
+    r, c = np.divmod(np.arange(side * side), side)
+    return square_in_disc((r[:, None] - r[None, :]).astype(float), (c[:, None] - c[None, :]).astype(float), r_cells)
+
+
 def brute_force(P: np.ndarray, belief: np.ndarray, people: np.ndarray, side: int, cell_m: float, r_m: float):
     """Enumerate every (x, y): the best guess minimises the posterior expected distance; the aiming guess
-    maximises the posterior mass within r."""
+    maximises the posterior mass within r; near[x, x'] is the share of cell x within r of the centre of x'."""
     D = cell_distances(side)
-    near = D * cell_m <= r_m + 1e-9
+    near = within_matrix(side, r_m / cell_m)
     err = within = 0.0
     for y in range(P.shape[0]):
         post = P[y] * belief
@@ -66,7 +72,7 @@ def test_fft_route_matches_dense_product():
     side = 36
     J = np.random.default_rng(2).random((7, side * side))
     np.testing.assert_allclose(_rows_times_distance(J, side), J @ cell_distances(side), rtol=1e-9, atol=1e-8)
-    near = (cell_distances(side) <= 3.5).astype(float)
+    near = within_matrix(side, 3.5)
     np.testing.assert_allclose(_rows_times_distance(J, side, 3.5), J @ near, rtol=1e-9, atol=1e-8)
 
 
@@ -88,7 +94,8 @@ def test_population_attacker_is_never_worse_and_report_helps():
 
 def test_no_privacy_is_exact_and_central_dp_is_named():
     g = Grid(REGION, 6)
-    a = attack(mechanisms.create("exact", g, 1.0), POPULATION, population=population(6), r_m=0.0)
+    half_diagonal = g.cell_m * 0.7072                      # the whole cell lies within this of its centre
+    a = attack(mechanisms.create("exact", g, 1.0), POPULATION, population=population(6), r_m=half_diagonal)
     assert a.best_guess_error_m == pytest.approx(0.0, abs=1e-9) and a.within_r == pytest.approx(1.0)
     both = attackers(mechanisms.create("laplace", g, 1.0), population(6))
     assert not both["available"] and "central DP" in both["reason"]
@@ -96,3 +103,47 @@ def test_no_privacy_is_exact_and_central_dp_is_named():
         attack(mechanisms.create("laplace", g, 1.0), UNIFORM)
     with pytest.raises(LdpvizInputError, match="population density"):
         attack(mechanisms.create("grr", g, 1.0), POPULATION)
+
+
+def test_within_kernel_matches_sampled_positions():
+    """The share of a unit cell within r of a centre (closed form) equals the share of 200,000 uniform points
+    in it (seed 0) to within 4 standard errors, for offsets that cut the disc edge in different ways; and the
+    kernel sums to the disc's area pi r^2 when the disc lies inside the grid."""
+    rng = np.random.default_rng(0)
+    pts = rng.random((200_000, 2)) - 0.5
+    for cx, cy, rho in ((0, 0, 0.3), (0, 0, 0.6), (1, 0, 1.2), (1, 1, 1.6), (-1, 2, 2.1), (0, 3, 2.9)):
+        exact = float(square_in_disc(np.array(float(cx)), np.array(float(cy)), rho))
+        sampled = float(np.mean(np.hypot(pts[:, 0] + cx, pts[:, 1] + cy) <= rho))
+        assert abs(exact - sampled) <= 4 * np.sqrt(max(sampled * (1 - sampled), 1e-6) / len(pts))
+    r = np.arange(-9, 10, dtype=float)
+    assert square_in_disc(r[:, None], r[None, :], 3.3).sum() == pytest.approx(np.pi * 3.3 ** 2, rel=1e-12)
+
+
+def test_right_cell_is_not_within_r_on_200_km_cells():
+    """Issue 22: on a region of 4 x 4 cells of 200 km, a near-exact report (GRR at eps = 20 names the right cell
+    almost always) puts the attacker within 500 m of the person with probability ~ pi (0.5 / 200)^2 ~ 2e-5, not
+    100%; the uniform-prior baseline and the no-report figure use the same rule. With r = the cell's
+    half-diagonal, the right cell is within r always."""
+    g = Grid(Region(10.0, 50.0, 800_000.0, "wide"), 4)
+    assert g.cell_m == pytest.approx(200_000.0)
+    pop = population(4)
+    found = attackers(mechanisms.create("grr", g, 20.0), pop, r_m=500.0)
+    for a in (found["population"], found["uniform"]):
+        assert a.within_r == pytest.approx(np.pi * (500 / 200_000) ** 2, rel=1e-3)
+        assert a.no_report_within_r <= np.pi * (500 / 200_000) ** 2 + 1e-12
+    assert "500 m" in found["sentence"]
+    whole = attack(mechanisms.create("grr", g, 20.0), population=pop, r_m=0.7072 * g.cell_m)
+    assert whole.within_r > 0.999
+
+
+def test_default_r_scales_with_the_region_and_is_named():
+    """Without r the attacker uses 1% of the region's side (2 significant figures), names it, and scales it."""
+    small, wide = Grid(REGION, 8), Grid(Region(10.0, 50.0, 800_000.0, "wide"), 4)
+    assert default_r_m(small) == pytest.approx(60.0) and default_r_m(wide) == pytest.approx(8000.0)
+    a = attack(mechanisms.create("grr", small, 2.0), population=population(8))
+    assert a.r_m == pytest.approx(60.0)
+    assert "60 m (1% of the region's 6 km side)" in a.sentence()
+    chosen = attack(mechanisms.create("grr", small, 2.0), population=population(8), r_m=250.0)
+    assert "within 250 m of them" in chosen.sentence()
+    with pytest.raises(LdpvizInputError, match="distance"):
+        attack(mechanisms.create("grr", small, 2.0), population=population(8), r_m=-1.0)

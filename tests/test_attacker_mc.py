@@ -85,7 +85,7 @@ def test_error_vanishes_at_large_epsilon_and_is_the_no_report_error_at_tiny_epsi
     pop = population(8)
     tiny = attack(mechanisms.create(name, g, 0.01), population=pop)
     assert tiny.best_guess_error_m == pytest.approx(tiny.no_report_error_m, rel=1e-3)
-    big = attack(mechanisms.create(name, g, 50.0), population=pop)
+    big = attack(mechanisms.create(name, g, 50.0), population=pop, r_m=0.7072 * g.cell_m)   # r covers a cell
     if name == "olh":
         assert big.best_guess_error_m < 0.01 * g.cell_m and big.within_r > 0.999
     else:

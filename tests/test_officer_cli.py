@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ldpviz.cli import main
+from ldpviz.cli.commands import main
 
 
 def test_target_json_per_mechanism(capsys):
@@ -16,7 +16,9 @@ def test_target_json_per_mechanism(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["mode"] == "epsilon" and [r["mechanism"] for r in out["results"]] == ["grr", "planar-laplace"]
     for r in out["results"]:
-        assert r["reached"] and r["mean"] <= 0.6 and r["ci_low"] <= r["mean"] <= r["ci_high"]
+        assert r["reached"] and r["ci_high"] <= 0.6 and r["ci_low"] <= r["mean"] <= r["ci_high"]
+        assert r["trials"] >= 3 and r["runs"] >= r["trials"] and r["search_range"].startswith("epsilon 0.001 to 50")
+    assert out["confidence"] == 0.95 and "upper end" in out["rule"]
     assert out["results"][1]["epsilon_unit"] == "per km"
     assert out["results"][0]["attacker_error_m"] > 0
 
@@ -44,6 +46,10 @@ def test_target_json_fast(capsys):
     (["target", "--at-most", "1", "--mechanism", "grr", "--users", "10", "--epsilon", "1"], "not both"),
     (["target", "--at-most", "1", "--mechanism", "grr", "--trials", "1"], "--trials"),
     (["report", "--mechanism", "grr", "--epsilon", "1", "--trials", "1", "--out", "x.html"], "--trials"),
+    (["target", "--at-most", "1", "--mechanism", "grr", "--epsilon", "0"], "--epsilon"),
+    (["target", "--at-most", "1", "--mechanism", "grr", "--max-trials", "1"], "--max-trials"),
+    (["target", "--at-most", "1", "--mechanism", "grr", "--r", "-1"], "--r"),
+    (["report", "--mechanism", "grr", "--epsilon", "1", "--r", "-1", "--out", "x.html"], "--r"),
 ])
 def test_bad_arguments_exit_2_with_one_line(argv, needle, capsys):
     assert main(argv) == 2
@@ -59,3 +65,14 @@ def test_report_writes_a_file(tmp_path, capsys):
     assert main(["report", "--mechanism", "grr", "--epsilon", "1", "--grid", "8", "--users", "1000", "--trials", "2",
                  "--no-audit", "--out", str(tmp_path / "missing" / "r.html")]) == 2
     assert "--out" in capsys.readouterr().err
+
+
+def test_target_text_says_confidence_trials_range_and_warns_beyond_meaningful_privacy(capsys):
+    """The text answer states the 95% rule, the trials at the answer and in the search, the range searched, the
+    attacker's r with where it comes from, and a warning for an answer above epsilon = 10."""
+    assert main(["target", "--grid", "8", "--users", "2000", "--metric", "l1", "--at-most", "0.001",
+                 "--mechanism", "grr", "--trials", "3", "--seed", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "95% confidence" in out and "trials here" in out and "in the search" in out
+    assert "searched epsilon 0.001 to 50" in out and "WARNING: Practically no privacy" in out
+    assert "of the region's" in out and "side)" in out

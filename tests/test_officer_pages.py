@@ -13,6 +13,8 @@ from streamlit.testing.v1 import AppTest
 import test_app
 from test_app import assert_clean
 
+from ldpviz.app import state
+
 SMALL = {"ds": "normal", "users": "2000", "d": "8"}
 
 
@@ -40,7 +42,7 @@ def test_one_attacker_on_explore_audit_and_mechanisms():
     assert_clean(explore)
     sentence = next(m.value for m in explore.markdown if "an attacker's best guess" in m.value)
     assert "population density" in sentence and "uniform" in sentence
-    assert re.search(r"lands within 500 m of them \d+% of the time", sentence)
+    assert re.search(r"lands within 100 m \(1% of the region's 10 km side\) of them [<\d.]+% of the time", sentence)
     from_explore = re.search(r"is off by \*\*([^*]+)\*\*", sentence).group(1)
 
     audit = app("ldpviz/app/views/5_Privacy_audit.py", eps="1", ad="8", bb="0")
@@ -128,19 +130,53 @@ def test_compare_groups_by_model_and_shows_the_common_scale():
 
 
 def test_compare_target_mode_finds_epsilon_and_users():
-    """Target mode: GRR's smallest ε for W2 <= 2 km is found (reached, with a CI from 2 trials) and the attacker
-    column is filled; 'users needed' answers with a user count; the mode travels in the link."""
+    """Target mode: GRR's smallest ε for W2 <= 2 km is reached with 95% confidence (the CI's upper end meets it;
+    at least 5 trials even when the sidebar asks 2) and the attacker columns are filled; 'users needed' answers
+    with a user count under columns that say the ε is fixed; the mode travels in the link."""
     at = app("ldpviz/app/views/1_Compare.py", cmp="grr", cmode="target_epsilon", metric="w2_m", tgt="2000", trials="2")
     at.run()
     assert_clean(at)
     table = at.dataframe[0].value
     row = table.iloc[0]
-    assert row["reached"] == "yes" and row["ε found"] != "—" and row["95% CI"].startswith("[")
+    assert row["reached (95% confidence)"] == "yes" and row["ε found"] != "—" and row["95% CI"].startswith("[")
+    assert row["trials at the answer"] >= 5 and row["trials in the search"] >= row["trials at the answer"]
     assert row["attacker error (population prior)"] != "—"
+    assert any(c.startswith("attacker within 100 m") for c in table.columns)
+    assert any("upper end of the 95% interval" in m.value and "Searched: epsilon 0.001 to 50" in m.value
+               for m in at.markdown)
     at.segmented_control(key="w:compare_mode").set_value("users_needed").run()
     assert_clean(at)
     assert at.query_params["cmode"] in (["users_needed"], "users_needed")
-    assert at.dataframe[0].value.iloc[0]["users"] != "—"
+    table = at.dataframe[0].value
+    assert "ε (fixed)" in table.columns and "ε found" not in table.columns
+    assert table.iloc[0]["users needed"] != "—"
+
+
+def test_compare_target_follows_the_metric_and_opens_explore_at_the_answer():
+    """Changing the target metric resets the target to that metric's default (no 'AQE <= 500'); a link's own
+    target is kept on the first run; 'Use ε = ...' puts the answer (rounded up) and the mechanism in the state
+    and opens Explore."""
+    at = app("ldpviz/app/views/1_Compare.py", cmp="grr", cmode="target_epsilon", metric="w2_m", tgt="2000", trials="2")
+    at.run()
+    assert at.session_state["cfg"]["target"] == 2000.0
+    at.selectbox(key="w:metric").set_value("aqe").run()
+    assert_clean(at)
+    assert at.session_state["cfg"]["target"] == state.TARGET_DEFAULTS["aqe"]
+    at.selectbox(key="w:metric").set_value("w2_m").run()
+    assert at.session_state["cfg"]["target"] == state.TARGET_DEFAULTS["w2_m"]
+    found = float(at.dataframe[0].value.iloc[0]["ε found"])
+    use = [b for b in at.button if b.key == "goal:use:grr"]
+    assert use and use[0].label.startswith("Use ε = ")
+    eps = float(use[0].label.split("=")[1].split("·")[0])
+    assert eps >= found * (1 - 5e-3)
+    use[0].click().run()
+    cfg = at.session_state["cfg"]
+    assert cfg["epsilon"] == eps and cfg["mechanism"] == "grr"
+
+
+def test_epsilon_for_use_rounds_up():
+    assert state.epsilon_for_use(1.4597) == 1.46 and state.epsilon_for_use(1.46) == 1.46
+    assert state.epsilon_for_use(0.19917) == 0.2 and state.epsilon_for_use(6.8675) == 6.87
 
 
 def test_tradeoff_state_round_trip():

@@ -106,3 +106,12 @@ def test_report_states_n_as_the_tool_knows_it(tmp_path):
     assert "each point is one" not in page and "one user who sends" not in page
     assert "500 rows in the data set; n = 500 rows inside the region take part" in page
     assert "cannot tell from the file whether two rows belong to the same person" in page
+
+
+def test_report_names_r_and_warns_beyond_meaningful_privacy(page):
+    """The attacker's r is the region's default (1% of its side), named with its unit; a setting above
+    epsilon = 10 carries the same warning as the goal seek, and epsilon = 2 does not."""
+    assert "1% of the region&#x27;s" in page or "1% of the region's" in page
+    assert "practically no privacy" not in page.lower()
+    html = report.build_report(SMALL.with_(epsilon=12.0), audit=False)
+    assert "practically no privacy" in html.lower() and "162,755 times" in html

@@ -410,8 +410,10 @@ def blackbox_row(mechanism: str, grid_side: int, region: Region, epsilon: float,
             "seconds": float(res.seconds), "summary": res.summary(), "confidence": float(res.confidence)}
 
 
-#: Runs a goal seek typically makes (tradeoff.target_epsilon / users_needed), for its time prediction.
-GOAL_EVALUATIONS = 12
+def goal_runs(trials: int) -> int:
+    """Trials a goal seek typically runs (tradeoff.target_epsilon): about 8 one-trial evaluations to bracket,
+    then about 4 settings near the answer at ``trials`` each -- for its time prediction."""
+    return 8 + 4 * int(trials)
 
 
 @st.cache_data(max_entries=64, ttl=RESULT_TTL_S, show_spinner=False, hash_funcs={Scenario: repr})

@@ -143,6 +143,25 @@ def set_and_rerun(**changes: Any) -> None:
     st.rerun()
 
 
+def reset_when_changed(config: dict[str, Any], watched: str, field: str, default: Any) -> None:
+    """Set ``config[field]`` to ``default`` when ``config[watched]`` changed since the last run that called this
+    (a target follows its metric); on the first run a value from a link is kept."""
+    key = f"_prev:{watched}:{field}"
+    previous = st.session_state.get(key)
+    if previous is not None and previous != config.get(watched):
+        config[field] = default
+    st.session_state[key] = config.get(watched)
+
+
+def open_page(view: str, **changes: Any) -> None:
+    """Change settings from code and open the page ``view`` (a file in ``views/``, e.g. "0_Explore.py") with
+    them: Compare's "Use ε = …" opens Explore at the answer. The path is absolute, so it matches the page the
+    router registered whichever script started the server."""
+    cfg().update(changes)
+    st.session_state[WIDGET_CHANGED] = True
+    st.switch_page(str(Path(__file__).resolve().parent / "views" / view))
+
+
 # The sidebar and the error helpers live in their own modules (which build on this one); pages reach them
 # here too, resolved on first use (PEP 562) so that importing either module first works.
 _ELSEWHERE = {

@@ -42,6 +42,19 @@ SIGMA_RANGE = (0.5, 4.0)
 QUERY_RHO_OPTIONS: tuple[float, ...] = (0.005, 0.01, 0.05, 0.1, 0.25)
 #: Compare's modes: rank at the sidebar's epsilon, the smallest epsilon for a target, the users needed.
 COMPARE_MODES = ("at_epsilon", "target_epsilon", "users_needed")
+#: A first target per goal-seek metric (the user types their own): a typical 'good enough' value. Changing the
+#: metric resets the target to its metric's default.
+TARGET_DEFAULTS = {"w2_m": 500.0, "aqe": 0.05, "kl": 0.1, "l1": 0.2}
+
+
+def epsilon_for_use(epsilon: float) -> float:
+    """A goal seek's epsilon rounded *up* to 3 significant figures for the sidebar (rounding down could lose the
+    target it met)."""
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise LdpvizInputError(f"epsilon must be a number above 0, got {epsilon!r}")
+    unit = 10.0 ** (math.floor(math.log10(epsilon)) - 2)
+    up = math.ceil(round(epsilon / unit, 9)) * unit
+    return float(f"{up:.3g}")
 DEFAULT_SWEEP_VALUES = {"epsilon": "0.25, 0.5, 1, 2, 4, 8", "grid_side": "8, 16, 32, 64",
                         "n_users": "1000, 5000, 20000, 50000"}
 #: The Trade-offs page's budget-over-time panel: collection intervals and period units (ldpviz.decide.budget).

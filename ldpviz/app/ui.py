@@ -14,7 +14,7 @@ from ldpviz.decide import attacker, attacker_monte_carlo as attacker_mc, explain
 from ldpviz.render import export, png as render
 from ldpviz import mechanisms, metrics
 from ldpviz.geo.domain import Grid, Region
-from ldpviz.decide.attacker import DEFAULT_R_M
+from ldpviz.decide.attacker import default_r_m, r_note, share_text
 from ldpviz.errors import LdpvizInputError
 from ldpviz.experiment import Result, Scenario
 
@@ -128,7 +128,7 @@ def population_density(dataset: Any, grid: Grid) -> np.ndarray:
 def attacker_errors_cells(mechanism: str, grid_side: int, region: Region, epsilon: float, params: tuple,
                           population: np.ndarray) -> tuple[float | None, float | None, float | None, str, str]:
     """ldpviz.decide.attacker.attackers in cell sides: (population-prior error, uniform-prior error, the population-prior
-    attacker's chance of a guess within attacker.DEFAULT_R_M, why not, how it was computed: "" when exact, else
+    attacker's chance of a guess within attacker.default_r_m (1% of the region's side), why not, how it was computed: "" when exact, else
     the Monte Carlo's size and standard error in cell sides as "N|SE")."""
     try:
         mech = compute.built_mechanism(mechanism, grid_side, region, epsilon, params)
@@ -145,7 +145,7 @@ def attacker_errors_cells(mechanism: str, grid_side: int, region: Region, epsilo
 
 def attacker_within_r(mechanism: str, grid: Grid, epsilon: float, params: Any,
                       population: np.ndarray) -> float | None:
-    """The population-prior attacker's probability of placing a person within attacker.DEFAULT_R_M (or None);
+    """The population-prior attacker's probability of placing a person within attacker.default_r_m (or None);
     read from the same cache as :func:`attacker_errors_m` (call that first: it checks the cost)."""
     if not attacker_plan(mechanism, grid.side)[0]:
         return None
@@ -199,7 +199,8 @@ def summary_sentence(result: Result, attacker: tuple[float | None, float | None,
 
     ``attacker_note``: how the attacker was computed when not exactly (:func:`attacker_method_note`).
     ``attacker`` is the result of :func:`attacker_errors_m` (None: not computed yet); ``within_r`` the
-    population-prior attacker's chance of a guess within ldpviz.decide.attacker.DEFAULT_R_M; ``epsilon_text`` the
+    population-prior attacker's chance of a guess within ldpviz.decide.attacker.default_r_m of the person's position
+    (1% of the region's side, named); ``epsilon_text`` the
     'ε = ...' in the mechanism's own unit (Geo-I: per km, from privacy_scale.common_terms).
     """
     s = result.scenario
@@ -217,7 +218,8 @@ def summary_sentence(result: Result, attacker: tuple[float | None, float | None,
         return text + (f"; an attacker's best guess of one person's location, knowing the population density "
                        f"(the data set's own density stands in for a census), is off by **{fmt_metres(pop)}** "
                        f"on average"
-                       + (f" and lands within {fmt_metres(DEFAULT_R_M)} of them {within_r:.0%} of the time"
+                       + (f" and lands within {fmt_metres(default_r_m(result.grid))} "
+                          f"({r_note(result.grid, default_r_m(result.grid))}) of them {share_text(within_r)} of the time"
                           if within_r is not None else "")
                        + f" (an attacker assuming a uniform spread: {fmt_metres(uni)}"
                        + (f"; both by {attacker_note}" if attacker_note else "") + ").")

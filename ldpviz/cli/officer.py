@@ -3,9 +3,11 @@
 Registered on the main parser by :func:`add_commands` (see :mod:`ldpviz.cli.commands`).
 
 ``ldpviz target --metric w2_m --at-most 500 --mechanism dam --mechanism grr`` prints,
-per mechanism, the smallest epsilon whose mean metric over the trials is at most the
-target; adding ``--epsilon E`` asks the other question: how many users are needed at
-that epsilon.
+per mechanism, the smallest epsilon at which the metric meets the target with 95%
+confidence (the CI's upper end, not the mean; :func:`ldpviz.decide.tradeoff.target_epsilon`),
+the trials used at the answer and in all, the range searched, and a warning when the
+answer is beyond meaningful privacy; adding ``--epsilon E`` asks the other question: how
+many users are needed at that epsilon, under the same rule.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from ldpviz import experiment, mechanisms
 from ldpviz.cli.privacy_warning import print_privacy_warning, privacy_warning
 from ldpviz.geo.domain import Grid
 from ldpviz.errors import LdpvizInputError, require
-from ldpviz.mechanisms.base import GEO_I, GEO_I_UNIT
+from ldpviz.mechanisms.base import EPSILON_MAX, EPSILON_MIN, GEO_I, GEO_I_UNIT
 
 
 def _add_scenario_arguments(p: argparse.ArgumentParser) -> None:
@@ -54,6 +56,12 @@ def cmd_target(args: argparse.Namespace) -> int:
             "at that epsilon), not both")
     require(args.trials is None or 2 <= args.trials <= experiment.MAX_TRIALS,
             f"--trials must be from 2 to {experiment.MAX_TRIALS} (a confidence interval needs two), got {args.trials!r}")
+    require(args.epsilon is None or (math.isfinite(args.epsilon) and EPSILON_MIN <= args.epsilon <= EPSILON_MAX),
+            f"--epsilon must be from {EPSILON_MIN:g} to {EPSILON_MAX:g}, got {args.epsilon!r}")
+    require(args.users is None or args.users >= 1, f"--users must be at least 1, got {args.users!r}")
+    require(args.max_trials is None or 2 <= args.max_trials <= experiment.MAX_TRIALS,
+            f"--max-trials must be from 2 to {experiment.MAX_TRIALS}, got {args.max_trials!r}")
+    require(args.r is None or (math.isfinite(args.r) and args.r > 0), f"--r must be a distance > 0 m, got {args.r!r}")
     for name in args.mechanism:
         mechanisms.get(name)
     data = datasets.load(args.dataset)
@@ -61,47 +69,63 @@ def cmd_target(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     results = []
     for name in args.mechanism:
-        base = experiment.Scenario(dataset=args.dataset, mechanism=name, epsilon=args.epsilon or 1.0,
+        base = experiment.Scenario(dataset=args.dataset, mechanism=name,
+                                   epsilon=1.0 if args.epsilon is None else args.epsilon,   # 1: where the search starts
                                    grid_side=args.grid, region=args.region, n_users=args.users, seed=args.seed,
                                    trials=args.trials or tradeoff.DEFAULT_TRIALS)
         if mode == "epsilon":
             found = tradeoff.target_epsilon(base, args.metric, args.at_most, n_users=args.users, dataset=data,
-                                            attacker=not args.no_attacker)
+                                            attacker=not args.no_attacker, r_m=args.r, max_trials=args.max_trials)
         else:
             found = tradeoff.users_needed(base, args.metric, args.at_most, dataset=data,
-                                          attacker=not args.no_attacker)
+                                          attacker=not args.no_attacker, r_m=args.r, max_trials=args.max_trials)
         row = found.to_dict()
         row["epsilon_unit"] = f"per {GEO_I_UNIT}" if found.privacy_model == GEO_I else ""
         eps_found = row.get("epsilon")
-        row["privacy_warning"] = (privacy_warning(name, Grid(experiment.resolve_region(data, args.region), args.grid),
-                                                  float(eps_found)) if row.get("reached") and eps_found else None)
-        print_privacy_warning(row["privacy_warning"], name)
+        # tradeoff's warning is privacy_scale.weak_privacy_warning at the answer (the one source of the text)
+        row["privacy_warning"] = (row.get("warning") or None) if row.get("reached") and eps_found else None
+        if args.json:                                   # the text lines below carry it as WARNING: ...
+            print_privacy_warning(row["privacy_warning"], name)
         results.append(row)
         if not args.json:
             print(_line(row, mode))
+        elif len(args.mechanism) > 1:
+            print(f"{name}: done ({found.seconds:.1f} s)", file=sys.stderr)
     out = {"mode": mode, "dataset": args.dataset, "region": args.region, "grid": args.grid, "metric": args.metric,
-           "at_most": args.at_most, "seed": args.seed, "results": results, "seconds": time.perf_counter() - t0}
+           "at_most": args.at_most, "seed": args.seed, "confidence": 0.95,
+           "rule": "reached only when the 95% CI's upper end over the trials is at most the target",
+           "max_trials": max(args.trials or tradeoff.DEFAULT_TRIALS, args.max_trials or tradeoff.MAX_TRIALS_NEAR),
+           "results": results, "seconds": time.perf_counter() - t0}
     if args.json:
         print(json.dumps(_jsonable(out)))
     else:
-        print(f"({out['seconds']:.1f} s; attacker: population prior, the data set's density standing in for a census)")
+        ranges = sorted({r["search_range"] for r in results})
+        print(f"(reached = with 95% confidence: the interval's upper end meets the target; trials added near the "
+              f"answer up to {out['max_trials']}; searched {'; '.join(ranges)}; {out['seconds']:.1f} s; attacker: "
+              f"population prior, the data set's density standing in for a census)")
     return 0
 
 
 def _line(row: dict[str, Any], mode: str) -> str:
     name = f"{row['mechanism']:<16}"
     ci = (f"{row['metric']} = {row['mean']:.4g} (95% CI {row['ci_low']:.4g} to {row['ci_high']:.4g}, "
-          f"{row['trials']} trials)") if row["mean"] is not None else ""
+          f"{row['trials']} trials here, {row['runs']} in the search)") if row["mean"] is not None else ""
     if not row["reached"]:
         return f"{name} {row['message']}"
     precision = (f" (monte carlo, standard error {row['attacker_error_se_m']:,.0f} m)"
                  if str(row.get("attacker_method", "")).startswith("monte carlo") else "")
-    attacker = (f"; attacker off by {row['attacker_error_m']:,.0f} m{precision}" if row["attacker_error_m"] is not None
+    within = ""
+    if row.get("attacker_within_r") is not None and row.get("attacker_r_m"):
+        note = f" ({row['attacker_r_note']})" if row.get("attacker_r_note") else ""
+        within = f", within {row['attacker_r_m']:,.0f} m{note} {row['attacker_within_r']:.1%} of the time"
+    attacker = (f"; attacker off by {row['attacker_error_m']:,.0f} m{precision}{within}"
+                if row["attacker_error_m"] is not None
                 else (f"; attacker: {row['attacker_note']}" if row["attacker_note"] else ""))
     unit = f" {row['epsilon_unit']}" if row["epsilon_unit"] else ""
+    warning = f"\n{'':<17}WARNING: {row['warning']}" if row.get("warning") else ""
     if mode == "epsilon":
-        return f"{name} epsilon = {row['epsilon']:.3g}{unit}: {ci}{attacker}"
-    return f"{name} {row['n_users']:,} users at epsilon = {row['epsilon']:g}{unit}: {ci}{attacker}"
+        return f"{name} epsilon = {row['epsilon']:.3g}{unit}: {ci}{attacker}{warning}"
+    return f"{name} {row['n_users']:,} users at epsilon = {row['epsilon']:g}{unit}: {ci}{attacker}{warning}"
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -109,6 +133,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     require(args.out, "report needs --out FILE.html")
     require(2 <= args.trials <= experiment.MAX_TRIALS,
             f"--trials must be from 2 to {experiment.MAX_TRIALS} (confidence intervals need two), got {args.trials!r}")
+    require(args.r is None or (math.isfinite(args.r) and args.r > 0), f"--r must be a distance > 0 m, got {args.r!r}")
     params: dict[str, Any] = {}
     for pair in args.param:
         if "=" not in pair:
@@ -133,18 +158,23 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     """Add ``target`` and ``report`` to the main parser's subcommands."""
-    from ldpviz.decide.tradeoff import TARGET_METRICS
+    from ldpviz.decide.tradeoff import DEFAULT_TRIALS, MAX_TRIALS_NEAR, TARGET_METRICS
     tp = sub.add_parser("target", help="goal seek: the smallest epsilon (or number of users) reaching a target "
                                        "accuracy, per mechanism")
     _add_scenario_arguments(tp)
     tp.add_argument("--metric", choices=TARGET_METRICS, default="w2_m", help="accuracy metric (lower is better)")
     tp.add_argument("--at-most", type=float, required=True, dest="at_most", metavar="X",
-                    help="target: the mean metric over the trials must be at most X (W2 in metres)")
+                    help="target: the metric's 95%% confidence interval over the trials must lie at or below X "
+                         "(W2 in metres)")
     tp.add_argument("--mechanism", action="append", default=[], help="mechanism name, repeatable")
     tp.add_argument("--users", type=int, help="number of users (seeded subsample) when solving for epsilon")
     tp.add_argument("--epsilon", type=float,
                     help="solve for the number of users needed at this epsilon instead of for epsilon")
-    tp.add_argument("--trials", type=int, help="trials per evaluation (default 5)")
+    tp.add_argument("--trials", type=int, help=f"trials per evaluation (default {DEFAULT_TRIALS})")
+    tp.add_argument("--max-trials", type=int, dest="max_trials",
+                    help=f"most trials added near the answer to decide it (default {MAX_TRIALS_NEAR})")
+    tp.add_argument("--r", type=float, help="distance r (m) for 'the attacker lands within r of the person' "
+                                           "(default: 1%% of the region's side)")
     tp.add_argument("--no-attacker", action="store_true", dest="no_attacker",
                     help="skip the attacker's error at the answer (faster)")
     tp.add_argument("--json", action="store_true", help="print one JSON object")
@@ -157,7 +187,8 @@ def add_commands(sub: Any) -> None:
     rp.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="mechanism parameter")
     rp.add_argument("--users", type=int, help="number of users (seeded subsample)")
     rp.add_argument("--trials", type=int, default=10, help="trials for the confidence intervals (default 10)")
-    rp.add_argument("--r", type=float, default=500.0, help="distance r (m) for 'attacker within r metres'")
+    rp.add_argument("--r", type=float, help="distance r (m) for 'the attacker lands within r of the person' "
+                                           "(default: 1%% of the region's side)")
     rp.add_argument("--no-audit", action="store_true", dest="no_audit", help="skip the quick audit")
     rp.add_argument("--out", required=True, help="HTML file to write")
     rp.set_defaults(fn=cmd_report)

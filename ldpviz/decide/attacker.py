@@ -20,8 +20,12 @@ For each, with D(x, x') the distance between cell centres:
   attacker's *best guess* x_hat(y) = argmin_x' sum_x pi(x|y) D(x, x') (the guess that
   minimises the expected error: Shokri et al.'s optimal attack for the distance loss);
 * ``within_r``: probability that an attacker *aiming* to get within ``r_m`` metres
-  (guessing the cell whose r-disc holds the most posterior mass) succeeds, centre to
-  centre -- a different guess from the best one above, optimal for this goal;
+  (guessing the cell centre whose r-disc holds the most posterior mass) lands within
+  ``r_m`` of the person's *position*: people sit uniformly inside their cell, and the
+  chance is the area of the cell inside the r-disc (:mod:`ldpviz.decide.cell_distances`,
+  exact) -- never the chance of naming the right cell, which with cells much larger
+  than r says nothing about distance. ``r_m`` scales with the region: by default
+  :data:`DEFAULT_R_SHARE` of its side (:func:`default_r_m`), or the user's choice;
 * ``posterior_draw_error_m``: expected distance when the guess is drawn from the
   posterior -- with the uniform prior this is exactly the DAM paper's LP (eq. 16);
 * ``no_report_*``: the same for the prior alone (what the attacker knows without the
@@ -56,12 +60,12 @@ PRIOR_LABELS = {
                  "stands in for it, a slightly stronger attacker than a real census)"),
     UNIFORM: "an attacker who assumes people could be anywhere in the region (uniform prior)",
 }
-DEFAULT_R_M = 500.0
+#: Default r for "the attacker lands within r": this share of the region's side (scales with the region).
+DEFAULT_R_SHARE = 0.01
 EXACT = "exact"
 _NA = "the attacker's error is not available: "
 #: Channels larger than this many entries (outputs x cells) are not attacked (memory and time guard).
 MAX_CHANNEL_ENTRIES = 40_000_000
-#: Output rows per FFT batch.
 
 
 @dataclass(frozen=True)
@@ -84,15 +88,22 @@ class Attack:
     posterior_draw_error_se_m: float = 0.0
     #: reports drawn (None when exact)
     n_reports: int | None = None
+    #: where r comes from, e.g. "1% of the region's 25 km side" ("" when the user chose it)
+    r_note: str = ""
+
+    @property
+    def r_text(self) -> str:
+        """r with its unit and origin, e.g. '250 m (1% of the region's 25 km side)'."""
+        return _length(self.r_m) + (f" ({self.r_note})" if self.r_note else "")
 
     def sentence(self) -> str:
         precision = ("" if self.method == EXACT else
                      f" [{self.method}: standard error {_length(self.best_guess_error_se_m)} and "
                      f"{self.within_r_se:.1%}]")
         return (f"For {self.prior_label}, the best guess of a person's location from their report is off by "
-                f"{_length(self.best_guess_error_m)} on average and lands within {_length(self.r_m)} of them "
-                f"{self.within_r:.0%} of the time{precision} (without the report: "
-                f"{_length(self.no_report_error_m)}, {self.no_report_within_r:.0%}).")
+                f"{_length(self.best_guess_error_m)} on average and lands within {self.r_text} of them "
+                f"{share_text(self.within_r)} of the time{precision} (without the report: "
+                f"{_length(self.no_report_error_m)}, {share_text(self.no_report_within_r)}).")
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "sentence": self.sentence()}
@@ -100,6 +111,35 @@ class Attack:
 
 def _length(metres: float) -> str:
     return f"{metres / 1000:.3g} km" if metres >= 1000 else f"{metres:.3g} m"
+
+
+def share_text(p: float) -> str:
+    """A probability as a percentage that does not round a small chance to 0%: '<0.1%', '0.4%', '37%'."""
+    if 0 < p < 0.001:
+        return "<0.1%"
+    return f"{p:.1%}" if p < 0.1 else f"{p:.0%}"
+
+
+def default_r_m(grid: Grid) -> float:
+    """The default r of "lands within r": :data:`DEFAULT_R_SHARE` of the region's side, to 2 significant figures."""
+    raw = DEFAULT_R_SHARE * grid.region.side_m
+    return float(f"{raw:.2g}")
+
+
+def r_note(grid: Grid, r_m: float) -> str:
+    """Where ``r_m`` comes from, in words: the default's share of the region's side, or "" for a chosen r."""
+    if r_m != default_r_m(grid):
+        return ""
+    return f"{DEFAULT_R_SHARE:.0%} of the region's {_length(grid.region.side_m)} side"
+
+
+def resolve_r_m(grid: Grid, r_m: float | None) -> float:
+    """``r_m``, or the region's default when None; refuses a negative or non-finite distance."""
+    if r_m is None:
+        return default_r_m(grid)
+    require(isinstance(r_m, (int, float)) and not isinstance(r_m, bool) and math.isfinite(r_m) and r_m >= 0,
+            f"r must be a distance >= 0 m, got {r_m!r}")
+    return float(r_m)
 
 
 def availability(mech: Mechanism) -> tuple[bool, str]:
@@ -134,7 +174,7 @@ def _prior(kind: str | np.ndarray, grid: Grid, population: np.ndarray | None) ->
 
 
 def attack(mech: Mechanism, prior: str | np.ndarray = POPULATION, *, population: np.ndarray | None = None,
-           r_m: float = DEFAULT_R_M, n_users: int | None = None, seed: int = MC_SEED) -> Attack:
+           r_m: float | None = None, n_users: int | None = None, seed: int = MC_SEED) -> Attack:
     """The Bayesian attacker against ``mech`` whose belief is ``prior`` (see the module docstring).
 
     ``population`` is the population density on ``mech.grid`` (a ``(d, d)`` array): the
@@ -153,7 +193,7 @@ def attack(mech: Mechanism, prior: str | np.ndarray = POPULATION, *, population:
 
 
 def attack_many(mech: Mechanism, priors: list[str | np.ndarray], *, population: np.ndarray | None = None,
-                r_m: float = DEFAULT_R_M, n_users: int | None = None, seed: int = MC_SEED) -> list[Attack]:
+                r_m: float | None = None, n_users: int | None = None, seed: int = MC_SEED) -> list[Attack]:
     """:func:`attack` for several beliefs scored on the same people, sharing the channel and its products.
 
     Without ``population`` the people follow the first prior.
@@ -161,7 +201,7 @@ def attack_many(mech: Mechanism, priors: list[str | np.ndarray], *, population: 
     ok, why = availability(mech)
     if not ok:
         raise LdpvizInputError(f"the attacker's error is not available: {why}")
-    require(isinstance(r_m, (int, float)) and math.isfinite(r_m) and r_m >= 0, f"r_m must be a distance >= 0 m, got {r_m!r}")
+    r_m = resolve_r_m(mech.grid, r_m)
     require(len(priors) >= 1, "attack_many needs at least one prior")
     grid = mech.grid
     side, n = grid.side, grid.n_cells
@@ -216,7 +256,8 @@ def attack_many(mech: Mechanism, priors: list[str | np.ndarray], *, population: 
         g0 = int(np.argmin(rows_times_distance(belief[None, :], side)[0]))
         a0 = int(np.argmax(rows_times_distance(belief[None, :], side, r_cells)[0]))
         out.append(Attack(prior=kind, prior_label=PRIOR_LABELS.get(kind, "an attacker with a given prior"),
-                          r_m=float(r_m), best_guess_error_m=best_err * grid.cell_m, within_r=within,
+                          r_m=float(r_m), r_note=r_note(grid, r_m), best_guess_error_m=best_err * grid.cell_m,
+                          within_r=within,
                           posterior_draw_error_m=draw_err * grid.cell_m,
                           no_report_error_m=float(e_people[g0]) * grid.cell_m,
                           no_report_within_r=float(w_people[a0])))
@@ -246,7 +287,8 @@ def _monte_carlo(mech: Mechanism, beliefs: list[tuple[str, np.ndarray]], people:
     for (kind, belief), f in zip(beliefs, figures):
         no_err, no_within = _no_report(belief, people, grid, r_cells)
         out.append(Attack(prior=kind, prior_label=PRIOR_LABELS.get(kind, "an attacker with a given prior"),
-                          r_m=r_m, best_guess_error_m=f["best"] * grid.cell_m, within_r=f["within"],
+                          r_m=r_m, r_note=r_note(grid, r_m), best_guess_error_m=f["best"] * grid.cell_m,
+                          within_r=f["within"],
                           posterior_draw_error_m=f["draw"] * grid.cell_m, no_report_error_m=no_err,
                           no_report_within_r=no_within, method=label,
                           best_guess_error_se_m=f["best_se"] * grid.cell_m, within_r_se=f["within_se"],
@@ -254,7 +296,7 @@ def _monte_carlo(mech: Mechanism, beliefs: list[tuple[str, np.ndarray]], people:
     return out
 
 
-def attackers(mech: Mechanism, population: np.ndarray, *, r_m: float = DEFAULT_R_M,
+def attackers(mech: Mechanism, population: np.ndarray, *, r_m: float | None = None,
               n_users: int | None = None) -> dict[str, Any]:
     """Both named attackers, or why not: ``{"available", "reason", "population", "uniform", "sentence"}``.
 

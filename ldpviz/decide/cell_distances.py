@@ -1,5 +1,20 @@
 """Distances between grid cells, summed against many distributions at once: what the attacker's
-expected error and within-r probability are made of (shared by the exact and Monte Carlo attackers).
+expected error and within-r probability are made of (shared by the exact and Monte Carlo attackers,
+:mod:`ldpviz.decide.attacker` and :mod:`ldpviz.decide.attacker_monte_carlo`).
+
+A person sits anywhere inside their grid cell (uniformly: the modelling choice both
+attackers state); the attacker's guess is a cell centre. Two kernels of the offset
+(i, j) (in cells) between the person's cell and the guessed centre:
+
+* :func:`distance_kernel`: the centre-to-centre distance |(i, j)| (cells);
+* :func:`within_kernel`: the probability that the person is within ``r`` of the
+  guessed centre, i.e. the area of the unit square centred at (i, j) that lies inside
+  the disc of radius ``r`` around the origin -- computed exactly (closed form, below).
+  A right-cell guess is within ``r`` only with probability ~ pi r^2 / g^2 when r is much
+  smaller than the cell side g, never "always".
+
+Products ``J @ K`` with K[x, x'] = kernel(c_x - c_x') are 2-D convolutions, done by FFT
+beyond d = 32.
 """
 
 from __future__ import annotations
@@ -8,28 +23,69 @@ import numpy as np
 
 #: Rows per FFT batch beyond d = 32.
 ROW_BATCH = 256
+#: Up to this grid side a dense product is faster than the FFT.
+_DENSE_MAX_SIDE = 32
 
 
-def _distance_kernel(side: int) -> np.ndarray:
-    """Distances (cells) for offsets -(d-1)..(d-1) on both axes, as a (2d-1, 2d-1) array."""
-    r = np.arange(-(side - 1), side)
+def offsets(side: int) -> np.ndarray:
+    """Offsets -(d-1)..(d-1) (cells)."""
+    return np.arange(-(side - 1), side, dtype=float)
+
+
+def distance_kernel(side: int) -> np.ndarray:
+    """Centre-to-centre distances (cells) for offsets -(d-1)..(d-1) on both axes, a (2d-1, 2d-1) array."""
+    r = offsets(side)
     return np.hypot(r[:, None], r[None, :])
 
 
-def rows_times_distance(J: np.ndarray, side: int, within: float | None = None) -> np.ndarray:
-    """E = J @ K for K[x, x'] = |c_x - c_x'| (cells), or the indicator |c_x - c_x'| <= ``within``;
-    by FFT convolution per row beyond d = 32 (K depends on the offset only); J is (m, d*d)."""
+def _quadrant_area(x: np.ndarray, y: np.ndarray, rho: float) -> np.ndarray:
+    """Area of the disc of radius ``rho`` (centre 0) inside [0, x] x [0, y], for x, y >= 0 (closed form).
+
+    Where the corner (x, y) is outside the disc, the area is y u* + the integral of
+    sqrt(rho^2 - u^2) from u* = sqrt(rho^2 - y^2) to x, whose primitive is
+    (u sqrt(rho^2 - u^2) + rho^2 asin(u / rho)) / 2.
+    """
+    x, y = np.minimum(x, rho), np.minimum(y, rho)
+    inside = x * x + y * y <= rho * rho
+    u_star = np.sqrt(np.maximum(rho * rho - y * y, 0.0))
+
+    def primitive(u: np.ndarray) -> np.ndarray:
+        return 0.5 * (u * np.sqrt(np.maximum(rho * rho - u * u, 0.0)) + rho * rho * np.arcsin(np.clip(u / rho, -1, 1)))
+
+    outside = y * u_star + primitive(x) - primitive(u_star)
+    return np.where(inside, x * y, outside)
+
+
+def _signed_area(x: np.ndarray, y: np.ndarray, rho: float) -> np.ndarray:
+    """Disc area inside the rectangle spanned by the origin and (x, y), signed by the quadrant (odd in x and y)."""
+    return np.sign(x) * np.sign(y) * _quadrant_area(np.abs(x), np.abs(y), rho)
+
+
+def square_in_disc(cx: np.ndarray, cy: np.ndarray, rho: float) -> np.ndarray:
+    """Area of the unit square centred at (cx, cy) inside the disc of radius ``rho`` around the origin."""
+    if rho <= 0:
+        return np.zeros(np.broadcast(cx, cy).shape)
+    x0, x1, y0, y1 = cx - 0.5, cx + 0.5, cy - 0.5, cy + 0.5
+    area = (_signed_area(x1, y1, rho) - _signed_area(x0, y1, rho) - _signed_area(x1, y0, rho)
+            + _signed_area(x0, y0, rho))
+    return np.clip(area, 0.0, 1.0)
+
+
+def within_kernel(side: int, r_cells: float) -> np.ndarray:
+    """P(a person uniform in the cell at offset (i, j) is within ``r_cells`` of the origin), a (2d-1, 2d-1) array."""
+    r = offsets(side)
+    return square_in_disc(r[:, None], r[None, :], float(r_cells))
+
+
+def rows_times_kernel(J: np.ndarray, side: int, kernel: np.ndarray) -> np.ndarray:
+    """E = J @ K for K[x, x'] = kernel[offset of x from x'] (kernel as from :func:`distance_kernel`); J is (m, d*d)."""
     m = J.shape[0]
-
-    def kernel(dist: np.ndarray) -> np.ndarray:
-        return dist if within is None else (dist <= within + 1e-9).astype(float)
-
-    if side <= 32:                                       # dense BLAS product is faster up to ~1k cells
+    if side <= _DENSE_MAX_SIDE:                          # dense BLAS product is faster up to ~1k cells
         r, c = np.divmod(np.arange(side * side), side)
-        return J @ kernel(np.hypot(r[:, None] - r[None, :], c[:, None] - c[None, :]))
+        return J @ kernel[r[:, None] - r[None, :] + side - 1, c[:, None] - c[None, :] + side - 1]
     size = 2 * side - 1
     fft_n = 1 << (size - 1).bit_length()
-    K = np.fft.rfft2(kernel(_distance_kernel(side)), s=(fft_n, fft_n))
+    K = np.fft.rfft2(kernel, s=(fft_n, fft_n))
     out = np.empty_like(J)
     for s in range(0, m, ROW_BATCH):
         block = J[s:s + ROW_BATCH].reshape(-1, side, side)
@@ -37,3 +93,10 @@ def rows_times_distance(J: np.ndarray, side: int, within: float | None = None) -
         # full convolution index of output cell x' is x' + (d - 1)
         out[s:s + ROW_BATCH] = conv[:, side - 1:2 * side - 1, side - 1:2 * side - 1].reshape(len(block), -1)
     return out
+
+
+def rows_times_distance(J: np.ndarray, side: int, within: float | None = None) -> np.ndarray:
+    """E = J @ K for K[x, x'] = |c_x - c_x'| (cells), or, with ``within`` (cells), the probability that a person
+    uniform in cell x is within that distance of the centre of x' (:func:`within_kernel`)."""
+    kernel = distance_kernel(side) if within is None else within_kernel(side, within)
+    return rows_times_kernel(J, side, kernel)

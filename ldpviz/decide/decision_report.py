@@ -24,7 +24,7 @@ from ldpviz import __version__, experiment, mechanisms
 from ldpviz.evidence import citations
 from ldpviz.data import datasets
 from ldpviz.render import png as render
-from ldpviz.decide.attacker import DEFAULT_R_M, attackers
+from ldpviz.decide.attacker import attackers, r_note, resolve_r_m
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.decide.explain import epsilon_plain, metric_explanation, metric_readout
 from ldpviz.metrics import METRIC_INFO
@@ -125,13 +125,14 @@ def rows_sentence(dataset: datasets.Dataset, result: experiment.Result) -> str:
 
 
 def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | None = None, audit: bool = True,
-                 r_m: float = DEFAULT_R_M, result: experiment.Result | None = None) -> str:
+                 r_m: float | None = None, result: experiment.Result | None = None) -> str:
     """The decision report for ``scenario`` as one self-contained HTML string.
 
     ``scenario.trials`` (at least 2) sets the confidence intervals and the spread map;
     ``dataset`` overrides loading by name (uploads); ``result`` reuses a run already made
     (it must be of ``scenario``); ``audit=False`` skips the quick audit (the report then
-    says so); ``r_m`` is the distance for "the attacker's guess lands within r metres".
+    says so); ``r_m`` is the distance for "the attacker's guess lands within r metres" (default: 1% of the
+    region's side, :func:`ldpviz.decide.attacker.default_r_m`).
     """
     require(scenario.trials >= 2, "the report needs at least 2 trials for its confidence intervals")
     dataset = dataset if dataset is not None else datasets.load(scenario.dataset)
@@ -143,6 +144,8 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
     terms = common_terms(mech)
     model = mech.privacy_model
     population = grid.histogram(grid.bin_lonlat(dataset.lon, dataset.lat).cells)
+    r_m = resolve_r_m(grid, r_m)
+    r_text = f"{r_m:,.0f} m" + (f" ({r_note(grid, r_m)})" if r_note(grid, r_m) else "")
     attack = attackers(mech, population, r_m=r_m, n_users=scenario.n_users)
     now = _dt.datetime.now(_dt.timezone.utc)
 
@@ -194,11 +197,13 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
                f"Computed by {_e(pop.method)}: people drawn from the population, one report each from the "
                "mechanism's own client code, each report's posterior exact; ± is one standard error.")
         attack_html = (f"<p>{_e(attack['sentence'])}</p>" +
-                       _table(["attacker", "best guess off by (m)", f"within {r_m:g} m", "without the report (m)",
-                               f"within {r_m:g} m without the report"], rows, {1, 2, 3, 4}) +
+                       _table(["attacker", "best guess off by (m)", f"within {r_m:,.0f} m", "without the report (m)",
+                               f"within {r_m:,.0f} m without the report"], rows, {1, 2, 3, 4}) +
                        "<p class='note'>The attacker knows the mechanism, sees one person's report and makes the "
                        "guess that minimises the expected distance (Bayes' rule; Shokri et al. S&amp;P'11). "
-                       "Distances are between cell centres. Modelling choice: the population prior is the data "
+                       "Errors are distances between cell centres; 'within " + _e(r_text) + "' is scored against "
+                       "people's positions inside their cells (spread uniformly), aiming at a cell centre, so naming "
+                       "the right cell counts only for the part of it within r. Modelling choice: the population prior is the data "
                        "set's own density, standing in for a census. " + how + "</p>")
     else:
         attack_html = f"<p>{_e(attack['sentence'])}</p>"
@@ -252,7 +257,6 @@ Data set: {_e(dataset.label)}.</p>
 <p class="note">{_e(rows_sentence(dataset, result))}</p>{f'<ul class="note">{notes}</ul>' if notes else ''}
 
 <h2>3. The guarantee</h2>
-{warning}
 <p class="guarantee">{prefix}<strong>{_e(lines.guarantee)}</strong></p>
 <h3>{_e(lines.COVERAGE_TITLE)}</h3>
 <ul class="coverage">{coverage}</ul>

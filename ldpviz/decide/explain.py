@@ -141,7 +141,9 @@ READOUT_GUIDE: dict[str, dict[str, str]] = {
     "attacker_error_m": {
         "label": "Attacker's expected error", "unit": "metres", "direction": "larger is more private",
         "help": "How far an attacker's best guess of one person's location is from where they are, on average over "
-                "everyone, when the attacker knows the mechanism and the population density.",
+                "everyone, when the attacker knows the mechanism and the population density (between cell "
+                "centres). Its chance of landing within r of a person (r: 1% of the region's side unless chosen) "
+                "is scored against people's positions inside their cells, so naming a large cell is not 'within r'.",
         "good": "several cell sides or more: one report does not pin a person to their block",
         "poor": "under one cell side: one report gives away the person's cell"},
     "guess_error_m": {

@@ -77,10 +77,6 @@ def ratio_text(log_ratio: float) -> str:
     return f"{ratio:.3g}"
 
 
-def _ratio_text(ratio: float) -> str:
-    return "unbounded" if not math.isfinite(ratio) else ratio_text(math.log(ratio)) if ratio > 0 else "0"
-
-
 def _length(metres: float) -> str:
     if metres >= 100_000:
         return f"{metres / 1000:,.0f} km"
@@ -240,4 +236,3 @@ def like_for_like(models: list[str] | set[str]) -> str | None:
         reasons.append("the exact counts offer no privacy at all")
     return ("Not like for like: this compares " + ", ".join(kinds) + " mechanisms; " + "; ".join(reasons) +
             ". Rank within one privacy model, or on the LDP-equivalent epsilon.")
-

@@ -12,8 +12,6 @@ from ldpviz.errors import LdpvizInputError, require
 
 MODES = {"at_epsilon": "Compare at ε", "target_epsilon": "Smallest ε for a target",
          "users_needed": "Users needed for a target"}
-#: A first target per metric (the user types their own): a typical 'good enough' value.
-TARGET_HINT = {"w2_m": 500.0, "aqe": 0.05, "kl": 0.1, "l1": 0.2}
 
 MODEL_ORDER = (mechanisms.LDP, mechanisms.GEO_I, mechanisms.CENTRAL_DP, mechanisms.NO_PRIVACY)
 
@@ -52,6 +50,78 @@ def show_weak_privacy(found: dict[str, str]) -> None:
                                for k, v in found.items()), icon=":material/warning:")
 
 
+def goal_seek_table(table: pd.DataFrame, mode: str, metric: str, target: float, trials: int) -> None:
+    """The goal seek's answers (ldpviz.decide.tradeoff: reached = with 95% confidence), their warnings, and a button per
+    answer that opens Explore at it."""
+    unit = ui.metric_label(metric)
+    by_eps = mode == "target_epsilon"
+
+    def cell(value, fmt) -> str:
+        return "—" if value is None or pd.isna(value) else fmt(value)
+
+    within = [cell(w, lambda v: f"{v:.1%}") for w in table["attacker_within_r"]]
+    r_m = next((r for r in table.get("attacker_r_m", pd.Series(dtype=float)) if r is not None and not pd.isna(r)),
+               None)
+    out = pd.DataFrame({
+        "mechanism": [controls.short_label(by_name[n]) for n in table["mechanism"]],
+        "privacy": [session.model_tag(m) for m in table["privacy_model"]],
+        "reached (95% confidence)": ["yes" if r else "no" for r in table["reached"]],
+        ("ε found" if by_eps else "ε (fixed)"): [cell(e, lambda v: f"{v:.3g}" + (" per km" if m == mechanisms.GEO_I
+                                                                                  else ""))
+                                                 for e, m in zip(table["epsilon"], table["privacy_model"])],
+        ("users (fixed)" if by_eps else "users needed"): [cell(n, lambda v: f"{int(v):,}") for n in table["n_users"]],
+        unit: [cell(m, lambda v: ui.fmt_metric(metric, v)) for m in table["mean"]],
+        "95% CI": [(f"[{ui.fmt_metric(metric, lo)}, {ui.fmt_metric(metric, hi)}]" if lo is not None and not pd.isna(lo)
+                    else "—") for lo, hi in zip(table["ci_low"], table["ci_high"])],
+        "trials at the answer": table["trials"], "trials in the search": table["runs"],
+        "attacker error (population prior)": [cell(a, ui.fmt_metres) for a in table["attacker_error_m"]],
+        (f"attacker within {ui.fmt_metres(r_m)}" if r_m else "attacker within r"): within,
+        "note": [m or n for m, n in zip(table["message"], table["attacker_note"])],
+    })
+    out = out.sort_values("privacy", kind="stable")
+    goal = (f"the smallest ε at which {unit} ≤ {target:g} with 95% confidence ({int(cfg['n_users']):,} users)"
+            if by_eps else
+            f"the fewest users for {unit} ≤ {target:g} with 95% confidence at ε = {cfg['epsilon']:g} (at most "
+            "everyone in the region: more would invent data)")
+    ranges = "; ".join(sorted(set(table["search_range"])))
+    cap = max(trials, tradeoff.MAX_TRIALS_NEAR)
+    r_note = next((n for n in table.get("attacker_r_note", pd.Series(dtype=object)) if isinstance(n, str) and n), "")
+    st.markdown(f"For each mechanism, {goal}. **Reached** means the upper end of the 95% interval over the trials "
+                f"meets the target, not just the mean; trials are added near the answer (from {trials}: the sidebar's "
+                f"trials, at least {tradeoff.DEFAULT_TRIALS}; at most {cap}) until the interval decides it. Searched: {ranges}. The attacker knows the "
+                "population density (the data set's own density stands in for a census) and sees one report at the "
+                "answer" + (f"; 'within' uses r = {ui.fmt_metres(r_m)}" + (f" ({r_note})" if r_note else "")
+                            + ", scored against people's positions inside their cells" if r_m else "") + ".")
+    st.dataframe(out, hide_index=True)
+    for name, warning in zip(table["mechanism"], table["warning"]):
+        if warning:
+            st.warning(f"**{by_name[name]['label']}.** {warning}", icon=":material/warning:")
+    caveat = privacy_scale.like_for_like(set(table["privacy_model"]))
+    if caveat:
+        st.info(caveat, icon=":material/balance:")
+    reached = table[table["reached"]]
+    if len(reached):
+        st.markdown("**Open an answer in Explore**" + ("" if by_eps else " (at the sidebar's ε, with the users found)"))
+        cols = st.columns(min(4, len(reached)))
+        for i, (_, row) in enumerate(reached.iterrows()):
+            label = controls.short_label(by_name[row["mechanism"]])
+            col = cols[i % len(cols)]
+            if by_eps:
+                eps = state.epsilon_for_use(float(row["epsilon"]))
+                if not state.EPSILON_RANGE[0] <= eps <= state.EPSILON_RANGE[1]:
+                    col.caption(f"{label}: ε = {eps:g} is outside the dashboard's range "
+                                f"{state.EPSILON_RANGE[0]:g}-{state.EPSILON_RANGE[1]:g}.")
+                    continue
+                if col.button(f"Use ε = {eps:g} · {label}", key=f"goal:use:{row['mechanism']}",
+                              help="Opens Explore with this mechanism at this ε (rounded up, so the target stays met)."):
+                    session.open_page("0_Explore.py", mechanism=row["mechanism"], epsilon=eps)
+            elif col.button(f"Use {int(row['n_users']):,} users · {label}", key=f"goal:use:{row['mechanism']}",
+                            help="Opens Explore with this mechanism and this number of users."):
+                session.open_page("0_Explore.py", mechanism=row["mechanism"], n_users=int(row["n_users"]))
+    st.download_button("Target search (CSV)", table.to_csv(index=False), "ldpviz-target.csv", "text/csv",
+                       on_click="ignore")
+
+
 cfg = session.setup_page("Compare")
 st.title("Compare mechanisms on the same data, ε and grid")
 
@@ -69,18 +139,22 @@ chosen, by_name = session.mechanisms_multiselect(
 mode = session.bind(cfg, "compare_mode", st.segmented_control, "Mode", list(MODES), valid=list(MODES),
                     format_func=MODES.get, required=True,
                     help="Compare at the sidebar's ε; or, for a target accuracy, find each mechanism's smallest ε "
-                         "(at the sidebar's users) or the fewest users it needs (at the sidebar's ε).")
+                         "(at the sidebar's users) or the fewest users it needs (at the sidebar's ε), met with 95% "
+                         "confidence.")
 metric_keys = list(metrics.METRIC_INFO) if mode == "at_epsilon" else list(tradeoff.TARGET_METRICS)
 metric = session.bind(cfg, "metric", right.selectbox, "Rank by" if mode == "at_epsilon" else "Target metric",
                       metric_keys, valid=metric_keys, format_func=ui.metric_label,
                       help=explain.readout_help(cfg["metric"]) if cfg.get("metric") in metric_keys else None)
 if mode != "at_epsilon":
+    session.reset_when_changed(cfg, "metric", "target", state.TARGET_DEFAULTS[metric])
     if not cfg.get("target"):
-        cfg["target"] = TARGET_HINT[metric]
+        cfg["target"] = state.TARGET_DEFAULTS[metric]
     target = session.bind(cfg, "target", st.number_input, f"Target: {ui.metric_label(metric)} at most",
                           min_value=0.0, format="%g",
-                          help="The accuracy you need (mean over the sidebar's trials); each mechanism is "
-                               "searched for the smallest ε, or the fewest users, that meets it.")
+                          help="The accuracy you need, met with 95% confidence: the upper end of the metric's "
+                               "interval over the trials must be at most this (the mean alone is not enough). Each "
+                               "mechanism is searched for the smallest ε, or the fewest users, that meets it. "
+                               "Changing the metric resets this to the metric's default.")
 session.sync_url(cfg)
 
 if data is None or not chosen:
@@ -90,15 +164,16 @@ if data is None or not chosen:
 if mode != "at_epsilon":
     with session.guard("the target search", where="above"):
         require(float(target) > 0, "the target must be a number above 0")
-        seeks = [session.scenario(cfg, data, mechanism=n) for n in chosen]
-        per_run = sum(compute.predicted_seconds(sc)[0] for sc in seeks)
+        trials = max(int(cfg["trials"]), tradeoff.DEFAULT_TRIALS)   # a 95% interval needs several trials
+        seeks = [session.scenario(cfg, data, mechanism=n).with_(trials=trials) for n in chosen]
+        per_run = sum(compute.predicted_seconds(sc.with_(trials=1))[0] for sc in seeks)
         what = "smallest ε" if mode == "target_epsilon" else "users needed"
         if not compute.approved_if_long(f"the {what} search for {len(chosen)} mechanisms",
-                                        per_run * compute.GOAL_EVALUATIONS, "the runs timed so far",
+                                        per_run * compute.goal_runs(trials), "the runs timed so far",
                                         f"goal:{mode}:{metric}:{target}:" + "|".join(map(repr, seeks))):
             st.stop()
         rows = []
-        with st.spinner(f"Searching the {what} for each mechanism ..."):
+        with st.spinner(f"Searching the {what} for each mechanism (95% confidence) ..."):
             for sc in seeks:
                 dataset, key = compute.get_dataset(sc.dataset)
                 try:
@@ -109,36 +184,7 @@ if mode != "at_epsilon":
                 rows.append(found)
         if not rows:
             st.stop()
-        table = pd.DataFrame(rows)
-        unit = ui.metric_label(metric)
-        out = pd.DataFrame({
-            "mechanism": [controls.short_label(by_name[n]) for n in table["mechanism"]],
-            "privacy": [session.model_tag(m) for m in table["privacy_model"]],
-            "reached": ["yes" if r else "no" for r in table["reached"]],
-            "ε found": [("—" if e is None or pd.isna(e) else f"{e:.3g}") for e in table["epsilon"]],
-            "users": [("—" if n is None or pd.isna(n) else f"{int(n):,}") for n in table["n_users"]],
-            unit: [ui.fmt_metric(metric, m) if m is not None and not pd.isna(m) else "—" for m in table["mean"]],
-            "95% CI": [(f"[{ui.fmt_metric(metric, lo)}, {ui.fmt_metric(metric, hi)}]"
-                        if lo is not None and not pd.isna(lo) else "—") for lo, hi in zip(table["ci_low"], table["ci_high"])],
-            "attacker error (population prior)": [ui.fmt_metres(a) if a is not None and not pd.isna(a) else "—"
-                                                  for a in table["attacker_error_m"]],
-            "runs": table["evaluations"], "note": [m or n for m, n in zip(table["message"], table["attacker_note"])],
-        })
-        out = out.sort_values("privacy", kind="stable")
-        goal = (f"the smallest ε at which {unit} ≤ {float(target):g} (mean over {cfg['trials']} trial(s), "
-                f"{int(cfg['n_users']):,} users)" if mode == "target_epsilon" else
-                f"the fewest users for {unit} ≤ {float(target):g} at ε = {cfg['epsilon']:g} (mean over "
-                f"{cfg['trials']} trial(s); at most everyone in the region: more would invent data)")
-        st.markdown(f"For each mechanism, {goal}. The attacker knows the population density (the data set's own "
-                    "density stands in for a census) and sees one report at the setting found.")
-        st.dataframe(out, hide_index=True)
-        target_grid = Grid(data.region, int(cfg["grid_side"]))
-        show_weak_privacy({by_name[n]["label"]: w for n, e in zip(table["mechanism"], table["epsilon"])
-                           if e is not None and not pd.isna(e) and (w := weak_privacy(n, target_grid, float(e)))})
-        caveat = privacy_scale.like_for_like(set(table["privacy_model"]))
-        if caveat:
-            st.info(caveat, icon=":material/balance:")
-        st.download_button("Target search (CSV)", table.to_csv(index=False), "ldpviz-target.csv", "text/csv", on_click="ignore")
+        goal_seek_table(pd.DataFrame(rows), mode, metric, float(target), trials)
     st.stop()
 
 longrun.stopped_notice()
