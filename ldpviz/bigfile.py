@@ -20,6 +20,7 @@ import gzip
 import io
 import os
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -29,6 +30,59 @@ import pandas as pd
 from ldpviz.errors import LdpvizInputError, require
 
 SAMPLE_BYTES = 65536
+#: Unpacked bytes after which a gzip's expansion ratio is checked (smaller files are cheap whatever their ratio).
+GZIP_GUARD_BYTES = 256 * 2**20
+#: Most a gzip may expand: coordinate CSVs pack 3-10 times; a decompression bomb packs hundreds of times.
+MAX_GZIP_RATIO = 40.0
+
+
+def check_unpacked(unpacked: int, packed: int, name: str) -> None:
+    """Refuse a gzip that expands like a decompression bomb, while it is being unpacked (issue 22).
+
+    Checked once ``unpacked`` passes :data:`GZIP_GUARD_BYTES`: more than
+    :data:`MAX_GZIP_RATIO` unpacked bytes per packed byte read so far is refused,
+    so a 47 MB file of 10 GB of zeros stops after about 256 MB, not 2 GB.
+    """
+    if unpacked > GZIP_GUARD_BYTES and unpacked > MAX_GZIP_RATIO * max(packed, 1):
+        raise LdpvizInputError(
+            f"'{name}' unpacks to more than {MAX_GZIP_RATIO:g} times its packed size ({_mib(unpacked)} from the "
+            f"first {_mib(packed)}), as a decompression bomb does; if the file is genuine, unpack it yourself "
+            "and load the CSV")
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:,.0f} MiB" if n >= 2**20 else f"{n / 1024:,.0f} KiB"
+
+
+class GuardedGzip(io.RawIOBase):
+    """A gzip stream over ``raw`` that applies :func:`check_unpacked` as it is read, and turns a corrupt
+    stream (zlib.error, EOFError, BadGzipFile) into a one-line :class:`LdpvizInputError`."""
+
+    def __init__(self, raw: Any, name: str) -> None:
+        super().__init__()
+        self._raw = raw
+        self._gz = gzip.GzipFile(fileobj=raw)
+        self._name = name
+        self._unpacked = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            data = self._gz.read(size)
+        except (OSError, EOFError, zlib.error) as exc:
+            where = f" after {_mib(self._unpacked)}" if self._unpacked else ""
+            raise LdpvizInputError(f"'{self._name}' looks gzip-compressed but cannot be unpacked{where} "
+                                   f"({exc})") from None
+        self._unpacked += len(data)
+        check_unpacked(self._unpacked, self._raw.tell(), self._name)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
 
 
 @dataclass
@@ -173,12 +227,14 @@ def _csv_chunks(big: LargeFile, head: bytes, lat_column: str | None, lon_column:
     raw = big.handle
     stream = raw
     if head[:2] == b"\x1f\x8b":
-        stream = gzip.GzipFile(fileobj=raw)
+        stream = GuardedGzip(raw, big.name)
         notes.append("the file was gzip-compressed and was unpacked.")
     start = raw.tell()
     try:
         sample = stream.read(SAMPLE_BYTES)
-    except (OSError, EOFError) as exc:
+    except LdpvizInputError:
+        raise
+    except (OSError, EOFError, zlib.error) as exc:
         raise LdpvizInputError(f"'{big.name}' looks gzip-compressed but cannot be unpacked ({exc})") from None
     encoding = _encoding(sample, big.name, notes)
     text = sample.decode(encoding, errors="replace").lstrip("\ufeff")
@@ -190,7 +246,7 @@ def _csv_chunks(big: LargeFile, head: bytes, lat_column: str | None, lon_column:
         raw.seek(start)
     else:
         raw.seek(0)
-        stream = gzip.GzipFile(fileobj=raw)
+        stream = GuardedGzip(raw, big.name)
     width = len(columns)
     names = [f"c{i}" for i in range(width)]
     pending: dict[str, Any] = {"lat": [], "lon": [], "malformed": 0}
@@ -231,6 +287,8 @@ def _csv_chunks(big: LargeFile, head: bytes, lat_column: str | None, lon_column:
             batch = reader.read_next_batch()
         except StopIteration:
             break
+        except LdpvizInputError:
+            raise
         except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
             raise LdpvizInputError(f"'{big.name}' could not be parsed as CSV ({str(exc)[:200]})") from None
         for at in range(0, batch.num_rows, chunk_rows) if batch.num_rows else [0]:

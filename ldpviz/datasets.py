@@ -38,6 +38,7 @@ import os
 import re
 import unicodedata
 import warnings
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -46,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from ldpviz.domain import Region, wrap_lon
-from ldpviz.errors import LdpvizInputError, require
+from ldpviz.errors import LdpvizInputError, RegionTooLargeError, require
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 MINNEAPOLIS_FILE = DATA_DIR / "minneapolis_stops.parquet"
@@ -436,6 +437,7 @@ def load_file(source: Any, *, filename: str | None = None, lat_column: str | Non
         screen.add(lat, lon, lat_missing | lon_missing, lat_bad | lon_bad, malformed)
         require(screen.rows_read <= MAX_ROWS, f"'{filename}' holds more than {MAX_ROWS:,} rows (or unpacks to "
                                               "them); keep only the rows of the area and period you need")
+        _refuse_projected_rows(screen.rows_read, fraction, filename)
         if progress is not None:
             progress(min(fraction, 0.99), f"read {screen.rows_read:,} rows")
     for column, count in comma.items():
@@ -465,14 +467,36 @@ def load_file(source: Any, *, filename: str | None = None, lat_column: str | Non
         try:
             whole = regions.public_tile_region(lon, lat, name="Public tiles")
         except LdpvizInputError as exc:
-            raise LdpvizInputError(f"the points in '{filename}' cannot be framed by one square region ({exc}); "
-                                   f"ldpviz works on areas up to 6,500 km across, between 85 degrees south and "
-                                   "north. Give a bbox (W,S,E,N) of one area and try again.") from None
+            raise _too_large(filename, str(exc), lon, lat) from None
     if progress is not None:
         progress(1.0, f"kept {report.rows_kept:,} of {report.rows_read:,} rows")
     return Dataset(name=f"upload:{filename}", label=filename,
                    description=f"Uploaded file '{filename}'. {report.summary()}",
                    lon=lon, lat=lat, presets={whole.name: whole}, synthetic=False, report=report)
+
+
+def _too_large(filename: str, reason: str, lon: np.ndarray, lat: np.ndarray) -> RegionTooLargeError:
+    """The refusal of a file no square region frames, with the densest continent-sized box as a suggestion."""
+    from ldpviz.region_suggest import suggest_bbox
+
+    try:
+        suggestion = suggest_bbox(lon, lat)
+        hint = f" For example {suggestion.sentence()}."
+    except LdpvizInputError:
+        suggestion, hint = None, ""
+    return RegionTooLargeError(f"the points in '{filename}' cannot be framed by one square region: "
+                               f"{reason.rstrip('.')}. ldpviz works on areas between 85 degrees south and north. "
+                               f"Give a bbox (W,S,E,N) of one area and try again.{hint}", suggestion)
+
+
+def _refuse_projected_rows(rows_read: int, fraction: float, filename: str) -> None:
+    """Refuse a streamed file early when the rows read so far, scaled by the share of the file read, pass
+    :data:`MAX_ROWS` by half again (a packed file of millions of tiny rows), instead of after reading them all."""
+    if 0.02 <= fraction < 1.0 and rows_read >= 1_000_000:
+        projected = rows_read / fraction
+        require(projected <= 1.5 * MAX_ROWS,
+                f"'{filename}' holds more than {MAX_ROWS:,} rows: {rows_read:,} in its first {100 * fraction:.0f}%, "
+                f"so about {projected:,.0f} in all; keep only the rows of the area and period you need")
 
 
 #: Files larger than this are read in chunks (bounded memory) instead of at once.
@@ -632,13 +656,26 @@ def _read_source(source: Any, filename: str | None, max_bytes: int) -> tuple[byt
 
 
 def _gunzip(raw: bytes, filename: str, max_bytes: int) -> bytes:
+    """Unpack in pieces, refusing past ``max_bytes`` or at a bomb's expansion ratio (:func:`bigfile.check_unpacked`)
+    before the whole output is held."""
+    from ldpviz.bigfile import check_unpacked
+
+    packed = io.BytesIO(raw)
+    parts: list[bytes] = []
+    unpacked = 0
     try:
-        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as fh:
-            out = fh.read(max_bytes + 1)
-    except (OSError, EOFError) as exc:
+        with gzip.GzipFile(fileobj=packed) as fh:
+            while unpacked <= max_bytes:
+                part = fh.read(min(16 * 2**20, max_bytes + 1 - unpacked))
+                if not part:
+                    break
+                parts.append(part)
+                unpacked += len(part)
+                check_unpacked(unpacked, packed.tell(), filename)
+    except (OSError, EOFError, zlib.error) as exc:
         raise LdpvizInputError(f"'{filename}' looks gzip-compressed but cannot be unpacked ({exc})") from None
-    require(len(out) <= max_bytes, f"'{filename}' unpacks to more than the {_size(max_bytes)} limit")
-    return out
+    require(unpacked <= max_bytes, f"'{filename}' unpacks to more than the {_size(max_bytes)} limit")
+    return b"".join(parts)
 
 
 def _norm(name: Any) -> str:

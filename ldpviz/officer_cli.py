@@ -17,14 +17,13 @@ import sys
 import time
 from typing import Any
 
-from ldpviz import datasets, experiment, mechanisms
+from ldpviz import cli_input, datasets, experiment, mechanisms
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.mechanisms.base import GEO_I, GEO_I_UNIT
 
 
 def _add_scenario_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dataset", default="minneapolis-stops", help="bundled dataset name")
-    p.add_argument("--region", help="region preset of the dataset (see 'ldpviz datasets')")
+    cli_input.add_data_arguments(p)
     p.add_argument("--grid", type=int, default=32, help="grid side d (d x d cells)")
     p.add_argument("--seed", type=int, default=0)
 
@@ -53,27 +52,39 @@ def cmd_target(args: argparse.Namespace) -> int:
             f"--trials must be from 2 to {experiment.MAX_TRIALS} (a confidence interval needs two), got {args.trials!r}")
     for name in args.mechanism:
         mechanisms.get(name)
-    data = datasets.load(args.dataset)
+    if args.epsilon is not None:     # 0, -1, nan, inf are refused, never replaced by a default
+        mechanisms.validate_epsilon(args.epsilon)
+    user = cli_input.load_data(args)
+    data = user.data if user.data is not None else datasets.load(user.name)
     mode = "users" if args.epsilon is not None else "epsilon"
     t0 = time.perf_counter()
     results = []
-    for name in args.mechanism:
-        base = experiment.Scenario(dataset=args.dataset, mechanism=name, epsilon=args.epsilon or 1.0,
-                                   grid_side=args.grid, region=args.region, n_users=args.users, seed=args.seed,
-                                   trials=args.trials or tradeoff.DEFAULT_TRIALS)
-        if mode == "epsilon":
-            found = tradeoff.target_epsilon(base, args.metric, args.at_most, n_users=args.users, dataset=data,
-                                            attacker=not args.no_attacker)
-        else:
-            found = tradeoff.users_needed(base, args.metric, args.at_most, dataset=data,
-                                          attacker=not args.no_attacker)
-        row = found.to_dict()
-        row["epsilon_unit"] = f"per {GEO_I_UNIT}" if found.privacy_model == GEO_I else ""
-        results.append(row)
-        if not args.json:
-            print(_line(row, mode))
-    out = {"mode": mode, "dataset": args.dataset, "region": args.region, "grid": args.grid, "metric": args.metric,
+    lines = []
+    with cli_input.Heartbeat("target") as beat:
+        for k, name in enumerate(args.mechanism, 1):
+            beat.step(f"target: {name} ({k}/{len(args.mechanism)})")
+            base = experiment.Scenario(dataset=user.name, mechanism=name,
+                                       epsilon=args.epsilon if args.epsilon is not None else 1.0,
+                                       grid_side=args.grid, region=user.region, n_users=args.users, seed=args.seed,
+                                       trials=args.trials or tradeoff.DEFAULT_TRIALS)
+            if mode == "epsilon":
+                found = tradeoff.target_epsilon(base, args.metric, args.at_most, n_users=args.users, dataset=data,
+                                                attacker=not args.no_attacker)
+            else:
+                found = tradeoff.users_needed(base, args.metric, args.at_most, dataset=data,
+                                              attacker=not args.no_attacker)
+            row = found.to_dict()
+            row["epsilon_unit"] = f"per {GEO_I_UNIT}" if found.privacy_model == GEO_I else ""
+            results.append(row)
+            lines.append(_line(row, mode))
+    if not args.json:
+        print("\n".join(lines))
+    region = user.region.name if hasattr(user.region, "name") else user.region
+    out = {"mode": mode, "dataset": user.name, "region": region, "grid": args.grid, "metric": args.metric,
            "at_most": args.at_most, "seed": args.seed, "results": results, "seconds": time.perf_counter() - t0}
+    rows = user.rows()
+    if rows is not None:
+        out["rows"] = rows
     if args.json:
         print(json.dumps(_jsonable(out)))
     else:
@@ -100,6 +111,8 @@ def _line(row: dict[str, Any], mode: str) -> str:
 def cmd_report(args: argparse.Namespace) -> int:
     from ldpviz import report
     require(args.out, "report needs --out FILE.html")
+    cli_input.check_output_file(args.out)
+    cli_input.require_number(args.r, "--r", above=0)
     require(2 <= args.trials <= experiment.MAX_TRIALS,
             f"--trials must be from 2 to {experiment.MAX_TRIALS} (confidence intervals need two), got {args.trials!r}")
     params: dict[str, Any] = {}
@@ -108,15 +121,16 @@ def cmd_report(args: argparse.Namespace) -> int:
             raise LdpvizInputError(f"--param expects key=value, got {pair!r}")
         key, value = pair.split("=", 1)
         params[key.strip()] = value.strip()
-    scenario = experiment.Scenario(dataset=args.dataset, mechanism=args.mechanism, epsilon=args.epsilon,
-                                   grid_side=args.grid, region=args.region, params=params, n_users=args.users,
+    mechanisms.get(args.mechanism)
+    mechanisms.validate_epsilon(args.epsilon)
+    user = cli_input.load_data(args)
+    scenario = experiment.Scenario(dataset=user.name, mechanism=args.mechanism, epsilon=args.epsilon,
+                                   grid_side=args.grid, region=user.region, params=params, n_users=args.users,
                                    seed=args.seed, trials=args.trials)
-    html = report.build_report(scenario, audit=not args.no_audit, r_m=args.r)
-    try:
-        with open(args.out, "w", encoding="utf-8") as fh:
-            fh.write(html)
-    except OSError as err:
-        raise LdpvizInputError(f"--out: cannot write {args.out!r}: {err.strerror}") from None
+    with cli_input.Heartbeat(f"report: {args.mechanism}, {args.trials} trials"
+                             + ("" if args.no_audit else " and a quick audit")):
+        html = report.build_report(scenario, dataset=user.data, audit=not args.no_audit, r_m=args.r)
+    cli_input.write_text(args.out, html)
     print(f"wrote {args.out} ({len(html) / 1024:,.0f} KiB)", file=sys.stderr)
     return 0
 
