@@ -58,12 +58,14 @@ class GuardedGzip(io.RawIOBase):
     """A gzip stream over ``raw`` that applies :func:`check_unpacked` as it is read, and turns a corrupt
     stream (zlib.error, EOFError, BadGzipFile) into a one-line :class:`LdpvizInputError`."""
 
-    def __init__(self, raw: Any, name: str) -> None:
+    def __init__(self, raw: Any, name: str, size: int = 0) -> None:
         super().__init__()
         self._raw = raw
         self._gz = gzip.GzipFile(fileobj=raw)
         self._name = name
+        self._size = size
         self._unpacked = 0
+        self._lines = 0
 
     def readable(self) -> bool:
         return True
@@ -76,8 +78,27 @@ class GuardedGzip(io.RawIOBase):
             raise LdpvizInputError(f"'{self._name}' looks gzip-compressed but cannot be unpacked{where} "
                                    f"({exc})") from None
         self._unpacked += len(data)
-        check_unpacked(self._unpacked, self._raw.tell(), self._name)
+        packed = self._raw.tell()
+        check_unpacked(self._unpacked, packed, self._name)
+        self._lines += data.count(b"\n")
+        self._check_lines(packed)
         return data
+
+    def _check_lines(self, packed: int) -> None:
+        """Refuse early when the lines unpacked so far, scaled by the share of the packed file read, pass
+        ``datasets.MAX_ROWS`` by half again: a small file of hundreds of millions of tiny rows stops here,
+        after a few per cent of it, not at the row limit (issue 22: 920M rows in 125 MB)."""
+        from ldpviz import datasets
+
+        limit = datasets.MAX_ROWS
+        if not self._size or self._lines < min(1_000_000, limit // 10) or packed < 0.02 * self._size:
+            return
+        projected = self._lines * self._size / max(packed, 1)
+        if projected > 1.5 * limit:
+            raise LdpvizInputError(
+                f"'{self._name}' holds more than {limit:,} rows: {self._lines:,} lines in its first "
+                f"{100 * packed / self._size:.0f}%, so about {projected:,.0f} in all; keep only the rows of the "
+                "area and period you need")
 
     def readinto(self, buffer: Any) -> int:
         data = self.read(len(buffer))
@@ -227,7 +248,7 @@ def _csv_chunks(big: LargeFile, head: bytes, lat_column: str | None, lon_column:
     raw = big.handle
     stream = raw
     if head[:2] == b"\x1f\x8b":
-        stream = GuardedGzip(raw, big.name)
+        stream = GuardedGzip(raw, big.name, big.size)
         notes.append("the file was gzip-compressed and was unpacked.")
     start = raw.tell()
     try:
@@ -246,7 +267,7 @@ def _csv_chunks(big: LargeFile, head: bytes, lat_column: str | None, lon_column:
         raw.seek(start)
     else:
         raw.seek(0)
-        stream = GuardedGzip(raw, big.name)
+        stream = GuardedGzip(raw, big.name, big.size)
     width = len(columns)
     names = [f"c{i}" for i in range(width)]
     pending: dict[str, Any] = {"lat": [], "lon": [], "malformed": 0}
@@ -265,6 +286,7 @@ def _csv_chunks(big: LargeFile, head: bytes, lat_column: str | None, lon_column:
         reader = pacsv.open_csv(
             stream,
             read_options=pacsv.ReadOptions(column_names=names, skip_rows=header_at + 1, encoding=arrow_encoding,
+                                           use_threads=False,
                                            block_size=max(1 << 20, min(1 << 26, chunk_rows * 16 * max(width, 2)))),
             parse_options=pacsv.ParseOptions(delimiter=sep, invalid_row_handler=invalid, newlines_in_values=True),
             convert_options=pacsv.ConvertOptions(

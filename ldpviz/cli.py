@@ -99,6 +99,8 @@ def cmd_mechanisms(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     cli_input.require_number(args.partition_users, "--partition-users", minimum=1)
     cli_input.require_number(args.workers, "--workers", minimum=1)
+    mechanisms.get(args.mechanism)
+    mechanisms.validate_epsilon(args.epsilon)        # before a file is read
     user = None
     if args.scheduler is not None or args.partition_users is not None or args.workers is not None:
         from ldpviz import partitioned                   # one scenario in partitions (ldpviz.partitioned)
@@ -143,6 +145,7 @@ def _vary(specs: Sequence[str]) -> dict[str, list[Any]]:
 def cmd_sweep(args: argparse.Namespace) -> int:
     cli_input.check_output_file(args.out)
     cli_input.require_number(args.workers, "--workers", minimum=1)
+    mechanisms.validate_epsilon(args.epsilon)
     vary = _vary(args.vary)
     scenario, user = _scenario_and_data(args)
     for sc in experiment.expand(scenario, vary):      # every value checked before the first run
@@ -182,6 +185,7 @@ def cmd_od(args: argparse.Namespace) -> int:
     from ldpviz import od
     if args.users is not None:
         od.check_od_users(args.users)                 # before any file or pair is read
+    mechanisms.validate_epsilon(args.epsilon)
     user = cli_input.load_data(args, cli_input.TRAJECTORIES)
     data: Any = user.data if user.data is not None else user.name
     with cli_input.Heartbeat(f"od: {args.mechanism} + {args.estimator}, {args.trials} trial(s)"):
@@ -254,6 +258,7 @@ def cmd_navigate(args: argparse.Namespace) -> int:
     cli_input.require_number(args.delay, "--delay", minimum=0)
     cli_input.require_number(args.theta, "--theta", minimum=0)
     cli_input.require_number(args.speed, "--speed", above=0)
+    mechanisms.validate_epsilon(args.epsilon)
     user = cli_input.load_data(args, cli_input.TRAJECTORIES)
     data: Any = user.data if user.data is not None else user.name
     with cli_input.Heartbeat(f"navigate: {args.mechanism}, {args.trips} trips"):

@@ -151,11 +151,16 @@ def require_number(value: Any, option: str, *, minimum: float | None = None, abo
     require(ok, f"{option} must be a number {bound}, got {value!r}")
 
 
-class Heartbeat:
-    """``label: 12 s`` on stderr, refreshed every ``interval`` seconds while a long step runs.
+#: Seconds a command runs before :class:`Heartbeat` starts writing (quick commands stay quiet).
+HEARTBEAT_DELAY = 1.0
 
-    ``step(text)`` changes the label (e.g. ``target: dam (2/3)``). Written on one line with ``\\r``, ended
-    with a newline when the command finishes, so it never glues itself to later output.
+
+class Heartbeat:
+    """``label: 12 s`` on stderr, refreshed every ``interval`` seconds once a step has run
+    :data:`HEARTBEAT_DELAY` seconds, as ``sweep``'s progress bar does for scenarios.
+
+    ``step(text)`` changes the label (e.g. ``target: dam (2/3)``). Written on one line with ``\\r`` and
+    ended with a newline (``done in ...`` on success), so it never glues itself to later output.
     """
 
     def __init__(self, label: str, interval: float = 1.0, stream: Any = None) -> None:
@@ -165,38 +170,43 @@ class Heartbeat:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._t0 = time.perf_counter()
+        self._written = False
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def _write(self) -> None:
+    def _write(self, end: str = "", text: str | None = None) -> None:
         with self._lock:
             try:
-                print(f"\r{self.label}: {time.perf_counter() - self._t0:,.0f} s", end="", file=self.stream,
-                      flush=True)
+                shown = text or f"{self.label}: {time.perf_counter() - self._t0:,.0f} s"
+                print(f"\r{shown}", end=end, file=self.stream, flush=True)
+                self._written = True
             except (OSError, ValueError):
                 self._stop.set()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval):
+        if self._stop.wait(HEARTBEAT_DELAY):
+            return
+        while not self._stop.is_set():
             self._write()
+            self._stop.wait(self.interval)
 
     def step(self, label: str) -> None:
         self.label = label
-        self._write()
+        if self._written or time.perf_counter() - self._t0 >= HEARTBEAT_DELAY:
+            self._write()
 
     def __enter__(self) -> "Heartbeat":
-        self._write()
         self._thread.start()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
         self._stop.set()
         self._thread.join()
-        with self._lock:
-            try:
-                print(f"\r{self.label}: done in {time.perf_counter() - self._t0:,.1f} s", file=self.stream,
-                      flush=True)
-            except (OSError, ValueError):
-                pass
+        if not self._written:
+            return
+        if exc_type is None:
+            self._write("\n", f"{self.label}: done in {time.perf_counter() - self._t0:,.1f} s")
+        else:
+            self._write("\n", f"{self.label}: stopped after {time.perf_counter() - self._t0:,.1f} s")
 
 
 #: A value that starts like a negative number: argparse reads ``-inf`` or ``-93.3,44.9,...`` as an option.
