@@ -1,4 +1,4 @@
-"""Benchmark: calibrate the run-time model (ldpviz.runtime_model) per mechanism and path, and check it.
+"""Benchmark: calibrate the run-time model (ldpviz.experiment.runtime_model) per mechanism and path, and check it.
 
 Runs every registered mechanism on each of its paths ('per-user' and 'aggregate'; '-' where it has one)
 through ``experiment.run`` (one trial, the 'normal' dataset) at a grid of sizes, records the phases' wall
@@ -26,9 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from ldpviz import experiment, mechanisms, runtime_model  # noqa: E402
+from ldpviz import experiment, mechanisms  # noqa: E402
+from ldpviz.experiment import runtime_model  # noqa: E402
 from ldpviz.errors import LdpvizInputError  # noqa: E402
-from ldpviz.reproduce import machine, provenance_markdown  # noqa: E402
+from ldpviz.evidence.reproduce import machine, provenance_markdown  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FULL_SIZES = [(n, d) for d in (8, 16, 32, 64) for n in (2_000, 20_000)]
@@ -163,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
 
     lines = ["# Run-time model calibration", "",
              provenance_markdown(seeds="0", trials="1 per size", quick=args.quick), "",
-             "Coefficients of `ldpviz.runtime_model` (the dashboard's long-run predictions), fitted per "
+             "Coefficients of `ldpviz.experiment.runtime_model` (the dashboard's long-run predictions), fitted per "
              "mechanism and path to the runs below; measured times are divided by the load's slowdown "
              f"(max(1, load / cores)), so they stand for an idle machine. {measured_on}.", "",
              f"Written to `{target.name}`"

@@ -1,5 +1,5 @@
 import sys
 
-from ldpviz.cli import main
+from ldpviz.cli.commands import main
 
 sys.exit(main())

@@ -22,7 +22,7 @@ def require(condition: bool, message: str) -> None:
 class RegionTooLargeError(LdpvizInputError):
     """A file's points span more than one region; ``suggestion`` is a box holding most of them, or None.
 
-    ``suggestion`` is a :class:`ldpviz.region_suggest.SuggestedBox`; pages offer it as typed
+    ``suggestion`` is a :class:`ldpviz.geo.region_suggestion.SuggestedBox`; pages offer it as typed
     bounds and the command line prints it as ``--bbox=W,S,E,N``.
     """
 

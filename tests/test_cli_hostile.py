@@ -13,9 +13,9 @@ import sys
 import numpy as np
 import pytest
 
-from ldpviz import bigfile, datasets
-from ldpviz.cli import EXIT_BROKEN_PIPE, main
-from ldpviz.cli_input import join_signed_values
+from ldpviz.data import big_files as bigfile, datasets
+from ldpviz.cli.commands import EXIT_BROKEN_PIPE, main
+from ldpviz.cli.data_options import join_signed_values
 from ldpviz.errors import LdpvizInputError
 
 POINT_COMMANDS = ("run", "sweep", "target", "report")
@@ -82,7 +82,7 @@ MINNEAPOLIS = "-93.33,44.89,-93.19,45.05"
 @pytest.fixture
 def loud(monkeypatch):
     """Progress from the first moment (it normally starts after a second), so quick test runs show it."""
-    from ldpviz import cli_input
+    from ldpviz.cli import data_options as cli_input
     monkeypatch.setattr(cli_input, "HEARTBEAT_DELAY", 0.0)
 
 

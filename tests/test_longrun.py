@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import longrun
+from ldpviz.app import longrun
 from ldpviz import Scenario, run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_prediction_scales_the_nearest_measured_run(monkeypatch):
     """Without a calibration, twice the users and four times the cells of a measured run predict about eight
     times its per-trial time (idle machine: load 0)."""
-    from ldpviz import runtime_model
+    from ldpviz.experiment import runtime_model
     monkeypatch.setattr(runtime_model, "calibration", lambda: None)
     timings = longrun.Timings()
     result = run(Scenario(dataset="normal", mechanism="grr", epsilon=1, grid_side=8, n_users=2000, seed=0))
@@ -37,7 +37,7 @@ def test_prediction_uses_the_calibrated_shape_and_the_load(monkeypatch):
     linearly); a run of another path is not used for it; an uncalibrated size comes from the model alone; and
     the load scales every prediction by max(1, (load + 1) / cores), with the measurement's own load divided
     out."""
-    from ldpviz import runtime_model
+    from ldpviz.experiment import runtime_model
     zero = (0.0,) * 5
     cal = runtime_model.Calibration(
         {"grr|aggregate": {"fixed": zero, "trial": (0.0, 0.0, 1e-4, 0.0, 0.0)},          # linear in cells

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ldpviz import datasets
-from ldpviz.cli import main
-from ldpviz.domain import Region
+from ldpviz.data import datasets
+from ldpviz.cli.commands import main
+from ldpviz.geo.domain import Region
 from ldpviz.errors import LdpvizInputError, RegionTooLargeError
-from ldpviz.region_suggest import suggest_bbox
+from ldpviz.geo.region_suggestion import suggest_bbox
 
 
 def national(seed: int = 3) -> tuple[np.ndarray, np.ndarray]:

@@ -1,11 +1,12 @@
-"""The run-time model behind long-run predictions (ldpviz.runtime_model): fit, load, stored calibration."""
+"""The run-time model behind long-run predictions (ldpviz.experiment.runtime_model): fit, load, stored calibration."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from ldpviz import mechanisms, runtime_model
+from ldpviz import mechanisms
+from ldpviz.experiment import runtime_model
 
 
 def test_fit_recovers_known_coefficients():
