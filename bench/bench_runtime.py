@@ -118,8 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke test; coefficients to --out)")
     ap.add_argument("--out", default=str(ROOT / "docs"), help="output directory (default docs/)")
-    ap.add_argument("--slow", type=float, default=10.0, help="stop growing a mechanism's sizes after a run "
-                                                            "longer than this many seconds (default 10)")
+    ap.add_argument("--slow", type=float, default=8.0, help="stop growing a mechanism's sizes after a run "
+                                                            "longer than this many seconds (default 8)")
     ap.add_argument("--install", action="store_true", help="also write the coefficients to "
                                                            "ldpviz/data/runtime_calibration.json (full runs only)")
     args = ap.parse_args(argv)
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
                    f"times divided by the load's slowdown), {datetime.date.today().isoformat()}")
     cal = fit_calibration(rows, measured_on)
     target = out / "runtime-calibration.json"
-    target.write_text(json.dumps(cal.to_json(), indent=1) + "\n", encoding="utf-8")
+    target.write_text(json.dumps({**cal.to_json(), "runs": rows}, indent=1) + "\n", encoding="utf-8")
     if args.install:
         runtime_model.CALIBRATION_FILE.write_text(target.read_text(encoding="utf-8"), encoding="utf-8")
     runtime_model.calibration.cache_clear()

@@ -1,5 +1,5 @@
 import sys
 
-from ldpviz.cli.commands import main
+from ldpviz.cli import main
 
 sys.exit(main())

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from ldpviz.cli.commands import main
+from ldpviz.cli import main
 
 
 def run_cli(*args):

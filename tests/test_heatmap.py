@@ -11,7 +11,7 @@ import scipy.sparse as sp
 
 from ldpviz import mechanisms
 from ldpviz.mechanisms.heatmaps import pyramid
-from ldpviz.cli.commands import main as cli_main
+from ldpviz.cli import main as cli_main
 from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError
 from ldpviz.mechanisms.heatmaps import dp_heatmap as hm

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ldpviz.flows import navigation as N
-from ldpviz.cli.commands import main
+from ldpviz.cli import main
 from ldpviz.geo.domain import Region
 from ldpviz.errors import LdpvizInputError
 

@@ -10,7 +10,7 @@ import pytest
 
 from ldpviz import mechanisms
 from ldpviz.flows import od, od_statistics
-from ldpviz.cli.commands import main
+from ldpviz.cli import main
 from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError
 from ldpviz.mechanisms.srr.staircase import grid_domain

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ldpviz.cli.commands import main
+from ldpviz.cli import main
 
 
 def test_target_json_per_mechanism(capsys):

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from ldpviz.data import trajectories as T
-from ldpviz.cli.commands import main
+from ldpviz.cli import main
 from ldpviz.geo.domain import Region
 from ldpviz.errors import LdpvizInputError
 

@@ -9,7 +9,7 @@ features of :func:`features` (n users, D = d x d cells):
 
     t(n, D) = c0 + c_n n + c_D D + c_nD n D + c_D15 D^1.5
 
-fitted (non-negative least squares on relative error) to wall times that ``bench/bench_runtime.py`` measures
+fitted (non-negative least squares, :func:`fit`) to wall times that ``bench/bench_runtime.py`` measures
 per mechanism and path ('per-user', 'aggregate'; '-' for mechanisms with one path), and, for the metrics
 every trial computes (W2, AQE, ...), one model shared by all mechanisms. ``path='auto'`` is predicted as
 the faster of the two paths (what :mod:`ldpviz.mechanisms.path_cost` aims to choose).
@@ -67,7 +67,12 @@ def slowdown(load: float, n_cores: int | None = None) -> float:
 
 
 def fit(rows: Sequence[tuple[float, float, float]]) -> tuple[float, ...]:
-    """Non-negative coefficients of :func:`features` fitted to (n, D, seconds) rows, minimising relative error."""
+    """Non-negative coefficients of :func:`features` fitted to (n, D, seconds) rows.
+
+    Minimises sum((predicted - t)^2 / t): between absolute error (which only the longest runs would steer)
+    and relative error (which the many sub-second runs, mostly overhead, would steer); the predictions
+    that matter are of long runs, so larger runs weigh more, but every run counts.
+    """
     from scipy.optimize import nnls
 
     require(len(rows) > 0, "cannot fit a cost model to no measurements")
@@ -75,7 +80,8 @@ def fit(rows: Sequence[tuple[float, float, float]]) -> tuple[float, ...]:
     y = np.array([max(t, 1e-6) for _, _, t in rows])
     scale = X.max(axis=0)
     scale[scale == 0] = 1.0
-    coef, _ = nnls((X / scale) / y[:, None], np.ones_like(y))
+    w = 1.0 / np.sqrt(y)
+    coef, _ = nnls((X / scale) * w[:, None], y * w)
     return tuple(float(c) for c in coef / scale)
 
 

@@ -13,7 +13,7 @@ assume a public domain. Three choices, from most to least private:
   their coarse tile, or into another occupied one, cannot move the region; a
   user alone in an outer coarse tile can, by whole tiles. That residue is not
   covered by epsilon and the region says so in :attr:`Region.data_use`.
-* :func:`ldpviz.mechanisms.fo.oracles.private_region.private_tile_region` -- a region spent from a stated budget: every row
+* :func:`ldpviz.mechanisms.fo.private_region.private_tile_region` -- a region spent from a stated budget: every row
   sends one epsilon0-LDP report (OLH) of its coarse tile; the server keeps the
   tiles whose estimated count clears a Bonferroni-corrected noise threshold and
   frames them. Covered by epsilon0, which adds to the mechanism's epsilon
