@@ -150,6 +150,17 @@ def test_od_takes_a_trip_file_and_a_bbox(option, trips_csv, capsys, loud):
     assert "od: grr" in captured.err
 
 
+def test_trip_columns_can_be_named(trips_csv, tmp_path, capsys):
+    """A trip file whose person column has an unusual name: refused with the name asked for, read with
+    --person-column."""
+    renamed = tmp_path / "renamed.csv"
+    renamed.write_text(trips_csv.read_text().replace("person,lat,lon", "rider,lat,lon", 1))
+    assert "person" in one_line_exit(["od", "--file", str(renamed), *NEEDS["od"]], capsys)
+    assert main(["od", "--file", str(renamed), "--person-column", "rider", "--bbox", MINNEAPOLIS, *NEEDS["od"],
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_users"] == 60
+
+
 def test_navigate_takes_a_trip_file(trips_csv, capsys, loud):
     assert main(["navigate", "--file", str(trips_csv), "--bbox", MINNEAPOLIS, *NEEDS["navigate"], "--json"]) == 0
     captured = capsys.readouterr()

@@ -1,7 +1,8 @@
 """What every ``ldpviz`` command shares: the user's data, checked outputs, progress and signed numbers.
 
 * :func:`add_data_arguments` gives a command ``--dataset`` or ``--csv``/``--file``
-  (the same option), ``--lat-column``, ``--lon-column``, ``--max-bytes``,
+  (the same option), ``--lat-column``, ``--lon-column`` (and for trips ``--person-column``,
+  ``--trip-column``, ``--time-column``), ``--max-bytes``,
   ``--region`` or ``--bbox``, with one set of rules and messages; :func:`load_data`
   is the one loader call behind them (points through
   :func:`ldpviz.data.datasets.load_file`, trips through
@@ -46,6 +47,9 @@ def add_data_arguments(p: argparse.ArgumentParser, *, kind: str = POINTS, defaul
                         help=f"your own file instead of --dataset ({what}; .gz is unpacked)")
     p.add_argument("--lat-column", help="latitude column of the file (auto-detected by default)")
     p.add_argument("--lon-column", help="longitude column of the file (auto-detected by default)")
+    if kind == TRAJECTORIES:
+        for role in ("person", "trip", "time"):
+            p.add_argument(f"--{role}-column", help=f"{role} column of the file (auto-detected by default)")
     default = DEFAULT_MAX_BYTES if kind == POINTS else DEFAULT_MAX_TRIP_BYTES
     p.add_argument("--max-bytes", type=int, default=default,
                    help=f"largest file accepted, in bytes (default {default // 2**20:,} MiB)")
@@ -112,7 +116,8 @@ def load_data(args: argparse.Namespace, kind: str = POINTS) -> UserData:
     else:
         from ldpviz.data import trajectories
         data = trajectories.load_trajectory_file(args.csv, lat_column=args.lat_column, lon_column=args.lon_column,
-                                                 max_bytes=args.max_bytes)
+                                                 person_column=args.person_column, trip_column=args.trip_column,
+                                                 time_column=args.time_column, max_bytes=args.max_bytes)
     print(data.report.summary(), file=sys.stderr)
     return UserData(data.name, data, region)
 
