@@ -17,3 +17,15 @@ def require(condition: bool, message: str) -> None:
     """Raise :class:`LdpvizInputError` with ``message`` unless ``condition`` holds."""
     if not condition:
         raise LdpvizInputError(message)
+
+
+class RegionTooLargeError(LdpvizInputError):
+    """A file's points span more than one region; ``suggestion`` is a box holding most of them, or None.
+
+    ``suggestion`` is a :class:`ldpviz.geo.region_suggestion.SuggestedBox`; pages offer it as typed
+    bounds and the command line prints it as ``--bbox=W,S,E,N``.
+    """
+
+    def __init__(self, message: str, suggestion: object = None) -> None:
+        super().__init__(message)
+        self.suggestion = suggestion

@@ -11,7 +11,7 @@ import pytest
 
 from ldpviz.data import datasets
 from ldpviz.geo import region_choice as regions
-from ldpviz.mechanisms.fo.oracles import private_region
+from ldpviz.mechanisms.fo import private_region
 from ldpviz.data.datasets import load_file, wrap_longitudes
 from ldpviz.geo.domain import AEQD, LOCAL, MAX_REGION_SIDE_M, Grid, Region, lon_span
 from ldpviz.errors import LdpvizInputError

@@ -21,6 +21,7 @@ import streamlit as st
 from ldpviz.app import longrun
 from ldpviz.data import datasets
 from ldpviz import experiment, mechanisms
+from ldpviz.experiment import runtime_model
 from ldpviz.geo.domain import Grid, Region  # noqa: F401 (Grid re-exported for pages)
 from ldpviz.errors import LdpvizInputError
 from ldpviz.experiment import Result, Scenario
@@ -82,7 +83,7 @@ def predicted_seconds(scenario: Scenario) -> tuple[float, str]:
         return 0.0, "the cache"
     grid_cells = int(scenario.grid_side) ** 2
     return longrun.timings().predict(scenario.mechanism, min(scenario.n_users or data.n, data.n), grid_cells,
-                                     int(scenario.trials))
+                                     int(scenario.trials), path=runtime_model.path_of(scenario.params))
 
 
 def results_or_announce(scenarios: list[Scenario], label: str,

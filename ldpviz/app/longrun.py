@@ -1,9 +1,10 @@
 """Long runs: predicted from measured timings, announced, started by the user, timed, and stoppable.
 
 Every run the dashboard finishes adds its timings to a server-wide record
-(:class:`Timings`). Before a run that is not in the cache, :func:`predict`
-scales the nearest measured run (same mechanism if possible) to the new number
-of users, cells and trials. A run predicted to take more than ``LONG_S`` seconds
+(:class:`Timings`). Before a run that is not in the cache, :meth:`Timings.predict`
+scales the nearest measured run of the same mechanism and path by the calibrated
+cost model (:mod:`ldpviz.experiment.runtime_model`), or uses that model alone, and counts
+the machine's load. A run predicted to take more than ``LONG_S`` seconds
 is announced with that estimate and waits for a Start button; it then runs in a
 child process (so Stop, or any new setting, ends it at once) while the page shows
 the elapsed time. Its result joins the cache of finished long runs.
@@ -24,6 +25,7 @@ import streamlit as st
 
 from ldpviz.data import datasets
 from ldpviz import experiment
+from ldpviz.experiment import runtime_model
 from ldpviz.experiment import Result, Scenario
 
 #: Runs predicted to take longer than this many seconds are announced and wait for the user (the environment
@@ -38,49 +40,79 @@ MAX_RECORDS, MAX_KEPT_RESULTS = 256, 16
 
 @dataclass(frozen=True)
 class Measured:
+    """One finished run, its seconds stored as on an idle machine (divided by the slowdown of its load)."""
+
     mechanism: str
+    path: str                      #: the path requested ('auto', 'per-user', 'aggregate')
     n_users: int
     cells: int
-    seconds_per_trial: float       #: perturb + estimate + metrics
-    fixed_seconds: float           #: prepare + setup (once per run)
+    seconds_per_trial: float       #: perturb + estimate + metrics, idle-machine seconds
+    fixed_seconds: float           #: prepare + setup (once per run), idle-machine seconds
+    load: float                    #: 1-minute load average when it finished
 
 
 class Timings:
-    """Measured runs of this server (thread-safe, bounded)."""
+    """Measured runs of this server (thread-safe, bounded), and predictions from them and the calibration.
+
+    A prediction (:meth:`predict`) takes, in order: the nearest measured run of the same mechanism and path,
+    scaled to the new size by the calibrated cost model's shape (:mod:`ldpviz.experiment.runtime_model`; linearly in
+    users x cells where the mechanism was not calibrated); else the calibrated model itself; else the nearest
+    run of another mechanism, scaled linearly (conservative); else a rough prior. Every prediction is for the
+    load now plus the run (``runtime_model.slowdown``).
+    """
 
     def __init__(self) -> None:
         self._records: list[Measured] = []
         self._lock = threading.Lock()
 
-    def record(self, result: Result) -> None:
+    def record(self, result: Result, load: float | None = None) -> None:
         t = result.timings
-        m = Measured(result.scenario.mechanism, max(int(result.n_users), 1), result.grid.n_cells,
-                     t.get("perturb", 0.0) + t.get("estimate", 0.0) + t.get("metrics", 0.0),
-                     t.get("prepare", 0.0) + t.get("setup", 0.0))
+        load = runtime_model.current_load() if load is None else float(load)
+        busy = runtime_model.slowdown(load)
+        m = Measured(result.scenario.mechanism, runtime_model.path_of(result.scenario.params),
+                     max(int(result.n_users), 1), result.grid.n_cells,
+                     (t.get("perturb", 0.0) + t.get("estimate", 0.0) + t.get("metrics", 0.0)) / busy,
+                     (t.get("prepare", 0.0) + t.get("setup", 0.0)) / busy, load)
         with self._lock:
             self._records.append(m)
             del self._records[:-MAX_RECORDS]
 
-    def predict(self, mechanism: str, n_users: int, cells: int, trials: int) -> tuple[float, str]:
-        """(seconds, basis): the nearest measured run scaled linearly in users and cells (conservative)."""
+    def predict(self, mechanism: str, n_users: int, cells: int, trials: int, path: str = "auto",
+                load: float | None = None) -> tuple[float, str]:
+        """(seconds, basis) for ``trials`` trials of ``mechanism`` on ``path`` at ``n_users`` x ``cells``."""
         with self._lock:
             records = list(self._records)
-        same = [r for r in records if r.mechanism == mechanism]
-        pool = same or records
-        n_users = max(int(n_users), 1)
-        if not pool:
-            return (trials * (PRIOR_S_PER_USER * n_users + PRIOR_S_PER_CELL * cells),
-                    "a rough prior (nothing measured on this server yet)")
+        n_users, cells = max(int(n_users), 1), max(int(cells), 1)
+        load = runtime_model.current_load() if load is None else float(load)
+        factor = runtime_model.slowdown(load + 1.0)
+        busy = f", x{factor:.1f} for the load ({load:.1f} on {runtime_model.cores()} cores)" if factor > 1 else ""
+        cal = runtime_model.calibration()
+        same = [r for r in records if r.mechanism == mechanism and r.path == path]
+        if same:
+            near = min(same, key=lambda r: _distance(r, n_users, cells))
+            shape = cal.idle_seconds(mechanism, path, n_users, cells, trials) if cal else None
+            if shape is not None:
+                at_near = cal.idle_seconds(mechanism, path, near.n_users, near.cells, trials)
+                measured = near.fixed_seconds + trials * near.seconds_per_trial
+                return (measured * shape / max(at_near, 1e-9) * factor,
+                        f"measured runs of this mechanism on this server, scaled by its calibrated cost model{busy}")
+            scale = (n_users / near.n_users) * (cells / near.cells)
+            return ((near.fixed_seconds + trials * near.seconds_per_trial * scale) * factor,
+                    f"measured runs of this mechanism on this server{busy}")
+        calibrated = runtime_model.predict(mechanism, path, n_users, cells, trials, load=load)
+        if calibrated is not None:
+            return calibrated
+        if records:
+            near = min(records, key=lambda r: _distance(r, n_users, cells))
+            scale = (n_users / near.n_users) * (cells / near.cells)
+            return ((near.fixed_seconds + trials * near.seconds_per_trial * scale) * factor,
+                    f"measured runs of other mechanisms on this server{busy}")
+        return (trials * (PRIOR_S_PER_USER * n_users + PRIOR_S_PER_CELL * cells) * factor,
+                f"a rough prior (nothing measured on this server yet){busy}")
 
-        def distance(r: Measured) -> float:
-            return abs(math.log(r.n_users / n_users)) + abs(math.log(r.cells / cells))
 
-        near = min(pool, key=distance)
-        scale = (n_users / near.n_users) * (cells / near.cells)
-        seconds = near.fixed_seconds + trials * near.seconds_per_trial * scale
-        basis = ("measured runs of this mechanism on this server" if same
-                 else "measured runs of other mechanisms on this server")
-        return seconds, basis
+def _distance(r: Measured, n_users: int, cells: int) -> float:
+    return abs(math.log(r.n_users / n_users)) + abs(math.log(r.cells / cells))
 
 
 class Seen:

@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
+import os
 import sys
 from typing import Any, Sequence
 
 import numpy as np
 
-from ldpviz.data import datasets
 from ldpviz import experiment, mechanisms
-from ldpviz.geo.domain import Region
+from ldpviz.cli import data_options as cli_input
+from ldpviz.cli.data_options import join_signed_values  # noqa: F401 (public)
+from ldpviz.data import datasets
 from ldpviz.errors import LdpvizInputError
 from ldpviz.cli.privacy_warning import print_privacy_warning, privacy_warning
 
@@ -45,64 +46,18 @@ def _params(pairs: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-#: Options whose value may start with '-' (western longitudes): argparse would read it as an option.
-_SIGNED_VALUE_OPTIONS = ("--bbox",)
-
-
-def join_signed_values(argv: Sequence[str]) -> list[str]:
-    """``--bbox -93.33,44.89,...`` -> ``--bbox=-93.33,44.89,...`` so argparse keeps the value.
-
-    argparse treats any token starting with '-' that is not a plain negative
-    number as an option, so a west longitude first in a bbox fails with
-    "expected one argument". Only a token that starts like a number is joined.
-    """
-    out: list[str] = []
-    args = list(argv)
-    i = 0
-    while i < len(args):
-        token = args[i]
-        if token in _SIGNED_VALUE_OPTIONS and i + 1 < len(args) and re.match(r"^-[\d.]", args[i + 1]):
-            out.append(f"{token}={args[i + 1]}")
-            i += 2
-            continue
-        out.append(token)
-        i += 1
-    return out
-
-
-def _bbox_numbers(text: str) -> tuple[float, float, float, float]:
-    try:
-        w, s, e, n = (float(v) for v in text.split(","))
-    except ValueError:
-        raise LdpvizInputError(f"--bbox expects four numbers W,S,E,N (degrees), got {text!r}") from None
-    return w, s, e, n
-
-
-def _bbox(text: str) -> Region:
-    try:
-        return Region.from_bbox(*_bbox_numbers(text), name="bbox")
-    except LdpvizInputError as exc:
-        raise LdpvizInputError(f"--bbox: {exc}") from None
-
-
-def _scenario_and_data(args: argparse.Namespace) -> tuple[experiment.Scenario, datasets.Dataset | None]:
-    data = None
-    name = args.dataset
-    if args.bbox and args.region:
-        raise LdpvizInputError("give either --region or --bbox, not both")
-    region: Any = args.region
-    if args.bbox:
-        region = _bbox(args.bbox)
-    if args.csv:   # the bbox filters rows before the file is framed, and is the region
-        data = datasets.load_file(args.csv, lat_column=args.lat_column, lon_column=args.lon_column,
-                                  bbox=_bbox_numbers(args.bbox) if args.bbox else None,
-                                  max_bytes=args.max_bytes)
-        print(data.report.summary(), file=sys.stderr)
-        name = data.name
-    scenario = experiment.Scenario(dataset=name, mechanism=args.mechanism, epsilon=args.epsilon,
-                                   grid_side=args.grid, region=region, params=_params(args.param),
+def _scenario_and_data(args: argparse.Namespace) -> tuple[experiment.Scenario, cli_input.UserData]:
+    user = cli_input.load_data(args)
+    scenario = experiment.Scenario(dataset=user.name, mechanism=args.mechanism, epsilon=args.epsilon,
+                                   grid_side=args.grid, region=user.region, params=_params(args.param),
                                    n_users=args.users, seed=args.seed, trials=args.trials)
-    return scenario, data
+    return scenario, user
+
+
+def _with_rows(out: dict[str, Any], user: cli_input.UserData | None) -> dict[str, Any]:
+    """``--json`` output with the file's row counts (read, kept, dropped by reason) when a file was given."""
+    rows = user.rows() if user is not None else None
+    return {**out, "rows": rows} if rows is not None else out
 
 
 def _jsonable(value: Any) -> Any:
@@ -145,21 +100,26 @@ def cmd_mechanisms(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    if args.scheduler or args.partition_users or args.workers:   # one scenario in partitions (ldpviz.experiment.partitioned)
-        from ldpviz.experiment import partitioned
+    cli_input.require_number(args.partition_users, "--partition-users", minimum=1)
+    cli_input.require_number(args.workers, "--workers", minimum=1)
+    mechanisms.get(args.mechanism)
+    mechanisms.validate_epsilon(args.epsilon)        # before a file is read
+    user = None
+    if args.scheduler is not None or args.partition_users is not None or args.workers is not None:
+        from ldpviz.experiment import partitioned                  # one scenario in partitions (ldpviz.experiment.partitioned)
         if args.region and args.bbox:
             raise LdpvizInputError("give either --region or --bbox, not both")
-        result = partitioned.run_from_args(args, _bbox(args.bbox) if args.bbox else None,
+        result = partitioned.run_from_args(args, cli_input.bbox_region(args.bbox) if args.bbox else None,
                                            _params(args.param)).result
         scenario = result.scenario
     else:
-        scenario, data = _scenario_and_data(args)
-        result = experiment.run(scenario, data)
+        scenario, user = _scenario_and_data(args)
+        result = experiment.run(scenario, user.data)
     summary = result.summary()
     warning = privacy_warning(scenario.mechanism, result.grid, scenario.epsilon, scenario.param_dict)
     print_privacy_warning(warning)
     if args.json:
-        print(json.dumps(_jsonable({**summary, "privacy_warning": warning})))
+        print(json.dumps(_jsonable({**_with_rows(summary, user), "privacy_warning": warning})))
         return 0
     print(f"{scenario.mechanism} at epsilon = {scenario.epsilon:g} on {result.n_users:,} users, "
           f"d = {scenario.grid_side} ({result.grid.cell_m:,.0f} m cells), {result.guarantee}")
@@ -174,10 +134,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_sweep(args: argparse.Namespace) -> int:
-    scenario, data = _scenario_and_data(args)
+def _vary(specs: Sequence[str]) -> dict[str, list[Any]]:
     vary: dict[str, list[Any]] = {}
-    for spec in args.vary:
+    for spec in specs:
         if "=" not in spec:
             raise LdpvizInputError(f"--vary expects name=v1,v2,..., got {spec!r}")
         key, values = spec.split("=", 1)
@@ -185,6 +144,22 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         vary[key] = [_number(v.strip()) for v in values.split(",") if v.strip()]
     if not vary:
         raise LdpvizInputError("sweep needs at least one --vary name=v1,v2,...")
+    return vary
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    cli_input.check_output_file(args.out)
+    cli_input.require_number(args.workers, "--workers", minimum=1)
+    mechanisms.validate_epsilon(args.epsilon)
+    vary = _vary(args.vary)
+    scenario, user = _scenario_and_data(args)
+    for sc in experiment.expand(scenario, vary):      # every value checked before the first run
+        try:
+            experiment.check_scenario(sc)
+        except LdpvizInputError as exc:
+            changed = ", ".join(f"{k}={v}" for k, v in zip(vary, _combo(sc, vary)))
+            raise LdpvizInputError(f"--vary {changed}: {exc}") from None
+    data = user.data
 
     def progress(done: int, total: int) -> None:
         width = 30
@@ -198,45 +173,32 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     with parallel.executor_for(args.workers, args.scheduler) as executor:
         df = experiment.sweep(scenario, vary, dataset=data, executor=executor, progress=progress)
     if args.out:
-        df.to_csv(args.out, index=False)
+        cli_input.write_text(args.out, df.to_csv(index=False))
         print(f"wrote {len(df)} rows to {args.out}", file=sys.stderr)
     else:
         df.to_csv(sys.stdout, index=False)
     return 0
 
 
-def _trip_source(args: argparse.Namespace) -> tuple[Any, Any]:
-    """(data, region) of ``od`` / ``navigate``: a bundled name or a loaded trajectory file, and the region.
-
-    ``--bbox`` follows ``run --bbox``: with ``--file`` the rows outside it are dropped and counted before
-    anything else and it is the region; with ``--dataset`` it is the region (trips outside are left out and
-    counted). Without it a file's region follows the rule for uploaded points (geo.region_choice.upload_region).
-    """
-    from ldpviz.data import trajectories
-    if args.bbox and args.region:
-        raise LdpvizInputError("give either --region or --bbox, not both")
-    data: Any = args.dataset
-    region: Any = args.region
-    if args.file:
-        if args.region:
-            raise LdpvizInputError("--region names a preset of a bundled dataset; with --file give --bbox W,S,E,N "
-                                   "(or nothing: the rule for uploaded files)")
-        data = trajectories.load_trajectory_file(args.file, bbox=_bbox_numbers(args.bbox) if args.bbox else None)
-        print(data.report.summary(), file=sys.stderr)
-        region = data.default_region
-    elif args.bbox:
-        region = _bbox(args.bbox)
-    return data, region
+def _combo(sc: experiment.Scenario, vary: dict[str, list[Any]]) -> list[Any]:
+    own = {"epsilon": sc.epsilon, "grid_side": sc.grid_side, "n_users": sc.n_users, "seed": sc.seed,
+           "trials": sc.trials, "mechanism": sc.mechanism}
+    return [own[k] if k in own else sc.param_dict.get(k) for k in vary]
 
 
 def cmd_od(args: argparse.Namespace) -> int:
     from ldpviz.flows import od
-    data, region = _trip_source(args)
-    out = od.od_trials(data, args.mechanism, args.epsilon, args.grid, region=region,
-                       estimator=args.estimator, trials=args.trials, seed=args.seed, n_users=args.users,
-                       top_k=args.top_k, params=_params(args.param))
+    if args.users is not None:
+        od.check_od_users(args.users)                 # before any file or pair is read
+    mechanisms.validate_epsilon(args.epsilon)
+    user = cli_input.load_data(args, cli_input.TRAJECTORIES)
+    data: Any = user.data if user.data is not None else user.name
+    with cli_input.Heartbeat(f"od: {args.mechanism} + {args.estimator}, {args.trials} trial(s)"):
+        out = od.od_trials(data, args.mechanism, args.epsilon, args.grid, region=user.region,
+                           estimator=args.estimator, trials=args.trials, seed=args.seed, n_users=args.users,
+                           top_k=args.top_k, params=_params(args.param))
     if args.json:
-        print(json.dumps(_jsonable(out)))
+        print(json.dumps(_jsonable(_with_rows(out, user))))
         return 0
     print(f"OD flows, {out['mechanism']} + {out['estimator']} on {out['n_users']:,} trips, grid {out['grid']} x "
           f"{out['grid']} ({out['od_pairs']:,} OD pairs), {out['trials']} trial(s)")
@@ -264,16 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, fn, helptext in (("run", cmd_run, "run one scenario"),
                                ("sweep", cmd_sweep, "run a grid of scenarios to CSV")):
         p = sub.add_parser(name, help=helptext)
-        source = p.add_mutually_exclusive_group()
-        source.add_argument("--dataset", default="minneapolis-stops", help="bundled dataset name")
-        source.add_argument("--csv", help="path to a CSV or Parquet file with lat/lon columns")
-        p.add_argument("--lat-column", help="latitude column of --csv (auto-detected by default)")
-        p.add_argument("--lon-column", help="longitude column of --csv (auto-detected by default)")
-        p.add_argument("--region", help="region preset of the dataset (see 'ldpviz datasets')")
-        p.add_argument("--bbox", help="region as W,S,E,N in degrees (grown to a square; W > E crosses 180); "
-                                      "with --csv, rows outside it are dropped and counted before framing")
-        p.add_argument("--max-bytes", type=int, default=2 * 2**30,
-                       help="largest --csv file accepted, in bytes (default 2 GiB; big files load in chunks)")
+        cli_input.add_data_arguments(p)
         p.add_argument("--mechanism", default="grr", help="mechanism name (see 'ldpviz mechanisms')")
         p.add_argument("--epsilon", type=float, default=1.0, help="privacy budget epsilon > 0")
         p.add_argument("--grid", type=int, default=32, help="grid side d (d x d cells)")
@@ -328,15 +281,22 @@ def cmd_app(args: argparse.Namespace) -> int:
 
 def cmd_navigate(args: argparse.Namespace) -> int:
     from ldpviz.flows import navigation
-    data, region = _trip_source(args)
-    res = navigation.navigation_for_dataset(data, args.mechanism, args.epsilon, args.theta, args.grid,
-                                            region=region, n_trips=args.trips, seed=args.seed,
-                                            speed_mps=args.speed, delay_s=args.delay, threshold=args.threshold,
-                                            params=_params(args.param), max_updates=args.max_updates)
-    out = {"dataset": getattr(data, "name", data), **res.summary(),
+    cli_input.require_number(args.threshold, "--threshold", minimum=0)
+    cli_input.require_number(args.delay, "--delay", minimum=0)
+    cli_input.require_number(args.theta, "--theta", minimum=0)
+    cli_input.require_number(args.speed, "--speed", above=0)
+    mechanisms.validate_epsilon(args.epsilon)
+    user = cli_input.load_data(args, cli_input.TRAJECTORIES)
+    data: Any = user.data if user.data is not None else user.name
+    with cli_input.Heartbeat(f"navigate: {args.mechanism}, {args.trips} trips"):
+        res = navigation.navigation_for_dataset(data, args.mechanism, args.epsilon, args.theta, args.grid,
+                                                region=user.region, n_trips=args.trips, seed=args.seed,
+                                                speed_mps=args.speed, delay_s=args.delay, threshold=args.threshold,
+                                                params=_params(args.param), max_updates=args.max_updates)
+    out = {"dataset": user.name, **res.summary(),
            "region": res.settings["region"], "trips_left_out": res.settings["trips_left_out"]}
     if args.json:
-        print(json.dumps(_jsonable(out)))
+        print(json.dumps(_jsonable(_with_rows(out, user))))
         return 0
     unit = f" {out['epsilon_unit']}" if out["epsilon_unit"] else ""
     cap = "no cap" if out["update_cap"] is None else f"capped at {out['update_cap']} per trip on the phone"
@@ -363,19 +323,12 @@ def cmd_navigate(args: argparse.Namespace) -> int:
     return 0
 
 
-_TRIP_BBOX_HELP = ("region as W,S,E,N in degrees (grown to a square; W > E crosses 180); with --file, rows "
-                   "outside it are dropped and counted first; without it a file's region is chosen as for "
-                   "uploaded points")
-
 
 def _add_flow_commands(sub: Any) -> None:
     """``od`` and ``navigate``: the trajectory-input LBS of L-SRR Sec. 4."""
     p = sub.add_parser("od", help="origin-destination flows under LDP (L-SRR Sec. 4.1)")
-    p.add_argument("--dataset", default="atlantic-storms",
-                   help="trajectory dataset, or a point dataset (gravity-model OD pairs)")
-    p.add_argument("--file", help="trajectory CSV/Parquet (person, lat, lon; optional trip, time) instead of --dataset")
-    p.add_argument("--region", help="region preset of the dataset (see 'ldpviz datasets')")
-    p.add_argument("--bbox", help=_TRIP_BBOX_HELP)
+    cli_input.add_data_arguments(p, kind=cli_input.TRAJECTORIES, default_dataset="atlantic-storms",
+                                 dataset_help="trajectory dataset, or a point dataset (gravity-model OD pairs)")
     p.add_argument("--mechanism", default="srr", help="srr, grr, hr, olh-h or pldp")
     p.add_argument("--epsilon", type=float, default=2.0, help="budget per OD pair (epsilon/2 per end)")
     p.add_argument("--grid", type=int, default=8, help="grid side d (d x d cells, (d x d)^2 OD pairs)")
@@ -388,10 +341,8 @@ def _add_flow_commands(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(fn=cmd_od)
     p = sub.add_parser("navigate", help="traffic-aware navigation with LDP location updates (L-SRR Sec. 4.2)")
-    p.add_argument("--dataset", default="minneapolis-stops", help="dataset: its points are the traffic")
-    p.add_argument("--file", help="trajectory CSV/Parquet (person, lat, lon; optional trip, time) instead of --dataset")
-    p.add_argument("--region", help="region preset of the dataset")
-    p.add_argument("--bbox", help=_TRIP_BBOX_HELP)
+    cli_input.add_data_arguments(p, kind=cli_input.TRAJECTORIES,
+                                 dataset_help="dataset: its points are the traffic, its OD pairs the trips")
     p.add_argument("--mechanism", default="srr", help="client-side LDP or Geo-I mechanism of each location update "
                                                       "(see 'ldpviz mechanisms'); central-DP ones are refused")
     p.add_argument("--epsilon", type=float, default=1.0, help="budget of ONE location update")
@@ -411,17 +362,46 @@ def _add_flow_commands(sub: Any) -> None:
     p.set_defaults(fn=cmd_navigate)
 
 
+def _drop_stdout() -> None:
+    """After stdout failed (closed pipe, full disk), point it at /dev/null so the exit flush raises nothing
+    (the recipe of the Python docs, "Note on SIGPIPE")."""
+    if sys.stdout is not sys.__stdout__:
+        return                                         # captured (tests): nothing to silence
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+#: Exit status of a command whose reader went away (128 + SIGPIPE), as ``yes | head`` gives.
+EXIT_BROKEN_PIPE = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(join_signed_values(sys.argv[1:] if argv is None else argv))
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser.parse_args(join_signed_values(argv, cli_input.value_options(parser)))
     try:
-        return args.fn(args)
+        code = args.fn(args)
+        sys.stdout.flush()                             # a closed pipe or full disk shows here, not at exit
+        return code
     except LdpvizInputError as err:
         print(f"ldpviz: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("ldpviz: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:                            # e.g. | head -c 10: the reader has all it wanted
+        _drop_stdout()
+        return EXIT_BROKEN_PIPE
+    except OSError as err:                             # writing the output failed (disk full, I/O error), or a file
+        if err.filename:
+            print(f"ldpviz: error: {err.filename!r}: {err.strerror or err}", file=sys.stderr)
+        else:
+            _drop_stdout()
+            print(f"ldpviz: error: cannot write the output: {err.strerror or err}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

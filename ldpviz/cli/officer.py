@@ -19,17 +19,17 @@ import sys
 import time
 from typing import Any
 
-from ldpviz.data import datasets
 from ldpviz import experiment, mechanisms
+from ldpviz.cli import data_options as cli_input
 from ldpviz.cli.privacy_warning import print_privacy_warning, privacy_warning
-from ldpviz.geo.domain import Grid
+from ldpviz.data import datasets
+from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.mechanisms.base import EPSILON_MAX, EPSILON_MIN, GEO_I, GEO_I_UNIT
 
 
 def _add_scenario_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dataset", default="minneapolis-stops", help="bundled dataset name")
-    p.add_argument("--region", help="region preset of the dataset (see 'ldpviz datasets')")
+    cli_input.add_data_arguments(p)
     p.add_argument("--grid", type=int, default=32, help="grid side d (d x d cells)")
     p.add_argument("--seed", type=int, default=0)
 
@@ -64,38 +64,47 @@ def cmd_target(args: argparse.Namespace) -> int:
     require(args.r is None or (math.isfinite(args.r) and args.r > 0), f"--r must be a distance > 0 m, got {args.r!r}")
     for name in args.mechanism:
         mechanisms.get(name)
-    data = datasets.load(args.dataset)
+    if args.epsilon is not None:     # 0, -1, nan, inf are refused, never replaced by a default
+        mechanisms.validate_epsilon(args.epsilon)
+    user = cli_input.load_data(args)
+    data = user.data if user.data is not None else datasets.load(user.name)
     mode = "users" if args.epsilon is not None else "epsilon"
     t0 = time.perf_counter()
     results = []
-    for name in args.mechanism:
-        base = experiment.Scenario(dataset=args.dataset, mechanism=name,
-                                   epsilon=1.0 if args.epsilon is None else args.epsilon,   # 1: where the search starts
-                                   grid_side=args.grid, region=args.region, n_users=args.users, seed=args.seed,
-                                   trials=args.trials or tradeoff.DEFAULT_TRIALS)
-        if mode == "epsilon":
-            found = tradeoff.target_epsilon(base, args.metric, args.at_most, n_users=args.users, dataset=data,
-                                            attacker=not args.no_attacker, r_m=args.r, max_trials=args.max_trials)
-        else:
-            found = tradeoff.users_needed(base, args.metric, args.at_most, dataset=data,
-                                          attacker=not args.no_attacker, r_m=args.r, max_trials=args.max_trials)
-        row = found.to_dict()
-        row["epsilon_unit"] = f"per {GEO_I_UNIT}" if found.privacy_model == GEO_I else ""
-        eps_found = row.get("epsilon")
-        # tradeoff's warning is privacy_scale.weak_privacy_warning at the answer (the one source of the text)
-        row["privacy_warning"] = (row.get("warning") or None) if row.get("reached") and eps_found else None
-        if args.json:                                   # the text lines below carry it as WARNING: ...
-            print_privacy_warning(row["privacy_warning"], name)
-        results.append(row)
-        if not args.json:
-            print(_line(row, mode))
-        elif len(args.mechanism) > 1:
-            print(f"{name}: done ({found.seconds:.1f} s)", file=sys.stderr)
-    out = {"mode": mode, "dataset": args.dataset, "region": args.region, "grid": args.grid, "metric": args.metric,
+    lines = []
+    with cli_input.Heartbeat("target") as beat:
+        for k, name in enumerate(args.mechanism, 1):
+            beat.step(f"target: {name} ({k}/{len(args.mechanism)})")
+            base = experiment.Scenario(dataset=user.name, mechanism=name,
+                                       epsilon=1.0 if args.epsilon is None else args.epsilon,   # 1: where the search starts
+                                       grid_side=args.grid, region=user.region, n_users=args.users, seed=args.seed,
+                                       trials=args.trials or tradeoff.DEFAULT_TRIALS)
+            if mode == "epsilon":
+                found = tradeoff.target_epsilon(base, args.metric, args.at_most, n_users=args.users, dataset=data,
+                                                attacker=not args.no_attacker, r_m=args.r, max_trials=args.max_trials)
+            else:
+                found = tradeoff.users_needed(base, args.metric, args.at_most, dataset=data,
+                                              attacker=not args.no_attacker, r_m=args.r, max_trials=args.max_trials)
+            row = found.to_dict()
+            row["epsilon_unit"] = f"per {GEO_I_UNIT}" if found.privacy_model == GEO_I else ""
+            eps_found = row.get("epsilon")
+            # tradeoff's warning is privacy_scale.weak_privacy_warning at the answer (the one source of the text)
+            row["privacy_warning"] = (row.get("warning") or None) if row.get("reached") and eps_found else None
+            if args.json:                                   # the text lines carry it as WARNING: ...
+                print_privacy_warning(row["privacy_warning"], name)
+            results.append(row)
+            lines.append(_line(row, mode))
+    if not args.json:
+        print("\n".join(lines))
+    region = user.region.name if hasattr(user.region, "name") else user.region
+    out = {"mode": mode, "dataset": user.name, "region": region, "grid": args.grid, "metric": args.metric,
            "at_most": args.at_most, "seed": args.seed, "confidence": 0.95,
            "rule": "reached only when the 95% CI's upper end over the trials is at most the target",
            "max_trials": max(args.trials or tradeoff.DEFAULT_TRIALS, args.max_trials or tradeoff.MAX_TRIALS_NEAR),
            "results": results, "seconds": time.perf_counter() - t0}
+    rows = user.rows()
+    if rows is not None:
+        out["rows"] = rows
     if args.json:
         print(json.dumps(_jsonable(out)))
     else:
@@ -131,6 +140,8 @@ def _line(row: dict[str, Any], mode: str) -> str:
 def cmd_report(args: argparse.Namespace) -> int:
     from ldpviz.decide import decision_report as report
     require(args.out, "report needs --out FILE.html")
+    cli_input.check_output_file(args.out)
+    cli_input.require_number(args.r, "--r", above=0)
     require(2 <= args.trials <= experiment.MAX_TRIALS,
             f"--trials must be from 2 to {experiment.MAX_TRIALS} (confidence intervals need two), got {args.trials!r}")
     require(args.r is None or (math.isfinite(args.r) and args.r > 0), f"--r must be a distance > 0 m, got {args.r!r}")
@@ -140,18 +151,19 @@ def cmd_report(args: argparse.Namespace) -> int:
             raise LdpvizInputError(f"--param expects key=value, got {pair!r}")
         key, value = pair.split("=", 1)
         params[key.strip()] = value.strip()
-    scenario = experiment.Scenario(dataset=args.dataset, mechanism=args.mechanism, epsilon=args.epsilon,
-                                   grid_side=args.grid, region=args.region, params=params, n_users=args.users,
+    mechanisms.get(args.mechanism)
+    mechanisms.validate_epsilon(args.epsilon)
+    user = cli_input.load_data(args)
+    scenario = experiment.Scenario(dataset=user.name, mechanism=args.mechanism, epsilon=args.epsilon,
+                                   grid_side=args.grid, region=user.region, params=params, n_users=args.users,
                                    seed=args.seed, trials=args.trials)
-    html = report.build_report(scenario, audit=not args.no_audit, r_m=args.r)
-    data = datasets.load(args.dataset)
-    print_privacy_warning(privacy_warning(args.mechanism, Grid(experiment.resolve_region(data, args.region), args.grid),
-                                          args.epsilon, params))
-    try:
-        with open(args.out, "w", encoding="utf-8") as fh:
-            fh.write(html)
-    except OSError as err:
-        raise LdpvizInputError(f"--out: cannot write {args.out!r}: {err.strerror}") from None
+    with cli_input.Heartbeat(f"report: {args.mechanism}, {args.trials} trials"
+                             + ("" if args.no_audit else " and a quick audit")):
+        html = report.build_report(scenario, dataset=user.data, audit=not args.no_audit, r_m=args.r)
+    data = user.data if user.data is not None else datasets.load(user.name)
+    region = user.region if isinstance(user.region, Region) else experiment.resolve_region(data, user.region)
+    print_privacy_warning(privacy_warning(args.mechanism, Grid(region, args.grid), args.epsilon, params))
+    cli_input.write_text(args.out, html)
     print(f"wrote {args.out} ({len(html) / 1024:,.0f} KiB)", file=sys.stderr)
     return 0
 

@@ -20,6 +20,7 @@ import gzip
 import io
 import os
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -30,6 +31,79 @@ from ldpviz.data.file_formats import PARQUET_SUFFIXES, parquet_columns, refuse_w
 from ldpviz.errors import LdpvizInputError, require
 
 SAMPLE_BYTES = 65536
+#: Unpacked bytes after which a gzip's expansion ratio is checked (smaller files are cheap whatever their ratio).
+GZIP_GUARD_BYTES = 256 * 2**20
+#: Most a gzip may expand: coordinate CSVs pack 3-10 times; a decompression bomb packs hundreds of times.
+MAX_GZIP_RATIO = 40.0
+
+
+def check_unpacked(unpacked: int, packed: int, name: str) -> None:
+    """Refuse a gzip that expands like a decompression bomb, while it is being unpacked (issue 22).
+
+    Checked once ``unpacked`` passes :data:`GZIP_GUARD_BYTES`: more than
+    :data:`MAX_GZIP_RATIO` unpacked bytes per packed byte read so far is refused,
+    so a 47 MB file of 10 GB of zeros stops after about 256 MB, not 2 GB.
+    """
+    if unpacked > GZIP_GUARD_BYTES and unpacked > MAX_GZIP_RATIO * max(packed, 1):
+        raise LdpvizInputError(
+            f"'{name}' unpacks to more than {MAX_GZIP_RATIO:g} times its packed size ({_mib(unpacked)} from the "
+            f"first {_mib(packed)}), as a decompression bomb does; if the file is genuine, unpack it yourself "
+            "and load the CSV")
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:,.0f} MiB" if n >= 2**20 else f"{n / 1024:,.0f} KiB"
+
+
+class GuardedGzip(io.RawIOBase):
+    """A gzip stream over ``raw`` that applies :func:`check_unpacked` as it is read, and turns a corrupt
+    stream (zlib.error, EOFError, BadGzipFile) into a one-line :class:`LdpvizInputError`."""
+
+    def __init__(self, raw: Any, name: str, size: int = 0, max_rows: int | None = None) -> None:
+        super().__init__()
+        self._raw = raw
+        self._gz = gzip.GzipFile(fileobj=raw)
+        self._name = name
+        self._size = size
+        self._max_rows = max_rows
+        self._unpacked = 0
+        self._lines = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            data = self._gz.read(size)
+        except (OSError, EOFError, zlib.error) as exc:
+            where = f" after {_mib(self._unpacked)}" if self._unpacked else ""
+            raise LdpvizInputError(f"'{self._name}' looks gzip-compressed but cannot be unpacked{where} "
+                                   f"({exc})") from None
+        self._unpacked += len(data)
+        packed = self._raw.tell()
+        check_unpacked(self._unpacked, packed, self._name)
+        self._lines += data.count(b"\n")
+        self._check_lines(packed)
+        return data
+
+    def _check_lines(self, packed: int) -> None:
+        """Refuse early when the lines unpacked so far, scaled by the share of the packed file read, pass
+        ``max_rows`` (the reader's row limit) by half again: a small file of hundreds of millions of tiny rows
+        stops here, after a few per cent of it, not at the row limit (issue 22: 920M rows in 125 MB)."""
+        limit = self._max_rows
+        if not limit or not self._size or self._lines < min(1_000_000, limit // 10) or packed < 0.02 * self._size:
+            return
+        projected = self._lines * self._size / max(packed, 1)
+        if projected > 1.5 * limit:
+            raise LdpvizInputError(
+                f"'{self._name}' holds more than {limit:,} rows: {self._lines:,} lines in its first "
+                f"{100 * packed / self._size:.0f}%, so about {projected:,.0f} in all; keep only the rows of the "
+                "area and period you need")
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
 
 
 @dataclass
@@ -75,7 +149,7 @@ def open_large(source: Any, filename: str | None, max_bytes: int, threshold: int
 
 
 def chunks(big: LargeFile, lat_column: str | None, lon_column: str | None, notes: list[str],
-           chunk_rows: int) -> Iterator[tuple[pd.Series, pd.Series, str, str, int, str, float]]:
+           chunk_rows: int, max_rows: int | None = None) -> Iterator[tuple[pd.Series, pd.Series, str, str, int, str, float]]:
     """(lat text, lon text, lat name, lon name, malformed rows, file name, fraction read) per chunk."""
 
     try:
@@ -87,7 +161,7 @@ def chunks(big: LargeFile, lat_column: str | None, lon_column: str | None, notes
         if head[:4] == b"PAR1" or (suffix in PARQUET_SUFFIXES and head[:2] != b"\x1f\x8b"):
             yield from _parquet_chunks(big, lat_column, lon_column, notes, chunk_rows)
         else:
-            yield from _csv_chunks(big, head, lat_column, lon_column, notes, chunk_rows)
+            yield from _csv_chunks(big, head, lat_column, lon_column, notes, chunk_rows, max_rows)
     finally:
         if big.owns:
             big.handle.close()
@@ -154,7 +228,7 @@ def _float_or_text(column: Any) -> pd.Series:
 
 
 def _csv_chunks(big: LargeFile, head: bytes, lat_column: str | None, lon_column: str | None, notes: list[str],
-                chunk_rows: int) -> Iterator[tuple[pd.Series, pd.Series, str, str, int, str, float]]:
+                chunk_rows: int, max_rows: int | None = None) -> Iterator[tuple[pd.Series, pd.Series, str, str, int, str, float]]:
     """CSV through pyarrow's streaming reader, only the two coordinate columns converted (as text).
 
     Rows whose field count differs from the header's go to ``invalid``, which
@@ -170,12 +244,14 @@ def _csv_chunks(big: LargeFile, head: bytes, lat_column: str | None, lon_column:
     raw = big.handle
     stream = raw
     if head[:2] == b"\x1f\x8b":
-        stream = gzip.GzipFile(fileobj=raw)
+        stream = GuardedGzip(raw, big.name, big.size, max_rows)
         notes.append("the file was gzip-compressed and was unpacked.")
     start = raw.tell()
     try:
         sample = stream.read(SAMPLE_BYTES)
-    except (OSError, EOFError) as exc:
+    except LdpvizInputError:
+        raise
+    except (OSError, EOFError, zlib.error) as exc:
         raise LdpvizInputError(f"'{big.name}' looks gzip-compressed but cannot be unpacked ({exc})") from None
     encoding = _encoding(sample, big.name, notes)
     text = sample.decode(encoding, errors="replace").lstrip("\ufeff")
@@ -187,7 +263,7 @@ def _csv_chunks(big: LargeFile, head: bytes, lat_column: str | None, lon_column:
         raw.seek(start)
     else:
         raw.seek(0)
-        stream = gzip.GzipFile(fileobj=raw)
+        stream = GuardedGzip(raw, big.name, big.size, max_rows)
     width = len(columns)
     names = [f"c{i}" for i in range(width)]
     pending: dict[str, Any] = {"lat": [], "lon": [], "malformed": 0}
@@ -206,6 +282,7 @@ def _csv_chunks(big: LargeFile, head: bytes, lat_column: str | None, lon_column:
         reader = pacsv.open_csv(
             stream,
             read_options=pacsv.ReadOptions(column_names=names, skip_rows=header_at + 1, encoding=arrow_encoding,
+                                           use_threads=False,
                                            block_size=max(1 << 20, min(1 << 26, chunk_rows * 16 * max(width, 2)))),
             parse_options=pacsv.ParseOptions(delimiter=sep, invalid_row_handler=invalid, newlines_in_values=True),
             convert_options=pacsv.ConvertOptions(
@@ -228,6 +305,8 @@ def _csv_chunks(big: LargeFile, head: bytes, lat_column: str | None, lon_column:
             batch = reader.read_next_batch()
         except StopIteration:
             break
+        except LdpvizInputError:
+            raise
         except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
             raise LdpvizInputError(f"'{big.name}' could not be parsed as CSV ({str(exc)[:200]})") from None
         for at in range(0, batch.num_rows, chunk_rows) if batch.num_rows else [0]:

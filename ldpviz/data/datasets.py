@@ -38,6 +38,7 @@ import io
 import os
 import re
 import warnings
+import zlib
 from pathlib import Path
 from typing import Any, Callable
 
@@ -52,7 +53,7 @@ from ldpviz.data.file_formats import (LAT_NAMES, LON_NAMES, PARQUET_SUFFIXES, fi
 from ldpviz.data.synthetic import MNORMAL_COMPONENTS, SYNTHETIC_SIDE_M, gaussian_mixture
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.geo import region_choice as regions
-from ldpviz.geo.domain import Region, wrap_lon
+from ldpviz.geo.domain import Region, in_bbox, wrap_lon  # noqa: F401 (in_bbox: part of this module's API)
 
 DATA_DIR = Path(__file__).resolve().parent   # the bundled files ship beside this module
 MINNEAPOLIS_FILE = DATA_DIR / "minneapolis_stops.parquet"
@@ -185,7 +186,7 @@ def load_file(source: Any, *, filename: str | None = None, lat_column: str | Non
     big = bigfile.open_large(source, filename, max_bytes, CHUNK_BYTES)
     if big is not None:
         filename = big.name
-        chunks = bigfile.chunks(big, lat_column, lon_column, notes, chunk_rows)
+        chunks = bigfile.chunks(big, lat_column, lon_column, notes, chunk_rows, MAX_ROWS)
     else:
         chunks = iter([_read_small(source, filename, lat_column, lon_column, max_bytes, notes)])
     screen = _Screen(bbox, wrap_longitudes)
@@ -198,6 +199,7 @@ def load_file(source: Any, *, filename: str | None = None, lat_column: str | Non
         screen.add(lat, lon, lat_missing | lon_missing, lat_bad | lon_bad, malformed)
         require(screen.rows_read <= MAX_ROWS, f"'{filename}' holds more than {MAX_ROWS:,} rows (or unpacks to "
                                               "them); keep only the rows of the area and period you need")
+        _refuse_projected_rows(screen.rows_read, fraction, filename)
         if progress is not None:
             progress(min(fraction, 0.99), f"read {screen.rows_read:,} rows")
     for column, count in comma.items():
@@ -227,6 +229,18 @@ def load_file(source: Any, *, filename: str | None = None, lat_column: str | Non
     return Dataset(name=f"upload:{filename}", label=filename,
                    description=f"Uploaded file '{filename}'. {report.summary()}",
                    lon=lon, lat=lat, presets={whole.name: whole}, synthetic=False, report=report)
+
+
+def _refuse_projected_rows(rows_read: int, fraction: float, filename: str) -> None:
+    """Refuse a streamed file early when the rows read so far, scaled by the share of the file read, pass
+    :data:`MAX_ROWS` by half again, instead of after reading them all. The reader reads ahead, so the share
+    is over-stated and the projection errs low (never refuses a file within the limit); packed files are
+    projected more sharply from their unpacked lines (:class:`ldpviz.data.big_files.GuardedGzip`)."""
+    if 0.02 <= fraction < 1.0 and rows_read >= min(1_000_000, MAX_ROWS // 10):
+        projected = rows_read / fraction
+        require(projected <= 1.5 * MAX_ROWS,
+                f"'{filename}' holds more than {MAX_ROWS:,} rows: {rows_read:,} in its first {100 * fraction:.0f}%, "
+                f"so about {projected:,.0f} in all; keep only the rows of the area and period you need")
 
 
 #: Files larger than this are read in chunks (bounded memory) instead of at once.
@@ -294,15 +308,6 @@ class _Screen:
         lat = np.concatenate(self._lat) if self._lat else np.zeros(0)
         self._lon, self._lat = [], []
         return lon, lat
-
-
-def in_bbox(lon: np.ndarray, lat: np.ndarray, bbox: tuple[float, float, float, float]) -> np.ndarray:
-    """Rows inside a W, S, E, N box (edges included); W > E means the box crosses 180."""
-    west, south, east, north = (float(v) for v in bbox)
-    west, east = float(wrap_lon(west)), float(wrap_lon(east))
-    lon = wrap_lon(lon)
-    in_lon = (lon >= west) & (lon <= east) if west <= east else (lon >= west) | (lon <= east)
-    return in_lon & (lat >= south) & (lat <= north)
 
 
 def wrap_longitudes(frame: pd.DataFrame, column: str | None = None) -> tuple[pd.DataFrame, int, int]:
@@ -375,13 +380,24 @@ def _read_source(source: Any, filename: str | None, max_bytes: int) -> tuple[byt
 
 
 def _gunzip(raw: bytes, filename: str, max_bytes: int) -> bytes:
+    """Unpack in pieces, refusing past ``max_bytes`` or at a bomb's expansion ratio (:func:`bigfile.check_unpacked`)
+    before the whole output is held."""
+    packed = io.BytesIO(raw)
+    parts: list[bytes] = []
+    unpacked = 0
     try:
-        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as fh:
-            out = fh.read(max_bytes + 1)
-    except (OSError, EOFError) as exc:
+        with gzip.GzipFile(fileobj=packed) as fh:
+            while unpacked <= max_bytes:
+                part = fh.read(min(16 * 2**20, max_bytes + 1 - unpacked))
+                if not part:
+                    break
+                parts.append(part)
+                unpacked += len(part)
+                bigfile.check_unpacked(unpacked, packed.tell(), filename)
+    except (OSError, EOFError, zlib.error) as exc:
         raise LdpvizInputError(f"'{filename}' looks gzip-compressed but cannot be unpacked ({exc})") from None
-    require(len(out) <= max_bytes, f"'{filename}' unpacks to more than the {size_text(max_bytes)} limit")
-    return out
+    require(unpacked <= max_bytes, f"'{filename}' unpacks to more than the {size_text(max_bytes)} limit")
+    return b"".join(parts)
 
 
 def _read_parquet(raw: bytes, filename: str, lat_column: str | None, lon_column: str | None,

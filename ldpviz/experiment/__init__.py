@@ -312,6 +312,23 @@ def _sweep_task(scenario: Scenario, dataset: datasets.Dataset | None) -> list[di
     return rows
 
 
+def check_scenario(scenario: Scenario) -> None:
+    """Refuse a scenario's settings without running it: the mechanism's name, epsilon, the grid side and each
+    mechanism parameter (its declared type and bounds). Lets a sweep check every value before its first run."""
+    from ldpviz.geo.domain import MAX_GRID_SIDE
+
+    cls = mechanisms.get(scenario.mechanism)
+    mechanisms.validate_epsilon(scenario.epsilon)
+    side = scenario.grid_side
+    require(isinstance(side, (int, np.integer)) and not isinstance(side, bool) and 1 <= side <= MAX_GRID_SIDE,
+            f"grid side d must be a whole number from 1 to {MAX_GRID_SIDE}, got {side!r}")
+    known = {p.name: p for p in cls.params}
+    for name, value in scenario.params:
+        require(name in known, f"mechanism '{scenario.mechanism}' has no parameter {name!r}; it takes: "
+                               f"{', '.join(known) or 'no parameters'}")
+        known[name].validate(value)
+
+
 def expand(base: Scenario, vary: Mapping[str, Iterable[Any]]) -> list[Scenario]:
     """Every combination of the varied values applied to ``base`` (mechanism params by name)."""
     keys = list(vary)

@@ -210,6 +210,8 @@ def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon
     base = grid.cell_m / speed_mps
     delay = base if delay_s is None else float(delay_s)
     require(math.isfinite(delay) and delay >= 0, f"delay must be >= 0 seconds, got {delay_s!r}")
+    require(threshold is None or (math.isfinite(float(threshold)) and float(threshold) >= 0),
+            f"threshold (users in a cell above which it is congested) must be a number >= 0, got {threshold!r}")
     thr = 2.0 * n / grid.n_cells if threshold is None else float(threshold)
     true_counts = np.bincount(users.cells, minlength=grid.n_cells).astype(float)
     true_cost = base + delay * (true_counts > thr)
@@ -292,14 +294,14 @@ def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon
 
 def navigation_for_dataset(dataset: Any, mechanism: str, epsilon: float, theta_s: float, grid_side: int, *,
                            region: Any = None, n_trips: int = 100, seed: int = 0, **kwargs: Any) -> NavigationResult:
-    """Navigation on a dataset (a bundled name or loaded :class:`~ldpviz.data.trajectories.Trajectories`): its
-    points (all trajectory points) are the traffic, its OD pairs the trips. ``region``: a preset name or a
-    :class:`Region` (e.g. a stated bbox); trips left out of the OD pairs are counted in ``settings``."""
+    """Navigation on a dataset (a bundled name, loaded :class:`~ldpviz.data.trajectories.Trajectories` or a loaded
+    points file): its points (all trajectory points) are the traffic, its OD pairs the trips. ``region``: a preset
+    name or a :class:`Region` (e.g. a stated bbox); trips left out of the OD pairs are counted in ``settings``."""
     from ldpviz.data import datasets, trajectories
     from ldpviz.flows import od
 
     pairs, reg, _ = od.load_od_pairs(dataset, region, None, seed)
-    if isinstance(dataset, trajectories.Trajectories):
+    if isinstance(dataset, (trajectories.Trajectories, datasets.Dataset)):   # a file the user loaded
         data: Any = dataset
     elif dataset in trajectories.names():
         data = trajectories.load(dataset)

@@ -115,6 +115,15 @@ def _aeqd_scale_error(center_lon: float, center_lat: float, side_m: float) -> fl
     return float(np.nanmax(np.abs(scales - 1.0)))
 
 
+def in_bbox(lon: np.ndarray, lat: np.ndarray, bbox: tuple[float, float, float, float]) -> np.ndarray:
+    """Rows inside a W, S, E, N box (edges included); W > E means the box crosses 180."""
+    west, south, east, north = (float(v) for v in bbox)
+    west, east = float(wrap_lon(west)), float(wrap_lon(east))
+    lon = wrap_lon(lon)
+    in_lon = (lon >= west) & (lon <= east) if west <= east else (lon >= west) | (lon <= east)
+    return in_lon & (lat >= south) & (lat <= north)
+
+
 def lon_span(lon: np.ndarray) -> tuple[float, float]:
     """(west, east) of the shortest arc holding every longitude; west > east when it crosses 180.
 

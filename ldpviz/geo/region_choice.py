@@ -13,7 +13,7 @@ assume a public domain. Three choices, from most to least private:
   their coarse tile, or into another occupied one, cannot move the region; a
   user alone in an outer coarse tile can, by whole tiles. That residue is not
   covered by epsilon and the region says so in :attr:`Region.data_use`.
-* :func:`ldpviz.mechanisms.fo.oracles.private_region.private_tile_region` -- a region spent from a stated budget: every row
+* :func:`ldpviz.mechanisms.fo.private_region.private_tile_region` -- a region spent from a stated budget: every row
   sends one epsilon0-LDP report (OLH) of its coarse tile; the server keeps the
   tiles whose estimated count clears a Bonferroni-corrected noise threshold and
   frames them. Covered by epsilon0, which adds to the mechanism's epsilon
@@ -30,7 +30,8 @@ import numpy as np
 
 from ldpviz.geo import quadkey
 from ldpviz.geo.domain import Region, lon_span, wrap_lon
-from ldpviz.errors import LdpvizInputError, require
+from ldpviz.errors import LdpvizInputError, RegionTooLargeError, require
+from ldpviz.geo.region_suggestion import suggest_bbox
 
 #: Bing tile level of the coarse occupancy that :func:`public_tile_region` reads (360/2^8 = 1.4 degrees).
 COARSE_LEVEL = 8
@@ -85,16 +86,23 @@ def upload_region(lon: np.ndarray, lat: np.ndarray, filename: str,
     A stated ``bbox`` (W, S, E, N) wins and reads no data (the loader has already dropped and
     counted the rows outside it); without one, the square around the occupied coarse public tiles
     (:func:`public_tile_region`, which says in :attr:`Region.data_use` what it read). A file that
-    no square can frame gets a clear message asking for a bbox.
+    no square can frame is refused with :class:`~ldpviz.errors.RegionTooLargeError`, whose
+    ``suggestion`` is the densest continent-sized box (:func:`ldpviz.geo.region_suggestion.suggest_bbox`).
     """
     if bbox is not None:
         return stated_region(bbox)
     try:
         return public_tile_region(lon, lat, name="Public tiles")
     except LdpvizInputError as exc:
-        raise LdpvizInputError(f"the points in '{filename}' cannot be framed by one square region ({exc}); "
-                               f"ldpviz works on areas up to 6,500 km across, between 85 degrees south and "
-                               "north. Give a bbox (W,S,E,N) of one area and try again.") from None
+        try:
+            suggestion = suggest_bbox(lon, lat)
+            hint = f" For example {suggestion.sentence()}."
+        except LdpvizInputError:
+            suggestion, hint = None, ""
+        raise RegionTooLargeError(f"the points in '{filename}' cannot be framed by one square region: "
+                                  f"{str(exc).rstrip('.')}. ldpviz works on areas up to 6,500 km across, between 85 "
+                                  f"degrees south and north. Give a bbox (W,S,E,N) of one area and try again.{hint}",
+                                  suggestion) from None
 
 
 def region_covers(region: Region) -> str:

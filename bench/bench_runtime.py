@@ -1,0 +1,187 @@
+"""Benchmark: calibrate the run-time model (ldpviz.experiment.runtime_model) per mechanism and path, and check it.
+
+Runs every registered mechanism on each of its paths ('per-user' and 'aggregate'; '-' where it has one)
+through ``experiment.run`` (one trial, the 'normal' dataset) at a grid of sizes, records the phases' wall
+times and the 1-minute load average around each run, divides by the load's slowdown
+(``runtime_model.slowdown``), and fits the model's non-negative coefficients: per (mechanism, path) for the
+fixed part (prepare + setup) and the per-trial part (perturb + estimate), and one shared model for the
+metrics. Then predicts held-out runs (larger grids, the cases of issue 22) and reports prediction / actual.
+
+Writes DIR/runtime-calibration.md and the coefficients (with how they were measured) to
+DIR/runtime-calibration.json; ``--install`` also copies them to ldpviz/data/runtime_calibration.json, the
+file the dashboard reads (refused with --quick).
+
+    python bench/bench_runtime.py [--quick] [--out DIR] [--slow SECONDS] [--install]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from ldpviz import experiment, mechanisms  # noqa: E402
+from ldpviz.experiment import runtime_model  # noqa: E402
+from ldpviz.errors import LdpvizInputError  # noqa: E402
+from ldpviz.evidence.reproduce import machine, provenance_markdown  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+FULL_SIZES = [(n, d) for d in (8, 16, 32, 64) for n in (2_000, 20_000)]
+QUICK_SIZES = [(1_000, 8), (1_000, 16), (4_000, 16)]
+#: Larger grids for the shared metrics model (W2 and the others grow faster than the cells), run with one
+#: cheap mechanism: (mechanism, path, sizes).
+FULL_METRICS_RUNS = ("grr", "aggregate", [(2_000, 96), (2_000, 128), (20_000, 128)])
+QUICK_METRICS_RUNS = ("grr", "aggregate", [(1_000, 32)])
+#: Held-out checks: (mechanism, path, users, grid side); the first two are issue 22's cases.
+FULL_CHECKS = [("oue", "auto", 20_000, 256), ("huem", "auto", 20_000, 96), ("grr", "auto", 50_000, 96)]
+QUICK_CHECKS = [("grr", "auto", 4_000, 32), ("oue", "auto", 4_000, 32)]
+
+
+def paths_of(name: str) -> list[str]:
+    if any(p.name == "path" for p in mechanisms.get(name).params):
+        return ["per-user", "aggregate"]
+    return [runtime_model.SINGLE_PATH]
+
+
+def timed_run(name: str, path: str, n: int, d: int) -> dict:
+    params = {} if path in (runtime_model.SINGLE_PATH, "auto") else {"path": path}
+    load_before = runtime_model.current_load()
+    t0 = time.perf_counter()
+    result = experiment.run(experiment.Scenario(dataset="normal", mechanism=name, grid_side=d, n_users=n,
+                                                params=params, seed=0))
+    wall = time.perf_counter() - t0
+    load = (load_before + runtime_model.current_load()) / 2
+    t = result.timings
+    busy = runtime_model.slowdown(load)
+    return {"mechanism": name, "path": path, "n": n, "D": d * d, "wall": wall, "load": load,
+            "fixed": (t["prepare"] + t["setup"]) / busy, "trial": (t["perturb"] + t["estimate"]) / busy,
+            "metrics": t["metrics"] / busy}
+
+
+def measure(sizes: list[tuple[int, int]], slow: float, only: tuple[str, str] | None = None
+            ) -> tuple[list[dict], list[str]]:
+    rows, skipped = [], []
+    for name in mechanisms.available():
+        for path in paths_of(name):
+            if only is not None and (name, path) != only:
+                continue
+            for n, d in sizes:
+                try:
+                    row = timed_run(name, path, n, d)
+                except LdpvizInputError as exc:
+                    skipped.append(f"{name} / {path} at n = {n:,}, d = {d}: refused ({str(exc)[:90]})")
+                    continue
+                rows.append(row)
+                print(f"{name:<14} {path:<9} n={n:>7,} d={d:>4}  {row['wall']:7.3f} s  load {row['load']:.1f}",
+                      file=sys.stderr, flush=True)
+                if row["wall"] > slow:
+                    skipped.append(f"{name} / {path}: sizes after n = {n:,}, d = {d} not run (that run took "
+                                   f"{row['wall']:.1f} s > --slow {slow:g} s)")
+                    break
+    return rows, skipped
+
+
+def fit_calibration(rows: list[dict], measured_on: str) -> runtime_model.Calibration:
+    models = {}
+    for key in sorted({(r["mechanism"], r["path"]) for r in rows}):
+        mine = [r for r in rows if (r["mechanism"], r["path"]) == key]
+        models[f"{key[0]}|{key[1]}"] = {
+            "fixed": runtime_model.fit([(r["n"], r["D"], r["fixed"]) for r in mine]),
+            "trial": runtime_model.fit([(r["n"], r["D"], r["trial"]) for r in mine])}
+    metrics = runtime_model.fit([(r["n"], r["D"], r["metrics"]) for r in rows])
+    return runtime_model.Calibration(models, metrics, measured_on)
+
+
+def fit_error(cal: runtime_model.Calibration, rows: list[dict]) -> dict[str, float]:
+    """Median |predicted / measured - 1| of the idle-machine seconds, per mechanism and path."""
+    import numpy as np
+
+    out = {}
+    for key in sorted({(r["mechanism"], r["path"]) for r in rows}):
+        errs = []
+        for r in rows:
+            if (r["mechanism"], r["path"]) != key:
+                continue
+            idle = r["fixed"] + r["trial"] + r["metrics"]
+            errs.append(abs(cal.idle_seconds(key[0], key[1], r["n"], r["D"], 1) / max(idle, 1e-6) - 1))
+        out[f"{key[0]} / {key[1]}"] = float(np.median(errs))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes (a smoke test; coefficients to --out)")
+    ap.add_argument("--out", default=str(ROOT / "docs"), help="output directory (default docs/)")
+    ap.add_argument("--slow", type=float, default=8.0, help="stop growing a mechanism's sizes after a run "
+                                                            "longer than this many seconds (default 8)")
+    ap.add_argument("--install", action="store_true", help="also write the coefficients to "
+                                                           "ldpviz/data/runtime_calibration.json (full runs only)")
+    args = ap.parse_args(argv)
+    if args.install and args.quick:
+        ap.error("--install takes a full run's coefficients, not --quick ones")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    sizes, checks = (QUICK_SIZES, QUICK_CHECKS) if args.quick else (FULL_SIZES, FULL_CHECKS)
+    extra_name, extra_path, extra_sizes = QUICK_METRICS_RUNS if args.quick else FULL_METRICS_RUNS
+    started = time.perf_counter()
+    rows, skipped = measure(sizes, args.slow)
+    more, more_skipped = measure(extra_sizes, args.slow, only=(extra_name, extra_path))
+    rows, skipped = rows + more, skipped + more_skipped
+    mean_load = sum(r["load"] for r in rows) / max(len(rows), 1)
+    host = machine()
+    measured_on = (f"bench/bench_runtime.py{' --quick' if args.quick else ''}: sizes (n, d) "
+                   f"{', '.join(f'({n:,}, {d})' for n, d in sizes)} (and {extra_name} / {extra_path} at "
+                   f"{', '.join(f'({n:,}, {d})' for n, d in extra_sizes)} for the metrics), one run each, 'normal' data, on "
+                   f"{host.get('processor', 'this machine')} ({runtime_model.cores()} cores, mean load {mean_load:.1f}, "
+                   f"times divided by the load's slowdown), {datetime.date.today().isoformat()}")
+    cal = fit_calibration(rows, measured_on)
+    target = out / "runtime-calibration.json"
+    target.write_text(json.dumps({**cal.to_json(), "runs": rows}, indent=1) + "\n", encoding="utf-8")
+    if args.install:
+        runtime_model.CALIBRATION_FILE.write_text(target.read_text(encoding="utf-8"), encoding="utf-8")
+    runtime_model.calibration.cache_clear()
+    errors = fit_error(cal, rows)
+
+    held = []
+    for name, path, n, d in checks:
+        load = runtime_model.current_load()
+        predicted = cal.idle_seconds(name, path, n, d * d, 1) * runtime_model.slowdown(load + 1)
+        try:
+            row = timed_run(name, path, n, d)
+        except LdpvizInputError as exc:
+            held.append(f"| {name} | {path} | {n:,} | {d} | {predicted:.1f} | refused: {str(exc)[:60]} | | |")
+            continue
+        held.append(f"| {name} | {path} | {n:,} | {d} | {predicted:.1f} | {row['wall']:.1f} | "
+                    f"{predicted / row['wall']:.2f} | {row['load']:.1f} |")
+        print(f"check {name} {path} n={n} d={d}: predicted {predicted:.1f} s, took {row['wall']:.1f} s",
+              file=sys.stderr, flush=True)
+
+    lines = ["# Run-time model calibration", "",
+             provenance_markdown(seeds="0", trials="1 per size", quick=args.quick), "",
+             "Coefficients of `ldpviz.experiment.runtime_model` (the dashboard's long-run predictions), fitted per "
+             "mechanism and path to the runs below; measured times are divided by the load's slowdown "
+             f"(max(1, load / cores)), so they stand for an idle machine. {measured_on}.", "",
+             f"Written to `{target.name}`"
+             + (" and installed as `ldpviz/data/runtime_calibration.json`. " if args.install else ". ") +
+             f"{len(rows)} runs in {time.perf_counter() - started:,.0f} s.", "",
+             "## Fit: median relative error on the measured sizes", "",
+             "| mechanism / path | median error |", "|---|---|"]
+    lines += [f"| {k} | {v:.0%} |" for k, v in errors.items()]
+    lines += ["", "## Held-out runs (not used in the fit): predicted at the load of the moment vs measured", "",
+              "| mechanism | path | users | d | predicted s | measured s | ratio | load |", "|---|---|---|---|---|---|---|---|"]
+    lines += held
+    if skipped:
+        lines += ["", "## Not measured", ""] + [f"- {s}" for s in skipped]
+    (out / "runtime-calibration.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {out / 'runtime-calibration.md'} and {target}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

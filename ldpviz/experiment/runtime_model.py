@@ -1,0 +1,165 @@
+"""How long a scenario will take: measured cost models per mechanism and path, scaled by the machine's load.
+
+Issue 22: the dashboard's long-run predictions were far off (OUE at d = 256 predicted at 8 min, took 6.3 s;
+HUEM at d = 96 predicted at 18 s, took 68 s with five sessions running). Two causes: one linear scaling for
+every mechanism (the nearest measured run times users x cells), and no account of the load.
+
+The model. A run's seconds are ``fixed + trials x per_trial``, each a non-negative combination of the
+features of :func:`features` (n users, D = d x d cells):
+
+    t(n, D) = c0 + c_n n + c_D D + c_nD n D + c_D15 D^1.5
+
+fitted (non-negative least squares, :func:`fit`) to wall times that ``bench/bench_runtime.py`` measures
+per mechanism and path ('per-user', 'aggregate'; '-' for mechanisms with one path), and, for the metrics
+every trial computes (W2, AQE, ...), one model shared by all mechanisms. ``path='auto'`` is predicted as
+the faster of the two paths (what :mod:`ldpviz.mechanisms.path_cost` aims to choose).
+
+The load. Times are stored as on an idle machine: each measurement is divided by :func:`slowdown` of the
+1-minute load average around it, and a prediction is multiplied by the slowdown of the load now plus the
+run itself. ``slowdown(load) = max(1, load / cores)``: a CPU-bound run shares the cores with the other
+runnable processes.
+
+The coefficients and how they were measured (machine, date, sizes, load) are in
+``ldpviz/data/runtime_calibration.json``; :data:`CALIBRATION_FILE` is read once.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ldpviz.errors import require
+
+CALIBRATION_FILE = Path(__file__).resolve().parents[1] / "data" / "runtime_calibration.json"
+FEATURE_NAMES = ("1", "n", "D", "n*D", "D^1.5")
+SINGLE_PATH = "-"
+METRICS = "metrics"        #: the key of the shared per-trial metrics model
+
+
+def features(n_users: float, cells: float) -> np.ndarray:
+    """The model's features for ``n_users`` users over ``cells`` cells."""
+    n, d = float(n_users), float(cells)
+    return np.array([1.0, n, d, n * d, d ** 1.5])
+
+
+def cores() -> int:
+    return max(os.cpu_count() or 1, 1)
+
+
+def current_load() -> float:
+    """The 1-minute load average (runnable processes), or 0 where the system does not report one."""
+    try:
+        return float(os.getloadavg()[0])
+    except (AttributeError, OSError):
+        return 0.0
+
+
+def slowdown(load: float, n_cores: int | None = None) -> float:
+    """How much slower a CPU-bound run goes with ``load`` runnable processes on ``n_cores`` cores."""
+    return max(1.0, float(load) / float(n_cores or cores()))
+
+
+def fit(rows: Sequence[tuple[float, float, float]]) -> tuple[float, ...]:
+    """Non-negative coefficients of :func:`features` fitted to (n, D, seconds) rows.
+
+    Minimises sum((predicted - t)^2 / t): between absolute error (which only the longest runs would steer)
+    and relative error (which the many sub-second runs, mostly overhead, would steer); the predictions
+    that matter are of long runs, so larger runs weigh more, but every run counts.
+    """
+    from scipy.optimize import nnls
+
+    require(len(rows) > 0, "cannot fit a cost model to no measurements")
+    X = np.array([features(n, d) for n, d, _ in rows])
+    y = np.array([max(t, 1e-6) for _, _, t in rows])
+    scale = X.max(axis=0)
+    scale[scale == 0] = 1.0
+    w = 1.0 / np.sqrt(y)
+    coef, _ = nnls((X / scale) * w[:, None], y * w)
+    return tuple(float(c) for c in coef / scale)
+
+
+def evaluate(coefficients: Iterable[float], n_users: float, cells: float) -> float:
+    return float(np.dot(np.asarray(tuple(coefficients), dtype=float), features(n_users, cells)))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Fitted models keyed ``mechanism|path`` (each ``{"fixed": coef, "trial": coef}``), the shared metrics
+    model, and how they were measured."""
+
+    models: dict[str, dict[str, tuple[float, ...]]]
+    metrics: tuple[float, ...]
+    measured_on: str
+
+    def has(self, mechanism: str) -> bool:
+        return any(k.split("|")[0] == mechanism for k in self.models)
+
+    def paths(self, mechanism: str) -> list[str]:
+        return [k.split("|")[1] for k in self.models if k.split("|")[0] == mechanism]
+
+    def idle_seconds(self, mechanism: str, path: str, n_users: int, cells: int, trials: int) -> float | None:
+        """Seconds on an idle machine, or None when the mechanism was not calibrated."""
+        known = self.paths(mechanism)
+        if not known:
+            return None
+        if path in known:
+            chosen = [path]
+        elif SINGLE_PATH in known:
+            chosen = [SINGLE_PATH]
+        else:                                   # 'auto': the faster of the calibrated paths
+            chosen = known
+        metrics = evaluate(self.metrics, n_users, cells)
+        best = math.inf
+        for p in chosen:
+            model = self.models[f"{mechanism}|{p}"]
+            seconds = (evaluate(model["fixed"], n_users, cells)
+                       + trials * (evaluate(model["trial"], n_users, cells) + metrics))
+            best = min(best, seconds)
+        return best
+
+    def to_json(self) -> dict[str, Any]:
+        return {"measured_on": self.measured_on, "features": list(FEATURE_NAMES), "metrics": list(self.metrics),
+                "models": {k: {part: list(c) for part, c in v.items()} for k, v in self.models.items()}}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Calibration":
+        require(list(data.get("features", [])) == list(FEATURE_NAMES), "runtime calibration: features differ")
+        return cls({k: {part: tuple(c) for part, c in v.items()} for k, v in data["models"].items()},
+                   tuple(data["metrics"]), str(data["measured_on"]))
+
+
+@functools.lru_cache(maxsize=1)
+def calibration() -> Calibration | None:
+    """The stored calibration (None if the file is missing or unreadable: predictions then rely on runs
+    measured by the server itself)."""
+    try:
+        return Calibration.from_json(json.loads(CALIBRATION_FILE.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def path_of(params: dict[str, Any] | Iterable[tuple[str, Any]]) -> str:
+    """The path a scenario's parameters request ('auto' unless stated)."""
+    return str(dict(params).get("path", "auto"))
+
+
+def predict(mechanism: str, path: str, n_users: int, cells: int, trials: int,
+            load: float | None = None) -> tuple[float, str] | None:
+    """(seconds, basis) from the stored calibration at the load now plus this run; None if not calibrated."""
+    cal = calibration()
+    if cal is None:
+        return None
+    idle = cal.idle_seconds(mechanism, path, max(int(n_users), 1), max(int(cells), 1), max(int(trials), 1))
+    if idle is None:
+        return None
+    load = current_load() if load is None else float(load)
+    factor = slowdown(load + 1.0)
+    busy = f", x{factor:.1f} for the load ({load:.1f} on {cores()} cores)" if factor > 1 else ""
+    return idle * factor, f"the calibrated cost model of {mechanism} ({cal.measured_on}){busy}"

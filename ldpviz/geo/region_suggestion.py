@@ -1,0 +1,150 @@
+"""A box to suggest when a file is too large for one region (issue 21: "a suggested box holding most rows").
+
+A national or world file cannot be framed by one square of at most
+:data:`ldpviz.geo.domain.MAX_REGION_SIDE_M` (a continent). :func:`suggest_bbox`
+finds the continent-sized box of whole degrees that holds the most rows, then
+shrinks it to the occupied 1-degree cells inside it. What is read: the count of
+rows per 1-degree cell (about 111 km), nothing finer, so the box's edges are
+whole degrees and no single row's position shows in them beyond its cell.
+
+The suggestion is for the analyst who holds the file; a region the analyst then
+states with ``--bbox`` (or on the Data page) is a stated region, and the rows
+kept are exactly those inside it (:func:`ldpviz.data.datasets.in_bbox`), the count
+:attr:`SuggestedBox.rows_inside` states. The command line and the dashboard use
+the same function.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ldpviz.geo.domain import MAX_REGION_SIDE_M, Region, in_bbox, lon_span, wrap_lon
+from ldpviz.errors import LdpvizInputError, require
+
+#: Cell size (degrees) of the occupancy the suggestion reads.
+CELL_DEG = 1.0
+_KM_PER_DEG = 111.195          # one degree of a great circle on the mean Earth (radius 6,371 km)
+_TRY_FRACTIONS = (0.95, 0.85, 0.75, 0.6, 0.45, 0.3)   # of the largest side, while the box does not fit
+
+
+@dataclass(frozen=True)
+class SuggestedBox:
+    """A W, S, E, N box in whole degrees (W > E crosses 180) and how many rows lie inside it."""
+
+    west: float
+    south: float
+    east: float
+    north: float
+    rows_inside: int
+    rows_total: int
+
+    @property
+    def bbox(self) -> tuple[float, float, float, float]:
+        return (self.west, self.south, self.east, self.north)
+
+    def as_text(self) -> str:
+        """``W,S,E,N`` as the command line and the Data page take it."""
+        return ",".join(f"{v:g}" for v in self.bbox)
+
+    def as_option(self) -> str:
+        """``--bbox=W,S,E,N``: pastes as is (the ``=`` keeps a west longitude from reading as an option)."""
+        return f"--bbox={self.as_text()}"
+
+    def sentence(self) -> str:
+        share = 100.0 * self.rows_inside / max(self.rows_total, 1)
+        return (f"the densest continent-sized box, {self.as_text()} (W,S,E,N), holds {self.rows_inside:,} of the "
+                f"{self.rows_total:,} rows ({share:.0f}%)")
+
+
+def _occupancy(lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
+    rows = int(round(180 / CELL_DEG))
+    cols = int(round(360 / CELL_DEG))
+    i = np.clip(np.floor((lat + 90.0) / CELL_DEG).astype(np.int64), 0, rows - 1)
+    j = np.floor((wrap_lon(lon) + 180.0) / CELL_DEG).astype(np.int64) % cols
+    return np.bincount(i * cols + j, minlength=rows * cols).reshape(rows, cols)
+
+
+def _window_counts(counts: np.ndarray, half_rows: int, width_cols: np.ndarray) -> np.ndarray:
+    """Rows in the window centred on every cell: ``half_rows`` up and down, ``width_cols[i]`` wide (wrapping)."""
+    rows, cols = counts.shape
+    tiled = np.concatenate([counts, counts, counts], axis=1)      # longitude wraps
+    table = np.zeros((rows + 1, 3 * cols + 1), dtype=np.int64)
+    table[1:, 1:] = tiled.cumsum(0).cumsum(1)
+    out = np.zeros_like(counts)
+    for i in range(rows):
+        lo, hi = max(i - half_rows, 0), min(i + half_rows + 1, rows)
+        width = int(min(width_cols[i], cols))
+        left = np.arange(cols) + cols - width // 2
+        right = left + width
+        out[i] = table[hi, right] - table[lo, right] - table[hi, left] + table[lo, left]
+    return out
+
+
+def _tight_box(counts: np.ndarray, i: int, j: int, half_rows: int, width: int) -> tuple[float, float, float, float]:
+    """Whole-degree W, S, E, N around the occupied cells of the window centred on cell (i, j)."""
+    rows, cols = counts.shape
+    lo, hi = max(i - half_rows, 0), min(i + half_rows + 1, rows)
+    width = min(width, cols)
+    col_idx = (np.arange(width) + j - width // 2) % cols
+    window = counts[lo:hi][:, col_idx]
+    occupied_rows = np.flatnonzero(window.sum(1)) + lo
+    occupied_cols = col_idx[np.flatnonzero(window.sum(0))]
+    south = -90.0 + occupied_rows.min() * CELL_DEG
+    north = -90.0 + (occupied_rows.max() + 1) * CELL_DEG
+    centres = -180.0 + (occupied_cols + 0.5) * CELL_DEG
+    west_c, east_c = lon_span(centres)
+    west = float(wrap_lon(west_c - CELL_DEG / 2))
+    east = west_c + ((east_c - west_c) % 360.0) + CELL_DEG / 2
+    east = float(east if east <= 180.0 else wrap_lon(east))
+    if east == -180.0:
+        east = 180.0
+    return west, float(max(south, -90.0)), east, float(min(north, 90.0))
+
+
+def _fits(box: tuple[float, float, float, float]) -> bool:
+    try:
+        Region.from_bbox(*box)
+    except LdpvizInputError:
+        return False
+    return True
+
+
+def suggest_bbox(lon: np.ndarray, lat: np.ndarray) -> SuggestedBox:
+    """The continent-sized whole-degree box holding the most rows (see the module docstring).
+
+    Tries windows of 95%, 85%, ... of the largest region side centred on every
+    occupied 1-degree cell (longitude wraps, so a box may cross 180), keeps the
+    one holding the most rows, shrinks it to its occupied cells, and checks that
+    :meth:`Region.from_bbox` accepts it. ``rows_inside`` counts the rows inside
+    the returned box exactly as ``--bbox`` filters them.
+    """
+    lon = np.asarray(lon, dtype=float).ravel()
+    lat = np.asarray(lat, dtype=float).ravel()
+    require(lon.size == lat.size and lon.size > 0, "cannot suggest a box for an empty set of points")
+    ok = np.isfinite(lon) & np.isfinite(lat) & (np.abs(lat) <= 85.0)
+    require(bool(ok.any()), "no point lies between 85 degrees south and north; polar regions are not supported")
+    counts = _occupancy(lon[ok], lat[ok])
+    rows, cols = counts.shape
+    centre_lat = -90.0 + (np.arange(rows) + 0.5) * CELL_DEG
+    for fraction in _TRY_FRACTIONS:
+        side_km = fraction * MAX_REGION_SIDE_M / 1000.0
+        half_rows = int(math.floor(side_km / 2 / _KM_PER_DEG / CELL_DEG))
+        # the widest the box may be: at its edge nearest the equator, where a degree of longitude is longest
+        nearest = np.clip(np.abs(centre_lat) - half_rows * CELL_DEG, 0.0, 85.0)
+        width_cols = np.floor(side_km / (_KM_PER_DEG * np.cos(np.radians(nearest))) / CELL_DEG).astype(np.int64)
+        width_cols = np.maximum(width_cols, 1)
+        totals = _window_counts(counts, half_rows, width_cols)
+        totals[np.abs(centre_lat) > 85.0] = -1
+        order = np.argsort(totals, axis=None, kind="stable")[::-1][:16]   # a few best, should one not fit
+        for flat in order:
+            i, j = divmod(int(flat), cols)
+            if totals[i, j] <= 0:
+                break
+            box = _tight_box(counts, i, j, half_rows, int(width_cols[i]))
+            if _fits(box):
+                inside = int(in_bbox(lon, lat, box).sum())
+                return SuggestedBox(*box, rows_inside=inside, rows_total=int(lon.size))
+    raise LdpvizInputError("no continent-sized box could be found around these points; give a bbox (W,S,E,N)")

@@ -1,0 +1,362 @@
+"""The CLI fuzz suite (issue 22, "Bad input on the command line"): every command takes the user's data the same
+way, and hostile input -- corrupt archives, closed pipes, full disks, unwritable outputs, values that used to be
+silently replaced -- ends in one line on stderr and a non-zero status, never a traceback."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ldpviz.data import big_files as bigfile, datasets
+from ldpviz.cli.commands import EXIT_BROKEN_PIPE, main
+from ldpviz.cli.data_options import join_signed_values
+from ldpviz.errors import LdpvizInputError
+
+POINT_COMMANDS = ("run", "sweep", "target", "report")
+TRIP_COMMANDS = ("od", "navigate")
+#: The smallest arguments each command needs to get past its own checks (fast settings).
+NEEDS = {"run": ["--grid", "4"], "sweep": ["--grid", "4", "--vary", "epsilon=1,2"],
+         "target": ["--grid", "4", "--metric", "l1", "--at-most", "0.9", "--mechanism", "grr", "--trials", "2",
+                    "--no-attacker"],
+         "report": ["--grid", "4", "--mechanism", "grr", "--epsilon", "1", "--trials", "2", "--no-audit"],
+         "od": ["--grid", "4", "--mechanism", "grr"], "navigate": ["--grid", "4", "--trips", "5"]}
+
+
+def run_cli(*args, **kwargs):
+    return subprocess.run([sys.executable, "-m", "ldpviz", *args], capture_output=True, text=True, timeout=300,
+                          **kwargs)
+
+
+def one_line_exit(argv, capsys, code=2):
+    """Run main(argv); assert the exit code and one line on stderr without a traceback; return that line."""
+    assert main(argv) == code
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    return err
+
+
+@pytest.fixture
+def points_csv(tmp_path):
+    """300 points in Minneapolis and 20 in Chicago: a bbox around Minneapolis keeps 300 and drops 20."""
+    rng = np.random.default_rng(5)
+    lat = np.r_[rng.uniform(44.90, 45.03, 300), rng.uniform(41.80, 41.95, 20)]
+    lon = np.r_[rng.uniform(-93.32, -93.20, 300), rng.uniform(-87.75, -87.60, 20)]
+    path = tmp_path / "points.csv"
+    path.write_text("lat,lon\n" + "\n".join(f"{a:.6f},{b:.6f}" for a, b in zip(lat, lon)) + "\n")
+    return path
+
+
+@pytest.fixture
+def trips_csv(tmp_path):
+    """60 people, one trip of 4 points each, inside Minneapolis, plus one row without a latitude."""
+    rng = np.random.default_rng(6)
+    rows = ["person,lat,lon"]
+    for person in range(60):
+        for _ in range(4):
+            rows.append(f"p{person},{rng.uniform(44.90, 45.03):.6f},{rng.uniform(-93.32, -93.20):.6f}")
+    rows.append("p60,,-93.25")
+    path = tmp_path / "trips.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+@pytest.fixture
+def corrupt_gz(tmp_path):
+    """A gzip whose deflate stream is damaged in the middle (zlib.error when unpacked)."""
+    packed = bytearray(gzip.compress(b"lat,lon\n" + b"44.9,-93.2\n" * 5000))
+    packed[30] ^= 0xFF
+    path = tmp_path / "bad.csv.gz"
+    path.write_bytes(bytes(packed))
+    return path
+
+
+MINNEAPOLIS = "-93.33,44.89,-93.19,45.05"
+
+
+@pytest.fixture
+def loud(monkeypatch):
+    """Progress from the first moment (it normally starts after a second), so quick test runs show it."""
+    from ldpviz.cli import data_options as cli_input
+    monkeypatch.setattr(cli_input, "HEARTBEAT_DELAY", 0.0)
+
+
+# ---------------------------------------------------------------- one way to give data, command by command
+@pytest.mark.parametrize("command", POINT_COMMANDS + TRIP_COMMANDS)
+def test_every_command_has_the_same_data_options(command, capsys):
+    """--csv and --file are one option, --bbox is checked with one message, --region and --bbox exclude each
+    other, and a missing file is named: the same on every command."""
+    needs = NEEDS[command] + (["--out", "x.csv" if command == "sweep" else "x.html"]
+                              if command in ("sweep", "report") else [])
+    for option in ("--csv", "--file"):
+        err = one_line_exit([command, option, "/nonexistent/where.csv", *needs], capsys)
+        assert "where.csv" in err
+    assert "--bbox" in one_line_exit([command, "--bbox", "1,2,3", *needs], capsys)
+    assert "less than north" in one_line_exit([command, "--bbox", "-93.3,45.0,-93.2,44.9", *needs], capsys)
+    assert "not both" in one_line_exit([command, "--region", "x", "--bbox", MINNEAPOLIS, *needs], capsys)
+    with pytest.raises(SystemExit) as exc:      # argparse: a file and a dataset at once
+        main([command, "--dataset", "gmm", "--csv", "a.csv", *needs])
+    assert exc.value.code == 2 and "not allowed with" in capsys.readouterr().err
+
+
+def test_run_file_and_bbox_rows_in_json(points_csv, capsys):
+    """run: the bbox keeps the rows inside it, and --json carries the file's row counts by reason."""
+    assert main(["run", "--file", str(points_csv), "--bbox", MINNEAPOLIS, "--grid", "4", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["rows"] == {"read": 320, "kept": 300, "dropped": {"outside the bbox": 20}}
+    assert out["n_users"] == 300
+
+
+def test_sweep_file_and_bbox(points_csv, tmp_path, capsys):
+    out = tmp_path / "s.csv"
+    assert main(["sweep", "--csv", str(points_csv), "--bbox", MINNEAPOLIS, "--grid", "4", "--vary", "epsilon=1,2",
+                 "--out", str(out)]) == 0
+    import pandas as pd
+    df = pd.read_csv(out)
+    assert len(df) == 2 and set(df["n_users"]) == {300}
+    assert "Kept 300 of 320 rows" in capsys.readouterr().err
+
+
+def test_target_takes_a_file(points_csv, capsys, loud):
+    """target: the user's file with a bbox (issue 22.4), progress on stderr, row counts in --json."""
+    assert main(["target", "--csv", str(points_csv), "--bbox", MINNEAPOLIS, *NEEDS["target"], "--json"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert out["dataset"] == "upload:points.csv" and out["rows"]["kept"] == 300
+    assert out["results"][0]["mechanism"] == "grr"
+    assert "target: grr (1/1)" in captured.err and "done in" in captured.err
+
+
+def test_report_takes_a_file(points_csv, tmp_path, capsys, loud):
+    out = tmp_path / "r.html"
+    assert main(["report", "--file", str(points_csv), "--bbox", MINNEAPOLIS, *NEEDS["report"], "--out",
+                 str(out)]) == 0
+    assert out.read_text().startswith("<!DOCTYPE html>") and "points.csv" in out.read_text()
+    assert "report: grr" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option", ["--file", "--csv"])
+def test_od_takes_a_trip_file_and_a_bbox(option, trips_csv, capsys, loud):
+    assert main(["od", option, str(trips_csv), "--bbox", MINNEAPOLIS, *NEEDS["od"], "--json"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert out["rows"]["read"] == 241 and out["rows"]["kept"] == 240 and out["rows"]["dropped"]
+    assert "bbox" in out["region"] and out["n_users"] == 60
+    assert "od: grr" in captured.err
+
+
+def test_trip_columns_can_be_named(trips_csv, tmp_path, capsys):
+    """A trip file whose person column has an unusual name: refused with the name asked for, read with
+    --person-column."""
+    renamed = tmp_path / "renamed.csv"
+    renamed.write_text(trips_csv.read_text().replace("person,lat,lon", "rider,lat,lon", 1))
+    assert "person" in one_line_exit(["od", "--file", str(renamed), *NEEDS["od"]], capsys)
+    assert main(["od", "--file", str(renamed), "--person-column", "rider", "--bbox", MINNEAPOLIS, *NEEDS["od"],
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_users"] == 60
+
+
+def test_navigate_takes_a_trip_file(trips_csv, capsys, loud):
+    assert main(["navigate", "--file", str(trips_csv), "--bbox", MINNEAPOLIS, *NEEDS["navigate"], "--json"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert out["dataset"] == "upload:trips.csv" and out["rows"]["kept"] == 240 and out["trips"] == 5
+    assert "navigate: srr" in captured.err
+
+
+# ---------------------------------------------------------------- corrupt archives
+@pytest.mark.parametrize("command", POINT_COMMANDS + TRIP_COMMANDS)
+def test_corrupt_gzip_is_one_line(command, corrupt_gz, tmp_path, capsys):
+    """A gzip damaged mid-stream (zlib.error) is refused in one line by every command."""
+    extra = ["--out", str(tmp_path / ("o.csv" if command == "sweep" else "o.html"))] if command in (
+        "sweep", "report") else []
+    err = one_line_exit([command, "--csv", str(corrupt_gz), *NEEDS[command], *extra], capsys)
+    assert "cannot be unpacked" in err and "bad.csv.gz" in err
+
+
+def test_corrupt_gzip_streamed_is_one_line(corrupt_gz, monkeypatch):
+    """The chunked reader (files over CHUNK_BYTES) refuses the same file in one line too."""
+    monkeypatch.setattr(datasets, "CHUNK_BYTES", 0)
+    with pytest.raises(LdpvizInputError, match="cannot be unpacked"):
+        datasets.load_file(corrupt_gz)
+
+
+# ---------------------------------------------------------------- gzip bombs, refused while unpacking
+def test_gzip_bomb_refused_by_ratio_while_unpacking(tmp_path, monkeypatch):
+    """A gzip expanding past MAX_GZIP_RATIO is refused once GZIP_GUARD_BYTES are unpacked, on both paths,
+    without unpacking it whole (the guard threshold is lowered so the test stays small)."""
+    monkeypatch.setattr(bigfile, "GZIP_GUARD_BYTES", 1 << 20)
+    path = tmp_path / "bomb.csv.gz"
+    path.write_bytes(gzip.compress(b"lat,lon\n" + b"0" * 12_000_000))
+    with pytest.raises(LdpvizInputError, match="decompression bomb"):
+        datasets.load_file(path, max_bytes=10**9)                       # one-shot path
+    monkeypatch.setattr(datasets, "CHUNK_BYTES", 0)
+    with pytest.raises(LdpvizInputError, match="decompression bomb"):
+        datasets.load_file(path, max_bytes=10**9)                       # streamed path
+    genuine = tmp_path / "ok.csv.gz"                                    # a real coordinate file passes
+    rng = np.random.default_rng(0)
+    genuine.write_bytes(gzip.compress(("lat,lon\n" + "\n".join(
+        f"{a:.6f},{b:.6f}" for a, b in zip(rng.uniform(44.9, 45, 60_000), rng.uniform(-93.3, -93.2, 60_000)))
+    ).encode()))
+    assert datasets.load_file(genuine).n == 60_000
+
+
+def test_streamed_rows_refused_from_the_rate_read(tmp_path, monkeypatch):
+    """A packed file of many rows is refused from the rows per share of the file read so far, before it is all
+    read (MAX_ROWS lowered to keep the test small)."""
+    monkeypatch.setattr(datasets, "CHUNK_BYTES", 0)
+    monkeypatch.setattr(datasets, "MAX_ROWS", 1_500_000)
+    rng = np.random.default_rng(1)
+    block = "\n".join(f"{a:.4f},{b:.4f}" for a, b in zip(rng.uniform(44, 45, 100_000), rng.uniform(-94, -93, 100_000)))
+    path = tmp_path / "many.csv.gz"
+    path.write_bytes(gzip.compress(("lat,lon\n" + "\n".join([block] * 40) + "\n").encode(), compresslevel=1))
+    seen = []
+    with pytest.raises(LdpvizInputError, match="more than 1,500,000 rows: .* lines in its first"):
+        datasets.load_file(path, chunk_rows=500_000, progress=lambda f, m: seen.append(m))
+    assert not any("1,500,000" in m or "2," in m for m in seen)     # refused before 1.5 million rows were kept
+
+
+# ---------------------------------------------------------------- closed pipes and full disks
+def _close_failed(stream):
+    """Close a stream whose writes failed: its buffer still holds the text and raises once more on close
+    (in a real process main() points stdout at /dev/null instead)."""
+    try:
+        stream.close()
+    except OSError:
+        pass
+
+
+@pytest.mark.parametrize("args", [["run", "--grid", "4", "--users", "500", "--json"], ["datasets", "--json"],
+                                  ["sweep", "--grid", "4", "--users", "500", "--vary", "epsilon=1,2"],
+                                  ["od", "--grid", "4", "--mechanism", "grr", "--json"],
+                                  ["navigate", "--grid", "4", "--trips", "5", "--json"],
+                                  ["target", *NEEDS["target"], "--users", "500", "--json"]])
+def test_closed_pipe_in_process(args, monkeypatch, capsys):
+    """Every printing command, its stdout a pipe whose reader has gone: status 141, nothing on stderr but
+    progress (in-process: fast)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    pipe = open(write_end, "w")
+    monkeypatch.setattr(sys, "stdout", pipe)
+    try:
+        assert main(args) == EXIT_BROKEN_PIPE
+    finally:
+        monkeypatch.undo()
+        _close_failed(pipe)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "error" not in err
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [["run", "--grid", "4", "--users", "500", "--json"], ["datasets", "--json"],
+                                  ["sweep", "--grid", "4", "--users", "500", "--vary", "epsilon=1,2"],
+                                  ["od", "--grid", "4", "--mechanism", "grr", "--json"],
+                                  ["navigate", "--grid", "4", "--trips", "5", "--json"],
+                                  ["target", *NEEDS["target"], "--users", "500", "--json"]])
+def test_full_disk_in_process(args, monkeypatch, capsys):
+    """Every printing command with stdout on a full disk: status 1 and one line naming it (in-process)."""
+    full = open("/dev/full", "w")
+    monkeypatch.setattr(sys, "stdout", full)
+    try:
+        assert main(args) == 1
+    finally:
+        monkeypatch.undo()
+        _close_failed(full)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "ldpviz: error: cannot write the output: No space left on device"
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("command", ["sweep", "report"])
+def test_out_on_a_full_disk(command, capsys):
+    """--out /dev/full passes the up-front check (it is writable) and fails on writing: one line naming --out."""
+    assert main([command, *NEEDS[command], "--users", "300", "--out", "/dev/full"]) == 2
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]                  # after sweep's progress bar, on its own line
+    assert "Traceback" not in err and "--out" in last and "No space left on device" in last
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args", [["run", "--grid", "4", "--users", "500", "--json"]])
+def test_closed_pipe_exits_quietly(args):
+    """End to end: `ldpviz ... | head -c 10` with the reader gone: status 141 (128 + SIGPIPE), no BrokenPipeError trace."""
+    proc = subprocess.Popen([sys.executable, "-m", "ldpviz", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=300)
+    assert proc.returncode == EXIT_BROKEN_PIPE and "Traceback" not in err and "BrokenPipe" not in err
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [["run", "--grid", "4", "--users", "500", "--json"],
+                                  ["sweep", "--grid", "4", "--users", "500", "--vary", "epsilon=1", "--out",
+                                   "/dev/full"],
+                                  ["report", *NEEDS["report"], "--users", "500", "--out", "/dev/full"]])
+def test_full_disk_is_one_line(args):
+    """End to end, output to a full disk (/dev/full, as stdout or as --out): one line naming the failure, no traceback."""
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "ldpviz", *args], stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=300)
+    err = proc.stderr.strip().splitlines()
+    assert proc.returncode in (1, 2) and "Traceback" not in proc.stderr
+    assert "No space left on device" in err[-1] and err[-1].startswith("ldpviz: error:")
+
+
+# ---------------------------------------------------------------- unwritable outputs, refused before the work
+@pytest.mark.parametrize("command", ["sweep", "report"])
+def test_unwritable_out_refused_before_the_work(command, tmp_path, capsys):
+    """--out into a missing folder, onto a folder, or into a read-only folder: refused before anything runs
+    (no progress on stderr)."""
+    name = "o.csv" if command == "sweep" else "o.html"
+    readonly = tmp_path / "ro"
+    readonly.mkdir()
+    readonly.chmod(0o500)
+    cases = [(tmp_path / "missing" / name, "does not exist"), (tmp_path, "is a directory")]
+    if not os.access(readonly, os.W_OK):       # root can write anywhere
+        cases.append((readonly / name, "not writable"))
+    for out, needle in cases:
+        err = one_line_exit([command, *NEEDS[command], "--out", str(out)], capsys)
+        assert needle in err and "--out" in err and "scenarios" not in err
+
+
+# ---------------------------------------------------------------- no silent substitutions
+@pytest.mark.parametrize("argv, needle", [
+    (["target", "--epsilon", "0", "--at-most", "1", "--mechanism", "grr"], "--epsilon must be from 0.001"),
+    (["run", "--partition-users", "0"], "--partition-users must be a number >= 1"),
+    (["run", "--workers", "0"], "--workers"),
+    (["navigate", "--threshold", "-1"], "--threshold must be a number >= 0"),
+    (["navigate", "--speed", "0"], "--speed"),
+    (["report", "--mechanism", "grr", "--epsilon", "1", "--r", "-1", "--out", "x.html"], "--r must be a number > 0"),
+    (["report", "--mechanism", "grr", "--epsilon", "1", "--r", "nan", "--out", "x.html"], "--r"),
+    (["sweep", "--vary", "epsilon=1,-1"], "--vary epsilon=-1: epsilon must be > 0"),
+    (["sweep", "--vary", "grid=8,0"], "--vary grid_side=0"),
+    (["sweep", "--vary", "epsilon=1", "--vary", "k=1,x", "--mechanism", "sem-geoi"], "has no parameter 'k'"),
+    (["sweep", "--vary", "subset_size=2,x", "--mechanism", "sem-geoi"], "--vary subset_size=x"),
+    (["od", "--users", "1000000000"], "the limit is"),
+    (["od", "--dataset", "minneapolis-stops", "--users", "100000000", "--grid", "8"], "GiB"),
+] + [([cmd, "--epsilon", "-inf"] + (["--at-most", "1", "--mechanism", "grr"] if cmd == "target" else [])
+      + (["--mechanism", "grr", "--out", "x.html"] if cmd == "report" else []), "epsilon")
+     for cmd in ("run", "sweep", "target", "report", "od", "navigate")])
+def test_no_silent_substitution(argv, needle, capsys):
+    """Values that used to be replaced (epsilon 0 -> 1, partition 0 -> none, threshold -1 -> all cells) or
+    misread (-inf as an option) are refused in one line before any work."""
+    if argv[0] == "sweep" and "--vary" in argv and "--vary epsilon=1" not in " ".join(argv):
+        argv = argv + ["--grid", "4"]
+    err = one_line_exit(argv, capsys)
+    assert needle in err and "expected one argument" not in err and "scenarios" not in err
+
+
+def test_signed_values_join():
+    """-inf, -1e-3 and a west longitude stay values; flags stay flags."""
+    options = {"--epsilon", "--bbox"}
+    assert join_signed_values(["run", "--epsilon", "-inf"], options) == ["run", "--epsilon=-inf"]
+    assert join_signed_values(["run", "--epsilon", "-1e-3"], options) == ["run", "--epsilon=-1e-3"]
+    assert join_signed_values(["run", "--bbox", "-93.3,44.9,-93.2,45"], options) == ["run", "--bbox=-93.3,44.9,-93.2,45"]
+    assert join_signed_values(["run", "--epsilon", "--json"], options) == ["run", "--epsilon", "--json"]
+    assert join_signed_values(["run", "--json", "-inf"], options) == ["run", "--json", "-inf"]

@@ -1,0 +1,85 @@
+"""The box suggested for a file too large for one region (issue 21): the densest continent-sized box, the rows
+``--bbox`` keeps from it, and the command line's refusal that can be pasted."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ldpviz.data import datasets
+from ldpviz.cli.commands import main
+from ldpviz.geo.domain import Region
+from ldpviz.errors import LdpvizInputError, RegionTooLargeError
+from ldpviz.geo.region_suggestion import suggest_bbox
+
+
+def national(seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """A US-wide file: 30,000 rows in the lower 48, 2,000 in Alaska, 300 in the Aleutians west of 180
+    (172 E to 179.9 E) and 800 in Hawaii."""
+    rng = np.random.default_rng(seed)
+    lon = np.r_[rng.uniform(-124.7, -67.0, 30_000), rng.uniform(-170, -140, 2_000), rng.uniform(172, 179.9, 300),
+                rng.uniform(-160, -155, 800)]
+    lat = np.r_[rng.uniform(24.6, 49.3, 30_000), rng.uniform(55, 70, 2_000), rng.uniform(51, 53, 300),
+                rng.uniform(19, 22, 800)]
+    return lon, lat
+
+
+def write(path, lon, lat):
+    path.write_text("lat,lon\n" + "\n".join(f"{a:.5f},{b:.5f}" for a, b in zip(lat, lon)) + "\n")
+    return path
+
+
+def test_national_file_gets_the_lower_48():
+    """The densest continent-sized box of a US file holds the lower 48 (the most rows), its edges are whole
+    degrees, it frames as one region, and rows_inside counts exactly the rows in_bbox keeps."""
+    lon, lat = national()
+    box = suggest_bbox(lon, lat)
+    assert box.rows_total == lon.size and box.rows_inside >= 30_000
+    assert box.west <= -124.7 and box.east >= -67.0 and box.south <= 24.6 and box.north >= 49.3
+    assert all(float(v).is_integer() for v in box.bbox)
+    Region.from_bbox(*box.bbox)                                      # accepted: no exception
+    assert box.rows_inside == int(datasets.in_bbox(lon, lat, box.bbox).sum())
+    assert box.as_option() == f"--bbox={box.as_text()}" and box.as_text().count(",") == 3
+
+
+def test_box_across_the_antimeridian():
+    """When most rows sit around Fiji (both sides of 180), the box crosses 180 (west > east) and holds them."""
+    rng = np.random.default_rng(4)
+    lon = np.r_[rng.uniform(177, 180, 5_000), rng.uniform(-180, -178, 5_000), rng.uniform(-124, -67, 3_000)]
+    lat = np.r_[rng.uniform(-19, -16, 10_000), rng.uniform(25, 49, 3_000)]
+    box = suggest_bbox(lon, lat)
+    assert box.west > box.east and box.rows_inside == 10_000
+    region = Region.from_bbox(*box.bbox)
+    assert region.side_m < 1_000_000                                 # a Fiji-sized square, not half the globe
+
+
+def test_suggestion_is_the_rows_bbox_keeps(tmp_path):
+    """Loading the file with the suggested box keeps exactly rows_inside rows (the count the refusal states)."""
+    lon, lat = national()
+    path = write(tmp_path / "us.csv", lon, lat)
+    with pytest.raises(RegionTooLargeError) as exc:
+        datasets.load_file(path)
+    box = exc.value.suggestion
+    assert box is not None and f"{box.rows_inside:,} of the {lon.size:,} rows" in str(exc.value)
+    assert datasets.load_file(path, bbox=box.bbox).report.rows_kept == box.rows_inside
+
+
+def test_cli_refusal_can_be_pasted(tmp_path, capsys):
+    """`ldpviz run --csv national.csv` refuses in one line ending in --bbox=W,S,E,N; pasting it runs."""
+    lon, lat = national()
+    path = write(tmp_path / "us.csv", lon, lat)
+    assert main(["run", "--csv", str(path), "--grid", "4"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--bbox=" in err
+    option = err.rsplit(" ", 1)[-1]
+    assert main(["run", "--csv", str(path), option, "--grid", "4", "--json"]) == 0
+    import json
+    out = json.loads(capsys.readouterr().out)
+    assert out["rows"]["kept"] == suggest_bbox(lon, lat).rows_inside
+
+
+def test_empty_or_polar_input_refused():
+    with pytest.raises(LdpvizInputError, match="empty"):
+        suggest_bbox(np.array([]), np.array([]))
+    with pytest.raises(LdpvizInputError, match="polar"):
+        suggest_bbox(np.array([10.0]), np.array([89.0]))

@@ -1,0 +1,40 @@
+"""The run-time model behind long-run predictions (ldpviz.experiment.runtime_model): fit, load, stored calibration."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ldpviz import mechanisms
+from ldpviz.experiment import runtime_model
+
+
+def test_fit_recovers_known_coefficients():
+    """Noise-free times of a known non-negative model over a grid of sizes are fitted back to within 1%."""
+    truth = (0.01, 2e-7, 3e-5, 1e-9, 0.0)
+    rows = [(n, d, runtime_model.evaluate(truth, n, d)) for n in (1e3, 1e4, 1e5) for d in (64, 256, 1024, 4096)]
+    fitted = runtime_model.fit(rows)
+    for n, d, t in rows:
+        assert runtime_model.evaluate(fitted, n, d) == pytest.approx(t, rel=0.01)
+    assert all(c >= 0 for c in fitted)
+
+
+def test_slowdown_counts_the_load():
+    """A CPU-bound run slows by load / cores once the runnable processes outnumber the cores, never below 1."""
+    assert runtime_model.slowdown(0.5, 2) == 1.0
+    assert runtime_model.slowdown(2.0, 2) == 1.0
+    assert runtime_model.slowdown(10.0, 2) == 5.0
+    assert runtime_model.current_load() >= 0.0
+
+
+def test_stored_calibration_covers_every_mechanism_and_path():
+    """The shipped calibration names how it was measured and has a model for each mechanism's every path
+    (a mechanism refused at every measured size would be missing, and the dashboard would fall back)."""
+    cal = runtime_model.calibration()
+    assert cal is not None and "bench/bench_runtime.py" in cal.measured_on and "load" in cal.measured_on
+    for name in mechanisms.available():
+        paths = ["per-user", "aggregate"] if any(p.name == "path" for p in mechanisms.get(name).params) else ["-"]
+        assert sorted(cal.paths(name)) == sorted(paths), name
+    seconds, basis = runtime_model.predict("oue", "auto", 20_000, 256 * 256, 1, load=0.0)
+    assert 0 < seconds < np.inf and "oue" in basis
+    assert runtime_model.predict("no-such-mechanism", "auto", 10, 10, 1) is None
