@@ -77,8 +77,10 @@ def _bbox_numbers(text: str) -> tuple[float, float, float, float]:
 
 
 def _bbox(text: str) -> Region:
+    """The region of --bbox: the box itself (rows outside it are out), on the grid of the square around it."""
+    from ldpviz import regions
     try:
-        return Region.from_bbox(*_bbox_numbers(text), name="bbox")
+        return regions.stated_region(_bbox_numbers(text))
     except LdpvizInputError as exc:
         raise LdpvizInputError(f"--bbox: {exc}") from None
 
@@ -94,8 +96,11 @@ def _scenario_and_data(args: argparse.Namespace) -> tuple[experiment.Scenario, d
     if args.csv:   # the bbox filters rows before the file is framed, and is the region
         data = datasets.load_file(args.csv, lat_column=args.lat_column, lon_column=args.lon_column,
                                   bbox=_bbox_numbers(args.bbox) if args.bbox else None,
-                                  max_bytes=args.max_bytes)
+                                  max_bytes=args.max_bytes, region_rule=args.region_rule,
+                                  region_epsilon=args.region_epsilon)
         print(data.report.summary(), file=sys.stderr)
+        if not args.bbox:
+            print(f"Region ({args.region_rule}): {data.default_region.data_use}.", file=sys.stderr)
         name = data.name
     scenario = experiment.Scenario(dataset=name, mechanism=args.mechanism, epsilon=args.epsilon,
                                    grid_side=args.grid, region=region, params=_params(args.param),
@@ -242,6 +247,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--region", help="region preset of the dataset (see 'ldpviz datasets')")
         p.add_argument("--bbox", help="region as W,S,E,N in degrees (grown to a square; W > E crosses 180); "
                                       "with --csv, rows outside it are dropped and counted before framing")
+        p.add_argument("--region-rule", choices=("private-tiles", "public-tiles"), default="private-tiles",
+                       help="region of --csv without --bbox: 'private-tiles' (default) frames the map tiles many "
+                            "rows report under --region-epsilon LDP, which adds to --epsilon (both stated); "
+                            "'public-tiles' frames every occupied public tile, unpaid and NOT private")
+        p.add_argument("--region-epsilon", type=float, default=0.5,
+                       help="LDP budget per row spent choosing the private-tile region (default 0.5); the "
+                            "guarantee states the total epsilon0 + epsilon")
         p.add_argument("--max-bytes", type=int, default=2 * 2**30,
                        help="largest --csv file accepted, in bytes (default 2 GiB; big files load in chunks)")
         p.add_argument("--mechanism", default="grr", help="mechanism name (see 'ldpviz mechanisms')")

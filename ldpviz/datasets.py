@@ -45,7 +45,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from ldpviz.domain import Region, wrap_lon
+from ldpviz.domain import Region, in_bounds, wrap_lon
 from ldpviz.errors import LdpvizInputError, require
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -382,11 +382,59 @@ def describe() -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------- user files
+@dataclass(frozen=True, eq=False)
+class ReadPoints:
+    """A file's usable rows before a region is chosen: what :func:`read_points` read, screened and counted."""
+
+    filename: str
+    lon: np.ndarray
+    lat: np.ndarray
+    wrapped: np.ndarray          #: per kept row: its longitude was wrapped from (180, 540]
+    rows_read: int
+    dropped: dict[str, int]
+    lat_column: str
+    lon_column: str
+    notes: tuple[str, ...] = ()
+
+    def within(self, bbox: tuple[float, float, float, float]) -> "ReadPoints":
+        """Only the rows inside ``bbox`` (W, S, E, N; W > E crosses 180); the rest counted as "outside the bbox".
+
+        The same rows and counts as reading the file with ``load_file(..., bbox=bbox)``.
+        """
+        require(self.dropped.get("outside the bbox", 0) == 0, "these rows were already cut to a bbox; read the "
+                                                              "file again to apply another")
+        inside = in_bbox(self.lon, self.lat, tuple(float(v) for v in bbox))
+        dropped = {**self.dropped, "outside the bbox": int((~inside).sum())}
+        return ReadPoints(self.filename, self.lon[inside], self.lat[inside], self.wrapped[inside], self.rows_read,
+                          dropped, self.lat_column, self.lon_column, self.notes)
+
+    def report(self) -> LoadReport:
+        wrapped = int(self.wrapped.sum())
+        notes = list(self.notes)
+        if wrapped:
+            notes.append(f"{wrapped:,} longitudes in (180, 540] (e.g. 188 for 172 W, as near Fiji) were "
+                         "wrapped to [-180, 180] by subtracting 360.")
+        return LoadReport(rows_read=self.rows_read, rows_kept=int(self.lon.size),
+                          dropped={r: n for r, n in self.dropped.items() if n}, lat_column=self.lat_column,
+                          lon_column=self.lon_column, notes=tuple(notes),
+                          changed={"longitude wrapped": wrapped} if wrapped else {})
+
+
+class NeedsBounds(LdpvizInputError):
+    """The rows were read but no default region frames them: give bounds (W, S, E, N). ``points`` holds the rows,
+    so a caller (the Data page) can suggest a box and apply it without reading the file again."""
+
+    def __init__(self, message: str, points: ReadPoints) -> None:
+        super().__init__(message)
+        self.points = points
+
+
 def load_file(source: Any, *, filename: str | None = None, lat_column: str | None = None,
               lon_column: str | None = None, max_bytes: int = 50 * 2**20,
               bbox: tuple[float, float, float, float] | None = None,
               progress: Callable[[float, str], None] | None = None, chunk_rows: int = 1_000_000,
-              wrap_longitudes: bool = True) -> Dataset:
+              wrap_longitudes: bool = True, region_rule: str = "private-tiles",
+              region_epsilon: float | None = None, seed: int = 0) -> Dataset:
     """Read points from a CSV or Parquet file (a path, bytes, or a file-like object such as an upload).
 
     Coordinate columns are found case-insensitively (latitude: lat, latitude, y;
@@ -401,14 +449,38 @@ def load_file(source: Any, *, filename: str | None = None, lat_column: str | Non
     suffix or its ``PAR1`` magic bytes.
 
     ``bbox`` (W, S, E, N degrees; W > E crosses 180) keeps only the rows inside it
-    (the rest are counted as "outside the bbox") and becomes the dataset's region,
-    which then depends on no user's data. Without it the region is the square
-    around the occupied coarse public tiles (:func:`ldpviz.regions.public_tile_region`,
-    which says what it read). Files over :data:`CHUNK_BYTES` are read in chunks of
+    (the rest are counted as "outside the bbox") and becomes the dataset's region
+    (:func:`ldpviz.regions.stated_region`), which then depends on no user's data.
+    Without it the region follows ``region_rule`` (:func:`ldpviz.regions.upload_region`):
+    "private-tiles" (default) spends ``region_epsilon`` per row (default
+    :data:`ldpviz.regions.DEFAULT_REGION_EPSILON`), "public-tiles" is unpaid and
+    not private. Where no region frames the rows, :class:`NeedsBounds` is raised
+    with the rows read. Files over :data:`CHUNK_BYTES` are read in chunks of
     ``chunk_rows`` rows (bounded memory; see :mod:`ldpviz.bigfile`), and
     ``progress(fraction, message)`` is called as they are read.
     """
-    from ldpviz import bigfile, regions
+    from ldpviz import regions
+
+    if bbox is not None:
+        regions.stated_region(bbox)    # a bad box is refused before the file is read
+    points = read_points(source, filename=filename, lat_column=lat_column, lon_column=lon_column,
+                         max_bytes=max_bytes, bbox=bbox, progress=progress, chunk_rows=chunk_rows,
+                         wrap_longitudes=wrap_longitudes)
+    return frame_points(points, bbox=bbox, region_rule=region_rule, region_epsilon=region_epsilon, seed=seed,
+                        progress=progress)
+
+
+def read_points(source: Any, *, filename: str | None = None, lat_column: str | None = None,
+                lon_column: str | None = None, max_bytes: int = 50 * 2**20,
+                bbox: tuple[float, float, float, float] | None = None,
+                progress: Callable[[float, str], None] | None = None, chunk_rows: int = 1_000_000,
+                wrap_longitudes: bool = True) -> ReadPoints:
+    """The screening half of :func:`load_file` (same arguments): the usable rows, no region yet.
+
+    A ``bbox`` here cuts rows chunk by chunk (bounded memory for big files); :meth:`ReadPoints.within` cuts
+    the same rows from points read without one.
+    """
+    from ldpviz import bigfile
 
     for label, value in (("lat_column", lat_column), ("lon_column", lon_column), ("filename", filename)):
         require(value is None or isinstance(value, str), f"{label} must be text, got {value!r}")
@@ -416,7 +488,6 @@ def load_file(source: Any, *, filename: str | None = None, lat_column: str | Non
             f"max_bytes must be a positive whole number, got {max_bytes!r}")
     require(isinstance(chunk_rows, int) and chunk_rows >= 1, f"chunk_rows must be a whole number >= 1, got {chunk_rows!r}")
     require(isinstance(wrap_longitudes, bool), f"wrap_longitudes must be True or False, got {wrap_longitudes!r}")
-    stated = regions.stated_region(bbox) if bbox is not None else None
     if progress is not None:
         progress(0.0, "reading the file")
     notes: list[str] = []
@@ -442,15 +513,24 @@ def load_file(source: Any, *, filename: str | None = None, lat_column: str | Non
         notes.append(f"{count:,} values in column '{column}' use a decimal comma "
                      "(e.g. 44,97) and were read as decimal points.")
     require(screen.rows_read > 0, f"'{filename}' has column names but no data rows")
-    lon, lat = screen.result()
-    changed = {"longitude wrapped": screen.wrapped} if screen.wrapped else {}
-    if screen.wrapped:
-        notes.append(f"{screen.wrapped:,} longitudes in (180, 540] (e.g. 188 for 172 W, as near Fiji) were "
-                     "wrapped to [-180, 180] by subtracting 360.")
-    dropped = {reason: count for reason, count in screen.dropped.items() if count}
-    report = LoadReport(rows_read=screen.rows_read, rows_kept=int(lon.size), dropped=dropped,
-                        lat_column=lat_name, lon_column=lon_name, notes=tuple(notes), changed=changed)
+    lon, lat, wrapped = screen.result()
+    return ReadPoints(str(filename), lon, lat, wrapped, screen.rows_read, dict(screen.dropped), lat_name, lon_name,
+                      tuple(notes))
+
+
+def frame_points(points: ReadPoints, *, bbox: tuple[float, float, float, float] | None = None,
+                 region_rule: str = "private-tiles", region_epsilon: float | None = None, seed: int = 0,
+                 progress: Callable[[float, str], None] | None = None) -> Dataset:
+    """The dataset of rows read (the framing half of :func:`load_file`): cut to ``bbox`` if given and not yet
+    applied, then framed by the box or by ``region_rule`` (see :func:`load_file`)."""
+    from ldpviz import regions
+
+    if bbox is not None and points.dropped.get("outside the bbox", 0) == 0:
+        points = points.within(bbox)
+    report = points.report()
+    filename = points.filename
     if report.rows_kept == 0:
+        dropped = report.dropped
         hint = ""
         if dropped.get("latitude out of range", 0) + dropped.get("longitude out of range", 0) > 0:
             hint = (" The coordinates look like projected metres or swapped columns, not degrees; "
@@ -459,20 +539,22 @@ def load_file(source: Any, *, filename: str | None = None, lat_column: str | Non
             hint = " No row lies inside the bbox; check its order (W,S,E,N) and signs."
         raise LdpvizInputError(f"none of the rows in '{filename}' has a usable coordinate. "
                                f"{report.summary()}{hint}")
-    if stated is not None:
-        whole = stated
+    if bbox is not None:
+        whole = regions.stated_region(bbox)
     else:
+        epsilon0 = regions.DEFAULT_REGION_EPSILON if region_epsilon is None else region_epsilon
         try:
-            whole = regions.public_tile_region(lon, lat, name="Public tiles")
+            whole = regions.upload_region(points.lon, points.lat, region_rule, epsilon0, seed=seed)
         except LdpvizInputError as exc:
-            raise LdpvizInputError(f"the points in '{filename}' cannot be framed by one square region ({exc}); "
-                                   f"ldpviz works on areas up to 6,500 km across, between 85 degrees south and "
-                                   "north. Give a bbox (W,S,E,N) of one area and try again.") from None
+            raise NeedsBounds(f"the points in '{filename}' cannot be framed by one square region with the "
+                              f"{region_rule} rule ({exc}); ldpviz works on areas up to 6,500 km across, between "
+                              "85 degrees south and north. Give a bbox (W,S,E,N) of one area and try again.",
+                              points) from None
     if progress is not None:
         progress(1.0, f"kept {report.rows_kept:,} of {report.rows_read:,} rows")
     return Dataset(name=f"upload:{filename}", label=filename,
                    description=f"Uploaded file '{filename}'. {report.summary()}",
-                   lon=lon, lat=lat, presets={whole.name: whole}, synthetic=False, report=report)
+                   lon=points.lon, lat=points.lat, presets={whole.name: whole}, synthetic=False, report=report)
 
 
 #: Files larger than this are read in chunks (bounded memory) instead of at once.
@@ -514,7 +596,7 @@ class _Screen:
         self.wrap = wrap
         self.dropped = dict.fromkeys(self.REASONS, 0)
         self.rows_read = 0
-        self.wrapped = 0
+        self._wrapped: list[np.ndarray] = []
         self._lon: list[np.ndarray] = []
         self._lat: list[np.ndarray] = []
 
@@ -538,24 +620,21 @@ class _Screen:
             inside = in_bbox(lon, lat, self.bbox)
             self.dropped["outside the bbox"] += int((~inside).sum())
             lat, lon, wrap = lat[inside], lon[inside], wrap[inside]
-        self.wrapped += int(wrap.sum())
+        self._wrapped.append(wrap)
         self._lat.append(lat)
         self._lon.append(lon)
 
-    def result(self) -> tuple[np.ndarray, np.ndarray]:
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         lon = np.concatenate(self._lon) if self._lon else np.zeros(0)
         lat = np.concatenate(self._lat) if self._lat else np.zeros(0)
-        self._lon, self._lat = [], []
-        return lon, lat
+        wrapped = np.concatenate(self._wrapped) if self._wrapped else np.zeros(0, bool)
+        self._lon, self._lat, self._wrapped = [], [], []
+        return lon, lat, wrapped
 
 
 def in_bbox(lon: np.ndarray, lat: np.ndarray, bbox: tuple[float, float, float, float]) -> np.ndarray:
     """Rows inside a W, S, E, N box (edges included); W > E means the box crosses 180."""
-    west, south, east, north = (float(v) for v in bbox)
-    west, east = float(wrap_lon(west)), float(wrap_lon(east))
-    lon = wrap_lon(lon)
-    in_lon = (lon >= west) & (lon <= east) if west <= east else (lon >= west) | (lon <= east)
-    return in_lon & (lat >= south) & (lat <= north)
+    return in_bounds(lon, lat, bbox)
 
 
 def wrap_longitudes(frame: pd.DataFrame, column: str | None = None) -> tuple[pd.DataFrame, int, int]:

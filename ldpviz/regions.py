@@ -24,26 +24,63 @@ assume a public domain. Three choices, from most to least private:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
 
 from ldpviz import quadkey
-from ldpviz.domain import Region, lon_span, wrap_lon
+from ldpviz.domain import Region, bounds_text, lon_span, wrap_lon
 from ldpviz.errors import LdpvizInputError, require
 
 #: Bing tile level of the coarse occupancy that :func:`public_tile_region` reads (360/2^8 = 1.4 degrees).
 COARSE_LEVEL = 8
 
 
-def stated_region(bbox: Sequence[float], name: str = "Your bbox") -> Region:
-    """The square around a box the analyst states (W, S, E, N degrees; W > E crosses 180): reads no data."""
+def stated_region(bbox: Sequence[float], name: str | None = None) -> Region:
+    """The region of a box the analyst states (W, S, E, N degrees; W > E crosses 180): reads no data.
+
+    The grid covers the square around the box; the box itself is kept as
+    :attr:`Region.bounds`, so only the points inside it belong to the region (the
+    rows ``ldpviz run --csv --bbox`` keeps). Named "typed bounds W,S,E,N" unless ``name`` is given.
+    """
     try:
         values = [float(v) for v in bbox]
     except (TypeError, ValueError):
         raise LdpvizInputError(f"a bbox is four numbers W, S, E, N in degrees, got {bbox!r}") from None
     require(len(values) == 4, f"a bbox is four numbers W, S, E, N in degrees, got {len(values)}")
-    return Region.from_bbox(*values, name=name)
+    square = Region.from_bbox(*values)
+    bounds = tuple(values)
+    return replace(square, name=name or f"typed bounds {bounds_text(bounds)}", bounds=bounds)
+
+
+#: How an upload's region is chosen when no bounds are given (``ldpviz run --csv --region-rule``).
+PRIVATE_TILES = "private-tiles"
+PUBLIC_TILES = "public-tiles"
+REGION_RULES = (PRIVATE_TILES, PUBLIC_TILES)
+#: Default LDP budget each row spends on the private-tile region (added to the mechanism's epsilon).
+DEFAULT_REGION_EPSILON = 0.5
+#: Tile level of the private-tile region for uploads: the same tiles as the public fit (about 156 km).
+UPLOAD_TILE_LEVEL = COARSE_LEVEL
+#: Chance that a tile holding no row is kept anyway (Bonferroni over all tiles), for uploads.
+UPLOAD_ALPHA = 0.001
+
+
+def upload_region(lon: np.ndarray, lat: np.ndarray, rule: str = PRIVATE_TILES,
+                  epsilon0: float = DEFAULT_REGION_EPSILON, seed: int = 0) -> Region:
+    """The default region of an uploaded file without bounds (issue 20.6).
+
+    ``private-tiles`` (the default): :func:`private_tile_region` at level
+    :data:`UPLOAD_TILE_LEVEL`, paid with ``epsilon0`` per row, which adds to the
+    mechanism's epsilon (the result states both and their sum).
+    ``public-tiles``: :func:`public_tile_region`, unpaid and labelled not private.
+    """
+    require(rule in REGION_RULES, f"the region rule must be one of {', '.join(REGION_RULES)}, got {rule!r}")
+    if rule == PUBLIC_TILES:
+        region = public_tile_region(lon, lat, name="Public tiles (not private)")
+        return replace(region, data_use=region.data_use + " (not private: not covered by any epsilon)")
+    return private_tile_region(lon, lat, epsilon0, seed=seed, level=UPLOAD_TILE_LEVEL, alpha=UPLOAD_ALPHA,
+                               name=f"Private tiles (ε0 = {float(epsilon0):g})")
 
 
 def coarse_extent(lon: np.ndarray, lat: np.ndarray, level: int = COARSE_LEVEL) -> tuple[float, float, float, float]:
@@ -123,7 +160,21 @@ def private_tile_region(lon: np.ndarray, lat: np.ndarray, epsilon0: float, seed:
            f"exceeds {threshold:,.0f} rows")
     west, south, east, north = _tile_extent(kept % side, kept // side, level)
     region = Region.from_bbox(west, south, east, north, name=name)
-    return Region(region.center_lon, region.center_lat, region.side_m, name, use, epsilon0)
+    return Region(region.center_lon, region.center_lat, region.side_m, name, use, float(epsilon0))
+
+
+def total_epsilon_sentence(region: Region, epsilon: float, per_distance: bool = False) -> str:
+    """'' for a region that spent nothing; else the per-row total the guarantee must carry (sequential
+    composition: the region's epsilon0 plus the mechanism's epsilon). ``per_distance``: the mechanism's
+    epsilon is Geo-I's, per km, so the total is epsilon0 + epsilon x distance."""
+    e0 = region.epsilon_spent
+    if e0 <= 0:
+        return ""
+    if per_distance:
+        return (f"choosing the region spent ε0 = {e0:g} (LDP) per row, so between two positions x, x' a row is "
+                f"protected at {e0:g} + {float(epsilon):g} per km × d(x, x') in total (sequential composition)")
+    return (f"choosing the region spent ε0 = {e0:g} per row, so each row is protected at "
+            f"ε0 + ε = {e0:g} + {float(epsilon):g} = {e0 + float(epsilon):g} in total (sequential composition)")
 
 
 def region_covers(region: Region) -> str:
@@ -131,6 +182,10 @@ def region_covers(region: Region) -> str:
     if region.epsilon_spent > 0:
         return (f"The region was {region.data_use}; together with the mechanism a row is protected at "
                 f"{region.epsilon_spent:g} + epsilon (sequential composition).")
+    if region.bounds is not None and not region.data_use:
+        return (f"The region is the box the user typed ({region.typed_bounds.split(' ', 2)[-1]}, W,S,E,N), chosen "
+                "without reading users' data; the grid covers the square around it, and only rows inside the "
+                "box take part.")
     if not region.data_use:
         return "The region was chosen without reading users' data."
     return f"Not covered by epsilon: the region was {region.data_use}."

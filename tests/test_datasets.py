@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 
@@ -12,8 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ldpviz import datasets
-from ldpviz.datasets import Dataset, LoadReport, gaussian_mixture, load, load_file, names
+from ldpviz.datasets import Dataset, LoadReport, gaussian_mixture, load, names
 from ldpviz.errors import LdpvizInputError
+
+# These tests are about reading files; the region rule (private tiles by default) is tested in test_regions.
+load_file = functools.partial(datasets.load_file, region_rule="public-tiles")
 
 SIZES = {"minneapolis-stops": 51_920, "normal": 300_000, "szipf": 100_000, "mnormal": 300_000,
          "gmm": 100_000, "uniform": 100_000}
