@@ -17,9 +17,8 @@ import streamlit as st
 
 from dashboard import compute, state, ui
 from dashboard.session import cfg as session_cfg
-from ldpviz import explain, viz
+from ldpviz import explain, regions, viz
 from ldpviz.mechanisms.heatmap import heatmap
-from ldpviz.domain import Region
 from ldpviz.errors import LdpvizInputError
 from ldpviz.experiment import Result, Scenario
 
@@ -49,7 +48,7 @@ def _region_arg(pinned: dict[str, Any], data: Any, key: str, pin: dict[str, str]
     if choice == state.REGION_FIT:
         return compute.fit_region(key, data)
     if choice == state.REGION_BBOX and pinned.get("bbox"):
-        return Region.from_bbox(*pinned["bbox"], name="typed bounds")
+        return regions.stated_region(pinned["bbox"])
     raise LdpvizInputError(f"the pinned region {choice!r} is not one of this dataset's regions in this session")
 
 

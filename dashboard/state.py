@@ -55,6 +55,17 @@ def default_mechanism() -> str:
     return "dam" if "dam" in names else ("grr" if "grr" in names else names[0])
 
 
+#: How the Data page frames an upload without bounds (ldpviz.regions.REGION_RULES, the paid rule first).
+UPLOAD_RULES: tuple[str, ...] = ("private-tiles", "public-tiles")
+#: The size of the box the Data page suggests for a file too large for one region.
+SUGGEST_SIDE_KM = 6000.0
+
+
+def parse_optional_bbox(text: str) -> tuple[float, float, float, float] | None:
+    """Blank -> None; else :func:`parse_bbox`."""
+    return parse_bbox(text) if str(text or "").strip() else None
+
+
 def defaults() -> dict[str, Any]:
     """The configuration a fresh session starts from."""
     return {
@@ -80,6 +91,9 @@ def defaults() -> dict[str, Any]:
         # Kept in the session only (not in a link): the text of typed bounds (its parsed form is 'bbox'),
         # the Data page's column names, the mechanism Compare's decision report is for.
         "bbox_text": "", "lat_column": "", "lon_column": "", "wrap_lon": True, "report_mechanism": None,
+        # The Data page's framing of an upload: bounds typed (W,S,E,N text; blank = the rule), else the rule
+        # (private tiles paid with epsilon0 per row, or public tiles, not private).
+        "upload_bounds": "", "upload_rule": UPLOAD_RULES[0], "upload_epsilon0": 0.5,
     }
 
 

@@ -79,3 +79,36 @@ def names_in(query: Mapping[str, str]) -> list[str]:
     """The upload a link names (``ds=upload:...``), if any."""
     ds = str(query.get("ds") or "")
     return [ds] if ds.startswith(PREFIX) else []
+
+
+# ---- points read once, framed by the bounds or the rule the Data page shows (issue 20.6, 21.1-2)
+def held_points() -> datasets.ReadPoints | None:
+    """The rows of the last file read on the Data page (kept so new bounds apply without reading it again)."""
+    held = st.session_state.get("upload_points")
+    return held[1] if held else None
+
+
+def read_points(read_key: tuple, file: object, **kwargs: object) -> datasets.ReadPoints:
+    """The file's usable rows (:func:`ldpviz.datasets.read_points`), read once per ``read_key``."""
+    held = st.session_state.get("upload_points")
+    if held and held[0] == read_key:
+        return held[1]
+    points = datasets.read_points(file, **kwargs)
+    st.session_state["upload_points"] = (read_key, points)
+    return points
+
+
+def frame(points: datasets.ReadPoints, bounds: tuple[float, float, float, float] | None, rule: str,
+          epsilon0: float) -> datasets.Dataset:
+    """The dataset of ``points``: the rows inside ``bounds`` (as ``ldpviz run --csv --bbox`` keeps), or framed by
+    ``rule``; raises :class:`ldpviz.datasets.NeedsBounds` when the rule frames nothing. Held like any upload."""
+    return keep(datasets.frame_points(points, bbox=bounds, region_rule=rule, region_epsilon=epsilon0))
+
+
+def suggestion(points: datasets.ReadPoints, side_km: float) -> tuple[tuple[float, float, float, float], int]:
+    """(the densest box about ``side_km`` across, rows inside it) for a file no default region frames."""
+    from ldpviz.bbox_suggest import suggest_bbox
+    from ldpviz.domain import in_bounds
+
+    box = suggest_bbox(points.lon, points.lat, side_km)
+    return box, int(in_bounds(points.lon, points.lat, box).sum())

@@ -45,7 +45,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from ldpviz.domain import Region, in_bounds, wrap_lon
+from ldpviz.domain import Region, in_bounds
 from ldpviz.errors import LdpvizInputError, require
 
 DATA_DIR = Path(__file__).resolve().parent / "data"

@@ -194,7 +194,7 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
     params = mech.effective_params()
     scenario_rows = [
         ["Data set", f"{dataset.label} ({dataset.name})"],
-        ["Region", f"{region.name or 'custom'}: {region.side_m / 1000:.3g} km square centred at "
+        ["Region", f"{experiment.region_line(region, result.n_users)}; centred at "
                    f"{region.center_lat:.4f}, {region.center_lon:.4f}"],
         ["Grid", f"{grid.side} x {grid.side} cells of {grid.cell_m:,.0f} m"],
         ["Users", f"{result.n_users:,}" + (f" ({result.n_outside:,} points outside the region left out)"
@@ -216,6 +216,9 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
                if w2_mean is not None and math.isfinite(w2_mean) else "")
     title = f"Decision report: {mech.label} at epsilon = {scenario.epsilon:g}{' per km' if terms['epsilon_unit'] else ''}"
 
+    from ldpviz.regions import total_epsilon_sentence
+    total = total_epsilon_sentence(region, scenario.epsilon, per_distance=model == mechanisms.GEO_I)
+    region_total = f"<p><strong>{_e(total[0].upper() + total[1:])}.</strong></p>" if total else ""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{_e(title)}</title><style>{_CSS}</style></head><body>
@@ -232,7 +235,7 @@ Data set: {_e(dataset.label)}.</p>
 user who sends one report.</p>{f'<ul class="note">{notes}</ul>' if notes else ''}
 
 <h2>3. The guarantee</h2>
-<p><strong>{_e(mech.guarantee())}.</strong></p>
+<p><strong>{_e(mech.guarantee())}.</strong></p>{region_total}
 <p>{_e(terms['sentence'])}</p>
 <p>{_e(epsilon_plain(terms['epsilon'], model))}</p>
 {_table(["On the common scale", ""], scale_rows)}
