@@ -105,6 +105,32 @@ def _typed_bounds(cfg: dict[str, Any], data: datasets.Dataset) -> tuple[Any, Reg
         return next(iter(data.presets)), data.default_region
 
 
+def page_grid(cfg: dict[str, Any], field: str, allowed: tuple[int, ...], fallback: int, label: str,
+              help: str = "") -> int:
+    """A page's own grid side that follows the shared d where it is one of ``allowed`` (``cfg[field]`` None),
+    or the side picked on the page; a caption under it says which, and a button goes back to following."""
+    shared = int(cfg["grid_side"])
+    own = cfg.get(field)
+    own = int(own) if own in allowed else None
+    value = own if own is not None else (shared if shared in allowed else fallback)
+
+    def store(new: Any) -> None:
+        session_cfg()[field] = int(new)
+
+    st.sidebar.select_slider(label, list(allowed), **keep(f"w:{field}", value, store), help=help)
+    if own is None and shared in allowed:
+        st.sidebar.caption(f"Follows the shared grid side d = {shared} (Explore, Compare).")
+    elif own is None:
+        st.sidebar.caption(f"The shared grid side d = {shared} is not offered here (only "
+                           f"{', '.join(map(str, allowed))}), so this page uses {fallback}.")
+    else:
+        st.sidebar.caption(f"Set on this page; the shared grid side is d = {shared}.")
+        if shared in allowed and shared != own:
+            st.sidebar.button(f"Follow the shared d = {shared}", key=f"follow:{field}",
+                              on_click=lambda: session_cfg().update({field: None}))
+    return value
+
+
 def privacy_controls(cfg: dict[str, Any]) -> None:
     """Epsilon (fine steps at the low end) and the grid side d."""
     st.sidebar.header("Privacy and grid")

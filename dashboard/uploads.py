@@ -13,11 +13,12 @@ import dataclasses
 import threading
 import time
 from collections import OrderedDict
-from typing import Mapping
+from typing import Any, Mapping
 
 import streamlit as st
 
-from ldpviz import datasets
+from ldpviz import datasets, trajectories
+from ldpviz.errors import LdpvizInputError
 
 PREFIX = "upload:"
 MAX_HELD = 8
@@ -25,10 +26,11 @@ MAX_AGE_S = 24 * 3600
 
 
 class _Store:
-    """A small LRU of datasets by name, with an age limit (shared by every session of this server)."""
+    """A small LRU of datasets (points or trips) by name, with an age limit (shared by every session of this
+    server)."""
 
     def __init__(self) -> None:
-        self._items: OrderedDict[str, tuple[float, datasets.Dataset]] = OrderedDict()
+        self._items: OrderedDict[str, tuple[float, Any]] = OrderedDict()
         self._lock = threading.Lock()
 
     def put(self, data: datasets.Dataset) -> None:
@@ -72,7 +74,9 @@ def keep(data: datasets.Dataset) -> datasets.Dataset:
 
 
 def get(name: str) -> datasets.Dataset | None:
-    return _store().get(name)
+    """A points upload this server holds (trips files held beside them are not points)."""
+    held = _store().get(name)
+    return held if isinstance(held, datasets.Dataset) else None
 
 
 def names_in(query: Mapping[str, str]) -> list[str]:
@@ -112,3 +116,63 @@ def suggestion(points: datasets.ReadPoints, side_km: float) -> tuple[tuple[float
 
     box = suggest_bbox(points.lon, points.lat, side_km)
     return box, int(in_bounds(points.lon, points.lat, box).sum())
+
+
+# ---- trips (person, trip, seq, lon, lat): Flows and People, the loader and checks of `ldpviz od --file`
+#: Largest trips file accepted (the same bound as the points upload).
+MAX_TRIP_BYTES = 1024 * 2**20
+TRIP_FILE_TYPES = ["csv", "txt", "tsv", "gz", "parquet", "pq"]
+
+
+def trip_uploads() -> dict[str, trajectories.Trajectories]:
+    """This session's uploaded trip files by name (``upload:<fingerprint>:<file name>``)."""
+    return st.session_state.setdefault("trip_uploads", {})
+
+
+def trip_label(name: str) -> str | None:
+    """'Your trips: file.csv' for an uploaded trips file, else None."""
+    held = trip_uploads().get(name)
+    return f"Your trips: {held.label}" if held is not None else None
+
+
+def trip_uploader(container: Any, page: str) -> str | None:
+    """A file uploader for the user's own trips, kept across pages like the points upload.
+
+    Read by :func:`ldpviz.trajectories.load_trajectory_file`, the loader and checks of ``ldpviz od --file``;
+    returns the name of a file just loaded (the page selects it), else None. The outcome is shown by
+    :func:`show_trip_message`.
+    """
+    ss = st.session_state
+    file = container.file_uploader("Your trips (CSV or Parquet: person, trip, seq, lon, lat)",
+                                   type=TRIP_FILE_TYPES, key=f"w:trip_upload:{page}",
+                                   help="One row per point, the points of a trip in travel order (a time column "
+                                        "orders nothing: rows keep their file order within a trip). Read with "
+                                        "the same checks as `ldpviz od --file`; kept in this server's memory "
+                                        "only, for this session and the Flows and People pages.")
+    if file is None:
+        return None
+    attempt = (page, getattr(file, "file_id", file.name))
+    if ss.get("trip_attempt") == attempt:
+        return None
+    ss["trip_attempt"] = attempt
+    try:
+        trips = trajectories.load_trajectory_file(file, filename=file.name, max_bytes=MAX_TRIP_BYTES)
+    except LdpvizInputError as exc:
+        ss["trip_message"] = ("error", f"**The trips file could not be used:** {exc}")
+        return None
+    trips = fingerprinted(trips)
+    _store().put(trips)
+    trip_uploads()[trips.name] = trips
+    region = trips.default_region
+    ss["trip_message"] = ("success", f"Loaded **{trips.label}**: {trips.n_people:,} "
+                                     f"{'person' if trips.n_people == 1 else 'people'}, {trips.n_trips:,} "
+                                     f"{'trip' if trips.n_trips == 1 else 'trips'}, {trips.n_points:,} points. "
+                                     f"{trips.report.summary()} Region '{region.name}': {region.data_use}.")
+    return trips.name
+
+
+def show_trip_message(container: Any) -> None:
+    kind, message = st.session_state.get("trip_message", (None, None))
+    if kind:
+        {"error": container.error, "success": container.success}[kind](
+            message, icon=":material/error:" if kind == "error" else ":material/check_circle:")

@@ -338,6 +338,18 @@ def names() -> list[str]:
     return list(_BUILDERS)
 
 
+#: Each registered dataset's label, for lists that should not generate every set to name it (test_datasets
+#: checks it equals the loaded dataset's label).
+LABELS = {"minneapolis-stops": "Minneapolis police stops, 2017", "normal": "Normal (correlated, rho 0.5)",
+          "szipf": "Skew Zipf", "mnormal": "Multi-centre normal", "gmm": "Gaussian mixture (20 clusters)",
+          "uniform": "Uniform"}
+
+
+def label(name: str) -> str:
+    """A registered dataset's readable label without loading it (the name itself if unknown)."""
+    return LABELS.get(name, name)
+
+
 def load(name: str, seed: int = 0) -> Dataset:
     """The registered dataset ``name`` (cached); ``seed`` drives synthetic generators only.
 

@@ -201,13 +201,16 @@ def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon
         congestion_estimated=(windows[0] > base).reshape(grid.side, grid.side) if windows else None)
 
 
-def navigation_for_dataset(dataset: str, mechanism: str, epsilon: float, theta_s: float, grid_side: int, *,
+def navigation_for_dataset(dataset: Any, mechanism: str, epsilon: float, theta_s: float, grid_side: int, *,
                            region: Any = None, n_trips: int = 100, seed: int = 0, **kwargs: Any) -> NavigationResult:
-    """Navigation on a bundled dataset: its points (all trajectory points) are the traffic, its OD pairs the trips."""
+    """Navigation on a dataset (a bundled name or loaded :class:`~ldpviz.trajectories.Trajectories`, e.g. an
+    uploaded trips file): its points (all trajectory points) are the traffic, its OD pairs the trips."""
     from ldpviz import datasets, od, trajectories
 
     pairs, reg, _ = od.load_od_pairs(dataset, region, None, seed)
-    if dataset in trajectories.names():
+    if isinstance(dataset, trajectories.Trajectories):
+        data = dataset
+    elif dataset in trajectories.names():
         data = trajectories.load(dataset)
     else:
         data = datasets.load(dataset, seed)

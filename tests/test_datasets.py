@@ -358,3 +358,9 @@ def test_missing_path_and_bad_source(tmp_path) -> None:
         load_file(tmp_path / "nope.csv")
     with pytest.raises(LdpvizInputError, match="cannot read a file from a int"):
         load_file(42)
+
+
+def test_labels_without_loading_match_the_loaded_labels():
+    """Flows and People list datasets by label without generating them; the labels are the datasets' own."""
+    for name in names():
+        assert datasets.label(name) == load(name).label
