@@ -532,9 +532,10 @@ def read_points(source: Any, *, filename: str | None = None, lat_column: str | N
 
 def frame_points(points: ReadPoints, *, bbox: tuple[float, float, float, float] | None = None,
                  region_rule: str = "private-tiles", region_epsilon: float | None = None, seed: int = 0,
-                 progress: Callable[[float, str], None] | None = None) -> Dataset:
+                 progress: Callable[[float, str], None] | None = None, bbox_data_use: str = "") -> Dataset:
     """The dataset of rows read (the framing half of :func:`load_file`): cut to ``bbox`` if given and not yet
-    applied, then framed by the box or by ``region_rule`` (see :func:`load_file`)."""
+    applied, then framed by the box or by ``region_rule`` (see :func:`load_file`). ``bbox_data_use`` says how
+    the box was read from the rows, if it was (:func:`ldpviz.regions.stated_region`)."""
     from ldpviz import regions
 
     if bbox is not None and points.dropped.get("outside the bbox", 0) == 0:
@@ -552,7 +553,7 @@ def frame_points(points: ReadPoints, *, bbox: tuple[float, float, float, float] 
         raise LdpvizInputError(f"none of the rows in '{filename}' has a usable coordinate. "
                                f"{report.summary()}{hint}")
     if bbox is not None:
-        whole = regions.stated_region(bbox)
+        whole = regions.stated_region(bbox, data_use=bbox_data_use)
     else:
         epsilon0 = regions.DEFAULT_REGION_EPSILON if region_epsilon is None else region_epsilon
         try:

@@ -77,7 +77,7 @@ def route_deck(grid: Grid, congested: np.ndarray, routes: dict[str, list[int]], 
     paths = [{"name": "fastest route (true congestion)" if name == "best" else "route driven (private updates)",
               "path": [[float(lon[c]), float(lat[c])] for c in routes[name]],
               "color": TRUE_COLOUR if name == "best" else ESTIMATE_COLOUR,
-              "width": 4 if name == "best" else 9} for name in order]
+              "width": 3 if name == "best" else 7} for name in order]
     layers = frame_layers(grid) + [
         pdk.Layer("PolygonLayer", shaded, get_polygon="polygon", get_fill_color=CONGESTED_COLOUR,
                   get_line_color=[180, 90, 0, 200], line_width_min_pixels=1, pickable=True),

@@ -37,12 +37,13 @@ from ldpviz.errors import LdpvizInputError, require
 COARSE_LEVEL = 8
 
 
-def stated_region(bbox: Sequence[float], name: str | None = None) -> Region:
+def stated_region(bbox: Sequence[float], name: str | None = None, data_use: str = "") -> Region:
     """The region of a box the analyst states (W, S, E, N degrees; W > E crosses 180): reads no data.
 
     The grid covers the square around the box; the box itself is kept as
     :attr:`Region.bounds`, so only the points inside it belong to the region (the
     rows ``ldpviz run --csv --bbox`` keeps). Named "typed bounds W,S,E,N" unless ``name`` is given.
+    ``data_use``: how the box was read from data, if it was (a box the tool suggested from the rows).
     """
     try:
         values = [float(v) for v in bbox]
@@ -51,7 +52,7 @@ def stated_region(bbox: Sequence[float], name: str | None = None) -> Region:
     require(len(values) == 4, f"a bbox is four numbers W, S, E, N in degrees, got {len(values)}")
     square = Region.from_bbox(*values)
     bounds = tuple(values)
-    return replace(square, name=name or f"typed bounds {bounds_text(bounds)}", bounds=bounds)
+    return replace(square, name=name or f"typed bounds {bounds_text(bounds)}", bounds=bounds, data_use=data_use)
 
 
 #: How an upload's region is chosen when no bounds are given (``ldpviz run --csv --region-rule``).

@@ -55,6 +55,7 @@ def test_national_file_opens_with_a_suggested_box_that_loads_the_cli_rows(tmp_pa
     held = at.session_state["uploads"][name]
     expected = cli_count(path, box, capsys)
     assert held.n == expected == 3000
+    assert "suggested from where most of the file's rows are" in held.default_region.data_use   # not 'no data'
     assert any(f"{expected:,} points inside typed bounds" in s.value for s in at.success)
 
 
@@ -72,6 +73,7 @@ def test_typed_bounds_load_the_cli_rows_and_the_run_keeps_the_box(tmp_path, caps
     assert held.n == expected and held.report.dropped["outside the bbox"] == 3210 - expected
     region = held.default_region
     assert region.bounds == (-80.5, 38.5, -70.5, 43.5) and at.session_state["cfg"]["region"] == region.name
+    assert region.data_use == ""                      # typed by the user: no data read
     result = experiment.run(experiment.Scenario(dataset=name, grid_side=8, region=region.name), held)
     assert result.n_users == expected
     # after loading: new bounds apply to the rows already read, without the file

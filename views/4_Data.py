@@ -62,7 +62,7 @@ def upload_verdict(loaded: datasets.Dataset) -> tuple[str, str]:
     region = loaded.default_region
     if region.bounds is not None:
         kept += (f" inside {region.typed_bounds} ({report.dropped.get('outside the bbox', 0):,} rows outside "
-                 "the box left out)")
+                 "the box left out)" + (f"; the box is {region.data_use}" if region.data_use else ""))
     else:
         kept += f"; region: {region.name}, {region.data_use}"
     changed = {r: n for r, n in (getattr(report, "changed", None) or {}).items() if n}
@@ -136,7 +136,7 @@ points = None
 if file is not None or (uploads.held_points() is not None and ss.get("upload_attempt") != frame_key):
     if ss.get("upload_attempt") != frame_key:
         ss["upload_attempt"] = frame_key
-        ss.pop("upload_suggestion", None)
+        suggested = ss.pop("upload_suggestion", None)
         bar = st.progress(0.0, text=f"Reading {file.name if file is not None else 'the file'} ...")
         try:
             points = (uploads.read_points(read_key, file, filename=file.name, lat_column=lat_col.strip() or None,
@@ -144,7 +144,8 @@ if file is not None or (uploads.held_points() is not None and ss.get("upload_att
                                           wrap_longitudes=bool(wrap),
                                           progress=lambda f, m: bar.progress(min(max(f, 0.0), 1.0), text=m))
                       if file is not None else uploads.held_points())
-            loaded = uploads.frame(points, bounds, rule, float(epsilon0))
+            loaded = uploads.frame(points, bounds, rule, float(epsilon0), suggested[0] if suggested else None,
+                                   state.SUGGEST_SIDE_KM)
         except datasets.NeedsBounds as exc:
             bar.empty()
             ss["upload_suggestion"] = uploads.suggestion(exc.points, state.SUGGEST_SIDE_KM) + (exc.points.lon.size,)
