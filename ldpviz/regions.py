@@ -157,8 +157,8 @@ def private_tile_region(lon: np.ndarray, lat: np.ndarray, epsilon0: float, seed:
                            "epsilon0 or a coarser level")
     side_km = quadkey.tile_side_m(0.0, level) / 1000.0
     use = (f"chosen under {epsilon0:g}-LDP: each row reported its Bing level-{level} map tile (about {side_km:,.0f} "
-           f"km at the equator) with OLH, and the region frames the {kept.size} {'tile' if kept.size == 1 else 'tiles'} whose estimated count "
-           f"exceeds {threshold:,.0f} rows")
+           f"km at the equator) with OLH, and the region frames the {kept.size} "
+           f"{'tile' if kept.size == 1 else 'tiles'} whose estimated count exceeds {threshold:,.0f} rows")
     west, south, east, north = _tile_extent(kept % side, kept // side, level)
     region = Region.from_bbox(west, south, east, north, name=name)
     return Region(region.center_lon, region.center_lat, region.side_m, name, use, float(epsilon0))
