@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from ldpviz.bbox_suggest import suggest_bbox
-from ldpviz.domain import MAX_REGION_SIDE_M, Region, in_bounds
+from ldpviz.geo.bbox_suggest import suggest_bbox
+from ldpviz.geo.domain import MAX_REGION_SIDE_M, Region, in_bounds
 from ldpviz.errors import LdpvizInputError
 
 

@@ -10,11 +10,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ldpviz import datasets
+from ldpviz.data import datasets
 from ldpviz.errors import LdpvizInputError
+from ldpviz.mechanisms.fo.private_region import upload_frame
 
 # These tests are about reading files; the region rule (private tiles by default) is tested in test_regions.
-load_file = functools.partial(datasets.load_file, region_rule="public-tiles")
+load_file = functools.partial(datasets.load_file, frame=upload_frame("public-tiles"))
 
 ROWS = ["lat,lon,note",
         "44.97,-93.26,good", "44.98,-93.27,good", " 44.99 , -93.28 ,spaces",

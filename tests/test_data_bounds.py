@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
-from ldpviz import cli, experiment
+from ldpviz.cli import commands as cli
+from ldpviz import experiment
 
 ROOT = Path(__file__).resolve().parents[1]
 BOX = "-80.5, 38.5, -70.5, 43.5"
@@ -27,7 +28,7 @@ def national_csv(tmp_path: Path) -> Path:
 
 
 def data_page() -> AppTest:
-    at = AppTest.from_file(str(ROOT / "views/4_Data.py"), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / "ldpviz/app/views/4_Data.py"), default_timeout=120)
     at.query_params["ds"] = "normal"
     at.run()
     return at

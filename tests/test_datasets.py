@@ -1,4 +1,4 @@
-"""Tests for ldpviz.datasets: bundled and synthetic sets, and file loading/validation."""
+"""Tests for ldpviz.data.datasets: bundled and synthetic sets, and file loading/validation."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ldpviz import datasets
-from ldpviz.datasets import Dataset, LoadReport, gaussian_mixture, load, names
+from ldpviz.data import datasets
+from ldpviz.data.datasets import Dataset, LoadReport, gaussian_mixture, load, names
 from ldpviz.errors import LdpvizInputError
+from ldpviz.mechanisms.fo.private_region import upload_frame
 
 # These tests are about reading files; the region rule (private tiles by default) is tested in test_regions.
-load_file = functools.partial(datasets.load_file, region_rule="public-tiles")
+load_file = functools.partial(datasets.load_file, frame=upload_frame("public-tiles"))
 
 SIZES = {"minneapolis-stops": 51_920, "normal": 300_000, "szipf": 100_000, "mnormal": 300_000,
          "gmm": 100_000, "uniform": 100_000}

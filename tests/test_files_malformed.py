@@ -21,12 +21,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ldpviz import cli, datasets
+from ldpviz.cli import commands as cli
+from ldpviz.data import datasets
 from ldpviz.errors import LdpvizInputError
+from ldpviz.mechanisms.fo.private_region import upload_frame
 
 REPO = Path(__file__).resolve().parents[1]
 # These tests are about reading files; the region rule (private tiles by default) is tested in test_regions.
-load_file = functools.partial(datasets.load_file, region_rule="public-tiles")
+load_file = functools.partial(datasets.load_file, frame=upload_frame("public-tiles"))
 
 
 class Upload(io.BytesIO):

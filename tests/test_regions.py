@@ -9,12 +9,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ldpviz import datasets, regions
-from ldpviz.datasets import load_file, wrap_longitudes
-from ldpviz.domain import AEQD, LOCAL, MAX_REGION_SIDE_M, Grid, Region, lon_span
+from ldpviz.data import datasets
+from ldpviz.geo import region_choice as regions
+from ldpviz.mechanisms.fo import private_region
+from ldpviz.mechanisms.fo.private_region import upload_frame
+from ldpviz.data.datasets import load_file, wrap_longitudes
+from ldpviz.geo.domain import AEQD, LOCAL, MAX_REGION_SIDE_M, Grid, Region, lon_span
 from ldpviz.errors import LdpvizInputError
 
 MINNEAPOLIS_BBOX = (-93.33, 44.89, -93.19, 45.05)
+#: The explicit public-tile rule (unpaid, labelled not private), for tests of framing and projection.
+PUBLIC = upload_frame("public-tiles")
 
 
 def haversine(lon1, lat1, lon2, lat2):
@@ -43,7 +48,7 @@ def contiguous_us(n=5000, seed=2):
 def test_fiji_file_is_wrapped_counted_and_framed_across_180(tmp_path):
     """Longitudes 165..188: the ones above 180 are wrapped and counted, none dropped, one region holds all."""
     lon, lat = fiji()
-    ds = load_file(write_csv(tmp_path, "quakes.csv", lon, lat), region_rule="public-tiles")
+    ds = load_file(write_csv(tmp_path, "quakes.csv", lon, lat), frame=PUBLIC)
     above = int((lon > 180).sum())
     assert ds.report.rows_kept == 2000 and ds.report.dropped == {}
     assert ds.report.changed == {"longitude wrapped": above} and above > 500
@@ -61,7 +66,7 @@ def test_fiji_file_unwrapped_drops_and_counts_the_rows_past_180(tmp_path):
     """wrap_longitudes=False (the Data page's unticked box): the rows past 180 are dropped under their own
     reason, every other row kept, nothing changed."""
     lon, lat = fiji()
-    ds = load_file(write_csv(tmp_path, "quakes.csv", lon, lat), wrap_longitudes=False, region_rule="public-tiles")
+    ds = load_file(write_csv(tmp_path, "quakes.csv", lon, lat), wrap_longitudes=False, frame=PUBLIC)
     above = int((lon > 180).sum())
     assert ds.report.dropped == {"longitude past 180, not wrapped": above}
     assert ds.report.rows_kept == 2000 - above and ds.report.changed == {}
@@ -106,7 +111,7 @@ def test_continental_file_uses_an_equidistant_projection_with_stated_error(tmp_p
     """A US-wide file frames in one region <= 6,500 km; projected distances match great circles within the
     region's stated scale error (the local approximation would be off by tens of percent)."""
     lon, lat = contiguous_us()
-    ds = load_file(write_csv(tmp_path, "us.csv", lon, lat), region_rule="public-tiles")
+    ds = load_file(write_csv(tmp_path, "us.csv", lon, lat), frame=PUBLIC)
     region = ds.default_region
     assert region.projection == AEQD and region.side_m <= MAX_REGION_SIDE_M
     assert region.contains(ds.lon, ds.lat).all()
@@ -200,15 +205,15 @@ def test_region_spent_from_a_stated_budget():
     home = metros[rng.integers(0, 5, 48_000)] + rng.normal(0, 0.3, (48_000, 2))
     spread_lon, spread_lat = contiguous_us(12_000)          # 20% spread thinly over the country
     lon, lat = np.concatenate([home[:, 0], spread_lon]), np.concatenate([home[:, 1], spread_lat])
-    region = regions.private_tile_region(lon, lat, epsilon0=1.0, seed=3)
+    region = private_region.private_tile_region(lon, lat, epsilon0=1.0, seed=3)
     assert region.epsilon_spent == 1.0 and "1-LDP" in region.data_use
     assert region.contains(home[:, 0], home[:, 1]).mean() > 0.99 and region.side_m <= MAX_REGION_SIDE_M
     moved = lat.copy()
     moved[0] = lat[0] + 1e-3                      # a user moves within their ~600 km tile
-    from ldpviz import quadkey
+    from ldpviz.geo import quadkey
     same_tile = np.all(np.array(quadkey.lonlat_to_tile_xy(lon[:1], moved[:1], 6))
                        == np.array(quadkey.lonlat_to_tile_xy(lon[:1], lat[:1], 6)))
-    assert same_tile and regions.private_tile_region(lon, moved, epsilon0=1.0, seed=3) == region
+    assert same_tile and private_region.private_tile_region(lon, moved, epsilon0=1.0, seed=3) == region
     assert "1 + epsilon (sequential composition)" in regions.region_covers(region)
 
 
@@ -219,7 +224,7 @@ def test_private_region_keeps_noise_tiles_with_probability_at_most_alpha():
     accepted = 0
     for seed in range(200):
         try:
-            regions.private_tile_region(lon, lat, epsilon0=0.1, seed=seed)
+            private_region.private_tile_region(lon, lat, epsilon0=0.1, seed=seed)
             accepted += 1
         except LdpvizInputError as exc:
             assert "no map tile holds enough of the 50 rows" in str(exc)
@@ -238,25 +243,25 @@ def city_with_outlier(tmp_path, outlier: bool):
 def test_one_outlier_row_no_longer_moves_the_default_region(tmp_path):
     """Default rule (private tiles, epsilon0 paid): one far row leaves the region unchanged and outside it; the
     explicit public-tile rule still moves (and says it is not private)."""
-    plain = load_file(city_with_outlier(tmp_path, False)).default_region
-    with_outlier = load_file(city_with_outlier(tmp_path, True)).default_region
+    plain = load_file(city_with_outlier(tmp_path, False), frame=upload_frame()).default_region
+    with_outlier = load_file(city_with_outlier(tmp_path, True), frame=upload_frame()).default_region
     same = (plain.center_lon, plain.center_lat, plain.side_m) == (with_outlier.center_lon, with_outlier.center_lat,
                                                                    with_outlier.side_m)
     assert same and not with_outlier.contains(np.array([-90.0]), np.array([46.5]))[0]
-    assert plain.epsilon_spent == regions.DEFAULT_REGION_EPSILON and "LDP" in plain.data_use
-    public = [load_file(city_with_outlier(tmp_path, o), region_rule="public-tiles").default_region
+    assert plain.epsilon_spent == private_region.DEFAULT_REGION_EPSILON and "LDP" in plain.data_use
+    public = [load_file(city_with_outlier(tmp_path, o), frame=PUBLIC).default_region
               for o in (False, True)]
     assert public[1].side_m > 2 * public[0].side_m
     assert all("not private" in r.name and "not private" in r.data_use and r.epsilon_spent == 0 for r in public)
     with pytest.raises(LdpvizInputError, match="region rule must be one of"):
-        regions.upload_region(np.zeros(3), np.zeros(3), "fit")
+        private_region.upload_region(np.zeros(3), np.zeros(3), "fit")
 
 
 def test_private_region_epsilon_is_added_to_the_guarantee(tmp_path):
     """The region's epsilon0 is stated in the guarantee and the coverage, and summed in the JSON summary; for
     Geo-I the total is epsilon0 + epsilon x distance (no single number)."""
     from ldpviz import experiment
-    ds = load_file(city_with_outlier(tmp_path, False), region_epsilon=0.8)
+    ds = load_file(city_with_outlier(tmp_path, False), frame=upload_frame("private-tiles", 0.8))
     result = experiment.run(experiment.Scenario(dataset=ds.name, mechanism="grr", epsilon=1.0, grid_side=8), ds)
     assert "ε0 + ε = 0.8 + 1 = 1.8 in total" in result.guarantee
     summary = result.summary()
@@ -265,13 +270,13 @@ def test_private_region_epsilon_is_added_to_the_guarantee(tmp_path):
     geo = experiment.run(experiment.Scenario(dataset=ds.name, mechanism="planar-laplace", epsilon=1.0,
                                              grid_side=8), ds)
     assert "0.8 + 1 per km × d(x, x')" in geo.guarantee and geo.summary()["total_epsilon"] is None
-    public = load_file(city_with_outlier(tmp_path, False), region_rule="public-tiles")
+    public = load_file(city_with_outlier(tmp_path, False), frame=PUBLIC)
     plain = experiment.run(experiment.Scenario(dataset=public.name, grid_side=8), public)
     assert "in total" not in plain.guarantee and plain.summary()["region_epsilon"] == 0
 
 
 def test_cli_states_the_region_rule_and_its_epsilon(tmp_path, capsys):
-    from ldpviz import cli
+    from ldpviz.cli import commands as cli
     import json
     path = city_with_outlier(tmp_path, True)
     assert cli.main(["run", "--csv", str(path), "--grid", "8", "--json"]) == 0
@@ -292,7 +297,7 @@ def test_typed_bounds_keep_exactly_the_rows_inside_the_box(tmp_path):
     lon, lat = contiguous_us(20_000)
     path = write_csv(tmp_path, "nation.csv", lon, lat)
     box = (-80.5, 38.5, -70.5, 43.5)
-    whole = load_file(path, region_rule="public-tiles")
+    whole = load_file(path, frame=PUBLIC)
     region = regions.stated_region(box)
     in_box = int(datasets.in_bbox(lon, lat, box).sum())
     in_square = int(Region.from_bbox(*box).contains(lon, lat).sum())

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
-from ldpviz import cli
+from ldpviz.cli import commands as cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,7 +52,7 @@ def test_flows_upload_counts_the_trips_the_cli_counts(tmp_path, capsys):
     assert at.selectbox(key="w:flows_dataset").value == name
     assert "Your trips: my_trips.csv" in at.selectbox(key="w:flows_dataset").options
     # kept across pages: People lists it and studies its 300 people
-    people = AppTest.from_file(str(ROOT / "views/7_People.py"), default_timeout=180)
+    people = AppTest.from_file(str(ROOT / "ldpviz/app/views/7_People.py"), default_timeout=180)
     people.session_state["trip_uploads"] = at.session_state["trip_uploads"]
     people.query_params["d"] = "8"
     people.run()
