@@ -100,3 +100,14 @@ def test_default_rule_is_private_tiles_and_public_tiles_say_not_private(tmp_path
     assert not at.exception
     region = at.session_state["uploads"][at.session_state["cfg"]["dataset"]].default_region
     assert region.epsilon_spent == 0 and "not private" in region.name
+
+
+def test_bad_bounds_load_nothing(tmp_path):
+    """Bounds the page rejects are explained, and the file is not loaded by the rule instead."""
+    path = national_csv(tmp_path)
+    at = data_page()
+    at.text_input(key="w:upload_bounds").set_value("-80.5, 43.5, -70.5, 38.5").run()      # south > north
+    at.file_uploader[0].set_value(("nation.csv", path.read_bytes(), "text/csv")).run()
+    assert not at.exception
+    assert any("These bounds cannot be used" in e.value for e in at.error)
+    assert at.session_state["cfg"]["dataset"] == "normal" and not at.session_state["uploads"]

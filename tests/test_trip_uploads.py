@@ -29,7 +29,7 @@ def trips_csv(tmp_path: Path) -> Path:
 
 
 def page(name: str, **query: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "views" / name), default_timeout=180)
+    at = AppTest.from_file(str(ROOT / "ldpviz/app/views" / name), default_timeout=180)
     for key, value in query.items():
         at.query_params[key] = value
     at.run()

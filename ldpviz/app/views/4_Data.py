@@ -124,18 +124,20 @@ rule = session.bind(cfg, "upload_rule", r1.radio, "Without bounds, frame the fil
 epsilon0 = session.bind(cfg, "upload_epsilon0", r2.number_input, "ε0 for the region (per row)", min_value=0.05,
                         max_value=5.0, step=0.05, disabled=rule != state.UPLOAD_RULES[0] or bool(
                             str(bounds_text).strip()))
+bounds_ok = True
 try:
     bounds = state.parse_optional_bbox(bounds_text)
-except LdpvizInputError as exc:
-    st.error(f"**These bounds cannot be used:** {exc}", icon=":material/error:")
-    bounds = None
-    bounds_text = ""
+except LdpvizInputError as exc:     # nothing is loaded until the bounds are fixed (never the rule instead)
+    st.error(f"**These bounds cannot be used:** {exc}. Nothing is loaded until they are fixed.",
+             icon=":material/error:")
+    bounds, bounds_ok = None, False
 read_key = ((getattr(file, "file_id", file.name), lat_col.strip(), lon_col.strip(), bool(wrap))
             if file is not None else None)
 frame_key = (read_key or (ss.get("upload_attempt") or (None,))[0], bounds, rule,
              float(epsilon0) if rule == state.UPLOAD_RULES[0] else None)
 points = None
-if file is not None or (uploads.held_points() is not None and ss.get("upload_attempt") != frame_key):
+if bounds_ok and (file is not None or (uploads.held_points() is not None
+                                       and ss.get("upload_attempt") != frame_key)):
     if ss.get("upload_attempt") != frame_key:
         ss["upload_attempt"] = frame_key
         suggested = ss.pop("upload_suggestion", None)
