@@ -73,16 +73,14 @@ def route_deck(grid: Grid, congested: np.ndarray, routes: dict[str, list[int]], 
     cells = np.flatnonzero(np.asarray(congested, dtype=float).ravel())
     polygons = grid.cell_polygons_lonlat()
     shaded = [{"polygon": polygons[c], "name": "truly congested cell"} for c in cells]
-    order = sorted(routes, key=lambda name: name == "best")          # 'driven' first, 'best' on top
-    paths = [{"name": "fastest route (true congestion)" if name == "best" else "route driven (private updates)",
-              "path": [[float(lon[c]), float(lat[c])] for c in routes[name]],
-              "color": TRUE_COLOUR if name == "best" else ESTIMATE_COLOUR,
-              "width": 3 if name == "best" else 7} for name in order]
     layers = frame_layers(grid) + [
         pdk.Layer("PolygonLayer", shaded, get_polygon="polygon", get_fill_color=CONGESTED_COLOUR,
-                  get_line_color=[180, 90, 0, 200], line_width_min_pixels=1, pickable=True),
-        pdk.Layer("PathLayer", paths, get_path="path", get_color="color", get_width="width",
-                  width_units="pixels", width_min_pixels=2, pickable=True),
-    ]
+                  get_line_color=[180, 90, 0, 200], line_width_min_pixels=1, pickable=True)]
+    for name, colour, share, least_px in (("driven", ESTIMATE_COLOUR, 0.4, 7), ("best", TRUE_COLOUR, 0.15, 3)):
+        if name in routes:                                            # 'driven' first, 'best' drawn on top
+            path = {"name": "fastest route (true congestion)" if name == "best" else "route driven (private updates)",
+                    "path": [[float(lon[c]), float(lat[c])] for c in routes[name]]}
+            layers.append(pdk.Layer("PathLayer", [path], get_path="path", get_color=colour,
+                                    get_width=grid.cell_m * share, width_min_pixels=least_px, pickable=True))
     return pdk.Deck(layers=layers, initial_view_state=view_state(grid.region), height=height,
                     tooltip={"text": "{name}"}, **_provider(basemap))
