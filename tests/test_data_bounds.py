@@ -111,3 +111,25 @@ def test_bad_bounds_load_nothing(tmp_path):
     assert not at.exception
     assert any("These bounds cannot be used" in e.value for e in at.error)
     assert at.session_state["cfg"]["dataset"] == "normal" and not at.session_state["uploads"]
+
+
+def test_sidebar_typed_bounds_keep_the_cli_rows(capsys):
+    """Explore with 'bounds typed in' (a box much wider than tall): the sidebar states the rows inside the box,
+    the same n as ``ldpviz run --bbox`` on the same data, not the rows of the square around it."""
+    box = "-93.33,44.95,-93.19,44.98"
+    assert cli.main(["run", "--dataset", "minneapolis-stops", "--bbox", box, "--grid", "8", "--json"]) == 0
+    expected = json.loads(capsys.readouterr().out)["n_users"]
+    from ldpviz.data import datasets
+    from ldpviz.geo.domain import Region
+    stops = datasets.load("minneapolis-stops")
+    square = int(Region.from_bbox(*map(float, box.split(","))).contains(stops.lon, stops.lat).sum())
+    assert square > expected > 0                       # the square around the box holds more people
+    at = AppTest.from_file(str(ROOT / "ldpviz/app/views/0_Explore.py"), default_timeout=180)
+    for key, value in {"ds": "minneapolis-stops", "region": "bounds typed in", "bbox": box, "d": "8",
+                       "users": "0", "mech": "grr"}.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    caption = next(c.value for c in at.sidebar.caption if "typed bounds" in c.value)
+    assert f"({expected:,} of 51,920 rows inside)" in caption and "square around the box" in caption
+    assert any(f"over {expected:,} users" in m.value for m in at.markdown)
