@@ -51,6 +51,8 @@ def test_flows_upload_counts_the_trips_the_cli_counts(tmp_path, capsys):
     assert metrics["Trips"] == f"{expected:,}" == "600"
     assert at.selectbox(key="w:flows_dataset").value == name
     assert "Your trips: my_trips.csv" in at.selectbox(key="w:flows_dataset").options
+    assert any("Not covered by ε: the region 'Whole data' was fit to the users' exact points" in c.value
+               for c in at.caption)                    # the loader's fitted region is never passed off as public
     # kept across pages: People lists it and studies its 300 people
     people = AppTest.from_file(str(ROOT / "ldpviz/app/views/7_People.py"), default_timeout=180)
     people.session_state["trip_uploads"] = at.session_state["trip_uploads"]

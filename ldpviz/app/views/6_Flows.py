@@ -130,6 +130,8 @@ with session.guard("the OD flows"):
     c4.metric(f"Top-{s['top_k']} precision", f"{s['top_k_precision']:.0%}",
               help=explain.readout_help("top_k_precision", f"Here k = {s['top_k']}."))
     st.caption(f"Guarantee: {res.guarantee}")
+    if region_use:
+        st.caption(f"Not covered by ε: the region '{region}' was {region_use}.")
     st.caption(f"Trips: {out['source']}. " + "; ".join(f"left out {n:,} {why}" for why, n in s["left_out"].items()))
     left, right = st.columns(2)
     left.subheader("True flows")

@@ -181,6 +181,8 @@ with session.guard("the user-level heatmap"):
                                             f"Here {res.info['shares_per_coordinate']} shares per coordinate."))
         s2.metric("Bits per person", f"{res.info['bits_per_person']:,}", help=explain.readout_help("bits_per_person"))
     st.caption(f"Guarantee: {res.guarantee}.")
+    if region_use:
+        st.caption(f"Not covered by ε: the region '{region_name}' was {region_use}.")
     vmax = float(max(out["true"].max(), res.density.max()))
     left, right = st.columns(2)
     left.subheader("True (each person weight 1)")
