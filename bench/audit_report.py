@@ -249,8 +249,7 @@ def run(quick: bool, out: Path, sides: tuple[int, ...] | None = None, n_samples:
                "registry_uninformative": int((~registry["informative"].astype(bool) & (registry["status"] == audit.PASSED)).sum()),
                "broken_audits": int(len(broken)), "broken_caught": int((broken["status"] == audit.FAILED).sum()),
                "protocol_audits": int(len(protocol)), "protocol_passed": int((protocol["status"] == audit.PASSED).sum())}
-    write_summary(out, "audit.md", "Privacy audit", sentences, numbers, quick=quick,
-                  unit="one report, against each mechanism's stated guarantee (a location for LDP; epsilon per km between positions for Geo-I)")
+    write_summary(out, "audit.md", "Privacy audit", sentences, numbers, quick=quick)
     return path
 
 

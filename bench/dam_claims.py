@@ -372,8 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     path = out / "dam-claims.md"
     path.write_text("\n\n".join(parts) + "\n")
-    write_summary(out, "dam-claims.md", "DAM paper", sentences, numbers, quick=args.quick,
-                  unit="one location (epsilon-LDP for DAM, DAM-NS, HUEM and MDSW; planar Laplace and SEM-Geo-I are epsilon-Geo-I, calibrated to DAM's local privacy)")
+    write_summary(out, "dam-claims.md", "DAM paper", sentences, numbers, quick=args.quick)
     print(f"wrote {path}", file=sys.stderr)
     return 0
 

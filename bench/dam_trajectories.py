@@ -195,8 +195,7 @@ def main() -> int:
     summary = write_summary(args.out, "dam-trajectories.md", "DAM paper App. D, trajectories",
                             [line[2:] if line.startswith("- ") else line for line in generated],
                             {"by_d": {f"{k:g}": v for k, v in by_d.items()},
-                             "by_eps": {f"{k:g}": v for k, v in by_eps.items()}}, quick=args.quick,
-                  unit='DAM per point: one location (a trajectory of m points is at m x epsilon); DAM with one sampled point and LDPTrace: one whole trajectory')
+                             "by_eps": {f"{k:g}": v for k, v in by_eps.items()}}, quick=args.quick)
     print(f"wrote {path} and {summary}")
     return 0
 

@@ -307,8 +307,7 @@ def main() -> None:
                             {"srr_rank": {f"{e:g}": r for e, r in ranks.items()}, "cells": cells,
                              "lasso_at_most_em_share": lasso_better,
                              "srr_l1_largest_eps": {d: float(srr_large[(d, "srr")]) for d in od_df.dataset.unique()}},
-                            quick=args.quick,
-                  unit='one trip for OD flows (origin and destination at epsilon/2 each); one location update for navigation (a trip of lambda updates at lambda x epsilon)')
+                            quick=args.quick)
     print(f"wrote {out} and {summary}")
 
 

@@ -343,8 +343,7 @@ def main() -> None:
     with open(path, "w") as fh:
         fh.write(text)
     summary = write_summary(args.out, "grids-claims.md", "Grid decompositions (grid paper)", sentences, numbers,
-                            quick=args.quick,
-                  unit='one location (epsilon-LDP, one report per user)')
+                            quick=args.quick)
     print(f"wrote {path} and {summary}")
 
 

@@ -215,8 +215,7 @@ def main() -> None:
     path = out / "heatmap-claims.md"
     path.write_text("\n".join(lines))
     summary = write_summary(out, "heatmap-claims.md", "DP heatmaps (central DP)", sentences, numbers,
-                            quick=args.quick,
-                  unit='one location (central epsilon-DP: a trusted aggregator sees raw locations)')
+                            quick=args.quick)
     print(f"wrote {path} and {summary}")
 
 

@@ -221,8 +221,7 @@ def main() -> int:
                             {"emd_vs_delta": {m: dict(zip(map(str, sides), v)) for m, v in emd_side.items()},
                              "emd_vs_n": {m: dict(zip(map(str, users), v)) for m, v in emd_n.items()},
                              "shuffle_emd": {str(b): e for b, _, e in shuffle_rows}, "central_emd": central},
-                            quick=q,
-                  unit='one person (central epsilon-DP over per-person normalised distributions)')
+                            quick=q)
     print(f"wrote {path} and {summary}")
     return 0
 

@@ -317,8 +317,7 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "srr-claims.md").write_text(text)
-    write_summary(out, "srr-claims.md", "L-SRR", sentences, numbers, quick=args.quick,
-                  unit='one location (epsilon-LDP, one report per user)')
+    write_summary(out, "srr-claims.md", "L-SRR", sentences, numbers, quick=args.quick)
     print(text)
 
 

@@ -211,6 +211,7 @@ def test_bad_upload_shows_error_and_keeps_previous_data():
     """Data page: a good file becomes the dataset; a bad one shows an error and leaves it selected."""
     at = app("ldpviz/app/views/4_Data.py")
     at.run()
+    at.text_input(key="w:upload_bounds").set_value("-93.3, 44.9, -93.2, 45.0").run()   # too few rows for tiles
     good = b"lat,lon\n44.97,-93.26\n44.98,-93.27\nnot-a-number,-93.2\n44.99,-93.25\n"
     at.file_uploader[0].set_value(("stops.csv", good, "text/csv")).run()
     assert_clean(at)

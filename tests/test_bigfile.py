@@ -1,5 +1,6 @@
 """Large uploads read in chunks (issue 14.3): same rows and counts as reading at once, progress, clear errors."""
 
+import functools
 import gzip
 import io
 
@@ -10,8 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from ldpviz.data import datasets
-from ldpviz.data.datasets import load_file
 from ldpviz.errors import LdpvizInputError
+from ldpviz.mechanisms.fo.private_region import upload_frame
+
+# These tests are about reading files; the region rule (private tiles by default) is tested in test_regions.
+load_file = functools.partial(datasets.load_file, frame=upload_frame("public-tiles"))
 
 ROWS = ["lat,lon,note",
         "44.97,-93.26,good", "44.98,-93.27,good", " 44.99 , -93.28 ,spaces",

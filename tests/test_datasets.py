@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 
@@ -12,8 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ldpviz.data import datasets
-from ldpviz.data.datasets import Dataset, LoadReport, gaussian_mixture, load, load_file, names
+from ldpviz.data.datasets import Dataset, LoadReport, gaussian_mixture, load, names
 from ldpviz.errors import LdpvizInputError
+from ldpviz.mechanisms.fo.private_region import upload_frame
+
+# These tests are about reading files; the region rule (private tiles by default) is tested in test_regions.
+load_file = functools.partial(datasets.load_file, frame=upload_frame("public-tiles"))
 
 SIZES = {"minneapolis-stops": 51_920, "normal": 300_000, "szipf": 100_000, "mnormal": 300_000,
          "gmm": 100_000, "uniform": 100_000}
@@ -354,3 +359,9 @@ def test_missing_path_and_bad_source(tmp_path) -> None:
         load_file(tmp_path / "nope.csv")
     with pytest.raises(LdpvizInputError, match="cannot read a file from a int"):
         load_file(42)
+
+
+def test_labels_without_loading_match_the_loaded_labels():
+    """Flows and People list datasets by label without generating them; the labels are the datasets' own."""
+    for name in names():
+        assert datasets.label(name) == load(name).label

@@ -7,6 +7,7 @@ exactly one line on stderr, no traceback).
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import subprocess
@@ -23,8 +24,11 @@ import pytest
 from ldpviz.cli import commands as cli
 from ldpviz.data import datasets
 from ldpviz.errors import LdpvizInputError
+from ldpviz.mechanisms.fo.private_region import upload_frame
 
 REPO = Path(__file__).resolve().parents[1]
+# These tests are about reading files; the region rule (private tiles by default) is tested in test_regions.
+load_file = functools.partial(datasets.load_file, frame=upload_frame("public-tiles"))
 
 
 class Upload(io.BytesIO):
@@ -88,7 +92,7 @@ LOADABLE = {
 @pytest.mark.parametrize("case", list(LOADABLE))
 def test_loadable_variants_keep_every_good_row(case: str) -> None:
     raw, name, expected = LOADABLE[case]
-    data = datasets.load_file(Upload(raw, name))
+    data = load_file(Upload(raw, name))
     assert data.n == expected and data.report.rows_kept == expected and not data.report.dropped
     assert np.all(np.abs(data.lat - 44.92) < 0.1) and np.all(np.abs(data.lon + 93.27) < 0.1)
 
@@ -108,7 +112,7 @@ def test_mixed_rows_are_kept_or_counted_by_reason() -> None:
             "44.9,-1e6,lon out of range\n"
             "44.95,-93.25,ok,extra,fields\n"
             "44.96,-93.24,ok\n")
-    data = datasets.load_file(Upload(text.encode(), "mixed.csv"))
+    data = load_file(Upload(text.encode(), "mixed.csv"))
     r = data.report
     assert r.rows_read == 12 and r.rows_kept == 3 and data.n == 3
     assert r.dropped == {"malformed row": 1, "missing coordinate": 2, "non-numeric coordinate": 3,
@@ -120,8 +124,8 @@ def test_mixed_rows_are_kept_or_counted_by_reason() -> None:
 def test_unicode_header_found_when_named() -> None:
     text = "\u0428\u0438\u0440\u043e\u0442\u0430,\u0414\u043e\u043b\u0433\u043e\u0442\u0430\n44.97,-93.26\n44.98,-93.25\n"
     with pytest.raises(LdpvizInputError, match="Columns seen"):
-        datasets.load_file(Upload(text.encode(), "cyrillic.csv"))
-    data = datasets.load_file(Upload(text.encode(), "cyrillic.csv"), lat_column="\u0428\u0438\u0440\u043e\u0442\u0430",
+        load_file(Upload(text.encode(), "cyrillic.csv"))
+    data = load_file(Upload(text.encode(), "cyrillic.csv"), lat_column="\u0428\u0438\u0440\u043e\u0442\u0430",
                               lon_column="\u0414\u043e\u043b\u0433\u043e\u0442\u0430")
     assert data.n == 2
 
@@ -156,7 +160,7 @@ REFUSED = {
 def test_refused_files_give_one_clear_message(case: str) -> None:
     raw, name, phrase = REFUSED[case]
     with pytest.raises(LdpvizInputError) as info:
-        datasets.load_file(Upload(raw, name))
+        load_file(Upload(raw, name))
     message = str(info.value)
     assert phrase in message, message
     assert name in message or case in ("only whitespace",) or name in message
@@ -168,22 +172,22 @@ def test_file_over_the_size_limit(tmp_path: Path) -> None:
     path.write_bytes(_csv(n=2000).encode())
     for source in (path, Upload(path.read_bytes(), "big.csv"), path.read_bytes()):
         with pytest.raises(LdpvizInputError, match="over the .* limit"):
-            datasets.load_file(source, filename="big.csv", max_bytes=10_000)
+            load_file(source, filename="big.csv", max_bytes=10_000)
 
 
 def test_gzip_bomb_is_refused() -> None:
     bomb = __import__("gzip").compress(b"lat,lon\n" + b"44.9,-93.2\n" * 200_000)
     with pytest.raises(LdpvizInputError, match="unpacks to more than"):
-        datasets.load_file(Upload(bomb, "bomb.csv.gz"), max_bytes=len(bomb) * 2)
+        load_file(Upload(bomb, "bomb.csv.gz"), max_bytes=len(bomb) * 2)
 
 
 def test_missing_path_and_wrong_source_type(tmp_path: Path) -> None:
     with pytest.raises(LdpvizInputError, match="no file found"):
-        datasets.load_file(tmp_path / "nope.csv")
+        load_file(tmp_path / "nope.csv")
     with pytest.raises(LdpvizInputError):
-        datasets.load_file(12345)
+        load_file(12345)
     with pytest.raises(LdpvizInputError):
-        datasets.load_file(tmp_path / "x.csv", lat_column=3)
+        load_file(tmp_path / "x.csv", lat_column=3)
 
 
 # ---------------------------------------------------------------- the CLI: exit 2, one line, no traceback
@@ -206,7 +210,7 @@ def test_cli_reports_dropped_rows_and_runs(tmp_path: Path, capsys) -> None:
     raw = (_csv() + "abc,def,ghi\n").encode()
     path = tmp_path / "ok.csv"
     path.write_bytes(raw)
-    assert cli.main(["run", "--csv", str(path), "--grid", "4", "--json"]) == 0
+    assert cli.main(["run", "--csv", str(path), "--grid", "4", "--json", "--region-rule", "public-tiles"]) == 0
     captured = capsys.readouterr()
     assert "Kept 30 of 31 rows" in captured.err and '"n_users": 30' in captured.out
 

@@ -339,15 +339,22 @@ def test_uploaded_trips_use_the_points_rule_and_say_how_the_region_was_chosen(tm
     from ldpviz.data import datasets, trajectories
     from ldpviz.geo import region_choice as regions
 
+    from ldpviz.mechanisms.fo.private_region import upload_frame
+
     path = _trip_file(tmp_path, outlier=True)
-    trajs = trajectories.load_trajectory_file(path)
-    points = datasets.load_file(path)
-    assert trajs.default_region == points.default_region == regions.upload_region(trajs.lon, trajs.lat, "x")
+    public = upload_frame("public-tiles")       # 600 rows are too few for the paid private-tile default
+    trajs = trajectories.load_trajectory_file(path, frame=public)
+    points = datasets.load_file(path, frame=public)
+    assert trajs.default_region == points.default_region == regions.upload_region(trajs.lon, trajs.lat, "x",
+                                                                                   frame=public)
     assert trajs.default_region != Region.fit(trajs.lon, trajs.lat, name=trajs.default_region.name)
-    assert main(["od", "--file", str(path), "--mechanism", "grr", "--grid", "4", "--json"]) == 0
+    assert main(["od", "--file", str(path), "--mechanism", "grr", "--grid", "4", "--json"]) == 2   # paid default:
+    assert "give a bbox" in capsys.readouterr().err                                            # too few rows
+    assert main(["od", "--file", str(path), "--mechanism", "grr", "--grid", "4", "--json",
+                 "--region-rule", "public-tiles"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert "independent of the data" not in out["guarantee"]
-    assert "Not covered by epsilon: the region was chosen from which Bing level-8 map tiles" in out["guarantee"]
+    assert "Not covered by epsilon" in out["guarantee"] and "not private" in out["guarantee"], out["guarantee"]
     assert out["region_chosen"] in out["guarantee"]
 
 
@@ -386,11 +393,13 @@ def test_od_bbox_across_the_antimeridian(tmp_path, capsys):
 def test_every_multi_trip_result_states_the_per_person_total(tmp_path, capsys):
     """A person with k trips is at k x epsilon: with p0 making 5 trips the guarantee, JSON and text say 5 x eps."""
     path = _trip_file(tmp_path, many_trips=5)
-    assert main(["od", "--file", str(path), "--mechanism", "grr", "--grid", "4", "--epsilon", "2", "--json"]) == 0
+    assert main(["od", "--file", str(path), "--mechanism", "grr", "--grid", "4", "--epsilon", "2", "--json",
+                 "--region-rule", "public-tiles"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["max_trips_per_person"] == 5 and out["people"] == 200 and out["max_person_epsilon"] == 10
     assert "the most trips by one person is 5 (of 200 people), so that person is at 5 x 2 = 10" in out["guarantee"]
-    assert main(["od", "--file", str(path), "--mechanism", "grr", "--grid", "4", "--epsilon", "2"]) == 0
+    assert main(["od", "--file", str(path), "--mechanism", "grr", "--grid", "4", "--epsilon", "2",
+                 "--region-rule", "public-tiles"]) == 0
     assert "per person: at most 5 trips by one person (200 people), so at most 10 per person" in \
         capsys.readouterr().out
     storms = od.od_trials("atlantic-storms", "grr", 2.0, 4)

@@ -62,9 +62,10 @@ def test_people_page_minneapolis_shuffle_readouts_and_markers():
     """Minneapolis walks, shuffle model, k = 3: W2/EMD readouts, messages per person, 3 markers inside the region."""
     at = run_page(PEOPLE, {"pds": "minneapolis-walks", "pd": "8", "pshuf": "1", "pk": "3"})
     metrics = {m.label: m.value for m in at.metric}
-    assert {"People", "Privacy unit", "W2 (m)", "EMD (m)", "Messages per person", "Bits per person"} <= set(metrics)
+    assert {"People", "Privacy unit", "W2", "EMD", "Messages per person", "Bits per person"} <= set(metrics)
     assert metrics["Privacy unit"] == "one person"
-    assert float(metrics["W2 (m)"].replace(",", "")) > 0
+    value, unit = metrics["W2"].split()
+    assert unit in ("m", "km") and float(value.replace(",", "")) > 0          # a distance with its unit
     assert int(metrics["Messages per person"].replace(",", "")) > 0
     assert any("shuffle model" in c.value and "per one person" in c.value for c in at.caption)
     markers = centre_markers(at)
@@ -89,7 +90,7 @@ def test_people_page_storms_laplace_download_and_units():
     assert "per one person" in captions                                 # the heatmap and the centres
     comparison = at.dataframe[0].value
     assert list(comparison["mechanism"]) == ["dam-points", "dam-sample", "ldptrace"]
-    assert (comparison["W2 to the points (m)"] > 0).all()
+    assert (comparison["W2 to the points (km)"] > 0).all()
     column = next(c for c in comparison.columns if c.startswith("ε of the person with the most points"))
     longest = int(column.rsplit("(", 1)[1].rstrip(")"))
     assert longest > 1                                                  # storms have many points each

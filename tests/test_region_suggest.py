@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ldpviz.mechanisms.fo.private_region import upload_frame
 from ldpviz.data import datasets
 from ldpviz.cli.commands import main
 from ldpviz.geo.domain import Region
@@ -58,7 +59,7 @@ def test_suggestion_is_the_rows_bbox_keeps(tmp_path):
     lon, lat = national()
     path = write(tmp_path / "us.csv", lon, lat)
     with pytest.raises(RegionTooLargeError) as exc:
-        datasets.load_file(path)
+        datasets.load_file(path, frame=upload_frame())
     box = exc.value.suggestion
     assert box is not None and f"{box.rows_inside:,} of the {lon.size:,} rows" in str(exc.value)
     assert datasets.load_file(path, bbox=box.bbox).report.rows_kept == box.rows_inside

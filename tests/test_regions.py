@@ -12,11 +12,14 @@ import pytest
 from ldpviz.data import datasets
 from ldpviz.geo import region_choice as regions
 from ldpviz.mechanisms.fo import private_region
+from ldpviz.mechanisms.fo.private_region import upload_frame
 from ldpviz.data.datasets import load_file, wrap_longitudes
 from ldpviz.geo.domain import AEQD, LOCAL, MAX_REGION_SIDE_M, Grid, Region, lon_span
 from ldpviz.errors import LdpvizInputError
 
 MINNEAPOLIS_BBOX = (-93.33, 44.89, -93.19, 45.05)
+#: The explicit public-tile rule (unpaid, labelled not private), for tests of framing and projection.
+PUBLIC = upload_frame("public-tiles")
 
 
 def haversine(lon1, lat1, lon2, lat2):
@@ -45,7 +48,7 @@ def contiguous_us(n=5000, seed=2):
 def test_fiji_file_is_wrapped_counted_and_framed_across_180(tmp_path):
     """Longitudes 165..188: the ones above 180 are wrapped and counted, none dropped, one region holds all."""
     lon, lat = fiji()
-    ds = load_file(write_csv(tmp_path, "quakes.csv", lon, lat))
+    ds = load_file(write_csv(tmp_path, "quakes.csv", lon, lat), frame=PUBLIC)
     above = int((lon > 180).sum())
     assert ds.report.rows_kept == 2000 and ds.report.dropped == {}
     assert ds.report.changed == {"longitude wrapped": above} and above > 500
@@ -63,7 +66,7 @@ def test_fiji_file_unwrapped_drops_and_counts_the_rows_past_180(tmp_path):
     """wrap_longitudes=False (the Data page's unticked box): the rows past 180 are dropped under their own
     reason, every other row kept, nothing changed."""
     lon, lat = fiji()
-    ds = load_file(write_csv(tmp_path, "quakes.csv", lon, lat), wrap_longitudes=False)
+    ds = load_file(write_csv(tmp_path, "quakes.csv", lon, lat), wrap_longitudes=False, frame=PUBLIC)
     above = int((lon > 180).sum())
     assert ds.report.dropped == {"longitude past 180, not wrapped": above}
     assert ds.report.rows_kept == 2000 - above and ds.report.changed == {}
@@ -108,7 +111,7 @@ def test_continental_file_uses_an_equidistant_projection_with_stated_error(tmp_p
     """A US-wide file frames in one region <= 6,500 km; projected distances match great circles within the
     region's stated scale error (the local approximation would be off by tens of percent)."""
     lon, lat = contiguous_us()
-    ds = load_file(write_csv(tmp_path, "us.csv", lon, lat))
+    ds = load_file(write_csv(tmp_path, "us.csv", lon, lat), frame=PUBLIC)
     region = ds.default_region
     assert region.projection == AEQD and region.side_m <= MAX_REGION_SIDE_M
     assert region.contains(ds.lon, ds.lat).all()
@@ -145,7 +148,8 @@ def test_national_file_with_a_city_bbox(tmp_path):
     assert "outside the bbox" in ds.report.summary()
     region = ds.default_region
     assert region.projection == LOCAL and region.data_use == "" and region.contains(ds.lon, ds.lat).all()
-    assert region == Region.from_bbox(*MINNEAPOLIS_BBOX, name="Your bbox")
+    assert region == regions.stated_region(MINNEAPOLIS_BBOX)
+    assert region.bounds == MINNEAPOLIS_BBOX and region.name == "typed bounds -93.33,44.89,-93.19,45.05"
 
 
 @pytest.mark.parametrize("bbox, pattern", [
@@ -225,3 +229,92 @@ def test_private_region_keeps_noise_tiles_with_probability_at_most_alpha():
         except LdpvizInputError as exc:
             assert "no map tile holds enough of the 50 rows" in str(exc)
     assert accepted <= 6
+
+
+# ---------------------------------------------------------------- 20.6: an upload's default region is paid for
+def city_with_outlier(tmp_path, outlier: bool):
+    rng = np.random.default_rng(7)
+    lon, lat = rng.uniform(-93.33, -93.19, 6000), rng.uniform(44.89, 45.05, 6000)
+    if outlier:
+        lon, lat = np.append(lon, -90.0), np.append(lat, 46.5)    # one row about 300 km away
+    return write_csv(tmp_path, f"city{int(outlier)}.csv", lon, lat)
+
+
+def test_one_outlier_row_no_longer_moves_the_default_region(tmp_path):
+    """Default rule (private tiles, epsilon0 paid): one far row leaves the region unchanged and outside it; the
+    explicit public-tile rule still moves (and says it is not private)."""
+    plain = load_file(city_with_outlier(tmp_path, False), frame=upload_frame()).default_region
+    with_outlier = load_file(city_with_outlier(tmp_path, True), frame=upload_frame()).default_region
+    same = (plain.center_lon, plain.center_lat, plain.side_m) == (with_outlier.center_lon, with_outlier.center_lat,
+                                                                   with_outlier.side_m)
+    assert same and not with_outlier.contains(np.array([-90.0]), np.array([46.5]))[0]
+    assert plain.epsilon_spent == private_region.DEFAULT_REGION_EPSILON and "LDP" in plain.data_use
+    public = [load_file(city_with_outlier(tmp_path, o), frame=PUBLIC).default_region
+              for o in (False, True)]
+    assert public[1].side_m > 2 * public[0].side_m
+    assert all("not private" in r.name and "not private" in r.data_use and r.epsilon_spent == 0 for r in public)
+    with pytest.raises(LdpvizInputError, match="region rule must be one of"):
+        private_region.upload_region(np.zeros(3), np.zeros(3), "fit")
+
+
+def test_private_region_epsilon_is_added_to_the_guarantee(tmp_path):
+    """The region's epsilon0 is stated in the guarantee and the coverage, and summed in the JSON summary; for
+    Geo-I the total is epsilon0 + epsilon x distance (no single number)."""
+    from ldpviz import experiment
+    ds = load_file(city_with_outlier(tmp_path, False), frame=upload_frame("private-tiles", 0.8))
+    result = experiment.run(experiment.Scenario(dataset=ds.name, mechanism="grr", epsilon=1.0, grid_side=8), ds)
+    assert "ε0 + ε = 0.8 + 1 = 1.8 in total" in result.guarantee
+    summary = result.summary()
+    assert summary["region_epsilon"] == 0.8 and summary["total_epsilon"] == pytest.approx(1.8)
+    assert any("0.8 + epsilon" in line for line in result.coverage)
+    geo = experiment.run(experiment.Scenario(dataset=ds.name, mechanism="planar-laplace", epsilon=1.0,
+                                             grid_side=8), ds)
+    assert "0.8 + 1 per km × d(x, x')" in geo.guarantee and geo.summary()["total_epsilon"] is None
+    public = load_file(city_with_outlier(tmp_path, False), frame=PUBLIC)
+    plain = experiment.run(experiment.Scenario(dataset=public.name, grid_side=8), public)
+    assert "in total" not in plain.guarantee and plain.summary()["region_epsilon"] == 0
+
+
+def test_cli_states_the_region_rule_and_its_epsilon(tmp_path, capsys):
+    from ldpviz.cli import commands as cli
+    import json
+    path = city_with_outlier(tmp_path, True)
+    assert cli.main(["run", "--csv", str(path), "--grid", "8", "--json"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert out["region_epsilon"] == 0.5 and out["total_epsilon"] == 1.5 and out["n_outside_region"] >= 1
+    assert "Region (private-tiles): chosen under 0.5-LDP" in captured.err
+    assert cli.main(["run", "--csv", str(path), "--grid", "8", "--region-rule", "public-tiles"]) == 0
+    text = capsys.readouterr().out
+    assert "not private" in text and "in total" not in text
+
+
+# ---------------------------------------------------------------- 21.2: the region is the box the user gave
+def test_typed_bounds_keep_exactly_the_rows_inside_the_box(tmp_path):
+    """A wide box grows to a square holding rows outside the box; the run keeps only the box's rows, the same
+    rows and n as loading the file with that bbox (ldpviz run --csv --bbox)."""
+    from ldpviz import experiment
+    lon, lat = contiguous_us(20_000)
+    path = write_csv(tmp_path, "nation.csv", lon, lat)
+    box = (-80.5, 38.5, -70.5, 43.5)
+    whole = load_file(path, frame=PUBLIC)
+    region = regions.stated_region(box)
+    in_box = int(datasets.in_bbox(lon, lat, box).sum())
+    in_square = int(Region.from_bbox(*box).contains(lon, lat).sum())
+    assert in_square > in_box > 0
+    result = experiment.run(experiment.Scenario(dataset=whole.name, grid_side=8, region=region), whole)
+    cut = load_file(path, bbox=box)
+    assert result.n_users == in_box == cut.n
+    assert any(f"typed bounds -80.5,38.5,-70.5,43.5 ({in_box:,} rows inside)" in line for line in result.coverage)
+    assert int(region.contains(lon, lat).sum()) == in_box
+
+
+def test_read_points_within_a_box_equals_reading_with_the_box(tmp_path):
+    """The Data page applies a box to rows already read; the rows, counts and report equal load_file's."""
+    lon, lat = fiji()
+    path = write_csv(tmp_path, "quakes.csv", lon, lat)
+    box = (175.0, -25.0, -175.0, -12.0)
+    direct = load_file(path, bbox=box)
+    later = datasets.frame_points(datasets.read_points(path).within(box), bbox=box)
+    assert np.array_equal(direct.lon, later.lon) and np.array_equal(direct.lat, later.lat)
+    assert direct.report == later.report and direct.default_region == later.default_region

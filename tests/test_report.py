@@ -115,3 +115,23 @@ def test_report_names_r_and_warns_beyond_meaningful_privacy(page):
     assert "practically no privacy" not in page.lower()
     html = report.build_report(SMALL.with_(epsilon=12.0), audit=False)
     assert "practically no privacy" in html.lower() and "162,755 times" in html
+
+
+def test_report_states_typed_bounds_and_the_region_epsilon(tmp_path):
+    """Typed bounds: the report's region row names the box and its rows; a paid region adds its epsilon0."""
+    import numpy as np
+    import pandas as pd
+
+    from ldpviz.data import datasets
+    from ldpviz.geo import region_choice
+    from ldpviz.mechanisms.fo.private_region import upload_frame
+
+    box = (-93.33, 44.95, -93.19, 44.98)
+    html = report.build_report(SMALL.with_(region=region_choice.stated_region(box), n_users=None), audit=False)
+    assert "typed bounds -93.33,44.95,-93.19,44.98 (" in html and "rows inside); the grid covers" in html
+    rng = np.random.default_rng(7)
+    path = tmp_path / "city.csv"
+    pd.DataFrame({"lat": rng.uniform(44.89, 45.05, 6000), "lon": rng.uniform(-93.33, -93.19, 6000)}).to_csv(path)
+    data = datasets.load_file(path, frame=upload_frame())
+    paid = report.build_report(SMALL.with_(dataset=data.name, n_users=None), dataset=data, audit=False)
+    assert "Choosing the region spent ε0 = 0.5 per row" in paid and "0.5 + 2 = 2.5 in total" in paid

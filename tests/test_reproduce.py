@@ -160,8 +160,8 @@ def test_provenance_names_the_commit_a_run_started_at_when_head_moved(monkeypatc
 
 
 def test_every_claims_bench_names_its_privacy_unit():
-    """Each bench script that writes a summary passes unit=..., so every docs/index.md bullet names the privacy
-    unit of what it compares (issue 22); a summary without one is refused."""
+    """Each report a bench script summarises has its privacy unit in summaries.UNITS, so every docs/index.md
+    bullet names the unit of what it compares (issue 22); a summary without one is refused."""
     import re
     from pathlib import Path
 
@@ -170,12 +170,12 @@ def test_every_claims_bench_names_its_privacy_unit():
     from ldpviz.errors import LdpvizInputError
     from ldpviz.evidence import summaries
     bench = Path(__file__).resolve().parents[1] / "bench"
-    callers = [p for p in bench.glob("*.py") if "write_summary(" in p.read_text()]
-    assert len(callers) >= 8
-    for path in callers:
+    reports = set()
+    for path in bench.glob("*.py"):
         text = path.read_text()
-        call = [m.start() for m in re.finditer(r"write_summary\(", text)][-1]
-        assert "unit=" in text[call:call + 800], path.name
+        for call in re.finditer(r"write_summary\(", text):
+            reports.update(re.findall(r'"([\w-]+\.md)"', text[call.start():call.start() + 300])[:1])
+    assert len(reports) >= 8 and reports <= set(summaries.UNITS), reports - set(summaries.UNITS)
     with _pytest.raises(LdpvizInputError, match="privacy unit"):
         summaries.write_summary(Path("/tmp"), "x.md", "X", ["s."], unit=" ")
-
+    assert "Privacy unit: one trip" in summaries.render({"report": "flows-claims.md", "area": "A", "sentences": ["s."]})

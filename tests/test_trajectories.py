@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ldpviz.mechanisms.fo.private_region import upload_frame
 from ldpviz.data import trajectories as T
 from ldpviz.cli.commands import main
 from ldpviz.geo.domain import Region
@@ -39,7 +40,7 @@ def test_storms_bundled():
 
 def test_loader_reports_every_problem_with_counts():
     """Missing person id is dropped and counted; one-point trips, backwards times and fast jumps are counted, kept."""
-    x = T.load_trajectory_file(CSV, filename="t.csv")
+    x = T.load_trajectory_file(CSV, filename="t.csv", frame=upload_frame("public-tiles"))
     r = x.report
     assert r.rows_read == 8 and r.rows_kept == 7 and r.dropped == {"missing person id": 1}
     assert r.checks["one-point trips"] == 1 and r.checks["people with one point"] == 1
@@ -71,7 +72,7 @@ def test_loader_parquet_trips_and_no_time(tmp_path):
                           "latitude": [10.0, 11.0, 10.5, 12.0], "longitude": [20.0, 21.0, 20.5, 22.0]})
     path = tmp_path / "tr.parquet"
     frame.to_parquet(path)
-    x = T.load_trajectory_file(path)
+    x = T.load_trajectory_file(path, frame=upload_frame("public-tiles"))
     assert x.time is None and x.n_people == 2 and x.n_trips == 3
     assert list(x.trip_lengths()) == [2, 1, 1]
     assert list(x.trip_points(0)[1]) == [10.0, 10.5]
@@ -125,7 +126,8 @@ def test_cli_od_reads_a_trajectory_file(tmp_path, capsys):
                                  for i in range(200) for _ in range(3)]
     path = tmp_path / "trips.csv"
     path.write_text("\n".join(rows) + "\n")
-    assert main(["od", "--file", str(path), "--mechanism", "grr", "--grid", "4", "--json"]) == 0
+    assert main(["od", "--file", str(path), "--mechanism", "grr", "--grid", "4", "--json",
+                 "--region-rule", "public-tiles"]) == 0
     captured = capsys.readouterr()
     out = json.loads(captured.out)
     assert out["n_users"] == 200 and out["dataset"] == "upload:trips.csv"

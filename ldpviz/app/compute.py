@@ -238,19 +238,24 @@ def result_table(result: Result) -> pd.DataFrame:
 # ---- reproduction ------------------------------------------------------------------------------------
 
 def python_snippet(scenario: Scenario, upload_filename: str | None = None) -> str:
-    """A short script that reproduces a run with the ldpviz API."""
+    """A short script that reproduces a run with the ldpviz API (an upload is re-read with the same framing)."""
     region = scenario.region
-    if isinstance(region, Region):
+    if isinstance(region, Region) and region.bounds is not None:
+        region_src = f"regions.stated_region({region.bounds!r})"
+    elif isinstance(region, Region):
         region_src = (f"Region(center_lon={region.center_lon!r}, center_lat={region.center_lat!r}, "
                       f"side_m={region.side_m!r}, name={region.name!r})")
     else:
         region_src = repr(region)
     lines = ["from ldpviz import Scenario, run"]
-    if isinstance(region, Region):
+    if isinstance(region, Region) and region.bounds is not None:
+        lines.append("from ldpviz.geo import region_choice as regions")
+    elif isinstance(region, Region):
         lines.append("from ldpviz.geo.domain import Region")
     if upload_filename:
-        lines.append("from ldpviz import datasets")
-        lines.append(f"data = datasets.load_file({upload_filename!r})   # your file")
+        lines.append("from ldpviz.data import datasets")
+        lines.append("from ldpviz.mechanisms.fo.private_region import upload_frame")
+        lines.append(f"data = datasets.load_file({upload_filename!r}{_framing_args(scenario.dataset)})   # your file")
     lines += [
         "",
         "scenario = Scenario(",
@@ -267,6 +272,19 @@ def python_snippet(scenario: Scenario, upload_filename: str | None = None) -> st
 
 
 # ---- privacy audit from channels ------------------------------------------------------------------
+
+def _framing_args(name: str) -> str:
+    """The load_file arguments that frame an upload as the dashboard did (bounds, or the rule and its epsilon0)."""
+    held = st.session_state.get("uploads", {}).get(name)
+    if held is None:
+        return ""
+    region = held.default_region
+    if region.bounds is not None:
+        return f", bbox={region.bounds!r}"
+    if region.epsilon_spent > 0:
+        return f", frame=upload_frame('private-tiles', {region.epsilon_spent!r})"
+    return ", frame=upload_frame('public-tiles')"
+
 
 def ldp_epsilon(P: np.ndarray) -> float:
     """The smallest epsilon the channel satisfies: max over reports y of log(max_x P[y,x] / min_x P[y,x]).

@@ -16,8 +16,9 @@ from ldpviz.app.ui import fmt_metres
 from ldpviz.app.session import bind, cfg as session_cfg, keep
 from ldpviz.data import datasets
 from ldpviz import mechanisms
+from ldpviz.geo import region_choice as regions
 from ldpviz.render import maps as viz
-from ldpviz.geo.domain import Grid, Region
+from ldpviz.geo.domain import Grid, Region, wrap_lon
 from ldpviz.errors import LdpvizInputError
 from ldpviz.experiment import Scenario
 
@@ -82,23 +83,55 @@ def data_controls(cfg: dict[str, Any], show_users: bool = True) -> Data | None:
         bind(cfg, "n_users", st.sidebar.number_input, "Number of users (0 = everyone in the region)",
              min_value=0, max_value=50_000_000, step=5_000,
              help="A seeded random sample of the people in the region takes part; more users, less noise.")
-    st.sidebar.caption(f"{data.n:,} points · region side {region.side_m / 1000:,.2f} km")
+    if region.bounds is not None:
+        inside = int(region.contains(data.lon, data.lat).sum())
+        st.sidebar.caption(f"{region.typed_bounds} ({inside:,} of {data.n:,} rows inside) · the grid covers the "
+                           f"{region.side_m / 1000:,.4g} km square around the box")
+    else:
+        st.sidebar.caption(f"{data.n:,} points · region side {region.side_m / 1000:,.2f} km")
     return Data(name, data, key, region_arg, region, upload_filename)
 
 
 def _typed_bounds(cfg: dict[str, Any], data: datasets.Dataset) -> tuple[Any, Region]:
     """The 'bounds typed in' region: a text box kept in the config (its parsed form goes into the link)."""
-    w, s, e, n = cfg.get("bbox") or data.default_region.bbox
+    w, s, e, n = cfg.get("bbox") or data.default_region.bounds or data.default_region.bbox
+    w, e = float(wrap_lon(w)), float(wrap_lon(e))    # a region across 180 reaches past it on maps; bounds may not
     if not cfg.get("bbox_text"):
         cfg["bbox_text"] = f"{w:.5f}, {s:.5f}, {e:.5f}, {n:.5f}"
     text = bind(cfg, "bbox_text", st.sidebar.text_input, "Bounds W, S, E, N (degrees)")
     try:
         cfg["bbox"] = state.parse_bbox(text)
-        region = Region.from_bbox(*cfg["bbox"], name="typed bounds")
+        region = regions.stated_region(cfg["bbox"])   # the box's rows only, on the grid of its square
         return region, region
     except LdpvizInputError as exc:
         st.sidebar.error(f"{exc}. Keeping the dataset's default region until the bounds are fixed.")
         return next(iter(data.presets)), data.default_region
+
+
+def page_grid(cfg: dict[str, Any], field: str, allowed: tuple[int, ...], fallback: int, label: str,
+              help: str = "") -> int:
+    """A page's own grid side that follows the shared d where it is one of ``allowed`` (``cfg[field]`` None),
+    or the side picked on the page; a caption under it says which, and a button goes back to following."""
+    shared = int(cfg["grid_side"])
+    own = cfg.get(field)
+    own = int(own) if own in allowed else None
+    value = own if own is not None else (shared if shared in allowed else fallback)
+
+    def store(new: Any) -> None:
+        session_cfg()[field] = int(new)
+
+    st.sidebar.select_slider(label, list(allowed), **keep(f"w:{field}", value, store), help=help)
+    if own is None and shared in allowed:
+        st.sidebar.caption(f"Follows the shared grid side d = {shared} (Explore, Compare).")
+    elif own is None:
+        st.sidebar.caption(f"The shared grid side d = {shared} is not offered here (only "
+                           f"{', '.join(map(str, allowed))}), so this page uses {fallback}.")
+    else:
+        st.sidebar.caption(f"Set on this page; the shared grid side is d = {shared}.")
+        if shared in allowed and shared != own:
+            st.sidebar.button(f"Follow the shared d = {shared}", key=f"follow:{field}",
+                              on_click=lambda: session_cfg().update({field: None}))
+    return value
 
 
 def privacy_controls(cfg: dict[str, Any]) -> None:

@@ -18,9 +18,9 @@ import streamlit as st
 from ldpviz.app import compute, state, ui
 from ldpviz.app.session import cfg as session_cfg
 from ldpviz.decide import explain, privacy_scale
+from ldpviz.geo import region_choice as regions
 from ldpviz.render import maps as viz
 from ldpviz.mechanisms.heatmaps.dp_heatmap import heatmap
-from ldpviz.geo.domain import Region
 from ldpviz.errors import LdpvizInputError
 from ldpviz.experiment import Result, Scenario
 
@@ -50,7 +50,7 @@ def _region_arg(pinned: dict[str, Any], data: Any, key: str, pin: dict[str, str]
     if choice == state.REGION_FIT:
         return compute.fit_region(key, data)
     if choice == state.REGION_BBOX and pinned.get("bbox"):
-        return Region.from_bbox(*pinned["bbox"], name="typed bounds")
+        return regions.stated_region(pinned["bbox"])
     raise LdpvizInputError(f"the pinned region {choice!r} is not one of this dataset's regions in this session")
 
 

@@ -69,6 +69,17 @@ def default_mechanism() -> str:
     return "dam" if "dam" in names else ("grr" if "grr" in names else names[0])
 
 
+#: How the Data page frames an upload without bounds (ldpviz.geo.region_choice.REGION_RULES, the paid rule first).
+UPLOAD_RULES: tuple[str, ...] = ("private-tiles", "public-tiles")
+#: The size of the box the Data page suggests for a file too large for one region.
+SUGGEST_SIDE_KM = 6000.0
+
+
+def parse_optional_bbox(text: str) -> tuple[float, float, float, float] | None:
+    """Blank -> None; else :func:`parse_bbox`."""
+    return parse_bbox(text) if str(text or "").strip() else None
+
+
 def defaults() -> dict[str, Any]:
     """The configuration a fresh session starts from."""
     return {
@@ -87,15 +98,24 @@ def defaults() -> dict[str, Any]:
         "pin": None, "basemap": False,
         # The Flows page's choices (validated by the page against its options).
         "flows_dataset": None, "flows_region": None, "flows_mechanism": "srr", "flows_estimator": "lasso",
-        "flows_grid": 8, "flows_theta": 40, "flows_cap": 0,   # flows_cap: updates per trip, 0 = no cap
+        "flows_grid": None, "flows_theta": 40, "flows_cap": 0,   # flows_grid None: follow the shared d; flows_cap: updates per trip, 0 = no cap
         # The People page's choices (validated here and again by the page against its options).
         "people_source": PEOPLE_SOURCES[0], "people_region": None, "people_method": "dp-heatmap",
-        "people_grid": 16, "people_shuffle": False, "people_k": 5,
+        "people_grid": None, "people_shuffle": False, "people_k": 5,
         # Kept in the session only (not in a link): the text of typed bounds (its parsed form is 'bbox'),
         # the Data page's column names, the mechanism Compare's decision report is for.
         "bbox_text": "", "lat_column": "", "lon_column": "", "wrap_lon": True, "report_mechanism": None,
+        # The Data page's framing of an upload: bounds typed (W,S,E,N text; blank = the rule), else the rule
+        # (private tiles paid with epsilon0 per row, or public tiles, not private).
+        "upload_bounds": "", "upload_rule": UPLOAD_RULES[0], "upload_epsilon0": 0.5,
     }
 
+
+#: Page grid sides (None = follow the shared d where the page allows it): Flows' OD grid, People's heatmap grid,
+#: with the side each page uses when the shared d is not one of its options.
+FLOWS_GRIDS: tuple[int, ...] = (4, 8, 16)
+FLOWS_GRID_FALLBACK = 8
+PEOPLE_GRID_FALLBACK = 16
 
 #: The Flows page's fields and their link keys.
 FLOWS_KEYS = {"flows_dataset": "fds", "flows_region": "freg", "flows_mechanism": "fmech",

@@ -27,6 +27,7 @@ from typing import Any, Sequence
 
 from ldpviz.geo.domain import Region
 from ldpviz.errors import LdpvizInputError, RegionTooLargeError, require
+from ldpviz.mechanisms.fo.private_region import DEFAULT_REGION_EPSILON, PRIVATE_TILES, REGION_RULES, upload_frame
 
 POINTS = "points"
 TRAJECTORIES = "trajectories"
@@ -55,8 +56,15 @@ def add_data_arguments(p: argparse.ArgumentParser, *, kind: str = POINTS, defaul
                    help=f"largest file accepted, in bytes (default {default // 2**20:,} MiB)")
     p.add_argument("--region", help="region preset of the dataset (see 'ldpviz datasets')")
     p.add_argument("--bbox", metavar="W,S,E,N",
-                   help="region as W,S,E,N in degrees (grown to a square; W > E crosses 180); with a file, rows "
-                        "outside it are dropped and counted before framing")
+                   help="region as W,S,E,N in degrees (W > E crosses 180): only the rows inside it take part (a file's "
+                        "rows outside it are dropped and counted before framing); the grid covers the square around it")
+    p.add_argument("--region-rule", choices=REGION_RULES, default=PRIVATE_TILES,
+                   help="region of a file without --bbox: 'private-tiles' (default) frames the map tiles many rows "
+                        "report under --region-epsilon LDP, which adds to --epsilon (both stated); 'public-tiles' "
+                        "frames every occupied public tile, unpaid and NOT private")
+    p.add_argument("--region-epsilon", type=float, default=DEFAULT_REGION_EPSILON,
+                   help=f"LDP budget per row spent choosing the private-tile region (default {DEFAULT_REGION_EPSILON:g});"
+                        " the guarantee states the total epsilon0 + epsilon")
 
 
 def bbox_numbers(text: str) -> tuple[float, float, float, float]:
@@ -69,8 +77,10 @@ def bbox_numbers(text: str) -> tuple[float, float, float, float]:
 
 
 def bbox_region(text: str) -> Region:
+    """The region of --bbox: the box itself (rows outside it are out), on the grid of the square around it."""
+    from ldpviz.geo import region_choice
     try:
-        return Region.from_bbox(*bbox_numbers(text), name="bbox")
+        return region_choice.stated_region(bbox_numbers(text))
     except LdpvizInputError as exc:
         raise LdpvizInputError(f"--bbox: {exc}") from None
 
@@ -109,7 +119,8 @@ def load_data(args: argparse.Namespace, kind: str = POINTS) -> UserData:
         from ldpviz.data import datasets
         try:
             data = datasets.load_file(args.csv, lat_column=args.lat_column, lon_column=args.lon_column,
-                                      bbox=bbox_numbers(args.bbox) if args.bbox else None, max_bytes=args.max_bytes)
+                                      bbox=bbox_numbers(args.bbox) if args.bbox else None, max_bytes=args.max_bytes,
+                                      frame=upload_frame(args.region_rule, args.region_epsilon))
         except RegionTooLargeError as exc:
             hint = f" To study those rows, add {exc.suggestion.as_option()}" if exc.suggestion is not None else ""
             raise LdpvizInputError(f"{exc}{hint}") from None
@@ -119,12 +130,15 @@ def load_data(args: argparse.Namespace, kind: str = POINTS) -> UserData:
             data = trajectories.load_trajectory_file(args.csv, lat_column=args.lat_column, lon_column=args.lon_column,
                                                      person_column=args.person_column, trip_column=args.trip_column,
                                                      time_column=args.time_column, max_bytes=args.max_bytes,
-                                                     bbox=bbox_numbers(args.bbox) if args.bbox else None)
+                                                     bbox=bbox_numbers(args.bbox) if args.bbox else None,
+                                                     frame=upload_frame(args.region_rule, args.region_epsilon))
         except RegionTooLargeError as exc:
             hint = f" To study those rows, add {exc.suggestion.as_option()}" if exc.suggestion is not None else ""
             raise LdpvizInputError(f"{exc}{hint}") from None
         region = data.default_region          # the stated bbox, or the rule for uploaded files
     print(data.report.summary(), file=sys.stderr)
+    if not args.bbox:
+        print(f"Region ({args.region_rule}): {data.default_region.data_use}.", file=sys.stderr)
     return UserData(data.name, data, region)
 
 

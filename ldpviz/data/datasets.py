@@ -39,6 +39,7 @@ import os
 import re
 import warnings
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -51,9 +52,9 @@ from ldpviz.data.dataset_types import Dataset, LoadReport, check_seed, content_k
 from ldpviz.data.file_formats import (LAT_NAMES, LON_NAMES, PARQUET_SUFFIXES, find_column, parquet_columns,
                                       refuse_workbook, size_text, sniff_header)
 from ldpviz.data.synthetic import MNORMAL_COMPONENTS, SYNTHETIC_SIDE_M, gaussian_mixture
-from ldpviz.errors import LdpvizInputError, require
+from ldpviz.errors import LdpvizInputError, RegionTooLargeError, require
 from ldpviz.geo import region_choice as regions
-from ldpviz.geo.domain import Region, in_bbox, wrap_lon  # noqa: F401 (in_bbox: part of this module's API)
+from ldpviz.geo.domain import Region, in_bounds, wrap_lon  # noqa: F401 (wrap_lon: part of this module's API)
 
 DATA_DIR = Path(__file__).resolve().parent   # the bundled files ship beside this module
 MINNEAPOLIS_FILE = DATA_DIR / "minneapolis_stops.parquet"
@@ -105,6 +106,18 @@ def names() -> list[str]:
     return list(_BUILDERS)
 
 
+#: Each registered dataset's label, for lists that should not generate every set to name it (test_datasets
+#: checks it equals the loaded dataset's label).
+LABELS = {"minneapolis-stops": "Minneapolis police stops, 2017", "normal": "Normal (correlated, rho 0.5)",
+          "szipf": "Skew Zipf", "mnormal": "Multi-centre normal", "gmm": "Gaussian mixture (20 clusters)",
+          "uniform": "Uniform"}
+
+
+def label(name: str) -> str:
+    """A registered dataset's readable label without loading it (the name itself if unknown)."""
+    return LABELS.get(name, name)
+
+
 def load(name: str, seed: int = 0) -> Dataset:
     """The registered dataset ``name`` (cached); ``seed`` drives synthetic generators only.
 
@@ -145,11 +158,60 @@ def describe() -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------- user files
+@dataclass(frozen=True, eq=False)
+class ReadPoints:
+    """A file's usable rows before a region is chosen: what :func:`read_points` read, screened and counted."""
+
+    filename: str
+    lon: np.ndarray
+    lat: np.ndarray
+    wrapped: np.ndarray          #: per kept row: its longitude was wrapped from (180, 540]
+    rows_read: int
+    dropped: dict[str, int]
+    lat_column: str
+    lon_column: str
+    notes: tuple[str, ...] = ()
+
+    def within(self, bbox: tuple[float, float, float, float]) -> "ReadPoints":
+        """Only the rows inside ``bbox`` (W, S, E, N; W > E crosses 180); the rest counted as "outside the bbox".
+
+        The same rows and counts as reading the file with ``load_file(..., bbox=bbox)``.
+        """
+        require(self.dropped.get("outside the bbox", 0) == 0, "these rows were already cut to a bbox; read the "
+                                                              "file again to apply another")
+        inside = in_bbox(self.lon, self.lat, tuple(float(v) for v in bbox))
+        dropped = {**self.dropped, "outside the bbox": int((~inside).sum())}
+        return ReadPoints(self.filename, self.lon[inside], self.lat[inside], self.wrapped[inside], self.rows_read,
+                          dropped, self.lat_column, self.lon_column, self.notes)
+
+    def report(self) -> LoadReport:
+        wrapped = int(self.wrapped.sum())
+        notes = list(self.notes)
+        if wrapped:
+            notes.append(f"{wrapped:,} longitudes in (180, 540] (e.g. 188 for 172 W, as near Fiji) were "
+                         "wrapped to [-180, 180] by subtracting 360.")
+        return LoadReport(rows_read=self.rows_read, rows_kept=int(self.lon.size),
+                          dropped={r: n for r, n in self.dropped.items() if n}, lat_column=self.lat_column,
+                          lon_column=self.lon_column, notes=tuple(notes),
+                          changed={"longitude wrapped": wrapped} if wrapped else {})
+
+
+class NeedsBounds(RegionTooLargeError):
+    """The rows were read but no default region frames them: give bounds (W, S, E, N). ``points`` holds the rows,
+    so a caller (the Data page) can apply a box without reading the file again; ``suggestion`` is the densest
+    continent-sized box when the rule failed (:func:`ldpviz.geo.region_suggestion.suggest_bbox`)."""
+
+    def __init__(self, message: str, points: ReadPoints, suggestion: object = None) -> None:
+        super().__init__(message, suggestion)
+        self.points = points
+
+
 def load_file(source: Any, *, filename: str | None = None, lat_column: str | None = None,
               lon_column: str | None = None, max_bytes: int = 50 * 2**20,
               bbox: tuple[float, float, float, float] | None = None,
               progress: Callable[[float, str], None] | None = None, chunk_rows: int = 1_000_000,
-              wrap_longitudes: bool = True) -> Dataset:
+              wrap_longitudes: bool = True,
+              frame: Callable[[np.ndarray, np.ndarray], Region] | None = None) -> Dataset:
     """Read points from a CSV or Parquet file (a path, bytes, or a file-like object such as an upload).
 
     Coordinate columns are found case-insensitively (latitude: lat, latitude, y;
@@ -164,22 +226,41 @@ def load_file(source: Any, *, filename: str | None = None, lat_column: str | Non
     suffix or its ``PAR1`` magic bytes.
 
     ``bbox`` (W, S, E, N degrees; W > E crosses 180) keeps only the rows inside it
-    (the rest are counted as "outside the bbox") and becomes the dataset's region,
-    which then depends on no user's data. Without it the region is the square
-    around the occupied coarse public tiles (:func:`ldpviz.geo.region_choice.public_tile_region`,
-    which says what it read). Files over :data:`CHUNK_BYTES` are read in chunks of
-    ``chunk_rows`` rows (bounded memory; see :mod:`ldpviz.data.big_files`), and
-    ``progress(fraction, message)`` is called as they are read.
+    (the rest are counted as "outside the bbox") and becomes the dataset's region
+    (:func:`ldpviz.geo.region_choice.stated_region`), which then depends on no user's data.
+    Without it ``frame(lon, lat)`` chooses the region from the rows: the command line
+    and the dashboard pass :func:`ldpviz.mechanisms.fo.private_region.upload_region`
+    (private tiles paid with epsilon0 per row by default; public tiles, not private,
+    only when asked). This layer never picks a region from the rows by itself: with
+    neither, or when the rule frames nothing, :class:`NeedsBounds` is raised with the
+    rows read. Files over :data:`CHUNK_BYTES` are read in chunks of ``chunk_rows`` rows
+    (bounded memory; see :mod:`ldpviz.data.big_files`), and ``progress(fraction,
+    message)`` is called as they are read.
     """
+    if bbox is not None:
+        regions.stated_region(bbox)    # a bad box is refused before the file is read
+    points = read_points(source, filename=filename, lat_column=lat_column, lon_column=lon_column,
+                         max_bytes=max_bytes, bbox=bbox, progress=progress, chunk_rows=chunk_rows,
+                         wrap_longitudes=wrap_longitudes)
+    return frame_points(points, bbox=bbox, frame=frame, progress=progress)
 
+
+def read_points(source: Any, *, filename: str | None = None, lat_column: str | None = None,
+                lon_column: str | None = None, max_bytes: int = 50 * 2**20,
+                bbox: tuple[float, float, float, float] | None = None,
+                progress: Callable[[float, str], None] | None = None, chunk_rows: int = 1_000_000,
+                wrap_longitudes: bool = True) -> ReadPoints:
+    """The screening half of :func:`load_file` (same arguments): the usable rows, no region yet.
+
+    A ``bbox`` here cuts rows chunk by chunk (bounded memory for big files); :meth:`ReadPoints.within` cuts
+    the same rows from points read without one.
+    """
     for label, value in (("lat_column", lat_column), ("lon_column", lon_column), ("filename", filename)):
         require(value is None or isinstance(value, str), f"{label} must be text, got {value!r}")
     require(isinstance(max_bytes, int) and max_bytes > 0,
             f"max_bytes must be a positive whole number, got {max_bytes!r}")
     require(isinstance(chunk_rows, int) and chunk_rows >= 1, f"chunk_rows must be a whole number >= 1, got {chunk_rows!r}")
     require(isinstance(wrap_longitudes, bool), f"wrap_longitudes must be True or False, got {wrap_longitudes!r}")
-    if bbox is not None:
-        regions.stated_region(bbox)      # a bad bbox fails before the file is read
     if progress is not None:
         progress(0.0, "reading the file")
     notes: list[str] = []
@@ -206,15 +287,23 @@ def load_file(source: Any, *, filename: str | None = None, lat_column: str | Non
         notes.append(f"{count:,} values in column '{column}' use a decimal comma "
                      "(e.g. 44,97) and were read as decimal points.")
     require(screen.rows_read > 0, f"'{filename}' has column names but no data rows")
-    lon, lat = screen.result()
-    changed = {"longitude wrapped": screen.wrapped} if screen.wrapped else {}
-    if screen.wrapped:
-        notes.append(f"{screen.wrapped:,} longitudes in (180, 540] (e.g. 188 for 172 W, as near Fiji) were "
-                     "wrapped to [-180, 180] by subtracting 360.")
-    dropped = {reason: count for reason, count in screen.dropped.items() if count}
-    report = LoadReport(rows_read=screen.rows_read, rows_kept=int(lon.size), dropped=dropped,
-                        lat_column=lat_name, lon_column=lon_name, notes=tuple(notes), changed=changed)
+    lon, lat, wrapped = screen.result()
+    return ReadPoints(str(filename), lon, lat, wrapped, screen.rows_read, dict(screen.dropped), lat_name, lon_name,
+                      tuple(notes))
+
+
+def frame_points(points: ReadPoints, *, bbox: tuple[float, float, float, float] | None = None,
+                 frame: Callable[[np.ndarray, np.ndarray], Region] | None = None,
+                 progress: Callable[[float, str], None] | None = None, bbox_data_use: str = "") -> Dataset:
+    """The dataset of rows read (the framing half of :func:`load_file`): cut to ``bbox`` if given and not yet
+    applied, then framed by the box or by ``frame`` (see :func:`load_file`). ``bbox_data_use`` says how the box
+    was read from the rows, if it was (:func:`ldpviz.geo.region_choice.stated_region`)."""
+    if bbox is not None and points.dropped.get("outside the bbox", 0) == 0:
+        points = points.within(bbox)
+    report = points.report()
+    filename = points.filename
     if report.rows_kept == 0:
+        dropped = report.dropped
         hint = ""
         if dropped.get("latitude out of range", 0) + dropped.get("longitude out of range", 0) > 0:
             hint = (" The coordinates look like projected metres or swapped columns, not degrees; "
@@ -223,12 +312,18 @@ def load_file(source: Any, *, filename: str | None = None, lat_column: str | Non
             hint = " No row lies inside the bbox; check its order (W,S,E,N) and signs."
         raise LdpvizInputError(f"none of the rows in '{filename}' has a usable coordinate. "
                                f"{report.summary()}{hint}")
-    whole = regions.upload_region(lon, lat, filename, bbox)   # the rule shared with trajectory uploads
+    if bbox is not None:
+        whole = regions.upload_region(points.lon, points.lat, filename, bbox, bbox_data_use=bbox_data_use)
+    else:
+        try:   # the rule shared with trajectory uploads
+            whole = regions.upload_region(points.lon, points.lat, filename, frame=frame)
+        except RegionTooLargeError as exc:
+            raise NeedsBounds(str(exc), points, exc.suggestion) from None
     if progress is not None:
         progress(1.0, f"kept {report.rows_kept:,} of {report.rows_read:,} rows")
     return Dataset(name=f"upload:{filename}", label=filename,
                    description=f"Uploaded file '{filename}'. {report.summary()}",
-                   lon=lon, lat=lat, presets={whole.name: whole}, synthetic=False, report=report)
+                   lon=points.lon, lat=points.lat, presets={whole.name: whole}, synthetic=False, report=report)
 
 
 def _refuse_projected_rows(rows_read: int, fraction: float, filename: str) -> None:
@@ -275,7 +370,7 @@ class _Screen:
         self.wrap = wrap
         self.dropped = dict.fromkeys(self.REASONS, 0)
         self.rows_read = 0
-        self.wrapped = 0
+        self._wrapped: list[np.ndarray] = []
         self._lon: list[np.ndarray] = []
         self._lat: list[np.ndarray] = []
 
@@ -299,15 +394,21 @@ class _Screen:
             inside = in_bbox(lon, lat, self.bbox)
             self.dropped["outside the bbox"] += int((~inside).sum())
             lat, lon, wrap = lat[inside], lon[inside], wrap[inside]
-        self.wrapped += int(wrap.sum())
+        self._wrapped.append(wrap)
         self._lat.append(lat)
         self._lon.append(lon)
 
-    def result(self) -> tuple[np.ndarray, np.ndarray]:
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         lon = np.concatenate(self._lon) if self._lon else np.zeros(0)
         lat = np.concatenate(self._lat) if self._lat else np.zeros(0)
-        self._lon, self._lat = [], []
-        return lon, lat
+        wrapped = np.concatenate(self._wrapped) if self._wrapped else np.zeros(0, bool)
+        self._lon, self._lat, self._wrapped = [], [], []
+        return lon, lat, wrapped
+
+
+def in_bbox(lon: np.ndarray, lat: np.ndarray, bbox: tuple[float, float, float, float]) -> np.ndarray:
+    """Rows inside a W, S, E, N box (edges included); W > E means the box crosses 180."""
+    return in_bounds(lon, lat, bbox)
 
 
 def wrap_longitudes(frame: pd.DataFrame, column: str | None = None) -> tuple[pd.DataFrame, int, int]:

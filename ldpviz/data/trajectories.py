@@ -29,7 +29,7 @@ import functools
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -263,18 +263,21 @@ def load_trajectory_file(source: Any, *, filename: str | None = None, person_col
                          trip_column: str | None = None, time_column: str | None = None,
                          lat_column: str | None = None, lon_column: str | None = None,
                          max_bytes: int = 50 * 2**20,
-                         bbox: tuple[float, float, float, float] | None = None) -> Trajectories:
+                         bbox: tuple[float, float, float, float] | None = None,
+                         frame: Callable[[np.ndarray, np.ndarray], Region] | None = None) -> Trajectories:
     """Read trajectories from CSV or Parquet (path, bytes or file-like); see the module docstring.
 
     Columns are found case-insensitively (person: person, user, id, ...; trip: trip, trajectory,
     track, ... -- optional, default one trip per person; time: time, timestamp, ... -- optional,
     ISO dates or seconds) unless named. Rows keep their file order within each trip.
     ``bbox`` (W, S, E, N degrees; W > E crosses 180) drops the rows outside it (counted as "outside
-    the bbox") and is the region; without it the region follows the rule for uploaded points
-    (:func:`ldpviz.geo.region_choice.upload_region`, one function for both).
+    the bbox") and is the region; without it ``frame(lon, lat)`` chooses it, as for uploaded points
+    (:func:`ldpviz.geo.region_choice.upload_region`, one function for both; callers pass
+    :func:`ldpviz.mechanisms.fo.private_region.upload_frame`). With neither the file is refused.
     """
     from ldpviz.geo import region_choice as regions
 
+    region_frame = frame                 # ``frame`` below is the file's table
     if bbox is not None:
         regions.stated_region(bbox)      # a bad bbox fails before the file is read
     raw, filename = _ds._read_source(source, filename, max_bytes)
@@ -349,7 +352,7 @@ def load_trajectory_file(source: Any, *, filename: str | None = None, person_col
     found = trajectory_checks(persons[order], starts, lon_k, lat_k, t)
     report = TrajectoryReport(rows_read=len(frame), rows_kept=len(order), dropped=dropped, checks=found,
                               columns={k: v for k, v in used.items() if v is not None}, notes=tuple(notes))
-    whole = regions.upload_region(lon_k, lat_k, filename, bbox)   # the rule shared with uploaded points
+    whole = regions.upload_region(lon_k, lat_k, filename, bbox, frame=region_frame)   # the rule shared with uploaded points
     return Trajectories(name=f"upload:{filename}", label=filename,
                         description=f"Uploaded trajectories '{filename}'. {report.summary()}",
                         person=persons[order], trip=trips[order], lon=lon_k, lat=lat_k, time=t,

@@ -212,7 +212,7 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
     params = mech.effective_params()
     scenario_rows = [
         ["Data set", f"{dataset.label} ({dataset.name})"],
-        ["Region", f"{region.name or 'custom'}: {region.side_m / 1000:.3g} km square centred at "
+        ["Region", f"{experiment.region_line(region, result.n_users)}; centred at "
                    f"{region.center_lat:.4f}, {region.center_lon:.4f}"],
         ["Grid", f"{grid.side} x {grid.side} cells of {grid.cell_m:,.0f} m"],
         ["Rows taking part (n)", f"{result.n_users:,}" + (f" ({result.n_outside:,} rows outside the region left out)"
@@ -241,6 +241,9 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
                if w2_mean is not None and math.isfinite(w2_mean) else "")
     title = f"Decision report: {mech.label} at epsilon = {scenario.epsilon:g}{' per km' if terms['epsilon_unit'] else ''}"
 
+    from ldpviz.geo.region_choice import total_epsilon_sentence
+    total = total_epsilon_sentence(region, scenario.epsilon, per_distance=model == mechanisms.GEO_I)
+    region_total = f"<p><strong>{_e(total[0].upper() + total[1:])}.</strong></p>" if total else ""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{_e(title)}</title><style>{_CSS}</style></head><body>
@@ -257,7 +260,7 @@ Data set: {_e(dataset.label)}.</p>
 <p class="note">{_e(rows_sentence(dataset, result))}</p>{f'<ul class="note">{notes}</ul>' if notes else ''}
 
 <h2>3. The guarantee</h2>
-<p class="guarantee">{prefix}<strong>{_e(lines.guarantee)}</strong></p>
+<p class="guarantee">{prefix}<strong>{_e(lines.guarantee)}</strong></p>{region_total}
 <h3>{_e(lines.COVERAGE_TITLE)}</h3>
 <ul class="coverage">{coverage}</ul>
 <p>{_e(terms['sentence'])}</p>

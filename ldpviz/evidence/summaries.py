@@ -25,6 +25,18 @@ from typing import Any, Sequence
 from ldpviz.errors import require
 
 SUFFIX = ".summary.json"
+#: The privacy unit of what each claims report compares (its index bullet states it, so no comparison reads
+#: across units unnoticed): one place, read by :func:`write_summary` and :func:`render`.
+UNITS = {
+    'audit.md': "one report, against each mechanism's stated guarantee (a location for LDP; epsilon per km between positions for Geo-I)",
+    'dam-claims.md': "one location (epsilon-LDP for DAM, DAM-NS, HUEM and MDSW; planar Laplace and SEM-Geo-I are epsilon-Geo-I, calibrated to DAM's local privacy)",
+    'dam-trajectories.md': 'DAM per point: one location (a trajectory of m points is at m x epsilon); DAM with one sampled point and LDPTrace: one whole trajectory',
+    'flows-claims.md': 'one trip for OD flows (origin and destination at epsilon/2 each); one location update for navigation (a trip of lambda updates at lambda x epsilon)',
+    'grids-claims.md': 'one location (epsilon-LDP, one report per user)',
+    'heatmap-claims.md': 'one location (central epsilon-DP: a trusted aggregator sees raw locations)',
+    'heatmap-user-level.md': 'one person (central epsilon-DP over per-person normalised distributions)',
+    'srr-claims.md': 'one location (epsilon-LDP, one report per user)',
+}
 _BLOCK = re.compile(r"(<!-- summary:(?P<name>[\w.-]+):begin[^>]*-->\n)(?P<body>.*?)(<!-- summary:(?P=name):end -->)",
                     re.DOTALL)
 
@@ -39,12 +51,13 @@ def end_marker(name: str) -> str:
 
 
 def write_summary(out: Path | str, report: str, area: str, sentences: Sequence[str],
-                  numbers: dict[str, Any] | None = None, quick: bool = False, *, unit: str) -> Path:
+                  numbers: dict[str, Any] | None = None, quick: bool = False, *, unit: str | None = None) -> Path:
     """Write ``out/<report stem>.summary.json`` for the Markdown report ``report`` (a file name in ``out``).
 
     ``unit`` names the privacy unit of what the report compares ("one location", "one trip", "one
-    person", ...): the index bullet states it, so no comparison reads across units unnoticed.
+    person", ...; default: :data:`UNITS` for the report): the index bullet states it.
     """
+    unit = unit if unit is not None else UNITS.get(report, "")
     require(report.endswith(".md"), f"a summary belongs to a Markdown report, got {report!r}")
     require(len(sentences) > 0, "a summary needs at least one sentence")
     require(bool(str(unit).strip()), "a summary names the privacy unit of what it compares")
@@ -70,7 +83,8 @@ def render(summary: dict[str, Any]) -> str:
     sentences."""
     report = summary["report"]
     quick = " (from a quick smoke run)" if summary.get("quick") else ""
-    unit = f" Privacy unit: {summary['unit']}." if summary.get("unit") else ""
+    named = summary.get("unit") or UNITS.get(report, "")
+    unit = f" Privacy unit: {named}." if named else ""
     return f"- **{summary['area']}** ([{report}]({report})){quick}.{unit} " + " ".join(summary["sentences"])
 
 

@@ -155,6 +155,12 @@ class Result:
             "n_users": self.n_users, "n_outside_region": self.n_outside, "seed": s.seed, "trials": s.trials,
             "params": s.param_dict, "guarantee": self.guarantee, "coverage": self.coverage,
             "region_projection": self.region.projection, "region_scale_error": self.region.scale_error,
+            "region_bounds": list(self.region.bounds) if self.region.bounds is not None else None,
+            "region_epsilon": self.region.epsilon_spent,
+            "total_epsilon": (self.region.epsilon_spent + s.epsilon
+                              if self.region.epsilon_spent > 0
+                              and mechanisms.get(s.mechanism).privacy_model in (mechanisms.LDP, CENTRAL_DP)
+                              else None),
         }
         out.update(self.mean())
         out["seconds"] = self.timings["total"]
@@ -262,8 +268,26 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None) -> Result:
         notes.append(f"Distances in metres are accurate to within {100 * grid.region.scale_error:.2g}% across "
                      f"this region ({grid.region.projection} projection centred on it).")
     return Result(scenario, grid.region, grid, true_density, estimates, pd.DataFrame(rows), timings, n,
-                  users.n_outside, mech.stated_guarantee(), notes, received,
+                  users.n_outside, guarantee_with_region(mech, grid.region, scenario.epsilon), notes, received,
                   coverage(mech, grid.region, n, users.n_outside), readouts)
+
+
+def guarantee_with_region(mech: mechanisms.Mechanism, region: Region, epsilon: float) -> str:
+    """The mechanism's stated guarantee, plus the per-row total when choosing the region spent epsilon0."""
+    from ldpviz.geo.region_choice import total_epsilon_sentence
+
+    extra = total_epsilon_sentence(region, epsilon, per_distance=mech.privacy_model == mechanisms.GEO_I)
+    return f"{mech.stated_guarantee()}; {extra}" if extra and mech.privacy_model != "none" else mech.stated_guarantee()
+
+
+def region_line(region: Region, n_users: int) -> str:
+    """What the region is, in words: 'typed bounds W,S,E,N (N rows inside); the grid covers the 872 km square
+    around it' or 'Private tiles (...): 112.6 km square'."""
+    side = f"{region.side_m / 1000:,.4g} km square"
+    if region.bounds is not None:
+        return (f"{region.typed_bounds} ({n_users:,} rows inside); the grid covers the {side} around the box, "
+                "and only rows inside the box take part")
+    return f"{region.name or 'custom'}: {side} ({n_users:,} rows inside)"
 
 
 def coverage(mech: mechanisms.Mechanism, region: Region, n_users: int, n_outside: int = 0) -> list[str]:
@@ -271,7 +295,7 @@ def coverage(mech: mechanisms.Mechanism, region: Region, n_users: int, n_outside
     from ldpviz.geo.region_choice import region_covers
 
     out = [f"The exact number of users (n = {n_users:,}) shown with the output is not private: it is the "
-           "true count of rows in the region, released without noise."]
+           "true count of rows in the region, released without noise.", f"Region: {region_line(region, n_users)}."]
     if mech.privacy_model != "none":
         out.append(region_covers(region))
         if n_outside:

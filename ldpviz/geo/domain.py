@@ -67,6 +67,21 @@ def wrap_lon(lon: np.ndarray | float) -> np.ndarray:
     return np.where(lon == 180.0, 180.0, (lon + 180.0) % 360.0 - 180.0)
 
 
+def in_bounds(lon: np.ndarray, lat: np.ndarray, bounds: tuple[float, float, float, float]) -> np.ndarray:
+    """Points inside a W, S, E, N box (edges included); W > E means the box crosses 180."""
+    west, south, east, north = (float(v) for v in bounds)
+    west, east = float(wrap_lon(west)), float(wrap_lon(east))
+    lon = wrap_lon(lon)
+    lat = np.asarray(lat, dtype=float)
+    in_lon = (lon >= west) & (lon <= east) if west <= east else (lon >= west) | (lon <= east)
+    return in_lon & (lat >= south) & (lat <= north)
+
+
+def bounds_text(bounds: tuple[float, float, float, float]) -> str:
+    """'W,S,E,N' with at most 6 decimals (0.1 m) and no trailing zeros, e.g. '-80.5,38.5,-70.5,43.5'."""
+    return ",".join(f"{float(v) + 0.0:.6f}".rstrip("0").rstrip(".") for v in bounds)
+
+
 def local_scale_error(center_lat: float, side_m: float) -> float:
     """Largest relative scale error of the equirectangular projection over a square region.
 
@@ -150,6 +165,11 @@ class Region:
     broadcast to phones needs (issue 15.1). Anything else is shown with every
     guarantee: as not covered by epsilon, or, when ``epsilon_spent`` > 0, as
     chosen under that much local privacy (which adds to the mechanism's epsilon).
+
+    ``bounds`` (W, S, E, N degrees), when set, is the box the user gave: the grid
+    covers the square around it, but only points inside the box belong to the
+    region (:meth:`contains`, :meth:`Grid.bin_lonlat`), so the rows kept, the n
+    reported and the guarantee are the box's, as ``ldpviz run --csv --bbox`` keeps.
     """
 
     center_lon: float
@@ -158,8 +178,14 @@ class Region:
     name: str = ""
     data_use: str = ""
     epsilon_spent: float = 0.0   #: LDP budget each row spent to choose the region (0: none spent)
+    bounds: tuple[float, float, float, float] | None = None   #: the box the user gave (W, S, E, N), if any
 
     def __post_init__(self) -> None:
+        if self.bounds is not None:
+            require(len(self.bounds) == 4 and all(isinstance(v, (int, float, np.floating, np.integer))
+                                                  and math.isfinite(v) for v in self.bounds),
+                    f"region bounds must be four finite numbers W, S, E, N, got {self.bounds!r}")
+            object.__setattr__(self, "bounds", tuple(float(v) for v in self.bounds))
         for label, value in (("center_lon", self.center_lon), ("center_lat", self.center_lat),
                              ("side_m", self.side_m)):
             require(isinstance(value, (int, float, np.floating, np.integer)) and math.isfinite(value),
@@ -293,8 +319,22 @@ class Region:
                 float(ring[:, 1].max()))
 
     def contains(self, lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
+        """Points inside the square and, when the region has :attr:`bounds`, inside that box."""
         uv = self.to_unit(lon, lat)
-        return np.all((uv >= 0.0) & (uv <= 1.0), axis=1)
+        inside = np.all((uv >= 0.0) & (uv <= 1.0), axis=1)
+        return inside & in_bounds(lon, lat, self.bounds) if self.bounds is not None else inside
+
+    def to_unit_in_bounds(self, lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
+        """:meth:`to_unit`, with points outside :attr:`bounds` (if any) set to NaN (outside the region)."""
+        uv = self.to_unit(lon, lat)
+        if self.bounds is not None:
+            uv[~in_bounds(lon, lat, self.bounds)] = np.nan
+        return uv
+
+    @property
+    def typed_bounds(self) -> str:
+        """'typed bounds W,S,E,N' for a region with :attr:`bounds`, else ''."""
+        return f"typed bounds {bounds_text(self.bounds)}" if self.bounds is not None else ""
 
     def outline_lonlat(self) -> list[list[float]]:
         """Closed polygon of the region's border, for maps (densified where the projection curves it)."""
@@ -373,7 +413,9 @@ class Grid:
         return Binned(cells=cells, unit=kept, n_outside=int((~inside).sum()))
 
     def bin_lonlat(self, lon: np.ndarray, lat: np.ndarray) -> Binned:
-        return self.bin_unit(self.region.to_unit(lon, lat))
+        """Bin lon/lat points; points outside the region (its square, and its :attr:`Region.bounds` if set) are
+        dropped and counted."""
+        return self.bin_unit(self.region.to_unit_in_bounds(lon, lat))
 
     def histogram(self, cells: np.ndarray) -> np.ndarray:
         """Counts per cell as a ``(side, side)`` float array indexed ``[row, col]``."""

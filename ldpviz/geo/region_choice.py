@@ -24,27 +24,36 @@ assume a public domain. Three choices, from most to least private:
 
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import replace
+from typing import Callable, Sequence
 
 import numpy as np
 
 from ldpviz.geo import quadkey
-from ldpviz.geo.domain import Region, lon_span, wrap_lon
 from ldpviz.errors import LdpvizInputError, RegionTooLargeError, require
+from ldpviz.geo.domain import Region, bounds_text, lon_span, wrap_lon
 from ldpviz.geo.region_suggestion import suggest_bbox
 
 #: Bing tile level of the coarse occupancy that :func:`public_tile_region` reads (360/2^8 = 1.4 degrees).
 COARSE_LEVEL = 8
 
 
-def stated_region(bbox: Sequence[float], name: str = "Your bbox") -> Region:
-    """The square around a box the analyst states (W, S, E, N degrees; W > E crosses 180): reads no data."""
+def stated_region(bbox: Sequence[float], name: str | None = None, data_use: str = "") -> Region:
+    """The region of a box the analyst states (W, S, E, N degrees; W > E crosses 180): reads no data.
+
+    The grid covers the square around the box; the box itself is kept as
+    :attr:`Region.bounds`, so only the points inside it belong to the region (the
+    rows ``ldpviz run --csv --bbox`` keeps). Named "typed bounds W,S,E,N" unless ``name`` is given.
+    ``data_use``: how the box was read from data, if it was (a box the tool suggested from the rows).
+    """
     try:
         values = [float(v) for v in bbox]
     except (TypeError, ValueError):
         raise LdpvizInputError(f"a bbox is four numbers W, S, E, N in degrees, got {bbox!r}") from None
     require(len(values) == 4, f"a bbox is four numbers W, S, E, N in degrees, got {len(values)}")
-    return Region.from_bbox(*values, name=name)
+    square = Region.from_bbox(*values)
+    bounds = tuple(values)
+    return replace(square, name=name or f"typed bounds {bounds_text(bounds)}", bounds=bounds, data_use=data_use)
 
 
 def coarse_extent(lon: np.ndarray, lat: np.ndarray, level: int = COARSE_LEVEL) -> tuple[float, float, float, float]:
@@ -79,20 +88,28 @@ def tile_extent(tx: np.ndarray, ty: np.ndarray, level: int) -> tuple[float, floa
             float(bounds[0, 3]))
 
 
-def upload_region(lon: np.ndarray, lat: np.ndarray, filename: str,
-                  bbox: Sequence[float] | None = None) -> Region:
+def upload_region(lon: np.ndarray, lat: np.ndarray, filename: str, bbox: Sequence[float] | None = None,
+                  frame: Callable[[np.ndarray, np.ndarray], Region] | None = None,
+                  bbox_data_use: str = "") -> Region:
     """The region of an uploaded file (points or trajectories): the one rule both share.
 
-    A stated ``bbox`` (W, S, E, N) wins and reads no data (the loader has already dropped and
-    counted the rows outside it); without one, the square around the occupied coarse public tiles
-    (:func:`public_tile_region`, which says in :attr:`Region.data_use` what it read). A file that
-    no square can frame is refused with :class:`~ldpviz.errors.RegionTooLargeError`, whose
-    ``suggestion`` is the densest continent-sized box (:func:`ldpviz.geo.region_suggestion.suggest_bbox`).
+    A stated ``bbox`` (W, S, E, N) wins and reads no data (the loader has already dropped and counted the rows
+    outside it; ``bbox_data_use`` says so if the box itself was suggested from the rows). Without one,
+    ``frame(lon, lat)`` chooses the region from the rows: callers pass
+    :func:`ldpviz.mechanisms.fo.private_region.upload_frame` (private tiles paid with epsilon0 per row by
+    default; public tiles, not private, only when asked). This layer never picks a region by itself: with
+    neither, :class:`~ldpviz.errors.RegionTooLargeError` asks for a box, and a file the rule cannot frame gets
+    the densest continent-sized box as its ``suggestion`` (:func:`ldpviz.geo.region_suggestion.suggest_bbox`).
     """
     if bbox is not None:
-        return stated_region(bbox)
+        return stated_region(bbox, data_use=bbox_data_use)
+    if frame is None:
+        raise RegionTooLargeError(f"'{filename}' needs a region: give a bbox (W,S,E,N), or a rule that chooses one "
+                                  "from the rows (private map tiles paid with epsilon0 per row)")
     try:
-        return public_tile_region(lon, lat, name="Public tiles")
+        return frame(lon, lat)
+    except RegionTooLargeError:
+        raise
     except LdpvizInputError as exc:
         try:
             suggestion = suggest_bbox(lon, lat)
@@ -105,11 +122,29 @@ def upload_region(lon: np.ndarray, lat: np.ndarray, filename: str,
                                   suggestion) from None
 
 
+def total_epsilon_sentence(region: Region, epsilon: float, per_distance: bool = False) -> str:
+    """'' for a region that spent nothing; else the per-row total the guarantee must carry (sequential
+    composition: the region's epsilon0 plus the mechanism's epsilon). ``per_distance``: the mechanism's
+    epsilon is Geo-I's, per km, so the total is epsilon0 + epsilon x distance."""
+    e0 = region.epsilon_spent
+    if e0 <= 0:
+        return ""
+    if per_distance:
+        return (f"choosing the region spent ε0 = {e0:g} (LDP) per row, so between two positions x, x' a row is "
+                f"protected at {e0:g} + {float(epsilon):g} per km × d(x, x') in total (sequential composition)")
+    return (f"choosing the region spent ε0 = {e0:g} per row, so each row is protected at "
+            f"ε0 + ε = {e0:g} + {float(epsilon):g} = {e0 + float(epsilon):g} in total (sequential composition)")
+
+
 def region_covers(region: Region) -> str:
     """One sentence for a guarantee: what choosing this region revealed, if anything."""
     if region.epsilon_spent > 0:
         return (f"The region was {region.data_use}; together with the mechanism a row is protected at "
                 f"{region.epsilon_spent:g} + epsilon (sequential composition).")
+    if region.bounds is not None and not region.data_use:
+        return (f"The region is the box the user typed ({region.typed_bounds.split(' ', 2)[-1]}, W,S,E,N), chosen "
+                "without reading users' data; the grid covers the square around it, and only rows inside the "
+                "box take part.")
     if not region.data_use:
         return "The region was chosen without reading users' data."
     return f"Not covered by epsilon: the region was {region.data_use}."

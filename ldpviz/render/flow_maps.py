@@ -11,10 +11,12 @@ import pandas as pd
 import pydeck as pdk
 
 from ldpviz.geo.domain import Grid
-from ldpviz.render.maps import colours, frame_layers, view_state
+from ldpviz.render.maps import frame_layers, view_state
 
 TRUE_COLOUR = [33, 102, 172]
 ESTIMATE_COLOUR = [215, 48, 39]
+#: Truly congested cells on the navigation map.
+CONGESTED_COLOUR = [253, 174, 97, 150]
 
 
 def top_flows(grid: Grid, flows: np.ndarray, k: int) -> pd.DataFrame:
@@ -65,19 +67,20 @@ def arc_deck(grid: Grid, flows: np.ndarray, k: int = 40, colour: list[int] | Non
 
 def route_deck(grid: Grid, congested: np.ndarray, routes: dict[str, list[int]], height: int = 420,
                basemap: bool = False) -> pdk.Deck:
-    """Congested cells (shaded) and routes as cell-centre paths: 'best' (true congestion) and 'driven'."""
+    """Congested cells (shaded orange, as the grid's cell polygons) and routes as cell-centre paths: 'driven'
+    (red, wide) under 'best' (blue, narrow), so both show where they coincide."""
     lon, lat = grid.cell_centers_lonlat()
-    mask = np.asarray(congested, dtype=float).ravel()
-    cells = np.flatnonzero(mask)
-    half = grid.cell_m / 2
-    records = [{"lon": float(lon[c]), "lat": float(lat[c])} for c in cells]
-    paths = [{"name": name, "path": [[float(lon[c]), float(lat[c])] for c in route],
-              "color": TRUE_COLOUR if name == "best" else ESTIMATE_COLOUR} for name, route in routes.items()]
-    fill = colours(np.ones(1), 1.0, alpha=120)[0].tolist()
+    cells = np.flatnonzero(np.asarray(congested, dtype=float).ravel())
+    polygons = grid.cell_polygons_lonlat()
+    shaded = [{"polygon": polygons[c], "name": "truly congested cell"} for c in cells]
     layers = frame_layers(grid) + [
-        pdk.Layer("ScatterplotLayer", records, get_position=["lon", "lat"], get_radius=half,
-                  get_fill_color=fill),
-        pdk.Layer("PathLayer", paths, get_path="path", get_color="color", width_min_pixels=4, pickable=True),
-    ]
+        pdk.Layer("PolygonLayer", shaded, get_polygon="polygon", get_fill_color=CONGESTED_COLOUR,
+                  get_line_color=[180, 90, 0, 200], line_width_min_pixels=1, pickable=True)]
+    for name, colour, share, least_px in (("driven", ESTIMATE_COLOUR, 0.4, 7), ("best", TRUE_COLOUR, 0.15, 3)):
+        if name in routes:                                            # 'driven' first, 'best' drawn on top
+            path = {"name": "fastest route (true congestion)" if name == "best" else "route driven (private updates)",
+                    "path": [[float(lon[c]), float(lat[c])] for c in routes[name]]}
+            layers.append(pdk.Layer("PathLayer", [path], get_path="path", get_color=colour,
+                                    get_width=grid.cell_m * share, width_min_pixels=least_px, pickable=True))
     return pdk.Deck(layers=layers, initial_view_state=view_state(grid.region), height=height,
                     tooltip={"text": "{name}"}, **_provider(basemap))

@@ -307,10 +307,19 @@ def legend_html(vmax: float, label: str = "share of users per cell", diverging: 
     """A small colour bar (HTML) for the maps' shared scale."""
     ramp = DIVERGING if diverging else RAMP
     stops = ", ".join(f"rgb({r:.0f},{g:.0f},{b:.0f})" for r, g, b in ramp)
-    lo = f"-{100 * vmax:.2g}%" if diverging else "0%"
+    top = _percent(100 * vmax)
+    lo = f"-{top}" if diverging else "0%"
     return (f"<div style='font-size:0.8rem;display:flex;align-items:center;gap:0.5rem'>"
             f"<span>{lo}</span><div style='flex:0 0 180px;height:10px;background:linear-gradient(to right, {stops});"
-            f"border:1px solid #999'></div><span>{100 * vmax:.2g}%</span><span>({label})</span></div>")
+            f"border:1px solid #999'></div><span>{top}</span><span>({label})</span></div>")
+
+
+def _percent(value: float) -> str:
+    """Two significant digits, never in exponent form: 100%, 12%, 0.41%, 0.0035%."""
+    if value >= 10:
+        return f"{value:,.0f}%"
+    digits = max(0, 1 - int(np.floor(np.log10(value)))) if value > 0 else 0
+    return f"{value:.{digits}f}%"
 
 
 # ---- plotly figures -------------------------------------------------------------------

@@ -44,13 +44,29 @@ def suggest_grid(n_users: int, side: int) -> None:
     st.button(f"Use d = {best}", on_click=lambda: session.cfg().update(grid_side=best), key="fix:grid")
 
 
+#: The region rules as the Data page names them.
+RULE_LABELS = {"private-tiles": "Private map tiles (costs ε0 per row, added to ε)",
+               "public-tiles": "Public tiles (not private: an outlier row moves it)"}
+
+
+def bbox_text(box: tuple[float, float, float, float]) -> str:
+    """'W, S, E, N' as the bounds field reads it."""
+    return ", ".join(f"{v:g}" for v in box)
+
+
 def upload_verdict(loaded: datasets.Dataset) -> tuple[str, str]:
     """('success' | 'warning', message) for a loaded file: a large loss of rows, or any changed row, is a warning
     that says what to do."""
     report = loaded.report
-    lost = report.rows_read - report.rows_kept if report else 0
+    lost = (report.rows_read - report.rows_kept - report.dropped.get("outside the bbox", 0)) if report else 0
     share = lost / report.rows_read if report and report.rows_read else 0.0
-    kept = f"Loaded **{loaded.label}**: {loaded.n:,} points"
+    kept = f"Loaded **{loaded.label}**: {loaded.n:,} {'point' if loaded.n == 1 else 'points'}"
+    region = loaded.default_region
+    if region.bounds is not None:
+        kept += (f" inside {region.typed_bounds} ({report.dropped.get('outside the bbox', 0):,} rows outside "
+                 "the box left out)" + (f"; the box is {region.data_use}" if region.data_use else ""))
+    else:
+        kept += f"; region: {region.name}, {region.data_use}"
     changed = {r: n for r, n in (getattr(report, "changed", None) or {}).items() if n}
     if changed:
         kept += " (" + ", ".join(f"{n:,} rows changed: {r}" for r, n in changed.items()) + ")"
@@ -90,23 +106,62 @@ wrap = session.bind(cfg, "wrap_lon", st.checkbox, "Wrap longitudes past 180° in
                          "188°. Wrapped, such rows are kept and counted as changed; unwrapped, they are dropped and "
                          "counted. Either way the report below says how many.")
 ss = st.session_state
-if file is not None:
-    attempt = (getattr(file, "file_id", file.name), lat_col.strip(), lon_col.strip(), bool(wrap))
-    if ss.get("upload_attempt") != attempt:
-        ss["upload_attempt"] = attempt
-        bar = st.progress(0.0, text=f"Reading {file.name} ...")
+st.markdown("**Region of the file.** The region defines the grid sent to every phone, so it must not be read "
+            "from people's exact points for free.")
+bounds_text = session.bind(cfg, "upload_bounds", st.text_input, "Bounds W, S, E, N in degrees (blank: use the "
+                           "rule below)", placeholder="e.g. -80.5, 38.5, -70.5, 43.5",
+                           help="Only the rows inside this box are studied, exactly the rows `ldpviz run --csv "
+                                "FILE --bbox W,S,E,N` keeps; the grid covers the square around the box. West > "
+                                "east crosses 180°. Typed bounds read no data.")
+r1, r2 = st.columns([3, 1])
+rule = session.bind(cfg, "upload_rule", r1.radio, "Without bounds, frame the file by", state.UPLOAD_RULES,
+                    valid=state.UPLOAD_RULES, horizontal=True, format_func=RULE_LABELS.get,
+                    disabled=bool(str(bounds_text).strip()),
+                    help="Private map tiles: every row reports its ~156 km map tile under ε0-LDP and the region "
+                         "frames the tiles many rows report; ε0 adds to the mechanism's ε and every guarantee "
+                         "states the total. Public tiles: the square around every occupied tile, unpaid, so one "
+                         "outlier row can move it (not private).")
+epsilon0 = session.bind(cfg, "upload_epsilon0", r2.number_input, "ε0 for the region (per row)", min_value=0.05,
+                        max_value=5.0, step=0.05, disabled=rule != state.UPLOAD_RULES[0] or bool(
+                            str(bounds_text).strip()))
+bounds_ok = True
+try:
+    bounds = state.parse_optional_bbox(bounds_text)
+except LdpvizInputError as exc:     # nothing is loaded until the bounds are fixed (never the rule instead)
+    st.error(f"**These bounds cannot be used:** {exc}. Nothing is loaded until they are fixed.",
+             icon=":material/error:")
+    bounds, bounds_ok = None, False
+read_key = ((getattr(file, "file_id", file.name), lat_col.strip(), lon_col.strip(), bool(wrap))
+            if file is not None else None)
+frame_key = (read_key or (ss.get("upload_attempt") or (None,))[0], bounds, rule,
+             float(epsilon0) if rule == state.UPLOAD_RULES[0] else None)
+points = None
+if bounds_ok and (file is not None or (uploads.held_points() is not None
+                                       and ss.get("upload_attempt") != frame_key)):
+    if ss.get("upload_attempt") != frame_key:
+        ss["upload_attempt"] = frame_key
+        suggested = ss.pop("upload_suggestion", None)
+        bar = st.progress(0.0, text=f"Reading {file.name if file is not None else 'the file'} ...")
         try:
-            loaded = datasets.load_file(file, filename=file.name, lat_column=lat_col.strip() or None,
-                                        lon_column=lon_col.strip() or None, max_bytes=MAX_UPLOAD_BYTES,
-                                        wrap_longitudes=bool(wrap),
-                                        progress=lambda f, m: bar.progress(min(max(f, 0.0), 1.0), text=m))
+            points = (uploads.read_points(read_key, file, filename=file.name, lat_column=lat_col.strip() or None,
+                                          lon_column=lon_col.strip() or None, max_bytes=MAX_UPLOAD_BYTES,
+                                          wrap_longitudes=bool(wrap),
+                                          progress=lambda f, m: bar.progress(min(max(f, 0.0), 1.0), text=m))
+                      if file is not None else uploads.held_points())
+            loaded = uploads.frame(points, bounds, rule, float(epsilon0), suggested[0] if suggested else None,
+                                   state.SUGGEST_SIDE_KM)
+        except datasets.NeedsBounds as exc:
+            bar.empty()
+            ss["upload_suggestion"] = uploads.suggestion(exc.points, state.SUGGEST_SIDE_KM) + (exc.points.lon.size,)
+            ss["upload_message"] = ("error", f"**No region frames {exc.points.filename} yet:** {exc}\n\nGive "
+                                              "bounds above (a suggestion is below). The previous data "
+                                              f"({controls.dataset_label(cfg['dataset'])}) stays selected.")
         except LdpvizInputError as exc:
             bar.empty()
             ss["upload_message"] = ("error", f"**The file could not be used:** {exc}\n\nThe previous data "
                                               f"({controls.dataset_label(cfg['dataset'])}) stays selected.")
         else:
             bar.empty()
-            loaded = uploads.keep(loaded)
             ss["upload_message"] = upload_verdict(loaded)
             session.set_and_rerun(dataset=loaded.name, region=next(iter(loaded.presets)))
 kind, message = ss.get("upload_message", (None, None))
@@ -114,6 +169,13 @@ if kind:
     {"error": st.error, "warning": st.warning, "success": st.success}[kind](
         message, icon={"error": ":material/error:", "warning": ":material/warning:",
                        "success": ":material/check_circle:"}[kind])
+if ss.get("upload_suggestion") and kind == "error":
+    box, inside, total = ss["upload_suggestion"]
+    text = bbox_text(box)
+    st.info(f"**Suggested bounds:** `{text}`: the densest box about {state.SUGGEST_SIDE_KM:,.0f} km across holds "
+            f"**{inside:,} of {total:,} rows**. It is read from your rows (where most of them are); accept it or "
+            "type your own above.", icon=":material/crop_free:")
+    st.button("Use the suggested bounds", key="fix:bounds", on_click=lambda: cfg.update(upload_bounds=text))
 
 data = session.data_controls(cfg, show_users=False)
 basemap = session.map_controls(cfg)

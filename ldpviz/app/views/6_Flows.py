@@ -13,13 +13,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ldpviz.app import session, state
+from ldpviz.app import controls, session, state, uploads
 from ldpviz.data import datasets, trajectories
 from ldpviz.decide import explain
 from ldpviz.render import flow_maps as flowviz
 from ldpviz.flows import navigation, od
 
-GRID_SIDES = (4, 8, 16)
 THETAS = (0, 10, 20, 40, 60, 120)
 #: Caps on location updates per trip, enforced on the phone; 0 means no cap.
 CAPS = (0, 1, 2, 3, 5, 10)
@@ -28,16 +27,35 @@ NAV_GRID, NAV_TRIPS, NAV_DELAY_S = 16, 60, 20.0
 
 @st.cache_data(max_entries=32, show_spinner="Collecting OD pairs and estimating flows ...")
 def compute_flows(dataset: str, region: str, mechanism: str, estimator: str, epsilon: float, grid_side: int,
-                  seed: int, theta: float, cap: int = 0) -> dict[str, Any]:
-    """One OD run and one navigation simulation (the only computation on this page)."""
-    pairs, reg, source = od.load_od_pairs(dataset, region, None, seed)
+                  seed: int, theta: float, cap: int = 0,
+                  _trips: trajectories.Trajectories | None = None) -> dict[str, Any]:
+    """One OD run and one navigation simulation (the only computation on this page). ``_trips``: an uploaded
+    trips file (its name, which carries a content fingerprint, keys the cache)."""
+    source_data: Any = _trips if _trips is not None else dataset
+    pairs, reg, source = od.load_od_pairs(source_data, region, None, seed)
     flows = od.run_od(pairs.origin_lon, pairs.origin_lat, pairs.dest_lon, pairs.dest_lat, reg, grid_side,
                       mechanism, epsilon, estimator=estimator, seed=seed, left_out=pairs.left_out,
                       person=pairs.person)
-    nav = navigation.navigation_for_dataset(dataset, mechanism, epsilon, theta, NAV_GRID, region=region,
+    nav = navigation.navigation_for_dataset(source_data, mechanism, epsilon, theta, NAV_GRID, region=region,
                                             n_trips=NAV_TRIPS, seed=seed, delay_s=NAV_DELAY_S,
                                             max_updates=cap or None)
     return {"flows": flows, "source": source, "nav": nav}
+
+
+def source_label(name: str) -> str:
+    """A readable name for a trips source: an upload, a bundled trajectory set, or points with synthetic trips."""
+    if uploads.trip_label(name):
+        return uploads.trip_label(name)
+    if name in trajectories.names():
+        return f"{trajectories.load(name).label} (real trips)"
+    return f"{datasets.label(name)} (points; trips drawn by a gravity model)"
+
+
+def presets_of(name: str) -> dict[str, Any]:
+    held = uploads.trip_uploads().get(name)
+    if held is not None:
+        return held.presets
+    return (trajectories.load(name) if name in trajectories.names() else datasets.load(name)).presets
 
 
 def flow_csv(grid: Any, true: Any, estimate: Any) -> str:
@@ -61,15 +79,24 @@ st.markdown("Each trip reports its **origin** and its **destination** separately
             "trips go from every cell to every other cell. Below, the navigation panel: drivers send their "
             "location only when they run late, and each update costs ε (L-SRR Sec. 4.2).")
 
+just_loaded = uploads.trip_uploader(st, "flows")
+uploads.show_trip_message(st)
+if just_loaded:
+    session.set_and_rerun(flows_dataset=just_loaded, flows_region=None)
+
 st.sidebar.header("Trips")
-names = trajectories.names() + datasets.names()
+names = trajectories.names() + list(uploads.trip_uploads()) + datasets.names()
 cfg.setdefault("flows_dataset", names[0])
 dataset = session.bind(cfg, "flows_dataset", st.sidebar.selectbox, "Dataset", names, valid=names,
-                       help="Trajectory data give real trips; for point data the trips are synthetic (a gravity "
-                            "model on the points).")
-presets = list((trajectories.load(dataset) if dataset in trajectories.names() else datasets.load(dataset)).presets)
+                       format_func=source_label,
+                       help="Trajectory data give real trips (your own file: upload it above); for point data "
+                            "the trips are synthetic (a gravity model on the points).")
+presets = list(presets_of(dataset))
 cfg.setdefault("flows_region", presets[0])
 region = session.bind(cfg, "flows_region", st.sidebar.selectbox, "Region", presets, valid=presets)
+region_use = presets_of(dataset)[region].data_use
+if region_use:
+    st.sidebar.caption(f"Region '{region}': {region_use}.")
 st.sidebar.header("Collection")
 eps_options = sorted(set(state.EPSILON_OPTIONS) | {float(cfg["epsilon"])})
 session.bind(cfg, "epsilon", st.sidebar.select_slider, "Privacy budget ε per trip", eps_options, valid=eps_options,
@@ -83,10 +110,10 @@ estimator = session.bind(cfg, "flows_estimator", st.sidebar.selectbox, "Estimato
                          valid=list(od.ESTIMATORS),
                          help="lasso: the paper's sparse regression; em: maximum likelihood; unbiased: the "
                               "mechanisms' own unbiased estimate (a baseline).")
-cfg.setdefault("flows_grid", 8)
-grid_side = int(session.bind(cfg, "flows_grid", st.sidebar.select_slider, "Grid side d", GRID_SIDES,
-                             valid=GRID_SIDES, help="d × d cells, so (d × d)² OD pairs. At d = 16 (65,536 pairs) "
-                                  "the Lasso estimator takes seconds (docs/od-benchmark.md: at most ~10 s for 1,000,000 trips on a loaded machine)."))
+grid_side = controls.page_grid(cfg, "flows_grid", state.FLOWS_GRIDS, state.FLOWS_GRID_FALLBACK, "OD grid side d",
+                              help="d × d cells, so (d × d)² OD pairs: at most 16 here. At d = 16 (65,536 pairs) "
+                                   "the Lasso estimator takes seconds (at most ~10 s for 1,000,000 trips on a "
+                                   "loaded machine).")
 st.sidebar.header("Navigation")
 cfg.setdefault("flows_theta", 40)
 theta = session.bind(cfg, "flows_theta", st.sidebar.select_slider, "Delay threshold θ (seconds)", THETAS,
@@ -101,7 +128,8 @@ session.sync_url(cfg)
 
 eps = float(cfg["epsilon"])
 with session.guard("the OD flows"):
-    out = compute_flows(dataset, region, mechanism, estimator, eps, grid_side, int(cfg["seed"]), float(theta), cap)
+    out = compute_flows(dataset, region, mechanism, estimator, eps, grid_side, int(cfg["seed"]), float(theta), cap,
+                        _trips=uploads.trip_uploads().get(dataset))
     res, nav = out["flows"], out["nav"]
     s = res.summary()
     c1, c2, c3, c4 = st.columns(4)
@@ -112,6 +140,8 @@ with session.guard("the OD flows"):
     c4.metric(f"Top-{s['top_k']} precision", f"{s['top_k_precision']:.0%}",
               help=explain.readout_help("top_k_precision", f"Here k = {s['top_k']}."))
     st.caption(f"Guarantee: {res.guarantee}")
+    if region_use:
+        st.caption(f"Not covered by ε: the region '{region}' was {region_use}.")
     st.caption(f"Trips: {out['source']}. " + "; ".join(f"left out {n:,} {why}" for why, n in s["left_out"].items()))
     left, right = st.columns(2)
     left.subheader("True flows")
@@ -133,13 +163,23 @@ with session.guard("the OD flows"):
               help=explain.readout_help("trip_total_epsilon", "The worst trip's total is the guarantee; the mean "
                                                               "is what an average trip spends."))
     c3.metric("Route difference", f"{n['rel_levenshtein']:.1%}", help=explain.readout_help("route_difference"))
-    c4.metric("Extra trip time", f"{n['trip_time_deviation_s']:.0f} s",
-              help=explain.readout_help("extra_trip_time", f"Here {n['trip_time_deviation_rel']:.1%} over the "
-                                                           "fastest route on true congestion."))
-    st.caption(f"Guarantee: {nav.guarantee} {nav.settings['region']} Simulation: {NAV_TRIPS} trips on a "
-               f"{NAV_GRID} × {NAV_GRID} road grid, "
+    extra_s = n["trip_time_deviation_s"]
+    c4.metric("Extra trip time", f"{extra_s:,.0f} s",
+              help=explain.readout_help("extra_trip_time", f"Here {100 * n['trip_time_deviation_rel']:.2g}% of "
+                                                           "the fastest route's time on true congestion."))
+    st.caption(f"Extra trip time {extra_s:,.0f} s is {100 * n['trip_time_deviation_rel']:.2g}% of an average trip "
+               f"(mean over trips of extra time / fastest time): each {nav.grid.cell_m / 1000:,.3g} km cell takes "
+               f"{nav.settings['cell_s'] / 60:,.3g} min at {nav.settings['speed_mps']:g} m/s and a congested one "
+               f"+{NAV_DELAY_S:g} s.")
+    st.caption(f"Guarantee: {nav.guarantee} {nav.settings['region']} Simulation: {NAV_TRIPS} trips on a {NAV_GRID} × {NAV_GRID} road grid, "
                f"θ = {theta} s, +{NAV_DELAY_S:g} s per congested cell (ldpviz.flows.navigation).")
     if nav.example:
         st.pydeck_chart(flowviz.route_deck(nav.grid, nav.congestion_true, nav.example, basemap=basemap))
-        st.caption("One trip: blue = fastest route on the true congestion, red = the route driven with private "
-                   "updates; shaded cells are truly congested.")
+        same = nav.example["driven"] == nav.example["best"]
+        congested = int(nav.congestion_true.sum())
+        st.caption("One trip (the first simulated): "
+                   + ("the route driven with private updates is the fastest route on true congestion, drawn in "
+                      "blue over the red one" if same else
+                      "blue = the fastest route on true congestion, red = the route driven with private updates")
+                   + (f"; the {congested} orange cells are truly congested (more than twice the average users)."
+                      if congested else "; no cell is congested on the true data."))

@@ -17,7 +17,8 @@ import pandas as pd
 import pydeck as pdk
 import streamlit as st
 
-from ldpviz.app import session, state
+from ldpviz.app import controls, session, state, uploads
+from ldpviz.app.ui import fmt_metres
 from ldpviz.data import datasets, trajectories, trajectory_generator as trajgen
 from ldpviz.decide import explain
 from ldpviz.render import export, maps as viz
@@ -39,32 +40,45 @@ TRAJECTORY_UNITS = {
 
 
 def presets_of(source: str) -> dict[str, Any]:
+    held = uploads.trip_uploads().get(source)
+    if held is not None:
+        return held.presets
     if source in trajectories.names():
         return trajectories.load(source).presets
     return datasets.load("minneapolis-stops").presets
 
 
-def most_trips(source: str) -> int:
-    """The most trips one person makes in the source (the synthetic walks: one each)."""
-    if source in trajectories.names():
-        found = od.trips_per_person(trajectories.load(source).trip_person)
+def most_trips(source: str, trips: trajectories.Trajectories | None = None) -> int:
+    """The most trips one person makes in the source (``trips``: an uploaded file; the synthetic walks: one each)."""
+    if trips is not None or source in trajectories.names():
+        found = od.trips_per_person((trips if trips is not None else trajectories.load(source)).trip_person)
         return found[0] if found else 1
     return 1
 
 
-def per_person_line(source: str, epsilon: float, longest: int) -> str:
+def per_person_line(source: str, epsilon: float, longest: int,
+                    trips: trajectories.Trajectories | None = None) -> str:
     """The per-person total of the trajectory mechanisms: this page joins a person's trips into one sequence."""
-    k = most_trips(source)
+    k = most_trips(source, trips)
     return (f"Per person: this page joins each person's trips into one trajectory (the most trips by one person "
             f"here is {k}), so 'one trajectory' is one person: dam-sample and ldptrace are at ε = {epsilon:g} per "
             f"person, dam-points at L·ε (the longest person, {longest:,} points: {longest * epsilon:g}). Run per "
             f"trip instead, a person with k trips would be at k·ε.")
 
 
-def people_frame(source: str, seed: int) -> tuple[pd.DataFrame, str]:
-    """A ``person, seq, lon, lat`` table of the chosen source and a sentence on where it comes from."""
-    if source in trajectories.names():
-        t = trajectories.load(source)
+def source_label(source: str) -> str:
+    if uploads.trip_label(source):
+        return uploads.trip_label(source)
+    if source == "minneapolis-walks":
+        return "Minneapolis random walks (DAM App. D)"
+    return trajectories.load(source).label
+
+
+def people_frame(source: str, seed: int, trips: trajectories.Trajectories | None = None) -> tuple[pd.DataFrame, str]:
+    """A ``person, seq, lon, lat`` table of the chosen source (``trips``: an uploaded file) and a sentence on where
+    it comes from."""
+    if trips is not None or source in trajectories.names():
+        t = trips if trips is not None else trajectories.load(source)
         frame = pd.DataFrame({"person": t.person, "lon": t.lon, "lat": t.lat})
         frame["seq"] = frame.groupby("person", sort=False).cumcount()
         return frame, t.label
@@ -75,10 +89,11 @@ def people_frame(source: str, seed: int) -> tuple[pd.DataFrame, str]:
 
 @st.cache_data(max_entries=32, show_spinner="Normalising each person's points and running the mechanisms ...")
 def compute_people(source: str, region_name: str, method: str, epsilon: float, side: int, shuffle: bool, k: int,
-                   seed: int) -> dict[str, Any]:
-    """The page's only computation: heatmap, k-median centres and the trajectory comparison."""
-    frame, label = people_frame(source, seed)
-    grid = Grid(presets_of(source)[region_name], side)
+                   seed: int, _trips: trajectories.Trajectories | None = None) -> dict[str, Any]:
+    """The page's only computation: heatmap, k-median centres and the trajectory comparison. ``_trips``: an
+    uploaded trips file (its fingerprinted name keys the cache)."""
+    frame, label = people_frame(source, seed, _trips)
+    grid = Grid((_trips.presets if _trips is not None else presets_of(source))[region_name], side)
     dists = uh.person_distributions(frame, grid)
     true = dists.aggregate() / dists.n_people
     rng = np.random.default_rng(seed)
@@ -93,10 +108,10 @@ def compute_people(source: str, region_name: str, method: str, epsilon: float, s
     for i, name in enumerate(tm.MECHANISMS):
         points_true, est, dropped = tm.run_on_trajectories(frame, grid, name, epsilon,
                                                            np.random.default_rng([seed, 2, i]))
-        comparison.append({"mechanism": name, "W2 to the points (m)": metrics.w2(points_true, est.density,
-                                                                                  cell_m=grid.cell_m),
-                           "W2 to the person-averaged points (m)": metrics.w2(person_points, est.density,
-                                                                             cell_m=grid.cell_m),
+        comparison.append({"mechanism": name,
+                           "W2 to the points (km)": metrics.w2(points_true, est.density, cell_m=grid.cell_m) / 1000,
+                           "W2 to the person-averaged points (km)": metrics.w2(person_points, est.density,
+                                                                              cell_m=grid.cell_m) / 1000,
                            "privacy unit": TRAJECTORY_UNITS[name],
                            f"ε of the person with the most points ({longest})":
                                longest * epsilon if tm.MECHANISMS[name].privacy_unit == tm.UNIT_LOCATION
@@ -122,13 +137,21 @@ st.markdown("Here every person contributes **many** locations (a storm's track, 
             "a whole person changes every count by at most 1 (dp-heatmaps paper, Sec. 2.2 and Thm 3.1). "
             "Every guarantee below names what it protects: one location, one trajectory or one person.")
 
+just_loaded = uploads.trip_uploader(st, "people")
+uploads.show_trip_message(st)
+if just_loaded:
+    session.set_and_rerun(people_source=just_loaded, people_region=None)
+
 st.sidebar.header("People")
-sources = list(state.PEOPLE_SOURCES)
+sources = list(state.PEOPLE_SOURCES) + list(uploads.trip_uploads())
 source = session.bind(cfg, "people_source", st.sidebar.selectbox, "Trajectories", sources, valid=sources,
-                      format_func=lambda s: "Minneapolis random walks (DAM App. D)" if s == "minneapolis-walks"
-                      else trajectories.load(s).label)
+                      format_func=source_label, help="Bundled tracks, DAM App. D's random walks, or your own "
+                                                      "trips file (upload it above).")
 region_names = list(presets_of(source))
 region_name = session.bind(cfg, "people_region", st.sidebar.selectbox, "Region", region_names, valid=region_names)
+region_use = presets_of(source)[region_name].data_use
+if region_use:
+    st.sidebar.caption(f"Region '{region_name}': {region_use}.")
 st.sidebar.header("Privacy")
 eps_options = sorted(set(state.EPSILON_OPTIONS) | {float(cfg["epsilon"])})
 epsilon = float(session.bind(cfg, "epsilon", st.sidebar.select_slider, "Privacy budget ε", eps_options,
@@ -143,16 +166,21 @@ shuffle = bool(session.bind(cfg, "people_shuffle", st.sidebar.toggle, "Shuffle m
                             disabled=method != "dp-heatmap",
                             help="No trusted aggregator: each person adds a share of the noise and sends "
                                  "split messages through a shuffler. dp-heatmap only."))
+if method != "dp-heatmap":
+    st.sidebar.caption(f"Shuffle model off: App. F gives the shuffle protocol for dp-heatmap's noisy level sums "
+                       f"only; {method} has no shuffled version here, so it runs with a trusted aggregator "
+                       "(central DP).")
 shuffle = shuffle and method == "dp-heatmap"
-side = int(session.bind(cfg, "people_grid", st.sidebar.select_slider, "Grid side d", state.PEOPLE_GRIDS,
-                        valid=state.PEOPLE_GRIDS, help="A power of two (dp-heatmap's pyramid needs one)."))
+side = controls.page_grid(cfg, "people_grid", state.PEOPLE_GRIDS, state.PEOPLE_GRID_FALLBACK,
+                          "Heatmap grid side d", help="A power of two (dp-heatmap's pyramid needs one).")
 k = int(session.bind(cfg, "people_k", st.sidebar.slider, "k-median centres k", 1, state.PEOPLE_MAX_K,
                      help="DP k-median (App. A): k centres found on the DP coreset."))
 basemap = session.map_controls(cfg)
 session.sync_url(cfg)
 
 with session.guard("the user-level heatmap"):
-    out = compute_people(source, region_name, method, epsilon, side, shuffle, k, int(cfg["seed"]))
+    out = compute_people(source, region_name, method, epsilon, side, shuffle, k, int(cfg["seed"]),
+                         _trips=uploads.trip_uploads().get(source))
     grid, res, centres = out["grid"], out["result"], out["centres"]
     st.caption(f"{out['label']}: {out['summary']} The longest has {out['longest']:,} points.")
 
@@ -160,10 +188,10 @@ with session.guard("the user-level heatmap"):
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("People", f"{res.info['people']:,}", help=explain.readout_help("people"))
     c2.metric("Privacy unit", "one person", help=uh.PRIVACY_UNIT)
-    c3.metric("W2 (m)", f"{out['readouts']['w2']:,.0f}",
+    c3.metric("W2", fmt_metres(out["readouts"]["w2"]),
               help=explain.readout_help("w2_m", "Here between the true per-person-normalised density and the "
                                                 "estimate."))
-    c4.metric("EMD (m)", f"{out['readouts']['emd']:,.0f}",
+    c4.metric("EMD", fmt_metres(out["readouts"]["emd"]),
               help=explain.readout_help("emd_l1_m", "The metric of the dp-heatmaps paper."))
     if shuffle:
         s1, s2 = st.columns(2)
@@ -172,6 +200,8 @@ with session.guard("the user-level heatmap"):
                                             f"Here {res.info['shares_per_coordinate']} shares per coordinate."))
         s2.metric("Bits per person", f"{res.info['bits_per_person']:,}", help=explain.readout_help("bits_per_person"))
     st.caption(f"Guarantee: {res.guarantee}.")
+    if region_use:
+        st.caption(f"Not covered by ε: the region '{region_name}' was {region_use}.")
     vmax = float(max(out["true"].max(), res.density.max()))
     left, right = st.columns(2)
     left.subheader("True (each person weight 1)")
@@ -180,6 +210,7 @@ with session.guard("the user-level heatmap"):
     deck = viz.density_deck(grid, res.density, vmax, height=MAP_HEIGHT, width=MAP_WIDTH, basemap=basemap)
     deck.layers.append(centre_layer(centres, grid))
     right.pydeck_chart(deck)
+    st.html(viz.legend_html(vmax, "share of the people's weight per cell (each person weighs 1 in total)"))
     right.caption(f"Orange: the {k} DP k-median centres (App. A). Guarantee: {centres.guarantee}; they use ε "
                   "again, so map and centres together are 2ε-DP per person"
                   + (" (the centres are measured centrally, not in the shuffle model)." if shuffle else "."))
@@ -191,14 +222,14 @@ with session.guard("the user-level heatmap"):
     st.markdown("Each mechanism estimates the distribution of **all points** of the trajectories; W2 against "
                 "the true point distribution. They protect different things: read the privacy unit of each row.")
     st.dataframe(out["comparison"], hide_index=True,
-                 column_config={c: st.column_config.NumberColumn(format="%.0f") for c in
-                                ("W2 to the points (m)", "W2 to the person-averaged points (m)")})
+                 column_config={c: st.column_config.NumberColumn(format="%.1f km") for c in
+                                ("W2 to the points (km)", "W2 to the person-averaged points (km)")})
     st.caption("'The points': every point counts once (App. D's D_T), what dam-points and LDPTrace estimate. "
                "'Person-averaged': each person's points weigh 1 in total, what dam-sample estimates.")
     for row in out["comparison"].itertuples(index=False):
         st.caption(f"Guarantee of {row.mechanism}: ε = {epsilon:g}-LDP; privacy unit: "
                    f"{TRAJECTORY_UNITS[row.mechanism]}.")
-    st.caption(per_person_line(source, epsilon, out["longest"]))
+    st.caption(per_person_line(source, epsilon, out["longest"], uploads.trip_uploads().get(source)))
     dropped = out["dropped"]
     st.caption(f"Points outside the region: {dropped['points_outside']:,}; people without a point inside: "
                f"{dropped['people_without_points']:,} (left out of the comparison, not moved).")

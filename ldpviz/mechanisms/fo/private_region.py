@@ -3,10 +3,14 @@
 The paid alternative to :func:`ldpviz.geo.region_choice.public_tile_region` (which reads the exact
 rows and is not covered by epsilon): every row spends ``epsilon0`` once, and the guarantee adds it.
 It lives with the frequency oracles because it is one (OLH over tiles); the region logic it needs
-comes from :mod:`ldpviz.geo`.
+comes from :mod:`ldpviz.geo`. :func:`upload_region` is the rule an uploaded file without bounds is framed
+by (issue 20.6): these paid tiles by default, the public tiles only as an explicit "not private" choice.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
 
 import numpy as np
 from scipy.stats import binom
@@ -14,7 +18,7 @@ from scipy.stats import binom
 from ldpviz.errors import require
 from ldpviz.geo import quadkey
 from ldpviz.geo.domain import Region, wrap_lon
-from ldpviz.geo.region_choice import tile_extent
+from ldpviz.geo.region_choice import COARSE_LEVEL, public_tile_region, tile_extent
 from ldpviz.mechanisms import base
 from ldpviz.mechanisms.fo import oracles as fo
 
@@ -56,8 +60,47 @@ def private_tile_region(lon: np.ndarray, lat: np.ndarray, epsilon0: float, seed:
                            "epsilon0 or a coarser level")
     side_km = quadkey.tile_side_m(0.0, level) / 1000.0
     use = (f"chosen under {epsilon0:g}-LDP: each row reported its Bing level-{level} map tile (about {side_km:,.0f} "
-           f"km at the equator) with OLH, and the region frames the {kept.size} tiles whose estimated count "
-           f"exceeds {threshold:,.0f} rows")
+           f"km at the equator) with OLH, and the region frames the {kept.size} "
+           f"{'tile' if kept.size == 1 else 'tiles'} whose estimated count exceeds {threshold:,.0f} rows")
     west, south, east, north = tile_extent(kept % side, kept // side, level)
     region = Region.from_bbox(west, south, east, north, name=name)
-    return Region(region.center_lon, region.center_lat, region.side_m, name, use, epsilon0)
+    return Region(region.center_lon, region.center_lat, region.side_m, name, use, float(epsilon0))
+
+
+#: How an upload's region is chosen when no bounds are given (``ldpviz run --csv --region-rule``).
+PRIVATE_TILES = "private-tiles"
+PUBLIC_TILES = "public-tiles"
+REGION_RULES = (PRIVATE_TILES, PUBLIC_TILES)
+#: Default LDP budget each row spends on the private-tile region (added to the mechanism's epsilon).
+DEFAULT_REGION_EPSILON = 0.5
+#: Tile level of the private-tile region for uploads: the same tiles as the public fit (about 156 km).
+UPLOAD_TILE_LEVEL = COARSE_LEVEL
+#: Chance that a tile holding no row is kept anyway (Bonferroni over all tiles), for uploads.
+UPLOAD_ALPHA = 0.001
+
+
+def upload_region(lon: np.ndarray, lat: np.ndarray, rule: str = PRIVATE_TILES,
+                  epsilon0: float = DEFAULT_REGION_EPSILON, seed: int = 0) -> Region:
+    """The default region of an uploaded file without bounds (issue 20.6).
+
+    ``private-tiles`` (the default): :func:`private_tile_region` at level
+    :data:`UPLOAD_TILE_LEVEL`, paid with ``epsilon0`` per row, which adds to the
+    mechanism's epsilon (the result states both and their sum).
+    ``public-tiles``: :func:`public_tile_region`, unpaid and labelled not private.
+    """
+    require(rule in REGION_RULES, f"the region rule must be one of {', '.join(REGION_RULES)}, got {rule!r}")
+    if rule == PUBLIC_TILES:
+        region = public_tile_region(lon, lat, name="Public tiles (not private)")
+        return replace(region, data_use=region.data_use + " (not private: not covered by any epsilon)")
+    return private_tile_region(lon, lat, epsilon0, seed=seed, level=UPLOAD_TILE_LEVEL, alpha=UPLOAD_ALPHA,
+                               name=f"Private tiles (ε0 = {float(epsilon0):g})")
+
+
+def upload_frame(rule: str = PRIVATE_TILES, epsilon0: float = DEFAULT_REGION_EPSILON,
+                 seed: int = 0) -> Callable[[np.ndarray, np.ndarray], Region]:
+    """:func:`upload_region` with its rule fixed, as ``load_file(frame=...)`` takes it (checked here, before any
+    file is read)."""
+    require(rule in REGION_RULES, f"the region rule must be one of {', '.join(REGION_RULES)}, got {rule!r}")
+    if rule == PRIVATE_TILES:
+        base.validate_epsilon(epsilon0)
+    return lambda lon, lat: upload_region(lon, lat, rule, epsilon0, seed)

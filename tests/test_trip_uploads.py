@@ -1,0 +1,104 @@
+"""Uploaded trips on Flows and People (issue 21.5): the loader and checks of ``ldpviz od --file``, kept across
+pages; page grids follow the shared d where allowed; captions and units say what is drawn."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from streamlit.testing.v1 import AppTest
+
+from ldpviz.cli import commands as cli
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def trips_csv(tmp_path: Path) -> Path:
+    """300 people, 2 straight trips each of 5 points, across Minneapolis: person, trip, seq, lon, lat."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for person in range(300):
+        for trip in range(2):
+            a, b = rng.uniform([-93.33, 44.89], [-93.19, 45.05], (2, 2))
+            rows += [(f"p{person}", trip, seq, *(a + (b - a) * seq / 4)) for seq in range(5)]
+    path = tmp_path / "my_trips.csv"
+    pd.DataFrame(rows, columns=["person", "trip", "seq", "lon", "lat"]).to_csv(path, index=False)
+    return path
+
+
+def page(name: str, **query: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "ldpviz/app/views" / name), default_timeout=180)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+BOX = "-93.34,44.88,-93.18,45.06"
+
+
+def test_flows_upload_counts_the_trips_the_cli_counts(tmp_path, capsys):
+    """Trips uploaded on Flows with bounds typed beside the uploader: the same trips as `ldpviz od --file --bbox`,
+    the box is the region (no data read), and the upload is kept for People. Without bounds the region is the
+    Data page's rule: private tiles, paid with epsilon0 per row."""
+    path = trips_csv(tmp_path)
+    assert cli.main(["od", "--file", str(path), "--grid", "4", "--json", "--bbox", BOX]) == 0
+    expected = json.loads(capsys.readouterr().out)["n_users"]
+    first = page("6_Flows.py", d="4")
+    first.file_uploader[0].set_value(("my_trips.csv", path.read_bytes(), "text/csv")).run()
+    assert any("Region 'Private tiles (ε0 = 0.5)': chosen under 0.5-LDP" in m.value for m in first.success)
+    at = page("6_Flows.py", d="4")
+    at.text_input(key="w:trip_bounds:flows").set_value(BOX)
+    at.file_uploader[0].set_value(("my_trips.csv", path.read_bytes(), "text/csv")).run()
+    assert not at.exception, [e.message for e in at.exception]
+    name = at.session_state["cfg"]["flows_dataset"]
+    assert name.startswith("upload:") and name.endswith(":my_trips.csv")
+    assert any("Loaded **my_trips.csv**: 300 people, 600 trips" in s.value for s in at.success)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Trips"] == f"{expected:,}" == "600"
+    assert at.selectbox(key="w:flows_dataset").value == name
+    assert "Your trips: my_trips.csv" in at.selectbox(key="w:flows_dataset").options
+    assert any("typed bounds -93.34,44.88,-93.18,45.06" in c.value for c in at.caption), \
+        [c.value for c in at.caption]
+    # kept across pages: People lists it and studies its 300 people
+    people = AppTest.from_file(str(ROOT / "ldpviz/app/views/7_People.py"), default_timeout=180)
+    people.session_state["trip_uploads"] = at.session_state["trip_uploads"]
+    people.query_params["d"] = "8"
+    people.run()
+    assert "Your trips: my_trips.csv" in people.selectbox(key="w:people_source").options
+
+
+def test_people_upload_studies_each_person_and_states_units(tmp_path):
+    path = trips_csv(tmp_path)
+    at = page("7_People.py", d="8", pk="2")
+    at.file_uploader[0].set_value(("my_trips.csv", path.read_bytes(), "text/csv")).run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.session_state["cfg"]["people_source"].endswith(":my_trips.csv")
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["People"] == "300"
+    assert metrics["W2"].split()[1] in ("m", "km") and metrics["EMD"].split()[1] in ("m", "km")
+    assert any("share of the people's weight per cell" in h.proto.body for h in at.get("html"))
+
+
+def test_bad_trips_file_is_explained(tmp_path):
+    at = page("6_Flows.py", d="4")
+    at.file_uploader[0].set_value(("bad.csv", b"a,b\n1,2\n", "text/csv")).run()
+    assert not at.exception
+    assert any("trips file could not be used" in e.value for e in at.error)
+
+
+def test_page_grids_follow_the_shared_d_where_allowed():
+    """Flows' OD grid follows the shared d when it is 4, 8 or 16, else uses 8 and says why; People says why
+    Shuffle is off for laplace-top."""
+    at = page("6_Flows.py", d="4")
+    assert at.select_slider(key="w:flows_grid").value == 4
+    assert any("Follows the shared grid side d = 4" in c.value for c in at.sidebar.caption)
+    at = page("6_Flows.py", d="32", fd="4")
+    assert at.select_slider(key="w:flows_grid").value == 4
+    assert any("Set on this page; the shared grid side is d = 32" in c.value for c in at.sidebar.caption)
+    at = page("7_People.py", d="8", pmeth="laplace-top", pk="2")
+    assert at.toggle(key="w:people_shuffle").disabled
+    assert any("laplace-top has no shuffled version" in c.value for c in at.sidebar.caption)
