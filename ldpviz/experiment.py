@@ -219,33 +219,17 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None) -> Result:
     mech = mechanisms.create(scenario.mechanism, grid, scenario.epsilon, **scenario.param_dict)
     t2 = time.perf_counter()
     queries = metrics.random_queries(scenario.query_rho, seed=scenario.seed)
-    estimates, rows, readouts = [], [], []
-    perturb_s = estimate_s = metrics_s = 0.0
-    received: dict[str, str] = {}
-    for trial in range(scenario.trials):
-        rng = np.random.default_rng([scenario.seed, trial])
-        a = time.perf_counter()
-        if mech.has_client:
-            reports = mech.collect(users, rng)
-            b = time.perf_counter()
-            est = mech.estimate(reports)
-        else:
-            b = a
-            reports = None
-            est = mech.run(users, rng)
-        if trial == 0:
-            received = describe_reports(mech, reports, n)
-        c = time.perf_counter()
-        readout: dict[str, metrics.TransportReadout] = {}
-        row = metrics.evaluate(true_density, est, cell_m=grid.cell_m, n_users=n, true_points=users.unit,
-                               queries=queries, readouts=readout)
-        readouts.append(readout)
-        d = time.perf_counter()
-        perturb_s += b - a
-        estimate_s += c - b
-        metrics_s += d - c
-        rows.append({"trial": trial, **row})
-        estimates.append(est)
+    # All trials in one pass (issue 23): trial t draws from the generator (seed, t), exactly as a run with
+    # one trial per seed would, so a result's trial t is the same whatever the number of trials.
+    rngs = [np.random.default_rng([scenario.seed, trial]) for trial in range(scenario.trials)]
+    batch = mech.run_trials(users, rngs)
+    estimates = batch.estimates
+    received = describe_reports(mech, batch.first_reports if mech.has_client else None, n)
+    c = time.perf_counter()
+    rows, readouts = metrics.evaluate_trials(true_density, estimates, cell_m=grid.cell_m, n_users=n,
+                                             true_points=users.unit, queries=queries)
+    rows = [{"trial": trial, **row} for trial, row in enumerate(rows)]
+    perturb_s, estimate_s, metrics_s = batch.perturb_s, batch.estimate_s, time.perf_counter() - c
     paths = sorted({str(e.info["path"]) for e in estimates if "path" in e.info})
     if paths:
         notes.append(f"Reports reached the server on the {' and '.join(paths)} path (requested: "
