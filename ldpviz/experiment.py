@@ -107,6 +107,8 @@ class Result:
     #: per trial, how each transport metric was computed (metrics.TransportReadout: solver name,
     #: ``exact`` flag, and the interval holding the exact value), keyed as the metrics ("w2_m", "emd_l1_m")
     readouts: list[dict[str, Any]] = field(default_factory=list)
+    #: True when the mechanism's estimator ran on all trials' statistics in one pass (Mechanism.run_trials)
+    batched: bool = False
 
     def approximate_readouts(self) -> dict[str, Any]:
         """The first trial's transport readouts that are approximate (empty when every value is exact)."""
@@ -139,11 +141,13 @@ class Result:
         return 2 * float(stats.t.ppf(0.5 + confidence / 2, k - 1)) * sd / math.sqrt(k)
 
     def metric_ci(self, metric: str, confidence: float = 0.95) -> tuple[float, float, float]:
-        """(mean, low, high) of a metric over the trials (t interval; low = high = mean for one trial)."""
+        """(mean, low, high) of a metric over the trials (t interval; low = high = mean for one trial). The
+        low end of a metric that cannot be negative (:data:`ldpviz.metrics.NONNEGATIVE_METRICS`) is clipped
+        at zero: the t interval is symmetric and can reach below zero for few trials (issue 22)."""
         require(metric in self.metrics.columns, f"unknown metric {metric!r}; available: "
                                                 f"{', '.join(c for c in self.metrics.columns if c != 'trial')}")
         values = self.metrics[metric].to_numpy(dtype=float)
-        return mean_ci(values, confidence)
+        return mean_ci(values, confidence, floor=0.0 if metric in metrics.NONNEGATIVE_METRICS else None)
 
     def summary(self) -> dict[str, Any]:
         """Flat dict for JSON/CSV: scenario, means of every metric, timings."""
@@ -162,8 +166,10 @@ class Result:
         return out
 
 
-def mean_ci(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float]:
-    """(mean, low, high): a t-based confidence interval for the mean of ``values`` (NaNs ignored)."""
+def mean_ci(values: np.ndarray, confidence: float = 0.95,
+            floor: float | None = None) -> tuple[float, float, float]:
+    """(mean, low, high): a t-based confidence interval for the mean of ``values`` (NaNs ignored); with
+    ``floor`` (e.g. 0 for a distance) the low end is clipped there."""
     values = np.asarray(values, dtype=float)
     values = values[np.isfinite(values)]
     if len(values) == 0:
@@ -172,7 +178,8 @@ def mean_ci(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float,
     if len(values) < 2:
         return mean, mean, mean
     half = float(stats.t.ppf(0.5 + confidence / 2, len(values) - 1)) * float(values.std(ddof=1)) / math.sqrt(len(values))
-    return mean, mean - half, mean + half
+    low = mean - half if floor is None else max(mean - half, floor)
+    return mean, low, mean + half
 
 
 def resolve_region(dataset: datasets.Dataset, region: str | Region | None) -> Region:
@@ -246,7 +253,7 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None) -> Result:
                      f"this region ({grid.region.projection} projection centred on it).")
     return Result(scenario, grid.region, grid, true_density, estimates, pd.DataFrame(rows), timings, n,
                   users.n_outside, mech.stated_guarantee(), notes, received,
-                  coverage(mech, grid.region, n, users.n_outside), readouts)
+                  coverage(mech, grid.region, n, users.n_outside), readouts, batch.batched)
 
 
 def coverage(mech: mechanisms.Mechanism, region: Region, n_users: int, n_outside: int = 0) -> list[str]:
@@ -322,7 +329,8 @@ def summarise(df: pd.DataFrame, by: list[str], confidence: float = 0.95) -> pd.D
         t = np.array([stats.t.ppf(0.5 + confidence / 2, k - 1) if k > 1 else math.nan for k in counts])
         half = t * sd.to_numpy() / np.sqrt(counts.to_numpy())
         out[f"{col}_sd"] = sd
-        out[f"{col}_lo"] = out[col] - np.nan_to_num(half)
+        low = out[col] - np.nan_to_num(half)
+        out[f"{col}_lo"] = low.clip(lower=0.0) if col in metrics.NONNEGATIVE_METRICS or col == "seconds" else low
         out[f"{col}_hi"] = out[col] + np.nan_to_num(half)
     out["trials"] = counts
     return out.reset_index()

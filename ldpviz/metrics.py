@@ -933,6 +933,11 @@ METRIC_INFO: dict[str, dict[str, Any]] = {
 }
 
 
+#: Metrics that cannot be negative (distances, divergences, errors, the intersection): their confidence
+#: intervals are clipped at zero (issue 22). Pearson's r is the one that can.
+NONNEGATIVE_METRICS = frozenset(k for k in METRIC_INFO if k != "pearson")
+
+
 def evaluate(true_density: np.ndarray, estimate: Any, *, cell_m: float, n_users: int,
              true_points: np.ndarray | None = None, queries: np.ndarray | None = None,
              rho: float = 0.01, readouts: dict[str, TransportReadout] | None = None) -> dict[str, float]:
