@@ -124,7 +124,8 @@ def readouts(result: Result, previous: dict[str, float] | None, seconds: float, 
                 f"One value from {trials} trial(s): no interval (it needs {MIN_TRIALS_FOR_INTERVAL} or more trials). ")
         col.metric(SHORT_LABELS.get(key, metric_label(key)), ("≈ " if approx else "") + shown,
                    delta=delta, delta_color="inverse" if lower_is_better(key) else "normal",
-                   help=what + explain.readout_help(key, approx.note(metric_label(key), 'm') if approx else ""))
+                   help=explain.readout_help(key, approx.note(metric_label(key), 'm') if approx else "")
+                   + "\n\n" + what.strip())
     slots[len(keys)].metric("Run time", f"{result.timings['total']:.2f} s",
                             delta="from cache" if cached else None, delta_color="off", delta_arrow="off",
                             help=explain.readout_help(
