@@ -89,3 +89,17 @@ def test_zero_difference_map_says_identical():
     assert len(at.get("deck_gl_json_chart")) == 1          # the true density only: no difference drawn
     assert ui.identical(np.eye(3) / 3, np.eye(3) / 3 + 1e-17)
     assert not ui.identical(np.eye(3) / 3, np.eye(3)[::-1] / 3)
+
+
+def test_summarise_and_mean_ci_clip_non_negative_metrics_at_zero():
+    """Sweeps' intervals (Trade-offs bands, confidence tables) of a distance never go below zero; Pearson's r,
+    which can be negative, keeps its symmetric interval."""
+    import pandas as pd
+
+    from ldpviz import experiment
+    df = pd.DataFrame({"epsilon": [1.0] * 3, "kl": [0.0, 0.0, 0.3], "pearson": [-0.5, 0.0, 0.5]})
+    out = experiment.summarise(df, ["epsilon"])
+    assert out["kl_lo"].iloc[0] == 0.0 and out["kl_hi"].iloc[0] > 0.1
+    assert out["pearson_lo"].iloc[0] < -0.5
+    assert experiment.mean_ci(np.array([0.0, 0.0, 0.3]), floor=0.0)[1] == 0.0
+    assert experiment.mean_ci(np.array([0.0, 0.0, 0.3]))[1] < 0.0
