@@ -30,9 +30,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ldpviz import datasets, experiment, mechanisms, metrics  # noqa: E402
+from ldpviz.data import datasets
+from ldpviz import experiment, mechanisms, metrics  # noqa: E402
 from ldpviz.experiment import Scenario  # noqa: E402
-from ldpviz.reproduce import provenance_markdown  # noqa: E402
+from ldpviz.evidence.reproduce import provenance_markdown  # noqa: E402
 
 TRIALS = 5
 #: Settings that differ from the defaults, with the reason (stated in the report). None: every mechanism runs

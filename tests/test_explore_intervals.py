@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from dashboard import state, ui
+from ldpviz.app import state, ui
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = {"ds": "normal", "users": "3000", "d": "8"}

@@ -4,8 +4,9 @@ as the one-trial loop with the same seeds."""
 import numpy as np
 import pytest
 
-from ldpviz import datasets, experiment, mechanisms, metrics
-from ldpviz.estimation import em_stopping_rule, expectation_maximisation, expectation_maximisation_batch
+from ldpviz.data import datasets
+from ldpviz import experiment, mechanisms, metrics
+from ldpviz.mechanisms.estimation import em_stopping_rule, expectation_maximisation, expectation_maximisation_batch
 from ldpviz.experiment import Scenario
 
 SMALL = Scenario(dataset="minneapolis-stops", epsilon=1.0, grid_side=16, n_users=4000, seed=5, trials=3)
