@@ -140,8 +140,8 @@ def main() -> int:
         lines += ["", "Not measured:"] + [f"- {n}: {why}" for n, why in skipped]
     lines += [
         "",
-        "Where the time goes: exact transport (W2 and EMD-L1, certified multiscale network simplex, about 10 ms "
-        "each at d = 32) is solved per trial, and so is EM where a mechanism needs it (DAM family: FFTs over "
+        "Where the time goes: exact transport (W2 and EMD-L1, certified multiscale network simplex) is solved "
+        "per trial, and so is EM where a mechanism needs it (DAM family: FFTs over "
         "the (d + 2R)^2 output box dominate, and stacking trials did not make them cheaper). Mechanisms whose "
         "trial is a few milliseconds of drawing and a closed-form estimate are bounded by these per-trial "
         "metrics; truth-side work (most of AQE, sliced W2's sorts) is shared.",
