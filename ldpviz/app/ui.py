@@ -82,9 +82,17 @@ def interval(result: Result, key: str) -> tuple[float, float, float] | None:
     return (mean, low, high) if np.isfinite(low) and np.isfinite(high) else None
 
 
-def fmt_interval(key: str, ci: tuple[float, float, float]) -> str:
-    """'934 m ± 120 m', or 'from 0 to 30 m' style 'lo–hi' when the interval was clipped at zero."""
+def no_spread(ci: tuple[float, float, float]) -> bool:
+    """True when every trial gave the same value (a mechanism without noise): no interval to show."""
     mean, low, high = ci
+    return high - low <= 1e-9 * max(abs(mean), 1e-12)
+
+
+def fmt_interval(key: str, ci: tuple[float, float, float]) -> str:
+    """'934 m ± 120 m', 'lo – hi' when the interval was clipped at zero, the value alone when it has no spread."""
+    mean, low, high = ci
+    if no_spread(ci):
+        return fmt_metric(key, mean)
     half = high - mean
     if mean - low < half * (1 - 1e-9):   # clipped at zero: say where it runs
         return f"{fmt_metric(key, low)} – {fmt_metric(key, high)}"
@@ -268,7 +276,10 @@ def summary_sentence(result: Result, attacker: tuple[float | None, float | None,
              if mechanisms.get(s.mechanism).privacy_model == mechanisms.NO_PRIVACY
              else f"At {epsilon_text or f'ε = {s.epsilon:g}'}, {name}'s estimate")
     ci = interval(result, "w2_m")
-    if ci:
+    if ci and no_spread(ci):
+        text = (f"{where} is on average **{fmt_metres(ci[0])}** from the truth (W2 distance over "
+                f"{result.n_users:,} users; the same in each of the {len(result.metrics)} trials: no spread)")
+    elif ci:
         text = (f"{where} is on average **{fmt_range('w2_m', ci)}** from the truth (W2 distance over "
                 f"{result.n_users:,} users; the 95% interval of the mean over {len(result.metrics)} trials)")
     else:

@@ -115,9 +115,10 @@ with session.guard("this scenario"):
     with right:
         if diff and ui.identical(true_density, est_density):
             st.subheader("Difference: estimate − truth")
-            st.info(f"**Identical.** The estimate equals the truth in every cell (largest difference "
-                    f"{float(np.abs(difference).max()):.1g} of the users, round-off), so there is no difference to "
-                    "draw.", icon=":material/check_circle:")
+            largest = float(np.abs(difference).max())
+            st.info("**Identical.** The estimate equals the truth in every cell"
+                    + (f" (the largest difference, {largest:.1g} of the users, is round-off)" if largest else "")
+                    + ", so there is no difference to draw.", icon=":material/check_circle:")
         elif diff:
             st.subheader("Difference: estimate − truth")
             st.pydeck_chart(viz.difference_deck(result.grid, true_density, est_density, **size),
