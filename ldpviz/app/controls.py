@@ -396,7 +396,9 @@ def run_controls(cfg: dict[str, Any]) -> None:
     bind(cfg, "seed", st.sidebar.number_input, "Seed", min_value=0, max_value=2**32 - 1, step=1,
          help="The same seed gives the same noise, so runs are reproducible.")
     bind(cfg, "trials", st.sidebar.slider, "Trials", 1, state.MAX_TRIALS_UI,
-         help="Repeat the random perturbation; with more than one trial the readouts show mean ± spread.")
+         help=f"Repeat the random perturbation (each trial draws fresh noise for every user). Readouts show the "
+              f"mean and its 95% interval from {state.DEFAULT_TRIALS} trials on ({state.DEFAULT_TRIALS} is the "
+              "default and the floor for an interval); more trials narrow it and cost proportionally more time.")
 
 
 def scenario(cfg: dict[str, Any], data: Data, mechanism: str | None = None,

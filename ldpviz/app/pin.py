@@ -101,7 +101,7 @@ PRIVACY_ROW = "Privacy loss between neighbouring cells (ln of the largest ratio;
 
 
 def readout_table(pinned: Result, current: Result, attackers: tuple[float | None, float | None] | None,
-                  fmt: Any, privacy: tuple[float, float] | None = None) -> pd.DataFrame:
+                  fmt: Any, privacy: tuple[float, float] | None = None, comparable: bool = True) -> pd.DataFrame:
     """Pinned, current and current − pinned for W2, AQE, KL and the population-prior attacker's error.
 
     ``attackers`` is (pinned, current) in metres, None entries where not available, or None while they are being
@@ -110,7 +110,8 @@ def readout_table(pinned: Result, current: Result, attackers: tuple[float | None
     private an accuracy row never reads plain "better" ("better, at less privacy"), nor plain "worse" where it is
     more private.
     The last column says which setting is better on each row (lower error; for the attacker, larger is more
-    private), so the difference reads without knowing each metric's direction.
+    private), so the difference reads without knowing each metric's direction. With ``comparable`` False (other
+    data or another region, issue 22) both columns stay empty: the two values are not a change.
     """
     rows = []
     trade = ""
@@ -143,6 +144,9 @@ def readout_table(pinned: Result, current: Result, attackers: tuple[float | None
         rows.append({"Readout": label, "Pinned": fmt("x_m", a) if a is not None else missing,
                      "Current": fmt("x_m", b) if b is not None else missing, "Current − pinned": "",
                      "Current is": ""})
+    if not comparable:
+        for row in rows:
+            row["Current − pinned"], row["Current is"] = "", ""
     return pd.DataFrame(rows)
 
 
@@ -191,8 +195,12 @@ def section(current_sc: Scenario, current: Result, sigma: float, basemap: bool,
         st.info("The current setting is the pinned one. Change ε, the grid, the mechanism or anything else in the "
                 "sidebar to compare it with the pin.", icon=":material/keep:")
     privacy = _privacy(pinned_sc, pinned, current_sc, current)
+    comparable = (pinned_sc.dataset == current_sc.dataset and repr(pinned.region) == repr(current.region))
     table_slot = st.empty()
-    table_slot.table(readout_table(pinned, current, None, ui.fmt_metric, privacy).set_index("Readout"))
+    table_slot.table(readout_table(pinned, current, None, ui.fmt_metric, privacy, comparable).set_index("Readout"))
+    if not comparable:
+        st.caption("The pinned and the current setting use different data or regions, so their readouts stand side "
+                   "by side without a difference: a change in W2 across places measures the places, not the setting.")
     for label, sc, res in (("Pinned", pinned_sc, pinned), ("Current", current_sc, current)):
         weak = _weak(sc, res)
         if weak:
@@ -217,7 +225,10 @@ def section(current_sc: Scenario, current: Result, sigma: float, basemap: bool,
                                                basemap=basemap), height=height, key=key)
     with cols[2]:
         st.markdown("**Difference: current − pinned**")
-        if same_grid:
+        if same_grid and ui.identical(p_map, c_map):
+            st.info("**Identical.** The two estimated maps are the same in every cell (no difference beyond "
+                    "round-off), so there is nothing to draw.", icon=":material/check_circle:")
+        elif same_grid:
             st.pydeck_chart(viz.difference_deck(current.grid, p_map, c_map, height=height, width=width,
                                                 basemap=basemap, what="current − pinned"),
                             height=height, key="map:pindiff")
@@ -229,7 +240,7 @@ def section(current_sc: Scenario, current: Result, sigma: float, basemap: bool,
                     icon=":material/grid_off:")
     st.html(viz.legend_html(vmax, "both estimates, share of users per cell")
             + (viz.legend_html(float(np.abs(c_map - p_map).max()) or 1.0, "current − pinned, share of users per cell",
-                               diverging=True) if same_grid else ""))
+                               diverging=True) if same_grid and not ui.identical(p_map, c_map) else ""))
 
     def fill(current_attacker_m: float | None) -> None:
         data, _ = compute.get_dataset(pinned_sc.dataset)
@@ -237,7 +248,7 @@ def section(current_sc: Scenario, current: Result, sigma: float, basemap: bool,
         pinned_attacker_m, _ = ui.attacker_error_m(pinned_sc.mechanism, pinned.grid, pinned_sc.epsilon,
                                                    pinned_sc.params, population)
         table_slot.table(readout_table(pinned, current, (pinned_attacker_m, current_attacker_m),
-                                       ui.fmt_metric, privacy).set_index("Readout"))
+                                       ui.fmt_metric, privacy, comparable).set_index("Readout"))
     return fill
 
 

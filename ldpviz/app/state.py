@@ -30,6 +30,9 @@ EPSILON_OPTIONS: tuple[float, ...] = tuple(
 EPSILON_RANGE = (0.1, 10.0)
 GRID_OPTIONS: tuple[int, ...] = (4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 MAX_TRIALS_UI = 50
+#: Trials a fresh session runs: the fewest that give every headline its 95% interval (Explore's readouts and
+#: summary; ldpviz.app.ui.MIN_TRIALS_FOR_INTERVAL). docs/dashboard-benchmark.md measures the page at this default.
+DEFAULT_TRIALS = 3
 DEFAULT_USERS = 50_000
 REGION_FIT = "fit to data"
 REGION_BBOX = "bounds typed in"
@@ -85,7 +88,7 @@ def defaults() -> dict[str, Any]:
     return {
         "dataset": datasets.names()[0], "region": None, "bbox": None,
         "mechanism": default_mechanism(), "epsilon": 1.0, "grid_side": 32, "params": {},
-        "n_users": DEFAULT_USERS, "seed": 0, "trials": 1,
+        "n_users": DEFAULT_USERS, "seed": 0, "trials": DEFAULT_TRIALS,
         "compare": [], "metric": "w2_m", "vary": "epsilon", "values": "", "sweep_mechanisms": [],
         "cell": None, "show_difference": False, "channel_side": 12,
         "audit_side": 8, "heatmap_filter": False, "sigma": 1.0, "blackbox": True, "blackbox_n": 2_000,

@@ -55,14 +55,70 @@ def short_name(mechanism: str) -> str:
 SHORT_LABELS = {"w2_m": "W2", "aqe": "AQE", "kl": "KL", "l1": "L1", "emd_l1_m": "EMD"}
 
 
-def readouts(result: Result, previous: dict[str, float] | None, seconds: float, cached: bool) -> None:
-    """st.metric per headline metric (two rows of three, so labels and values fit a narrow screen), with the
-    change since the previous setting and the spread over trials."""
+#: Fewest trials for which a readout carries its 95% interval; Explore's default (ldpviz.app.state).
+MIN_TRIALS_FOR_INTERVAL = 3
+#: A difference map whose largest cell is at most this share of users is round-off: "identical", not drawn.
+IDENTICAL_SHARE = 1e-12
+
+
+def data_key(scenario: Scenario, dataset_key: str, region: Region) -> str:
+    """What a readout's change is measured against: the data (name and content) and the region in use. Change
+    arrows appear only between settings with the same key (issue 22: Fiji -> US north-east is no 'change')."""
+    return f"{scenario.dataset}|{dataset_key}|{region!r}"
+
+
+def identical(a: np.ndarray, b: np.ndarray) -> bool:
+    """True when two maps of shares differ nowhere by more than round-off (:data:`IDENTICAL_SHARE`)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return a.shape == b.shape and float(np.max(np.abs(a - b), initial=0.0)) <= IDENTICAL_SHARE
+
+
+def interval(result: Result, key: str) -> tuple[float, float, float] | None:
+    """(mean, low, high) of a metric over the result's trials, a 95% t interval clipped at zero for metrics that
+    cannot be negative (``Result.metric_ci``); None with fewer than :data:`MIN_TRIALS_FOR_INTERVAL` trials."""
+    if key not in result.metrics.columns or len(result.metrics) < MIN_TRIALS_FOR_INTERVAL:
+        return None
+    mean, low, high = result.metric_ci(key)
+    return (mean, low, high) if np.isfinite(low) and np.isfinite(high) else None
+
+
+def no_spread(ci: tuple[float, float, float]) -> bool:
+    """True when every trial gave the same value (a mechanism without noise): no interval to show."""
+    mean, low, high = ci
+    return high - low <= 1e-9 * max(abs(mean), 1e-12)
+
+
+def fmt_interval(key: str, ci: tuple[float, float, float]) -> str:
+    """'934 m ± 120 m', 'lo – hi' when the interval was clipped at zero, the value alone when it has no spread."""
+    mean, low, high = ci
+    if no_spread(ci):
+        return fmt_metric(key, mean)
+    half = high - mean
+    if mean - low < half * (1 - 1e-9):   # clipped at zero: say where it runs
+        return f"{fmt_metric(key, low)} – {fmt_metric(key, high)}"
+    return f"{fmt_metric(key, mean)} ± {fmt_metric(key, half)}"
+
+
+def fmt_range(key: str, ci: tuple[float, float, float]) -> str:
+    """'0.93–1.29 km': the interval as a range, the unit once when both ends share it."""
+    low, high = fmt_metric(key, ci[1]), fmt_metric(key, ci[2])
+    for unit in (" km", " m"):
+        if low.endswith(unit) and high.endswith(unit):
+            return f"{low[:-len(unit)]}–{high}"
+    return f"{low}–{high}"
+
+
+def readouts(result: Result, previous: dict[str, float] | None, seconds: float, cached: bool,
+             other_data: bool = False) -> None:
+    """st.metric per headline metric (two rows of three, so labels and values fit a narrow screen): the mean over
+    trials with its 95% interval (three trials or more), and the change since the previous setting. ``previous``
+    must be None unless it was measured on the same data and region (:func:`data_key`); ``other_data`` says the
+    previous setting used other data or another region (the caption then says why no arrows are shown)."""
     means = result.mean()
-    spread = result.metrics.std(ddof=1, numeric_only=True) if len(result.metrics) > 1 else None
     keys = [k for k in READOUTS if k in means]
     approximate = result.approximate_readouts() if hasattr(result, "approximate_readouts") else {}
     slots = [c for _ in range(2) for c in st.columns(3)]
+    trials = len(result.metrics)
     for col, key in zip(slots, keys):
         value = means[key]
         delta = None
@@ -70,24 +126,35 @@ def readouts(result: Result, previous: dict[str, float] | None, seconds: float, 
             change = value - previous[key]
             delta = f"{'+' if change >= 0 else '-'}{fmt_metric(key, abs(change))}"
         approx = approximate.get(key)
-        col.metric(SHORT_LABELS.get(key, metric_label(key)), ("≈ " if approx else "") + fmt_metric(key, value),
+        ci = interval(result, key)
+        shown = fmt_interval(key, ci) if ci else fmt_metric(key, value)
+        what = (f"Mean over {trials} trials ± the half-width of its 95% confidence interval (t interval"
+                + (", clipped at zero: this metric cannot be negative" if key in metrics.NONNEGATIVE_METRICS else "")
+                + f"): {fmt_metric(key, ci[1])} to {fmt_metric(key, ci[2])}. " if ci else
+                f"One value from {trials} trial(s): no interval (it needs {MIN_TRIALS_FOR_INTERVAL} or more trials). ")
+        col.metric(SHORT_LABELS.get(key, metric_label(key)), ("≈ " if approx else "") + shown,
                    delta=delta, delta_color="inverse" if lower_is_better(key) else "normal",
-                   help=explain.readout_help(key, approx.note(metric_label(key), 'm') if approx else ""))
+                   help=explain.readout_help(key, approx.note(metric_label(key), 'm') if approx else "")
+                   + "\n\n" + what.strip())
     slots[len(keys)].metric("Run time", f"{result.timings['total']:.2f} s",
                             delta="from cache" if cached else None, delta_color="off", delta_arrow="off",
                             help=explain.readout_help(
-                                "run_time", f"This run: perturb {result.timings['perturb']:.2f} s, estimate "
-                                            f"{result.timings['estimate']:.2f} s, metrics "
+                                "run_time", f"This run ({trials} trial(s)): perturb {result.timings['perturb']:.2f} s, "
+                                            f"estimate {result.timings['estimate']:.2f} s, metrics "
                                             f"{result.timings['metrics']:.2f} s per trial; page waited {seconds:.2f} s."))
     notes = []
     if "w2_m" in means:
         notes.append(f"W2 is {100 * means['w2_m'] / result.region.side_m:.2g}% of the region's side")
     if "aqe" in means:
         notes.append(f"AQE over random range queries covering {100 * result.scenario.query_rho:g}% of the area")
-    if spread is not None:
-        notes.append(f"means over {len(result.metrics)} trials; spread (standard deviation): "
-                     + ", ".join(f"{SHORT_LABELS.get(k, k)} ± {fmt_metric(k, float(spread[k]))}"
-                                 for k in keys if k in spread))
+    if trials >= MIN_TRIALS_FOR_INTERVAL:
+        notes.append(f"each readout is the mean of {trials} trials ± its 95% confidence interval (t interval, clipped "
+                     f"at zero); {MIN_TRIALS_FOR_INTERVAL} trials is the floor for an interval and the default")
+    else:
+        notes.append(f"{trials} trial(s): no interval is shown; {MIN_TRIALS_FOR_INTERVAL} trials is the floor for "
+                     "one (raise Trials in the sidebar)")
+    if other_data:
+        notes.append("no change arrows: the previous setting used other data or another region")
     text = " · ".join(notes)
     st.caption(text[:1].upper() + text[1:] + ".")
 
@@ -209,8 +276,17 @@ def summary_sentence(result: Result, attacker: tuple[float | None, float | None,
     where = (f"With no privacy ({name}, the reference), the estimate"
              if mechanisms.get(s.mechanism).privacy_model == mechanisms.NO_PRIVACY
              else f"At {epsilon_text or f'ε = {s.epsilon:g}'}, {name}'s estimate")
-    text = (f"{where} is on average **{fmt_metres(means.get('w2_m', np.nan))}** "
-            f"from the truth (W2 distance over {result.n_users:,} users)")
+    ci = interval(result, "w2_m")
+    if ci and no_spread(ci):
+        text = (f"{where} is on average **{fmt_metres(ci[0])}** from the truth (W2 distance over "
+                f"{result.n_users:,} users; the same in each of the {len(result.metrics)} trials: no spread)")
+    elif ci:
+        text = (f"{where} is on average **{fmt_range('w2_m', ci)}** from the truth (W2 distance over "
+                f"{result.n_users:,} users; the 95% interval of the mean over {len(result.metrics)} trials)")
+    else:
+        text = (f"{where} is on average **{fmt_metres(means.get('w2_m', np.nan))}** "
+                f"from the truth (W2 distance over {result.n_users:,} users, {len(result.metrics)} trial(s): "
+                f"no interval below {MIN_TRIALS_FOR_INTERVAL} trials)")
     if attacker is None:
         return text + "; computing how far off an attacker's guess of one person's location is ..."
     pop, uni, why = attacker

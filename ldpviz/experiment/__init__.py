@@ -108,6 +108,8 @@ class Result:
     #: per trial, how each transport metric was computed (metrics.TransportReadout: solver name,
     #: ``exact`` flag, and the interval holding the exact value), keyed as the metrics ("w2_m", "emd_l1_m")
     readouts: list[dict[str, Any]] = field(default_factory=list)
+    #: True when the mechanism's estimator ran on all trials' statistics in one pass (Mechanism.run_trials)
+    batched: bool = False
 
     def approximate_readouts(self) -> dict[str, Any]:
         """The first trial's transport readouts that are approximate (empty when every value is exact)."""
@@ -140,11 +142,13 @@ class Result:
         return 2 * float(stats.t.ppf(0.5 + confidence / 2, k - 1)) * sd / math.sqrt(k)
 
     def metric_ci(self, metric: str, confidence: float = 0.95) -> tuple[float, float, float]:
-        """(mean, low, high) of a metric over the trials (t interval; low = high = mean for one trial)."""
+        """(mean, low, high) of a metric over the trials (t interval; low = high = mean for one trial). The
+        low end of a metric that cannot be negative (:data:`ldpviz.metrics.NONNEGATIVE_METRICS`) is clipped
+        at zero: the t interval is symmetric and can reach below zero for few trials (issue 22)."""
         require(metric in self.metrics.columns, f"unknown metric {metric!r}; available: "
                                                 f"{', '.join(c for c in self.metrics.columns if c != 'trial')}")
         values = self.metrics[metric].to_numpy(dtype=float)
-        return mean_ci(values, confidence)
+        return mean_ci(values, confidence, floor=0.0 if metric in metrics.NONNEGATIVE_METRICS else None)
 
     def summary(self) -> dict[str, Any]:
         """Flat dict for JSON/CSV: scenario, means of every metric, timings."""
@@ -169,8 +173,10 @@ class Result:
         return out
 
 
-def mean_ci(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float]:
-    """(mean, low, high): a t-based confidence interval for the mean of ``values`` (NaNs ignored)."""
+def mean_ci(values: np.ndarray, confidence: float = 0.95,
+            floor: float | None = None) -> tuple[float, float, float]:
+    """(mean, low, high): a t-based confidence interval for the mean of ``values`` (NaNs ignored); with
+    ``floor`` (e.g. 0 for a distance) the low end is clipped there."""
     values = np.asarray(values, dtype=float)
     values = values[np.isfinite(values)]
     if len(values) == 0:
@@ -179,7 +185,8 @@ def mean_ci(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float,
     if len(values) < 2:
         return mean, mean, mean
     half = float(stats.t.ppf(0.5 + confidence / 2, len(values) - 1)) * float(values.std(ddof=1)) / math.sqrt(len(values))
-    return mean, mean - half, mean + half
+    low = mean - half if floor is None else max(mean - half, floor)
+    return mean, low, mean + half
 
 
 def resolve_region(dataset: datasets.Dataset, region: str | Region | None) -> Region:
@@ -226,33 +233,17 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None) -> Result:
     mech = mechanisms.create(scenario.mechanism, grid, scenario.epsilon, **scenario.param_dict)
     t2 = time.perf_counter()
     queries = metrics.random_queries(scenario.query_rho, seed=scenario.seed)
-    estimates, rows, readouts = [], [], []
-    perturb_s = estimate_s = metrics_s = 0.0
-    received: dict[str, str] = {}
-    for trial in range(scenario.trials):
-        rng = np.random.default_rng([scenario.seed, trial])
-        a = time.perf_counter()
-        if mech.has_client:
-            reports = mech.collect(users, rng)
-            b = time.perf_counter()
-            est = mech.estimate(reports)
-        else:
-            b = a
-            reports = None
-            est = mech.run(users, rng)
-        if trial == 0:
-            received = describe_reports(mech, reports, n)
-        c = time.perf_counter()
-        readout: dict[str, metrics.TransportReadout] = {}
-        row = metrics.evaluate(true_density, est, cell_m=grid.cell_m, n_users=n, true_points=users.unit,
-                               queries=queries, readouts=readout)
-        readouts.append(readout)
-        d = time.perf_counter()
-        perturb_s += b - a
-        estimate_s += c - b
-        metrics_s += d - c
-        rows.append({"trial": trial, **row})
-        estimates.append(est)
+    # All trials in one pass (issue 23): trial t draws from the generator (seed, t), exactly as a run with
+    # one trial per seed would, so a result's trial t is the same whatever the number of trials.
+    rngs = [np.random.default_rng([scenario.seed, trial]) for trial in range(scenario.trials)]
+    batch = mech.run_trials(users, rngs)
+    estimates = batch.estimates
+    received = describe_reports(mech, batch.first_reports if mech.has_client else None, n)
+    c = time.perf_counter()
+    rows, readouts = metrics.evaluate_trials(true_density, estimates, cell_m=grid.cell_m, n_users=n,
+                                             true_points=users.unit, queries=queries)
+    rows = [{"trial": trial, **row} for trial, row in enumerate(rows)]
+    perturb_s, estimate_s, metrics_s = batch.perturb_s, batch.estimate_s, time.perf_counter() - c
     paths = sorted({str(e.info["path"]) for e in estimates if "path" in e.info})
     if paths:
         notes.append(f"Reports reached the server on the {' and '.join(paths)} path (requested: "
@@ -269,7 +260,7 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None) -> Result:
                      f"this region ({grid.region.projection} projection centred on it).")
     return Result(scenario, grid.region, grid, true_density, estimates, pd.DataFrame(rows), timings, n,
                   users.n_outside, guarantee_with_region(mech, grid.region, scenario.epsilon), notes, received,
-                  coverage(mech, grid.region, n, users.n_outside), readouts)
+                  coverage(mech, grid.region, n, users.n_outside), readouts, batch.batched)
 
 
 def guarantee_with_region(mech: mechanisms.Mechanism, region: Region, epsilon: float) -> str:
@@ -399,7 +390,8 @@ def summarise(df: pd.DataFrame, by: list[str], confidence: float = 0.95) -> pd.D
         t = np.array([stats.t.ppf(0.5 + confidence / 2, k - 1) if k > 1 else math.nan for k in counts])
         half = t * sd.to_numpy() / np.sqrt(counts.to_numpy())
         out[f"{col}_sd"] = sd
-        out[f"{col}_lo"] = out[col] - np.nan_to_num(half)
+        low = out[col] - np.nan_to_num(half)
+        out[f"{col}_lo"] = low.clip(lower=0.0) if col in metrics.NONNEGATIVE_METRICS or col == "seconds" else low
         out[f"{col}_hi"] = out[col] + np.nan_to_num(half)
     out["trials"] = counts
     return out.reset_index()

@@ -25,8 +25,9 @@ privacy tests and the audit page check against e^epsilon.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
@@ -147,6 +148,17 @@ class Estimate:
             self.partition = Partition.uniform(density)
 
 
+@dataclass
+class TrialRun:
+    """Several trials of one mechanism on the same users (:meth:`Mechanism.run_trials`)."""
+
+    estimates: list[Estimate]
+    first_reports: Any          #: what the server received in trial 0 (None without a client half)
+    perturb_s: float            #: seconds drawing reports, all trials together
+    estimate_s: float           #: seconds estimating, all trials together
+    batched: bool = False       #: True when the estimator ran on all trials' statistics in one pass
+
+
 class Mechanism:
     """Base class: subclasses set the class attributes and implement the halves.
 
@@ -203,6 +215,29 @@ class Mechanism:
     def run(self, users: Binned, rng: np.random.Generator) -> Estimate:
         """The whole protocol on a population of users."""
         return self.estimate(self.collect(users, rng))
+
+    def run_trials(self, users: Binned, rngs: Sequence[np.random.Generator]) -> TrialRun:
+        """The whole protocol once per generator in ``rngs``: trial t draws from ``rngs[t]`` exactly what
+        :meth:`collect` (or :meth:`run`) draws with it, so trial t equals a one-trial run with that generator.
+
+        This default runs the trials one after another (a trial's reports are dropped once estimated, so
+        memory stays one trial's). Mechanisms whose server estimate can take all trials' statistics in one
+        pass override it (the DAM family and planar Laplace: EM on a ``(T, d, d)`` stack)."""
+        estimates, first, perturb_s, estimate_s = [], None, 0.0, 0.0
+        for trial, rng in enumerate(rngs):
+            a = time.perf_counter()
+            if self.has_client:
+                reports = self.collect(users, rng)
+                b = time.perf_counter()
+                estimates.append(self.estimate(reports))
+                if trial == 0:
+                    first = reports
+            else:
+                b = a
+                estimates.append(self.run(users, rng))
+            perturb_s += b - a
+            estimate_s += time.perf_counter() - b
+        return TrialRun(estimates, first, perturb_s, estimate_s)
 
     def channel(self) -> np.ndarray:
         """Dense transition matrix ``P[y, x]`` = P(report y | true cell x); columns sum to 1."""

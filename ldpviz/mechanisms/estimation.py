@@ -322,3 +322,170 @@ def _accelerated(counts: np.ndarray, forward, adjoint, f: np.ndarray, smoothing:
     f, info = _squarem_loop(counts, forward, adjoint, f, smoothing, 0.0, max_evaluations, steps=max(chosen, 1))
     info["converged"] = bool(trial["converged"] or trial["iterations"] + 3 <= max_evaluations)
     return f, info
+
+
+# ---------------------------------------------------------------------------
+# Batched EM: several trials' report counts at once (issue 23, "trials in one pass")
+# ---------------------------------------------------------------------------
+
+def _slice_sums(x: np.ndarray) -> np.ndarray:
+    """Per-trial totals, each summed exactly as the one-trial code sums one array (so decisions match)."""
+    return np.array([float(s.sum()) for s in x])
+
+
+def _step_batch(counts: np.ndarray, n: np.ndarray, observed: np.ndarray, forward, adjoint, f: np.ndarray,
+                smoothing: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_em_step` on a stack: (next f, log-likelihood per trial, forward(f))."""
+    pred = forward(f)
+    safe = np.where(observed, pred, 1.0)
+    loglik = np.array([_loglik(c, o, s) for c, o, s in zip(counts, observed, safe)])
+    ratio = np.where(observed, counts / np.maximum(safe, 1e-300), 0.0)
+    g = np.maximum(f * adjoint(ratio) / n.reshape((-1,) + (1,) * (f.ndim - 1)), 0.0)
+    if smoothing:
+        g = np.stack([binomial_smooth(x) for x in g])
+    return g / _slice_sums(g).reshape((-1,) + (1,) * (g.ndim - 1)), loglik, pred
+
+
+def _squarem_batch(counts: np.ndarray, forward, adjoint, f: np.ndarray, smoothing: bool, threshold: np.ndarray,
+                   max_evaluations: int, held_out: np.ndarray | None = None,
+                   steps: np.ndarray | None = None) -> tuple[np.ndarray, list[dict]]:
+    """:func:`_squarem_loop` for T problems at once (leading axis): the same steps, decisions and stops per
+    trial. Every active trial is at the same step (plain steps, then cycles), so one pass of forward/adjoint
+    maps serves them all; a trial that stops is frozen and drops out of the stack."""
+    T = counts.shape[0]
+    shape1 = (1,) * (f.ndim - 1)
+    n_all = _slice_sums(counts)
+    observed_all = counts > 0
+    watch_all = held_out > 0 if held_out is not None else None
+    f = f.copy()
+    old = np.full(T, -np.inf)
+    loglik = np.full(T, -np.inf)
+    converged = np.zeros(T, bool)
+    best = np.full(T, -np.inf)
+    best_step = np.zeros(T, np.int64)
+    best_evaluations = np.zeros(T, np.int64)
+    progress = np.zeros(T)
+    done_evaluations = np.zeros(T, np.int64)
+    done_steps = np.zeros(T, np.int64)
+    active = np.arange(T)
+    evaluations, step = 0, 0
+    while active.size:
+        c, obs, nn = counts[active], observed_all[active], n_all[active]
+        x1, ll, pred = _step_batch(c, nn, obs, forward, adjoint, f[active], smoothing)
+        loglik[active] = ll
+        evaluations += 1
+        stop = np.zeros(active.size, bool)
+        if watch_all is not None:
+            for k, t in enumerate(active):
+                held = _loglik(held_out[t], watch_all[t], pred[k])
+                if held > best[t]:
+                    best[t], best_step[t], best_evaluations[t] = held, step, evaluations - 1
+                elif evaluations - 1 > 1.5 * best_evaluations[t] + 50:
+                    stop[k] = True
+        conv = ~stop & (np.abs(ll - old[active]) < threshold[active])
+        converged[active[conv]] = True
+        stop |= conv
+        limit = evaluations + 3 > max_evaluations
+        if steps is not None:
+            stop |= ~stop & (step >= steps[active])
+        if limit:
+            stop[:] = True
+        if stop.any():
+            done = active[stop]
+            done_evaluations[done], done_steps[done] = evaluations, step
+            keep = ~stop
+            active, x1, ll = active[keep], x1[keep], ll[keep]
+            c, obs, nn = c[keep], obs[keep], nn[keep]
+            if not active.size:
+                break
+        old[active] = ll
+        step += 1
+        if step <= PLAIN_WARMUP:
+            f[active] = x1
+            progress[active] += 1.0
+            continue
+        f0 = f[active]
+        x2, loglik1, _ = _step_batch(c, nn, obs, forward, adjoint, x1, smoothing)
+        r, v = x1 - f0, x2 - 2.0 * x1 + f0
+        vv = np.array([float(np.sum(s * s)) for s in v])
+        rr = np.array([float(np.sum(s * s)) for s in r])
+        alpha = np.full(active.size, -1.0)
+        pos = vv > 0
+        alpha[pos] = np.minimum(-np.sqrt(rr[pos] / vv[pos]), -1.0)
+        alpha = np.maximum(alpha, -np.maximum(1.0, SQUAREM_STEP_SHARE * progress[active]))
+        a = alpha.reshape((-1,) + shape1)
+        jump = np.maximum(f0 - 2.0 * a * r + a * a * v, 0.0)
+        jump /= _slice_sums(jump).reshape((-1,) + shape1)
+        evaluations += 2
+        pj = forward(jump)
+        accepted = np.array([_loglik(c[k], obs[k], pj[k]) >= loglik1[k] for k in range(active.size)])
+        acc = accepted.reshape((-1,) + shape1)
+        f[active] = np.where(acc, jump, x2)
+        progress[active] += np.where(accepted, -2.0 * alpha, 2.0)
+    infos = [{"iterations": int(done_evaluations[t]), "steps": int(done_steps[t]), "converged": bool(converged[t]),
+              "loglik": float(loglik[t]), "best_iteration": int(best_step[t])} for t in range(T)]
+    return f, infos
+
+
+def expectation_maximisation_batch(counts: np.ndarray, forward, adjoint, input_shape: tuple[int, ...],
+                                   smoothing: bool = True, rule: str | None = None,
+                                   max_iterations: int = MAX_EM_ITERATIONS) -> tuple[np.ndarray, list[dict]]:
+    """:func:`expectation_maximisation` for a stack of T report-count arrays (leading axis), in one pass.
+
+    ``forward`` and ``adjoint`` must map stacks to stacks (leading axis kept), e.g. FFT convolutions over the
+    last two axes (:class:`ldpviz.mechanisms.dam.kernels.DiskChannel`,
+    :class:`ldpviz.mechanisms.dam.kernels.ClampedChannel`). Each trial
+    takes exactly the steps, the held-out split, the stopping decision and the step count it takes alone, so
+    trial t's estimate equals ``expectation_maximisation(counts[t], ...)`` up to floating-point round-off of
+    the batched transforms (tests/test_trials.py). Accelerated rules ("holdout", "converged") run batched;
+    the plain or "legacy" rules fall back to one call per trial. Returns (stack of estimates, infos).
+    """
+    rule = rule or _RULE["rule"]
+    counts = np.asarray(counts, dtype=float)
+    if rule not in EM_RULES:
+        raise ValueError(f"unknown EM stopping rule {rule!r}; use one of {', '.join(EM_RULES)}")
+    T = counts.shape[0]
+    if rule == "legacy" or not _RULE["accelerate"] or np.any(_slice_sums(counts) <= 0):
+        out = [expectation_maximisation(c, lambda f: forward(f[None])[0], lambda r: adjoint(r[None])[0],
+                                        input_shape, smoothing=smoothing, rule=rule, max_iterations=max_iterations)
+               for c in counts]
+        return np.stack([o[0] for o in out]), [o[1] for o in out]
+    work_cap = max(MIN_EM_ITERATIONS, int(EM_WORK_BUDGET // max(counts[0].size, 1)))
+    capped_by_work = work_cap < max_iterations
+    max_iterations = min(max_iterations, work_cap)
+    f = np.full((T, *input_shape), 1.0 / int(np.prod(input_shape)))
+    n = _slice_sums(counts)
+    if rule == "converged":
+        f, infos = _squarem_batch(counts, forward, adjoint, f, smoothing, EM_TOLERANCE * n, max_iterations)
+    else:
+        whole = np.rint(counts).astype(np.int64)
+        train = np.stack([np.random.default_rng(HOLDOUT_SEED).binomial(w, 1.0 - HOLDOUT_FRACTION) for w in whole]
+                         ).astype(float)
+        held_out = whole - train
+        split = (_slice_sums(train) > 0) & (_slice_sums(held_out) > 0)
+        infos: list[dict] = [{} for _ in range(T)]
+        fit = np.flatnonzero(split)
+        if fit.size:
+            _, trials = _squarem_batch(train[fit], forward, adjoint, f[fit].copy(), smoothing,
+                                       EM_TOLERANCE * _slice_sums(train[fit]), max_iterations, held_out[fit])
+            chosen = np.array([max(t["best_iteration"], 1) for t in trials])
+            f_fit, final = _squarem_batch(counts[fit], forward, adjoint, f[fit], smoothing, np.zeros(fit.size),
+                                          max_iterations, steps=chosen)
+            f[fit] = f_fit
+            for k, t in enumerate(fit):
+                final[k]["converged"] = bool(trials[k]["converged"] or trials[k]["iterations"] + 3 <= max_iterations)
+                infos[t] = final[k]
+        rest = np.flatnonzero(~split)                  # too few reports to split: converge
+        if rest.size:
+            f_rest, conv = _squarem_batch(counts[rest], forward, adjoint, f[rest], smoothing,
+                                          EM_TOLERANCE * n[rest], max_iterations)
+            f[rest] = f_rest
+            for k, t in enumerate(rest):
+                infos[t] = conv[k]
+    for info in infos:
+        info.pop("best_iteration", None)
+        info["stopping"] = rule
+        info["acceleration"] = "SQUAREM"
+        if capped_by_work:
+            info["iteration cap"] = f"{max_iterations} (work cap: {counts[0].size:,} output cells)"
+    return f, infos

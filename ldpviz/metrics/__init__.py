@@ -97,7 +97,7 @@ except ImportError:  # pragma: no cover - older or restructured POT
 __all__ = [
     "w2", "w2_readout", "sliced_w2", "emd_l1", "emd_l1_readout", "TransportReadout", "kl", "kl_sigma",
     "l1", "mse", "pearson", "similarity", "random_queries", "aqe", "true_answers", "estimate_answers",
-    "aqe_from_answers", "evaluate", "METRIC_INFO",
+    "aqe_from_answers", "evaluate", "evaluate_trials", "METRIC_INFO",
 ]
 
 #: ``method="auto"`` uses the dense exact solver while (support of true) x
@@ -574,20 +574,35 @@ def sliced_w2(true: Any, est: Any, *, cell_m: float = 1.0, n_projections: int = 
     cell = _check_cell_m(cell_m)
     require(isinstance(n_projections, (int, np.integer)) and n_projections >= 1,
             f"n_projections must be a whole number >= 1, got {n_projections!r}")
+    return _sliced_w2_many(p, [q], cell, n_projections, seed)[0]
+
+
+def _sliced_w2_many(p: np.ndarray, qs: list[np.ndarray], cell: float, n_projections: int = 200,
+                    seed: int = 0) -> list[float]:
+    """:func:`sliced_w2` of ``p`` against each of ``qs``, sharing one sort per direction.
+
+    All maps live on the grid's cell centres, so the points are the union of the supports; a point with
+    zero weight in a map moves no mass in the monotone walk, so each value equals the one computed on that
+    pair's own support (the same masses meet in the same order)."""
     d = p.shape[0]
-    a, b = p.ravel() / p.sum(), q.ravel() / q.sum()
-    keep = (a > 0) | (b > 0)                     # both live on the grid's cell centres: one support, one sort
+    a = p.ravel() / p.sum()
+    bs = [q.ravel() / q.sum() for q in qs]
+    keep = a > 0
+    for b in bs:
+        keep |= b > 0
     idx = np.flatnonzero(keep)
     r, c = np.divmod(idx, d)
-    wa, wb = a[idx], b[idx]
+    wa = a[idx]
+    wbs = [b[idx] for b in bs]
     theta = sliced_directions(n_projections, seed)
-    total = 0.0
+    totals = [0.0] * len(qs)
     for k in range(theta.shape[1]):
         t = (c + 0.5) * theta[0, k] + (r + 0.5) * theta[1, k]
         order = np.argsort(t, kind="stable")
-        total += float(_w2_sq_1d_common(t[order], wa[order], wb[order]))
-    value = math.sqrt(max(total / theta.shape[1], 0.0))
-    return float(value) * cell
+        x, wa_k = t[order], wa[order]
+        for i, wb in enumerate(wbs):
+            totals[i] += float(_w2_sq_1d_common(x, wa_k, wb[order]))
+    return [float(math.sqrt(max(total / theta.shape[1], 0.0))) * cell for total in totals]
 
 
 def _w2_sq_1d_common_py(x: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
@@ -672,6 +687,11 @@ def kl(true: Any, est: Any, *, sigma: float = 0.0, floor: float = 1e-10) -> floa
             f"sigma (KL smoothing, in cells) must be a number >= 0, got {sigma!r}")
     if sigma > 0:
         p, q = _gaussian_smooth(p, float(sigma)), _gaussian_smooth(q, float(sigma))
+    return _kl_smoothed(p, q, floor)
+
+
+def _kl_smoothed(p: np.ndarray, q: np.ndarray, floor: float = 1e-10) -> float:
+    """KL(p || q) of two (already smoothed) distributions, ``q`` floored at ``floor`` and renormalised."""
     q = np.maximum(q, floor)
     q = q / q.sum()
     mask = p > 0
@@ -913,6 +933,11 @@ METRIC_INFO: dict[str, dict[str, Any]] = {
 }
 
 
+#: Metrics that cannot be negative (distances, divergences, errors, the intersection): their confidence
+#: intervals are clipped at zero (issue 22). Pearson's r is the one that can.
+NONNEGATIVE_METRICS = frozenset(k for k in METRIC_INFO if k != "pearson")
+
+
 def evaluate(true_density: np.ndarray, estimate: Any, *, cell_m: float, n_users: int,
              true_points: np.ndarray | None = None, queries: np.ndarray | None = None,
              rho: float = 0.01, readouts: dict[str, TransportReadout] | None = None) -> dict[str, float]:
@@ -928,34 +953,65 @@ def evaluate(true_density: np.ndarray, estimate: Any, *, cell_m: float, n_users:
     which solver ran, and the interval holding the exact value when it is
     approximate (``readout.exact`` is False).
     """
-    density = getattr(estimate, "density", estimate)
-    partition = getattr(estimate, "partition", None)
-    p, q = _pair(true_density, density)
+    rows, found = evaluate_trials(true_density, [estimate], cell_m=cell_m, n_users=n_users,
+                                  true_points=true_points, queries=queries, rho=rho)
+    if readouts is not None:
+        readouts.update(found[0])
+    return rows[0]
+
+
+def evaluate_trials(true_density: np.ndarray, estimates: list, *, cell_m: float, n_users: int,
+                    true_points: np.ndarray | None = None, queries: np.ndarray | None = None,
+                    rho: float = 0.01) -> tuple[list[dict[str, float]], list[dict[str, TransportReadout]]]:
+    """:func:`evaluate` for several estimates of the same truth (the trials of a run), in one pass.
+
+    What depends on the truth alone is computed once: AQE's true answers (a sort of every user's point),
+    KL's smoothed truth, and sliced W2's projections and sorts (:func:`_sliced_w2_many`, one sort per
+    direction for all trials). Exact transport (W2, EMD-L1) is solved per trial. Every value equals
+    :func:`evaluate`'s for that estimate alone (tests/test_trials.py). Returns (one row of metrics per
+    estimate, one dict of transport readouts in metres per estimate).
+    """
+    require(len(estimates) >= 1, "evaluate_trials needs at least one estimate")
+    p = _as_distribution(true_density, "the true density")
     cell = _check_cell_m(cell_m)
-    if partition is None:
-        partition = Partition.uniform(q)
     qs = _check_queries(random_queries(rho) if queries is None else queries)
     if true_points is not None:
-        aqe_value = _aqe(true_points, partition, n_users, qs, 0.02, true_kind="points")
+        truth_answers = true_answers(true_points, qs, "points")
     else:
-        aqe_value = _aqe(p, partition, n_users, qs, 0.02, true_kind="density")
-    w2_read = _transport(p, q, "sqeuclidean", "auto")
-    emd_read = _transport(p, q, "cityblock", "auto").scaled(cell)
-    if readouts is not None:
-        readouts["w2_m"] = w2_read.scaled(cell)
-        readouts["emd_l1_m"] = emd_read
-    return {
-        "w2_m": w2_read.value * cell,
-        "w2_cells": w2_read.value,
-        "sliced_w2_m": sliced_w2(p, q, cell_m=cell),
-        "emd_l1_m": emd_read.value,
-        "aqe": aqe_value,
-        "kl": kl(p, q, sigma=kl_sigma(p.shape[0])),
-        "l1": l1(p, q),
-        "mse": mse(p, q),
-        "pearson": pearson(p, q),
-        "similarity": similarity(p, q),
-    }
+        truth_answers = true_answers(p, qs, "density")
+    sigma = kl_sigma(p.shape[0])
+    p_again = _as_distribution(p, "the true density")      # as sliced_w2() and kl() normalise their inputs
+    p_smooth = _gaussian_smooth(p_again, float(sigma))
+    densities = []
+    for estimate in estimates:
+        q = _as_distribution(getattr(estimate, "density", estimate), "the estimated density")
+        require(p.shape == q.shape, f"the true and estimated densities must be on the same grid, got shapes "
+                                    f"{p.shape} and {q.shape}")
+        densities.append(q)
+    sliced = _sliced_w2_many(p_again, [_as_distribution(q, "the estimated density") for q in densities], cell)
+    rows, found = [], []
+    for estimate, q, sliced_value in zip(estimates, densities, sliced):
+        partition = getattr(estimate, "partition", None)
+        if partition is None:
+            partition = Partition.uniform(q)
+        aqe_value = aqe_from_answers(truth_answers, estimate_answers(partition, qs), n_users, 0.02)
+        w2_read = _transport(p, q, "sqeuclidean", "auto")
+        emd_read = _transport(p, q, "cityblock", "auto").scaled(cell)
+        found.append({"w2_m": w2_read.scaled(cell), "emd_l1_m": emd_read})
+        rows.append({
+            "w2_m": w2_read.value * cell,
+            "w2_cells": w2_read.value,
+            "sliced_w2_m": sliced_value,
+            "emd_l1_m": emd_read.value,
+            "aqe": aqe_value,
+            "kl": _kl_smoothed(p_smooth, _gaussian_smooth(_as_distribution(q, "the estimated density"),
+                                                          float(sigma))),
+            "l1": l1(p, q),
+            "mse": mse(p, q),
+            "pearson": pearson(p, q),
+            "similarity": similarity(p, q),
+        })
+    return rows, found
 
 
 def local_privacy(mechanism: Any, grid: Any = None, eps: float | None = None, **params: Any) -> float:

@@ -52,12 +52,16 @@ with session.guard("this scenario"):
     waited = time.perf_counter() - started
     cached = waited < 0.5 * result.timings["total"]
 
+    # Change arrows compare with the previous setting only on the same data and region (issue 22).
     ss = st.session_state
+    here = ui.data_key(scenario, compute.get_dataset(scenario.dataset)[1], result.region)
     last = ss.get("explore_last")
     if last is None or last[0] != repr(scenario):
-        ss["explore_prev"] = last[1] if last else None
-        ss["explore_last"] = (repr(scenario), result.mean())
-    ui.readouts(result, ss.get("explore_prev"), waited, cached)
+        ss["explore_prev"] = (last[1], last[2]) if last else None
+        ss["explore_last"] = (repr(scenario), result.mean(), here)
+    prev = ss.get("explore_prev")
+    same_data = prev is not None and prev[1] == here
+    ui.readouts(result, prev[0] if same_data else None, waited, cached, other_data=prev is not None and not same_data)
     # The attacker clause comes last (local privacy can take a second): readouts and maps first.
     sentence = st.empty()
     sentence.markdown(ui.summary_sentence(result))
@@ -115,7 +119,13 @@ with session.guard("this scenario"):
                         key="map:true")
         st.html(viz.legend_html(vmax))
     with right:
-        if diff:
+        if diff and ui.identical(true_density, est_density):
+            st.subheader("Difference: estimate − truth")
+            largest = float(np.abs(difference).max())
+            st.info("**Identical.** The estimate equals the truth in every cell"
+                    + (f" (the largest difference, {largest:.1g} of the users, is round-off)" if largest else "")
+                    + ", so there is no difference to draw.", icon=":material/check_circle:")
+        elif diff:
             st.subheader("Difference: estimate − truth")
             st.pydeck_chart(viz.difference_deck(result.grid, true_density, est_density, **size),
                             height=MAP_HEIGHT_PX, key="map:diff")

@@ -26,15 +26,17 @@ Choices where the paper is open (documented for the dashboard):
 from __future__ import annotations
 
 import math
+import time
+from typing import Sequence
 
 import numpy as np
 
 from ldpviz.geo.domain import Binned
 from ldpviz.errors import require
-from ldpviz.mechanisms.estimation import expectation_maximisation
+from ldpviz.mechanisms.estimation import expectation_maximisation, expectation_maximisation_batch
 from ldpviz.mechanisms.dam.kernels import DiskChannel, dam_weights, huem_weights, optimal_radius
 from ldpviz.mechanisms import register
-from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param
+from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param, TrialRun
 from ldpviz.mechanisms.fo.oracles import PATHS, ReportHistogram
 from ldpviz.mechanisms.path_cost import AGGREGATE, AUTO, PER_USER, choose_disk_path
 
@@ -106,13 +108,50 @@ class SpatialAreaMechanism(Mechanism):
     def collect(self, users: Binned, rng: np.random.Generator) -> np.ndarray | ReportHistogram:
         """Reports, or their exact histogram when :func:`~ldpviz.mechanisms.path_cost.choose_disk_path`
         predicts that faster (or ``path`` forces it)."""
+        counts = None if self.path == PER_USER else self._true_counts(users)
+        return self._draw(users, counts, self._collect_path(users, counts), rng)
+
+    def _collect_path(self, users: Binned, counts: np.ndarray | None) -> str:
         if self.path == PER_USER:
-            return self.chan.sample(users.cells, rng)
-        counts = self._true_counts(users)
+            return PER_USER
         draws = float(self.chan.bump_draws(counts).sum())
         if self.path == AGGREGATE or choose_disk_path(len(users.cells), draws, self.chan.n_outputs) == AGGREGATE:
-            return self._histogram(counts, rng)
-        return self.chan.sample(users.cells, rng)
+            return AGGREGATE
+        return PER_USER
+
+    def _draw(self, users: Binned, counts: np.ndarray | None, path: str,
+              rng: np.random.Generator) -> np.ndarray | ReportHistogram:
+        return self._histogram(counts, rng) if path == AGGREGATE else self.chan.sample(users.cells, rng)
+
+    #: Run EM on all trials' histograms as one ``(T, D, D)`` stack? Measured on the 2-core development machine
+    #: (d = 32, eps = 1, 50,000 users, 5 trials): the stacked FFTs over the (d + 2R)^2 output box were slower
+    #: than one EM per trial (min 3.4 s against 1.45 s), as the transforms dominate and the stack leaves the
+    #: cache; so the trials share the path and the true counts, and EM runs per trial. Planar Laplace, on the
+    #: d x d grid, gains from the stack and uses it (geoi.py).
+    batch_em = False
+
+    def run_trials(self, users: Binned, rngs: Sequence[np.random.Generator]) -> TrialRun:
+        """All trials: the path and the true counts once, each trial's reports drawn with its own generator
+        (as :meth:`collect` draws them), then EM per trial, or on the ``(T, D, D)`` stack of histograms when
+        :attr:`batch_em` (:func:`~ldpviz.mechanisms.estimation.expectation_maximisation_batch`, equal to the per-trial
+        EM up to round-off of the batched FFTs). Trial t equals a one-trial run with ``rngs[t]``."""
+        a = time.perf_counter()
+        counts = None if self.path == PER_USER else self._true_counts(users)
+        path = self._collect_path(users, counts)
+        first, hists = None, []
+        for trial, rng in enumerate(rngs):
+            reports = self._draw(users, counts, path, rng)
+            first = reports if trial == 0 else first
+            hists.append(self.statistic(reports))
+        b = time.perf_counter()
+        if not self.batch_em:
+            return TrialRun([self.estimate(h) for h in hists], first, b - a, time.perf_counter() - b)
+        D, d = self.chan.out_side, self.grid.side
+        stack = np.stack([np.asarray(h.counts, dtype=float).reshape(D, D) for h in hists])
+        densities, infos = expectation_maximisation_batch(stack, self.chan.forward_batch, self.chan.adjoint_batch,
+                                                          (d, d), smoothing=self.postprocess == "ems")
+        estimates = [self._estimate(c, h, f, i) for c, h, f, i in zip(stack, hists, densities, infos)]
+        return TrialRun(estimates, first, b - a, time.perf_counter() - b, batched=True)
 
     def statistic(self, reports: np.ndarray | ReportHistogram) -> ReportHistogram:
         """The histogram of reports over the output box (additive over groups of users)."""
@@ -129,6 +168,10 @@ class SpatialAreaMechanism(Mechanism):
         d = self.grid.side
         density, info = expectation_maximisation(counts, self.chan.forward, self.chan.adjoint, (d, d),
                                                  smoothing=self.postprocess == "ems")
+        return self._estimate(counts, hist, density, info)
+
+    def _estimate(self, counts: np.ndarray, hist: ReportHistogram, density: np.ndarray, info: dict) -> Estimate:
+        d = self.grid.side
         R = self.chan.radius
         outside = float(counts.sum() - counts[R:R + d, R:R + d].sum())
         return Estimate(density, raw=counts, info={

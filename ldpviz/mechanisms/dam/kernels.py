@@ -146,15 +146,16 @@ class _Convolver:
         self.k_flip_fft = sfft.rfft2(self.kernel[::-1, ::-1], self.shape)
 
     def full(self, a: np.ndarray) -> np.ndarray:
-        """Full linear convolution a * kernel (size len(a) + len(kernel) - 1)."""
-        n = a.shape[0] + self.kernel.shape[0] - 1
-        return sfft.irfft2(sfft.rfft2(a, self.shape) * self.k_fft, self.shape)[:n, :n]
+        """Full linear convolution a * kernel (size len(a) + len(kernel) - 1) over the last two axes (a leading
+        axis is a stack of trials, transformed in one call)."""
+        n = a.shape[-1] + self.kernel.shape[0] - 1
+        return sfft.irfft2(sfft.rfft2(a, self.shape) * self.k_fft, self.shape)[..., :n, :n]
 
     def valid_corr(self, a: np.ndarray) -> np.ndarray:
-        """Valid correlation: out[i] = sum_k kernel[k] a[i + k] (size len(a) - len(kernel) + 1)."""
+        """Valid correlation: out[i] = sum_k kernel[k] a[i + k] (size len(a) - len(kernel) + 1), last two axes."""
         m = self.kernel.shape[0] - 1
-        n = a.shape[0] - m
-        return sfft.irfft2(sfft.rfft2(a, self.shape) * self.k_flip_fft, self.shape)[m:m + n, m:m + n]
+        n = a.shape[-1] - m
+        return sfft.irfft2(sfft.rfft2(a, self.shape) * self.k_flip_fft, self.shape)[..., m:m + n, m:m + n]
 
 
 def output_support(side: int, footprint: np.ndarray) -> np.ndarray:
@@ -234,6 +235,17 @@ class DiskChannel:
         """sum_y P(y | x) r(y) for every input x, ``(d, d)``."""
         r = r * self.mask
         return (r.sum() + self.conv.valid_corr(r)) / self.z
+
+    def forward_batch(self, f: np.ndarray) -> np.ndarray:
+        """:meth:`forward` of a ``(T, d, d)`` stack in one pass of FFTs (totals summed per trial as there)."""
+        totals = np.array([float(x.sum()) for x in f]).reshape(-1, 1, 1)
+        return (self.mask * totals + np.maximum(self.conv.full(f), 0.0) * self.mask) / self.z
+
+    def adjoint_batch(self, r: np.ndarray) -> np.ndarray:
+        """:meth:`adjoint` of a ``(T, D, D)`` stack in one pass of FFTs."""
+        r = r * self.mask
+        totals = np.array([float(x.sum()) for x in r]).reshape(-1, 1, 1)
+        return (totals + self.conv.valid_corr(r)) / self.z
 
     def sample(self, cells: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """One report per input cell: flat index into the ``(D, D)`` box.
@@ -348,8 +360,10 @@ class ClampedChannel:
         return self.side * self.side
 
     def _fold(self, a: np.ndarray) -> np.ndarray:
+        """Clamp the last two axes into the grid (a leading axis is a stack of trials)."""
         d, K = self.side, self._r
-        for axis in (0, 1):
+        lead = a.ndim - 2
+        for axis in (lead, lead + 1):
             a = np.moveaxis(a, axis, 0)
             low = a[:K + 1].sum(axis=0)
             high = a[K + d - 1:].sum(axis=0)
@@ -364,6 +378,14 @@ class ClampedChannel:
     def adjoint(self, r: np.ndarray) -> np.ndarray:
         padded = np.pad(r, self._r, mode="edge")
         return self.conv.valid_corr(padded)
+
+    #: Both maps act on the last two axes, so a ``(T, d, d)`` stack of trials goes through in one pass.
+    forward_batch = forward
+
+    def adjoint_batch(self, r: np.ndarray) -> np.ndarray:
+        """:meth:`adjoint` of a ``(T, d, d)`` stack."""
+        K = self._r
+        return self.conv.valid_corr(np.pad(r, ((0, 0), (K, K), (K, K)), mode="edge"))
 
     def sample(self, cells: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         cells = np.asarray(cells, dtype=np.int64)
