@@ -320,8 +320,9 @@ def city_section(rows: list[dict], budget: float) -> list[str]:
            "| case | true vs estimate |", "|---|---|", *[f"| {k} | {v} |" for k, v in CITY.items()], "",
            f"The certified solver (`ldpviz.w2_exact`, budget {budget:g} s) against BFM on the same pair"
            + (f"; POT's dense solver cannot run here ({rows[0]['d'] ** 4:.2g} pairs)"
-              if rows[0]["d"] ** 4 > metrics.EXACT_MAX_PAIRS else "") + ". 'lower' and 'upper' are the certified bounds "
-           "(dual value of the distance-transformed duals; cost of the plan), in cells.", "",
+              if rows[0]["d"] ** 4 > metrics.EXACT_MAX_PAIRS else "")
+           + ". 'lower' and 'upper' are the certified bounds (dual value of the distance-transformed duals; "
+           "cost of the plan), in cells.", "",
            "| case | supports (true, est.) | exact W2 (cells) | [lower, upper] | certified? | wall s | CPU s | "
            "target s | rounds | arcs | BFM | BFM rel. error | BFM s |",
            "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]

@@ -7,8 +7,9 @@ duality:
 1. **Candidate arcs.** Coarse to fine (Schmitzer, "A sparse multiscale algorithm for dense optimal transport",
    J. Math. Imaging Vis. 56 (2016), Sec. 4; Oberman & Ruan 2015): the 2 x 2-coarsened problem is solved first
    (recursively, densely at side <= ``_BASE_SIDE``); every coarse plan arc (I, J) contributes its children
-   pairs (children of I) x (children of J, widened by ``_CHILD_RING`` fine cells), which admit a feasible plan (spread each coarse transfer in
-   proportion to the children's masses), so the restricted problem is always feasible. To these we add every
+   pairs (children of I) x (children of J, widened by ``_CHILD_RING`` fine cells), which admit a feasible
+   plan (spread each coarse transfer in proportion to the children's masses), so the restricted problem is
+   always feasible. To these we add every
    source's local arcs to the destinations within ``radius`` cells (Chebyshev): near-copies move most mass
    by about a cell, and the local arcs carry it.
 2. **Restricted optimum.** POT's sparse network simplex (``ot.emd`` with a ``scipy.sparse`` cost, Bonneel et
