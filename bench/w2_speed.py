@@ -3,11 +3,11 @@
 For every side d and density pair (the cases of ``bench/w2_accuracy.py`` plus two
 with a closed form) this measures
 
-* **BFM** -- ``ldpviz.ot_grid.bfm_w2`` (``metrics.w2(method="bfm")``): its value
+* **BFM** -- ``ldpviz.metrics.w2_back_and_forth.bfm_w2`` (``metrics.w2(method="bfm")``): its value
   (a certified lower bound), its certified upper bound, and its time;
 * the **exact** value -- POT's network simplex ``ot.emd2`` on the dense cost
   matrix (``metrics.w2(method="exact")``) up to ``--pot-max-side``, and at every
-  side the certified sparse solver (``ldpviz.w2_exact``, ``method="certified"``,
+  side the certified sparse solver (``ldpviz.metrics.w2_exact``, ``method="certified"``,
   issue 23) within ``--budget`` seconds, side by side with POT where both ran;
 * the **closed form** where one exists: a translation by (3, 4) cells (W2 = 5)
   and two isotropic Gaussians (W2^2 = |m1 - m2|^2 + 2 (s1 - s2)^2);
@@ -39,8 +39,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from ldpviz import metrics, ot_grid, w2_exact  # noqa: E402
-from ldpviz.reproduce import provenance_markdown  # noqa: E402
+from ldpviz import metrics  # noqa: E402
+from ldpviz.metrics import w2_back_and_forth as ot_grid  # noqa: E402
+from ldpviz.evidence.reproduce import provenance_markdown  # noqa: E402
+from ldpviz.metrics import w2_exact  # noqa: E402
 import w2_accuracy as acc  # noqa: E402  (shared density cases and machine helpers)
 
 CLOSED = {
@@ -283,8 +285,9 @@ CITY = {
 def city_cases(d: int, seed: int, log) -> dict:
     """``{case: (true, estimate)}`` for the real-city section (DAM's estimate is timed and logged, not scored)."""
     from scipy.ndimage import gaussian_filter
-    from ldpviz import datasets, mechanisms
-    from ldpviz.domain import Grid
+    from ldpviz.data import datasets
+    from ldpviz import mechanisms
+    from ldpviz.geo.domain import Grid
     ds = datasets.load(acc.REAL_DATASET)
     grid = Grid(ds.default_region, d)
     users = grid.bin_lonlat(ds.lon, ds.lat)
@@ -318,7 +321,7 @@ def city_section(rows: list[dict], budget: float) -> list[str]:
         return []
     out = [f"## Exact W2 at d = {rows[0]['d']} on a real city (issue 23)", "",
            "| case | true vs estimate |", "|---|---|", *[f"| {k} | {v} |" for k, v in CITY.items()], "",
-           f"The certified solver (`ldpviz.w2_exact`, run to the end: budget {budget:g} s) against BFM on the "
+           f"The certified solver (`ldpviz.metrics.w2_exact`, run to the end: budget {budget:g} s) against BFM on the "
            "same pair. Wall seconds include waiting for the CPU on this shared machine (load above); CPU seconds "
            "are the solver's own work"
            + (f"; POT's dense solver cannot run here ({rows[0]['d'] ** 4:.2g} pairs)"
@@ -434,7 +437,7 @@ def report(rows: list[dict], diag: list[dict], ratio: dict | None, city: list[di
         *[f"| {k} | {v} |" for k, v in {**acc.CASES, **CLOSED}.items()],
         "",
         f"Exact reference: POT `ot.emd2` (dense) up to d = {args.pot_max_side}, beyond it the certified sparse "
-        f"solver (`ldpviz.w2_exact`) where it certified within {args.budget:g} s. Relative errors "
+        f"solver (`ldpviz.metrics.w2_exact`) where it certified within {args.budget:g} s. Relative errors "
         "are (BFM - reference) / reference on W2, the reference being the exact value where one ran, else the "
         "closed form. Times in the table are wall-clock seconds of one call (after a warm-up call that compiles "
         "numba); the speed ratio in the summary uses CPU seconds of interleaved calls.",

@@ -11,7 +11,7 @@ import pytest
 from ldpviz import metrics
 from ldpviz.errors import LdpvizInputError
 from ldpviz.mechanisms.base import Estimate
-from ldpviz.partition import Partition
+from ldpviz.geo.partition import Partition
 
 
 # ---- helpers ---------------------------------------------------------------------------
@@ -405,7 +405,7 @@ def test_aqe_zero_mass_raises():
 # ---- solver choice and readouts (issues 14.5 and 15.14) ---------------------------------------
 
 def test_auto_says_which_solver_ran(monkeypatch):
-    """'auto' runs the dense exact solver on small supports and the certified sparse solver (ldpviz.w2_exact)
+    """'auto' runs the dense exact solver on small supports and the certified sparse solver (ldpviz.metrics.w2_exact)
     beyond for W2, the certified multiscale one for EMD up to FAST_MAX_SIDE; when the certified solver's time
     budget is spent (0 here) it falls back to BFM, flagged approximate -- and the readout names each."""
     small = metrics.w2_readout(point_mass(40, 1, 2), point_mass(40, 4, 6))

@@ -1,4 +1,4 @@
-"""The certified exact W2 solver (ldpviz.w2_exact, issue 23): its distance transform, its optimum against
+"""The certified exact W2 solver (ldpviz.metrics.w2_exact, issue 23): its distance transform, its optimum against
 POT's dense network simplex, its bounds, its time budget and its place in metrics' ``method="auto"``."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import ot
 import pytest
 from scipy.ndimage import gaussian_filter
 
-from ldpviz import metrics, w2_exact
+from ldpviz import metrics
+from ldpviz.metrics import w2_exact
 
 
 def dense_w2_sq(p: np.ndarray, q: np.ndarray) -> float:
