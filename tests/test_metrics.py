@@ -444,7 +444,7 @@ def test_one_cell_shift_at_d256_reads_one_cell():
     assert e.exact and e.value == pytest.approx(1.0, abs=1e-9)
     dense = np.zeros((d, d))
     dense[16:240, 16:240] = blobs(224, seed=3)
-    r = metrics.w2_readout(dense, np.roll(dense, 1, axis=0))
+    r = metrics.w2_readout(dense, np.roll(dense, 1, axis=0), time_budget=600)   # not cut short by a loaded machine
     assert r.method == "certified" and r.exact and r.value == pytest.approx(1.0, abs=1e-9)
 
 
