@@ -121,7 +121,8 @@ BLOCKS_SIDE = 64
 SUPPORT_EXACT_MAX_PAIRS = 8_000_000
 #: ``"auto"`` gives the certified W2 solver (ldpviz.metrics.w2_exact) this many seconds before falling back to BFM
 #: (checked between network-simplex rounds, so one round can overrun it). Near-copies at d = 256 certify in
-#: seconds, an LDP estimate of a city at epsilon = 1 in about 20 s (docs/w2-speed.md). 0: BFM straight away.
+#: about a second; GRR and DAM estimates of a city at epsilon = 1 (W2 of 16-61 cells) took 50-80 s of CPU
+#: (docs/w2-speed.md), so there 'auto' ends with BFM, accurate to ~0.3% that far from the truth. 0: BFM at once.
 AUTO_W2_BUDGET_S = 30.0
 #: Below this W2 (in cells) a BFM readout carries a caveat: near-copies, where BFM reads low against the
 #: discrete optimum (the continuous relaxation differs; measured in docs/w2-speed.md, "Diagnosis").
