@@ -311,11 +311,11 @@ def report(results: dict, args, started: str, load0, load1, elapsed: float) -> s
         "the fast one above.",
         "- Far transport (blobs vs other blobs or vs uniform) needs more certificate rounds than "
         "near-identical densities; each round re-solves the sparse problem.",
-        f"- `method=\"auto\"` runs this solver on full W2 grids up to d = {metrics.AUTO_MULTISCALE_MAX_SIDE} "
-        f"(EMD-L1: {metrics.FAST_MAX_SIDE}) and on any grid whose supports' product is at most "
-        f"{metrics.SUPPORT_EXACT_MAX_PAIRS:,} pairs; beyond, W2 uses the back-and-forth method and EMD-L1 "
-        "f x f block sums, both flagged approximate with a certified interval: see [w2-method.md](w2-method.md) "
-        "and, for BFM's time and error vs d, [w2-speed.md](w2-speed.md).",
+        f"- `method=\"auto\"` runs this solver on full EMD-L1 grids up to d = {metrics.FAST_MAX_SIDE} and on any "
+        f"grid whose supports' product is at most {metrics.SUPPORT_EXACT_MAX_PAIRS:,} pairs, beyond that f x f "
+        "block sums, flagged approximate with a certified interval; W2 runs the certified sparse solver "
+        f"(`ldpviz.metrics.w2_exact`) within {metrics.AUTO_W2_BUDGET_S:g} s and BFM where that does not certify: see "
+        "[w2-method.md](w2-method.md) and [w2-speed.md](w2-speed.md).",
         "",
     ]
     return "\n".join(lines)

@@ -404,30 +404,34 @@ def test_aqe_zero_mass_raises():
 
 # ---- solver choice and readouts (issues 14.5 and 15.14) ---------------------------------------
 
-def test_auto_says_which_solver_ran():
-    """'auto' runs the dense exact solver on small supports, the certified multiscale one on full grids up to
-    AUTO_MULTISCALE_MAX_SIDE (W2) / FAST_MAX_SIDE (EMD), BFM beyond for W2 -- and the readout names it."""
+def test_auto_says_which_solver_ran(monkeypatch):
+    """'auto' runs the dense exact solver on small supports and the certified sparse solver (ldpviz.metrics.w2_exact)
+    beyond for W2, the certified multiscale one for EMD up to FAST_MAX_SIDE; when the certified solver's time
+    budget is spent (0 here) it falls back to BFM, flagged approximate -- and the readout names each."""
     small = metrics.w2_readout(point_mass(40, 1, 2), point_mass(40, 4, 6))
     assert (small.method, small.exact, small.value) == ("exact", True, pytest.approx(5.0))
     t = blobs(24, seed=5)
     mid = metrics.w2_readout(t, noisy(t, seed=6))
-    assert mid.method == "multiscale" and mid.exact and mid.lower == mid.upper == mid.value
-    d = metrics.AUTO_MULTISCALE_MAX_SIDE + 8
-    assert d * d * d * d > metrics.SUPPORT_EXACT_MAX_PAIRS
+    assert mid.method == "certified" and mid.exact and mid.lower <= mid.value == mid.upper
+    assert mid.value == pytest.approx(metrics.w2(t, noisy(t, seed=6), method="exact"), abs=1e-9)
+    d = 72
     big_p, big_q = blobs(d, seed=1), blobs(d, seed=2)
+    monkeypatch.setattr(metrics, "AUTO_W2_BUDGET_S", 0.0)
     big = metrics.w2_readout(big_p, big_q)
     assert big.method == "bfm" and not big.exact and big.lower <= big.value <= big.upper
     assert "approximate" in big.note("W2 (m)", "m")
     assert metrics.emd_l1_readout(big_p, big_q).method == "multiscale"
     with pytest.raises(LdpvizInputError, match="method"):
         metrics.emd_l1(big_p, big_q, method="bfm")     # BFM is for the quadratic cost only
+    with pytest.raises(LdpvizInputError, match="time_budget"):
+        metrics.w2(big_p, big_q, time_budget=-1)
 
 
 @pytest.mark.slow
 def test_one_cell_shift_at_d256_reads_one_cell():
     """Issue 15.14: an estimate shifted by one cell at d = 256 reads W2 = 1 cell (the old block
-    approximation read 1.417). Sparse truth (n << d^2): solved exactly on the supports. Full-support truth:
-    BFM, within 1% and with a certified interval holding 1; EMD-L1 of the sparse pair is exactly 1 too."""
+    approximation read 1.417). Sparse truth (n << d^2) and full-support truth alike: solved exactly and
+    certified (issue 23); EMD-L1 of the sparse pair is exactly 1 too."""
     d = 256
     rng = np.random.default_rng(0)
     sparse = np.zeros((d, d))
@@ -440,8 +444,8 @@ def test_one_cell_shift_at_d256_reads_one_cell():
     assert e.exact and e.value == pytest.approx(1.0, abs=1e-9)
     dense = np.zeros((d, d))
     dense[16:240, 16:240] = blobs(224, seed=3)
-    r = metrics.w2_readout(dense, np.roll(dense, 1, axis=0))
-    assert r.method == "bfm" and r.value == pytest.approx(1.0, rel=0.01) and r.lower <= 1.0 + 1e-9 <= r.upper
+    r = metrics.w2_readout(dense, np.roll(dense, 1, axis=0), time_budget=600)   # not cut short by a loaded machine
+    assert r.method == "certified" and r.exact and r.value == pytest.approx(1.0, abs=1e-9)
 
 
 def test_evaluate_fills_readouts_in_metres():

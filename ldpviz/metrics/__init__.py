@@ -56,16 +56,22 @@ that grows with the regularisation while their iteration count grows with its
 inverse; plain coarsening (exact W2 between 2x2 block sums) was measured at
 d = 64 to be off by up to 28% when W2 is about one cell.
 
-Choosing a solver (``method="auto"``, issue 14 item 5 and issue 15 item 14)
----------------------------------------------------------------------------
+W2 has a faster exact path, ``method="certified"`` (:mod:`ldpviz.metrics.w2_exact`): the same
+coarse-to-fine sparse network simplex with local arcs added, certified by an O(d^2)
+squared-distance transform that also names the violating arcs to add (exact W2 at
+d = 256 in seconds on near-copies; docs/w2-speed.md).
+
+Choosing a solver (``method="auto"``, issue 14 item 5, issue 15 item 14, issue 23)
+---------------------------------------------------------------------------------
 1. supports' product <= :data:`AUTO_EXACT_MAX_PAIRS`: dense exact;
-2. full grids up to :data:`AUTO_MULTISCALE_MAX_SIDE` (W2) or
-   :data:`FAST_MAX_SIDE` (EMD-L1), and any grid whose supports' product is at
-   most :data:`SUPPORT_EXACT_MAX_PAIRS` (sparse maps, e.g. a few hundred users
-   at d = 256): the certified multiscale solver, exact;
-3. otherwise W2 uses the back-and-forth method (:mod:`ldpviz.metrics.w2_back_and_forth`, under
-   a second at d = 256; it reads low on near-copies, W2 under
-   :data:`BFM_NEAR_COPY_CELLS`, and says so) and EMD-L1 exact transport between f x f block sums
+2. W2: the certified solver within a time budget (:data:`AUTO_W2_BUDGET_S` seconds unless
+   the caller passes ``time_budget``); EMD-L1: full grids up to :data:`FAST_MAX_SIDE`
+   and any grid whose supports' product is at most :data:`SUPPORT_EXACT_MAX_PAIRS`
+   (sparse maps, e.g. a few hundred users at d = 256): the certified multiscale solver, exact;
+3. otherwise (W2 not certified within the budget) the back-and-forth method
+   (:mod:`ldpviz.metrics.w2_back_and_forth`, under a second at d = 256; it reads low on near-copies, W2 under
+   :data:`BFM_NEAR_COPY_CELLS`, and says so), its interval narrowed by the bounds the
+   certified solver reached; EMD-L1 exact transport between f x f block sums
    (f = ceil(d / :data:`BLOCKS_SIDE`)).
    Both are approximate and say so: :func:`w2_readout` / :func:`emd_l1_readout`
    return a :class:`TransportReadout` with the method and a certified interval
@@ -88,6 +94,7 @@ import scipy.sparse as sp
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.metrics.w2_back_and_forth import HAVE_NUMBA, bfm_w2, quad_ctransform
 from ldpviz.geo.partition import Partition, grid_query
+from ldpviz.metrics import w2_exact
 
 try:  # POT's low-level sparse network simplex, used only for its warm start
     from ot.lp.emd_wrap import emd_c_sparse as _emd_c_sparse
@@ -109,12 +116,14 @@ FAST_MAX_SIDE = 128
 #: ``method="blocks"`` sums the grid into f x f blocks, f = ceil(d / BLOCKS_SIDE), so that the block
 #: grid is at most this side (the multiscale solver takes about a second there).
 BLOCKS_SIDE = 64
-#: ``"auto"`` runs the certified multiscale W2 solver on full grids up to this side (about a second);
-#: above it BFM unless the supports are small (SUPPORT_EXACT_MAX_PAIRS).
-AUTO_MULTISCALE_MAX_SIDE = 64
-#: Above those sides ``"auto"`` still solves exactly (multiscale, on the supports) while the
+#: Above FAST_MAX_SIDE ``"auto"`` still solves EMD-L1 exactly (multiscale, on the supports) while the
 #: supports' product is at most this many pairs (sparse maps such as small-n heatmaps: seconds).
 SUPPORT_EXACT_MAX_PAIRS = 8_000_000
+#: ``"auto"`` gives the certified W2 solver (ldpviz.metrics.w2_exact) this many seconds before falling back to BFM
+#: (checked between network-simplex rounds, so one round can overrun it). Near-copies at d = 256 certify in
+#: about a second; GRR and DAM estimates of a city at epsilon = 1 (W2 of 16-61 cells) took 50-80 s of CPU
+#: (docs/w2-speed.md), so there 'auto' ends with BFM, accurate to ~0.3% that far from the truth. 0: BFM at once.
+AUTO_W2_BUDGET_S = 30.0
 #: Below this W2 (in cells) a BFM readout carries a caveat: near-copies, where BFM reads low against the
 #: discrete optimum (the continuous relaxation differs; measured in docs/w2-speed.md, "Diagnosis").
 BFM_NEAR_COPY_CELLS = 3.0
@@ -436,13 +445,15 @@ class TransportReadout:
         if self.exact:
             return ""
         how = {"bfm": "back-and-forth method (Jacobs & Léger 2020), a certified lower bound",
-               "blocks": "exact transport between block sums"}.get(self.method, self.method)
+               "blocks": "exact transport between block sums",
+               "certified": "the best plan found before the time budget ran out, not yet certified optimal"
+               }.get(self.method, self.method)
         return (f"{label} is approximate ({how}): the exact value lies between {self.lower:.4g} and "
                 f"{self.upper:.4g} {unit}." + (f" {self.caveat}" if self.caveat else ""))
 
 
 #: Solver names accepted by ``method=`` ("fast" is the former name of "multiscale").
-W2_METHODS = ("auto", "exact", "multiscale", "fast", "bfm", "blocks")
+W2_METHODS = ("auto", "exact", "certified", "multiscale", "fast", "bfm", "blocks")
 EMD_METHODS = ("auto", "exact", "multiscale", "fast", "blocks")
 
 
@@ -452,18 +463,57 @@ def _choose_method(p: np.ndarray, q: np.ndarray, metric: str) -> str:
     d = p.shape[0]
     if pairs <= AUTO_EXACT_MAX_PAIRS:
         return "exact"
-    full_side = AUTO_MULTISCALE_MAX_SIDE if metric == "sqeuclidean" else FAST_MAX_SIDE
-    if d <= full_side or pairs <= SUPPORT_EXACT_MAX_PAIRS:
+    if metric == "sqeuclidean":
+        return "certified"
+    if d <= FAST_MAX_SIDE or pairs <= SUPPORT_EXACT_MAX_PAIRS:
         return "multiscale"
     return "bfm" if metric == "sqeuclidean" else "blocks"
 
 
-def _transport(p: np.ndarray, q: np.ndarray, metric: str, method: str) -> TransportReadout:
+def _bfm_readout(p: np.ndarray, q: np.ndarray, lower_sq: float = 0.0, upper_sq: float = math.inf) -> TransportReadout:
+    """BFM's readout in cells, its interval narrowed by squared-cell bounds known from elsewhere (both hold)."""
+    r = bfm_w2(p, q)
+    caveat = ("" if r.value >= BFM_NEAR_COPY_CELLS else
+              f"The estimate is close to the truth (W2 under {BFM_NEAR_COPY_CELLS:g} cells), where BFM's smooth "
+              "map reads low against the discrete optimum (by how much: docs/w2-speed.md, diagnosis).")
+    lower = max(r.lower, math.sqrt(max(lower_sq, 0.0)))
+    upper = min(r.upper, math.sqrt(upper_sq))
+    return TransportReadout(min(max(r.value, lower), upper), "bfm", False, lower, upper, caveat)
+
+
+def _certified_readout(p: np.ndarray, q: np.ndarray, time_budget: float | None, fallback: bool) -> TransportReadout:
+    """W2 by :func:`ldpviz.metrics.w2_exact.solve`; not certified within ``time_budget``: BFM (``fallback``) or the
+    solver's own bounds (value = the plan's cost, an upper bound)."""
+    r = w2_exact.solve(p, q, time_budget=time_budget)
+    if r.certified:
+        v = math.sqrt(r.upper)
+        return TransportReadout(v, "certified", True, min(math.sqrt(r.lower), v), v)
+    if fallback:
+        return _bfm_readout(p, q, r.lower, r.upper)
+    lo, hi = math.sqrt(r.lower), math.sqrt(r.upper)
+    return TransportReadout(hi, "certified", False, lo, hi,
+                            f"Not certified within {time_budget:g} s: the value is the best plan's cost.")
+
+
+def _transport(p: np.ndarray, q: np.ndarray, metric: str, method: str,
+               time_budget: float | None = None) -> TransportReadout:
     """W2 (metric "sqeuclidean") or EMD-L1 ("cityblock") in cells, with the chosen solver."""
     allowed = W2_METHODS if metric == "sqeuclidean" else EMD_METHODS
     require(method in allowed, f"method must be one of {', '.join(repr(m) for m in allowed)}, got {method!r}")
-    if method == "auto":
+    if time_budget is not None:
+        try:
+            time_budget = float(time_budget)
+        except (TypeError, ValueError):
+            raise LdpvizInputError(f"time_budget must be a number of seconds, got {time_budget!r}") from None
+        require(time_budget > 0, f"time_budget must be > 0 seconds, got {time_budget!r}")
+    auto = method == "auto"
+    if auto:
         method = _choose_method(p, q, metric)
+    if method == "certified":
+        budget = AUTO_W2_BUDGET_S if auto and time_budget is None else time_budget
+        if auto and budget <= 0:
+            return _bfm_readout(p, q)
+        return _certified_readout(p, q, budget, fallback=auto)
     if method == "fast":
         method = "multiscale"
 
@@ -481,11 +531,7 @@ def _transport(p: np.ndarray, q: np.ndarray, metric: str, method: str) -> Transp
         v = dist(_ot_multiscale(p, q, metric)[0])
         return TransportReadout(v, "multiscale", True, v, v)
     if method == "bfm":
-        r = bfm_w2(p, q)
-        caveat = ("" if r.value >= BFM_NEAR_COPY_CELLS else
-                  f"The estimate is close to the truth (W2 under {BFM_NEAR_COPY_CELLS:g} cells), where BFM's smooth "
-                  "map reads low against the discrete optimum (by how much: docs/w2-speed.md, diagnosis).")
-        return TransportReadout(r.value, "bfm", False, r.lower, r.upper, caveat)
+        return _bfm_readout(p, q)
     # blocks: exact transport between f x f block sums (block centres f cells apart). Each cell's
     # mass moves at most (f - 1) / sqrt(2) cells (W2) or f - 1 cells (L1) to its block centre, on
     # both sides, so the exact value is within sqrt(2) (f - 1), resp. 2 (f - 1), cells.
@@ -500,14 +546,19 @@ def _transport(p: np.ndarray, q: np.ndarray, metric: str, method: str) -> Transp
 
 # ---- distances ---------------------------------------------------------------------
 
-def w2_readout(true: Any, est: Any, *, cell_m: float = 1.0, method: str = "auto") -> TransportReadout:
-    """:func:`w2` with the solver used and, when approximate, a certified interval for the exact value."""
+def w2_readout(true: Any, est: Any, *, cell_m: float = 1.0, method: str = "auto",
+               time_budget: float | None = None) -> TransportReadout:
+    """:func:`w2` with the solver used and, when approximate, a certified interval for the exact value.
+
+    ``time_budget`` (seconds) bounds the certified solver (``method="auto"`` or ``"certified"``); ``"auto"``
+    defaults it to :data:`AUTO_W2_BUDGET_S` and falls back to BFM when it runs out."""
     p, q = _pair(true, est)
     cell = _check_cell_m(cell_m)
-    return _transport(p, q, "sqeuclidean", method).scaled(cell)
+    return _transport(p, q, "sqeuclidean", method, time_budget).scaled(cell)
 
 
-def w2(true: Any, est: Any, *, cell_m: float = 1.0, method: str = "auto") -> float:
+def w2(true: Any, est: Any, *, cell_m: float = 1.0, method: str = "auto",
+       time_budget: float | None = None) -> float:
     """2-Wasserstein distance with Euclidean ground cost between cell centres.
 
     ``sqrt(min_T sum_ij T_ij ||c_i - c_j||^2)`` over plans T with marginals
@@ -516,18 +567,20 @@ def w2(true: Any, est: Any, *, cell_m: float = 1.0, method: str = "auto") -> flo
 
     ``method`` (module docstring, "Choosing a solver"): ``"exact"`` -- POT's
     network simplex (``ot.emd2``) on the dense cost matrix between the two
-    supports (zero-mass cells dropped); ``"multiscale"`` (alias ``"fast"``) --
+    supports (zero-mass cells dropped); ``"certified"`` -- :mod:`ldpviz.metrics.w2_exact`, coarse-to-fine sparse
+    network simplex with local arcs and an O(d^2) global certificate (exact; seconds at d = 256 on
+    near-copies); ``"multiscale"`` (alias ``"fast"``) --
     the certified multiscale solver, the same optimum (to 1e-9 squared cells)
     at a fraction of the time and memory from d ~ 24 on; ``"bfm"`` -- the
     back-and-forth method of :mod:`ldpviz.metrics.w2_back_and_forth` (approximate: a certified
     lower bound, about a second at d = 256); ``"blocks"`` -- exact transport
     between f x f block sums (f = ceil(d / :data:`BLOCKS_SIDE`), within
-    sqrt(2) (f - 1) cells); ``"auto"`` -- exact methods wherever they are
-    quick (see :func:`_choose_method`), else BFM. :func:`w2_readout` says which
-    ran and bounds an approximate value. Returned in cells, or metres when
-    ``cell_m`` is given.
+    sqrt(2) (f - 1) cells); ``"auto"`` -- dense exact on small supports, else
+    ``"certified"`` within ``time_budget`` seconds (default :data:`AUTO_W2_BUDGET_S`), else
+    BFM. :func:`w2_readout` says which ran and bounds an approximate value. Returned in
+    cells, or metres when ``cell_m`` is given.
     """
-    return w2_readout(true, est, cell_m=cell_m, method=method).value
+    return w2_readout(true, est, cell_m=cell_m, method=method, time_budget=time_budget).value
 
 
 def emd_l1_readout(true: Any, est: Any, *, cell_m: float = 1.0, method: str = "auto") -> TransportReadout:

@@ -1,0 +1,169 @@
+"""The certified exact W2 solver (ldpviz.metrics.w2_exact, issue 23): its distance transform, its optimum against
+POT's dense network simplex, its bounds, its time budget and its place in metrics' ``method="auto"``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import ot
+import pytest
+from scipy.ndimage import gaussian_filter
+
+from ldpviz import metrics
+from ldpviz.metrics import w2_exact
+
+
+def dense_w2_sq(p: np.ndarray, q: np.ndarray) -> float:
+    """POT's ot.emd2 on the full cost matrix between cell centres (squared cells): the reference."""
+    d = p.shape[0]
+    r, c = np.divmod(np.arange(d * d), d)
+    M = (r[:, None] - r[None, :]) ** 2 + (c[:, None] - c[None, :]) ** 2
+    return float(ot.emd2(p.ravel() / p.sum(), q.ravel() / q.sum(), M.astype(float), numItermax=10**9))
+
+
+def blobs(d: int, rng: np.random.Generator) -> np.ndarray:
+    y, x = np.mgrid[0:d, 0:d] + 0.5
+    out = np.zeros((d, d))
+    for _ in range(4):
+        m, s = rng.uniform(0.2 * d, 0.8 * d, 2), rng.uniform(0.04 * d, 0.12 * d)
+        out += rng.uniform(0.5, 1.5) * np.exp(-((x - m[0]) ** 2 + (y - m[1]) ** 2) / (2 * s * s))
+    return out / out.sum()
+
+
+def grr_estimate(true: np.ndarray, n: int, eps: float, rng: np.random.Generator) -> np.ndarray:
+    """Generalised randomized response over the d^2 cells, debiased and clipped at 0: an LDP estimate whose
+    noise spreads mass over the whole grid."""
+    k = true.size
+    cells = rng.choice(k, size=n, p=true.ravel() / true.sum())
+    e = math.exp(eps)
+    keep = rng.random(n) < e / (e + k - 1)
+    reports = np.where(keep, cells, (cells + rng.integers(1, k, n)) % k)
+    counts = np.bincount(reports, minlength=k).astype(float)
+    pk, qk = e / (e + k - 1), 1.0 / (e + k - 1)
+    return np.clip((counts - n * qk) / (pk - qk), 0.0, None).reshape(true.shape)
+
+
+def pairs(d: int, seed: int):
+    rng = np.random.default_rng([seed, d])
+    t = blobs(d, rng)
+    sparse = np.where(rng.random((d, d)) < 0.2, rng.pareto(1.5, (d, d)) + 0.01, 0.0)
+    yield "random", rng.random((d, d)), rng.random((d, d))
+    yield "near-copy", t, gaussian_filter(t, 1.0)
+    yield "sparse near-copy", sparse, gaussian_filter(sparse, 1.0)
+    yield "ldp-noisy", t, grr_estimate(t, 20 * d * d, 2.0, rng)
+
+
+def test_distance_transform_matches_brute_force():
+    """sq_distance_transform gives min_y |x - y|^2 + f(y) and a minimising y for every x, with +inf cells
+    excluded (and -1 / +inf where every cell is), on non-square grids too; the numpy fallback agrees."""
+    rng = np.random.default_rng(0)
+    for shape in ((1, 1), (5, 9), (12, 12)):
+        f = rng.normal(0, 30, shape)
+        f[rng.random(shape) < 0.4] = np.inf
+        g, arg = w2_exact.sq_distance_transform(f)
+        ys = np.indices(shape).reshape(2, -1).T
+        full = ((ys[:, None, :] - ys[None, :, :]) ** 2).sum(-1) + f.ravel()[None, :]
+        best = full.min(axis=1)
+        assert np.allclose(g.ravel(), best, rtol=0, atol=1e-9) or np.all(np.isinf(best))
+        finite = np.isfinite(best)
+        assert np.allclose(full[np.flatnonzero(finite), arg.ravel()[finite]], best[finite], atol=1e-9)
+        g2, arg2 = w2_exact._transform_numpy(f)
+        assert np.array_equal(np.isfinite(g2), np.isfinite(g)) and np.allclose(g2[finite.reshape(shape)],
+                                                                                 g[finite.reshape(shape)])
+    g, arg = w2_exact.sq_distance_transform(np.full((3, 4), np.inf))
+    assert np.all(np.isinf(g)) and np.all(arg == -1)
+
+
+@pytest.mark.parametrize("d", [32, pytest.param(64, marks=pytest.mark.slow)])
+def test_certified_solver_equals_dense_network_simplex(d):
+    """On random, near-copy (1-cell blur), sparse near-copy and LDP-noisy (GRR, eps = 2) pairs the certified
+    solver's W2^2 equals POT's dense emd2 to 1e-9 squared cells, is certified, and its bounds hold the exact
+    value: lower <= exact <= upper (to round-off)."""
+    for name, p, q in pairs(d, seed=d):
+        p, q = metrics._pair(p, q)
+        exact = dense_w2_sq(p, q)
+        r = w2_exact.solve(p, q)
+        assert r.certified, name
+        assert r.upper == pytest.approx(exact, abs=1e-9), name
+        assert r.lower <= exact + 1e-9 and exact <= r.upper + 1e-9, name
+        assert r.upper - r.lower <= 1e-9 * max(1.0, exact), name
+
+
+def test_odd_sides_tiny_supports_and_identical_maps():
+    """Odd sides (the coarse level pads a row and column), single-cell supports and identical maps solve to
+    the dense optimum; identical maps give 0."""
+    rng = np.random.default_rng(3)
+    for d in (17, 33):
+        p, q = rng.random((d, d)) ** 4, gaussian_filter(rng.random((d, d)) ** 4, 1.0)
+        p, q = metrics._pair(p, q)
+        assert w2_exact.solve(p, q).upper == pytest.approx(dense_w2_sq(p, q), abs=1e-9)
+        assert w2_exact.solve(p, p).upper == pytest.approx(0.0, abs=1e-12)
+    a, b = np.zeros((40, 40)), np.zeros((40, 40))
+    a[3, 4], b[30, 36] = 1.0, 1.0
+    assert w2_exact.solve(a, b).upper == pytest.approx(27 ** 2 + 32 ** 2)
+
+
+def test_repair_rounds_fix_a_start_that_misses_the_optimum(monkeypatch):
+    """With the local arcs off (radius 0) and the coarse level forced to a poor plan, the first restricted
+    optimum is not the global one; the certificate must catch it and the repair rounds must reach POT's
+    optimum (the certificate can fail)."""
+    d = 40
+    rng = np.random.default_rng(7)
+    p, q = metrics._pair(rng.random((d, d)), rng.random((d, d)))
+    exact = dense_w2_sq(p, q)
+    real_dense = w2_exact._dense
+
+    def poor_coarse(pc, qc):                           # a feasible but far from optimal coarse plan
+        if pc.shape[0] == d:
+            return real_dense(pc, qc)
+        plan = ot.emd(pc.ravel() / pc.sum(), qc.ravel() / qc.sum(),
+                      np.ones((pc.size, qc.size)) - np.eye(pc.size, qc.size, k=5))
+        r, c = np.nonzero(plan > 0)
+        return r, c, plan[r, c]
+
+    monkeypatch.setattr(w2_exact, "_dense", poor_coarse)
+    monkeypatch.setattr(w2_exact, "_DENSE_MAX_PAIRS", 0)
+    monkeypatch.setattr(w2_exact, "_BASE_SIDE", 20)
+    stats: dict = {}
+    r = w2_exact.solve(p, q, radius=0, stats=stats)
+    assert stats["levels"][d]["rounds"] > 1
+    assert r.certified and r.upper == pytest.approx(exact, abs=1e-9)
+
+
+def test_time_budget_returns_valid_bounds_uncertified():
+    """A spent time budget stops the solver: the result is not certified, and whatever it returns still
+    brackets the exact value (lower <= exact <= upper), so metrics can narrow BFM's interval with it."""
+    d = 48
+    rng = np.random.default_rng(11)
+    t = blobs(d, rng)
+    p, q = metrics._pair(t, grr_estimate(t, 10 * d * d, 1.0, rng))
+    exact = dense_w2_sq(p, q)
+    r = w2_exact.solve(p, q, time_budget=1e-9)
+    assert not r.certified
+    assert r.lower <= exact + 1e-9 and exact <= r.upper + 1e-9
+
+
+def test_auto_uses_the_certified_solver_and_falls_back_with_both_intervals(monkeypatch):
+    """metrics' 'auto' gives the certified exact W2 (method 'certified', equal to the dense optimum); when the
+    solver is not certified in time it falls back to BFM whose interval still holds the exact value, narrowed
+    by the solver's bounds; method='certified' alone reports its own uncertified bounds with a note."""
+    d = 32
+    rng = np.random.default_rng(5)
+    t = blobs(d, rng)
+    q = gaussian_filter(t, 1.0)
+    exact = math.sqrt(dense_w2_sq(*metrics._pair(t, q)))
+    r = metrics.w2_readout(t, q, cell_m=10.0)
+    assert r.method == "certified" and r.exact and r.value == pytest.approx(10 * exact, abs=1e-8)
+
+    def never(p, q, **kw):
+        return w2_exact.ExactW2(lower=0.9 * exact ** 2, upper=1.1 * exact ** 2, certified=False, rounds=1,
+                                arcs=0, seconds=0.0)
+
+    monkeypatch.setattr(metrics.w2_exact, "solve", never)
+    fb = metrics.w2_readout(t, q)
+    assert fb.method == "bfm" and not fb.exact and fb.lower <= exact <= fb.upper
+    assert fb.lower >= math.sqrt(0.9) * exact - 1e-12 and fb.upper <= math.sqrt(1.1) * exact + 1e-12
+    own = metrics.w2_readout(t, q, method="certified", time_budget=1.0)
+    assert own.method == "certified" and not own.exact and own.lower <= exact <= own.upper
+    assert "not yet certified" in own.note("W2", "cells")
