@@ -167,3 +167,19 @@ def test_auto_uses_the_certified_solver_and_falls_back_with_both_intervals(monke
     own = metrics.w2_readout(t, q, method="certified", time_budget=1.0)
     assert own.method == "certified" and not own.exact and own.lower <= exact <= own.upper
     assert "not yet certified" in own.note("W2", "cells")
+
+
+def test_auto_on_large_grids_certifies_near_copies_and_keeps_bfm_far_from_the_truth():
+    """Above AUTO_CERTIFY_ALWAYS_SIDE, 'auto' answers a pair far apart (W2 well over 3 cells) with BFM at once,
+    and a near-copy (a 1-cell blur, where BFM reads low) with the exact certified solver."""
+    from ldpviz import metrics
+    d = metrics.AUTO_CERTIFY_ALWAYS_SIDE * 2
+    rng = np.random.default_rng(5)
+    y, x = np.mgrid[0:d, 0:d]
+    p = np.exp(-((x - 0.3 * d) ** 2 + (y - 0.4 * d) ** 2) / (2 * (0.08 * d) ** 2)) + 0.05 * rng.random((d, d))
+    p /= p.sum()
+    far = np.roll(p, d // 4, axis=1)
+    blur = (p + np.roll(p, 1, 0) + np.roll(p, -1, 0) + np.roll(p, 1, 1) + np.roll(p, -1, 1)) / 5
+    assert metrics.w2_readout(p, far, method="auto").method == "bfm"
+    near = metrics.w2_readout(p, blur, method="auto")
+    assert near.method == "certified" and near.exact

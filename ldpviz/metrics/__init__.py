@@ -65,7 +65,8 @@ Choosing a solver (``method="auto"``, issue 14 item 5, issue 15 item 14, issue 2
 ---------------------------------------------------------------------------------
 1. supports' product <= :data:`AUTO_EXACT_MAX_PAIRS`: dense exact;
 2. W2: the certified solver within a time budget (:data:`AUTO_W2_BUDGET_S` seconds unless
-   the caller passes ``time_budget``); EMD-L1: full grids up to :data:`FAST_MAX_SIDE`
+   the caller passes ``time_budget``); above :data:`AUTO_CERTIFY_ALWAYS_SIDE` only where BFM reads a
+   near-copy (BFM's own readout stands elsewhere: accurate there, and seconds); EMD-L1: full grids up to :data:`FAST_MAX_SIDE`
    and any grid whose supports' product is at most :data:`SUPPORT_EXACT_MAX_PAIRS`
    (sparse maps, e.g. a few hundred users at d = 256): the certified multiscale solver, exact;
 3. otherwise (W2 not certified within the budget) the back-and-forth method
@@ -127,6 +128,9 @@ AUTO_W2_BUDGET_S = 30.0
 #: Below this W2 (in cells) a BFM readout carries a caveat: near-copies, where BFM reads low against the
 #: discrete optimum (the continuous relaxation differs; measured in docs/w2-speed.md, "Diagnosis").
 BFM_NEAR_COPY_CELLS = 3.0
+#: Up to this grid side ``"auto"`` runs the certified W2 solver directly; above it, only where BFM reads a
+#: near-copy (under :data:`BFM_NEAR_COPY_CELLS`), so a page at d = 256 never waits for repair rounds.
+AUTO_CERTIFY_ALWAYS_SIDE = 64
 #: ``method="exact"`` refuses dense cost matrices larger than this (8 bytes each).
 EXACT_MAX_PAIRS = 64_000_000
 #: Largest number of network-simplex iterations allowed (a cap, not a target).
@@ -513,6 +517,13 @@ def _transport(p: np.ndarray, q: np.ndarray, metric: str, method: str,
         budget = AUTO_W2_BUDGET_S if auto and time_budget is None else time_budget
         if auto and budget <= 0:
             return _bfm_readout(p, q)
+        if auto and time_budget is None and p.shape[0] > AUTO_CERTIFY_ALWAYS_SIDE:
+            # Large grids: BFM first (seconds). Far from the truth it is accurate (docs/w2-speed.md) and the exact
+            # solver can take minutes there (many repair rounds); near a copy BFM reads low and the exact solver
+            # certifies in about a second, so it runs only there.
+            first = _bfm_readout(p, q)
+            if first.value >= BFM_NEAR_COPY_CELLS:
+                return first
         return _certified_readout(p, q, budget, fallback=auto)
     if method == "fast":
         method = "multiscale"
