@@ -154,9 +154,14 @@ def _markdown(frame: pd.DataFrame) -> str:
 
 
 def run(quick: bool, out: Path, sides: tuple[int, ...] | None = None, n_samples: int | None = None) -> Path:
-    sides = sides or ((4,) if quick else (4, 8, 16))
+    default_sides, default_samples = ((4,), 20_000) if quick else ((4, 8, 16), 100_000)
+    sides = sides or default_sides
     epsilons = (1.0, 4.0) if quick else (0.5, 1.0, 2.0, 4.0, 8.0)
-    n_samples = n_samples or (20_000 if quick else 100_000)
+    n_samples = n_samples or default_samples
+    reduced = ("" if (tuple(sides), n_samples) == (default_sides, default_samples) else
+               f" (a reduced run: the {'quick' if quick else 'full'} default is {default_samples:,} reports per input "
+               f"on sides {', '.join(map(str, default_sides))}, reduced with --sides/--samples to fit the time "
+               "available)")
     seed, confidence = 0, 0.99
     rows, details = [], []
     targets: list = list(mechanisms.available()) + [GRRBinaryFormula, GRRWrongExponent, SEMGeoIOverspent,
@@ -201,7 +206,8 @@ def run(quick: bool, out: Path, sides: tuple[int, ...] | None = None, n_samples:
     lines = ["# Black-box privacy audit", "",
              provenance_markdown(seeds=f"{seed} (one generator per pair and input)",
                                  trials=f"{n_samples:,} client reports per input of each pair; grid sides "
-                                        f"{', '.join(map(str, sides))}; epsilons {', '.join(f'{e:g}' for e in epsilons)}",
+                                        f"{', '.join(map(str, sides))}; epsilons {', '.join(f'{e:g}' for e in epsilons)}"
+                                        f"{reduced}",
                                  quick=quick),
              "Method (`ldpviz/evidence/audit.py`): for each pair of hard inputs (neighbouring cells, far corners, a cell "
              "and the cell one radius away when the mechanism has a radius, two corners of one cell) the client "
