@@ -20,6 +20,33 @@ from ldpviz.experiment import Result, Scenario
 READOUTS = ("w2_m", "aqe", "kl", "l1", "emd_l1_m")
 
 
+#: Where a map sits: the whole main column, half of it (two maps side by side) or a third (three maps).
+MAP_SLOTS = ("full", "half", "third")
+#: (width framed, map height) in pixels per slot on a desktop: the column's width at 1024 px with the sidebar
+#: open (measured in Chromium: 564, 274 and 177 px), the narrowest a desktop shows it. A deck's zoom cannot follow
+#: its column (it is set here, not in the browser), so the region is framed to that width and the map is only a
+#: little taller than the region: wider windows show blank space beside the region, never 100 px above and below.
+DESKTOP_MAPS = {"full": (560, 560), "half": (274, 300), "third": (177, 210)}
+#: On a phone Streamlit stacks columns: every map is the screen's width (358 px at 390 px).
+PHONE_MAP = (356, 380)
+
+
+def map_size(slot: str) -> dict[str, int]:
+    """``{"width": framed px, "height": px}`` for a map in ``slot`` (:data:`MAP_SLOTS`) on this browser.
+
+    A browser that says it is a phone (``Mobile`` in its User-Agent) gets :data:`PHONE_MAP` for every slot,
+    since its columns are stacked; anything else gets :data:`DESKTOP_MAPS`.
+    """
+    if slot not in DESKTOP_MAPS:
+        raise ValueError(f"map slot must be one of {MAP_SLOTS}, got {slot!r}")
+    try:
+        agent = str(st.context.headers.get("User-Agent") or "")
+    except Exception:   # no browser (AppTest, bare mode): a desktop
+        agent = ""
+    width, height = PHONE_MAP if "Mobile" in agent else DESKTOP_MAPS[slot]
+    return {"width": width, "height": height}
+
+
 def fmt_metres(value: float) -> str:
     if not np.isfinite(value):
         return "n/a"

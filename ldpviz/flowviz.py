@@ -11,7 +11,7 @@ import pandas as pd
 import pydeck as pdk
 
 from ldpviz.domain import Grid
-from ldpviz.viz import colours, frame_layers, view_state
+from ldpviz.viz import NARROWEST_COLUMN_PX, colours, frame_layers, view_state
 
 TRUE_COLOUR = [33, 102, 172]
 ESTIMATE_COLOUR = [215, 48, 39]
@@ -45,7 +45,7 @@ def _provider(basemap: bool) -> dict:
 
 
 def arc_deck(grid: Grid, flows: np.ndarray, k: int = 40, colour: list[int] | None = None,
-             height: int = 420, basemap: bool = False) -> pdk.Deck:
+             height: int = 420, basemap: bool = False, width: float = NARROWEST_COLUMN_PX) -> pdk.Deck:
     """ArcLayer of the ``k`` largest flows (width by share; a flow within one cell shows as a dot)."""
     df = top_flows(grid, flows, k)
     vmax = float(df.share.max()) if len(df) else 1.0
@@ -59,12 +59,12 @@ def arc_deck(grid: Grid, flows: np.ndarray, k: int = 40, colour: list[int] | Non
         pdk.Layer("ScatterplotLayer", staying.to_dict("records"), get_position=["origin_lon", "origin_lat"],
                   get_radius=grid.cell_m / 4, get_fill_color=rgb + [200], pickable=True),
     ]
-    return pdk.Deck(layers=layers, initial_view_state=view_state(grid.region), height=height,
+    return pdk.Deck(layers=layers, initial_view_state=view_state(grid.region, height, width), height=height,
                     tooltip={"text": "share {share}"}, **_provider(basemap))
 
 
 def route_deck(grid: Grid, congested: np.ndarray, routes: dict[str, list[int]], height: int = 420,
-               basemap: bool = False) -> pdk.Deck:
+               basemap: bool = False, width: float = NARROWEST_COLUMN_PX) -> pdk.Deck:
     """Congested cells (shaded) and routes as cell-centre paths: 'best' (true congestion) and 'driven'."""
     lon, lat = grid.cell_centers_lonlat()
     mask = np.asarray(congested, dtype=float).ravel()
@@ -79,5 +79,5 @@ def route_deck(grid: Grid, congested: np.ndarray, routes: dict[str, list[int]], 
                   get_fill_color=fill),
         pdk.Layer("PathLayer", paths, get_path="path", get_color="color", width_min_pixels=4, pickable=True),
     ]
-    return pdk.Deck(layers=layers, initial_view_state=view_state(grid.region), height=height,
+    return pdk.Deck(layers=layers, initial_view_state=view_state(grid.region, height, width), height=height,
                     tooltip={"text": "{name}"}, **_provider(basemap))

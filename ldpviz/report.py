@@ -196,7 +196,8 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
         ["Data set", f"{dataset.label} ({dataset.name})"],
         ["Region", f"{region.name or 'custom'}: {region.side_m / 1000:.3g} km square centred at "
                    f"{region.center_lat:.4f}, {region.center_lon:.4f}"],
-        ["Grid", f"{grid.side} x {grid.side} cells of {grid.cell_m:,.0f} m"],
+        ["Grid", f"{grid.side} x {grid.side} cells of " + (f"{grid.cell_m / 1000:,.3g} km" if grid.cell_m >= 10_000
+                                                          else f"{grid.cell_m:,.0f} m")],
         ["Users", f"{result.n_users:,}" + (f" ({result.n_outside:,} points outside the region left out)"
                                             if result.n_outside else "")],
         ["Mechanism", f"{mech.label} ({mech.name}); {model}; {citations.readable(mech.reference)}"],

@@ -42,15 +42,28 @@ NARROWEST_COLUMN_PX = 180
 MAX_GRID_LINES = 64
 
 
+def _mercator_y(lat: np.ndarray) -> np.ndarray:
+    """Web-Mercator y in world units (the world is 1 wide at zoom 0), north positive."""
+    return np.log(np.tan(np.pi / 4 + np.radians(np.asarray(lat, dtype=float)) / 2)) / (2 * np.pi)
+
+
 def view_state(region: Region, height: float = 420.0, width: float = NARROWEST_COLUMN_PX) -> pdk.ViewState:
     """A view that frames the whole region in a ``width`` x ``height`` pixel map, with a margin.
 
-    deck.gl's Web-Mercator zoom z shows 40 075 km * cos(lat) / (512 * 2^z) metres per pixel.
+    The region's outline (curved on continental regions, continuous across 180 degrees) is measured in
+    deck.gl's Web-Mercator pixels (512 px for the world at zoom 0): the zoom makes its larger relative extent
+    span 92% of the map, and the view is centred on the outline's middle, not on the region's centre, which a
+    continent's Mercator stretch moves south of the middle.
     """
-    pixels = 0.92 * min(width, height)
-    zoom = float(np.clip(np.log2(40_075_000 * np.cos(np.radians(region.center_lat)) * pixels
-                                 / (512.0 * region.side_m)), 0, 20))
-    return pdk.ViewState(longitude=region.center_lon, latitude=region.center_lat, zoom=zoom, pitch=0)
+    ring = np.asarray(region.outline_lonlat(), dtype=float)
+    x = ring[:, 0] / 360.0
+    y = _mercator_y(ring[:, 1])
+    span_x, span_y = max(float(np.ptp(x)) * 512.0, 1e-12), max(float(np.ptp(y)) * 512.0, 1e-12)
+    zoom = float(np.clip(np.log2(0.92 * min(width / span_x, height / span_y)), 0, 20))
+    mid_y = (y.min() + y.max()) / 2
+    lat = float(np.degrees(2 * np.arctan(np.exp(2 * np.pi * mid_y)) - np.pi / 2))
+    lon = float(wrap_lon((x.min() + x.max()) / 2 * 360.0))
+    return pdk.ViewState(longitude=lon, latitude=lat, zoom=zoom, pitch=0)
 
 
 #: The optional basemap: a provider and style that need no access token (CARTO's light "Positron" style).

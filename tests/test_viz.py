@@ -25,13 +25,21 @@ def test_colours_share_one_scale_and_hide_empty_cells():
 
 
 def test_view_frames_the_region():
-    """The region's side spans 92% of the map's smaller dimension at the chosen zoom (deck.gl 512-px tiles)."""
-    for side in (500.0, 20_000.0, 500_000.0):
-        region = Region(10.0, 50.0, side)
-        for height, width, fitted in ((340, 1000, 340), (440, 280, 280)):
-            zoom = viz.view_state(region, height=height, width=width).zoom
-            metres_per_pixel = 40_075_000 * np.cos(np.radians(50.0)) / (512 * 2 ** zoom)
-            assert side / metres_per_pixel == pytest.approx(0.92 * fitted, rel=1e-6)
+    """The region's outline, in deck.gl's Web-Mercator pixels at the chosen zoom, spans 92% of the map in its
+    tighter dimension and fits in the other, for a street-sized, a city-sized, a continental and a cross-180 region;
+    the view is centred on the outline."""
+    for region in (Region(10.0, 50.0, 500.0), Region(10.0, 50.0, 20_000.0), Region(-98.0, 39.0, 6_000_000.0),
+                   Region.from_bbox(170.0, -25.0, -170.0, -10.0)):
+        for height, width in ((340, 1000), (440, 280), (300, 300)):
+            view = viz.view_state(region, height=height, width=width)
+            ring = np.asarray(region.outline_lonlat())
+            scale = 512 * 2 ** view.zoom
+            px_w = np.ptp(ring[:, 0]) / 360 * scale
+            px_h = np.ptp(viz._mercator_y(ring[:, 1])) * scale
+            assert max(px_w / width, px_h / height) == pytest.approx(0.92, rel=1e-6)
+            mid_x = (ring[:, 0].min() + ring[:, 0].max()) / 2
+            assert abs(((view.longitude - mid_x + 180) % 360) - 180) < 1e-6
+            assert ring[:, 1].min() < view.latitude < ring[:, 1].max()
 
 
 def test_maps_fetch_no_basemap_and_fine_grids_drop_grid_lines():

@@ -8,7 +8,7 @@ import pandas as pd
 import pydeck as pdk
 import streamlit as st
 
-from dashboard import controls, session, state, uploads
+from dashboard import controls, session, state, ui, uploads
 from ldpviz import datasets, explain, viz
 from ldpviz.domain import MAX_REGION_SIDE_M, Grid, Region
 from ldpviz.errors import LdpvizInputError
@@ -142,13 +142,14 @@ with session.guard("the preview"):
     grid = Grid(region, PREVIEW_SIDE)
     binned = grid.bin_lonlat(data.dataset.lon, data.dataset.lat)
     density = grid.histogram(binned.cells) / max(len(binned.cells), 1)
-    deck = viz.density_deck(grid, density, height=460, basemap=basemap)
+    px = ui.map_size("full")                     # a full-width map, framed to the column (not a thumbnail)
+    deck = viz.density_deck(grid, density, basemap=basemap, **px)
     saved = st.session_state["saved_regions"].get(data.name, {})
     outlines = [{"path": r.outline_lonlat(), "name": n} for n, r in {**data.dataset.presets, **saved}.items()
                 if r != region]
     deck.layers.append(pdk.Layer("PathLayer", outlines, get_path="path", get_color=[0, 90, 200, 200],
                                  width_min_pixels=2, pickable=True))
-    st.pydeck_chart(deck, height=460, key="map:preview")
+    st.pydeck_chart(deck, height=px["height"], key="map:preview")
     st.caption(f"Region '{region.name or 'custom'}': {len(binned.cells):,} points inside, {binned.n_outside:,} "
                f"outside. Blue outlines: the dataset's other regions. " + session.basemap_caption(basemap))
     suggest_grid(len(binned.cells), int(cfg["grid_side"]))

@@ -46,7 +46,7 @@ if data is None:
 
 eps = float(cfg["epsilon"])
 grid = Grid(data.region, side)
-st.caption(f"Audit grid: {side} × {side} cells of {grid.cell_m:,.0f} m over the sidebar's region (the maps on "
+st.caption(f"Audit grid: {side} × {side} cells of {ui.fmt_metres(grid.cell_m)} over the sidebar's region (the maps on "
            f"other pages use d = {cfg['grid_side']}). Every mechanism runs with its default parameters.")
 
 population = ui.population_density(data.dataset, grid)

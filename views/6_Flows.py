@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import session, state
+from dashboard import session, state, ui
 from ldpviz import datasets, explain, flowviz, navigation, od, trajectories
 
 GRID_SIDES = (4, 8, 16)
@@ -103,9 +103,12 @@ with session.guard("the OD flows"):
     st.caption(f"Trips: {out['source']}. " + "; ".join(f"left out {n:,} {why}" for why, n in s["left_out"].items()))
     left, right = st.columns(2)
     left.subheader("True flows")
-    left.pydeck_chart(flowviz.arc_deck(res.grid, res.true, colour=flowviz.TRUE_COLOUR, basemap=basemap))
+    px = ui.map_size("half")
+    left.pydeck_chart(flowviz.arc_deck(res.grid, res.true, colour=flowviz.TRUE_COLOUR, basemap=basemap, **px),
+                      height=px["height"])
     right.subheader(f"Estimated flows ({mechanism} + {estimator})")
-    right.pydeck_chart(flowviz.arc_deck(res.grid, res.estimate, colour=flowviz.ESTIMATE_COLOUR, basemap=basemap))
+    right.pydeck_chart(flowviz.arc_deck(res.grid, res.estimate, colour=flowviz.ESTIMATE_COLOUR, basemap=basemap,
+                                        **px), height=px["height"])
     with st.expander(f"The {s['top_k']} largest true flows"):
         st.dataframe(flowviz.flow_table(res.grid, res.true, res.estimate, s["top_k"]), hide_index=True)
     st.download_button("Flow table (CSV)", flow_csv(res.grid, res.true, res.estimate), "ldpviz-flows.csv",
@@ -126,6 +129,8 @@ with session.guard("the OD flows"):
     st.caption(f"Guarantee: {nav.guarantee} Simulation: {NAV_TRIPS} trips on a {NAV_GRID} × {NAV_GRID} road grid, "
                f"θ = {theta} s, +{NAV_DELAY_S:g} s per congested cell (ldpviz.navigation).")
     if nav.example:
-        st.pydeck_chart(flowviz.route_deck(nav.grid, nav.congestion_true, nav.example, basemap=basemap))
+        full = ui.map_size("full")
+        st.pydeck_chart(flowviz.route_deck(nav.grid, nav.congestion_true, nav.example, basemap=basemap, **full),
+                        height=full["height"])
         st.caption("One trip: blue = fastest route on the true congestion, red = the route driven with private "
                    "updates; shaded cells are truly congested.")
