@@ -11,7 +11,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import compute, state
+from dashboard import browser, compute, state
 from dashboard.ui import fmt_metres
 from dashboard.session import bind, cfg as session_cfg, keep
 from ldpviz import datasets, mechanisms, viz
@@ -342,10 +342,14 @@ def show_resolved_defaults() -> None:
 def map_controls(cfg: dict[str, Any]) -> bool:
     """The optional basemap under every map (off by default: with it off, no request leaves this server)."""
     st.sidebar.header("Maps")
-    return bool(bind(cfg, "basemap", st.sidebar.toggle, "Basemap (loads tiles from the internet)",
-                     help=f"Draws streets and place names under the cells, from {viz.BASEMAP_HOST} ("
-                          f"{viz.BASEMAP_CREDIT}; no account or token needed). Your browser then asks that server "
-                          "for the map area you look at. Offline the cells and the region's outline still draw."))
+    on = bool(bind(cfg, "basemap", st.sidebar.toggle, "Basemap (loads tiles from the internet)",
+                   help=f"Draws streets and place names under the cells, from {viz.BASEMAP_HOST} ("
+                        f"{viz.BASEMAP_CREDIT}; no account or token needed). Your browser then asks that server "
+                        "for the map area you look at. Offline the cells and the region's outline still draw."))
+    if on:
+        st.sidebar.caption(f"Tiles come from CARTO ({viz.BASEMAP_HOST}) and need an internet connection.")
+        browser.basemap_check()
+    return on
 
 
 def basemap_caption(on: bool) -> str:

@@ -70,6 +70,8 @@ def view_state(region: Region, height: float = 420.0, width: float = NARROWEST_C
 BASEMAP_PROVIDER, BASEMAP_STYLE = "carto", pdk.map_styles.LIGHT
 #: Where the basemap's style and tiles come from, and its attribution (for the pages' captions).
 BASEMAP_HOST = "basemaps.cartocdn.com"
+#: The style document the browser loads first for that basemap (the dashboard checks it can reach it).
+BASEMAP_STYLE_URL = "https://basemaps.cartocdn.com/gl/positron-gl-style/style.json"
 BASEMAP_CREDIT = "© CARTO, © OpenStreetMap contributors"
 
 
