@@ -50,6 +50,10 @@ def map_size(slot: str) -> dict[str, int]:
 def fmt_metres(value: float) -> str:
     if not np.isfinite(value):
         return "n/a"
+    if abs(value) >= 100_000:
+        return f"{value / 1000:,.0f} km"
+    if abs(value) >= 10_000:
+        return f"{value / 1000:.1f} km"
     if abs(value) >= 1000:
         return f"{value / 1000:,.2f} km"
     return f"{value:,.0f} m" if abs(value) >= 10 else f"{value:.1f} m"
@@ -234,7 +238,7 @@ def summary_sentence(result: Result, attacker: tuple[float | None, float | None,
              if mechanisms.get(s.mechanism).privacy_model == mechanisms.NO_PRIVACY
              else f"At {epsilon_text or f'ε = {s.epsilon:g}'}, {name}'s estimate")
     text = (f"{where} is on average **{fmt_metres(means.get('w2_m', np.nan))}** "
-            f"from the truth (W2 distance over {result.n_users:,} users)")
+            f"from the truth (W2 distance over {explain.plural(result.n_users, 'user')})")
     if attacker is None:
         return text + "; computing how far off an attacker's guess of one person's location is ..."
     pop, uni, why = attacker

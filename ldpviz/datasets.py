@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from ldpviz.domain import Region, wrap_lon
-from ldpviz.errors import LdpvizInputError, require
+from ldpviz.errors import LdpvizInputError, clause, require
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 MINNEAPOLIS_FILE = DATA_DIR / "minneapolis_stops.parquet"
@@ -465,7 +465,8 @@ def load_file(source: Any, *, filename: str | None = None, lat_column: str | Non
         try:
             whole = regions.public_tile_region(lon, lat, name="Public tiles")
         except LdpvizInputError as exc:
-            raise LdpvizInputError(f"the points in '{filename}' cannot be framed by one square region ({exc}); "
+            raise LdpvizInputError(f"the points in '{filename}' cannot be framed by one square region "
+                                   f"({clause(exc)}); "
                                    f"ldpviz works on areas up to 6,500 km across, between 85 degrees south and "
                                    "north. Give a bbox (W,S,E,N) of one area and try again.") from None
     if progress is not None:

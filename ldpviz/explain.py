@@ -16,6 +16,7 @@ import math
 from typing import Any
 
 from ldpviz.errors import require
+from ldpviz.wording import number, plural  # noqa: F401 -- the pages' wording helpers, re-exported
 from ldpviz.mechanisms.base import CENTRAL_DP, GEO_I, GEO_I_UNIT, GEO_I_UNIT_M, LDP, NO_PRIVACY
 from ldpviz.metrics import METRIC_INFO
 
@@ -44,6 +45,14 @@ METRIC_GUIDE: dict[str, dict[str, str]] = {
     "similarity": {"unit": "overlap of the two maps (0 to 1)", "good": "above 0.9: 90% of the mass overlaps",
                    "poor": "below 0.5: less than half of the mass overlaps"},
 }
+
+
+def exp_ratio_text(exponent: float) -> str:
+    """e^exponent in words: the number up to a million, else its power of ten ('about 10^158', not 'more than a
+    million' for e^365)."""
+    if exponent < math.log(1e6):
+        return f"{math.exp(exponent):.3g}"
+    return f"about 10^{int(exponent / math.log(10))}"
 
 
 def _times(ratio: float) -> str:

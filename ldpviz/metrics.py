@@ -484,7 +484,7 @@ def _transport(p: np.ndarray, q: np.ndarray, metric: str, method: str) -> Transp
         r = bfm_w2(p, q)
         caveat = ("" if r.value >= BFM_NEAR_COPY_CELLS else
                   f"The estimate is close to the truth (W2 under {BFM_NEAR_COPY_CELLS:g} cells), where BFM's smooth "
-                  "map reads low against the discrete optimum (by how much: docs/w2-speed.md, diagnosis).")
+                  "map reads low against the discrete optimum (by a few percent on noisy copies, by tens of percent on blurred ones).")
         return TransportReadout(r.value, "bfm", False, r.lower, r.upper, caveat)
     # blocks: exact transport between f x f block sums (block centres f cells apart). Each cell's
     # mass moves at most (f - 1) / sqrt(2) cells (W2) or f - 1 cells (L1) to its block centre, on

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ldpviz import __version__, citations, datasets, experiment, mechanisms, render
+from ldpviz import __version__, citations, datasets, experiment, explain, mechanisms, render
 from ldpviz.attacker import DEFAULT_R_M, attackers
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.explain import epsilon_plain, metric_explanation, metric_readout
@@ -201,7 +201,7 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
         ["Users", f"{result.n_users:,}" + (f" ({result.n_outside:,} points outside the region left out)"
                                             if result.n_outside else "")],
         ["Mechanism", f"{mech.label} ({mech.name}); {model}; {citations.readable(mech.reference)}"],
-        ["Parameters", ", ".join(f"{k} = {v}" for k, v in params.items()) or "none"],
+        ["Parameters", ", ".join(f"{k} = {explain.number(v)}" for k, v in params.items()) or "none"],
         ["Epsilon", f"{scenario.epsilon:g}" + (" per km" if terms["epsilon_unit"] else "")],
         ["Trials, seed", f"{scenario.trials} trials, seed {scenario.seed}"],
     ]

@@ -33,8 +33,8 @@ import numpy as np
 import pandas as pd
 
 from ldpviz import datasets as _ds
-from ldpviz.domain import EARTH_RADIUS_M, Region
-from ldpviz.errors import LdpvizInputError, require
+from ldpviz.domain import EARTH_RADIUS_M, MAX_REGION_SIDE_M, Region
+from ldpviz.errors import LdpvizInputError, clause, require
 
 STORMS_FILE = _ds.DATA_DIR / "atlantic_storms.parquet"
 
@@ -335,8 +335,9 @@ def load_trajectory_file(source: Any, *, filename: str | None = None, person_col
     try:
         whole = Region.fit(lon_k, lat_k, name="Whole data")
     except LdpvizInputError as exc:
-        raise LdpvizInputError(f"the points in '{filename}' cannot be framed by one square region ({exc}); "
-                               "ldpviz works on areas up to 2000 km across. Keep only the rows of one area.") from None
+        raise LdpvizInputError(f"the points in '{filename}' cannot be framed by one square region ({clause(exc)}); "
+                               f"ldpviz works on areas up to {MAX_REGION_SIDE_M / 1000:,.0f} km across. Keep only the "
+                               "rows of one area.") from None
     return Trajectories(name=f"upload:{filename}", label=filename,
                         description=f"Uploaded trajectories '{filename}'. {report.summary()}",
                         person=persons[order], trip=trips[order], lon=lon_k, lat=lat_k, time=t,

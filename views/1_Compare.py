@@ -193,7 +193,7 @@ if results:
                     st.markdown(f"**{title}**")
                     if res is None:
                         deck = viz.density_deck(first.grid, first.true_density, vmax=vmax, basemap=basemap, **px)
-                        st.caption(f"{first.n_users:,} users, before any noise")   # every map has a line above it
+                        st.caption(f"{explain.plural(first.n_users, 'user')}, before any noise")   # every map has a line above it
                     else:
                         deck = viz.estimate_deck(res.grid, res.estimate.density, res.estimate.partition,
                                                  vmax=vmax, basemap=basemap, **px)

@@ -30,7 +30,7 @@ def suggest_grid(n_users: int, side: int) -> None:
         return
     fitting = [d for d in state.GRID_OPTIONS if n_users >= MIN_USERS_PER_CELL * d * d]
     if not fitting:
-        st.warning(f"Only {n_users:,} people are in this region: too few for any grid (each cell would hold fewer "
+        st.warning(f"Only {explain.plural(n_users, 'person', 'people')} {'is' if n_users == 1 else 'are'} in this region: too few for any grid (each cell would hold fewer "
                    f"than {MIN_USERS_PER_CELL} on average), so every map will be mostly noise. Choose a larger "
                    "region or add data.", icon=":material/grid_off:")
         return
@@ -48,7 +48,7 @@ def upload_verdict(loaded: datasets.Dataset) -> tuple[str, str]:
     report = loaded.report
     lost = report.rows_read - report.rows_kept if report else 0
     share = lost / report.rows_read if report and report.rows_read else 0.0
-    kept = f"Loaded **{loaded.label}**: {loaded.n:,} points"
+    kept = f"Loaded **{loaded.label}**: {explain.plural(loaded.n, 'point')}"
     changed = {r: n for r, n in (getattr(report, "changed", None) or {}).items() if n}
     if changed:
         kept += " (" + ", ".join(f"{n:,} rows changed: {r}" for r, n in changed.items()) + ")"
@@ -100,7 +100,7 @@ if file is not None:
                                         progress=lambda f, m: bar.progress(min(max(f, 0.0), 1.0), text=m))
         except LdpvizInputError as exc:
             bar.empty()
-            ss["upload_message"] = ("error", f"**The file could not be used:** {exc}\n\nThe previous data "
+            ss["upload_message"] = ("error", f"**{file.name} could not be used:** {exc}\n\nThe previous data "
                                               f"({controls.dataset_label(cfg['dataset'])}) stays selected.")
         else:
             bar.empty()
@@ -120,7 +120,11 @@ if data is None:
     st.stop()
 
 report = data.dataset.report
-if report is not None:
+if kind == "error":      # the last upload failed: no report of the previous file under the new file's name
+    st.subheader("Validation report")
+    st.caption(f"None for the file that could not be used (see above). The selected data is still "
+               f"{controls.dataset_label(data.name)}.")
+elif report is not None:
     st.subheader("Validation report")
     k1, k2, k3 = st.columns(3)
     k1.metric("Rows read", f"{report.rows_read:,}", help=explain.readout_help("rows_read"))
@@ -150,7 +154,7 @@ with session.guard("the preview"):
     deck.layers.append(pdk.Layer("PathLayer", outlines, get_path="path", get_color=[0, 90, 200, 200],
                                  width_min_pixels=2, pickable=True))
     st.pydeck_chart(deck, height=px["height"], key="map:preview")
-    st.caption(f"Region '{region.name or 'custom'}': {len(binned.cells):,} points inside, {binned.n_outside:,} "
+    st.caption(f"Region '{region.name or 'custom'}': {explain.plural(len(binned.cells), 'point')} inside, {binned.n_outside:,} "
                f"outside. Blue outlines: the dataset's other regions. " + session.basemap_caption(basemap))
     suggest_grid(len(binned.cells), int(cfg["grid_side"]))
 

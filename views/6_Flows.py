@@ -113,7 +113,7 @@ with session.guard("the OD flows"):
         st.dataframe(flowviz.flow_table(res.grid, res.true, res.estimate, s["top_k"]), hide_index=True)
     st.download_button("Flow table (CSV)", flow_csv(res.grid, res.true, res.estimate), "ldpviz-flows.csv",
                        "text/csv", help="Every OD pair with a true or estimated share; cells numbered row by row "
-                                        "from the south-west corner (ldpviz.export's cell numbering).", on_click="ignore")
+                                        "from the south-west corner (the numbering of the grid exports).", on_click="ignore")
 
     st.header("Navigation with location updates")
     n = nav.summary()
@@ -127,7 +127,7 @@ with session.guard("the OD flows"):
               help=explain.readout_help("extra_trip_time", f"Here {n['trip_time_deviation_rel']:.1%} over the "
                                                            "fastest route on true congestion."))
     st.caption(f"Guarantee: {nav.guarantee} Simulation: {NAV_TRIPS} trips on a {NAV_GRID} × {NAV_GRID} road grid, "
-               f"θ = {theta} s, +{NAV_DELAY_S:g} s per congested cell (ldpviz.navigation).")
+               f"θ = {theta} s, +{NAV_DELAY_S:g} s per congested cell.")
     if nav.example:
         full = ui.map_size("full")
         st.pydeck_chart(flowviz.route_deck(nav.grid, nav.congestion_true, nav.example, basemap=basemap, **full),
