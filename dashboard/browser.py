@@ -23,7 +23,7 @@ import streamlit as st
 from ldpviz import viz
 
 #: An address is settled (later changes get their own history entry) once the page has been idle this long (ms).
-SETTLE_MS = 1500
+SETTLE_MS = 600
 
 _CSS = """<style>
 /* Wide tables: scroll sideways inside their box; a shadow marks the side with more columns. */

@@ -81,7 +81,7 @@ def data_controls(cfg: dict[str, Any], show_users: bool = True) -> Data | None:
         bind(cfg, "n_users", st.sidebar.number_input, "Number of users (0 = everyone in the region)",
              min_value=0, max_value=50_000_000, step=5_000,
              help="A seeded random sample of the people in the region takes part; more users, less noise.")
-    st.sidebar.caption(f"{explain.plural(data.n, 'point')} · region side {region.side_m / 1000:,.2f} km")
+    st.sidebar.caption(f"{explain.plural(data.n, 'point')} · region side {fmt_metres(region.side_m)}")
     return Data(name, data, key, region_arg, region, upload_filename)
 
 

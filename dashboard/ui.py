@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import compute, state
-from ldpviz import attacker, attacker_mc, explain, export, mechanisms, metrics, render
+from ldpviz import attacker, attacker_mc, explain, export, mechanisms, metrics, render, viz
 from ldpviz.domain import Grid, Region
 from ldpviz.attacker import DEFAULT_R_M
 from ldpviz.errors import LdpvizInputError
@@ -22,28 +22,34 @@ READOUTS = ("w2_m", "aqe", "kl", "l1", "emd_l1_m")
 
 #: Where a map sits: the whole main column, half of it (two maps side by side) or a third (three maps).
 MAP_SLOTS = ("full", "half", "third")
-#: (width framed, map height) in pixels per slot on a desktop: the column's width at 1024 px with the sidebar
-#: open (measured in Chromium: 564, 274 and 177 px), the narrowest a desktop shows it. A deck's zoom cannot follow
-#: its column (it is set here, not in the browser), so the region is framed to that width and the map is only a
-#: little taller than the region: wider windows show blank space beside the region, never 100 px above and below.
-DESKTOP_MAPS = {"full": (560, 560), "half": (274, 300), "third": (177, 210)}
+#: The width a map is framed to, per slot on a desktop: the column's width at 1024 px with the sidebar open
+#: (measured in Chromium: 564, 274 and 177 px), the narrowest a desktop shows it. A deck's zoom cannot follow its
+#: column (it is set here, not in the browser), so the region is framed to that width and the map is made as tall
+#: as the region then is: wider windows show blank space beside the region, never 100 px above and below.
+DESKTOP_WIDTHS = {"full": 560, "half": 274, "third": 177}
 #: On a phone Streamlit stacks columns: every map is the screen's width (358 px at 390 px).
-PHONE_MAP = (356, 380)
+PHONE_WIDTH = 356
+#: Blank pixels kept above and below the region (with the 4% margin of :func:`ldpviz.viz.view_state`).
+MAP_PAD_PX = 16
 
 
-def map_size(slot: str) -> dict[str, int]:
-    """``{"width": framed px, "height": px}`` for a map in ``slot`` (:data:`MAP_SLOTS`) on this browser.
+def map_size(slot: str, region: Region | None = None) -> dict[str, int]:
+    """``{"width": framed px, "height": px}`` for a map of ``region`` in ``slot`` (:data:`MAP_SLOTS`).
 
-    A browser that says it is a phone (``Mobile`` in its User-Agent) gets :data:`PHONE_MAP` for every slot,
-    since its columns are stacked; anything else gets :data:`DESKTOP_MAPS`.
+    A browser that says it is a phone (``Mobile`` in its User-Agent) gets :data:`PHONE_WIDTH` for every slot,
+    since its columns are stacked; anything else :data:`DESKTOP_WIDTHS`. The height follows the region's shape as
+    drawn (:func:`ldpviz.viz.mercator_aspect`): the region fills the framed width, between half and one and a
+    half times that width tall.
     """
-    if slot not in DESKTOP_MAPS:
+    if slot not in DESKTOP_WIDTHS:
         raise ValueError(f"map slot must be one of {MAP_SLOTS}, got {slot!r}")
     try:
         agent = str(st.context.headers.get("User-Agent") or "")
     except Exception:   # no browser (AppTest, bare mode): a desktop
         agent = ""
-    width, height = PHONE_MAP if "Mobile" in agent else DESKTOP_MAPS[slot]
+    width = PHONE_WIDTH if "Mobile" in agent else DESKTOP_WIDTHS[slot]
+    aspect = viz.mercator_aspect(region) if region is not None else 1.0
+    height = int(np.clip(round(0.92 * width * aspect + 2 * MAP_PAD_PX), 0.5 * width, 1.5 * width))
     return {"width": width, "height": height}
 
 

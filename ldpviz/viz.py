@@ -47,6 +47,13 @@ def _mercator_y(lat: np.ndarray) -> np.ndarray:
     return np.log(np.tan(np.pi / 4 + np.radians(np.asarray(lat, dtype=float)) / 2)) / (2 * np.pi)
 
 
+def mercator_aspect(region: Region) -> float:
+    """Height over width of the region's outline as deck.gl draws it (Web Mercator): 1 for a small square region
+    (any latitude), below 1 for a continent whose northern edge Mercator stretches sideways, and so on."""
+    ring = np.asarray(region.outline_lonlat(), dtype=float)
+    return float(np.ptp(_mercator_y(ring[:, 1])) / max(np.ptp(ring[:, 0]) / 360.0, 1e-12))
+
+
 def view_state(region: Region, height: float = 420.0, width: float = NARROWEST_COLUMN_PX) -> pdk.ViewState:
     """A view that frames the whole region in a ``width`` x ``height`` pixel map, with a margin.
 
@@ -348,9 +355,10 @@ def legend_html(vmax: float, label: str = "share of users per cell", diverging: 
     ramp = DIVERGING if diverging else RAMP
     stops = ", ".join(f"rgb({r:.0f},{g:.0f},{b:.0f})" for r, g, b in ramp)
     lo = f"-{100 * vmax:.2g}%" if diverging else "0%"
-    return (f"<div style='font-size:0.8rem;display:flex;align-items:center;gap:0.5rem'>"
-            f"<span>{lo}</span><div style='flex:0 0 180px;height:10px;background:linear-gradient(to right, {stops});"
-            f"border:1px solid #999'></div><span>{100 * vmax:.2g}%</span><span>({label})</span></div>")
+    return (f"<div style='font-size:0.8rem;display:flex;flex-wrap:wrap;align-items:center;gap:0.25rem 0.5rem'>"
+            f"<span>{lo}</span><div style='flex:1 1 60px;max-width:180px;height:10px;"
+            f"background:linear-gradient(to right, {stops});border:1px solid #999'></div><span>{100 * vmax:.2g}%</span>"
+            f"<span style='flex-basis:100%'>{label}</span></div>")
 
 
 # ---- plotly figures -------------------------------------------------------------------

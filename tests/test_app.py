@@ -405,7 +405,9 @@ def test_typed_bounds_are_prefilled_with_bounds_the_page_accepts():
     """The sidebar's bounds box starts from the region in a form it accepts: longitudes wrapped into [-180, 180]
     across the antimeridian (Fiji's region reaches 191.04 in continuous longitudes), and for a continent a box the
     size limit allows (its enclosing lon/lat box would need an 11,677 km square)."""
-    from dashboard import controls
+    import numpy as np
+
+    from dashboard import controls, state
     from ldpviz.domain import Region
 
     fiji = Region.from_bbox(170.0, -25.0, -170.0, -10.0)

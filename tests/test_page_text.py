@@ -28,13 +28,13 @@ ONE_PLURAL = re.compile(r"(?<![\d.,])(?<![-+/] )1 (points|people|rows|users|cell
 #: Punctuation doubled: '..' (not an ellipsis), '.);', ',,', ';;', '. ,' and the like.
 DOUBLED = re.compile(r"(?<!\.)\.\s*\.(?!\.)|\.\)[;,.]|[,;]\s*[,;.]|\.\s*[,;]")
 #: A decimal number with more than 4 significant digits ('10.140407900811718'); thousands separators aside.
-DECIMAL = re.compile(r"(?<![\w.,])-?\d+\.\d+(?![\w.])")
+DECIMAL = re.compile(r"(?<![\w.,])-?\d[\d,]*\.\d+(?![\w.])")
 #: Abbreviations whose full stops are not sentence ends.
 ABBREVIATIONS = ("e.g.", "i.e.", "et al.", "etc.", "vs.", "Sec.", "Eq.", "eq.", "App.", "Fig.", "Thm.")
 
 
 def _significant(number: str) -> int:
-    digits = number.lstrip("-").replace(".", "").lstrip("0")
+    digits = number.lstrip("-").replace(",", "").replace(".", "").lstrip("0")
     return len(digits)
 
 
@@ -60,7 +60,7 @@ def _is_coordinate(text: str, match: re.Match) -> bool:
 def test_the_scan_finds_what_issue_21_listed():
     """The patterns catch each text the issue found, and pass their corrected forms."""
     bad = ["regions can be at most 6,500 km across (a continent).); ldpviz works", "Loaded x: 1 points.",
-           "Only 1 people are in this region", "radius = 10.140407900811718", "Stopped.. Keeping",
+           "Only 1 people are in this region", "radius = 10.140407900811718", "Stopped.. Keeping", "region side 5,983.08 km",
            "one, , two"]
     for text in bad:
         assert problems(text), text

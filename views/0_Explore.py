@@ -96,18 +96,20 @@ with session.guard("this scenario"):
     vmax = float(max(true_density.max(), est_density.max()))
     vabs = float(np.abs(difference).max()) or 1.0
     # The difference map joins the two maps (a third column) rather than replacing the estimate.
-    px = ui.map_size("third" if diff else "half")
+    px = ui.map_size("third" if diff else "half", result.grid.region)
     size = {**px, "basemap": basemap}
     filtered = f" (Gaussian filter, σ = {sigma:g} cells)" if sigma > 0 else ""
     columns = st.columns(3 if diff else 2)
+    # Three maps get short bold titles (subheaders wrap in a third of the page and would push one map lower).
+    title = (lambda text: st.markdown(f"**{text}**")) if diff else st.subheader
     with columns[0]:
-        st.subheader("True density")
+        title("True density")
         st.pydeck_chart(viz.density_deck(result.grid, true_density, vmax=vmax, **size), height=px["height"],
                         key="map:true")
         st.html(viz.legend_html(vmax))
     with columns[1]:
         adaptive = not (sigma > 0 or viz.is_uniform_partition(est.partition, result.grid.side))
-        st.subheader("Estimated density" + (f" ({len(est.partition)} adaptive rectangles)" if adaptive else ""))
+        title("Estimated density" + (f" ({len(est.partition)} adaptive rectangles)" if adaptive else ""))
         deck = (viz.density_deck(result.grid, est_density, vmax=vmax, **size) if sigma > 0 else
                 viz.estimate_deck(result.grid, est_density, est.partition, vmax=vmax, **size))
         blocks = (compute.srr_blocks(scenario.mechanism, scenario.grid_side, result.grid.region,
@@ -121,7 +123,7 @@ with session.guard("this scenario"):
                        "this ε (its effective resolution); within a block it learns only the total.")
     if diff:
         with columns[2]:
-            st.subheader("Difference: estimate − truth")
+            title("Estimate − truth")
             st.pydeck_chart(viz.difference_deck(result.grid, true_density, est_density, **size),
                             height=px["height"], key="map:diff")
             st.html(viz.legend_html(vabs, "estimate − truth, share of users per cell", diverging=True))
@@ -129,7 +131,7 @@ with session.guard("this scenario"):
         spread = result.cell_spread("sd")
         smax = float(spread.max()) or 1.0
         st.subheader(f"Spread over {len(result.metrics)} trials")
-        half = ui.map_size("half")
+        half = ui.map_size("half", result.grid.region)
         st.columns(2)[0].pydeck_chart(
             viz.density_deck(result.grid, spread, vmax=smax, basemap=basemap, **half,
                              label="standard deviation {share} percentage points"),
@@ -140,7 +142,7 @@ with session.guard("this scenario"):
                                                                      viz.MAX_GRID_LINES else " frames")
                + " the region. Hover a cell for its centre's latitude and longitude. "
                + session.basemap_caption(basemap))
-    third = ui.map_size("third")
+    third = ui.map_size("third", result.grid.region)
     fill_pinned_attacker = pin.section(scenario, result, sigma, basemap, (third["height"], third["width"]))
     if getattr(result, "coverage", None):
         with st.expander("What the guarantee covers, and what it does not"):

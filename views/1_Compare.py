@@ -185,9 +185,9 @@ if results:
         panels = [("Truth", None)] + [(by_name[n]["label"] + (" · central DP (trusted aggregator)" if
                                                              by_name[n]["privacy_model"] == mechanisms.CENTRAL_DP else ""),
                                        results[n]) for n in table["mechanism"]]
-        px = ui.map_size("third")
+        px = ui.map_size("third", first.grid.region)
         for start in range(0, len(panels), 3):
-            cols = st.columns(3)
+            cols = st.columns(3, vertical_alignment="bottom")   # titles may wrap; the maps (last) line up
             for col, (title, res) in zip(cols, panels[start:start + 3]):
                 with col:
                     st.markdown(f"**{title}**")

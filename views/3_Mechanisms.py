@@ -111,7 +111,7 @@ with session.guard(f"the channel of {cls.label}"):
     out_grid = viz.output_grid(grid, P.shape[0])
 
     RED, BLUE = [200, 0, 0, 255], [0, 70, 200, 255]
-    px = ui.map_size("third")
+    px = ui.map_size("third", grid.region)
     m1, m2, m3 = st.columns(3)
     with m1:
         st.markdown("**1 · True location** (red), over the population density")

@@ -146,7 +146,7 @@ with session.guard("the preview"):
     grid = Grid(region, PREVIEW_SIDE)
     binned = grid.bin_lonlat(data.dataset.lon, data.dataset.lat)
     density = grid.histogram(binned.cells) / max(len(binned.cells), 1)
-    px = ui.map_size("full")                     # a full-width map, framed to the column (not a thumbnail)
+    px = ui.map_size("full", region)                     # a full-width map, framed to the column (not a thumbnail)
     deck = viz.density_deck(grid, density, basemap=basemap, **px)
     saved = st.session_state["saved_regions"].get(data.name, {})
     outlines = [{"path": r.outline_lonlat(), "name": n} for n, r in {**data.dataset.presets, **saved}.items()

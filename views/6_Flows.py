@@ -103,7 +103,7 @@ with session.guard("the OD flows"):
     st.caption(f"Trips: {out['source']}. " + "; ".join(f"left out {n:,} {why}" for why, n in s["left_out"].items()))
     left, right = st.columns(2)
     left.subheader("True flows")
-    px = ui.map_size("half")
+    px = ui.map_size("half", res.grid.region)
     left.pydeck_chart(flowviz.arc_deck(res.grid, res.true, colour=flowviz.TRUE_COLOUR, basemap=basemap, **px),
                       height=px["height"])
     right.subheader(f"Estimated flows ({mechanism} + {estimator})")
@@ -129,7 +129,7 @@ with session.guard("the OD flows"):
     st.caption(f"Guarantee: {nav.guarantee} Simulation: {NAV_TRIPS} trips on a {NAV_GRID} × {NAV_GRID} road grid, "
                f"θ = {theta} s, +{NAV_DELAY_S:g} s per congested cell.")
     if nav.example:
-        full = ui.map_size("full")
+        full = ui.map_size("full", nav.grid.region)
         st.pydeck_chart(flowviz.route_deck(nav.grid, nav.congestion_true, nav.example, basemap=basemap, **full),
                         height=full["height"])
         st.caption("One trip: blue = fastest route on the true congestion, red = the route driven with private "

@@ -153,7 +153,7 @@ with session.guard("the user-level heatmap"):
     vmax = float(max(out["true"].max(), res.density.max()))
     left, right = st.columns(2)
     left.subheader("True (each person weight 1)")
-    px = ui.map_size("half")
+    px = ui.map_size("half", grid.region)
     left.pydeck_chart(viz.density_deck(grid, out["true"], vmax, basemap=basemap, **px), height=px["height"])
     right.subheader(f"Estimated ({method}{', shuffle model' if shuffle else ''})")
     deck = viz.density_deck(grid, res.density, vmax, basemap=basemap, **px)
