@@ -20,7 +20,7 @@ install-test: $(BIN)/python
 
 ## Set up and start the dashboard on the bundled dataset.
 run: install
-	$(BIN)/streamlit run app.py --server.port $(PORT) --server.address $(ADDRESS) --server.headless true --browser.gatherUsageStats false
+	$(BIN)/ldpviz app --port $(PORT) --address $(ADDRESS)
 
 ## Set up and run the whole test suite (statistical and browser tests included).
 test: install-test
@@ -31,6 +31,11 @@ test-fast: install-test
 	$(BIN)/python -m pytest -n 2 -m "not slow and not browser"
 
 ## CI smoke run of every bench/ script (bench/README.md) into build/reproduce-quick/; fails if any script fails.
+## Build the wheel, install it in a fresh venv outside the checkout, run `ldpviz run` and `ldpviz app` (CI does this).
+.PHONY: wheel-check
+wheel-check: $(BIN)/python
+	bash .ci/wheel-check $(BIN)/python
+
 .PHONY: reproduce-quick
 reproduce-quick: install-test
 	$(BIN)/python -m ldpviz reproduce --quick

@@ -1,4 +1,4 @@
-"""Cost and precision of the Monte Carlo attacker (ldpviz.attacker_mc) on the bundled data.
+"""Cost and precision of the Monte Carlo attacker (ldpviz.decide.attacker_monte_carlo) on the bundled data.
 
 For each mechanism without an explicit channel, and GRR (exact and forced Monte Carlo, the
 check of the machinery), at grid sides d = 16, 32, 64 and epsilon = 1 and 4: the
@@ -21,11 +21,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ldpviz import datasets, mechanisms  # noqa: E402
-from ldpviz.attacker import POPULATION, attack  # noqa: E402
-from ldpviz.attacker_mc import MC_MAX_REPORTS, MC_MIN_REPORTS, MC_SEED, MC_TARGET_RSE  # noqa: E402
+from ldpviz.data import datasets
+from ldpviz import mechanisms  # noqa: E402
+from ldpviz.decide.attacker import POPULATION, attack  # noqa: E402
+from ldpviz.decide.attacker_monte_carlo import MC_MAX_REPORTS, MC_MIN_REPORTS, MC_SEED, MC_TARGET_RSE  # noqa: E402
 from ldpviz.experiment import Scenario, prepare_users  # noqa: E402
-from ldpviz.reproduce import provenance_markdown  # noqa: E402
+from ldpviz.evidence.reproduce import provenance_markdown  # noqa: E402
 
 DATASET = "minneapolis-stops"
 MECHANISMS = ("grr", "grr (forced monte carlo)", "oue", "olh", "ug", "privag", "aag", "olh-h", "pldp")

@@ -1,6 +1,6 @@
 """Black-box privacy audit of every registered mechanism -> docs/audit.md.
 
-Runs :func:`ldpviz.audit.audit_mechanism` for every mechanism in the registry on
+Runs :func:`ldpviz.evidence.audit.audit_mechanism` for every mechanism in the registry on
 several grids and epsilons, plus deliberately broken mechanisms (which the same
 audit must flag), and writes one Markdown report with the certified lower bounds
 next to the claims. Usage: ``python bench/audit_report.py [--quick] [--out DIR]``.
@@ -17,12 +17,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ldpviz import audit, mechanisms
+from ldpviz.evidence import audit
+from ldpviz import mechanisms
 from ldpviz.errors import LdpvizInputError
-from ldpviz.mechanisms.fo import GRR
-from ldpviz.mechanisms.sem_geoi import SEMGeoI
-from ldpviz.reproduce import provenance_markdown
-from ldpviz.summaries import write_summary
+from ldpviz.mechanisms.fo.oracles import GRR
+from ldpviz.mechanisms.dam.sem_geoi import SEMGeoI
+from ldpviz.evidence.reproduce import provenance_markdown
+from ldpviz.evidence.summaries import write_summary
 
 
 class GRRBinaryFormula(GRR):
@@ -187,7 +188,7 @@ def run(quick: bool, out: Path, sides: tuple[int, ...] | None = None, n_samples:
                                  trials=f"{n_samples:,} client reports per input of each pair; grid sides "
                                         f"{', '.join(map(str, sides))}; epsilons {', '.join(f'{e:g}' for e in epsilons)}",
                                  quick=quick),
-             "Method (`ldpviz/audit.py`): for each pair of hard inputs (neighbouring cells, far corners, a cell "
+             "Method (`ldpviz/evidence/audit.py`): for each pair of hard inputs (neighbouring cells, far corners, a cell "
              "and the cell one radius away when the mechanism has a radius, two corners of one cell) the client "
              "half `perturb` runs on many copies of each input. Half of the reports choose candidate events "
              "(unions of the reports most likely under one input relative to the other, over the whole report "

@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from ldpviz import mechanisms
-from ldpviz.domain import Grid, Region
+from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError
-from ldpviz.reproduce import provenance_markdown
+from ldpviz.evidence.reproduce import provenance_markdown
 
 NAMES = ("dam", "dam-ns", "huem", "planar-laplace", "mdsw", "sem-geoi")
 TARGET_S = {"dam": 1.0, "dam-ns": 1.0, "huem": 1.0, "planar-laplace": 1.0}
@@ -96,7 +96,7 @@ def main(argv=None) -> int:
              f"`bench/bench_dam.py`{' --quick' if args.quick else ''}: {args.users:,} users on a {args.side} x "
              f"{args.side} grid, epsilon = "
              f"{args.epsilon:g}, seed {SEED}, median of {args.repeats} repeats (setup excluded from the total: it is "
-             f"done once per (grid, epsilon)). Default parameters (EM stopped by the shared held-out rule of ldpviz.estimation; SW-EMS at 256 buckets per axis for MDSW).\n",
+             f"done once per (grid, epsilon)). Default parameters (EM stopped by the shared held-out rule of ldpviz.mechanisms.estimation; SW-EMS at 256 buckets per axis for MDSW).\n",
              "| mechanism | setup s | perturb s | estimate s | perturb + estimate s | EM iterations | target | note |",
              "|---|---|---|---|---|---|---|---|"]
     for name, r, verdict, note in rows:

@@ -26,13 +26,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from dashboard import serve  # noqa: E402
+from ldpviz.app import serve  # noqa: E402
 CHROMIUM = serve.CHROMIUM
 ARGS = serve.CHROMIUM_ARGS
 
 
 #: The slider's start: its smallest value, so the moves cover the small-ε settings where EM works hardest
-#: (DAM's held-out EM took ~6 s per run there before SQUAREM acceleration; see ldpviz/estimation.py).
+#: (DAM's held-out EM took ~6 s per run there before SQUAREM acceleration; see ldpviz/mechanisms/estimation.py).
 START_EPS = 0.1
 
 def wait_idle(page, timeout_ms: int = 120_000) -> None:
@@ -63,8 +63,8 @@ def main() -> int:
 
     from playwright.sync_api import sync_playwright
 
-    from dashboard import state
-    from ldpviz.reproduce import provenance_markdown
+    from ldpviz.app import state
+    from ldpviz.evidence.reproduce import provenance_markdown
     mechanism = state.default_mechanism()
 
     server_log = tempfile.TemporaryFile()

@@ -1,4 +1,4 @@
-"""Benchmark: one scenario split across a Dask cluster (ldpviz.partitioned): throughput, memory, equality.
+"""Benchmark: one scenario split across a Dask cluster (ldpviz.experiment.partitioned): throughput, memory, equality.
 
 Run from the repository root:
 
@@ -26,9 +26,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from ldpviz import partitioned  # noqa: E402
+from ldpviz.experiment import partitioned  # noqa: E402
 from ldpviz.experiment import Scenario  # noqa: E402
-from ldpviz.reproduce import provenance_markdown  # noqa: E402
+from ldpviz.evidence.reproduce import provenance_markdown  # noqa: E402
 
 SEED = 20261123
 DATA_SEED = 7
@@ -124,7 +124,7 @@ def main() -> None:
         print("bench_dask: the optional Dask packages are not installed (pip install 'ldpviz[cluster]'); "
               "nothing to measure")
         return
-    from ldpviz import parallel
+    from ldpviz.experiment import executors as parallel
 
     with parallel.dask_client(args.scheduler, args.workers) as client:
         workers = len(client.scheduler_info()["workers"])

@@ -36,10 +36,11 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from ldpviz.domain import Grid, Region  # noqa: E402
+from ldpviz.geo.domain import Grid, Region  # noqa: E402
 from ldpviz import mechanisms  # noqa: E402
-from ldpviz.mechanisms import fo, path_cost  # noqa: E402
-from ldpviz.reproduce import provenance_markdown  # noqa: E402
+from ldpviz.mechanisms.fo import oracles as fo
+from ldpviz.mechanisms import path_cost  # noqa: E402
+from ldpviz.evidence.reproduce import provenance_markdown  # noqa: E402
 
 SEED = 20240601
 

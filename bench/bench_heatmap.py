@@ -20,9 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ldpviz import datasets, mechanisms
-from ldpviz.domain import Binned, Grid
-from ldpviz.reproduce import provenance_markdown
+from ldpviz.data import datasets
+from ldpviz import mechanisms
+from ldpviz.geo.domain import Binned, Grid
+from ldpviz.evidence.reproduce import provenance_markdown
 
 N_USERS = 10_000
 SIDES = (256, 512)

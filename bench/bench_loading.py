@@ -3,12 +3,12 @@
 For each size, write a CSV and a Parquet file of US-wide points with a few bad
 rows planted (one in 100,000 each: a missing latitude, a non-numeric longitude,
 a latitude of 95, a longitude of 600, and one longitude in (180, 540] that is
-wrapped; the CSV also gets one row with an extra field per million rows), then load each file with :func:`ldpviz.datasets.load_file` in a fresh
+wrapped; the CSV also gets one row with an extra field per million rows), then load each file with :func:`ldpviz.data.datasets.load_file` in a fresh
 process under ``/usr/bin/time -v``: the report gives the load seconds measured
 inside the process, the process's peak resident memory (``Maximum resident set
 size``, which includes Python, numpy and pandas themselves: the "baseline" row
 loads nothing), and the rows kept, dropped and changed, which must match what
-was planted. Synthetic sets (:func:`ldpviz.synthetic.generate`) are measured the
+was planted. Synthetic sets (:func:`ldpviz.data.synthetic.generate`) are measured the
 same way, both whole (``generate``) and streamed one chunk at a time
 (``chunks``, at ten times the largest size: 100 million points in the full run).
 
@@ -34,7 +34,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ldpviz.reproduce import provenance_markdown  # noqa: E402
+from ldpviz.evidence.reproduce import provenance_markdown  # noqa: E402
 
 TARGET_GB = 2.0
 BAD_EVERY = 100_000
@@ -45,7 +45,7 @@ import json, sys, time
 t0 = time.perf_counter()
 kind, arg, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 if kind == "baseline":
-    import numpy, pandas, pyarrow.parquet, ldpviz.datasets
+    import numpy, pandas, pyarrow.parquet, ldpviz.data.datasets
     out = {"rows_kept": 0}
 elif kind == "stream":
     from ldpviz import synthetic
@@ -58,7 +58,7 @@ elif kind == "synthetic":
     ds = synthetic.generate(arg, n, seed=0)
     out = {"rows_kept": ds.n}
 else:
-    from ldpviz.datasets import load_file
+    from ldpviz.data.datasets import load_file
     ds = load_file(arg, max_bytes=8 * 2**30)
     r = ds.report
     out = {"rows_kept": r.rows_kept, "rows_read": r.rows_read, "dropped": r.dropped, "changed": r.changed,
@@ -170,7 +170,7 @@ def render(rows: list[dict], checks: list[tuple], quick: bool, sizes: list[int])
              "Written by `bench/bench_loading.py`. Each load runs in a fresh Python process under "
              "`/usr/bin/time -v`; *peak MB* is that process's maximum resident set size, interpreter and "
              "libraries included (see the baseline row). *Seconds* is measured inside the process, imports "
-             "included. Files above 64 MB are read in chunks of 1,000,000 rows (`ldpviz/bigfile.py`). Every "
+             "included. Files above 64 MB are read in chunks of 1,000,000 rows (`ldpviz/data/big_files.py`). Every "
              f"file has bad rows planted (one of each kind per {BAD_EVERY:,} rows, and in CSV one row with an "
              "extra field per million); the loader's counts must match them.", "",
              "| what | rows | file MB | seconds | peak MB | rows kept | dropped / changed |",

@@ -5,10 +5,10 @@ Issue 13 asks for "OD estimation for 1M users on a 16 x 16 grid in seconds, not 
 
 For each L-SRR scheme (SRR, GRR, OLH-H, HR, PLDP on the public grid domain; origin and destination at
 epsilon/2 each) the script times: the joint statistic from per-user reports (every phone simulated,
-ldpviz.od.joint_statistic) and drawn from the true OD counts (ldpviz.od_simulate, same distribution);
-then, on the per-user statistic, the Lasso (ldpviz.od.estimate_lasso: ADMM + projected Newton on the
-Kronecker structure, ldpviz.od_solver), EM and the unbiased estimate; and the previous Lasso solver
-(L-BFGS-B, ldpviz.od.estimate_lasso_lbfgsb) on the same statistic, with the relative difference of the
+ldpviz.flows.od.joint_statistic) and drawn from the true OD counts (ldpviz.flows.od_simulate, same distribution);
+then, on the per-user statistic, the Lasso (ldpviz.flows.od.estimate_lasso: ADMM + projected Newton on the
+Kronecker structure, ldpviz.flows.od_lasso_solver), EM and the unbiased estimate; and the previous Lasso solver
+(L-BFGS-B, ldpviz.flows.od.estimate_lasso_lbfgsb) on the same statistic, with the relative difference of the
 two Lasso objectives (negative: the new solver's optimum is lower) and the L1 distance between the two
 estimates (where the channel is rank-deficient, SRR and PLDP, only the optimal value is unique).
 
@@ -32,11 +32,12 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from ldpviz import mechanisms, od  # noqa: E402
-from ldpviz.domain import Grid  # noqa: E402
-from ldpviz.mechanisms.srr import grid_domain  # noqa: E402
-from ldpviz.od_simulate import simulate_statistic  # noqa: E402
-from ldpviz.reproduce import provenance_markdown  # noqa: E402
+from ldpviz import mechanisms
+from ldpviz.flows import od  # noqa: E402
+from ldpviz.geo.domain import Grid  # noqa: E402
+from ldpviz.mechanisms.srr.staircase import grid_domain  # noqa: E402
+from ldpviz.flows.od_simulate import simulate_statistic  # noqa: E402
+from ldpviz.evidence.reproduce import provenance_markdown  # noqa: E402
 
 SEED = 13
 EPSILON = 4.0
@@ -145,9 +146,9 @@ def main() -> None:
         f"({outside:,} left out), {side} x {side} grid, public grid domain, epsilon = {EPSILON:g} per OD pair "
         f"(epsilon/2 = {EPSILON / 2:g} for the origin and for the destination; privacy unit: one trip's OD pair).",
         "- Columns: `per_user_s` = every phone's two reports plus the joint statistic; `aggregate_s` = the same "
-        "statistic drawn from the true OD counts (ldpviz.od_simulate; OLH-H under a fully random hash family); "
+        "statistic drawn from the true OD counts (ldpviz.flows.od_simulate; OLH-H under a fully random hash family); "
         "estimator times on the per-user statistic; L1 over OD pairs against the true distribution.",
-        "- Solvers: Lasso = ADMM with the exact Kronecker solve + projected Newton (ldpviz/od_solver.py); "
+        "- Solvers: Lasso = ADMM with the exact Kronecker solve + projected Newton (ldpviz/flows/od_lasso_solver.py); "
         "EM = Richardson-Lucy with SQUAREM on the joint report histogram (GRR's channel applied as a I + b J).", "",
         "## Times (seconds) and accuracy", "", *table, "", *prev_lines,
         "## Summary (generated from the numbers above)", "", *sentences, "",

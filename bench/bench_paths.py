@@ -30,9 +30,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from bench_fo import clustered_users, machine, spread  # noqa: E402
 from ldpviz import mechanisms  # noqa: E402
-from ldpviz.domain import Grid, Region  # noqa: E402
+from ldpviz.geo.domain import Grid, Region  # noqa: E402
 from ldpviz.mechanisms.base import CENTRAL_DP, NO_PRIVACY  # noqa: E402
-from ldpviz.reproduce import provenance_markdown  # noqa: E402
+from ldpviz.evidence.reproduce import provenance_markdown  # noqa: E402
 
 SEED = 20240601
 PATHS = ("per-user", "aggregate", "auto")
@@ -127,7 +127,7 @@ def write_report(path: str, rows: list[dict], args: argparse.Namespace) -> None:
              f"per-user reports are skipped above {args.max_bits / 8 / 2 ** 20:,.0f} MiB of report bits; SEM-Geo-I "
              "refuses grids above 32 x 32 (reports are sets of cells), and at epsilon = 1 its LP calibration refuses "
              f"32 x 32 as well, so it runs at {args.sem_side} x {args.sem_side}. MDSW has no aggregate path: its "
-             "users perturb exact positions, not cells (ldpviz/mechanisms/sw.py says why).", "",
+             "users perturb exact positions, not cells (ldpviz/mechanisms/dam/square_wave.py says why).", "",
              "| mechanism | grid | setup (s) | collect per-user (s) | collect aggregate (s) | collect auto (s) | "
              "paired collect ratio per-user / aggregate | auto chose | faster collect | run per-user (s) | "
              "run aggregate (s) | run auto (s) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ldpviz.domain import Grid, Region
-from ldpviz.mechanisms import srr as S
-from ldpviz.reproduce import provenance_markdown
+from ldpviz.geo.domain import Grid, Region
+from ldpviz.mechanisms.srr import staircase as S
+from ldpviz.evidence.reproduce import provenance_markdown
 
 SEED = 2024
 

@@ -24,7 +24,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from dashboard import serve  # noqa: E402
+from ldpviz.app import serve  # noqa: E402
 CHROMIUM = serve.CHROMIUM
 CHROMIUM_ARGS = serve.CHROMIUM_ARGS
 DATASETS = ["normal", "uniform", "szipf", "mnormal", "gmm", "normal", "uniform", "szipf"]
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="3 sessions, 2 rounds, small scenarios")
     parser.add_argument("--out", default="docs", help="output directory (default: docs/)")
     args = parser.parse_args(argv)
-    from ldpviz.reproduce import provenance_markdown
+    from ldpviz.evidence.reproduce import provenance_markdown
 
     code = serve.exit_code_without_browser("concurrency_report")   # the rule of tests/browser/test_e2e.py
     if code is not None:

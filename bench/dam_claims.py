@@ -1,6 +1,6 @@
 """Re-run the DAM paper's claims (dam-disk-area-mechanism.md Sec. VII-C) on synthetic data.
 
-Data sets as Sec. VII-A describes them (and as ldpviz.datasets generates them):
+Data sets as Sec. VII-A describes them (and as ldpviz.data.datasets generates them):
 Normal(0, 0, 1, 1, 0.5) on [-5, 5]^2, MNormal (three equal parts with rho = 0.5, 0,
 -0.2) on [-5, 7]^2 and SZipf (independent skew-Zipf coordinates on [0, 1)^2), binned on a
 d x d grid over that square. W2 is the exact 2-Wasserstein distance between the true and the
@@ -29,10 +29,10 @@ import numpy as np
 import ot
 
 from ldpviz import mechanisms
-from ldpviz.domain import Binned, Grid, Region
-from ldpviz.local_privacy import lp_from_channel, lp_from_disk_channel
-from ldpviz.reproduce import provenance_markdown
-from ldpviz.summaries import write_summary
+from ldpviz.geo.domain import Binned, Grid, Region
+from ldpviz.mechanisms.dam.local_privacy import lp_from_channel, lp_from_disk_channel
+from ldpviz.evidence.reproduce import provenance_markdown
+from ldpviz.evidence.summaries import write_summary
 
 ALL = ("dam", "dam-ns", "huem", "mdsw", "sem-geoi", "planar-laplace")
 #: Extra rows of the main comparison: (label, mechanism, params) -- the baselines' other settings.
@@ -54,19 +54,19 @@ def normal_points(n: int, rng: np.random.Generator, rho: float = 0.5, centre: fl
 
 
 def mnormal_points(n: int, rng: np.random.Generator) -> np.ndarray:
-    """Sec. VII-A's MNormal with the team's reading (ldpviz.datasets.MNORMAL_COMPONENTS): parts with
+    """Sec. VII-A's MNormal with the team's reading (ldpviz.data.datasets.MNORMAL_COMPONENTS): parts with
     rho = 0.5, 0, -0.2 centred at (0, 0), (1, 1), (2, 2) (the paper prints all centres as (0, 0) but a
     range reaching 6.4)."""
     return np.vstack([normal_points(n // 3, rng, rho, c) for c, rho in ((0.0, 0.5), (1.0, 0.0), (2.0, -0.2))])
 
 
 def szipf_points(n: int, rng: np.random.Generator) -> np.ndarray:
-    """Sec. VII-A's SZipf as ldpviz.datasets reads it: independent coordinates with density
+    """Sec. VII-A's SZipf as ldpviz.data.datasets reads it: independent coordinates with density
     1 / (ln 2 (x + 1)) on [0, 1), drawn by inversion x = 2^U - 1."""
     return np.exp2(rng.random((n, 2))) - 1.0
 
 
-#: name -> (generator, native square domain [lo, hi]^2), as in ldpviz.datasets
+#: name -> (generator, native square domain [lo, hi]^2), as in ldpviz.data.datasets
 DATASETS = {"Normal": (normal_points, (-5.0, 5.0)), "MNormal": (mnormal_points, (-5.0, 7.0)),
             "SZipf": (szipf_points, (0.0, 1.0))}
 
@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
              f"and the reports from `default_rng(seed + t)`). W2 in units of the region side (mean ± sd). "
              f"Planar Laplace and SEM-Geo-I use the epsilon' that gives DAM's local privacy. "
              f"Post-processing: each mechanism's default -- EM for DAM, DAM-NS, HUEM, SEM-Geo-I "
-             f"and planar Laplace (ldpviz.estimation's default rule: early stopping validated on 20% held-out reports, see docs/em-stopping.md); SW-EMS at 256 buckets per axis for MDSW. "
+             f"and planar Laplace (ldpviz.mechanisms.estimation's default rule: early stopping validated on 20% held-out reports, see docs/em-stopping.md); SW-EMS at 256 buckets per axis for MDSW. "
              f"SEM-Geo-I's subset size: k = ceil(n / (e^eps + 1)) (the paper's) unless the row says otherwise.{reduced}\n"]
 
     # 1. main comparison at d = 15, eps = 3.5, with the baselines' other settings

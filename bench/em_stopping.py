@@ -1,6 +1,6 @@
 """Effect of the EM stopping rule on the DAM paper's comparison (issue 15 item 7).
 
-Every EM/EMS estimator shares ldpviz.estimation.expectation_maximisation and its stopping rule.
+Every EM/EMS estimator shares ldpviz.mechanisms.estimation.expectation_maximisation and its stopping rule.
 This script runs the DAM paper's setting (bench/dam_claims.py: Normal and MNormal, d = 15,
 epsilon = 3.5, exact W2 in units of the region side) under four rules:
 
@@ -27,8 +27,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import dam_claims as claims  # noqa: E402
 
-from ldpviz.estimation import EM_TOLERANCE, MAX_EM_ITERATIONS, em_stopping_rule  # noqa: E402
-from ldpviz.reproduce import provenance_markdown  # noqa: E402
+from ldpviz.mechanisms.estimation import EM_TOLERANCE, MAX_EM_ITERATIONS, em_stopping_rule  # noqa: E402
+from ldpviz.evidence.reproduce import provenance_markdown  # noqa: E402
 
 RULES = (("legacy 1e-3", "legacy", 1e-3), ("legacy 1e-4", "legacy", 1e-4), ("converged", "converged", 1e-3),
          ("holdout", "holdout", 1e-3))

@@ -7,9 +7,9 @@ as the delay threshold theta grows (Fig. 14); SRR gives the smallest relative Le
 (Fig. 15) and trip-time deviation (Fig. 16). Also measured: OD estimation time for many users on a
 16 x 16 grid (65,536 OD pairs).
 
-Code: ldpviz.od (eps/2 + eps/2 collection with each scheme's own client half; Lasso, EM and
-unbiased estimators on the joint report statistic), ldpviz.navigation (App. C.1 simulation on the
-grid), ldpviz.trajectories (bundled storm tracks, gravity OD pairs for the point data).
+Code: ldpviz.flows.od (eps/2 + eps/2 collection with each scheme's own client half; Lasso, EM and
+unbiased estimators on the joint report statistic), ldpviz.flows.navigation (App. C.1 simulation on the
+grid), ldpviz.data.trajectories (bundled storm tracks, gravity OD pairs for the point data).
 
 BLAS is limited to one thread in this process: the estimators do many small matrix products, and on
 a shared 2-core machine threaded OpenBLAS was 16x slower than one thread for them.
@@ -31,9 +31,9 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ldpviz import navigation, od  # noqa: E402
-from ldpviz.reproduce import provenance_markdown  # noqa: E402
-from ldpviz.summaries import write_summary  # noqa: E402
+from ldpviz.flows import navigation, od  # noqa: E402
+from ldpviz.evidence.reproduce import provenance_markdown  # noqa: E402
+from ldpviz.evidence.summaries import write_summary  # noqa: E402
 
 SEED = 13
 SCHEMES = ("srr", "grr-tiles", "olh-h", "hr-tiles", "pldp")
@@ -119,8 +119,8 @@ def nav_rows(cfg: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
 def srr_ranks(cfg: dict) -> dict[float, int]:
     """Rank of SRR's channel over the grid cells at epsilon/2, for each epsilon (the explaining number)."""
     from ldpviz import mechanisms
-    from ldpviz.domain import Grid
-    from ldpviz.mechanisms.srr import grid_domain
+    from ldpviz.geo.domain import Grid
+    from ldpviz.mechanisms.srr.staircase import grid_domain
 
     grid = Grid(od.load_od_pairs("atlantic-storms", None, None, SEED)[1], cfg["grid"])
     out = {}
@@ -216,13 +216,13 @@ def main() -> None:
         f"epsilon/2 each (epsilon-LDP per OD pair by sequential composition; privacy unit: one trip's OD pair). "
         f"Locations: the {cfg['grid']} x {cfg['grid']} grid cells ({cfg['grid'] ** 4:,} OD pairs), the public grid "
         "domain of the L-SRR family for every scheme. Estimators: Lasso (the paper's, for every scheme), EM "
-        "(maximum likelihood) and the unbiased linear estimate (explaining baseline); see ldpviz/od.py.",
+        "(maximum likelihood) and the unbiased linear estimate (explaining baseline); see ldpviz/flows/od.py.",
         "- Data: `minneapolis-stops`, whole city, with synthetic OD pairs from a gravity model on the stops "
         "(the paper's Gowalla/Geolife/Porto/Foursquare trips are not bundled); `atlantic-storms`, Gulf of Mexico "
         "and Florida region, real tracks clipped to the region (few users: 288 storms).",
         f"- Navigation (App. C.1): `minneapolis-stops` as traffic, {cfg['nav_grid']} x {cfg['nav_grid']} road grid, "
         f"{cfg['nav_trips']} gravity-model trips, 10 m/s, +20 s per congested cell (more than twice the mean users "
-        "per cell), location updates when a trip runs theta seconds behind its prediction; see ldpviz/navigation.py.",
+        "per cell), location updates when a trip runs theta seconds behind its prediction; see ldpviz/flows/navigation.py.",
         "",
         "## Fig. 10: L1 over OD pairs (mean over trials)", "",
         table(od_df.pivot_table(index=["dataset", "epsilon", "estimator"], columns="scheme", values="l1",
@@ -238,7 +238,7 @@ def main() -> None:
         "pairs, epsilon = 4)", "",
         table(speed[["scheme", "estimator", "users", "od_pairs", "perturb_s", "statistic_s", "estimate_s",
                      "total_s", "iterations", "converged", "l1"]], "{:.3f}"), "",
-        speed_sentence + (" Lasso: ADMM + projected Newton on the Kronecker structure (ldpviz/od_solver.py). "
+        speed_sentence + (" Lasso: ADMM + projected Newton on the Kronecker structure (ldpviz/flows/od_lasso_solver.py). "
                           "Per-scheme times of both simulation paths and of both estimators, and the comparison with "
                           "the previous L-BFGS-B solver: [od-benchmark.md](od-benchmark.md)."), "",
         "## Fig. 14: total privacy bound vs theta (SRR, epsilon = 1 per update)", "",

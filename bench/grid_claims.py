@@ -49,11 +49,12 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from ldpviz import datasets, mechanisms, metrics  # noqa: E402
-from ldpviz.domain import Grid  # noqa: E402
-from ldpviz.mechanisms.grids import AAG, PrivAG  # noqa: E402
-from ldpviz.partition import Partition  # noqa: E402
-from ldpviz.summaries import write_summary  # noqa: E402
+from ldpviz.data import datasets
+from ldpviz import mechanisms, metrics  # noqa: E402
+from ldpviz.geo.domain import Grid  # noqa: E402
+from ldpviz.mechanisms.grids.decompositions import AAG, PrivAG  # noqa: E402
+from ldpviz.geo.partition import Partition  # noqa: E402
+from ldpviz.evidence.summaries import write_summary  # noqa: E402
 
 SEED = 7
 EPSILONS = (0.5, 1.0, 3.0, 5.0)
@@ -214,7 +215,7 @@ def _table(rows: list[tuple[str, str, list[float]]], header: list[str]) -> list[
 def report(results: dict[str, dict], args: argparse.Namespace, trials: int, epsilons, sides) -> tuple[str, list, dict]:
     """The Markdown report, its generated summary sentences and the numbers behind them."""
     lines = ["# Grid decompositions: the grid paper's take-aways re-run", ""]
-    from ldpviz.reproduce import provenance_markdown
+    from ldpviz.evidence.reproduce import provenance_markdown
     lines += [provenance_markdown(seeds=f"{SEED} (queries), [{SEED}, trial] (runs)", trials=str(trials),
                                   quick=args.quick), ""]
     lines += [__doc__.split("\n\n", 2)[2].strip(), "",

@@ -39,11 +39,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ldpviz import datasets, metrics
-from ldpviz.domain import Grid
-from ldpviz.mechanisms import heatmap as hm
-from ldpviz.reproduce import provenance_markdown
-from ldpviz.summaries import write_summary
+from ldpviz.data import datasets
+from ldpviz import metrics
+from ldpviz.geo.domain import Grid
+from ldpviz.mechanisms.heatmaps import dp_heatmap as hm
+from ldpviz.evidence.reproduce import provenance_markdown
+from ldpviz.evidence.summaries import write_summary
 
 DATASETS = ("gmm", "minneapolis-stops")
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0)

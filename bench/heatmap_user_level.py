@@ -12,7 +12,7 @@ weight 1, Sec. 2.2-2.3), the privacy unit is one person. Sections of the report:
 
 Users: people with many points, the paper's setting. The paper's Gowalla / Brightkite check-ins
 are not shipped; we use 1,000 synthetic people from DAM App. D's random walk over the bundled
-Minneapolis stops (ldpviz.trajgen, 2-200 points each, "Whole city" region). Each trial draws n
+Minneapolis stops (ldpviz.data.trajectory_generator, 2-200 points each, "Whole city" region). Each trial draws n
 distinct people. EMD is exact (ldpviz.metrics.emd_l1) between the true average distribution
 a = s / n and the estimate, in region sides; similarity is on the Sec. 2.3 heatmaps with
 sigma = Delta / 64 cells. ``laplace-top`` keeps the top 0.1% of cells (at least one).
@@ -29,12 +29,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ldpviz import metrics, trajgen
-from ldpviz import user_heatmaps as uh
-from ldpviz.domain import Grid, Region
-from ldpviz.mechanisms import heatmap as hm
-from ldpviz.reproduce import provenance_markdown
-from ldpviz.summaries import write_summary
+from ldpviz import metrics
+from ldpviz.data import trajectory_generator as trajgen
+from ldpviz.people import user_heatmaps as uh
+from ldpviz.geo.domain import Grid, Region
+from ldpviz.mechanisms.heatmaps import dp_heatmap as hm
+from ldpviz.evidence.reproduce import provenance_markdown
+from ldpviz.evidence.summaries import write_summary
 
 EPSILONS = (0.5, 1.0, 2.0, 5.0, 10.0)
 USERS = (50, 100, 200, 400)
@@ -171,8 +172,8 @@ def main() -> int:
                             trials=f"{trials} per setting", quick=q),
         f"Users: {frame['person'].nunique():,} synthetic people ({len(frame):,} points, {a['min_length']}-"
         f"{a['max_length']} each) from DAM App. D's random walk over the Minneapolis stops "
-        f"(`ldpviz.trajgen.minneapolis_trajectories(seed={args.seed})`); each trial draws n distinct people and "
-        f"normalises each person's points to weight 1 (`ldpviz.user_heatmaps.person_distributions`). "
+        f"(`ldpviz.data.trajectory_generator.minneapolis_trajectories(seed={args.seed})`); each trial draws n distinct people and "
+        f"normalises each person's points to weight 1 (`ldpviz.people.user_heatmaps.person_distributions`). "
         f"Privacy unit: {uh.PRIVACY_UNIT}; l1 sensitivity {uh.SENSITIVITY:g} per level (add/remove one person). "
         f"EMD exact, in region sides (lower is better); similarity on heatmaps (higher is better). "
         f"w = 20, gamma = 1/sqrt 2. Total run time {elapsed:.0f} s.", "",

@@ -5,7 +5,7 @@ antimeridian), draw random point pairs uniformly in the region, and compare the
 planar distance the tool uses (side x distance in unit coordinates: what W2 and
 EMD are measured in) with the geodesic distance on the WGS 84 ellipsoid
 (pyproj.Geod). The report lists each region's projection, the scale error it
-states (:attr:`ldpviz.domain.Region.scale_error`), and the measured median and
+states (:attr:`ldpviz.geo.domain.Region.scale_error`), and the measured median and
 largest relative distance error, and checks measured <= stated. For comparison
 it shows what the old local (equirectangular, spherical) projection would give
 on the same region.
@@ -26,8 +26,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ldpviz.domain import EARTH_RADIUS_M, LOCAL, Region  # noqa: E402
-from ldpviz.reproduce import provenance_markdown  # noqa: E402
+from ldpviz.geo.domain import EARTH_RADIUS_M, LOCAL, Region  # noqa: E402
+from ldpviz.evidence.reproduce import provenance_markdown  # noqa: E402
 
 SIDES_KM = (1, 20, 100, 500, 2000, 4000, 6000)
 LATITUDES = (0.0, 45.0, 70.0)

@@ -7,16 +7,16 @@ Claims checked: L1(SRR) < L1(GRR) and L1(SRR) <= L1(HR) at eps in {1, 3, 5}
 Setting (mirrors Sec. 6.1): the whole-city region (20 km square), the location domain is the
 occupied quadkey tiles (level 17, ~216 m, chosen by SRR's default for a 64 x 64 grid of 312.5 m
 cells), every stop is one user. All paper baselines run on that same domain: ``grr-tiles``,
-``hr-tiles`` (ldpviz.mechanisms.srr_baselines), ``olh-h``, ``pldp``. The tool's grid-cell ``grr``
+``hr-tiles`` (ldpviz.mechanisms.srr.tile_baselines), ``olh-h``, ``pldp``. The tool's grid-cell ``grr``
 and ``hr`` (all 4,096 cells) are shown for reference. Every estimate goes through Norm-Sub.
 Metrics are computed on the 64 x 64 evaluation grid by ``ldpviz.metrics`` (L1, KL) and
-``ldpviz.knn.knn_quality``.
+``ldpviz.metrics.knn.knn_quality``.
 
 Explaining baselines (issue 15 item 9), in every table: GRR and UG (OLH) on coarser public grids
 (8 x 8 and 16 x 16 cells, ``ug`` with ``cells_per_side``), the data-free **uniform over the domain**
 (the same mass on every occupied tile), and the **noise-free histogram on SRR's classes** (the true
 distribution summed over the blocks SRR's channel can tell apart and spread evenly inside each:
-the best any SRR estimator can do, ``ldpviz.srr_resolution.class_histogram``).
+the best any SRR estimator can do, ``ldpviz.mechanisms.srr.resolution.class_histogram``).
 
 Run: PYTHONPATH=. python bench/srr_claims.py [--quick] [--out DIR]   (writes DIR/srr-claims.md)
 """
@@ -33,11 +33,12 @@ import numpy as np
 import pandas as pd
 
 import ldpviz
-from ldpviz import datasets, experiment, mechanisms, metrics
-from ldpviz.knn import knn_quality
-from ldpviz.reproduce import provenance_markdown
-from ldpviz.srr_resolution import class_histogram, effective_resolution, uniform_over_domain
-from ldpviz.summaries import write_summary
+from ldpviz.data import datasets
+from ldpviz import experiment, mechanisms, metrics
+from ldpviz.metrics.knn import knn_quality
+from ldpviz.evidence.reproduce import provenance_markdown
+from ldpviz.mechanisms.srr.resolution import class_histogram, effective_resolution, uniform_over_domain
+from ldpviz.evidence.summaries import write_summary
 
 SEED = 2024
 EPSILONS = (1.0, 3.0, 5.0)
@@ -190,20 +191,20 @@ def render(df: pd.DataFrame, info: dict, trials: int, seconds: float, quick: boo
         f"{srr_info[EPSILONS[0]]['level']} (~216 m; {srr_info[EPSILONS[0]]['domain_size']:,} tiles, cf. the paper's "
         "374-3,202 locations), chosen by SRR's default for the 64 x 64 evaluation grid (312.5 m cells). As in the "
         "paper, the baselines run on the **same domain**: `grr-tiles`, `hr-tiles` (GRR and HR of "
-        "`ldpviz.mechanisms.fo` on SRR's tiles), `olh-h`, `pldp`. For reference the tool's own `grr` and `hr` "
+        "`ldpviz.mechanisms.fo.oracles` on SRR's tiles), `olh-h`, `pldp`. For reference the tool's own `grr` and `hr` "
         "(on all 4,096 grid cells, empty ones included) are listed too. Every estimate is projected with "
         "Norm-Sub. SRR is run with three server estimators on the same reports' distribution: Algorithm 2 "
         "with the directions its rank-deficient system cannot determine filled from the uniform prior (`srr`, "
         "the default), the same with the minimum-norm fill (the former default), and EM (maximum likelihood, "
         "the shared EM, stopped by its held-out rule). HR is the general-privacy HR (Acharya et al. Sec. 5; "
         "`variant='auto'`). L1 and KL (`ldpviz.metrics`) are measured on the 64 x 64 grid (tile estimates mapped "
-        "area-proportionally), not on the tiles; k-NN lists with `ldpviz.knn.knn_quality` (k = 25). "
+        "area-proportionally), not on the tiles; k-NN lists with `ldpviz.metrics.knn.knn_quality` (k = 25). "
         "Values: mean ± standard deviation over trials.", "",
         "SRR plan per epsilon (Lemma 3.4 m, Theorem 3.3 c; rank = identifiable dimension of Algorithm 2's "
         "system): " + "; ".join(
             f"eps {e:g}: m = {srr_info[e]['m']}, c = {srr_info[e]['c']:.2f} (e^eps = {np.exp(e):.1f}), "
             f"rank {srr_info[e]['rank']} of {srr_info[e]['domain_size']}" for e in EPSILONS) + ".", "",
-        "SRR's effective resolution (`ldpviz.srr_resolution.effective_resolution`: distinct blocks of its "
+        "SRR's effective resolution (`ldpviz.mechanisms.srr.resolution.effective_resolution`: distinct blocks of its "
         "channel, locations in one block send identical reports): " + "; ".join(
             f"eps {e:g}: {info[('resolution', e)]['occupied']} blocks of the {info[('resolution', e)]['occupied_size']:,} "
             f"occupied tiles (median ~{info[('resolution', e)]['occupied_side_m']:,.0f} m across), "
@@ -276,7 +277,7 @@ DISCUSSION = """## Where we differ from the paper, and why
 * **SRR's resolution is fixed by its groups, not by epsilon.** The groups are LCP balls (Def. 3.2), so every
   tile of the innermost group G_1(x) has the same G_1 -- the same quadtree block -- and the same outer
   groups; all tiles of a block therefore send *identical* report distributions (eq. 2-4) and no
-  estimator can tell them apart (`channel_classes` in srr.py, `ldpviz.srr_resolution`; the block counts
+  estimator can tell them apart (`channel_classes` in srr.py, `ldpviz.mechanisms.srr.resolution`; the block counts
   are listed above). With the group thresholds that maximise the expected LCP and Lemma 3.4's m, the
   blocks are kilometres wide, so SRR recovers the city's density only at block resolution: its L1 is
   bounded below by the noise-free histogram on its classes, and plain GRR or UG on a coarser public grid

@@ -1,6 +1,6 @@
 """Time ``ldpviz target`` (goal seek) for four mechanisms on the bundled data, and record its answers.
 
-For each mechanism, :func:`ldpviz.tradeoff.target_epsilon` finds the smallest epsilon
+For each mechanism, :func:`ldpviz.decide.tradeoff.target_epsilon` finds the smallest epsilon
 whose mean W2 over the trials is at most the target (issue 12, item 4), then the
 population-prior attacker's error at that epsilon. The report gives, per mechanism,
 the epsilon found, the metric's 95% CI, the evaluations the search needed, and the
@@ -23,9 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ldpviz import tradeoff  # noqa: E402
+from ldpviz.decide import tradeoff  # noqa: E402
 from ldpviz.experiment import Scenario  # noqa: E402
-from ldpviz.reproduce import provenance_markdown  # noqa: E402
+from ldpviz.evidence.reproduce import provenance_markdown  # noqa: E402
 
 MECHANISMS = ("grr", "dam", "planar-laplace", "oue")
 DATASET = "minneapolis-stops"
@@ -87,12 +87,12 @@ def main(argv: list[str] | None = None) -> int:
                   f"evaluations of {trials} trials).",
               "",
               "Notes: each evaluation runs every trial of the mechanism and scores W2 only; the search fits log W2 "
-              "against log epsilon from epsilon = 1 (`ldpviz.tradeoff._seek_log`). Planar Laplace's kernel widens as "
+              "against log epsilon from epsilon = 1 (`ldpviz.decide.tradeoff._seek_log`). Planar Laplace's kernel widens as "
               "40 / epsilon cells at small epsilon per km; its channel folds offsets beyond d cells (exact), so its "
               "convolutions stay d-sized, but building the kernel still grows with the width. OUE runs on its "
               "aggregate path (exact in distribution; no per-user bit vectors are built). "
               "The attacker is computed exactly from an explicit channel; mechanisms without one (OUE) get it by "
-              "Monte Carlo over reports with exact per-report posteriors (`ldpviz.attacker_mc`; ± one standard "
+              "Monte Carlo over reports with exact per-report posteriors (`ldpviz.decide.attacker_monte_carlo`; ± one standard "
               "error); a channel not built at this grid side (planar Laplace beyond d = 32) is said instead."]
     path = out / "target-mode.md"
     path.write_text("\n".join(lines) + "\n")

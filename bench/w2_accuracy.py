@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ldpviz import metrics  # noqa: E402
-from ldpviz.reproduce import provenance_markdown  # noqa: E402
+from ldpviz.evidence.reproduce import provenance_markdown  # noqa: E402
 
 GRR_EPSILON = 4.0
 REAL_DATASET = "minneapolis-stops"
@@ -77,8 +77,8 @@ def real_pair(d: int, rng: np.random.Generator):
     """Minneapolis stops histogram vs a simulated GRR estimate (epsilon = GRR_EPSILON), or None."""
     try:
         if "ds" not in _REAL_CACHE:
-            from ldpviz import datasets
-            from ldpviz.domain import Grid
+            from ldpviz.data import datasets
+            from ldpviz.geo.domain import Grid
             ds = datasets.load(REAL_DATASET)
             _REAL_CACHE["ds"], _REAL_CACHE["Grid"] = ds, Grid
         ds, Grid = _REAL_CACHE["ds"], _REAL_CACHE["Grid"]

@@ -3,7 +3,7 @@
 For every side d and density pair (the cases of ``bench/w2_accuracy.py`` plus two
 with a closed form) this measures
 
-* **BFM** -- ``ldpviz.ot_grid.bfm_w2`` (``metrics.w2(method="bfm")``): its value
+* **BFM** -- ``ldpviz.metrics.w2_back_and_forth.bfm_w2`` (``metrics.w2(method="bfm")``): its value
   (a certified lower bound), its certified upper bound, and its time;
 * the **exact** value -- POT's network simplex ``ot.emd2`` on the dense cost
   matrix (``metrics.w2(method="exact")``) up to ``--pot-max-side``, the
@@ -36,8 +36,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from ldpviz import metrics, ot_grid  # noqa: E402
-from ldpviz.reproduce import provenance_markdown  # noqa: E402
+from ldpviz import metrics
+from ldpviz.metrics import w2_back_and_forth as ot_grid  # noqa: E402
+from ldpviz.evidence.reproduce import provenance_markdown  # noqa: E402
 import w2_accuracy as acc  # noqa: E402  (shared density cases and machine helpers)
 
 CLOSED = {

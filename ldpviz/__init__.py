@@ -6,13 +6,13 @@ The compute core of the dashboard. Flat, functional entry points:
 >>> result = run(Scenario(dataset="minneapolis-stops", mechanism="grr", epsilon=1.0, grid_side=32))
 >>> result.mean()["w2_m"]            # doctest: +SKIP
 
-This package never imports Streamlit; the pages in app.py and views/ stay thin.
+The core never imports Streamlit; the dashboard lives in :mod:`ldpviz.app` (docs/architecture.md).
 The experiment runner is imported lazily so that ``ldpviz.mechanisms`` stays light.
 """
 
 from typing import Any
 
-from ldpviz.domain import Grid, Region
+from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError
 
 __version__ = "0.1.0"

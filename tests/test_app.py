@@ -14,8 +14,8 @@ from ldpviz import mechanisms
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = {"ds": "normal", "users": "3000", "d": "8"}
-PAGES = ["views/1_Compare.py", "views/2_Trade-offs.py", "views/3_Mechanisms.py", "views/4_Data.py",
-         "views/5_Privacy_audit.py"]
+PAGES = ["ldpviz/app/views/1_Compare.py", "ldpviz/app/views/2_Trade-offs.py", "ldpviz/app/views/3_Mechanisms.py", "ldpviz/app/views/4_Data.py",
+         "ldpviz/app/views/5_Privacy_audit.py"]
 
 
 def app(page: str = "app.py", base: dict[str, str] = SMALL, **query: str) -> AppTest:
@@ -52,11 +52,11 @@ def test_explore_renders_for_every_mechanism(mechanism):
 def test_mechanisms_page_follows_the_instance_not_the_class():
     """SRR draws its staircase channel on the public grid domain; with the occupied domain (built from the
     users' data) the same page explains that there is no single-user journey."""
-    at = app("views/3_Mechanisms.py", mech="srr", cd="6")
+    at = app("ldpviz/app/views/3_Mechanisms.py", mech="srr", cd="6")
     at.run()
     assert_clean(at)
     assert len(at.get("deck_gl_json_chart")) >= 2
-    at = app("views/3_Mechanisms.py", mech="srr", cd="6", **{"p.domain": "occupied"})
+    at = app("ldpviz/app/views/3_Mechanisms.py", mech="srr", cd="6", **{"p.domain": "occupied"})
     at.run()
     assert_clean(at)
     assert any("no single-user journey" in w.value for w in at.warning), [w.value for w in at.warning]
@@ -65,7 +65,7 @@ def test_mechanisms_page_follows_the_instance_not_the_class():
 @pytest.mark.parametrize("mechanism", mechanisms.available())
 def test_mechanisms_page_for_every_mechanism(mechanism):
     """The Mechanisms page explains each mechanism and draws its channel when it has one."""
-    at = app("views/3_Mechanisms.py", mech=mechanism, cd="6")
+    at = app("ldpviz/app/views/3_Mechanisms.py", mech=mechanism, cd="6")
     at.run()
     assert_clean(at)
     assert at.header[0].value == mechanisms.get(mechanism).label
@@ -84,11 +84,11 @@ def test_every_page_renders(page):
 @pytest.mark.parametrize("mechanism", mechanisms.available())
 def test_compare_and_tradeoffs_for_every_mechanism(mechanism):
     """Compare and Trade-offs run each registered mechanism alone (d = 8, a power of two for dp-heatmap)."""
-    at = app("views/1_Compare.py", cmp=mechanism)
+    at = app("ldpviz/app/views/1_Compare.py", cmp=mechanism)
     at.run()
     assert_clean(at)
     assert any("Best for this data" in s.value for s in at.success) or at.error
-    at = app("views/2_Trade-offs.py", smech=mechanism, vary="epsilon", vals="0.5,2")
+    at = app("ldpviz/app/views/2_Trade-offs.py", smech=mechanism, vary="epsilon", vals="0.5,2")
     at.run()
     assert_clean(at)
     assert len(at.get("plotly_chart")) == 3 or at.error
@@ -97,7 +97,7 @@ def test_compare_and_tradeoffs_for_every_mechanism(mechanism):
 def test_explore_defaults_to_dam_with_its_optimal_radius():
     """The default scenario uses DAM; its radius_factor sits beside the optimal b in cells and metres, and no
     second 'multiple of optimal' control duplicates it."""
-    from dashboard import state
+    from ldpviz.app import state
     if "dam" not in mechanisms.available():
         pytest.skip("DAM is not registered")
     assert state.defaults()["mechanism"] == "dam"
@@ -152,12 +152,12 @@ def test_dp_heatmap_needs_a_power_of_two_and_offers_one():
 
 
 def test_compare_defaults_to_one_mechanism_per_family():
-    from dashboard.session import default_comparison, mechanism_rows
+    from ldpviz.app.session import default_comparison, mechanism_rows
     family = {r["name"]: r["family"] for r in mechanism_rows()}
     picks = default_comparison("dam")
     assert picks[0] == "dam" and 1 <= len(picks) <= 4
     assert len({family[p] for p in picks}) == len(picks)
-    at = app("views/1_Compare.py")
+    at = app("ldpviz/app/views/1_Compare.py")
     at.run()
     assert_clean(at)
     assert at.multiselect(key="w:compare").value == default_comparison(at.session_state["cfg"]["mechanism"])
@@ -165,14 +165,14 @@ def test_compare_defaults_to_one_mechanism_per_family():
 
 def test_central_dp_is_labelled_plainly_in_lists():
     """Sidebar, Compare and audit spell central DP out as a trusted-aggregator model."""
-    at = app("views/5_Privacy_audit.py")
+    at = app("ldpviz/app/views/5_Privacy_audit.py")
     at.run()
     table = at.dataframe[0].value
     central = [r["label"] for r in mechanisms.describe() if r["privacy_model"] == mechanisms.CENTRAL_DP]
     rows = table[table["mechanism"].isin(central)]
     assert len(rows) == len(central)
     assert (rows["privacy model"] == "central DP (trusted aggregator)").all()
-    from dashboard.session import model_tag
+    from ldpviz.app.session import model_tag
     assert model_tag(mechanisms.CENTRAL_DP) == "central DP (trusted aggregator)"
 
 
@@ -210,7 +210,7 @@ def test_link_restores_configuration_and_rejects_junk():
 def test_bad_upload_shows_error_and_keeps_previous_data():
     """Data page: a good file becomes the dataset; a bad one shows an error naming it and leaves the good one
     selected, without showing the good file's validation report as if it were the bad file's."""
-    at = app("views/4_Data.py")
+    at = app("ldpviz/app/views/4_Data.py")
     at.run()
     good = b"lat,lon\n44.97,-93.26\n44.98,-93.27\nnot-a-number,-93.2\n44.99,-93.25\n"
     at.file_uploader[0].set_value(("stops.csv", good, "text/csv")).run()
@@ -242,7 +242,7 @@ def test_bad_input_shows_error_not_traceback():
 
 def test_state_round_trip():
     """encode(decode(link)) keeps every setting; defaults are left out of the link."""
-    from dashboard import state
+    from ldpviz.app import state
     cfg, warnings = state.decode({"ds": "normal", "eps": "0.3", "d": "24", "users": "1000", "seed": "3",
                                   "trials": "4", "mech": "grr", "p.projection": "norm-sub", "region": "Centre",
                                   "cmp": "grr,exact", "metric": "kl", "diff": "1"})
@@ -260,7 +260,7 @@ def test_state_round_trip():
 
 
 def test_compare_names_a_best_mechanism():
-    at = app("views/1_Compare.py", cmp=",".join(m for m in mechanisms.available()), metric="w2_m", trials="2")
+    at = app("ldpviz/app/views/1_Compare.py", cmp=",".join(m for m in mechanisms.available()), metric="w2_m", trials="2")
     at.run()
     start = [b for b in at.button if b.label.startswith("Start (")]
     if start:   # on a loaded machine the 22 runs can be predicted above 5 s: then they are announced first
@@ -272,7 +272,7 @@ def test_compare_names_a_best_mechanism():
 
 
 def test_tradeoffs_sweep_draws_a_chart_per_metric():
-    at = app("views/2_Trade-offs.py", smech="grr", vary="epsilon", vals="0.5,2", trials="2")
+    at = app("ldpviz/app/views/2_Trade-offs.py", smech="grr", vary="epsilon", vals="0.5,2", trials="2")
     at.run()
     assert_clean(at)
     assert len(at.get("plotly_chart")) == 3
@@ -281,11 +281,11 @@ def test_tradeoffs_sweep_draws_a_chart_per_metric():
 def test_audit_passes_registered_ldp_channels():
     """The audit page measures every channel on its small grid; no registered mechanism may exceed its epsilon;
     moving epsilon re-measures (new verdict text)."""
-    at = app("views/5_Privacy_audit.py", eps="0.5")
+    at = app("ldpviz/app/views/5_Privacy_audit.py", eps="0.5")
     at.run()
     assert_clean(at)
     table = at.dataframe[0].value
-    from dashboard.session import mechanism_rows
+    from ldpviz.app.session import mechanism_rows
     assert list(table["mechanism"]) == [r["label"] for r in mechanism_rows()]
     assert not (table["verdict"] == "FAIL").any(), table
     assert (table["verdict"] == "pass").sum() >= 1
@@ -297,12 +297,12 @@ def test_audit_passes_registered_ldp_channels():
 
 
 def test_audit_page_black_box_column_when_available():
-    """With ldpviz.audit installed, the audit page certifies a lower bound per mechanism (small n, default
+    """With ldpviz.evidence.audit installed, the audit page certifies a lower bound per mechanism (small n, default
     on) and no registered mechanism's bound exceeds its claim."""
-    from dashboard import compute
+    from ldpviz.app import compute
     if not compute.blackbox_available():
-        pytest.skip("ldpviz.audit (the black-box auditor) is not on this branch yet")
-    at = app("views/5_Privacy_audit.py")
+        pytest.skip("ldpviz.evidence.audit (the black-box auditor) is not on this branch yet")
+    at = app("ldpviz/app/views/5_Privacy_audit.py")
     at.run()
     assert_clean(at)
     table = at.dataframe[0].value
@@ -324,12 +324,12 @@ def test_mechanisms_page_explains_missing_channels_and_journeys():
             by_kind.setdefault(kind, r["name"])
     expected = {"central": "trusted aggregator", "protocol": "no single-user journey", "no-channel": "too many to list"}
     for kind, name in by_kind.items():
-        at = app("views/3_Mechanisms.py", mech=name, cd="6")
+        at = app("ldpviz/app/views/3_Mechanisms.py", mech=name, cd="6")
         at.run()
         assert_clean(at)
         assert any(expected[kind] in w.value for w in at.warning), (name, [w.value for w in at.warning])
     if "planar-laplace" in mechanisms.available():
-        at = app("views/3_Mechanisms.py", mech="planar-laplace", cd="32")
+        at = app("ldpviz/app/views/3_Mechanisms.py", mech="planar-laplace", cd="32")
         at.run()
         assert_clean(at)
         assert not at.error and len(at.get("deck_gl_json_chart")) >= 2
@@ -340,7 +340,7 @@ def test_an_unexpected_error_is_one_sentence_with_details_and_logged(caplog):
     plus a Details expander, never an exception box; the server log keeps the traceback."""
     def page():
         import streamlit as st
-        from dashboard import errors
+        from ldpviz.app import errors
 
         class Page:
             def run(self):
@@ -374,7 +374,7 @@ def test_every_download_button_skips_the_rerun():
     from pathlib import Path
     root = Path(__file__).resolve().parents[1]
     calls = 0
-    for path in [*root.glob("views/*.py"), *root.glob("dashboard/*.py")]:
+    for path in [*root.glob("ldpviz/app/views/*.py"), *root.glob("ldpviz/app/*.py")]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "download_button":
                 calls += 1
@@ -407,8 +407,8 @@ def test_typed_bounds_are_prefilled_with_bounds_the_page_accepts():
     size limit allows (its enclosing lon/lat box would need an 11,677 km square)."""
     import numpy as np
 
-    from dashboard import controls, state
-    from ldpviz.domain import Region
+    from ldpviz.app import controls, state
+    from ldpviz.geo.domain import Region
 
     fiji = Region.from_bbox(170.0, -25.0, -170.0, -10.0)
     assert fiji.bbox[2] > 180

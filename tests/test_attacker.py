@@ -1,4 +1,4 @@
-"""ldpviz.attacker: the one Bayesian attacker (population prior) and the uniform-prior one beside it."""
+"""ldpviz.decide.attacker: the one Bayesian attacker (population prior) and the uniform-prior one beside it."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 from ldpviz import mechanisms
-from ldpviz.attacker import POPULATION, UNIFORM, _rows_times_distance, attack, attackers
-from ldpviz.domain import Grid, Region
+from ldpviz.decide.attacker import POPULATION, UNIFORM, attack, attackers
+from ldpviz.decide.cell_distances import rows_times_distance as _rows_times_distance
+from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError
-from ldpviz.local_privacy import cell_distances, local_privacy
+from ldpviz.mechanisms.dam.local_privacy import cell_distances, local_privacy
 
 REGION = Region(-93.27, 44.97, 6000.0, "test")
 

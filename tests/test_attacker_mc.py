@@ -1,4 +1,4 @@
-"""ldpviz.attacker_mc: the Bayesian attacker by Monte Carlo over reports with exact per-report posteriors."""
+"""ldpviz.decide.attacker_monte_carlo: the Bayesian attacker by Monte Carlo over reports with exact per-report posteriors."""
 
 from __future__ import annotations
 
@@ -8,12 +8,11 @@ import numpy as np
 import pytest
 
 from ldpviz import mechanisms
-from ldpviz.attacker import EXACT, POPULATION, UNIFORM, attack, attack_many, attackers, availability
-from ldpviz.attacker_mc import report_likelihood
-from ldpviz.domain import Grid
+from ldpviz.decide.attacker import EXACT, POPULATION, UNIFORM, attack, attack_many, attackers, availability
+from ldpviz.decide.attacker_monte_carlo import report_likelihood
+from ldpviz.geo.domain import Grid
 from ldpviz.mechanisms.base import CENTRAL_DP
-from ldpviz.mechanisms.fo import (OLHReports, OUEReports, olh_hash_channel, olh_perturb, oue_perturb,
-                                 oue_probabilities, oue_report_likelihood, olh_report_likelihood)
+from ldpviz.mechanisms.fo.oracles import (OLHReports, OUEReports, olh_hash_channel, olh_perturb, oue_perturb, oue_probabilities, oue_report_likelihood, olh_report_likelihood)
 
 from test_attacker import REGION, population  # the same test region and population as the exact attacker's
 
@@ -126,8 +125,8 @@ def test_attackers_sentence_states_the_method_and_precision():
 
 def test_rect_cell_shares_are_area_fractions():
     """Each cell's shares over a tiling sum to 1; a rectangle covering half a cell gets share 1/2 there."""
-    from ldpviz.mechanisms.grids import TwoLevelGrid, aag_grid
-    from ldpviz.partition import rect_cell_shares
+    from ldpviz.mechanisms.grids.decompositions import TwoLevelGrid, aag_grid
+    from ldpviz.geo.partition import rect_cell_shares
     rng = np.random.default_rng(4)
     for tiling in (TwoLevelGrid.uniform(3), aag_grid(rng.random((3, 3)), np.array([2, 3, 2, 4, 2, 2, 3, 2, 5]))):
         S = rect_cell_shares(tiling.rects(), 8).toarray()
@@ -172,7 +171,7 @@ def test_every_family_learns_with_epsilon(name, params):
 
 def test_monte_carlo_cost_is_bounded_by_grid_size():
     """Beyond the Monte Carlo attacker's grid cap the page entry point says so in one sentence (no attempt)."""
-    from ldpviz.attacker_mc import MC_MAX_CELLS
+    from ldpviz.decide.attacker_monte_carlo import MC_MAX_CELLS
     side = int(np.sqrt(MC_MAX_CELLS)) * 2
     g = Grid(REGION, side)
     out = attackers(mechanisms.create("oue", g, 1.0), np.ones((side, side)))

@@ -1,4 +1,4 @@
-"""Black-box privacy audit (ldpviz.audit): sound for every registered mechanism, catches broken ones.
+"""Black-box privacy audit (ldpviz.evidence.audit): sound for every registered mechanism, catches broken ones.
 
 The registry tests are generated from ``mechanisms.available()``, so every
 mechanism family that lands is audited without touching this file.
@@ -12,12 +12,13 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from ldpviz import audit, mechanisms
-from ldpviz.domain import Binned
+from ldpviz.evidence import audit
+from ldpviz import mechanisms
+from ldpviz.geo.domain import Binned
 from ldpviz.errors import LdpvizInputError
 from ldpviz.mechanisms.base import CENTRAL_DP, GEO_I, LDP, NO_PRIVACY, Estimate, Mechanism
-from ldpviz.mechanisms.fo import GRR
-from ldpviz.mechanisms.sem_geoi import SEMGeoI
+from ldpviz.mechanisms.fo.oracles import GRR
+from ldpviz.mechanisms.dam.sem_geoi import SEMGeoI
 
 NAMES = mechanisms.available()
 
@@ -316,7 +317,7 @@ def test_olh_report_key_gives_a_useful_sound_bound() -> None:
 
 def test_olh_report_key_matches_support() -> None:
     """report_key's row for a report marks exactly the cells whose hash equals the reported bucket."""
-    from ldpviz.mechanisms.fo import olh_hash
+    from ldpviz.mechanisms.fo.oracles import olh_hash
     mech = mechanisms.create("olh", audit.audit_grid(3), 2.0)
     reports = mech.perturb(audit.AuditInput(4, (0.5, 0.5)).users(500), np.random.default_rng(0))
     key = mech.report_key(reports)

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ldpviz import datasets
-from ldpviz.datasets import load_file
+from ldpviz.data import datasets
+from ldpviz.data.datasets import load_file
 from ldpviz.errors import LdpvizInputError
 
 ROWS = ["lat,lon,note",

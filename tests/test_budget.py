@@ -1,4 +1,4 @@
-"""ldpviz.budget: sequential composition over repeated collections."""
+"""ldpviz.decide.budget: sequential composition over repeated collections."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ldpviz import budget
+from ldpviz.decide import budget
 from ldpviz.errors import LdpvizInputError
 
 

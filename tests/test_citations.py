@@ -1,6 +1,7 @@
 """Every mechanism's reference reads as a citation (authors, title, venue), never as a repository file name."""
 
-from ldpviz import citations, mechanisms
+from ldpviz.evidence import citations
+from ldpviz import mechanisms
 
 
 def test_every_reference_is_readable():

@@ -99,7 +99,7 @@ def test_readme_bbox_command_line_exactly(tmp_path, monkeypatch):
 
 def test_bbox_forms_and_errors(capsys):
     """--bbox=VALUE and --bbox VALUE both work; bad boxes exit 2 with one line naming --bbox."""
-    from ldpviz.cli import join_signed_values
+    from ldpviz.cli.commands import join_signed_values
     assert join_signed_values(["run", "--bbox", "-93.3,44.9,-93.2,45"]) == ["run", "--bbox=-93.3,44.9,-93.2,45"]
     assert join_signed_values(["run", "--bbox", "--json"]) == ["run", "--bbox", "--json"]
     assert main(["run", "--bbox", "-93.30,44.93,-93.22,45.00", "--users", "2000", "--json"]) == 0

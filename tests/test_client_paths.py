@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from ldpviz import mechanisms
-from ldpviz.domain import Binned, Grid, Region
+from ldpviz.geo.domain import Binned, Grid, Region
 from ldpviz.errors import LdpvizInputError
-from ldpviz.mechanisms import pldp
-from ldpviz.mechanisms.fo import ReportHistogram
-from ldpviz.mechanisms.hadamard import hadamard_histogram
-from ldpviz.mechanisms.sem_geoi import SubsetTables
+from ldpviz.mechanisms.srr import pldp
+from ldpviz.mechanisms.fo.oracles import ReportHistogram
+from ldpviz.mechanisms.fo.hadamard import hadamard_histogram
+from ldpviz.mechanisms.dam.sem_geoi import SubsetTables
 
 RUNS = 300
 
@@ -57,7 +57,7 @@ def test_tile_oracle_histograms_agree_in_distribution(name):
         reports = per_mech.perturb(users, np.random.default_rng([12, seed])).reports
         if name == "grr-tiles":
             return np.bincount(reports, minlength=channel.shape[0])
-        from ldpviz.mechanisms.hadamard import hadamard_code
+        from ldpviz.mechanisms.fo.hadamard import hadamard_code
         return hadamard_histogram(reports, hadamard_code(domain.size, 1.0, per_mech.variant))
 
     agg = np.array([agg_mech.perturb(users, np.random.default_rng([11, s])).reports.counts for s in range(RUNS)])
@@ -206,7 +206,7 @@ def test_uniform_range_histogram_matches_direct_draws():
     """Draws uniform on overlapping ranges of [0, 13) (a size that is not a power of two), 2,000 seeded runs: the
     total is exact, each position's mean is within 4.5 SE of sum_i c_i / |range_i| over the ranges holding it, and
     the variances agree with drawing every value one by one within 10% on average."""
-    from ldpviz.range_draws import uniform_range_histogram
+    from ldpviz.mechanisms.srr.range_draws import uniform_range_histogram
     size, runs = 13, 2_000
     lo, hi, c = np.array([0, 3, 5, 12, 0]), np.array([13, 9, 6, 13, 7]), np.array([50, 30, 20, 10, 40])
     expected = np.zeros(size)
@@ -226,7 +226,7 @@ def test_hadamard_aggregate_agrees_with_per_user_in_distribution(eps, variant):
     """Hadamard response report histograms (40 values, counts 0..59 so that both the one-by-one and the
     multinomial branch of the aggregate run where s is small), 300 seeded draws per path: means within 4.5 SE of
     the code's channel, and the paths agree in mean and in variance (15% on average)."""
-    from ldpviz.mechanisms.hadamard import hadamard_aggregate_histogram, hadamard_channel, hadamard_code, hadamard_perturb
+    from ldpviz.mechanisms.fo.hadamard import hadamard_aggregate_histogram, hadamard_channel, hadamard_code, hadamard_perturb
     code = hadamard_code(40, eps, variant)
     counts = np.random.default_rng(5).integers(0, 60, size=40)
     values = np.repeat(np.arange(40), counts)
@@ -239,9 +239,9 @@ def test_hadamard_aggregate_agrees_with_per_user_in_distribution(eps, variant):
 
 @pytest.mark.parametrize("name", ["grr-tiles", "hr-tiles", "olh-h", "srr", "pldp"])
 def test_reports_page_says_the_aggregate_path_sent_a_tally(name):
-    """What the server received, in words (ldpviz.reports.describe), says 'tally' for the aggregate path's
+    """What the server received, in words (ldpviz.experiment.report_description.describe), says 'tally' for the aggregate path's
     statistic of every location-domain mechanism, and counts the users."""
-    from ldpviz.reports import describe
+    from ldpviz.experiment.report_description import describe
     grid = Grid(Region(0.0, 0.0, 1000.0), 4)
     users = _users(4, 300)
     mech = mechanisms.create(name, grid, 1.0, path="aggregate")

@@ -9,10 +9,10 @@ import pytest
 from scipy import stats
 
 from ldpviz import mechanisms
-from ldpviz.domain import Binned, Grid, Region
+from ldpviz.geo.domain import Binned, Grid, Region
 from ldpviz.errors import LdpvizInputError
-from ldpviz.estimation import binomial_smooth, em_stopping_rule, expectation_maximisation
-from ldpviz.kernels import DiskChannel, dam_weights, huem_continuous_q, huem_weights, optimal_radius
+from ldpviz.mechanisms.estimation import binomial_smooth, em_stopping_rule, expectation_maximisation
+from ldpviz.mechanisms.dam.kernels import DiskChannel, dam_weights, huem_continuous_q, huem_weights, optimal_radius
 
 DISK = ("dam", "dam-ns", "huem")
 
@@ -234,7 +234,7 @@ def _support_brute_force(side: int, footprint: np.ndarray) -> np.ndarray:
 def test_output_support_is_the_minkowski_sum() -> None:
     """kernels.output_support equals the union of every input's footprint: disks (direct formula) and
     arbitrary footprints (FFT path), on several grids."""
-    from ldpviz.kernels import output_support
+    from ldpviz.mechanisms.dam.kernels import output_support
     rng = np.random.default_rng(0)
     for side in (1, 2, 5, 12):
         for b in (0, 1, 3, 7):

@@ -61,12 +61,12 @@ def test_w2_is_u_shaped_in_the_radius(dataset):
 def test_dam_at_most_dam_ns_on_the_bundled_real_data():
     """On road-network data the shrunken border helps: W2(DAM) <= W2(DAM-NS) (Sec. VII-C2)."""
     try:
-        datasets = importlib.import_module("ldpviz.datasets")
+        datasets = importlib.import_module("ldpviz.data.datasets")
         data = datasets.load("minneapolis-stops")
     except Exception as err:  # the bundled data arrives with main's datasets module
         pytest.skip(f"bundled real dataset not available on this branch: {err}")
     from ldpviz import mechanisms
-    from ldpviz.domain import Grid
+    from ldpviz.geo.domain import Grid
     grid = Grid(data.default_region, 15)
     users = grid.bin_lonlat(data.lon, data.lat)
     true = grid.histogram(users.cells)

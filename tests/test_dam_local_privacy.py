@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from ldpviz import mechanisms
-from ldpviz.domain import Grid, Region
-from ldpviz.local_privacy import cell_distances, local_privacy, lp_from_channel, lp_from_disk_channel
+from ldpviz.geo.domain import Grid, Region
+from ldpviz.mechanisms.dam.local_privacy import cell_distances, local_privacy, lp_from_channel, lp_from_disk_channel
 
 
 def grid(d: int, side_m: float = 1000.0) -> Grid:

@@ -1,4 +1,4 @@
-"""Tests for ldpviz.datasets: bundled and synthetic sets, and file loading/validation."""
+"""Tests for ldpviz.data.datasets: bundled and synthetic sets, and file loading/validation."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ldpviz import datasets
-from ldpviz.datasets import Dataset, LoadReport, gaussian_mixture, load, load_file, names
+from ldpviz.data import datasets
+from ldpviz.data.datasets import Dataset, LoadReport, gaussian_mixture, load, load_file, names
 from ldpviz.errors import LdpvizInputError
 
 SIZES = {"minneapolis-stops": 51_920, "normal": 300_000, "szipf": 100_000, "mnormal": 300_000,

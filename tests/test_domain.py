@@ -1,11 +1,11 @@
-"""Regions, projection and binning (ldpviz.domain)."""
+"""Regions, projection and binning (ldpviz.geo.domain)."""
 
 import math
 
 import numpy as np
 import pytest
 
-from ldpviz.domain import EARTH_RADIUS_M, Grid, Region
+from ldpviz.geo.domain import EARTH_RADIUS_M, Grid, Region
 from ldpviz.errors import LdpvizInputError
 
 

@@ -1,12 +1,12 @@
-"""The shared EM/EMS estimator's stopping rules (ldpviz.estimation, issue 15 item 7)."""
+"""The shared EM/EMS estimator's stopping rules (ldpviz.mechanisms.estimation, issue 15 item 7)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from ldpviz import estimation
-from ldpviz.estimation import em_stopping_rule, expectation_maximisation
+from ldpviz.mechanisms import estimation
+from ldpviz.mechanisms.estimation import em_stopping_rule, expectation_maximisation
 
 
 def _problem(n: int = 200_000, seed: int = 3):

@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ldpviz import datasets, experiment
+from ldpviz.data import datasets
+from ldpviz import experiment
 from ldpviz.errors import LdpvizInputError
 from ldpviz.experiment import Scenario
 
@@ -43,7 +44,7 @@ def test_result_contents_and_subsample():
 
 def test_points_outside_region_are_reported():
     """A sub-area preset leaves points out, and the Result says how many."""
-    from ldpviz import datasets
+    from ldpviz.data import datasets
     ds = datasets.load("minneapolis-stops")
     preset = list(ds.presets)[1]
     r = experiment.run(SMALL.with_(region=preset, n_users=None))
@@ -52,7 +53,7 @@ def test_points_outside_region_are_reported():
 
 
 def test_empty_region_is_a_clear_error():
-    from ldpviz.domain import Region
+    from ldpviz.geo.domain import Region
     with pytest.raises(LdpvizInputError, match="contains none"):
         experiment.run(SMALL.with_(region=Region(0.0, 60.0, 1000.0)))
 

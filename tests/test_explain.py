@@ -1,4 +1,4 @@
-"""ldpviz.explain: plain-language text computed from the numbers."""
+"""ldpviz.decide.explain: plain-language text computed from the numbers."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ldpviz import explain
+from ldpviz.decide import explain
 from ldpviz.errors import LdpvizInputError
 from ldpviz.metrics import METRIC_INFO
 

@@ -20,7 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ldpviz import cli, datasets
+from ldpviz.cli import commands as cli
+from ldpviz.data import datasets
 from ldpviz.errors import LdpvizInputError
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""AppTest smoke test of the Flows page (views/6_Flows.py): renders, shows the readouts, no bug box."""
+"""AppTest smoke test of the Flows page (ldpviz/app/views/6_Flows.py): renders, shows the readouts, no bug box."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_flows_page_renders_readouts_and_maps():
     """Default view (storm tracks, SRR, d = 4): L1, top-k, budget split and the navigation readouts."""
-    at = AppTest.from_file(str(ROOT / "views/6_Flows.py"), default_timeout=180)
+    at = AppTest.from_file(str(ROOT / "ldpviz/app/views/6_Flows.py"), default_timeout=180)
     at.session_state["w:flows_grid"] = 4
     at.run()
     assert not at.exception, [e.message for e in at.exception]
@@ -25,7 +25,7 @@ def test_flows_page_renders_readouts_and_maps():
 
 def test_flows_page_switches_mechanism():
     """Another scheme and estimator recompute without errors."""
-    at = AppTest.from_file(str(ROOT / "views/6_Flows.py"), default_timeout=180)
+    at = AppTest.from_file(str(ROOT / "ldpviz/app/views/6_Flows.py"), default_timeout=180)
     at.session_state["w:flows_grid"] = 4
     at.session_state["w:flows_mechanism"] = "grr-tiles"
     at.session_state["w:flows_estimator"] = "em"

@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from ldpviz import mechanisms
-from ldpviz.domain import Grid, Region
+from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError
 
 
@@ -37,7 +37,7 @@ def test_grr_channel_is_epsilon_ldp(eps, side):
 def test_grr_sampler_follows_channel(grid):
     """Reports from one true cell follow the declared channel: chi-square p > 1e-3."""
     m = mechanisms.create("grr", grid, 1.0)
-    from ldpviz.domain import Binned
+    from ldpviz.geo.domain import Binned
     cells = np.full(40_000, 5)
     reports = m.perturb(Binned(cells, np.zeros((len(cells), 2)), 0), np.random.default_rng(0))
     observed = np.bincount(reports, minlength=grid.n_cells)
@@ -47,7 +47,7 @@ def test_grr_sampler_follows_channel(grid):
 
 def test_grr_is_unbiased(grid):
     """Mean unbiased count over 200 seeded runs is within 4 standard errors of the truth."""
-    from ldpviz.domain import Binned
+    from ldpviz.geo.domain import Binned
     m = mechanisms.create("grr", grid, 1.0)
     cells = np.repeat(np.arange(grid.n_cells), np.arange(grid.n_cells) * 10)
     users = Binned(cells, np.zeros((len(cells), 2)), 0)
@@ -58,7 +58,7 @@ def test_grr_is_unbiased(grid):
 
 
 def test_exact_reports_are_true_cells(grid):
-    from ldpviz.domain import Binned
+    from ldpviz.geo.domain import Binned
     m = mechanisms.create("exact", grid, 1.0)
     cells = np.array([0, 3, 3, 15])
     est = m.run(Binned(cells, np.zeros((4, 2)), 0), np.random.default_rng(0))

@@ -8,9 +8,9 @@ import scipy.linalg
 from scipy import stats
 
 from ldpviz import mechanisms
-from ldpviz.domain import Binned, Grid, Region
+from ldpviz.geo.domain import Binned, Grid, Region
 from ldpviz.errors import LdpvizInputError
-from ldpviz.mechanisms import fo
+from ldpviz.mechanisms.fo import oracles as fo
 
 EPSILONS = [0.5, 1.0, 3.0]
 

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from ldpviz import mechanisms
-from ldpviz.domain import Binned, Grid, Region
+from ldpviz.geo.domain import Binned, Grid, Region
 from ldpviz.errors import LdpvizInputError
-from ldpviz.mechanisms import fo, path_cost
+from ldpviz.mechanisms.fo import oracles as fo
+from ldpviz.mechanisms import path_cost
 
 
 def _counts(D: int, n: int, seed: int = 3) -> np.ndarray:

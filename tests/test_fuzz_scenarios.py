@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ldpviz import experiment, mechanisms
-from ldpviz.datasets import Dataset
-from ldpviz.domain import Region
+from ldpviz.data.datasets import Dataset
+from ldpviz.geo.domain import Region
 from ldpviz.errors import LdpvizInputError
 
 NAMES = mechanisms.available()

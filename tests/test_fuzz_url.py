@@ -1,6 +1,6 @@
 """Hand-edited links: query-string parameters are validated like sidebar input, never crash a page.
 
-Property: ``dashboard.state.decode`` turns any query mapping into a config plus
+Property: ``ldpviz.app.state.decode`` turns any query mapping into a config plus
 warnings without raising, and every value it keeps is one the sidebar accepts.
 Then a set of hostile links is opened on every page with Streamlit's AppTest:
 no uncaught exception and no 'bug' box. Skipped while the dashboard is not in
@@ -20,7 +20,7 @@ from ldpviz import mechanisms
 from ldpviz.mechanisms.base import EPSILON_MAX, EPSILON_MIN
 
 ROOT = Path(__file__).resolve().parents[1]
-state = pytest.importorskip("dashboard.state", reason="the dashboard is not in this checkout yet")
+state = pytest.importorskip("ldpviz.app.state", reason="the dashboard is not in this checkout yet")
 
 #: 'cell' is fuzzed separately below (known bug, reported).
 KEYS = ["ds", "mech", "eps", "d", "users", "seed", "trials", "rmul", "bbox", "cmp", "smech", "metric",
@@ -72,8 +72,8 @@ HOSTILE_LINKS = [
     {"cell": "3,x", "cd": "-1"},
     {"ds": "normal", "users": "3000", "d": "8", "eps": "0.0001"},
 ]
-PAGES = ["app.py", "views/1_Compare.py", "views/2_Trade-offs.py", "views/3_Mechanisms.py", "views/4_Data.py",
-         "views/5_Privacy_audit.py"]
+PAGES = ["app.py", "ldpviz/app/views/1_Compare.py", "ldpviz/app/views/2_Trade-offs.py", "ldpviz/app/views/3_Mechanisms.py", "ldpviz/app/views/4_Data.py",
+         "ldpviz/app/views/5_Privacy_audit.py"]
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from ldpviz import mechanisms
-from ldpviz.domain import Binned, Grid, Region
+from ldpviz.geo.domain import Binned, Grid, Region
 from ldpviz.errors import LdpvizInputError
 
 
@@ -124,8 +124,8 @@ def test_geo_i_guarantee_is_the_same_on_every_grid(name, params):
 def test_folded_kernel_gives_the_same_channel():
     """Folding the kernel's tails beyond d cells (exact: they clamp to the border from every cell) leaves
     the dense channel, the FFT forward map and the adjoint unchanged against the unfolded sum."""
-    from ldpviz.kernels import ClampedChannel
-    from ldpviz.mechanisms.geoi import planar_laplace_kernel
+    from ldpviz.mechanisms.dam.kernels import ClampedChannel
+    from ldpviz.mechanisms.dam.planar_laplace import planar_laplace_kernel
     d, K = 5, 23
     kernel = planar_laplace_kernel(0.3, K)
     chan = ClampedChannel(d, kernel)

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from ldpviz import mechanisms
-from ldpviz.domain import Grid, Region
+from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError
-from ldpviz.mechanisms import grids
-from ldpviz.partition import Partition
+from ldpviz.mechanisms.grids import decompositions as grids
+from ldpviz.geo.partition import Partition
 
 # The paper's Table 1, "Initial G1" row: (|U|, epsilon) -> cells.
 TABLE1_G1 = {

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ldpviz import mechanisms, metrics
-from ldpviz.domain import Grid, Region
+from ldpviz.geo.domain import Grid, Region
 
 N_USERS = 100_000
 

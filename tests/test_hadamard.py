@@ -1,4 +1,4 @@
-"""General-privacy Hadamard response (Acharya, Sun, Zhang AISTATS'19 Sec. 5): ldpviz.mechanisms.hadamard."""
+"""General-privacy Hadamard response (Acharya, Sun, Zhang AISTATS'19 Sec. 5): ldpviz.mechanisms.fo.hadamard."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 from scipy import stats
 
 from ldpviz import mechanisms
-from ldpviz.domain import Binned, Grid, Region
-from ldpviz.mechanisms import fo
-from ldpviz.mechanisms.hadamard import (hadamard_aggregate_histogram, hadamard_channel, hadamard_code,
+from ldpviz.geo.domain import Binned, Grid, Region
+from ldpviz.mechanisms.fo import oracles as fo
+from ldpviz.mechanisms.fo.hadamard import (hadamard_aggregate_histogram, hadamard_channel, hadamard_code,
                                         hadamard_estimate_counts, hadamard_histogram, hadamard_perturb,
                                         hadamard_variance)
 

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from ldpviz import mechanisms, pyramid
+from ldpviz import mechanisms
+from ldpviz.mechanisms.heatmaps import pyramid
 from ldpviz.cli import main as cli_main
-from ldpviz.domain import Grid, Region
+from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError
-from ldpviz.mechanisms import heatmap as hm
+from ldpviz.mechanisms.heatmaps import dp_heatmap as hm
 from ldpviz.mechanisms.base import CENTRAL_DP
 
 REGION = Region(0.0, 0.0, 10_000.0)

@@ -9,9 +9,10 @@ from functools import lru_cache
 import numpy as np
 import pytest
 
-from ldpviz import datasets, metrics
-from ldpviz.domain import Grid
-from ldpviz.mechanisms import heatmap as hm
+from ldpviz.data import datasets
+from ldpviz import metrics
+from ldpviz.geo.domain import Grid
+from ldpviz.mechanisms.heatmaps import dp_heatmap as hm
 
 DATASETS = ("gmm", "minneapolis-stops")   # synthetic Gaussian mixture, bundled real data
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import longrun
+from ldpviz.app import longrun
 from ldpviz import Scenario, run
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ import pytest
 from ldpviz import metrics
 from ldpviz.errors import LdpvizInputError
 from ldpviz.mechanisms.base import Estimate
-from ldpviz.partition import Partition
+from ldpviz.geo.partition import Partition
 
 
 # ---- helpers ---------------------------------------------------------------------------

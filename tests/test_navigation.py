@@ -1,4 +1,4 @@
-"""Traffic-aware navigation with LDP location updates (ldpviz.navigation, L-SRR Sec. 4.2 / App. C.1)."""
+"""Traffic-aware navigation with LDP location updates (ldpviz.flows.navigation, L-SRR Sec. 4.2 / App. C.1)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from ldpviz import navigation as N
+from ldpviz.flows import navigation as N
 from ldpviz.cli import main
-from ldpviz.domain import Region
+from ldpviz.geo.domain import Region
 from ldpviz.errors import LdpvizInputError
 
 REGION = Region(0.0, 0.0, 4_000.0, "test square")

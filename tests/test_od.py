@@ -1,4 +1,4 @@
-"""OD flows under LDP (ldpviz.od): statistic, estimators, guarantee, metrics and the `ldpviz od` command."""
+"""OD flows under LDP (ldpviz.flows.od): statistic, estimators, guarantee, metrics and the `ldpviz od` command."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import math
 import numpy as np
 import pytest
 
-from ldpviz import mechanisms, od
+from ldpviz import mechanisms
+from ldpviz.flows import od, od_statistics
 from ldpviz.cli import main
-from ldpviz.domain import Grid, Region
+from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError
-from ldpviz.mechanisms.srr import grid_domain
+from ldpviz.mechanisms.srr.staircase import grid_domain
 
 REGION = Region(0.0, 0.0, 10_000.0, "test square")
 
@@ -188,7 +189,7 @@ def test_cli_od_json(capsys):
 
 def test_flow_maps_and_table():
     """flowviz: top flows are the largest pairs, with cell centres; the table marks estimated top-k membership."""
-    from ldpviz import flowviz
+    from ldpviz.render import flow_maps as flowviz
 
     grid = Grid(REGION, 2)
     true = np.zeros((4, 4))
@@ -242,9 +243,9 @@ def test_aggregate_statistic_has_the_per_user_distribution(name, n_users):
     average within [0.9, 1.1], median within [0.8, 1.25]; one ratio of two 300-sample variances has a
     standard error of ~0.12, so single entries are not bounded). OLH-H's
     aggregate draw is exact for a fully random hash family, the per-user path uses the universal family
-    of ldpviz.mechanisms.fo, so only means are compared for it.
+    of ldpviz.mechanisms.fo.oracles, so only means are compared for it.
     """
-    from ldpviz import od_simulate
+    from ldpviz.flows import od_simulate
 
     grid, o, d = _population(n_users, 2)
     mech = mechanisms.create(name, grid, 1.0)
@@ -307,7 +308,7 @@ def test_olhh_second_moment_is_the_per_user_plug_in():
     rng = np.random.default_rng(4)
     bo, bd = _binned(grid, o), _binned(grid, d)
     ro, rd = mech.perturb(bo, rng), mech.perturb(bd, rng)
-    stat = od._olhh_statistic(ro, rd, 1.0)
+    stat = od_statistics._olhh_statistic(ro, rd, 1.0)
     s_o, s_d = mech.report_key(ro)[:, 1:].astype(float), mech.report_key(rd)[:, 1:].astype(float)
     u_o, u_d = s_o @ stat.A_o, s_d @ stat.A_d
     n = len(o)

@@ -22,7 +22,7 @@ def app(page: str = "app.py", **query: str) -> AppTest:
 
 def test_officer_state_round_trip():
     """The new settings (query size ρ, the spread view) survive encode/decode; junk is dropped with a warning."""
-    from dashboard import state
+    from ldpviz.app import state
     cfg, warnings = state.decode({"rho": "0.05", "spread": "1"})
     assert not warnings and cfg["query_rho"] == 0.05 and cfg["show_spread"] is True
     query = state.encode(cfg)
@@ -34,7 +34,7 @@ def test_officer_state_round_trip():
 
 def test_one_attacker_on_explore_audit_and_mechanisms():
     """GRR at ε = 1 on the same 8 x 8 grid: Explore's sentence, the audit table's population-prior column and
-    the Mechanisms page's metric give the same attacker error (ldpviz.attacker, population prior)."""
+    the Mechanisms page's metric give the same attacker error (ldpviz.decide.attacker, population prior)."""
     explore = app(mech="grr", eps="1")
     explore.run()
     assert_clean(explore)
@@ -43,7 +43,7 @@ def test_one_attacker_on_explore_audit_and_mechanisms():
     assert re.search(r"lands within 500 m of them \d+% of the time", sentence)
     from_explore = re.search(r"is off by \*\*([^*]+)\*\*", sentence).group(1)
 
-    audit = app("views/5_Privacy_audit.py", eps="1", ad="8", bb="0")
+    audit = app("ldpviz/app/views/5_Privacy_audit.py", eps="1", ad="8", bb="0")
     audit.run()
     assert_clean(audit)
     table = audit.dataframe[0].value
@@ -51,7 +51,7 @@ def test_one_attacker_on_explore_audit_and_mechanisms():
     assert row["attacker error (population prior)"] == from_explore
     assert row["attacker error (uniform prior)"] != "—"
 
-    mech = app("views/3_Mechanisms.py", mech="grr", eps="1", cd="8")
+    mech = app("ldpviz/app/views/3_Mechanisms.py", mech="grr", eps="1", cd="8")
     mech.run()
     assert_clean(mech)
     shown = {m.label: m.value for m in mech.metric}
@@ -117,7 +117,7 @@ def test_explore_explains_epsilon_and_geoi_per_km():
 def test_compare_groups_by_model_and_shows_the_common_scale():
     """The table is grouped by privacy model (LDP rows before Geo-I before central DP) and has common_terms'
     LDP-equivalent ε: ε itself for LDP, infinite for central DP."""
-    at = app("views/1_Compare.py", cmp="laplace,planar-laplace,grr", eps="1")
+    at = app("ldpviz/app/views/1_Compare.py", cmp="laplace,planar-laplace,grr", eps="1")
     at.run()
     assert_clean(at)
     table = at.dataframe[0].value
@@ -130,7 +130,7 @@ def test_compare_groups_by_model_and_shows_the_common_scale():
 def test_compare_target_mode_finds_epsilon_and_users():
     """Target mode: GRR's smallest ε for W2 <= 2 km is found (reached, with a CI from 2 trials) and the attacker
     column is filled; 'users needed' answers with a user count; the mode travels in the link."""
-    at = app("views/1_Compare.py", cmp="grr", cmode="target_epsilon", metric="w2_m", tgt="2000", trials="2")
+    at = app("ldpviz/app/views/1_Compare.py", cmp="grr", cmode="target_epsilon", metric="w2_m", tgt="2000", trials="2")
     at.run()
     assert_clean(at)
     table = at.dataframe[0].value
@@ -145,7 +145,7 @@ def test_compare_target_mode_finds_epsilon_and_users():
 
 def test_tradeoff_state_round_trip():
     """The frontier switch and the budget panel's settings survive encode/decode; junk is dropped with a warning."""
-    from dashboard import state
+    from ldpviz.app import state
     link = {"fr": "1", "bev": "week", "btimes": "2", "bper": "6", "bunit": "month", "bfrom": "1", "btot": "4",
             "vary": "n_users"}
     cfg, warnings = state.decode(link)
@@ -159,12 +159,12 @@ def test_tradeoff_state_round_trip():
 def test_tradeoffs_budget_over_time_derives_epsilon_from_a_total():
     """Daily for a year at the sidebar's ε = 0.5 adds up to 182.5; from a total of 36.5 over daily collections
     the page derives ε = 0.1 per collection and offers to use it in the sidebar."""
-    at = app("views/2_Trade-offs.py", smech="grr", vary="epsilon", vals="1", eps="0.5")
+    at = app("ldpviz/app/views/2_Trade-offs.py", smech="grr", vary="epsilon", vals="1", eps="0.5")
     at.run()
     assert_clean(at)
     shown = {m.label: m.value for m in at.metric}
     assert shown["Collections"] == "365" and shown["Total ε (one person, whole period)"] == "182"
-    at = app("views/2_Trade-offs.py", smech="grr", vary="epsilon", vals="1", bfrom="1", btot="36.5")
+    at = app("ldpviz/app/views/2_Trade-offs.py", smech="grr", vary="epsilon", vals="1", bfrom="1", btot="36.5")
     at.run()
     assert_clean(at)
     assert {m.label: m.value for m in at.metric}["ε per collection"] == "0.1"
@@ -176,7 +176,7 @@ def test_tradeoffs_budget_over_time_derives_epsilon_from_a_total():
 def test_tradeoffs_frontier_and_users_axis():
     """The frontier toggle draws metric against attacker error (one trace per mechanism: GRR's attacker exact, OUE's
     by Monte Carlo; a central-DP heatmap has none and says so); the sweep may vary the number of users."""
-    at = app("views/2_Trade-offs.py", smech="grr,oue,laplace", vary="epsilon", vals="0.5,2", fr="1")
+    at = app("ldpviz/app/views/2_Trade-offs.py", smech="grr,oue,laplace", vary="epsilon", vals="0.5,2", fr="1")
     at.run()
     assert_clean(at)
     import json
@@ -184,7 +184,7 @@ def test_tradeoffs_frontier_and_users_axis():
     assert len(fig["data"]) == 2 and all(len(t["x"]) == 2 for t in fig["data"])   # GRR and OUE, one point per ε
     assert all(t["x"][0] > t["x"][1] for t in fig["data"])                # the attacker does better at ε = 2
     assert any("Not drawn (no attacker error" in c.value for c in at.caption)     # the central-DP heatmap
-    at = app("views/2_Trade-offs.py", smech="grr", vary="n_users", vals="500,2000")
+    at = app("ldpviz/app/views/2_Trade-offs.py", smech="grr", vary="n_users", vals="500,2000")
     at.run()
     assert_clean(at)
     assert any("2 settings" in c.value for c in at.caption)
@@ -193,12 +193,12 @@ def test_tradeoffs_frontier_and_users_axis():
 
 def test_compare_offers_a_decision_report_with_two_trials():
     """With 2 trials Compare offers the decision report for a chosen mechanism; with 1 it says why not."""
-    at = app("views/1_Compare.py", cmp="grr,planar-laplace", trials="2")
+    at = app("ldpviz/app/views/1_Compare.py", cmp="grr,planar-laplace", trials="2")
     at.run()
     assert_clean(at)
     assert at.selectbox(key="w:report_mechanism").options
     assert any(getattr(b, "label", "") == "Decision report (HTML)" for b in at.get("download_button"))
-    at = app("views/1_Compare.py", cmp="grr", trials="1")
+    at = app("ldpviz/app/views/1_Compare.py", cmp="grr", trials="1")
     at.run()
     assert_clean(at)
     assert any("needs 2 or more trials" in c.value for c in at.caption)
@@ -207,9 +207,9 @@ def test_compare_offers_a_decision_report_with_two_trials():
 def test_several_long_runs_in_one_comparison(monkeypatch):
     """When every run of a comparison is predicted long (LONG_S forced to 0), the announced comparison starts and
     runs each scenario in its own child process, each with its own Stop button, and names a best mechanism."""
-    from dashboard import longrun
+    from ldpviz.app import longrun
     monkeypatch.setattr(longrun, "LONG_S", 0.0)
-    at = app("views/1_Compare.py", cmp="grr,exact", metric="w2_m", seed="11")
+    at = app("ldpviz/app/views/1_Compare.py", cmp="grr,exact", metric="w2_m", seed="11")
     at.run()
     start = [b for b in at.button if b.label.startswith("Start (")]
     assert start, "the comparison was not announced"

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from ldpviz import mechanisms
-from ldpviz.domain import Grid, Region
-from ldpviz.mechanisms import olh_h
-from ldpviz.mechanisms.srr import grid_domain
+from ldpviz.geo.domain import Grid, Region
+from ldpviz.mechanisms.srr import olh_h
+from ldpviz.mechanisms.srr.staircase import grid_domain
 
 
 def test_hierarchy_levels_nest():

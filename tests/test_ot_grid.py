@@ -1,4 +1,4 @@
-"""Tests of ldpviz.ot_grid (W2 by the back-and-forth method): each docstring states the property checked."""
+"""Tests of ldpviz.metrics.w2_back_and_forth (W2 by the back-and-forth method): each docstring states the property checked."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from ldpviz import metrics, ot_grid
+from ldpviz import metrics
+from ldpviz.metrics import w2_back_and_forth as ot_grid
 
 
 def gaussian(d: int, cx: float, cy: float, s: float) -> np.ndarray:

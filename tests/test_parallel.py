@@ -1,4 +1,4 @@
-"""Scale-out of sweeps (ldpviz.parallel): local processes and a Dask cluster give the serial results.
+"""Scale-out of sweeps (ldpviz.experiment.executors): local processes and a Dask cluster give the serial results.
 
 The Dask tests start their own loopback-only cluster (127.0.0.1, no dashboard)
 and are skipped when the optional ``distributed`` package is missing.
@@ -13,7 +13,9 @@ import contextlib
 import pandas as pd
 import pytest
 
-from ldpviz import cli, experiment, parallel
+from ldpviz.cli import commands as cli
+from ldpviz import experiment
+from ldpviz.experiment import executors as parallel
 from ldpviz.errors import LdpvizInputError
 
 BASE = experiment.Scenario(dataset="uniform", mechanism="grr", epsilon=1.0, grid_side=8, n_users=3_000, seed=4,

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from ldpviz.partition import Partition
+from ldpviz.geo.partition import Partition
 
 
 def test_uniform_partition_tiles_and_converts_back():
@@ -37,7 +37,7 @@ def test_overlapping_rectangles_are_not_a_tiling():
 
 def test_large_partitions_are_processed_in_blocks(monkeypatch):
     """query and to_grid give the same results when the block budget forces one query / few pieces at a time."""
-    import ldpviz.partition as P
+    import ldpviz.geo.partition as P
     rng = np.random.default_rng(3)
     part = Partition.uniform(rng.random((40, 40)))
     queries = np.sort(rng.random((50, 2, 2)), axis=1).transpose(0, 2, 1).reshape(50, 4)[:, [0, 2, 1, 3]]
@@ -64,7 +64,7 @@ def test_point_fractions_are_exact_counts_per_piece():
 def test_grid_query_equals_the_general_rectangle_overlap():
     """On a regular d x d grid the separable answer (grid_query, and Partition.query's grid path) equals the
     general pairwise-overlap answer to round-off, for random queries and a signed (raw) density (seed 4)."""
-    from ldpviz.partition import Partition, grid_query, _overlap_1d
+    from ldpviz.geo.partition import Partition, grid_query, _overlap_1d
     rng = np.random.default_rng(4)
     for d in (3, 9, 17):
         dens = rng.normal(size=(d, d))

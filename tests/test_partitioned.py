@@ -1,4 +1,4 @@
-"""One scenario split into partitions (ldpviz.partitioned): a Dask cluster gives exactly the serial result."""
+"""One scenario split into partitions (ldpviz.experiment.partitioned): a Dask cluster gives exactly the serial result."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ldpviz import cli, datasets, partitioned
-from ldpviz.domain import Region
+from ldpviz.cli import commands as cli
+from ldpviz.data import datasets
+from ldpviz.experiment import partitioned
+from ldpviz.geo.domain import Region
 from ldpviz.errors import LdpvizInputError
 from ldpviz.experiment import Scenario
 
@@ -19,7 +21,7 @@ WHOLE = partitioned.synthetic_region()
 @pytest.fixture(scope="module")
 def client():
     """A small in-process Dask cluster (2 single-threaded workers)."""
-    from ldpviz import parallel
+    from ldpviz.experiment import executors as parallel
     with parallel.dask_client("local", 2, processes=False) as c:
         yield c
 

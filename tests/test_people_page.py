@@ -1,4 +1,4 @@
-"""AppTest checks of the People page (views/7_People.py) and the Flows page's link and CSV download.
+"""AppTest checks of the People page (ldpviz/app/views/7_People.py) and the Flows page's link and CSV download.
 
 Small settings (d = 8, few centres) so each test runs in a few seconds. Every statistical
 reading uses the page's fixed seed 0 (the shared default).
@@ -16,11 +16,11 @@ import pandas as pd
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 
-from dashboard import state
+from ldpviz.app import state
 
 ROOT = Path(__file__).resolve().parents[1]
-PEOPLE = str(ROOT / "views/7_People.py")
-FLOWS = str(ROOT / "views/6_Flows.py")
+PEOPLE = str(ROOT / "ldpviz/app/views/7_People.py")
+FLOWS = str(ROOT / "ldpviz/app/views/6_Flows.py")
 
 
 class _Storage(MemoryMediaFileStorage):
@@ -69,7 +69,7 @@ def test_people_page_minneapolis_shuffle_readouts_and_markers():
     assert any("shuffle model" in c.value and "per one person" in c.value for c in at.caption)
     markers = centre_markers(at)
     assert len(markers) == 3
-    from ldpviz import datasets
+    from ldpviz.data import datasets
     region = datasets.load("minneapolis-stops").presets["Whole city"]
     lon = np.array([m["lon"] for m in markers])
     lat = np.array([m["lat"] for m in markers])

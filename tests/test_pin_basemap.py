@@ -15,17 +15,17 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import pin, state
-from ldpviz import viz
-from ldpviz.domain import Grid, Region
-from ldpviz.partition import Partition
+from ldpviz.app import pin, state
+from ldpviz.render import maps as viz
+from ldpviz.geo.domain import Grid, Region
+from ldpviz.geo.partition import Partition
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = {"ds": "normal", "users": "3000", "d": "8"}
 
 
 def explore(**query: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "views/0_Explore.py"), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / "ldpviz/app/views/0_Explore.py"), default_timeout=120)
     for key, value in {**SMALL, **query}.items():
         at.query_params[key] = value
     return at
@@ -97,11 +97,11 @@ def test_pin_survives_a_page_switch():
     at.run()
     at.button(key="pin:on").click().run()
     kept = dict(at.session_state["cfg"]["pin"])
-    at.switch_page("views/1_Compare.py").run()
+    at.switch_page("ldpviz/app/views/1_Compare.py").run()
     assert_clean(at)
     assert at.title[0].value.startswith("Compare")
     assert at.session_state["cfg"]["pin"] == kept
-    at.switch_page("views/0_Explore.py").run()
+    at.switch_page("ldpviz/app/views/0_Explore.py").run()
     assert_clean(at)
     assert at.session_state["cfg"]["pin"] == kept
     assert any("Pinned setting vs current" in h.value for h in at.subheader)
@@ -208,17 +208,17 @@ def test_readout_table_says_which_setting_is_better():
 
 
 READOUT_PAGES = [  # (page, link) small settings; every st.metric on each must explain itself
-    ("views/0_Explore.py", {**SMALL, "trials": "2"}),
-    ("views/2_Trade-offs.py", {**SMALL, "smech": "grr", "vals": "1"}),
-    ("views/3_Mechanisms.py", {"ds": "normal", "mech": "grr", "cd": "6"}),
-    ("views/6_Flows.py", {"fd": "4"}),
-    ("views/7_People.py", {"pd": "8", "pk": "2", "pshuf": "1"}),
+    ("ldpviz/app/views/0_Explore.py", {**SMALL, "trials": "2"}),
+    ("ldpviz/app/views/2_Trade-offs.py", {**SMALL, "smech": "grr", "vals": "1"}),
+    ("ldpviz/app/views/3_Mechanisms.py", {"ds": "normal", "mech": "grr", "cd": "6"}),
+    ("ldpviz/app/views/6_Flows.py", {"fd": "4"}),
+    ("ldpviz/app/views/7_People.py", {"pd": "8", "pk": "2", "pshuf": "1"}),
 ]
 
 
 @pytest.mark.parametrize("page,query", READOUT_PAGES, ids=[p.split("_", 1)[1][:-3] for p, _ in READOUT_PAGES])
 def test_every_readout_states_its_unit_and_what_good_and_poor_look_like(page, query):
-    """Each st.metric's help comes from ldpviz.explain.readout_help: a unit in brackets, a direction, and what good
+    """Each st.metric's help comes from ldpviz.decide.explain.readout_help: a unit in brackets, a direction, and what good
     and poor values look like (the one exception: the People page's 'Privacy unit', which is not a number)."""
     at = AppTest.from_file(str(ROOT / page), default_timeout=180)
     for key, value in query.items():
@@ -237,7 +237,7 @@ def test_every_readout_states_its_unit_and_what_good_and_poor_look_like(page, qu
 
 def test_readout_help_covers_every_guide_entry_and_refuses_unknown_keys():
     """Every non-map readout has a label, unit, direction, definition, good and poor; an unknown key is refused."""
-    from ldpviz import explain
+    from ldpviz.decide import explain
     from ldpviz.errors import LdpvizInputError
     for key, entry in explain.READOUT_GUIDE.items():
         assert all(entry.get(f) for f in ("label", "unit", "direction", "help", "good", "poor")), key
@@ -248,11 +248,11 @@ def test_readout_help_covers_every_guide_entry_and_refuses_unknown_keys():
         explain.readout_help("nope")
 
 
-@pytest.mark.parametrize("page,query", [("views/1_Compare.py", {**SMALL, "cmp": "grr,dam"}),
-                                        ("views/3_Mechanisms.py", {"ds": "normal", "mech": "grr", "cd": "6"}),
-                                        ("views/7_People.py", {"pd": "8", "pk": "2"}),
-                                        ("views/4_Data.py", {"ds": "normal"}),
-                                        ("views/6_Flows.py", {"fd": "4"})],
+@pytest.mark.parametrize("page,query", [("ldpviz/app/views/1_Compare.py", {**SMALL, "cmp": "grr,dam"}),
+                                        ("ldpviz/app/views/3_Mechanisms.py", {"ds": "normal", "mech": "grr", "cd": "6"}),
+                                        ("ldpviz/app/views/7_People.py", {"pd": "8", "pk": "2"}),
+                                        ("ldpviz/app/views/4_Data.py", {"ds": "normal"}),
+                                        ("ldpviz/app/views/6_Flows.py", {"fd": "4"})],
                          ids=["Compare", "Mechanisms", "People", "Data", "Flows"])
 def test_other_map_pages_follow_the_basemap_setting(page, query):
     """The basemap choice is the session's, not Explore's: off by default on every map page, on when the link says

@@ -7,9 +7,9 @@ import pytest
 from scipy import stats
 
 from ldpviz import mechanisms
-from ldpviz.domain import Grid, Region
+from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError
-from ldpviz.mechanisms import pldp
+from ldpviz.mechanisms.srr import pldp
 
 
 @pytest.mark.parametrize("eps", [0.5, 1.0, 4.0])

@@ -1,4 +1,4 @@
-"""ldpviz.privacy_scale: every guarantee stated on one scale."""
+"""ldpviz.decide.privacy_scale: every guarantee stated on one scale."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 import pytest
 
 from ldpviz import mechanisms
-from ldpviz.domain import Grid, Region
+from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError
-from ldpviz.privacy_scale import common_terms, like_for_like, region_diagonal_m
+from ldpviz.decide.privacy_scale import common_terms, like_for_like, region_diagonal_m
 
 REGION = Region(-93.27, 44.97, 8000.0, "test")
 

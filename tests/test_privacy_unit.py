@@ -1,7 +1,7 @@
 """Every guarantee names its privacy unit (issue 15.17) and what it does not cover (15.1, 15.18)."""
 
 from ldpviz import experiment, mechanisms
-from ldpviz.domain import Grid, Region
+from ldpviz.geo.domain import Grid, Region
 from ldpviz.mechanisms.base import UNIT_PERSON, UNIT_ROW, Mechanism
 
 

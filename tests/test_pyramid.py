@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from ldpviz import pyramid
+from ldpviz.mechanisms.heatmaps import pyramid
 from ldpviz.errors import LdpvizInputError
 
 

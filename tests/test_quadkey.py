@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ldpviz import quadkey
+from ldpviz.geo import quadkey
 
 
 def test_paper_example_new_york():

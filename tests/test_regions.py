@@ -9,9 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ldpviz import datasets, regions
-from ldpviz.datasets import load_file, wrap_longitudes
-from ldpviz.domain import AEQD, LOCAL, MAX_REGION_SIDE_M, Grid, Region, lon_span
+from ldpviz.data import datasets
+from ldpviz.geo import region_choice as regions
+from ldpviz.mechanisms.fo import private_region
+from ldpviz.data.datasets import load_file, wrap_longitudes
+from ldpviz.geo.domain import AEQD, LOCAL, MAX_REGION_SIDE_M, Grid, Region, lon_span
 from ldpviz.errors import LdpvizInputError
 
 MINNEAPOLIS_BBOX = (-93.33, 44.89, -93.19, 45.05)
@@ -199,15 +201,15 @@ def test_region_spent_from_a_stated_budget():
     home = metros[rng.integers(0, 5, 48_000)] + rng.normal(0, 0.3, (48_000, 2))
     spread_lon, spread_lat = contiguous_us(12_000)          # 20% spread thinly over the country
     lon, lat = np.concatenate([home[:, 0], spread_lon]), np.concatenate([home[:, 1], spread_lat])
-    region = regions.private_tile_region(lon, lat, epsilon0=1.0, seed=3)
+    region = private_region.private_tile_region(lon, lat, epsilon0=1.0, seed=3)
     assert region.epsilon_spent == 1.0 and "1-LDP" in region.data_use
     assert region.contains(home[:, 0], home[:, 1]).mean() > 0.99 and region.side_m <= MAX_REGION_SIDE_M
     moved = lat.copy()
     moved[0] = lat[0] + 1e-3                      # a user moves within their ~600 km tile
-    from ldpviz import quadkey
+    from ldpviz.geo import quadkey
     same_tile = np.all(np.array(quadkey.lonlat_to_tile_xy(lon[:1], moved[:1], 6))
                        == np.array(quadkey.lonlat_to_tile_xy(lon[:1], lat[:1], 6)))
-    assert same_tile and regions.private_tile_region(lon, moved, epsilon0=1.0, seed=3) == region
+    assert same_tile and private_region.private_tile_region(lon, moved, epsilon0=1.0, seed=3) == region
     assert "1 + epsilon (sequential composition)" in regions.region_covers(region)
 
 
@@ -218,7 +220,7 @@ def test_private_region_keeps_noise_tiles_with_probability_at_most_alpha():
     accepted = 0
     for seed in range(200):
         try:
-            regions.private_tile_region(lon, lat, epsilon0=0.1, seed=seed)
+            private_region.private_tile_region(lon, lat, epsilon0=0.1, seed=seed)
             accepted += 1
         except LdpvizInputError as exc:
             assert "no map tile holds enough of the 50 rows" in str(exc)

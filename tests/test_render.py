@@ -1,4 +1,4 @@
-"""ldpviz.render: PNG maps drawn on the server (no browser, no network)."""
+"""ldpviz.render.png: PNG maps drawn on the server (no browser, no network)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from ldpviz import render, viz
-from ldpviz.domain import Grid, Region
+from ldpviz.render import png as render, maps as viz
+from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError
 
 REGION = Region(-93.27, 44.97, 4000.0, "test")
@@ -32,7 +32,7 @@ def test_png_is_valid_and_sized_by_layout(side):
 
 @pytest.mark.parametrize("side,row,col", [(4, 0, 3), (4, 3, 0), (16, 2, 11), (256, 200, 17)])
 def test_single_hot_cell_lands_in_its_block_north_up(side, row, col):
-    """Row 0 is the south edge (ldpviz.domain), so a hot cell in row r is drawn d-1-r blocks from the top."""
+    """Row 0 is the south edge (ldpviz.geo.domain), so a hot cell in row r is drawn d-1-r blocks from the top."""
     grid = Grid(REGION, side)
     density = np.zeros((side, side))
     density[row, col] = 1.0

@@ -1,4 +1,4 @@
-"""ldpviz.report: the self-contained HTML decision report."""
+"""ldpviz.decide.decision_report: the self-contained HTML decision report."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from ldpviz import report
+from ldpviz.decide import decision_report as report
 from ldpviz.errors import LdpvizInputError
 from ldpviz.experiment import Scenario
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ldpviz import reproduce
+from ldpviz.evidence import reproduce
 from ldpviz.errors import LdpvizInputError
 
 GOOD = """
@@ -109,7 +109,7 @@ def test_this_repository_bench_scripts_state_provenance() -> None:
 def test_summary_blocks_are_filled_from_the_scripts_numbers(tmp_path: Path) -> None:
     """A generated summary block in any docs/*.md is replaced by the JSON summary's sentences; other text and
     blocks without a summary file stay as they are."""
-    from ldpviz import summaries
+    from ldpviz.evidence import summaries
     docs = tmp_path / "docs"
     docs.mkdir()
     summaries.write_summary(docs, "grids-claims.md", "Grid decompositions", ["3 of 4 checks hold."],
@@ -134,7 +134,7 @@ def test_docs_summaries_agree_with_their_reports(tmp_path: Path) -> None:
     every summary block (docs/index.md, design notes) already holds exactly its summary (refreshing a copy
     changes nothing), so the index cannot say one count while the report says another."""
     import shutil
-    from ldpviz import summaries
+    from ldpviz.evidence import summaries
     docs = reproduce.find_repo() / "docs"
     found = sorted(docs.glob("*" + summaries.SUFFIX))
     for path in found:

@@ -10,10 +10,10 @@ import pytest
 from scipy import stats
 
 from ldpviz import mechanisms
-from ldpviz.domain import Binned, Grid, Region
+from ldpviz.geo.domain import Binned, Grid, Region
 from ldpviz.errors import LdpvizInputError
-from ldpviz.local_privacy import cell_distances, local_privacy, lp_from_channel
-from ldpviz.mechanisms.sem_geoi import (SubsetTables, mean_subset_entropies, sem_local_privacy_cells,
+from ldpviz.mechanisms.dam.local_privacy import cell_distances, local_privacy, lp_from_channel
+from ldpviz.mechanisms.dam.sem_geoi import (SubsetTables, mean_subset_entropies, sem_local_privacy_cells,
                                          sem_lp_cells)
 
 
@@ -137,7 +137,7 @@ def test_default_subset_size_is_the_papers_rule():
     """k = ceil(n / (e^eps + 1)) at the comparison's epsilon (DAM paper Sec. VII-C3: n^k = O(n^{n/e^eps})):
     on 15 x 15 cells k = 25, 7, 2, 1 at eps = 2.1, 3.5, 5, 7; the mechanism uses it unless told otherwise,
     and 'mutual-information' keeps the MI-bound choice at eps'."""
-    from ldpviz.mechanisms.sem_geoi import choose_subset_size, paper_subset_size
+    from ldpviz.mechanisms.dam.sem_geoi import choose_subset_size, paper_subset_size
     assert [paper_subset_size(225, e) for e in (2.1, 3.5, 5.0, 7.0)] == [25, 7, 2, 1]
     assert paper_subset_size(2, 0.1) == 1 and paper_subset_size(10, 0.01) == 5
     g = Grid(Region(0, 0, 1000), 6)

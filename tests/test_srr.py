@@ -7,10 +7,11 @@ import pytest
 import scipy.linalg
 from scipy import stats
 
-from ldpviz import mechanisms, quadkey
-from ldpviz.domain import Binned, Grid, Region
+from ldpviz import mechanisms
+from ldpviz.geo import quadkey
+from ldpviz.geo.domain import Binned, Grid, Region
 from ldpviz.errors import LdpvizInputError
-from ldpviz.mechanisms import srr as S
+from ldpviz.mechanisms.srr import staircase as S
 
 
 def random_domain(n_codes: int, bits: int, seed: int) -> S.LocationDomain:

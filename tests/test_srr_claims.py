@@ -11,7 +11,7 @@ import math
 import pytest
 
 from ldpviz import experiment
-from ldpviz.knn import knn_quality
+from ldpviz.metrics.knn import knn_quality
 
 pytestmark = pytest.mark.slow
 

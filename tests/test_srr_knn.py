@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ldpviz.knn import knn_quality
+from ldpviz.metrics.knn import knn_quality
 
 
 def test_exact_estimate_is_perfect():

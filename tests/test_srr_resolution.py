@@ -1,11 +1,11 @@
-"""SRR's effective resolution (ldpviz.srr_resolution): the blocks its channel can tell apart, and the baselines."""
+"""SRR's effective resolution (ldpviz.mechanisms.srr.resolution): the blocks its channel can tell apart, and the baselines."""
 
 import numpy as np
 import pytest
 
 from ldpviz import mechanisms
-from ldpviz.domain import Grid, Region
-from ldpviz.srr_resolution import class_histogram, effective_resolution, uniform_over_domain
+from ldpviz.geo.domain import Grid, Region
+from ldpviz.mechanisms.srr.resolution import class_histogram, effective_resolution, uniform_over_domain
 
 
 def _users(grid: Grid, n: int = 3_000, seed: int = 2):

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from ldpviz import experiment, metrics
-from ldpviz.domain import Binned, Grid, Region
+from ldpviz.geo.domain import Binned, Grid, Region
 from ldpviz.mechanisms import create, get
-from ldpviz.mechanisms.fo import grr_channel
-from ldpviz.mechanisms.hadamard import hadamard_channel, hadamard_code
+from ldpviz.mechanisms.fo.oracles import grr_channel
+from ldpviz.mechanisms.fo.hadamard import hadamard_channel, hadamard_code
 
 ROOT = Path(__file__).resolve().parents[1]
 MECHANISMS = ["srr", "olh-h", "pldp", "grr-tiles", "hr-tiles"]
@@ -45,8 +45,8 @@ def test_cli_run_json(mechanism):
 
 
 def test_knn_quality_importable_from_metrics():
-    """The lead's re-export: ldpviz.metrics.knn_quality is the k-NN metric of ldpviz.knn."""
-    from ldpviz.knn import knn_quality
+    """The lead's re-export: ldpviz.metrics.knn_quality is the k-NN metric of ldpviz.metrics.knn."""
+    from ldpviz.metrics.knn import knn_quality
     assert metrics.knn_quality is knn_quality
     counts = np.array([[5.0, 0.0], [0.0, 5.0]])
     assert metrics.knn_quality(counts, counts, k=3)["precision"] == pytest.approx(1.0)

@@ -9,8 +9,8 @@ import pytest
 from scipy import stats
 
 from ldpviz import mechanisms
-from ldpviz.domain import Binned, Grid, Region
-from ldpviz.mechanisms.sw import SquareWave1D, square_wave_radius
+from ldpviz.geo.domain import Binned, Grid, Region
+from ldpviz.mechanisms.dam.square_wave import SquareWave1D, square_wave_radius
 
 
 def grid(d: int) -> Grid:

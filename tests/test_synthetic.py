@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from ldpviz import datasets, experiment, synthetic
+from ldpviz.data import datasets, synthetic
+from ldpviz import experiment
 from ldpviz.errors import LdpvizInputError
 
 

@@ -1,11 +1,12 @@
-"""ldpviz.tradeoff: frontier, goal seek (smallest epsilon for a target) and users needed."""
+"""ldpviz.decide.tradeoff: frontier, goal seek (smallest epsilon for a target) and users needed."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from ldpviz import experiment, tradeoff
+from ldpviz import experiment
+from ldpviz.decide import tradeoff
 from ldpviz.errors import LdpvizInputError
 from ldpviz.experiment import Scenario
 

@@ -1,4 +1,4 @@
-"""Trajectory data model, loader checks, bundled storms and OD pairs (ldpviz.trajectories)."""
+"""Trajectory data model, loader checks, bundled storms and OD pairs (ldpviz.data.trajectories)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ldpviz import trajectories as T
+from ldpviz.data import trajectories as T
 from ldpviz.cli import main
-from ldpviz.domain import Region
+from ldpviz.geo.domain import Region
 from ldpviz.errors import LdpvizInputError
 
 CSV = b"""user,lat,lon,time

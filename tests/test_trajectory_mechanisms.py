@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from ldpviz import metrics
-from ldpviz import trajectory_mechanisms as tm
-from ldpviz.domain import Grid, Region
+from ldpviz.people import trajectory_mechanisms as tm
+from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError
 
 GRID = Grid(Region(0.0, 0.0, 10_000.0), 8)
@@ -96,7 +96,7 @@ def test_bad_input():
 
 def test_run_on_a_generated_frame():
     """The seven steps from a person/seq/lon/lat table: D_T over every point, an estimate, drops counted."""
-    from ldpviz import trajgen
+    from ldpviz.data import trajectory_generator as trajgen
 
     frame = trajgen.minneapolis_trajectories(seed=1, n_trajectories=100, max_length=20)
     grid = Grid(Region(**frame.attrs["region"]), 10)

@@ -1,12 +1,12 @@
-"""DAM App. D's trajectory generator (ldpviz.trajgen)."""
+"""DAM App. D's trajectory generator (ldpviz.data.trajectory_generator)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from ldpviz import trajgen
-from ldpviz.domain import Grid, Region
+from ldpviz.data import trajectory_generator as trajgen
+from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError
 
 REGION = Region(10.0, 50.0, 3000.0, "toy")

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ldpviz import pyramid
-from ldpviz import user_heatmaps as uh
-from ldpviz.domain import Grid, Region
+from ldpviz.mechanisms.heatmaps import pyramid
+from ldpviz.people import user_heatmaps as uh
+from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError
 
 REGION = Region(-93.0, 45.0, 4000.0, "toy")
@@ -205,7 +205,7 @@ def test_emd_norm_simple_cases():
 
 def test_trajectory_frames_and_mixed_ids():
     """A generated trajectory table feeds the user-level heatmap directly; mixed id types are distinct people."""
-    from ldpviz import trajgen
+    from ldpviz.data import trajectory_generator as trajgen
 
     frame = trajgen.minneapolis_trajectories(seed=2, n_trajectories=40, max_length=30)
     grid = Grid(Region(**frame.attrs["region"]), 16)

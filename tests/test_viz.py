@@ -1,4 +1,4 @@
-"""ldpviz.viz: maps and charts built from core objects, checked without a browser."""
+"""ldpviz.render.maps: maps and charts built from core objects, checked without a browser."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ldpviz import viz
-from ldpviz.domain import Grid, Region
-from ldpviz.partition import Partition
+from ldpviz.render import maps as viz
+from ldpviz.geo.domain import Grid, Region
+from ldpviz.geo.partition import Partition
 
 REGION = Region(-93.27, 44.97, 4000.0, "test")
 
@@ -165,7 +165,7 @@ def test_frontier_figure_one_curve_per_mechanism_one_point_per_epsilon():
     """frontier_figure draws a curve per mechanism with one point per epsilon (x = attacker error, y = metric),
     leaving out mechanisms without an attacker error."""
     import pandas as pd
-    from ldpviz import viz
+    from ldpviz.render import maps as viz
     table = pd.DataFrame({"mechanism": ["a", "a", "b", "b", "c"], "epsilon": [2.0, 1.0, 1.0, 2.0, 1.0],
                           "w2_m": [10.0, 20.0, 30.0, 15.0, 5.0], "w2_m_lo": [9.0, 18, 28, 14, 4],
                           "w2_m_hi": [11.0, 22, 32, 16, 6], "attacker_error_m": [100.0, 200.0, 300.0, 150.0, None]})
@@ -178,7 +178,7 @@ def test_frontier_figure_one_curve_per_mechanism_one_point_per_epsilon():
 def test_block_outline_layer_draws_one_segment_per_boundary_edge():
     """Two blocks split down the middle of a 4 x 4 grid share 4 vertical unit edges (a boundary), an L-shaped
     third block adds its own; equal labels everywhere draw nothing."""
-    from ldpviz.domain import Grid, Region
+    from ldpviz.geo.domain import Grid, Region
     grid = Grid(Region(10.0, 50.0, 4000.0), 4)
     halves = np.zeros((4, 4), int)
     halves[:, 2:] = 1
@@ -271,7 +271,7 @@ def test_partition_and_exports_use_the_projected_cells():
     as the map and the CSV's extent encloses them."""
     import json
 
-    from ldpviz import export
+    from ldpviz.render import export
 
     grid = Grid(FIJI, 4)
     part = Partition(np.array([[0, 0, 0.5, 1], [0.5, 0, 1, 1]], dtype=float), np.array([0.5, 0.5]))

@@ -1,8 +1,9 @@
 """The mechanism registry: every mechanism, found by its registry name.
 
-Each family lives in its own module in this package and registers its classes
-with :func:`register`; the modules are imported automatically, so adding a
-family means adding a module and nothing else.
+Each family lives in its own subpackage here (``dam/``, ``fo/``, ``grids/``, ``srr/``, ``heatmaps/``)
+with the helpers it needs beside it, and registers its classes with :func:`register`; every module
+below this package is imported automatically, so adding a family means adding a subpackage and
+nothing else.
 
 >>> from ldpviz import mechanisms
 >>> mechanisms.available()[:2]          # doctest: +SKIP
@@ -16,7 +17,7 @@ import importlib
 import pkgutil
 from typing import Any
 
-from ldpviz.domain import Grid
+from ldpviz.geo.domain import Grid
 from ldpviz.errors import LdpvizInputError
 from ldpviz.mechanisms.base import (CENTRAL_DP, GEO_I, LDP, NO_PRIVACY, Estimate, Mechanism, Param,
                                     validate_epsilon)
@@ -37,9 +38,8 @@ def _load_all() -> None:
     global _LOADED
     if _LOADED:
         return
-    for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if module.name != "base":
-            importlib.import_module(f"{__name__}.{module.name}")
+    for module in sorted(pkgutil.walk_packages(__path__, prefix=f"{__name__}."), key=lambda m: m.name):
+        importlib.import_module(module.name)
     _LOADED = True
 
 

@@ -30,9 +30,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ldpviz.domain import Binned, Grid
+from ldpviz.geo.domain import Binned, Grid
 from ldpviz.errors import LdpvizInputError, require
-from ldpviz.partition import Partition
+from ldpviz.geo.partition import Partition
 
 #: Privacy models a mechanism may declare.
 LDP = "LDP"

@@ -1,7 +1,7 @@
 """Measured cost model that picks a frequency oracle's path: per-user reports or the exact aggregate.
 
 Both paths give the server's sufficient statistic with the same distribution
-(see :mod:`ldpviz.mechanisms.fo`), so the choice is about time only. The time
+(see :mod:`ldpviz.mechanisms.fo.oracles`), so the choice is about time only. The time
 of one path for ``n`` users over ``D`` values (client and server halves,
 including the bincount of the true values) is modelled as
 
@@ -22,7 +22,7 @@ aggregate O(D); HR per-user is O(n + K), its aggregate O(K + D + tanh(eps/2) n)
 aggregate's n-term grows towards the per-user one, so the choice errs only
 between two paths of similar cost).
 
-The other client mechanisms (:mod:`ldpviz.mechanisms.two_paths`) keep their own
+The other client mechanisms (:mod:`ldpviz.mechanisms.collection_paths`) keep their own
 measured work models next to their aggregate draw: the tile oracles and OLH-H
 reuse :func:`choose_path` / :func:`predicted_seconds` above; planar Laplace
 (geoi.py), SRR (srr.py), PLDP (pldp.py) and SEM-Geo-I (sem_geoi.py) compare n

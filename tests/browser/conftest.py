@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import serve
+from ldpviz.app import serve
 
 LOGS = Path(__file__).resolve().parents[2] / "build"
 

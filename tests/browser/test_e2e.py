@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import serve
+from ldpviz.app import serve
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
@@ -33,7 +33,7 @@ PAGES = [  # (url path, screenshot name, has an epsilon slider)
 
 
 def wait_idle(page, timeout_ms: int = 60_000) -> None:
-    """Until the script run has finished and stays finished (see dashboard.serve.wait_until_idle)."""
+    """Until the script run has finished and stays finished (see ldpviz.app.serve.wait_until_idle)."""
     serve.wait_until_idle(page, timeout_ms)
 
 

@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlparse
 import numpy as np
 import pytest
 
-from dashboard import serve
+from ldpviz.app import serve
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 

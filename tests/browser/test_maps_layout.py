@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from dashboard import serve
+from ldpviz.app import serve
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 

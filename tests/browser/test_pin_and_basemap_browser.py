@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 import numpy as np
 import pytest
 
-from ldpviz import viz
+from ldpviz.render import maps as viz
 from test_journey import SHOTS, Walk
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]

@@ -1,0 +1,224 @@
+"""Long runs: predicted from measured timings, announced, started by the user, timed, and stoppable.
+
+Every run the dashboard finishes adds its timings to a server-wide record
+(:class:`Timings`). Before a run that is not in the cache, :func:`predict`
+scales the nearest measured run (same mechanism if possible) to the new number
+of users, cells and trials. A run predicted to take more than ``LONG_S`` seconds
+is announced with that estimate and waits for a Start button; it then runs in a
+child process (so Stop, or any new setting, ends it at once) while the page shows
+the elapsed time. Its result joins the cache of finished long runs.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing as mp
+import os
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+from ldpviz.data import datasets
+from ldpviz import experiment
+from ldpviz.experiment import Result, Scenario
+
+#: Runs predicted to take longer than this many seconds are announced and wait for the user (the environment
+#: variable LDPVIZ_LONG_RUN_S overrides it: a server on a slow shared machine, or the test suite, whose pages
+#: must compute what they are asked while many tests load the machine; tests of the announcement set it).
+LONG_S = float(os.environ.get("LDPVIZ_LONG_RUN_S", "5"))
+#: Before anything was measured on this server: seconds per user-trial and per cell-trial (a rough prior from
+#: this repository's benchmarks on a 2-core machine; replaced by measured timings after the first run).
+PRIOR_S_PER_USER, PRIOR_S_PER_CELL = 2e-6, 2e-5
+MAX_RECORDS, MAX_KEPT_RESULTS = 256, 16
+
+
+@dataclass(frozen=True)
+class Measured:
+    mechanism: str
+    n_users: int
+    cells: int
+    seconds_per_trial: float       #: perturb + estimate + metrics
+    fixed_seconds: float           #: prepare + setup (once per run)
+
+
+class Timings:
+    """Measured runs of this server (thread-safe, bounded)."""
+
+    def __init__(self) -> None:
+        self._records: list[Measured] = []
+        self._lock = threading.Lock()
+
+    def record(self, result: Result) -> None:
+        t = result.timings
+        m = Measured(result.scenario.mechanism, max(int(result.n_users), 1), result.grid.n_cells,
+                     t.get("perturb", 0.0) + t.get("estimate", 0.0) + t.get("metrics", 0.0),
+                     t.get("prepare", 0.0) + t.get("setup", 0.0))
+        with self._lock:
+            self._records.append(m)
+            del self._records[:-MAX_RECORDS]
+
+    def predict(self, mechanism: str, n_users: int, cells: int, trials: int) -> tuple[float, str]:
+        """(seconds, basis): the nearest measured run scaled linearly in users and cells (conservative)."""
+        with self._lock:
+            records = list(self._records)
+        same = [r for r in records if r.mechanism == mechanism]
+        pool = same or records
+        n_users = max(int(n_users), 1)
+        if not pool:
+            return (trials * (PRIOR_S_PER_USER * n_users + PRIOR_S_PER_CELL * cells),
+                    "a rough prior (nothing measured on this server yet)")
+
+        def distance(r: Measured) -> float:
+            return abs(math.log(r.n_users / n_users)) + abs(math.log(r.cells / cells))
+
+        near = min(pool, key=distance)
+        scale = (n_users / near.n_users) * (cells / near.cells)
+        seconds = near.fixed_seconds + trials * near.seconds_per_trial * scale
+        basis = ("measured runs of this mechanism on this server" if same
+                 else "measured runs of other mechanisms on this server")
+        return seconds, basis
+
+
+class Seen:
+    """Keys of runs this server has finished (bounded): those are in a cache and need no announcement."""
+
+    def __init__(self, size: int = 1024) -> None:
+        self._keys: OrderedDict[str, None] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def add(self, key: str) -> None:
+        with self._lock:
+            self._keys[key] = None
+            while len(self._keys) > self._size:
+                self._keys.popitem(last=False)
+
+    def __contains__(self, key: str) -> bool:
+        with self._lock:
+            return key in self._keys
+
+
+class Kept:
+    """Finished long runs by key (bounded LRU), so revisiting one is instant."""
+
+    def __init__(self) -> None:
+        self._items: OrderedDict[str, Result] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Result | None:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+            return self._items.get(key)
+
+    def put(self, key: str, result: Result) -> None:
+        with self._lock:
+            self._items[key] = result
+            while len(self._items) > MAX_KEPT_RESULTS:
+                self._items.popitem(last=False)
+
+
+@st.cache_resource(show_spinner=False)
+def timings() -> Timings:
+    return Timings()
+
+
+@st.cache_resource(show_spinner=False)
+def kept() -> Kept:
+    return Kept()
+
+
+@st.cache_resource(show_spinner=False)
+def seen() -> Seen:
+    return Seen()
+
+
+def key(scenario: Scenario, dataset_key: str) -> str:
+    return f"{scenario!r}|{dataset_key}"
+
+
+def _child(scenario: Scenario, dataset: datasets.Dataset | None, conn: Any) -> None:
+    """In the child process: run the scenario and send back the result (or the error)."""
+    try:
+        conn.send(("ok", experiment.run(scenario, dataset)))
+    except BaseException as exc:  # noqa: BLE001 -- reported to the page, which decides how to show it
+        conn.send(("error", exc))
+    finally:
+        conn.close()
+
+
+def run_in_child(scenario: Scenario, dataset: datasets.Dataset | None, predicted_s: float, label: str) -> Result:
+    """Run in a child process, showing the elapsed time and a Stop button; any rerun ends the child at once."""
+    ctx = mp.get_context("spawn")
+    receive, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(scenario, dataset, send), daemon=True)
+    slot = st.empty()                     # one placeholder: emptied at the end, so no empty bordered box stays
+    box = slot.container(border=True)
+    bar = box.progress(0.0, text=f"Starting {label} ...")
+    # One key per child: a comparison runs several long scenarios in one script run (a shared key would clash).
+    seq = st.session_state["longrun:seq"] = st.session_state.get("longrun:seq", 0) + 1
+    box.button("Stop this run", key=f"longrun:stop:{seq}", icon=":material/stop_circle:",
+               on_click=lambda: st.session_state.__setitem__("longrun:stop", True))
+    started = time.perf_counter()
+    st.session_state["longrun:running"] = (label, started)
+    proc.start()
+    send.close()
+    try:
+        while not receive.poll(0.25):
+            if not proc.is_alive():
+                break
+            elapsed = time.perf_counter() - started
+            bar.progress(min(elapsed / max(predicted_s, 1e-9), 0.99),
+                         text=f"Running {label}: {elapsed:.0f} s so far, about {predicted_s:.0f} s predicted")
+        if not receive.poll(0):
+            raise RuntimeError(f"the run of {label} ended without a result (exit code {proc.exitcode})")
+        status, payload = receive.recv()
+    finally:
+        st.session_state.pop("longrun:running", None)
+        if proc.is_alive():
+            proc.terminate()
+        proc.join(timeout=5)
+        receive.close()
+    slot.empty()
+    if status == "error":
+        raise payload
+    return payload
+
+
+def stopped_notice() -> None:
+    """After Stop: say what was stopped and after how long (the run's settings are kept)."""
+    if st.session_state.pop("longrun:stop", False):
+        label, started = st.session_state.pop("longrun:last", (None, None))
+        if label:
+            st.info(f"Stopped {label}. Its settings are kept; start it again, or change a setting.",
+                    icon=":material/stop_circle:")
+
+
+def announce(label: str, predicted_s: float, basis: str, run_key: str) -> bool:
+    """'This run is predicted to take about N s' with a Start button; True once the user started it."""
+    approved = st.session_state.setdefault("longrun:approved", set())
+    if run_key in approved:
+        return True
+    slot = st.empty()                     # the notice and its Start button go away once started
+    with slot.container():
+        st.info(f"**{label[0].upper() + label[1:]} is predicted to take about {fmt_seconds(predicted_s)}** (from "
+                f"{basis}). Start it when you are ready; you can stop it while it runs, and a finished run is kept, "
+                "so coming back to these settings is instant.", icon=":material/hourglass_top:")
+        started = st.button(f"Start ({fmt_seconds(predicted_s)})", type="primary", key=f"longrun:start:{run_key}",
+                            icon=":material/play_arrow:")
+    if started:
+        slot.empty()
+        approved.add(run_key)
+        st.session_state["longrun:last"] = (label, time.time())
+        return True
+    return False
+
+
+def fmt_seconds(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"

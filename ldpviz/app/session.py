@@ -1,0 +1,161 @@
+"""The one state layer: what the user chose, its mirror in the URL, and the widgets bound to it.
+
+Everything a user sets lives in one plain dict, ``st.session_state["cfg"]`` (see
+:mod:`ldpviz.app.state` for its fields and URL form). Widgets never own a value:
+
+* :func:`bind` seeds the widget's key from the dict *before* the widget is drawn,
+  on every run, and copies a change back into the dict in the widget's
+  ``on_change`` callback (which Streamlit runs before the next script run). A
+  page switch, where Streamlit drops the state of widgets it did not draw, so
+  loses nothing: the next page re-seeds its widgets from the dict.
+* Pages that change a setting in code (a map click, Save region, a fix-it button)
+  write the dict and call ``st.rerun()``; they never write a widget key after the
+  widget exists.
+* :func:`sync_url` mirrors the dict into the address bar after the widgets; a
+  fresh session (a reload, a copied link) reads it back (:func:`init`), and an
+  address the user changed themselves (back/forward, an edited link) wins over
+  the session's dict.
+
+Uploads live beside the dict (``uploads``), and in a bounded, in-memory server
+store keyed by a content fingerprint (:mod:`ldpviz.app.uploads`), so that a
+reload or a link on this server reopens them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import streamlit as st
+
+from ldpviz.app import browser, state, uploads
+
+#: Session keys outside the config dict.
+CFG, URL_WRITTEN = "cfg", "url_written"
+#: Set by a widget's on_change (and set_and_rerun): this run was started by the user changing a setting.
+WIDGET_CHANGED = "_widget_changed"
+
+
+def setup_page(title: str) -> dict[str, Any]:
+    """set_page_config + state initialisation; returns the config dict."""
+    st.set_page_config(page_title=f"ldpviz · {title}", page_icon=PAGE_ICON, layout="wide")
+    browser.page_assets()
+    ss = st.session_state
+    ss["_page_switched"] = ss.get("_page") != title   # the first run of a page after another page's
+    ss["_page"] = title
+    return init()
+
+
+#: The favicon, served by this server (a Material icon or an emoji would be fetched from a third-party host).
+PAGE_ICON = str(Path(__file__).with_name("icon.png"))
+
+
+def current_query() -> dict[str, str]:
+    return {k: st.query_params.get(k) for k in st.query_params.keys()}
+
+
+def init() -> dict[str, Any]:
+    """The session's config: read from the link on first load, then kept in session state.
+
+    Afterwards the link is read again only when the address differs from the one this
+    layer last wrote and is not empty: the user went back or forward, or edited it. A
+    page switch (which may clear the address's query) keeps the session's config.
+    """
+    ss = st.session_state
+    ss.setdefault("uploads", {})
+    ss.setdefault("saved_regions", {})
+    query = current_query()
+    fresh = CFG not in ss
+    # A run started by a widget change (its on_change set the flag) is the user working the widgets, not
+    # navigating: a differing address then is one the browser had not yet updated (the run that wrote the
+    # newer one was interrupted by this change), and adopting it would undo the change.
+    by_widget = ss.pop(WIDGET_CHANGED, False)
+    if fresh or (query and query != ss.get(URL_WRITTEN) and not by_widget):
+        for name in uploads.names_in(query):     # a link to an upload this server still holds
+            held = uploads.get(name)
+            if held is not None:
+                ss["uploads"][name] = held
+        cfg, warnings = state.decode(query, state.known_datasets(ss["uploads"]))
+        for ds, (name, region) in state.decode_saved_region(query).items():
+            ss["saved_regions"].setdefault(ds, {})[name] = region
+        ss[CFG] = cfg
+        ss[URL_WRITTEN] = query
+        ss["link_region"] = cfg.get("region") if "region" in query else None
+        ss["link_warnings"] = warnings
+    for warning in ss.pop("link_warnings", []):
+        st.warning(warning, icon=":material/link_off:")
+    return ss[CFG]
+
+
+def cfg() -> dict[str, Any]:
+    """The session's config dict (for callbacks, which must not hold on to an old one)."""
+    return st.session_state[CFG]
+
+
+def sync_url(config: dict[str, Any]) -> None:
+    """Mirror the config into the URL (only when it changed, to avoid needless history entries)."""
+    wanted = state.encode(config, st.session_state.get("saved_regions", {}))
+    if wanted != current_query():
+        st.query_params.from_dict(wanted)
+    st.session_state[URL_WRITTEN] = wanted
+
+
+def keep(key: str, value: Any, store: Callable[[Any], None]) -> dict[str, Any]:
+    """Seed widget ``key`` with ``value`` and return the widget kwargs that send changes to ``store``.
+
+    The low-level form of :func:`bind`, for values that are not one config field (a
+    mechanism parameter, one coordinate of a cell).
+    """
+    ss = st.session_state
+    # Seed on a page's first run (a widget of the same key on another page left a value Streamlit does not
+    # give the new widget), when the key is gone, or when code changed the setting. Never otherwise: writing
+    # the value the widget already has would send it back to the browser and undo a fast second change.
+    if ss.get("_page_switched", True) or key not in ss or ss[key] != value:
+        ss[key] = value
+
+    def changed() -> None:
+        st.session_state[WIDGET_CHANGED] = True
+        store(st.session_state[key])
+
+    return {"key": key, "on_change": changed}
+
+
+def bind(config: dict[str, Any], field: str, widget: Callable[..., Any], *args: Any, valid: Any = None,
+         key: str | None = None, **kwargs: Any) -> Any:
+    """Draw ``widget`` for ``config[field]``: seeded from the dict, changes written back to it.
+
+    ``valid`` (a collection) replaces a value that is no longer an option by the first option.
+    """
+    value = config.get(field)
+    if valid is not None and value not in valid:
+        value = config[field] = next(iter(valid))
+
+    def store(new: Any) -> None:
+        cfg()[field] = new
+
+    widget(*args, **keep(key or f"w:{field}", value, store), **kwargs)
+    return config[field]
+
+
+def set_and_rerun(**changes: Any) -> None:
+    """Change settings from code (a map click, a button) and draw the page again with them."""
+    cfg().update(changes)
+    st.session_state[WIDGET_CHANGED] = True
+    st.rerun()
+
+
+# The sidebar and the error helpers live in their own modules (which build on this one); pages reach them
+# here too, resolved on first use (PEP 562) so that importing either module first works.
+_ELSEWHERE = {
+    **dict.fromkeys(["MODEL_MEANING", "MODEL_TAGS", "Data", "data_controls", "default_comparison",
+                     "mechanism_picker", "mechanism_rows", "map_controls", "basemap_caption", "mechanisms_multiselect", "model_tag", "param_controls",
+                     "privacy_controls", "query_controls", "run_controls", "scenario", "show_resolved_defaults"], "ldpviz.app.controls"),
+    **dict.fromkeys(["guard", "nearest_power_of_two", "offer_power_of_two", "report_bug"], "ldpviz.app.errors"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ELSEWHERE:
+        import importlib
+        return getattr(importlib.import_module(_ELSEWHERE[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,329 @@
+"""Page building blocks shared by several pages: readouts, plain-language summary, exports."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from ldpviz.app import compute, state
+from ldpviz.decide import attacker, attacker_monte_carlo as attacker_mc, explain
+from ldpviz.render import export, maps as viz, png as render
+from ldpviz import mechanisms, metrics
+from ldpviz.geo.domain import Grid, Region
+from ldpviz.decide.attacker import DEFAULT_R_M
+from ldpviz.errors import LdpvizInputError
+from ldpviz.experiment import Result, Scenario
+
+#: The live readouts on Explore, in order.
+READOUTS = ("w2_m", "aqe", "kl", "l1", "emd_l1_m")
+
+
+#: Where a map sits: the whole main column, half of it (two maps side by side) or a third (three maps).
+MAP_SLOTS = ("full", "half", "third")
+#: The width a map is framed to, per slot on a desktop: the column's width at 1024 px with the sidebar open
+#: (measured in Chromium: 564, 274 and 177 px), the narrowest a desktop shows it. A deck's zoom cannot follow its
+#: column (it is set here, not in the browser), so the region is framed to that width and the map is made as tall
+#: as the region then is: wider windows show blank space beside the region, never 100 px above and below.
+DESKTOP_WIDTHS = {"full": 560, "half": 274, "third": 177}
+#: On a phone Streamlit stacks columns: every map is the screen's width (358 px at 390 px).
+PHONE_WIDTH = 356
+#: Blank pixels kept above and below the region (with the 4% margin of :func:`ldpviz.render.maps.view_state`).
+MAP_PAD_PX = 16
+
+
+def map_size(slot: str, region: Region | None = None) -> dict[str, int]:
+    """``{"width": framed px, "height": px}`` for a map of ``region`` in ``slot`` (:data:`MAP_SLOTS`).
+
+    A browser that says it is a phone (``Mobile`` in its User-Agent) gets :data:`PHONE_WIDTH` for every slot,
+    since its columns are stacked; anything else :data:`DESKTOP_WIDTHS`. The height follows the region's shape as
+    drawn (:func:`ldpviz.render.maps.mercator_aspect`): the region fills the framed width, between half and one and a
+    half times that width tall.
+    """
+    if slot not in DESKTOP_WIDTHS:
+        raise ValueError(f"map slot must be one of {MAP_SLOTS}, got {slot!r}")
+    try:
+        agent = str(st.context.headers.get("User-Agent") or "")
+    except Exception:   # no browser (AppTest, bare mode): a desktop
+        agent = ""
+    width = PHONE_WIDTH if "Mobile" in agent else DESKTOP_WIDTHS[slot]
+    aspect = viz.mercator_aspect(region) if region is not None else 1.0
+    height = int(np.clip(round(0.92 * width * aspect + 2 * MAP_PAD_PX), 0.5 * width, 1.5 * width))
+    return {"width": width, "height": height}
+
+
+def fmt_metres(value: float) -> str:
+    if not np.isfinite(value):
+        return "n/a"
+    if abs(value) >= 100_000:
+        return f"{value / 1000:,.0f} km"
+    if abs(value) >= 10_000:
+        return f"{value / 1000:.1f} km"
+    if abs(value) >= 1000:
+        return f"{value / 1000:,.2f} km"
+    return f"{value:,.0f} m" if abs(value) >= 10 else f"{value:.1f} m"
+
+
+def fmt_metric(key: str, value: float) -> str:
+    if key.endswith("_m"):
+        return fmt_metres(value)
+    if not np.isfinite(value):
+        return "n/a"
+    return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def metric_label(key: str) -> str:
+    return metrics.METRIC_INFO.get(key, {}).get("label", key)
+
+
+def lower_is_better(key: str) -> bool:
+    return bool(metrics.METRIC_INFO.get(key, {}).get("lower_is_better", True))
+
+
+def short_name(mechanism: str) -> str:
+    label = mechanisms.get(mechanism).label
+    return label.split(" (")[0]
+
+
+#: Short readout names (the full name, unit and meaning are in each readout's help).
+SHORT_LABELS = {"w2_m": "W2", "aqe": "AQE", "kl": "KL", "l1": "L1", "emd_l1_m": "EMD"}
+
+
+def readouts(result: Result, previous: dict[str, float] | None, seconds: float, cached: bool) -> None:
+    """st.metric per headline metric (two rows of three, so labels and values fit a narrow screen), with the
+    change since the previous setting and the spread over trials."""
+    means = result.mean()
+    spread = result.metrics.std(ddof=1, numeric_only=True) if len(result.metrics) > 1 else None
+    keys = [k for k in READOUTS if k in means]
+    approximate = result.approximate_readouts() if hasattr(result, "approximate_readouts") else {}
+    slots = [c for _ in range(2) for c in st.columns(3)]
+    for col, key in zip(slots, keys):
+        value = means[key]
+        delta = None
+        if previous and key in previous and np.isfinite(previous[key]) and np.isfinite(value):
+            change = value - previous[key]
+            delta = f"{'+' if change >= 0 else '-'}{fmt_metric(key, abs(change))}"
+        approx = approximate.get(key)
+        col.metric(SHORT_LABELS.get(key, metric_label(key)), ("≈ " if approx else "") + fmt_metric(key, value),
+                   delta=delta, delta_color="inverse" if lower_is_better(key) else "normal",
+                   help=explain.readout_help(key, approx.note(metric_label(key), 'm') if approx else ""))
+    slots[len(keys)].metric("Run time", f"{result.timings['total']:.2f} s",
+                            delta="from cache" if cached else None, delta_color="off", delta_arrow="off",
+                            help=explain.readout_help(
+                                "run_time", f"This run: perturb {result.timings['perturb']:.2f} s, estimate "
+                                            f"{result.timings['estimate']:.2f} s, metrics "
+                                            f"{result.timings['metrics']:.2f} s per trial; page waited {seconds:.2f} s."))
+    notes = []
+    if "w2_m" in means:
+        notes.append(f"W2 is {100 * means['w2_m'] / result.region.side_m:.2g}% of the region's side")
+    if "aqe" in means:
+        notes.append(f"AQE over random range queries covering {100 * result.scenario.query_rho:g}% of the area")
+    if spread is not None:
+        notes.append(f"means over {len(result.metrics)} trials; spread (standard deviation): "
+                     + ", ".join(f"{SHORT_LABELS.get(k, k)} ± {fmt_metric(k, float(spread[k]))}"
+                                 for k in keys if k in spread))
+    text = " · ".join(notes)
+    st.caption(text[:1].upper() + text[1:] + ".")
+
+
+#: Local privacy is computed on the page only up to these grid sides (larger grids say so instead).
+LP_MAX_SIDE_DISK = 32      #: DAM family: its full channel (~3 s at d = 32 on a shared 2-core machine, ~35 s at 48)
+LP_MAX_CELLS_DENSE = 1024  #: any explicit channel: the dense formula, O(outputs x cells^2)
+LP_MAX_SIDE_OWN = 16       #: mechanisms with their own Monte Carlo estimate (SEM-Geo-I)
+
+
+def attacker_plan(mechanism: str, grid_side: int) -> tuple[bool, str]:
+    """(affordable, reason): whether the attacker's error (local privacy) is computed for this setting."""
+    cls = mechanisms.get(mechanism)
+    if cls.privacy_model == mechanisms.CENTRAL_DP:
+        return False, "central DP releases no individual report, so there is no single-report attacker"
+    if hasattr(cls, "local_privacy_cells"):
+        ok = grid_side <= LP_MAX_SIDE_OWN
+        return ok, "" if ok else f"the attacker's error is computed up to d = {LP_MAX_SIDE_OWN} for {short_name(mechanism)}"
+    if compute.has_radius(mechanism):
+        ok = grid_side <= LP_MAX_SIDE_DISK
+        return ok, "" if ok else f"the attacker's error is computed up to d = {LP_MAX_SIDE_DISK} (it takes seconds beyond)"
+    if not cls.has_channel:   # the Monte Carlo attacker (ldpviz.decide.attacker_monte_carlo): exact posteriors of sampled reports
+        ok = attacker_mc.supports_monte_carlo(cls) and grid_side * grid_side <= attacker_mc.MC_MAX_CELLS
+        return ok, "" if ok else (f"the attacker's error is computed up to d = {int(np.sqrt(attacker_mc.MC_MAX_CELLS))} "
+                                  f"for {short_name(mechanism)} (by Monte Carlo over sampled reports)")
+    ok = grid_side * grid_side <= LP_MAX_CELLS_DENSE
+    return ok, "" if ok else (f"the attacker's error is computed up to {LP_MAX_CELLS_DENSE:,} cells for "
+                              f"{short_name(mechanism)} (d = {int(np.sqrt(LP_MAX_CELLS_DENSE))})")
+
+
+def population_density(dataset: Any, grid: Grid) -> np.ndarray:
+    """Every user of ``dataset`` in the region, binned on ``grid``: the attackers' census stand-in (the same
+    density the decision report and the Trade-offs frontier use, so every page names the same attacker)."""
+    return grid.histogram(grid.bin_lonlat(dataset.lon, dataset.lat).cells)
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def attacker_errors_cells(mechanism: str, grid_side: int, region: Region, epsilon: float, params: tuple,
+                          population: np.ndarray) -> tuple[float | None, float | None, float | None, str, str]:
+    """ldpviz.decide.attacker.attackers in cell sides: (population-prior error, uniform-prior error, the population-prior
+    attacker's chance of a guess within attacker.DEFAULT_R_M, why not, how it was computed: "" when exact, else
+    the Monte Carlo's size and standard error in cell sides as "N|SE")."""
+    try:
+        mech = compute.built_mechanism(mechanism, grid_side, region, epsilon, params)
+        found = attacker.attackers(mech, population)
+    except (LdpvizInputError, NotImplementedError, MemoryError) as err:
+        return None, None, None, str(err), ""
+    if not found["available"]:
+        return None, None, None, found["reason"], ""
+    cell = mech.grid.cell_m
+    pop = found["population"]
+    how = "" if pop.method == attacker.EXACT else f"{pop.n_reports}|{pop.best_guess_error_se_m / cell}"
+    return (pop.best_guess_error_m / cell, found["uniform"].best_guess_error_m / cell, pop.within_r, "", how)
+
+
+def attacker_within_r(mechanism: str, grid: Grid, epsilon: float, params: Any,
+                      population: np.ndarray) -> float | None:
+    """The population-prior attacker's probability of placing a person within attacker.DEFAULT_R_M (or None);
+    read from the same cache as :func:`attacker_errors_m` (call that first: it checks the cost)."""
+    if not attacker_plan(mechanism, grid.side)[0]:
+        return None
+    items = tuple(sorted(dict(params).items())) if isinstance(params, dict) else tuple(sorted(params))
+    return attacker_errors_cells(mechanism, grid.side, grid.region, float(epsilon), items,
+                                 np.asarray(population, dtype=float))[2]
+
+
+def attacker_errors_m(mechanism: str, grid: Grid, epsilon: float, params: Any,
+                      population: np.ndarray) -> tuple[float | None, float | None, str]:
+    """(population-prior attacker's expected error in metres, uniform-prior one, why not) -- only when affordable.
+
+    The one attacker of every page (:func:`ldpviz.decide.attacker.attackers`): the headline believes the population
+    density (``population``: :func:`population_density`, a census stand-in); the uniform-prior one sits beside it.
+    """
+    ok, why = attacker_plan(mechanism, grid.side)
+    if not ok:
+        return None, None, why
+    items = tuple(sorted(dict(params).items())) if isinstance(params, dict) else tuple(sorted(params))
+    pop, uni, _, why, _ = attacker_errors_cells(mechanism, grid.side, grid.region, float(epsilon), items,
+                                                np.asarray(population, dtype=float))
+    if pop is None:
+        return None, None, why or f"the attacker's error is not available for {short_name(mechanism)} on this grid"
+    return pop * grid.cell_m, uni * grid.cell_m, ""
+
+
+def attacker_method_note(mechanism: str, grid: Grid, epsilon: float, params: Any, population: np.ndarray) -> str:
+    """'' when the attacker is exact (an explicit channel), else e.g. 'Monte Carlo over 2,000 reports, standard
+    error 12 m' (read from the cache :func:`attacker_errors_m` filled; call that first)."""
+    if not attacker_plan(mechanism, grid.side)[0]:
+        return ""
+    items = tuple(sorted(dict(params).items())) if isinstance(params, dict) else tuple(sorted(params))
+    how = attacker_errors_cells(mechanism, grid.side, grid.region, float(epsilon), items,
+                                np.asarray(population, dtype=float))[4]
+    if not how:
+        return ""
+    n, se = how.split("|")
+    return f"Monte Carlo over {int(n):,} sampled reports, standard error {fmt_metres(float(se) * grid.cell_m)}"
+
+
+def attacker_error_m(mechanism: str, grid: Grid, epsilon: float, params: Any,
+                     population: np.ndarray) -> tuple[float | None, str]:
+    """(the population-prior attacker's expected error in metres, or None; why not)."""
+    pop, _, why = attacker_errors_m(mechanism, grid, epsilon, params, population)
+    return pop, why
+
+
+def summary_sentence(result: Result, attacker: tuple[float | None, float | None, str] | None = None,
+                     within_r: float | None = None, epsilon_text: str | None = None, attacker_note: str = "") -> str:
+    """'At ε = 1, DAM's estimate is on average 240 m from the truth; an attacker ... 1.3 km.'
+
+    ``attacker_note``: how the attacker was computed when not exactly (:func:`attacker_method_note`).
+    ``attacker`` is the result of :func:`attacker_errors_m` (None: not computed yet); ``within_r`` the
+    population-prior attacker's chance of a guess within ldpviz.decide.attacker.DEFAULT_R_M; ``epsilon_text`` the
+    'ε = ...' in the mechanism's own unit (Geo-I: per km, from privacy_scale.common_terms).
+    """
+    s = result.scenario
+    means = result.mean()
+    name = short_name(s.mechanism)
+    where = (f"With no privacy ({name}, the reference), the estimate"
+             if mechanisms.get(s.mechanism).privacy_model == mechanisms.NO_PRIVACY
+             else f"At {epsilon_text or f'ε = {s.epsilon:g}'}, {name}'s estimate")
+    text = (f"{where} is on average **{fmt_metres(means.get('w2_m', np.nan))}** "
+            f"from the truth (W2 distance over {explain.plural(result.n_users, 'user')})")
+    if attacker is None:
+        return text + "; computing how far off an attacker's guess of one person's location is ..."
+    pop, uni, why = attacker
+    if pop is not None:
+        return text + (f"; an attacker's best guess of one person's location, knowing the population density "
+                       f"(the data set's own density stands in for a census), is off by **{fmt_metres(pop)}** "
+                       f"on average"
+                       + (f" and lands within {fmt_metres(DEFAULT_R_M)} of them {within_r:.0%} of the time"
+                          if within_r is not None else "")
+                       + f" (an attacker assuming a uniform spread: {fmt_metres(uni)}"
+                       + (f"; both by {attacker_note}" if attacker_note else "") + ").")
+    return text + (f". ({why[0].upper() + why[1:]}.)" if why else ".")
+
+
+def export_section(cfg: dict[str, Any], result: Result, shown: dict[str, Any], upload_filename: str | None) -> None:
+    """Downloads: configuration (JSON), results (CSV), the grids (CSV, GeoJSON), the maps shown (PNG, rendered on
+    the server), and a reproducing Python snippet. Nothing exported loads anything from the network.
+
+    ``shown`` holds what the page draws: ``layers`` (name -> (d, d) array: true, estimate or difference, filtered
+    when the page filters) and ``maps`` (title -> (array, diverging)) in the order they are on screen.
+    """
+    with st.expander("Export and reproduce", icon=":material/download:"):
+        st.caption("The address bar holds the whole configuration: copy the link to reopen this view "
+                   "(an uploaded file is found again while this server holds it).")
+        config = {"query": state.encode(cfg, st.session_state.get("saved_regions", {})),
+                  "scenario": _jsonable(result.summary())}
+        grid, layers = result.grid, shown["layers"]
+        c1, c2, c3, c4 = st.columns(4)
+        # Callables: the files are built when clicked, not on every rerun (keeps slider moves fast).
+        c1.download_button("Configuration (JSON)", lambda: json.dumps(config, indent=2), "ldpviz-config.json",
+                           "application/json", key="dl:json", on_click="ignore")
+        c2.download_button("Metrics per trial (CSV)", lambda: compute.result_table(result).to_csv(index=False),
+                           "ldpviz-results.csv", "text/csv", key="dl:csv", on_click="ignore")
+        c3.download_button("Grids (CSV)", lambda: export.grid_csv(grid, layers), "ldpviz-grids.csv", "text/csv",
+                           key="dl:grids-csv", help="One row per cell: its corners in degrees and "
+                                                    + ", ".join(layers) + ".", on_click="ignore")
+        c4.download_button("Grids (GeoJSON)", lambda: export.grid_geojson(grid, layers, config["scenario"]),
+                           "ldpviz-grids.geojson", "application/geo+json", key="dl:grids-geojson",
+                           help="One polygon per cell with " + ", ".join(layers) + " as properties.", on_click="ignore")
+        cols = st.columns(max(len(shown["maps"]), 1))
+        for col, (title, (values, diverging, vmax)) in zip(cols, shown["maps"].items()):
+            slug = title.lower().split(":")[0].replace(" ", "-")
+            col.download_button(f"Map: {title} (PNG)", lambda v=values, t=title, dv=diverging, vm=vmax: render.density_png(
+                grid, v, vmax=vm, diverging=dv, title=t,
+                legend="estimate − truth, share of users per cell" if dv else "share of users per cell"),
+                f"ldpviz-map-{slug}.png", "image/png", key=f"dl:png:{slug}", on_click="ignore")
+        st.markdown("Reproduce this run with the ldpviz API:")
+        st.code(compute.python_snippet(result.scenario, upload_filename), language="python")
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def metric_floor(key: str) -> float | None:
+    """0 for error metrics (distances, divergences cannot be negative), None for scores like correlation."""
+    return 0.0 if lower_is_better(key) else None
+
+
+def confidence_table(df: pd.DataFrame, by: str, metric_keys: list[str]) -> pd.DataFrame:
+    """Readable 'mean [lo, hi]' columns from a summarise() table (intervals clipped at impossible values)."""
+    out = pd.DataFrame({by: df[by]})
+    for key in metric_keys:
+        if key in df:
+            floor = metric_floor(key)
+            out[metric_label(key)] = [
+                f"{fmt_metric(key, m)} [{fmt_metric(key, lo if floor is None else max(lo, floor))}, "
+                f"{fmt_metric(key, hi)}]" if hi > lo else fmt_metric(key, m)
+                for m, lo, hi in zip(df[key], df[f"{key}_lo"], df[f"{key}_hi"])]
+    return out

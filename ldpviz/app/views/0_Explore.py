@@ -1,0 +1,203 @@
+"""Explore (the landing page): true and estimated densities side by side, live readouts, summary, exports.
+
+Everything computed comes from ldpviz (Scenario -> Result) through ldpviz.app.compute; the
+figures are built in ldpviz.render.maps. A run predicted to take long is announced first (ldpviz.app.longrun).
+"""
+
+import time
+
+import numpy as np
+import streamlit as st
+
+from ldpviz.app import compute, longrun, pin, session, state, ui
+from ldpviz.decide import explain, privacy_scale, decision_report as report
+from ldpviz import mechanisms
+from ldpviz.render import maps as viz
+from ldpviz.geo.domain import Grid
+from ldpviz.mechanisms.heatmaps.dp_heatmap import heatmap
+
+cfg = session.setup_page("Explore")
+st.title("Explore: what private collection does to a map")
+
+data = session.data_controls(cfg)
+session.privacy_controls(cfg)
+session.query_controls(cfg)
+st.sidebar.header("Mechanism")
+mechanism = session.mechanism_picker(cfg)
+geo_note = st.sidebar.empty()   # filled once the mechanism says what its ε is per km
+run_params = {}
+with session.guard("the mechanism parameters"):
+    grid = Grid(data.region, int(cfg["grid_side"])) if data is not None else None
+    run_params = session.param_controls(cfg, mechanism, grid)
+session.run_controls(cfg)
+basemap = session.map_controls(cfg)
+session.sync_url(cfg)
+
+if data is None:
+    st.stop()
+
+with session.guard("this scenario"):
+    scenario = session.scenario(cfg, data, params=run_params)
+    longrun.stopped_notice()
+    started = time.perf_counter()
+    with st.spinner("Perturbing, estimating and scoring ..."):
+        result = compute.result_or_announce(
+            scenario, f"{ui.short_name(mechanism)} at ε = {scenario.epsilon:g} on {scenario.grid_side} × "
+                      f"{scenario.grid_side} cells")
+    if result is None:
+        st.stop()
+    waited = time.perf_counter() - started
+    cached = waited < 0.5 * result.timings["total"]
+
+    ss = st.session_state
+    last = ss.get("explore_last")
+    if last is None or last[0] != repr(scenario):
+        ss["explore_prev"] = last[1] if last else None
+        ss["explore_last"] = (repr(scenario), result.mean())
+    ui.readouts(result, ss.get("explore_prev"), waited, cached)
+    # The attacker clause comes last (local privacy can take a second): readouts and maps first.
+    sentence = st.empty()
+    sentence.markdown(ui.summary_sentence(result))
+    central = mechanisms.get(scenario.mechanism).privacy_model == mechanisms.CENTRAL_DP
+    st.caption(("**Central DP (trusted aggregator).** " if central else "")
+               + f"{result.guarantee}. " + " ".join(result.notes))
+    if scenario.mechanism == "srr":
+        resolution = compute.srr_resolution_sentence(scenario.mechanism, scenario.grid_side, result.grid.region,
+                                                     scenario.epsilon, scenario.params)
+        if resolution:
+            st.info(f"**Effective resolution.** {resolution}", icon=":material/grid_view:")
+
+    est = result.estimate
+    t1, t2, t3, t4 = st.columns(4)
+    diff = session.bind(cfg, "show_difference", t1.toggle, "Difference map (estimate − truth)")
+    many = len(result.metrics) >= 2
+    spread_on = session.bind(cfg, "show_spread", t3.toggle, "Spread over trials", disabled=not many,
+                             help="A third map: how much each cell's estimate varies between trials (standard "
+                                  "deviation of the estimated share). Needs 2 or more trials (sidebar)."
+                             ) and many
+    if cfg.get("pin"):
+        t4.button("Unpin", on_click=pin.unpin, key="pin:off", icon=":material/keep_off:",
+                  help="Forget the pinned setting (the comparison below goes away).")
+    else:
+        t4.button("Pin this setting", on_click=pin.pin_current, key="pin:on", icon=":material/keep:",
+                  help="Keep this setting, then change anything in the sidebar: the page shows the pinned and the "
+                       "current setting side by side (both maps, the readouts and their difference, and a map of the "
+                       "difference). The pin stays when you switch pages and is kept in the link.")
+    sigma = 0.0
+    if central:
+        smooth = session.bind(cfg, "heatmap_filter", t2.toggle, "Gaussian filter (heatmap paper's display)",
+                              help="Shows both maps as heatmaps H_p^σ (heatmap paper Sec. 2.3): each cell's mass "
+                                   "spread by a Gaussian of σ cells. Display only; the metrics use the raw maps.")
+        if smooth:
+            sigma = float(session.bind(cfg, "sigma", t2.slider, "σ (cells)", *state.SIGMA_RANGE, step=0.5))
+    session.sync_url(cfg)
+    true_density, est_density = result.true_density, est.density
+    if sigma > 0:
+        true_density, est_density = heatmap(true_density, sigma), heatmap(est_density, sigma)
+    difference = est_density - true_density
+    vmax = float(max(true_density.max(), est_density.max()))
+    vabs = float(np.abs(difference).max()) or 1.0
+    # The difference map joins the two maps (a third column) rather than replacing the estimate.
+    px = ui.map_size("third" if diff else "half", result.grid.region)
+    size = {**px, "basemap": basemap}
+    filtered = f" (Gaussian filter, σ = {sigma:g} cells)" if sigma > 0 else ""
+    columns = st.columns(3 if diff else 2)
+    # Three maps get short bold titles (subheaders wrap in a third of the page and would push one map lower).
+    title = (lambda text: st.markdown(f"**{text}**")) if diff else st.subheader
+    with columns[0]:
+        title("True density")
+        st.pydeck_chart(viz.density_deck(result.grid, true_density, vmax=vmax, **size), height=px["height"],
+                        key="map:true")
+        st.html(viz.legend_html(vmax))
+    with columns[1]:
+        adaptive = not (sigma > 0 or viz.is_uniform_partition(est.partition, result.grid.side))
+        title("Estimated density" + (f" ({len(est.partition)} adaptive rectangles)" if adaptive else ""))
+        deck = (viz.density_deck(result.grid, est_density, vmax=vmax, **size) if sigma > 0 else
+                viz.estimate_deck(result.grid, est_density, est.partition, vmax=vmax, **size))
+        blocks = (compute.srr_blocks(scenario.mechanism, scenario.grid_side, result.grid.region,
+                                     scenario.epsilon, scenario.params) if scenario.mechanism == "srr" else None)
+        if blocks is not None:
+            deck.layers.append(viz.block_outline_layer(result.grid, blocks))
+        st.pydeck_chart(deck, height=px["height"], key="map:est")
+        st.html(viz.legend_html(vmax))
+        if blocks is not None:
+            st.caption(f"Dark outlines: the {len(np.unique(blocks[blocks >= 0]))} blocks SRR can tell apart at "
+                       "this ε (its effective resolution); within a block it learns only the total.")
+    if diff:
+        with columns[2]:
+            title("Estimate − truth")
+            st.pydeck_chart(viz.difference_deck(result.grid, true_density, est_density, **size),
+                            height=px["height"], key="map:diff")
+            st.html(viz.legend_html(vabs, "estimate − truth, share of users per cell", diverging=True))
+    if spread_on:
+        spread = result.cell_spread("sd")
+        smax = float(spread.max()) or 1.0
+        st.subheader(f"Spread over {len(result.metrics)} trials")
+        half = ui.map_size("half", result.grid.region)
+        st.columns(2)[0].pydeck_chart(
+            viz.density_deck(result.grid, spread, vmax=smax, basemap=basemap, **half,
+                             label="standard deviation {share} percentage points"),
+            height=half["height"], key="map:spread")
+        st.html(viz.legend_html(smax, "standard deviation of a cell's estimated share over trials"))
+    st.caption(f"{result.grid.side} × {result.grid.side} cells of {ui.fmt_metres(result.grid.cell_m)}{filtered}; the maps "
+               "share one colour scale and one view; the outline" + (" and light grid frame" if result.grid.side <=
+                                                                     viz.MAX_GRID_LINES else " frames")
+               + " the region. Hover a cell for its centre's latitude and longitude. "
+               + session.basemap_caption(basemap))
+    third = ui.map_size("third", result.grid.region)
+    fill_pinned_attacker = pin.section(scenario, result, sigma, basemap, (third["height"], third["width"]))
+    if getattr(result, "coverage", None):
+        with st.expander("What the guarantee covers, and what it does not"):
+            st.markdown("\n".join(f"- {line}" for line in result.coverage))
+    if result.received:
+        with st.expander("What the server received"):
+            st.markdown("\n".join(f"- **{k[0].upper() + k[1:]}:** {v}" for k, v in result.received.items()))
+    model = mechanisms.get(scenario.mechanism).privacy_model
+    epsilon_text = None   # the summary's 'ε = ...' in the mechanism's own unit (Geo-I: per km)
+    with st.expander("What ε means here, and the guarantee on one scale", icon=":material/shield:"), \
+            session.guard("the guarantee in common terms"):
+        mech = compute.built_mechanism(scenario.mechanism, scenario.grid_side, result.region,
+                                       float(scenario.epsilon), tuple(sorted(dict(scenario.params).items())))
+        terms = privacy_scale.common_terms(mech)
+        if model != mechanisms.NO_PRIVACY:
+            st.markdown(explain.epsilon_plain(float(terms["epsilon"]), model))
+        st.markdown(terms["sentence"])
+        if model == mechanisms.GEO_I:
+            per_km, given = float(terms["epsilon"]), float(scenario.epsilon)
+            same = abs(per_km - given) <= 1e-9 * max(1.0, given)
+            epsilon_text = (f"ε = {given:g} per km" if same else
+                            f"ε = {given:g} (calibrated to ε' = {per_km:.3g} per km on this grid)")
+            geo_note.caption(f"{ui.short_name(scenario.mechanism)} is Geo-indistinguishable: "
+                             + (f"its ε = {given:g} is per km of distance (e^(ε × km) between two places)." if same
+                                else f"the slider's ε = {given:g} is calibrated to ε' = {per_km:.3g} per km of "
+                                     "distance on this grid (see 'What ε means here')."))
+            st.caption(f"Geo-I's ε is per km of distance: ε = {per_km:.3g} per km as the mechanism "
+                       f"applies it on this grid (e^ε per cell side: {terms['ratio_neighbour_cells']:.3g}).")
+
+    shown_maps = {"True density" + filtered: (true_density, False, vmax),
+                  "Estimated density" + filtered: (est_density, False, vmax)}
+    if diff:
+        shown_maps["Difference: estimate − truth" + filtered] = (difference, True, vabs)
+    if many:
+        st.download_button(
+            "Decision report (HTML)",
+            lambda: report.build_report(scenario, dataset=data.dataset, result=result),
+            "ldpviz-decision-report.html", "text/html", key="dl:report", icon=":material/description:",
+            help="One self-contained page for a decision: the setting, its guarantee in plain words, accuracy with "
+                 "confidence intervals, the attacker, a quick audit and how to reproduce it.", on_click="ignore")
+    else:
+        st.caption("The decision report (HTML) needs 2 or more trials for its confidence intervals: raise "
+                   "Trials in the sidebar.")
+    ui.export_section(cfg, result, {"layers": {"true_share": true_density, "estimated_share": est_density,
+                                               "difference": difference}, "maps": shown_maps},
+                      data.upload_filename)
+    session.show_resolved_defaults()   # builds the mechanism once; the attacker clause reuses it
+    population = ui.population_density(data.dataset, result.grid)
+    found = ui.attacker_errors_m(scenario.mechanism, result.grid, scenario.epsilon, scenario.params, population)
+    sentence.markdown(ui.summary_sentence(result, found, within_r=ui.attacker_within_r(
+        scenario.mechanism, result.grid, scenario.epsilon, scenario.params, population), epsilon_text=epsilon_text,
+        attacker_note=ui.attacker_method_note(scenario.mechanism, result.grid, scenario.epsilon, scenario.params,
+                                              population)))
+    if fill_pinned_attacker is not None:
+        fill_pinned_attacker(found[0])
+session.show_resolved_defaults()

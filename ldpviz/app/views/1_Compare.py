@@ -1,0 +1,216 @@
+"""Compare: several mechanisms at the same epsilon, grid and data."""
+
+import pandas as pd
+import streamlit as st
+
+from ldpviz.app import compute, controls, longrun, session, state, ui
+from ldpviz import experiment, mechanisms, metrics
+from ldpviz.decide import explain, privacy_scale, decision_report as report, tradeoff
+from ldpviz.render import maps as viz
+from ldpviz.geo.domain import Grid
+from ldpviz.errors import LdpvizInputError, require
+
+MODES = {"at_epsilon": "Compare at ε", "target_epsilon": "Smallest ε for a target",
+         "users_needed": "Users needed for a target"}
+#: A first target per metric (the user types their own): a typical 'good enough' value.
+TARGET_HINT = {"w2_m": 500.0, "aqe": 0.05, "kl": 0.1, "l1": 0.2}
+
+MODEL_ORDER = (mechanisms.LDP, mechanisms.GEO_I, mechanisms.CENTRAL_DP, mechanisms.NO_PRIVACY)
+
+
+def equivalent_epsilon(name: str, grid: Grid) -> str:
+    """privacy_scale.common_terms' LDP-equivalent epsilon (the largest ratio over the region, as a log).
+
+    Only Geo-I needs its mechanism built (its per-cell epsilon); the others' value follows from the model."""
+    eps = float(cfg["epsilon"])
+    model = mechanisms.get(name).privacy_model
+    try:
+        if model == mechanisms.GEO_I:
+            value = privacy_scale.common_terms(compute.built_mechanism(name, grid.side, grid.region, eps, ()))[
+                "ldp_equivalent_epsilon"]
+        else:
+            value = eps if model == mechanisms.LDP else float("inf")
+    except LdpvizInputError:
+        return "—"
+    if value == float("inf"):
+        return "∞ (no privacy)" if model == mechanisms.NO_PRIVACY else "∞ (trusted aggregator)"
+    return f"{value:.3g}"
+
+
+cfg = session.setup_page("Compare")
+st.title("Compare mechanisms on the same data, ε and grid")
+
+data = session.data_controls(cfg)
+session.privacy_controls(cfg)
+session.query_controls(cfg)
+session.run_controls(cfg)
+basemap = session.map_controls(cfg)
+
+left, right = st.columns([3, 1])
+chosen, by_name = session.mechanisms_multiselect(
+    cfg, "compare", session.default_comparison(cfg["mechanism"]), where=left,
+    help="Each runs with its default parameters at the ε, grid and users in the sidebar. The default picks one "
+         "mechanism per family; add any other.")
+mode = session.bind(cfg, "compare_mode", st.segmented_control, "Mode", list(MODES), valid=list(MODES),
+                    format_func=MODES.get, required=True,
+                    help="Compare at the sidebar's ε; or, for a target accuracy, find each mechanism's smallest ε "
+                         "(at the sidebar's users) or the fewest users it needs (at the sidebar's ε).")
+metric_keys = list(metrics.METRIC_INFO) if mode == "at_epsilon" else list(tradeoff.TARGET_METRICS)
+metric = session.bind(cfg, "metric", right.selectbox, "Rank by" if mode == "at_epsilon" else "Target metric",
+                      metric_keys, valid=metric_keys, format_func=ui.metric_label,
+                      help=explain.readout_help(cfg["metric"]) if cfg.get("metric") in metric_keys else None)
+if mode != "at_epsilon":
+    if not cfg.get("target"):
+        cfg["target"] = TARGET_HINT[metric]
+    target = session.bind(cfg, "target", st.number_input, f"Target: {ui.metric_label(metric)} at most",
+                          min_value=0.0, format="%g",
+                          help="The accuracy you need (mean over the sidebar's trials); each mechanism is "
+                               "searched for the smallest ε, or the fewest users, that meets it.")
+session.sync_url(cfg)
+
+if data is None or not chosen:
+    st.info("Choose at least one mechanism to compare.")
+    st.stop()
+
+if mode != "at_epsilon":
+    with session.guard("the target search", where="above"):
+        require(float(target) > 0, "the target must be a number above 0")
+        seeks = [session.scenario(cfg, data, mechanism=n) for n in chosen]
+        per_run = sum(compute.predicted_seconds(sc)[0] for sc in seeks)
+        what = "smallest ε" if mode == "target_epsilon" else "users needed"
+        if not compute.approved_if_long(f"the {what} search for {len(chosen)} mechanisms",
+                                        per_run * compute.GOAL_EVALUATIONS, "the runs timed so far",
+                                        f"goal:{mode}:{metric}:{target}:" + "|".join(map(repr, seeks))):
+            st.stop()
+        rows = []
+        with st.spinner(f"Searching the {what} for each mechanism ..."):
+            for sc in seeks:
+                dataset, key = compute.get_dataset(sc.dataset)
+                try:
+                    found = compute.goal_seek(mode, sc, metric, float(target), key, compute.dataset_arg(sc.dataset))
+                except LdpvizInputError as exc:
+                    st.error(f"{by_name[sc.mechanism]['label']}: {exc}")
+                    continue
+                rows.append(found)
+        if not rows:
+            st.stop()
+        table = pd.DataFrame(rows)
+        unit = ui.metric_label(metric)
+        out = pd.DataFrame({
+            "mechanism": [controls.short_label(by_name[n]) for n in table["mechanism"]],
+            "privacy": [session.model_tag(m) for m in table["privacy_model"]],
+            "reached": ["yes" if r else "no" for r in table["reached"]],
+            "ε found": [("—" if e is None or pd.isna(e) else f"{e:.3g}") for e in table["epsilon"]],
+            "users": [("—" if n is None or pd.isna(n) else f"{int(n):,}") for n in table["n_users"]],
+            unit: [ui.fmt_metric(metric, m) if m is not None and not pd.isna(m) else "—" for m in table["mean"]],
+            "95% CI": [(f"[{ui.fmt_metric(metric, lo)}, {ui.fmt_metric(metric, hi)}]"
+                        if lo is not None and not pd.isna(lo) else "—") for lo, hi in zip(table["ci_low"], table["ci_high"])],
+            "attacker error (population prior)": [ui.fmt_metres(a) if a is not None and not pd.isna(a) else "—"
+                                                  for a in table["attacker_error_m"]],
+            "runs": table["evaluations"], "note": [m or n for m, n in zip(table["message"], table["attacker_note"])],
+        })
+        out = out.sort_values("privacy", kind="stable")
+        goal = (f"the smallest ε at which {unit} ≤ {float(target):g} (mean over {cfg['trials']} trial(s), "
+                f"{int(cfg['n_users']):,} users)" if mode == "target_epsilon" else
+                f"the fewest users for {unit} ≤ {float(target):g} at ε = {cfg['epsilon']:g} (mean over "
+                f"{cfg['trials']} trial(s); at most everyone in the region: more would invent data)")
+        st.markdown(f"For each mechanism, {goal}. The attacker knows the population density (the data set's own "
+                    "density stands in for a census) and sees one report at the setting found.")
+        st.dataframe(out, hide_index=True)
+        caveat = privacy_scale.like_for_like(set(table["privacy_model"]))
+        if caveat:
+            st.info(caveat, icon=":material/balance:")
+        st.download_button("Target search (CSV)", table.to_csv(index=False), "ldpviz-target.csv", "text/csv", on_click="ignore")
+    st.stop()
+
+longrun.stopped_notice()
+with session.guard("the comparison"):
+    outcomes = compute.results_or_announce([session.scenario(cfg, data, mechanism=n) for n in chosen],
+                                           f"this comparison of {len(chosen)} mechanisms",
+                                           describe=lambda sc: by_name[sc.mechanism]["label"])
+if outcomes is None:
+    st.stop()
+results = {n: r for n, r in zip(chosen, outcomes) if not isinstance(r, Exception)}
+failed = {n: r for n, r in zip(chosen, outcomes) if isinstance(r, Exception)}
+for name, exc in failed.items():
+    with session.guard(by_name[name]["label"]):
+        raise exc
+
+if results:
+    with session.guard("the comparison"):
+        tidy = pd.DataFrame([row for r in results.values() for row in compute.sweep_rows(r)])
+        table = experiment.summarise(tidy, ["mechanism"])
+        ascending = ui.lower_is_better(metric)
+        table = table.sort_values(metric, ascending=ascending).reset_index(drop=True)
+        order = {m: i for i, m in enumerate(MODEL_ORDER)}
+        table = table.sort_values("mechanism", key=lambda col: [order.get(by_name[n]["privacy_model"], 9)
+                                                                for n in col], kind="stable").reset_index(drop=True)
+        table["label"] = [by_name[n]["label"] for n in table["mechanism"]]
+        table["model"] = [by_name[n]["privacy_model"] for n in table["mechanism"]]
+        caveat = privacy_scale.like_for_like(set(table["model"]))
+        lines = []
+        for model, group in table.groupby("model", sort=False):   # best first within each privacy model
+            best = group.iloc[0]
+            line = f"**{best['label']}** ({ui.fmt_metric(metric, best[metric])})"
+            if len(group) > 1 and int(cfg["trials"]) > 1:
+                second = group.iloc[1]
+                overlap = (best[f"{metric}_hi"] >= second[f"{metric}_lo"]) if ascending else \
+                    (best[f"{metric}_lo"] <= second[f"{metric}_hi"])
+                if overlap:
+                    line += f", though its confidence interval overlaps {second['label']}'s"
+            lines.append((session.model_tag(model), line, len(group)))
+        if len(lines) == 1:
+            msg = (f"Best for this data at ε = {cfg['epsilon']:g} by {ui.metric_label(metric)}: {lines[0][1]}.")
+        else:
+            msg = (f"Best within each privacy model at ε = {cfg['epsilon']:g} by {ui.metric_label(metric)}: "
+                   + "; ".join(f"{tag}: {line}" for tag, line, _ in lines) + ".")
+        if int(cfg["trials"]) == 1:
+            msg += " With one trial there are no confidence intervals; raise Trials for them."
+        st.success(msg, icon=":material/emoji_events:")
+        if caveat:
+            st.info(caveat + " No winner is named across models.", icon=":material/balance:")
+        shown = [metric] + [k for k in ("w2_m", "aqe", "kl", "l1", "emd_l1_m") if k != metric]
+        table["label"] = [controls.short_label(by_name[n]) for n in table["mechanism"]]   # short: cells stay whole
+        display = ui.confidence_table(table, "label", shown).rename(columns={"label": "mechanism"})
+        display.insert(1, "privacy", [session.model_tag(by_name[n]["privacy_model"]) for n in table["mechanism"]])
+        grid = Grid(data.region, int(cfg["grid_side"]))
+        display.insert(2, "LDP-equivalent ε", [equivalent_epsilon(n, grid) for n in table["mechanism"]])
+        display["seconds"] = table["seconds"].round(2)
+        st.dataframe(display, hide_index=True)
+        st.plotly_chart(viz.compare_figure(table, metric, ui.metric_label(metric), label_column="label",
+                                           floor=ui.metric_floor(metric)),
+                        key="fig:compare")
+
+        st.subheader("Estimated densities")
+        first = next(iter(results.values()))
+        vmax = max(float(first.true_density.max()), *(float(r.estimate.density.max()) for r in results.values()))
+        panels = [("Truth", None)] + [(by_name[n]["label"] + (" · central DP (trusted aggregator)" if
+                                                             by_name[n]["privacy_model"] == mechanisms.CENTRAL_DP else ""),
+                                       results[n]) for n in table["mechanism"]]
+        px = ui.map_size("third", first.grid.region)
+        for start in range(0, len(panels), 3):
+            cols = st.columns(3, vertical_alignment="bottom")   # titles may wrap; the maps (last) line up
+            for col, (title, res) in zip(cols, panels[start:start + 3]):
+                with col:
+                    st.markdown(f"**{title}**")
+                    if res is None:
+                        deck = viz.density_deck(first.grid, first.true_density, vmax=vmax, basemap=basemap, **px)
+                        st.caption(f"{explain.plural(first.n_users, 'user')}, before any noise")   # every map has a line above it
+                    else:
+                        deck = viz.estimate_deck(res.grid, res.estimate.density, res.estimate.partition,
+                                                 vmax=vmax, basemap=basemap, **px)
+                        st.caption(f"{ui.metric_label(metric)} {ui.fmt_metric(metric, res.mean()[metric])}")
+                    st.pydeck_chart(deck, height=px["height"], key=f"map:{title}")
+        st.html(viz.legend_html(vmax))
+        r1, r2 = st.columns([2, 1])
+        r1.download_button("Comparison (CSV)", table.to_csv(index=False), "ldpviz-compare.csv", "text/csv", on_click="ignore")
+        if int(cfg["trials"]) >= 2:
+            options = list(table["mechanism"])
+            pick = session.bind(cfg, "report_mechanism", r2.selectbox, "Decision report for", options, valid=options,
+                                format_func=lambda n: by_name[n]["label"])
+            picked = results[pick]
+            r2.download_button("Decision report (HTML)", lambda: report.build_report(
+                picked.scenario, dataset=data.dataset, result=picked), f"ldpviz-decision-report-{pick}.html",
+                "text/html", key="dl:compare-report", icon=":material/description:", on_click="ignore")
+        else:
+            r2.caption("The decision report (HTML) needs 2 or more trials for its confidence intervals.")

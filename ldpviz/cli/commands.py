@@ -1,0 +1,377 @@
+"""The ``ldpviz`` command line: list datasets and mechanisms, run a scenario, sweep.
+
+Bad arguments exit with status 2 and one line naming the argument; no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from typing import Any, Sequence
+
+import numpy as np
+
+from ldpviz.data import datasets
+from ldpviz import experiment, mechanisms
+from ldpviz.geo.domain import Region
+from ldpviz.errors import LdpvizInputError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, no usage dump
+        self.exit(2, f"ldpviz: error: {message} (see 'ldpviz {self.prog.split()[-1]} --help')\n"
+                  if " " in self.prog else f"ldpviz: error: {message} (see 'ldpviz --help')\n")
+
+
+def _number(text: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _params(pairs: Sequence[str]) -> dict[str, Any]:
+    out = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise LdpvizInputError(f"--param expects key=value, got {pair!r}")
+        key, value = pair.split("=", 1)
+        out[key.strip()] = _number(value.strip())
+    return out
+
+
+#: Options whose value may start with '-' (western longitudes): argparse would read it as an option.
+_SIGNED_VALUE_OPTIONS = ("--bbox",)
+
+
+def join_signed_values(argv: Sequence[str]) -> list[str]:
+    """``--bbox -93.33,44.89,...`` -> ``--bbox=-93.33,44.89,...`` so argparse keeps the value.
+
+    argparse treats any token starting with '-' that is not a plain negative
+    number as an option, so a west longitude first in a bbox fails with
+    "expected one argument". Only a token that starts like a number is joined.
+    """
+    out: list[str] = []
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if token in _SIGNED_VALUE_OPTIONS and i + 1 < len(args) and re.match(r"^-[\d.]", args[i + 1]):
+            out.append(f"{token}={args[i + 1]}")
+            i += 2
+            continue
+        out.append(token)
+        i += 1
+    return out
+
+
+def _bbox_numbers(text: str) -> tuple[float, float, float, float]:
+    try:
+        w, s, e, n = (float(v) for v in text.split(","))
+    except ValueError:
+        raise LdpvizInputError(f"--bbox expects four numbers W,S,E,N (degrees), got {text!r}") from None
+    return w, s, e, n
+
+
+def _bbox(text: str) -> Region:
+    try:
+        return Region.from_bbox(*_bbox_numbers(text), name="bbox")
+    except LdpvizInputError as exc:
+        raise LdpvizInputError(f"--bbox: {exc}") from None
+
+
+def _scenario_and_data(args: argparse.Namespace) -> tuple[experiment.Scenario, datasets.Dataset | None]:
+    data = None
+    name = args.dataset
+    if args.bbox and args.region:
+        raise LdpvizInputError("give either --region or --bbox, not both")
+    region: Any = args.region
+    if args.bbox:
+        region = _bbox(args.bbox)
+    if args.csv:   # the bbox filters rows before the file is framed, and is the region
+        data = datasets.load_file(args.csv, lat_column=args.lat_column, lon_column=args.lon_column,
+                                  bbox=_bbox_numbers(args.bbox) if args.bbox else None,
+                                  max_bytes=args.max_bytes)
+        print(data.report.summary(), file=sys.stderr)
+        name = data.name
+    scenario = experiment.Scenario(dataset=name, mechanism=args.mechanism, epsilon=args.epsilon,
+                                   grid_side=args.grid, region=region, params=_params(args.param),
+                                   n_users=args.users, seed=args.seed, trials=args.trials)
+    return scenario, data
+
+
+def _cells(metres: float) -> str:
+    """A cell side for people: metres up to 10 km, kilometres beyond ('277 km', not '277,148 m')."""
+    return f"{metres / 1000:,.3g} km" if metres >= 10_000 else f"{metres:,.0f} m"
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (np.floating, float)):
+        return float(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def cmd_datasets(args: argparse.Namespace) -> int:
+    from ldpviz.data import trajectories
+    if getattr(args, "json", False):
+        rows = [{**row, "kind": "points"} for row in datasets.describe()] + trajectories.describe()
+        print(json.dumps(_jsonable(rows)))
+        return 0
+    for row in datasets.describe():
+        kind = "synthetic" if row["synthetic"] else "real"
+        print(f"{row['name']:<20} {row['n']:>9,} points  {kind:<9}  {row['label']}")
+        print(f"{'':<20} regions: {', '.join(row['presets'])}")
+    for row in trajectories.describe():
+        print(f"{row['name']:<20} {row['n']:>9,} points  {'trajectories':<9}  {row['label']} "
+              f"({row['n_people']:,} people, {row['n_trips']:,} trips)")
+        print(f"{'':<20} regions: {', '.join(row['presets'])}")
+    print("Synthetic sets at any size up to 100,000,000 points: NAME:n=N, e.g. --dataset normal:n=10000000")
+    return 0
+
+
+def cmd_mechanisms(args: argparse.Namespace) -> int:
+    for row in mechanisms.describe():
+        print(f"{row['name']:<16} {row['privacy_model']:<10} {row['family']}: {row['label']}")
+        for p in row["params"]:
+            default = "auto" if p["default"] is None else p["default"]
+            print(f"{'':<16}   {p['name']} ({p['type']}, default {default}): {p['help']}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.scheduler or args.partition_users or args.workers:   # one scenario in partitions (ldpviz.experiment.partitioned)
+        from ldpviz.experiment import partitioned
+        if args.region and args.bbox:
+            raise LdpvizInputError("give either --region or --bbox, not both")
+        result = partitioned.run_from_args(args, _bbox(args.bbox) if args.bbox else None,
+                                           _params(args.param)).result
+        scenario = result.scenario
+    else:
+        scenario, data = _scenario_and_data(args)
+        result = experiment.run(scenario, data)
+    summary = result.summary()
+    if args.json:
+        print(json.dumps(_jsonable(summary)))
+        return 0
+    print(f"{scenario.mechanism} at epsilon = {scenario.epsilon:g} on {result.n_users:,} users, "
+          f"d = {scenario.grid_side} ({_cells(result.grid.cell_m)} cells), {result.guarantee}")
+    for key in ("w2_m", "w2_cells", "aqe", "kl", "l1", "emd_l1_m", "similarity"):
+        if key in summary:
+            print(f"  {key:<12} {summary[key]:.6g}")
+    print(f"  {'seconds':<12} {summary['seconds']:.3f}")
+    for note in result.notes:
+        print(f"  note: {note}")
+    for item in result.coverage:
+        print(f"  scope: {item}")
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    scenario, data = _scenario_and_data(args)
+    vary: dict[str, list[Any]] = {}
+    for spec in args.vary:
+        if "=" not in spec:
+            raise LdpvizInputError(f"--vary expects name=v1,v2,..., got {spec!r}")
+        key, values = spec.split("=", 1)
+        key = {"grid": "grid_side", "d": "grid_side", "users": "n_users"}.get(key.strip(), key.strip())
+        vary[key] = [_number(v.strip()) for v in values.split(",") if v.strip()]
+    if not vary:
+        raise LdpvizInputError("sweep needs at least one --vary name=v1,v2,...")
+
+    def progress(done: int, total: int) -> None:
+        width = 30
+        filled = int(width * done / total)
+        print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} scenarios", end="", file=sys.stderr,
+              flush=True)
+        if done == total:
+            print(file=sys.stderr)
+
+    from ldpviz.experiment import executors as parallel
+    with parallel.executor_for(args.workers, args.scheduler) as executor:
+        df = experiment.sweep(scenario, vary, dataset=data, executor=executor, progress=progress)
+    if args.out:
+        df.to_csv(args.out, index=False)
+        print(f"wrote {len(df)} rows to {args.out}", file=sys.stderr)
+    else:
+        df.to_csv(sys.stdout, index=False)
+    return 0
+
+
+def cmd_od(args: argparse.Namespace) -> int:
+    from ldpviz.flows import od
+    from ldpviz.data import trajectories
+    data: Any = args.dataset
+    if args.file:
+        data = trajectories.load_trajectory_file(args.file)
+        print(data.report.summary(), file=sys.stderr)
+    out = od.od_trials(data, args.mechanism, args.epsilon, args.grid, region=args.region,
+                       estimator=args.estimator, trials=args.trials, seed=args.seed, n_users=args.users,
+                       top_k=args.top_k, params=_params(args.param))
+    if args.json:
+        print(json.dumps(_jsonable(out)))
+        return 0
+    print(f"OD flows, {out['mechanism']} + {out['estimator']} on {out['n_users']:,} trips, grid {out['grid']} x "
+          f"{out['grid']} ({out['od_pairs']:,} OD pairs), {out['trials']} trial(s)")
+    print(f"  {out['guarantee']}")
+    print(f"  l1 {out['l1']:.4f}   top-{out['top_k']} precision {out['top_k_precision']:.2f}")
+    for reason, count in out["left_out"].items():
+        print(f"  left out: {count:,} {reason}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="ldpviz", description="Private spatial distribution estimation: run and compare "
+                                                "mechanisms on location data.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    ds = sub.add_parser("datasets", help="list bundled datasets (points and trajectories) and their region presets")
+    ds.add_argument("--json", action="store_true", help="print one JSON list (each dataset with its kind)")
+    ds.set_defaults(fn=cmd_datasets)
+    sub.add_parser("mechanisms", help="list mechanisms, privacy models and parameters").set_defaults(
+        fn=cmd_mechanisms)
+    for name, fn, helptext in (("run", cmd_run, "run one scenario"),
+                               ("sweep", cmd_sweep, "run a grid of scenarios to CSV")):
+        p = sub.add_parser(name, help=helptext)
+        source = p.add_mutually_exclusive_group()
+        source.add_argument("--dataset", default="minneapolis-stops", help="bundled dataset name")
+        source.add_argument("--csv", help="path to a CSV or Parquet file with lat/lon columns")
+        p.add_argument("--lat-column", help="latitude column of --csv (auto-detected by default)")
+        p.add_argument("--lon-column", help="longitude column of --csv (auto-detected by default)")
+        p.add_argument("--region", help="region preset of the dataset (see 'ldpviz datasets')")
+        p.add_argument("--bbox", help="region as W,S,E,N in degrees (grown to a square; W > E crosses 180); "
+                                      "with --csv, rows outside it are dropped and counted before framing")
+        p.add_argument("--max-bytes", type=int, default=2 * 2**30,
+                       help="largest --csv file accepted, in bytes (default 2 GiB; big files load in chunks)")
+        p.add_argument("--mechanism", default="grr", help="mechanism name (see 'ldpviz mechanisms')")
+        p.add_argument("--epsilon", type=float, default=1.0, help="privacy budget epsilon > 0")
+        p.add_argument("--grid", type=int, default=32, help="grid side d (d x d cells)")
+        p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                       help="mechanism parameter, repeatable")
+        p.add_argument("--users", type=int, help="number of users (seeded subsample)")
+        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--trials", type=int, default=1)
+        if name == "run":
+            p.add_argument("--json", action="store_true", help="print one JSON object")
+            p.add_argument("--scheduler", help="split the users into partitions and perturb them on a Dask cluster: "
+                                                "its scheduler address (tcp://host:8786) or 'local'; the result equals "
+                                                "the serial partitioned run; needs pip install 'ldpviz[cluster]'")
+            p.add_argument("--workers", type=int, help="worker processes of --scheduler local (default: CPU count)")
+            p.add_argument("--partition-users", type=int,
+                           help="users per partition (default 1,000,000); without --scheduler the partitions run "
+                                "here, one after the other (the serial reference of a cluster run)")
+        else:
+            p.add_argument("--vary", action="append", default=[], metavar="NAME=V1,V2",
+                           help="parameter to vary: epsilon, grid, users, seed or a mechanism parameter")
+            p.add_argument("--out", help="CSV file to write (default: stdout)")
+            p.add_argument("--workers", type=int, default=1, help="local worker processes")
+            p.add_argument("--scheduler", help="Dask scheduler address (tcp://host:8786) to run the sweep on a "
+                                                "cluster; needs pip install 'ldpviz[cluster]'")
+        p.set_defaults(fn=fn)
+    _add_flow_commands(sub)
+    from ldpviz.cli import officer as officer_cli
+    officer_cli.add_commands(sub)
+    from ldpviz.evidence import reproduce
+    rp = sub.add_parser("reproduce", help="regenerate every benchmark and report (bench/*.py) into docs/")
+    reproduce.add_arguments(rp)
+    rp.set_defaults(fn=reproduce.run_from_args)
+    ap = sub.add_parser("app", help="start the dashboard on the bundled data (http://127.0.0.1:8501 by default)")
+    ap.add_argument("--port", type=int, default=8501, help="port to listen on (default 8501)")
+    ap.add_argument("--address", default="127.0.0.1",
+                    help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 shares it on your "
+                         "network, where anyone who can reach the machine can use it)")
+    ap.set_defaults(fn=cmd_app)
+    return parser
+
+
+def cmd_app(args: argparse.Namespace) -> int:
+    """Serve the dashboard until interrupted (the same command as ``make run`` and the browser tests)."""
+    import subprocess
+
+    from ldpviz.app import launch
+    if not 0 < args.port < 65536:
+        raise LdpvizInputError(f"--port must be between 1 and 65535, got {args.port}")
+    print(f"ldpviz: serving the dashboard on http://{args.address}:{args.port} (Ctrl+C stops it)", file=sys.stderr)
+    return subprocess.call(launch.streamlit_command(args.port, args.address))
+
+
+def cmd_navigate(args: argparse.Namespace) -> int:
+    from ldpviz.flows import navigation
+    res = navigation.navigation_for_dataset(args.dataset, args.mechanism, args.epsilon, args.theta, args.grid,
+                                            region=args.region, n_trips=args.trips, seed=args.seed,
+                                            speed_mps=args.speed, delay_s=args.delay, threshold=args.threshold,
+                                            params=_params(args.param))
+    out = {"dataset": args.dataset, **res.summary()}
+    if args.json:
+        print(json.dumps(_jsonable(out)))
+        return 0
+    print(f"navigation with {out['mechanism']} location updates at epsilon = {out['epsilon_per_update']:g}, "
+          f"theta = {out['theta_s']:g} s, {out['trips']} trips on a {out['grid']} x {out['grid']} grid")
+    print(f"  {out['guarantee']}")
+    print(f"  updates per trip (lambda): mean {out['mean_updates']:.2f}, max {out['max_updates']}; total privacy "
+          f"bound lambda x epsilon: mean {out['mean_total_epsilon']:.2f}, max {out['max_total_epsilon']:.2f}")
+    print(f"  relative Levenshtein distance to the fastest true route {out['rel_levenshtein']:.3f}; trip time "
+          f"deviation {out['trip_time_deviation_s']:.1f} s ({100 * out['trip_time_deviation_rel']:.1f}%)")
+    return 0
+
+
+def _add_flow_commands(sub: Any) -> None:
+    """``od`` and ``navigate``: the trajectory-input LBS of L-SRR Sec. 4."""
+    p = sub.add_parser("od", help="origin-destination flows under LDP (L-SRR Sec. 4.1)")
+    p.add_argument("--dataset", default="atlantic-storms",
+                   help="trajectory dataset, or a point dataset (gravity-model OD pairs)")
+    p.add_argument("--file", help="trajectory CSV/Parquet (person, lat, lon; optional trip, time) instead of --dataset")
+    p.add_argument("--region", help="region preset of the dataset (see 'ldpviz datasets')")
+    p.add_argument("--mechanism", default="srr", help="srr, grr, hr, olh-h or pldp")
+    p.add_argument("--epsilon", type=float, default=2.0, help="budget per OD pair (epsilon/2 per end)")
+    p.add_argument("--grid", type=int, default=8, help="grid side d (d x d cells, (d x d)^2 OD pairs)")
+    p.add_argument("--estimator", default="lasso", help="lasso (paper), em (maximum likelihood) or unbiased")
+    p.add_argument("--trials", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--users", type=int, help="number of trips (seeded subsample, or synthetic pairs)")
+    p.add_argument("--top-k", type=int, default=10, help="k of the top-k flow precision")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="mechanism parameter")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(fn=cmd_od)
+    p = sub.add_parser("navigate", help="traffic-aware navigation with LDP location updates (L-SRR Sec. 4.2)")
+    p.add_argument("--dataset", default="minneapolis-stops", help="dataset: its points are the traffic")
+    p.add_argument("--region", help="region preset of the dataset")
+    p.add_argument("--mechanism", default="srr", help="mechanism of each location update (see 'ldpviz mechanisms')")
+    p.add_argument("--epsilon", type=float, default=1.0, help="budget of ONE location update")
+    p.add_argument("--theta", type=float, default=40.0, help="delay threshold theta in seconds: update when "
+                                                              "the trip runs this much behind its prediction")
+    p.add_argument("--grid", type=int, default=32, help="grid side d: the road grid (d x d cells)")
+    p.add_argument("--trips", type=int, default=100, help="number of simulated trips")
+    p.add_argument("--speed", type=float, default=10.0, help="free-flow speed, m/s")
+    p.add_argument("--delay", type=float, help="seconds added per congested cell (default: a cell's free-flow time)")
+    p.add_argument("--threshold", type=float, help="users in a cell above which it is congested "
+                                                   "(default: twice the mean per cell)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="mechanism parameter")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(fn=cmd_navigate)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(join_signed_values(sys.argv[1:] if argv is None else argv))
+    try:
+        return args.fn(args)
+    except LdpvizInputError as err:
+        print(f"ldpviz: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("ldpviz: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,511 @@
+"""Datasets: bundled real points, the papers' synthetic sets, and uploaded files.
+
+Every dataset is a :class:`Dataset`: one lon/lat point per user plus named
+square regions (``presets``) to study, the first being the whole view.
+
+* ``minneapolis-stops`` -- 51,920 stops by the Minneapolis Police Department in
+  2017 (``MplsStops`` of the carData R package, from Minneapolis Open Data),
+  read from ``ldpviz/data/minneapolis_stops.parquet`` (built by
+  ``data/make_minneapolis.py``; see ``data/README.md``). Nothing is downloaded.
+* ``normal``, ``szipf``, ``mnormal`` -- the synthetic sets of the DAM paper
+  (../shared/papers/dam-disk-area-mechanism.md, Sec. VII-A).
+* ``gmm`` -- a uniform mixture of random 2-D Gaussians as in the DP heatmaps
+  paper (../shared/papers/dp-heatmaps-sparse-emd.md, App. E.3).
+* ``uniform`` -- uniform points, the featureless baseline.
+
+Synthetic points live in a planar native domain (e.g. [-5, 5]^2). They are
+mapped linearly onto a nominal 10 km x 10 km square centred on lon 0, lat 0
+("Null Island", the GIS placeholder for "no real place"), so every dataset goes
+through the same map, region and grid code. Native points outside the native
+domain are redrawn (rejection sampling), so each set has exactly its documented
+size; for the DAM paper's normals this affects about one point in a million.
+
+:func:`load_file` reads a user's CSV or Parquet file, finds the coordinate
+columns, drops unusable rows (counted by reason in a :class:`LoadReport`) and
+raises :class:`~ldpviz.errors.LdpvizInputError` with a plain message for every
+file it cannot use. The pieces below this module: :mod:`ldpviz.data.dataset_types` (Dataset,
+LoadReport), :mod:`ldpviz.data.synthetic` (the synthetic sets) and :mod:`ldpviz.data.file_formats`
+(columns, dialects, schemas) with :mod:`ldpviz.data.big_files` (chunked reading).
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import functools
+import gzip
+import io
+import os
+import re
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from ldpviz.data import big_files as bigfile
+from ldpviz.data import synthetic
+from ldpviz.data.dataset_types import Dataset, LoadReport, check_seed, content_key
+from ldpviz.data.file_formats import (LAT_NAMES, LON_NAMES, PARQUET_SUFFIXES, find_column, parquet_columns,
+                                      refuse_workbook, size_text, sniff_header)
+from ldpviz.data.synthetic import MNORMAL_COMPONENTS, SYNTHETIC_SIDE_M, gaussian_mixture
+from ldpviz.errors import LdpvizInputError, clause, require
+from ldpviz.geo import region_choice as regions
+from ldpviz.geo.domain import Region, wrap_lon
+
+DATA_DIR = Path(__file__).resolve().parent   # the bundled files ship beside this module
+MINNEAPOLIS_FILE = DATA_DIR / "minneapolis_stops.parquet"
+
+
+_MISSING_TOKENS = ["", "na", "n/a", "nan", "null", "none", "#n/a"]
+
+
+# ---------------------------------------------------------------- data types
+
+
+# ---------------------------------------------------------------- bundled real data
+def _minneapolis(seed: int) -> Dataset:
+    """2017 Minneapolis police stops; ``seed`` is ignored (real data)."""
+    if not MINNEAPOLIS_FILE.is_file():
+        raise FileNotFoundError(f"bundled data file {MINNEAPOLIS_FILE} is missing; rebuild it with "
+                                "`python data/make_minneapolis.py` (see data/README.md)")
+    frame = pd.read_parquet(MINNEAPOLIS_FILE, columns=["long", "lat"])
+    presets = {r.name: r for r in (
+        Region(-93.2650, 44.9710, 20_000.0, "Whole city"),
+        Region(-93.2700, 44.9770, 3_000.0, "Downtown"),
+        Region(-93.2800, 44.9500, 3_000.0, "Whittier and Lyndale"),
+        Region(-93.2970, 45.0020, 3_000.0, "North Minneapolis"),
+        Region(-93.2520, 44.9530, 3_000.0, "Phillips"),
+    )}
+    return Dataset(
+        name="minneapolis-stops", label="Minneapolis police stops, 2017",
+        description=(
+            f"{len(frame):,} traffic and suspicious-person or -vehicle stops made by the Minneapolis "
+            "Police Department in 2017, one point per stop (locations rounded at the source). Each stop "
+            "stands for one user. Source: data set MplsStops of the carData R package (Fox & Weisberg, "
+            "GPL-2 | GPL-3), taken from Minneapolis Open Data; see data/README.md. Regions: the whole "
+            "city (20 km square) and four dense 3 km squares chosen from the stop density."),
+        lon=frame["long"].to_numpy(np.float64), lat=frame["lat"].to_numpy(np.float64),
+        presets=presets, synthetic=False)
+
+
+# ---------------------------------------------------------------- synthetic data
+
+
+_BUILDERS: dict[str, Callable[[int], Dataset]] = {
+    "minneapolis-stops": _minneapolis,
+    **synthetic.BUILDERS,
+}
+
+
+def names() -> list[str]:
+    """Registered dataset names, real data first."""
+    return list(_BUILDERS)
+
+
+def load(name: str, seed: int = 0) -> Dataset:
+    """The registered dataset ``name`` (cached); ``seed`` drives synthetic generators only.
+
+    ``'normal:n=5000000'`` (any synthetic set, any n up to 100M) draws that many
+    points with :func:`ldpviz.data.synthetic.generate` (cached up to 5M points).
+    """
+    sized = synthetic.parse_name(name) if isinstance(name, str) else None
+    if sized is not None:
+        seed = check_seed(seed)
+        if sized[1] <= 5_000_000:
+            return _load_sized(sized[0], sized[1], seed)
+        return synthetic.generate(sized[0], sized[1], seed)
+    require(isinstance(name, str) and name in _BUILDERS,
+            f"unknown dataset {name!r}; choose one of: {', '.join(_BUILDERS)} "
+            "(uploaded files are read with load_file; any size of a synthetic set: e.g. 'normal:n=1000000')")
+    seed = check_seed(seed)
+    return _load_cached(name, seed if name != "minneapolis-stops" else 0)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_sized(name: str, n: int, seed: int) -> Dataset:
+    return synthetic.generate(name, n, seed)
+
+
+@functools.lru_cache(maxsize=32)
+def _load_cached(name: str, seed: int) -> Dataset:
+    return _BUILDERS[name](seed)
+
+
+def describe() -> list[dict[str, Any]]:
+    """One row per registered dataset (default seed): name, label, n, synthetic, description, presets."""
+    rows = []
+    for name in _BUILDERS:
+        ds = load(name)
+        rows.append({"name": ds.name, "label": ds.label, "n": ds.n, "synthetic": ds.synthetic,
+                     "description": ds.description, "presets": list(ds.presets)})
+    return rows
+
+
+# ---------------------------------------------------------------- user files
+def load_file(source: Any, *, filename: str | None = None, lat_column: str | None = None,
+              lon_column: str | None = None, max_bytes: int = 50 * 2**20,
+              bbox: tuple[float, float, float, float] | None = None,
+              progress: Callable[[float, str], None] | None = None, chunk_rows: int = 1_000_000,
+              wrap_longitudes: bool = True) -> Dataset:
+    """Read points from a CSV or Parquet file (a path, bytes, or a file-like object such as an upload).
+
+    Coordinate columns are found case-insensitively (latitude: lat, latitude, y;
+    longitude: lon, lng, long, longitude, x) unless named by ``lat_column`` /
+    ``lon_column``. Rows with a missing, non-numeric or out-of-range coordinate
+    are dropped and counted by reason in ``Dataset.report``; longitudes in
+    (180, 540] are wrapped to [-180, 180] and counted in ``report.changed`` (with
+    ``wrap_longitudes=False`` they are dropped instead, counted as "longitude past 180,
+    not wrapped"); all other rows are kept unchanged. CSV: the delimiter is sniffed among , ; tab |,
+    a UTF-8 BOM is removed, non-UTF-8 text is read as Windows-1252/Latin-1 (with a
+    note) and gzip-compressed files are unpacked. Parquet is recognised by its
+    suffix or its ``PAR1`` magic bytes.
+
+    ``bbox`` (W, S, E, N degrees; W > E crosses 180) keeps only the rows inside it
+    (the rest are counted as "outside the bbox") and becomes the dataset's region,
+    which then depends on no user's data. Without it the region is the square
+    around the occupied coarse public tiles (:func:`ldpviz.geo.region_choice.public_tile_region`,
+    which says what it read). Files over :data:`CHUNK_BYTES` are read in chunks of
+    ``chunk_rows`` rows (bounded memory; see :mod:`ldpviz.data.big_files`), and
+    ``progress(fraction, message)`` is called as they are read.
+    """
+
+    for label, value in (("lat_column", lat_column), ("lon_column", lon_column), ("filename", filename)):
+        require(value is None or isinstance(value, str), f"{label} must be text, got {value!r}")
+    require(isinstance(max_bytes, int) and max_bytes > 0,
+            f"max_bytes must be a positive whole number, got {max_bytes!r}")
+    require(isinstance(chunk_rows, int) and chunk_rows >= 1, f"chunk_rows must be a whole number >= 1, got {chunk_rows!r}")
+    require(isinstance(wrap_longitudes, bool), f"wrap_longitudes must be True or False, got {wrap_longitudes!r}")
+    stated = regions.stated_region(bbox) if bbox is not None else None
+    if progress is not None:
+        progress(0.0, "reading the file")
+    notes: list[str] = []
+    big = bigfile.open_large(source, filename, max_bytes, CHUNK_BYTES)
+    if big is not None:
+        filename = big.name
+        chunks = bigfile.chunks(big, lat_column, lon_column, notes, chunk_rows)
+    else:
+        chunks = iter([_read_small(source, filename, lat_column, lon_column, max_bytes, notes)])
+    screen = _Screen(bbox, wrap_longitudes)
+    comma: dict[str, int] = {}
+    lat_name = lon_name = ""
+    for lat_raw, lon_raw, lat_name, lon_name, malformed, filename, fraction in chunks:
+        lat, lat_missing, lat_bad = _to_numbers(lat_raw, lat_name, notes, comma)
+        lon, lon_missing, lon_bad = _to_numbers(lon_raw, lon_name, notes, comma)
+        del lat_raw, lon_raw
+        screen.add(lat, lon, lat_missing | lon_missing, lat_bad | lon_bad, malformed)
+        require(screen.rows_read <= MAX_ROWS, f"'{filename}' holds more than {MAX_ROWS:,} rows (or unpacks to "
+                                              "them); keep only the rows of the area and period you need")
+        if progress is not None:
+            progress(min(fraction, 0.99), f"read {screen.rows_read:,} rows")
+    for column, count in comma.items():
+        notes.append(f"{count:,} values in column '{column}' use a decimal comma "
+                     "(e.g. 44,97) and were read as decimal points.")
+    require(screen.rows_read > 0, f"'{filename}' has column names but no data rows")
+    lon, lat = screen.result()
+    changed = {"longitude wrapped": screen.wrapped} if screen.wrapped else {}
+    if screen.wrapped:
+        notes.append(f"{screen.wrapped:,} longitudes in (180, 540] (e.g. 188 for 172 W, as near Fiji) were "
+                     "wrapped to [-180, 180] by subtracting 360.")
+    dropped = {reason: count for reason, count in screen.dropped.items() if count}
+    report = LoadReport(rows_read=screen.rows_read, rows_kept=int(lon.size), dropped=dropped,
+                        lat_column=lat_name, lon_column=lon_name, notes=tuple(notes), changed=changed)
+    if report.rows_kept == 0:
+        hint = ""
+        if dropped.get("latitude out of range", 0) + dropped.get("longitude out of range", 0) > 0:
+            hint = (" The coordinates look like projected metres or swapped columns, not degrees; "
+                    "ldpviz needs longitude and latitude in degrees (WGS 84).")
+        elif dropped.get("outside the bbox", 0) > 0:
+            hint = " No row lies inside the bbox; check its order (W,S,E,N) and signs."
+        raise LdpvizInputError(f"none of the rows in '{filename}' has a usable coordinate. "
+                               f"{report.summary()}{hint}")
+    if stated is not None:
+        whole = stated
+    else:
+        try:
+            whole = regions.public_tile_region(lon, lat, name="Public tiles")
+        except LdpvizInputError as exc:
+            raise LdpvizInputError(f"the points in '{filename}' cannot be framed by one square region "
+                                   f"({clause(exc)}); "
+                                   f"ldpviz works on areas up to 6,500 km across, between 85 degrees south and "
+                                   "north. Give a bbox (W,S,E,N) of one area and try again.") from None
+    if progress is not None:
+        progress(1.0, f"kept {report.rows_kept:,} of {report.rows_read:,} rows")
+    return Dataset(name=f"upload:{filename}", label=filename,
+                   description=f"Uploaded file '{filename}'. {report.summary()}",
+                   lon=lon, lat=lat, presets={whole.name: whole}, synthetic=False, report=report)
+
+
+#: Files larger than this are read in chunks (bounded memory) instead of at once.
+CHUNK_BYTES = 64 * 2**20
+#: Most rows a file may hold (16 bytes each once read): guards streamed gzip bombs as max_bytes guards the rest.
+MAX_ROWS = 200_000_000
+
+
+def _read_small(source: Any, filename: str | None, lat_column: str | None, lon_column: str | None,
+                max_bytes: int, notes: list[str]) -> tuple[pd.Series, pd.Series, str, str, int, str, float]:
+    """The whole file at once: (lat, lon, their column names, malformed rows, display name, 1.0)."""
+    raw, filename = _read_source(source, filename, max_bytes)
+    if raw[:2] == b"\x1f\x8b":
+        raw = _gunzip(raw, filename, max_bytes)
+        notes.append("the file was gzip-compressed and was unpacked.")
+    stem = filename[:-3] if filename.lower().endswith(".gz") else filename
+    suffix = Path(stem).suffix.lower()
+    require(raw.strip(b" \t\r\n\x00" + codecs.BOM_UTF8) != b"", f"'{filename}' is empty")
+    refuse_workbook(raw, filename, suffix)
+    read = _read_parquet if suffix in PARQUET_SUFFIXES or raw[:4] == b"PAR1" else _read_csv
+    return (*read(raw, filename, lat_column, lon_column, notes), filename, 1.0)
+
+
+class _Screen:
+    """Counts and keeps rows chunk by chunk: each dropped row counts once, under the first check it fails."""
+
+    REASONS = ("malformed row", "missing coordinate", "non-numeric coordinate", "latitude out of range",
+               "longitude out of range", "longitude past 180, not wrapped", "outside the bbox")
+
+    def __init__(self, bbox: tuple[float, float, float, float] | None, wrap: bool = True) -> None:
+        self.bbox = None if bbox is None else tuple(float(v) for v in bbox)
+        self.wrap = wrap
+        self.dropped = dict.fromkeys(self.REASONS, 0)
+        self.rows_read = 0
+        self.wrapped = 0
+        self._lon: list[np.ndarray] = []
+        self._lat: list[np.ndarray] = []
+
+    def add(self, lat: np.ndarray, lon: np.ndarray, missing: np.ndarray, bad: np.ndarray, malformed: int) -> None:
+        self.rows_read += len(lat) + malformed
+        self.dropped["malformed row"] += malformed
+        with np.errstate(invalid="ignore"):
+            checks = {"missing coordinate": missing, "non-numeric coordinate": bad,
+                      "latitude out of range": np.abs(lat) > 90,
+                      "longitude out of range": (lon < -180) | (lon > 540),
+                      "longitude past 180, not wrapped": (lon > 180) if not self.wrap else np.zeros(len(lon), bool)}
+        keep = np.ones(len(lat), bool)
+        for reason, hit in checks.items():
+            self.dropped[reason] += int((hit & keep).sum())
+            keep &= ~hit
+        lat, lon = lat[keep], lon[keep]
+        wrap = lon > 180
+        if wrap.any():
+            lon = np.where(wrap, lon - 360.0, lon)
+        if self.bbox is not None:
+            inside = in_bbox(lon, lat, self.bbox)
+            self.dropped["outside the bbox"] += int((~inside).sum())
+            lat, lon, wrap = lat[inside], lon[inside], wrap[inside]
+        self.wrapped += int(wrap.sum())
+        self._lat.append(lat)
+        self._lon.append(lon)
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        lon = np.concatenate(self._lon) if self._lon else np.zeros(0)
+        lat = np.concatenate(self._lat) if self._lat else np.zeros(0)
+        self._lon, self._lat = [], []
+        return lon, lat
+
+
+def in_bbox(lon: np.ndarray, lat: np.ndarray, bbox: tuple[float, float, float, float]) -> np.ndarray:
+    """Rows inside a W, S, E, N box (edges included); W > E means the box crosses 180."""
+    west, south, east, north = (float(v) for v in bbox)
+    west, east = float(wrap_lon(west)), float(wrap_lon(east))
+    lon = wrap_lon(lon)
+    in_lon = (lon >= west) & (lon <= east) if west <= east else (lon >= west) | (lon <= east)
+    return in_lon & (lat >= south) & (lat <= north)
+
+
+def wrap_longitudes(frame: pd.DataFrame, column: str | None = None) -> tuple[pd.DataFrame, int, int]:
+    """Wrap longitudes in (180, 540] into [-180, 180]: (new frame, rows wrapped, rows still out of range).
+
+    ``column`` defaults to the first of lon, lng, long, longitude, x (any case).
+    Rows still outside [-180, 180] afterwards (below -180, above 540, or not a
+    number) are counted, not dropped: the caller decides and tells the user.
+    """
+    require(isinstance(frame, pd.DataFrame), f"wrap_longitudes needs a DataFrame, got {type(frame).__name__}")
+    columns = [str(c) for c in frame.columns]
+    i = find_column(columns, column, LON_NAMES)
+    require(i is not None, f"no longitude column found among {', '.join(map(repr, columns[:30]))}"
+            + (f" (asked for {column!r})" if column else ""))
+    values = pd.to_numeric(frame.iloc[:, i], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    wrap = (values > 180) & (values <= 540)
+    out = frame.copy()
+    if wrap.any():
+        col = frame.iloc[:, i]
+        if pd.api.types.is_numeric_dtype(col.dtype):
+            out.isetitem(i, np.where(wrap, values - 360.0, col.to_numpy(dtype=np.float64)))
+        else:
+            fixed = col.astype(object).copy()
+            fixed[wrap] = values[wrap] - 360.0
+            out.isetitem(i, fixed)
+        values = np.where(wrap, values - 360.0, values)
+    still = ~((values >= -180) & (values <= 180))
+    return out, int(wrap.sum()), int(still.sum())
+
+
+def _read_source(source: Any, filename: str | None, max_bytes: int) -> tuple[bytes, str]:
+    """The raw bytes and a display name, refusing anything over ``max_bytes``."""
+    def too_big(size: int, name: str) -> LdpvizInputError:
+        return LdpvizInputError(f"'{name}' is {size_text(size)}, over the {size_text(max_bytes)} limit; "
+                                "keep only the rows and columns you need")
+
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        name = filename or path.name
+        require(path.is_file(), f"no file found at '{path}'")
+        if path.stat().st_size > max_bytes:
+            raise too_big(path.stat().st_size, name)
+        return path.read_bytes(), name
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        raw, name = bytes(source), filename or "upload"
+    elif hasattr(source, "read"):
+        name = filename or Path(str(getattr(source, "name", "") or "upload")).name
+        size = getattr(source, "size", None)
+        if not isinstance(size, int) and hasattr(source, "seek") and hasattr(source, "tell"):
+            try:
+                size = source.seek(0, io.SEEK_END)
+            except (OSError, ValueError):
+                size = None
+        if isinstance(size, int) and size > max_bytes:
+            raise too_big(size, name)
+        if hasattr(source, "seek"):
+            try:
+                source.seek(0)
+            except (OSError, ValueError):
+                pass
+        raw = source.read(max_bytes + 1)
+        if isinstance(raw, str):
+            raw = raw.encode("utf-8")
+    else:
+        raise LdpvizInputError(f"cannot read a file from a {type(source).__name__}; "
+                               "give a path, bytes or an open binary file")
+    if len(raw) > max_bytes:
+        raise too_big(len(raw), name)
+    return raw, name
+
+
+def _gunzip(raw: bytes, filename: str, max_bytes: int) -> bytes:
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as fh:
+            out = fh.read(max_bytes + 1)
+    except (OSError, EOFError) as exc:
+        raise LdpvizInputError(f"'{filename}' looks gzip-compressed but cannot be unpacked ({exc})") from None
+    require(len(out) <= max_bytes, f"'{filename}' unpacks to more than the {size_text(max_bytes)} limit")
+    return out
+
+
+def _read_parquet(raw: bytes, filename: str, lat_column: str | None, lon_column: str | None,
+                  notes: list[str]) -> tuple[pd.Series, pd.Series, str, str, int]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(io.BytesIO(raw))
+    except Exception as exc:  # pyarrow raises several types for corrupt input
+        raise LdpvizInputError(f"'{filename}' could not be read as a Parquet file ({str(exc)[:200]}); "
+                               "is it a CSV with the wrong name, or damaged?") from None
+    columns, lat_i, lon_i = parquet_columns(schema, filename, lat_column, lon_column, notes)
+    try:
+        table = pq.read_table(io.BytesIO(raw), columns=[columns[lat_i], columns[lon_i]])
+    except Exception as exc:
+        raise LdpvizInputError(f"'{filename}' could not be read as a Parquet file ({str(exc)[:200]})") from None
+    lat, lon = (table.column(j).to_pandas() for j in (0, 1))
+    return lat, lon, columns[lat_i], columns[lon_i], 0
+
+
+def _decode(raw: bytes, filename: str, notes: list[str]) -> str:
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return raw.decode("utf-16")
+    require(b"\x00" not in raw[:65536], f"'{filename}' is a binary file, not CSV text or Parquet")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    try:
+        text = raw.decode("cp1252")
+    except UnicodeDecodeError:
+        text = raw.decode("latin-1")
+    notes.append("the file is not UTF-8; it was read as Windows-1252/Latin-1 text, so check that "
+                 "accented names look right.")
+    return text
+
+
+def _read_csv(raw: bytes, filename: str, lat_column: str | None, lon_column: str | None,
+              notes: list[str]) -> tuple[pd.Series, pd.Series, str, str, int]:
+    text = _decode(raw, filename, notes).replace("\r\n", "\n").replace("\r", "\n")
+    sample = text[:65536]
+    controls = sum(ch < " " and ch not in "\t\r\n" for ch in sample)
+    require(controls <= len(sample) // 100, f"'{filename}' is a binary file, not CSV text or Parquet")
+    header_line = next((line for line in io.StringIO(text) if line.strip()), "")
+    sep, columns, lat_i, lon_i = sniff_header(header_line, filename, lat_column, lon_column, notes)
+    try:   # fast path: pandas' C parser; any row longer than the header sends us to the slow path
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            frame = pd.read_csv(io.StringIO(text), sep=sep, header=0, dtype=str, na_filter=False,
+                                skip_blank_lines=True, index_col=False, engine="c")
+        if frame.shape[1] == len(columns):
+            return frame.iloc[:, lat_i], frame.iloc[:, lon_i], columns[lat_i], columns[lon_i], 0
+    except (pd.errors.ParserError, pd.errors.ParserWarning, ValueError, csv.Error):
+        pass
+    return _csv_rows(text, sep, columns, lat_i, lon_i, filename)
+
+
+def _csv_rows(text: str, sep: str, columns: list[str], lat_i: int, lon_i: int,
+              filename: str) -> tuple[pd.Series, pd.Series, str, str, int]:
+    """Row-by-row reading that counts rows with extra fields (shifted data) instead of failing."""
+    width, lat_values, lon_values, malformed = len(columns), [], [], 0
+    reader = csv.reader(io.StringIO(text), delimiter=sep)
+    try:
+        for row in reader:
+            if row and any(f.strip() for f in row):
+                break                                   # the header, already parsed
+        for row in reader:
+            if not row or (len(row) == 1 and not row[0].strip()):
+                continue                                # blank line (a row of empty fields is a row)
+            if len(row) > width and any(f.strip() for f in row[width:]):
+                malformed += 1                          # extra fields: the row is shifted
+                continue
+            lat_values.append(row[lat_i] if lat_i < len(row) else "")
+            lon_values.append(row[lon_i] if lon_i < len(row) else "")
+    except csv.Error as exc:
+        raise LdpvizInputError(f"'{filename}' could not be parsed as CSV near line {reader.line_num} ({exc})") from None
+    return (pd.Series(lat_values, dtype="string"), pd.Series(lon_values, dtype="string"),
+            columns[lat_i], columns[lon_i], malformed)
+
+
+_DECIMAL_COMMA = re.compile(r"[+-]?\d+,\d+")
+
+
+def _to_numbers(values: pd.Series, column: str, notes: list[str],
+                comma_counts: dict[str, int] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Floats plus masks of missing and non-numeric entries (non-finite counts as non-numeric).
+
+    Decimal commas are noted in ``notes``, or counted in ``comma_counts`` per column when given.
+    """
+    if pd.api.types.is_bool_dtype(values.dtype):
+        return np.full(len(values), np.nan), np.zeros(len(values), bool), np.ones(len(values), bool)
+    if pd.api.types.is_numeric_dtype(values.dtype):
+        out = values.to_numpy(dtype=np.float64, na_value=np.nan)
+        missing = np.isnan(out)
+        return out, missing, ~missing & ~np.isfinite(out)
+    text = values.astype("string").str.strip()
+    out = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    missing = np.zeros(len(out), bool)
+    failed = np.isnan(out)
+    if failed.any():   # classify only the entries that did not parse
+        sub = text[failed]
+        missing[failed] = (sub.isna() | sub.str.casefold().isin(_MISSING_TOKENS)).to_numpy(dtype=bool)
+        failed &= ~missing
+    comma = np.zeros(len(out), bool)
+    if failed.any():
+        comma[failed] = text[failed].str.fullmatch(_DECIMAL_COMMA).fillna(False).to_numpy(dtype=bool)
+    if comma.any():
+        out[comma] = pd.to_numeric(text[comma].str.replace(",", ".", regex=False)).to_numpy(np.float64)
+        if comma_counts is not None:
+            comma_counts[column] = comma_counts.get(column, 0) + int(comma.sum())
+            return out, missing, ~missing & ~np.isfinite(out)
+        notes.append(f"{int(comma.sum()):,} values in column '{column}' use a decimal comma "
+                     "(e.g. 44,97) and were read as decimal points.")
+    return out, missing, ~missing & ~np.isfinite(out)
+
+
+__all__ = ["Dataset", "LoadReport", "content_key", "gaussian_mixture", "MNORMAL_COMPONENTS", "SYNTHETIC_SIDE_M",
+           "LAT_NAMES", "LON_NAMES", "names", "load", "describe", "load_file", "in_bbox", "wrap_longitudes"]

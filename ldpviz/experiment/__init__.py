@@ -1,0 +1,345 @@
+"""Scenario -> Result: the one path every page, the CLI and the benchmarks take.
+
+A :class:`Scenario` names everything that determines a run (dataset, region,
+grid side d, mechanism and its parameters, epsilon, number of users, seed,
+trials). :func:`run` loads the points, clips them to the region, bins them on
+the d x d grid, lets every user perturb their cell as a phone would (client
+half), estimates the distribution as the server would, and scores the estimate
+against the truth. Same scenario and seed, same result.
+
+:func:`sweep` runs a grid of scenarios (over epsilon, d, or any mechanism
+parameter) with several trials and returns a tidy DataFrame, one row per trial;
+:func:`summarise` adds means and 95% confidence intervals.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from concurrent.futures import Executor
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Callable, Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ldpviz.data import datasets
+from ldpviz import mechanisms, metrics
+from ldpviz.geo.domain import Binned, Grid, Region
+from ldpviz.errors import LdpvizInputError, require
+from ldpviz.mechanisms.base import CENTRAL_DP, Estimate
+from ldpviz.experiment.report_description import describe as describe_reports
+
+MAX_TRIALS = 100
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Everything that determines one experiment. Hashable, so it can key a cache.
+
+    ``region`` is a preset name of the dataset, a :class:`Region`, or ``None``
+    for the dataset's default view. ``params`` may be given as a dict; it is
+    stored as sorted ``(name, value)`` pairs. ``n_users=None`` uses every point
+    in the region; a smaller number draws a seeded subsample of users.
+    """
+
+    dataset: str = "minneapolis-stops"
+    mechanism: str = "grr"
+    epsilon: float = 1.0
+    grid_side: int = 32
+    region: str | Region | None = None
+    params: Any = ()
+    n_users: int | None = None
+    seed: int = 0
+    trials: int = 1
+    query_rho: float = 0.01
+
+    def __post_init__(self) -> None:
+        params = self.params
+        if isinstance(params, Mapping):
+            params = tuple(sorted(params.items()))
+        object.__setattr__(self, "params", tuple(params))
+        require(isinstance(self.trials, (int, np.integer)) and 1 <= self.trials <= MAX_TRIALS,
+                f"trials must be a whole number from 1 to {MAX_TRIALS}, got {self.trials!r}")
+        require(self.n_users is None or (isinstance(self.n_users, (int, np.integer)) and self.n_users >= 1),
+                f"number of users must be a whole number >= 1, got {self.n_users!r}")
+        require(isinstance(self.seed, (int, np.integer)) and self.seed >= 0,
+                f"seed must be a whole number >= 0, got {self.seed!r}")
+        require(0 < float(self.query_rho) <= 1, f"query size rho must be in (0, 1], got {self.query_rho!r}")
+
+    @property
+    def param_dict(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    def with_(self, **changes: Any) -> "Scenario":
+        """A copy with some fields (or mechanism parameters, by name) changed."""
+        own = {f.name for f in fields(self)}
+        params = self.param_dict
+        direct = {}
+        for key, value in changes.items():
+            if key in own:
+                direct[key] = value
+            else:
+                params[key] = value
+        if "params" not in direct:
+            direct["params"] = params
+        return replace(self, **direct)
+
+
+@dataclass
+class Result:
+    """The outcome of a :class:`Scenario`: truth, estimates, metrics, timings, notes."""
+
+    scenario: Scenario
+    region: Region
+    grid: Grid
+    true_density: np.ndarray
+    estimates: list[Estimate]
+    metrics: pd.DataFrame            #: one row per trial
+    timings: dict[str, float]        #: seconds per phase (mean over trials for perturb/estimate)
+    n_users: int
+    n_outside: int
+    guarantee: str                   #: the mechanism's guarantee with its privacy unit named (issue 15.17)
+    notes: list[str] = field(default_factory=list)
+    received: dict[str, str] = field(default_factory=dict)   #: what phones sent in trial 0 (ldpviz.experiment.report_description)
+    coverage: list[str] = field(default_factory=list)   #: what the guarantee covers and what it does not
+    #: per trial, how each transport metric was computed (metrics.TransportReadout: solver name,
+    #: ``exact`` flag, and the interval holding the exact value), keyed as the metrics ("w2_m", "emd_l1_m")
+    readouts: list[dict[str, Any]] = field(default_factory=list)
+
+    def approximate_readouts(self) -> dict[str, Any]:
+        """The first trial's transport readouts that are approximate (empty when every value is exact)."""
+        return {k: r for k, r in (self.readouts[0] if self.readouts else {}).items() if not r.exact}
+
+    @property
+    def estimate(self) -> Estimate:
+        """The first trial's estimate (what a map shows)."""
+        return self.estimates[0]
+
+    def mean(self) -> dict[str, float]:
+        return {k: float(v) for k, v in self.metrics.mean(numeric_only=True).items() if k != "trial"}
+
+    def cell_spread(self, kind: str = "sd", confidence: float = 0.95) -> np.ndarray:
+        """Per-cell spread of the estimated share over the trials, a ``(d, d)`` map (a third view).
+
+        ``kind="sd"``: the sample standard deviation of each cell's estimate;
+        ``kind="ci"``: the full width of its t-based ``confidence`` interval for the
+        mean (2 t s / sqrt(trials)). Needs at least two trials.
+        """
+        require(kind in ("sd", "ci"), f"spread kind must be 'sd' or 'ci', got {kind!r}")
+        require(len(self.estimates) >= 2, "a per-cell spread needs at least 2 trials; run the scenario with "
+                                          "trials >= 2")
+        require(0 < confidence < 1, f"confidence must be in (0, 1), got {confidence!r}")
+        stack = np.stack([e.density for e in self.estimates])
+        sd = stack.std(axis=0, ddof=1)
+        if kind == "sd":
+            return sd
+        k = len(self.estimates)
+        return 2 * float(stats.t.ppf(0.5 + confidence / 2, k - 1)) * sd / math.sqrt(k)
+
+    def metric_ci(self, metric: str, confidence: float = 0.95) -> tuple[float, float, float]:
+        """(mean, low, high) of a metric over the trials (t interval; low = high = mean for one trial)."""
+        require(metric in self.metrics.columns, f"unknown metric {metric!r}; available: "
+                                                f"{', '.join(c for c in self.metrics.columns if c != 'trial')}")
+        values = self.metrics[metric].to_numpy(dtype=float)
+        return mean_ci(values, confidence)
+
+    def summary(self) -> dict[str, Any]:
+        """Flat dict for JSON/CSV: scenario, means of every metric, timings."""
+        s = self.scenario
+        out: dict[str, Any] = {
+            "dataset": s.dataset, "mechanism": s.mechanism, "epsilon": s.epsilon, "grid": s.grid_side,
+            "region": self.region.name or "custom", "region_side_m": self.region.side_m,
+            "n_users": self.n_users, "n_outside_region": self.n_outside, "seed": s.seed, "trials": s.trials,
+            "params": s.param_dict, "guarantee": self.guarantee, "coverage": self.coverage,
+            "region_projection": self.region.projection, "region_scale_error": self.region.scale_error,
+        }
+        out.update(self.mean())
+        out["seconds"] = self.timings["total"]
+        out["timings"] = self.timings
+        out["notes"] = self.notes
+        return out
+
+
+def mean_ci(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float]:
+    """(mean, low, high): a t-based confidence interval for the mean of ``values`` (NaNs ignored)."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    if len(values) == 0:
+        return math.nan, math.nan, math.nan
+    mean = float(values.mean())
+    if len(values) < 2:
+        return mean, mean, mean
+    half = float(stats.t.ppf(0.5 + confidence / 2, len(values) - 1)) * float(values.std(ddof=1)) / math.sqrt(len(values))
+    return mean, mean - half, mean + half
+
+
+def resolve_region(dataset: datasets.Dataset, region: str | Region | None) -> Region:
+    """A Region from a preset name, a Region, or None (the dataset's default view)."""
+    if region is None:
+        return dataset.default_region
+    if isinstance(region, Region):
+        return region
+    if region in dataset.presets:
+        return dataset.presets[region]
+    raise LdpvizInputError(f"dataset {dataset.name!r} has no region preset {region!r}; "
+                           f"presets: {', '.join(dataset.presets)}")
+
+
+def prepare_users(scenario: Scenario, dataset: datasets.Dataset) -> tuple[Grid, Binned, list[str]]:
+    """Clip the dataset to the scenario's region, bin it, and draw the user sample."""
+    notes: list[str] = []
+    region = resolve_region(dataset, scenario.region)
+    grid = Grid(region, scenario.grid_side)
+    binned = grid.bin_lonlat(dataset.lon, dataset.lat)
+    if binned.n_outside:
+        notes.append(f"{binned.n_outside:,} of {dataset.n:,} points lie outside the region and were left out.")
+    n_in = len(binned.cells)
+    require(n_in > 0, f"the region '{region.name or 'custom'}' contains none of the {dataset.n:,} points of "
+                      f"{dataset.label}; choose another region or fit it to the data")
+    if scenario.n_users is not None and scenario.n_users < n_in:
+        pick = np.sort(np.random.default_rng([scenario.seed, 0xC0FFEE]).choice(n_in, scenario.n_users,
+                                                                               replace=False))
+        binned = Binned(binned.cells[pick], binned.unit[pick], binned.n_outside)
+        notes.append(f"A seeded sample of {scenario.n_users:,} of the {n_in:,} users in the region takes part.")
+    elif scenario.n_users is not None and scenario.n_users > n_in:
+        notes.append(f"{scenario.n_users:,} users were asked for but the region holds {n_in:,}; all take part.")
+    return grid, binned, notes
+
+
+def run(scenario: Scenario, dataset: datasets.Dataset | None = None) -> Result:
+    """Run ``scenario`` (all its trials). ``dataset`` overrides loading by name (uploads)."""
+    t0 = time.perf_counter()
+    dataset = dataset if dataset is not None else datasets.load(scenario.dataset)
+    grid, users, notes = prepare_users(scenario, dataset)
+    n = len(users.cells)
+    true_density = grid.histogram(users.cells) / n
+    t1 = time.perf_counter()
+    mech = mechanisms.create(scenario.mechanism, grid, scenario.epsilon, **scenario.param_dict)
+    t2 = time.perf_counter()
+    queries = metrics.random_queries(scenario.query_rho, seed=scenario.seed)
+    estimates, rows, readouts = [], [], []
+    perturb_s = estimate_s = metrics_s = 0.0
+    received: dict[str, str] = {}
+    for trial in range(scenario.trials):
+        rng = np.random.default_rng([scenario.seed, trial])
+        a = time.perf_counter()
+        if mech.has_client:
+            reports = mech.collect(users, rng)
+            b = time.perf_counter()
+            est = mech.estimate(reports)
+        else:
+            b = a
+            reports = None
+            est = mech.run(users, rng)
+        if trial == 0:
+            received = describe_reports(mech, reports, n)
+        c = time.perf_counter()
+        readout: dict[str, metrics.TransportReadout] = {}
+        row = metrics.evaluate(true_density, est, cell_m=grid.cell_m, n_users=n, true_points=users.unit,
+                               queries=queries, readouts=readout)
+        readouts.append(readout)
+        d = time.perf_counter()
+        perturb_s += b - a
+        estimate_s += c - b
+        metrics_s += d - c
+        rows.append({"trial": trial, **row})
+        estimates.append(est)
+    paths = sorted({str(e.info["path"]) for e in estimates if "path" in e.info})
+    if paths:
+        notes.append(f"Reports reached the server on the {' and '.join(paths)} path (requested: "
+                     f"{mech.param_values.get('path', 'per-user')}; both give the same distribution).")
+    trials = scenario.trials
+    timings = {"prepare": t1 - t0, "setup": t2 - t1, "perturb": perturb_s / trials,
+               "estimate": estimate_s / trials, "metrics": metrics_s / trials,
+               "total": time.perf_counter() - t0}
+    for key, r in readouts[0].items():
+        if not r.exact:
+            notes.append(r.note(metrics.METRIC_INFO[key]["label"], "m") + " (first trial; see Result.readouts)")
+    if grid.region.scale_error > 0.01:
+        notes.append(f"Distances in metres are accurate to within {100 * grid.region.scale_error:.2g}% across "
+                     f"this region ({grid.region.projection} projection centred on it).")
+    return Result(scenario, grid.region, grid, true_density, estimates, pd.DataFrame(rows), timings, n,
+                  users.n_outside, mech.stated_guarantee(), notes, received,
+                  coverage(mech, grid.region, n, users.n_outside), readouts)
+
+
+def coverage(mech: mechanisms.Mechanism, region: Region, n_users: int, n_outside: int = 0) -> list[str]:
+    """What a result's guarantee covers and what it releases or relies on outside it (issues 15.1, 15.18)."""
+    from ldpviz.geo.region_choice import region_covers
+
+    out = [f"The exact number of users (n = {n_users:,}) shown with the output is not private: it is the "
+           "true count of rows in the region, released without noise."]
+    if mech.privacy_model != "none":
+        out.append(region_covers(region))
+        if n_outside:
+            out.append(f"{n_outside:,} rows outside the region were left out before any report: whether a row "
+                       "lies inside the region is not protected by epsilon.")
+    return out
+
+
+# ---- sweeps ---------------------------------------------------------------------------
+
+def _sweep_task(scenario: Scenario, dataset: datasets.Dataset | None) -> list[dict[str, Any]]:
+    result = run(scenario, dataset)
+    base = {"dataset": scenario.dataset, "mechanism": scenario.mechanism, "epsilon": scenario.epsilon,
+            "grid_side": scenario.grid_side, "n_users": result.n_users, "seed": scenario.seed,
+            **{f"param_{k}": v for k, v in scenario.params}}
+    rows = []
+    for _, m in result.metrics.iterrows():
+        rows.append({**base, **m.to_dict(), "seconds": result.timings["total"] / scenario.trials})
+    return rows
+
+
+def expand(base: Scenario, vary: Mapping[str, Iterable[Any]]) -> list[Scenario]:
+    """Every combination of the varied values applied to ``base`` (mechanism params by name)."""
+    keys = list(vary)
+    values = [list(vary[k]) for k in keys]
+    for key, vals in zip(keys, values):
+        require(len(vals) > 0, f"--vary {key} needs at least one value")
+    return [base.with_(**dict(zip(keys, combo))) for combo in itertools.product(*values)]
+
+
+def sweep(base: Scenario, vary: Mapping[str, Iterable[Any]], *, dataset: datasets.Dataset | None = None,
+          executor: Executor | None = None,
+          progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
+    """Run ``base`` for every combination in ``vary``; one row per (scenario, trial).
+
+    With an ``executor`` (``concurrent.futures``: processes, or a Dask client's
+    executor) the scenarios run in parallel; results are identical to the serial
+    run because every trial's randomness derives from (seed, trial) only.
+    """
+    scenarios = expand(base, vary)
+    total = len(scenarios)
+    rows: list[dict[str, Any]] = []
+    if executor is None:
+        for i, sc in enumerate(scenarios):
+            rows.extend(_sweep_task(sc, dataset))
+            if progress:
+                progress(i + 1, total)
+    else:
+        futures = [executor.submit(_sweep_task, sc, dataset) for sc in scenarios]
+        for i, fut in enumerate(futures):
+            rows.extend(fut.result())
+            if progress:
+                progress(i + 1, total)
+    return pd.DataFrame(rows)
+
+
+def summarise(df: pd.DataFrame, by: list[str], confidence: float = 0.95) -> pd.DataFrame:
+    """Mean, standard deviation and a t-based confidence interval of every metric per group."""
+    metric_cols = [c for c in df.columns if c in metrics.METRIC_INFO or c == "seconds"]
+    groups = df.groupby(by, sort=True, dropna=False)
+    out = groups[metric_cols].mean()
+    counts = groups.size()
+    for col in metric_cols:
+        sd = groups[col].std(ddof=1).fillna(0.0)
+        t = np.array([stats.t.ppf(0.5 + confidence / 2, k - 1) if k > 1 else math.nan for k in counts])
+        half = t * sd.to_numpy() / np.sqrt(counts.to_numpy())
+        out[f"{col}_sd"] = sd
+        out[f"{col}_lo"] = out[col] - np.nan_to_num(half)
+        out[f"{col}_hi"] = out[col] + np.nan_to_num(half)
+    out["trials"] = counts
+    return out.reset_index()

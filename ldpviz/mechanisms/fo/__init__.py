@@ -1,0 +1,3 @@
+"""Frequency oracles on grid cells (GRR, OLH, OUE, HR, and the no-privacy reference) with the Hadamard
+transform helpers.
+"""

@@ -1,0 +1,2 @@
+"""Grid decompositions (grid-decompositions-ug-privag-aag.md): UG, PrivAG and AAG.
+"""

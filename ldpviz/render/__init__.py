@@ -1,0 +1,2 @@
+"""Figures without Streamlit: pydeck layers and plotly figures, PNG maps, OD flow maps and exports.
+"""
