@@ -3,7 +3,8 @@
 Three small pieces that need the browser (no Python API reaches them):
 
 * **Wide tables** scroll sideways inside their own box, with a shadow at the edge that still has columns to
-  show (a CSS-only cue: the shadow scrolls away once the edge is reached).
+  show (a CSS-only cue: the shadow scrolls away once the edge is reached); a data frame whose columns run past
+  its right edge is marked "more columns →" until it is scrolled to the end.
 * **One history entry per settled change.** Streamlit writes the address with ``history.pushState`` after every
   script run that changed it, so stepping a slider adds one Back step per step. The script below turns a
   push into ``replaceState`` while the previous address on the same page has not settled (the app has not yet
@@ -35,8 +36,15 @@ div[data-testid="stTable"], div[data-testid="stMarkdownContainer"] table {
     radial-gradient(farthest-side at 0 50%, rgba(0,0,0,.25), rgba(0,0,0,0)) left center / 14px 100% no-repeat scroll,
     radial-gradient(farthest-side at 100% 50%, rgba(0,0,0,.25), rgba(0,0,0,0)) right center / 14px 100% no-repeat scroll;
 }
-/* Data frames scroll inside their grid: keep its scroll bars visible, not only while hovered. */
+/* Data frames scroll inside their grid: keep its scroll bars visible, and mark a frame with columns out of
+   sight on the right (the class is set by the page script below while that is so). */
 div[data-testid="stDataFrame"] .dvn-scroller { scrollbar-width: thin; scrollbar-color: #999 transparent; }
+div[data-testid="stDataFrame"].ldpviz-more-right { position: relative; }
+div[data-testid="stDataFrame"].ldpviz-more-right::after {
+  content: "more columns →"; position: absolute; top: 0; right: 0; bottom: 0; width: 7rem; pointer-events: none;
+  display: flex; align-items: flex-start; justify-content: flex-end; padding: 0.3rem 0.4rem 0 0;
+  font-size: 0.7rem; color: #444; background: linear-gradient(to right, rgba(255,255,255,0), rgba(255,255,255,0.95) 60%);
+}
 div[data-testid="stElementContainer"]:has(> div > #ldpviz-history) { display: none; }
 </style>"""
 
@@ -53,6 +61,14 @@ _HISTORY_JS = """<div id="ldpviz-history"></div><script>
     const state = app && app.getAttribute("data-test-script-state");
     return state === null || state === undefined ? true : state === "notRunning";
   };
+  // Wide data frames: say so while columns are out of sight on the right.
+  w.setInterval(() => {
+    document.querySelectorAll('div[data-testid="stDataFrame"]').forEach((frame) => {
+      const scroller = frame.querySelector(".dvn-scroller");
+      const more = !!scroller && scroller.scrollLeft + scroller.clientWidth < scroller.scrollWidth - 2;
+      frame.classList.toggle("ldpviz-more-right", more);
+    });
+  }, 500);
   w.setInterval(() => {
     if (!settling) return;
     if (!idle()) { idleSince = null; return; }

@@ -112,8 +112,9 @@ def upload(page, server: str, path: Path) -> str:
 
 def test_projected_cells_fill_their_maps_at_three_widths(server, browser, tmp_path):
     """On a 6,000 km region and across 180 degrees, at 1440, 1024 and 390 px: Explore shows truth, estimate and
-    difference side by side; the Data preview is a full-width map; Compare's maps line up; every map frames its
-    whole outline with little blank space."""
+    difference side by side; the Data preview is a full-width map; Compare's maps line up and its table, cut off
+    at the narrower widths, says it has more columns; every map frames its whole outline with little blank
+    space."""
     context, page = new_page(browser, 1440, False)
     try:
         names = {which: upload(page, server, points_file(tmp_path, which)) for which in REGIONS}
@@ -137,6 +138,10 @@ def test_projected_cells_fill_their_maps_at_three_widths(server, browser, tmp_pa
                                 .evaluate_all("els => els.map(e => e.getBoundingClientRect())")]
                         if not phone:
                             assert max(tops) - min(tops) <= 2, f"{where}: map tops {tops}"
+                        if width < 1440:                 # the comparison table is wider than the column
+                            page.wait_for_timeout(1200)
+                            cue = page.locator('[data-testid="stDataFrame"].ldpviz-more-right')
+                            assert cue.count() >= 1, f"{where}: a cut-off table without the 'more columns' cue"
                     check_maps(page, where, expected, framed)
                     shot(page, f"{which}-{(path or 'explore').lower()}-{width}")
         finally:
