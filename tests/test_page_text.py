@@ -60,8 +60,8 @@ def _is_coordinate(text: str, match: re.Match) -> bool:
 def test_the_scan_finds_what_issue_21_listed():
     """The patterns catch each text the issue found, and pass their corrected forms."""
     bad = ["regions can be at most 6,500 km across (a continent).); ldpviz works", "Loaded x: 1 points.",
-           "Only 1 people are in this region", "radius = 10.140407900811718", "Stopped.. Keeping", "region side 5,983.08 km",
-           "one, , two"]
+           "Only 1 people are in this region", "radius = 10.140407900811718", "Stopped.. Keeping",
+           "region side 5,983.08 km", "one, , two"]
     for text in bad:
         assert problems(text), text
     good = ["regions can be at most 6,500 km across (a continent); ldpviz works", "Loaded x: 1 point.",
