@@ -13,6 +13,12 @@ class LdpvizInputError(ValueError):
     """Input the tool cannot work with; ``str(err)`` is the user-facing message."""
 
 
+def clause(error: BaseException | str) -> str:
+    """A message ready to sit inside a longer sentence: without its closing full stop, so wrapping it in
+    "(...);" or following it with ". Keep ..." gives no doubled punctuation ("(a continent).);")."""
+    return str(error).strip().rstrip(".").rstrip()
+
+
 def require(condition: bool, message: str) -> None:
     """Raise :class:`LdpvizInputError` with ``message`` unless ``condition`` holds."""
     if not condition:

@@ -208,7 +208,8 @@ def test_link_restores_configuration_and_rejects_junk():
 
 
 def test_bad_upload_shows_error_and_keeps_previous_data():
-    """Data page: a good file becomes the dataset; a bad one shows an error and leaves it selected."""
+    """Data page: a good file becomes the dataset; a bad one shows an error naming it and leaves the good one
+    selected, without showing the good file's validation report as if it were the bad file's."""
     at = app("ldpviz/app/views/4_Data.py")
     at.run()
     at.text_input(key="w:upload_bounds").set_value("-93.3, 44.9, -93.2, 45.0").run()   # too few rows for tiles
@@ -220,7 +221,9 @@ def test_bad_upload_shows_error_and_keeps_previous_data():
     assert [m.value for m in at.metric][:2] == ["4", "3"]
     at.file_uploader[0].set_value(("broken.csv", b"a,b\n1,2\n", "text/csv")).run()
     assert_clean(at)
-    assert any("could not be used" in e.value for e in at.error)
+    assert any("broken.csv could not be used" in e.value for e in at.error)
+    assert not at.metric, [m.label for m in at.metric]              # no 'Rows read 4' left from stops.csv
+    assert any("None for the file that could not be used" in c.value for c in at.caption)
     assert at.session_state["cfg"]["dataset"] == name
     assert at.selectbox(key="w:dataset").value == name
 
@@ -397,3 +400,24 @@ def test_a_widget_change_wins_over_an_address_the_browser_had_not_updated():
     at.query_params["eps"] = "4"                      # the user edits the link (no widget moved)
     at.run()
     assert at.sidebar.select_slider(key="w:epsilon").value == 4
+
+
+def test_typed_bounds_are_prefilled_with_bounds_the_page_accepts():
+    """The sidebar's bounds box starts from the region in a form it accepts: longitudes wrapped into [-180, 180]
+    across the antimeridian (Fiji's region reaches 191.04 in continuous longitudes), and for a continent a box the
+    size limit allows (its enclosing lon/lat box would need an 11,677 km square)."""
+    import numpy as np
+
+    from ldpviz.app import controls, state
+    from ldpviz.geo.domain import Region
+
+    fiji = Region.from_bbox(170.0, -25.0, -170.0, -10.0)
+    assert fiji.bbox[2] > 180
+    for region in (fiji, Region(-98.0, 39.0, 6_000_000.0), Region(179.9, -17.0, 6_400_000.0),
+                   Region(-93.27, 44.97, 20_000.0)):
+        text = controls.region_bbox_text(region)
+        w, s, e, n = state.parse_bbox(text)                      # raises if the page would reject it
+        assert all(-180 <= v <= 180 for v in (w, e))
+        assert Region.from_bbox(w, s, e, n).contains(np.array([region.center_lon]), np.array([region.center_lat]))[0]
+    assert controls.region_bbox_text(fiji).startswith("168.95844, -27.42601, -168.95844")
+    assert controls.bbox_text(170.0, -25.0, 190.0, -10.0) == "170, -25, -170, -10"

@@ -88,7 +88,7 @@ def test_zero_difference_map_says_identical():
     assert any("Identical" in i.value for i in at.info)
     assert metric(at, "W2").value == "0.0 m"               # no spread over trials: the value, no '± 0'
     assert any("no spread" in m.value for m in at.markdown)
-    assert len(at.get("deck_gl_json_chart")) == 1          # the true density only: no difference drawn
+    assert len(at.get("deck_gl_json_chart")) == 2          # truth and estimate: no difference drawn
     assert ui.identical(np.eye(3) / 3, np.eye(3) / 3 + 1e-17)
     assert not ui.identical(np.eye(3) / 3, np.eye(3)[::-1] / 3)
 

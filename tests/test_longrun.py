@@ -65,7 +65,8 @@ def test_prediction_uses_the_calibrated_shape_and_the_load(monkeypatch):
 
 def test_a_long_run_waits_for_start_then_runs_in_a_child(monkeypatch):
     """With every run counted as long, Explore announces the prediction and computes nothing until Start; after
-    Start the result (from a child process) fills the readouts."""
+    Start the result (from a child process) fills the readouts, and the notice, its Start button and the run's
+    Stop box are gone (issue 21: they stayed above the charts)."""
     monkeypatch.setattr(longrun, "LONG_S", -1.0)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
     for key, value in {"ds": "normal", "users": "2000", "d": "8", "mech": "grr"}.items():
@@ -78,3 +79,5 @@ def test_a_long_run_waits_for_start_then_runs_in_a_child(monkeypatch):
     start.click().run()
     assert not at.exception, [e.message for e in at.exception]
     assert any(m.label == "W2" for m in at.metric)
+    assert not any("is predicted to take about" in i.value for i in at.info)
+    assert not [b.label for b in at.button if b.label.startswith(("Start", "Stop this run"))]

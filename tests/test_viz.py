@@ -25,13 +25,21 @@ def test_colours_share_one_scale_and_hide_empty_cells():
 
 
 def test_view_frames_the_region():
-    """The region's side spans 92% of the map's smaller dimension at the chosen zoom (deck.gl 512-px tiles)."""
-    for side in (500.0, 20_000.0, 500_000.0):
-        region = Region(10.0, 50.0, side)
-        for height, width, fitted in ((340, 1000, 340), (440, 280, 280)):
-            zoom = viz.view_state(region, height=height, width=width).zoom
-            metres_per_pixel = 40_075_000 * np.cos(np.radians(50.0)) / (512 * 2 ** zoom)
-            assert side / metres_per_pixel == pytest.approx(0.92 * fitted, rel=1e-6)
+    """The region's outline, in deck.gl's Web-Mercator pixels at the chosen zoom, spans 92% of the map in its
+    tighter dimension and fits in the other, for a street-sized, a city-sized, a continental and a cross-180 region;
+    the view is centred on the outline."""
+    for region in (Region(10.0, 50.0, 500.0), Region(10.0, 50.0, 20_000.0), Region(-98.0, 39.0, 6_000_000.0),
+                   Region.from_bbox(170.0, -25.0, -170.0, -10.0)):
+        for height, width in ((340, 1000), (440, 280), (300, 300)):
+            view = viz.view_state(region, height=height, width=width)
+            ring = np.asarray(region.outline_lonlat())
+            scale = 512 * 2 ** view.zoom
+            px_w = np.ptp(ring[:, 0]) / 360 * scale
+            px_h = np.ptp(viz._mercator_y(ring[:, 1])) * scale
+            assert max(px_w / width, px_h / height) == pytest.approx(0.92, rel=1e-6)
+            mid_x = (ring[:, 0].min() + ring[:, 0].max()) / 2
+            assert abs(((view.longitude - mid_x + 180) % 360) - 180) < 1e-6
+            assert ring[:, 1].min() < view.latitude < ring[:, 1].max()
 
 
 def test_maps_fetch_no_basemap_and_fine_grids_drop_grid_lines():
@@ -55,7 +63,10 @@ def test_density_map_draws_nonempty_cells_with_frame():
     assert {r["cell"]: r["share"] for r in polys} == {1: 25.0, 15: 75.0}
     paths = layer_data(deck, "PathLayer")
     assert len(paths[0]) == 2 * 5              # 5 vertical + 5 horizontal grid lines
-    assert paths[1][0]["path"] == REGION.outline_lonlat()
+    outline = np.array(paths[1][0]["path"])
+    corners = np.array(REGION.outline_lonlat())      # a local region: the outline's corners are the region's
+    for corner in corners[:4]:
+        assert np.abs(outline - corner).sum(axis=1).min() < 1e-5
     assert deck.map_provider is None   # no basemap: nothing fetched from a tile or style server
 
 
@@ -72,8 +83,9 @@ def test_estimate_map_uses_the_adaptive_partition():
     # Every rectangle holds 1/16 of the mass per grid cell: all the same (top) colour.
     assert len({tuple(r["color"]) for r in polys}) == 1
     west, south, east, north = REGION.bbox
-    assert (polys[0]["w"], polys[0]["s"]) == pytest.approx((west, south), abs=1e-6)
-    assert deck.layers[-1].get_polygon == "@@=" + viz.RECT_POLYGON
+    assert viz.record_ring(polys[0])[0] == pytest.approx([west, south], abs=1e-6)
+    assert deck.layers[-1].get_polygon == "@@=" + viz.RECT_POLYGON      # local: exact rectangles, 4 numbers a cell
+    assert viz.record_ring(polys[0])[2] == pytest.approx([REGION.unit_to_lonlat(np.array([0.5, 1.0]))[0], north], abs=1e-6)
 
 
 def test_difference_map_is_symmetric():
@@ -104,10 +116,10 @@ def test_column_map_marks_cells():
     deck = viz.column_deck(grid, values, marks={4: [255, 0, 0, 255]})
     assert len(layer_data(deck, "PolygonLayer")[0]) == 8
     highlight = layer_data(deck, "PathLayer")[-1]
-    assert highlight[0]["path"] == grid.cell_polygons_lonlat()[4]
-    w, s, e, n = viz.cell_bounds(grid)[4]
-    assert highlight[0]["path"][0] == pytest.approx([w, s], abs=1e-6)
-    assert highlight[0]["path"][2] == pytest.approx([e, n], abs=1e-6)
+    assert np.allclose(highlight[0]["path"], grid.cell_polygons_lonlat()[4], atol=1e-6)
+    ring = viz.cell_rings(grid)[4]
+    assert highlight[0]["path"][0] == pytest.approx(ring[0].tolist(), abs=1e-6)
+    assert highlight[0]["path"][2] == pytest.approx(ring[2].tolist(), abs=1e-6)
 
 
 def test_sweep_figure_has_bands_and_current_marker():
@@ -203,3 +215,115 @@ def test_one_colour_per_mechanism_on_every_chart():
         assert min(y - lo for y, lo in zip(trace.y, trace.error_y.arrayminus)) >= 0
     bands = [t for t in sweep.data if t.fill == "toself"]
     assert min(min(t.y) for t in bands) >= 0
+
+
+# ---- cells drawn as projected squares (issue 21.3) -----------------------------------------------------------
+
+CONTINENT = Region(-98.0, 39.0, 6_000_000.0, "6,000 km")
+FIJI = Region.from_bbox(170.0, -25.0, -170.0, -10.0, "Fiji")
+
+
+def _inside(points: np.ndarray, ring: np.ndarray) -> np.ndarray:
+    """Even-odd point-in-polygon test of ``points`` (n, 2) against a closed ``ring`` (m, 2)."""
+    x, y = points[:, 0:1], points[:, 1:2]
+    x0, y0, x1, y1 = ring[:-1, 0], ring[:-1, 1], ring[1:, 0], ring[1:, 1]
+    crosses = ((y0 > y) != (y1 > y)) & (x < x0 + (y - y0) * (x1 - x0) / np.where(y1 != y0, y1 - y0, 1.0))
+    return crosses.sum(axis=1) % 2 == 1
+
+
+@pytest.mark.parametrize("region", [CONTINENT, FIJI], ids=["6000km", "fiji"])
+@pytest.mark.parametrize("side", [4, 16])
+def test_drawn_cells_are_the_projected_squares(region, side):
+    """Every vertex the maps draw for a cell lies inside the drawn outline (tested in the region's projected
+    metres, after the lon/lat rounding the page uses), neighbouring cells share their edges vertex for vertex,
+    every cell's centre lies in its own polygon, and each drawn straight piece strays from the true (projected)
+    cell edge by under 1% of a cell: so cells, light grid and outline coincide, also across 180 degrees."""
+    grid = Grid(region, side)
+    assert region.projection == "azimuthal equidistant (WGS 84)" and grid.points_per_edge > 1
+    deck = viz.density_deck(grid, np.ones((side, side)) / side ** 2)
+    records = sorted(layer_data(deck, "PolygonLayer")[0], key=lambda r: r["cell"])
+    rings = np.array([r["polygon"] for r in records])                       # (n_cells, 4k, 2) lon/lat
+    lines, outline = layer_data(deck, "PathLayer")
+    outline = np.array(outline[0]["path"])
+    half = region.side_m / 2
+    ox, oy = region.to_metres(outline[:, 0], outline[:, 1])
+    assert np.abs(np.maximum(np.abs(ox), np.abs(oy)) - half).max() < 1.0    # the outline is the projected square
+    x, y = region.to_metres(rings[..., 0].ravel(), rings[..., 1].ravel())
+    shrunk = np.column_stack([x, y]) * (1 - 1e-6)                           # boundary points count as inside
+    assert _inside(shrunk, np.column_stack([ox, oy])).all()
+    # Across 180 degrees longitudes stay continuous: no cell jumps across the map.
+    assert np.ptp(rings[..., 0], axis=1).max() < 90
+    # Neighbours share edges: a cell's east edge is its eastern neighbour's west edge, reversed; same north/south.
+    k = grid.points_per_edge
+    for r in range(side):
+        for c in range(side):
+            here = rings[r * side + c]
+            if c + 1 < side:
+                east = rings[r * side + c + 1]
+                assert np.array_equal(np.vstack([here[k:2 * k], here[2 * k:2 * k + 1]]),
+                                      np.vstack([east[3 * k:], east[:1]])[::-1])
+            if r + 1 < side:
+                north = rings[(r + 1) * side + c]
+                assert np.array_equal(np.vstack([here[2 * k:3 * k], here[3 * k:3 * k + 1]]),
+                                      np.vstack([north[:k + 1]])[::-1])
+    # Centres inside their own cell (in metres).
+    lon_c, lat_c = grid.cell_centers_lonlat()
+    cx, cy = region.to_metres(lon_c, lat_c)
+    for i in range(grid.n_cells):
+        rx, ry = region.to_metres(rings[i, :, 0], rings[i, :, 1])
+        ring_m = np.column_stack([np.append(rx, rx[0]), np.append(ry, ry[0])])
+        assert _inside(np.array([[cx[i], cy[i]]]), ring_m).all()
+    # Each drawn piece (straight in lon/lat) stays near the projected straight edge it stands for.
+    closed = np.concatenate([rings, rings[:, :1]], axis=1)
+    mid = (closed[:, 1:] + closed[:, :-1]) / 2
+    mx, my = region.to_metres(mid[..., 0].ravel(), mid[..., 1].ravel())
+    ex, ey = region.to_metres(closed[..., 0].ravel(), closed[..., 1].ravel())
+    ex, ey = ex.reshape(closed.shape[:2]), ey.reshape(closed.shape[:2])
+    true_mid_x, true_mid_y = (ex[:, 1:] + ex[:, :-1]) / 2, (ey[:, 1:] + ey[:, :-1]) / 2
+    stray = np.hypot(mx - true_mid_x.ravel(), my - true_mid_y.ravel())
+    assert stray.max() < 0.01 * grid.cell_m
+
+
+def test_old_rectangles_would_spill_outside_a_continental_region():
+    """The check above can fail: lon/lat rectangles from the centre lines (the former drawing) put corners of a
+    6,000 km region's corner cells outside its projected square, by hundreds of kilometres."""
+    grid = Grid(CONTINENT, 4)
+    edges = np.arange(5) / 4
+    lon_e, _ = CONTINENT.unit_to_lonlat(np.column_stack([edges, np.full(5, 0.5)]))
+    _, lat_e = CONTINENT.unit_to_lonlat(np.column_stack([np.full(5, 0.5), edges]))
+    x, y = CONTINENT.to_metres(np.array([lon_e[0]]), np.array([lat_e[-1]]))      # north-west corner
+    assert max(abs(float(x[0])), abs(float(y[0]))) - grid.region.side_m / 2 > 100_000
+
+
+def test_partition_and_exports_use_the_projected_cells():
+    """Adaptive rectangles on a continent follow the projection too; the GeoJSON export carries the same rings
+    as the map and the CSV's extent encloses them."""
+    import json
+
+    from ldpviz.render import export
+
+    grid = Grid(FIJI, 4)
+    part = Partition(np.array([[0, 0, 0.5, 1], [0.5, 0, 1, 1]], dtype=float), np.array([0.5, 0.5]))
+    rect = viz.record_ring(viz.partition_records(FIJI, part, 4, vmax=1 / 16)[0])
+    xs, ys = FIJI.to_metres(np.array(rect)[:, 0], np.array(rect)[:, 1])
+    assert len(rect) > 4 and np.abs(xs + FIJI.side_m / 2).min() < 1 and np.abs(np.abs(ys) - FIJI.side_m / 2).min() < 1
+    layers = {"share": np.full(16, 1 / 16)}
+    features = json.loads(export.grid_geojson(grid, layers))["features"]
+    ring = np.array(features[5]["geometry"]["coordinates"][0])
+    assert np.array_equal(ring[:-1], viz.cell_rings(grid)[5]) and np.array_equal(ring[0], ring[-1])
+    table = export.grid_table(grid, layers)
+    assert table.loc[5, "west"] == ring[:, 0].min() and table.loc[5, "north"] == ring[:, 1].max()
+    assert table.east.max() > 180 > table.west.min()                       # continuous across 180 degrees
+
+
+def test_fine_continental_cells_stay_polygons():
+    """At d = 256 a 6,000 km region's cells get one piece per edge, yet are still drawn as their four projected
+    corners, not as lon/lat rectangles (only the local projection makes a cell a rectangle)."""
+    grid = Grid(CONTINENT, 256)
+    assert grid.points_per_edge == 1
+    density = np.zeros((256, 256))
+    density[255, 0] = 1.0                                                   # the north-west corner cell
+    record = layer_data(viz.density_deck(grid, density), "PolygonLayer")[0][0]
+    ring = np.array(viz.record_ring(record))
+    assert "polygon" in record and np.allclose(ring, grid.cell_rings_lonlat()[255 * 256], atol=1e-6)
+    assert abs(ring[0, 0] - ring[3, 0]) > 1e-3                              # west edge slants in lon/lat

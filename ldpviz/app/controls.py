@@ -9,17 +9,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import streamlit as st
 
-from ldpviz.app import compute, state
+from ldpviz.app import browser, compute, state
 from ldpviz.app.ui import fmt_metres
 from ldpviz.app.session import bind, cfg as session_cfg, keep
 from ldpviz.data import datasets
+from ldpviz.decide import explain
 from ldpviz import mechanisms
 from ldpviz.geo import region_choice as regions
 from ldpviz.render import maps as viz
 from ldpviz.geo.domain import Grid, Region, wrap_lon
-from ldpviz.errors import LdpvizInputError
+from ldpviz.errors import LdpvizInputError, clause
 from ldpviz.experiment import Scenario
 
 
@@ -85,26 +87,58 @@ def data_controls(cfg: dict[str, Any], show_users: bool = True) -> Data | None:
              help="A seeded random sample of the people in the region takes part; more users, less noise.")
     if region.bounds is not None:
         inside = int(region.contains(data.lon, data.lat).sum())
-        st.sidebar.caption(f"{region.typed_bounds} ({inside:,} of {data.n:,} rows inside) · the grid covers the "
-                           f"{region.side_m / 1000:,.4g} km square around the box")
+        st.sidebar.caption(f"{region.typed_bounds} ({inside:,} of {explain.plural(data.n, 'row')} inside) · the grid "
+                           f"covers the {fmt_metres(region.side_m)} square around the box")
     else:
-        st.sidebar.caption(f"{data.n:,} points · region side {region.side_m / 1000:,.2f} km")
+        st.sidebar.caption(f"{explain.plural(data.n, 'point')} · region side {fmt_metres(region.side_m)}")
     return Data(name, data, key, region_arg, region, upload_filename)
+
+
+def bbox_text(west: float, south: float, east: float, north: float) -> str:
+    """Bounds as the text box shows them, in the form it accepts: longitudes wrapped into [-180, 180] (a region
+    across 180 degrees has continuous longitudes, e.g. east 195.35, which the box reads as west > east: -164.65),
+    latitudes within [-90, 90]."""
+    w, e = (float(wrap_lon(v)) for v in (west, east))
+    s, n = max(float(south), -90.0), min(float(north), 90.0)
+    return ", ".join(f"{round(v, 5):.10g}" for v in (w, s, e, n))   # 5 decimals (about a metre), no trailing zeros
+
+
+def region_bbox_text(region: Region) -> str:
+    """Bounds for the text box that the box accepts and that come closest to ``region``.
+
+    The box enclosing the region comes first; a continental region's enclosing box can need a square larger than
+    any region (its corners are far apart in lon/lat), so then the box through its centre lines is offered, shrunk
+    about the centre until it is accepted.
+    """
+    if region.bounds is not None:           # typed bounds: the box itself
+        candidates = [tuple(region.bounds)]
+    else:
+        candidates = [region.bbox]
+    edges = np.array([[0.0, 0.5], [1.0, 0.5], [0.5, 0.0], [0.5, 1.0]])
+    for scale in (1.0, 0.9, 0.8, 0.7, 0.6, 0.5):
+        lon, lat = region.unit_to_lonlat(0.5 + (edges - 0.5) * scale)
+        candidates.append((lon[0], lat[2], lon[1], lat[3]))
+    for box in candidates:
+        text = bbox_text(*box)
+        try:
+            state.parse_bbox(text)
+        except LdpvizInputError:
+            continue
+        return text
+    return ""
 
 
 def _typed_bounds(cfg: dict[str, Any], data: datasets.Dataset) -> tuple[Any, Region]:
     """The 'bounds typed in' region: a text box kept in the config (its parsed form goes into the link)."""
-    w, s, e, n = cfg.get("bbox") or data.default_region.bounds or data.default_region.bbox
-    w, e = float(wrap_lon(w)), float(wrap_lon(e))    # a region across 180 reaches past it on maps; bounds may not
     if not cfg.get("bbox_text"):
-        cfg["bbox_text"] = f"{w:.5f}, {s:.5f}, {e:.5f}, {n:.5f}"
+        cfg["bbox_text"] = (bbox_text(*cfg["bbox"]) if cfg.get("bbox") else region_bbox_text(data.default_region))
     text = bind(cfg, "bbox_text", st.sidebar.text_input, "Bounds W, S, E, N (degrees)")
     try:
         cfg["bbox"] = state.parse_bbox(text)
         region = regions.stated_region(cfg["bbox"])   # the box's rows only, on the grid of its square
         return region, region
     except LdpvizInputError as exc:
-        st.sidebar.error(f"{exc}. Keeping the dataset's default region until the bounds are fixed.")
+        st.sidebar.error(f"{clause(exc)}. Keeping the dataset's default region until the bounds are fixed.")
         return next(iter(data.presets)), data.default_region
 
 
@@ -377,10 +411,14 @@ def show_resolved_defaults() -> None:
 def map_controls(cfg: dict[str, Any]) -> bool:
     """The optional basemap under every map (off by default: with it off, no request leaves this server)."""
     st.sidebar.header("Maps")
-    return bool(bind(cfg, "basemap", st.sidebar.toggle, "Basemap (loads tiles from the internet)",
-                     help=f"Draws streets and place names under the cells, from {viz.BASEMAP_HOST} ("
-                          f"{viz.BASEMAP_CREDIT}; no account or token needed). Your browser then asks that server "
-                          "for the map area you look at. Offline the cells and the region's outline still draw."))
+    on = bool(bind(cfg, "basemap", st.sidebar.toggle, "Basemap (loads tiles from the internet)",
+                   help=f"Draws streets and place names under the cells, from {viz.BASEMAP_HOST} ("
+                        f"{viz.BASEMAP_CREDIT}; no account or token needed). Your browser then asks that server "
+                        "for the map area you look at. Offline the cells and the region's outline still draw."))
+    if on:
+        st.sidebar.caption(f"Tiles come from CARTO ({viz.BASEMAP_HOST}) and need an internet connection.")
+        browser.basemap_check()
+    return on
 
 
 def basemap_caption(on: bool) -> str:

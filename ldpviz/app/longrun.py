@@ -188,7 +188,8 @@ def run_in_child(scenario: Scenario, dataset: datasets.Dataset | None, predicted
     ctx = mp.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(scenario, dataset, send), daemon=True)
-    box = st.container(border=True)
+    slot = st.empty()                     # one placeholder: emptied at the end, so no empty bordered box stays
+    box = slot.container(border=True)
     bar = box.progress(0.0, text=f"Starting {label} ...")
     # One key per child: a comparison runs several long scenarios in one script run (a shared key would clash).
     seq = st.session_state["longrun:seq"] = st.session_state.get("longrun:seq", 0) + 1
@@ -214,8 +215,7 @@ def run_in_child(scenario: Scenario, dataset: datasets.Dataset | None, predicted
             proc.terminate()
         proc.join(timeout=5)
         receive.close()
-    bar.empty()
-    box.empty()
+    slot.empty()
     if status == "error":
         raise payload
     return payload
@@ -235,11 +235,15 @@ def announce(label: str, predicted_s: float, basis: str, run_key: str) -> bool:
     approved = st.session_state.setdefault("longrun:approved", set())
     if run_key in approved:
         return True
-    st.info(f"**{label[0].upper() + label[1:]} is predicted to take about {fmt_seconds(predicted_s)}** (from "
-            f"{basis}). Start it when you are ready; you can stop it while it runs, and a finished run is kept, "
-            "so coming back to these settings is instant.", icon=":material/hourglass_top:")
-    if st.button(f"Start ({fmt_seconds(predicted_s)})", type="primary", key=f"longrun:start:{run_key}",
-                 icon=":material/play_arrow:"):
+    slot = st.empty()                     # the notice and its Start button go away once started
+    with slot.container():
+        st.info(f"**{label[0].upper() + label[1:]} is predicted to take about {fmt_seconds(predicted_s)}** (from "
+                f"{basis}). Start it when you are ready; you can stop it while it runs, and a finished run is kept, "
+                "so coming back to these settings is instant.", icon=":material/hourglass_top:")
+        started = st.button(f"Start ({fmt_seconds(predicted_s)})", type="primary", key=f"longrun:start:{run_key}",
+                            icon=":material/play_arrow:")
+    if started:
+        slot.empty()
         approved.add(run_key)
         st.session_state["longrun:last"] = (label, time.time())
         return True

@@ -21,7 +21,7 @@ from ldpviz.decide import explain, privacy_scale
 from ldpviz.geo import region_choice as regions
 from ldpviz.render import maps as viz
 from ldpviz.mechanisms.heatmaps.dp_heatmap import heatmap
-from ldpviz.errors import LdpvizInputError
+from ldpviz.errors import LdpvizInputError, clause
 from ldpviz.experiment import Result, Scenario
 
 
@@ -73,7 +73,7 @@ def scenario(pin: dict[str, str]) -> Scenario:
 def describe(sc: Scenario) -> str:
     """'GRR, ε = 0.5, 16 × 16 cells' and the mechanism's non-default parameters (the rest: :func:`differences`)."""
     parts = [ui.short_name(sc.mechanism), f"ε = {sc.epsilon:g}", f"{sc.grid_side} × {sc.grid_side} cells"]
-    parts += [f"{k.replace('_', ' ')} = {v}" for k, v in sorted(dict(sc.params).items())]
+    parts += [f"{k.replace('_', ' ')} = {explain.number(v)}" for k, v in sorted(dict(sc.params).items())]
     return ", ".join(parts)
 
 
@@ -86,8 +86,14 @@ def differences(pinned: Scenario, current: Scenario) -> list[str]:
     for field, label in names.items():
         a, b = getattr(pinned, field), getattr(current, field)
         if repr(a) != repr(b):
-            show = (lambda v: getattr(v, "name", None) or repr(v)) if field == "region" else (
-                lambda v: f"{v:g}" if isinstance(v, float) else str(v))
+            if field == "region":
+                show = lambda v: getattr(v, "name", None) or repr(v)   # noqa: E731
+            elif field == "n_users":
+                show = lambda v: "everyone in the region" if v is None else f"{v:,}"   # noqa: E731
+            elif field == "params":
+                show = lambda v: explain.number(dict(v))   # noqa: E731
+            else:
+                show = lambda v: f"{v:g}" if isinstance(v, float) else str(v)   # noqa: E731
             out.append(f"{label} {show(a)} → {show(b)}")
     return out
 
@@ -181,7 +187,7 @@ def section(current_sc: Scenario, current: Result, sigma: float, basemap: bool,
     try:
         pinned_sc = scenario(pin)
     except (LdpvizInputError, FileNotFoundError) as exc:
-        st.warning(f"The pinned setting cannot be shown: {exc}. Unpin it, or pin the current setting instead.",
+        st.warning(f"The pinned setting cannot be shown: {clause(exc)}. Unpin it, or pin the current setting instead.",
                    icon=":material/keep_off:")
         return None
     with st.spinner("Computing the pinned setting ..."):

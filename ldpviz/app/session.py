@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 import streamlit as st
 
-from ldpviz.app import state, uploads
+from ldpviz.app import browser, state, uploads
 
 #: Session keys outside the config dict.
 CFG, URL_WRITTEN = "cfg", "url_written"
@@ -39,6 +39,7 @@ WIDGET_CHANGED = "_widget_changed"
 def setup_page(title: str) -> dict[str, Any]:
     """set_page_config + state initialisation; returns the config dict."""
     st.set_page_config(page_title=f"ldpviz · {title}", page_icon=PAGE_ICON, layout="wide")
+    browser.page_assets()
     ss = st.session_state
     ss["_page_switched"] = ss.get("_page") != title   # the first run of a page after another page's
     ss["_page"] = title

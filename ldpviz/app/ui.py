@@ -11,7 +11,7 @@ import streamlit as st
 
 from ldpviz.app import compute, state
 from ldpviz.decide import attacker, attacker_monte_carlo as attacker_mc, explain
-from ldpviz.render import export, png as render
+from ldpviz.render import export, maps as viz, png as render
 from ldpviz import mechanisms, metrics
 from ldpviz.geo.domain import Grid, Region
 from ldpviz.decide.attacker import default_r_m, r_note, share_text
@@ -22,9 +22,46 @@ from ldpviz.experiment import Result, Scenario
 READOUTS = ("w2_m", "aqe", "kl", "l1", "emd_l1_m")
 
 
+#: Where a map sits: the whole main column, half of it (two maps side by side) or a third (three maps).
+MAP_SLOTS = ("full", "half", "third")
+#: The width a map is framed to, per slot on a desktop: the column's width at 1024 px with the sidebar open
+#: (measured in Chromium: 564, 274 and 177 px), the narrowest a desktop shows it. A deck's zoom cannot follow its
+#: column (it is set here, not in the browser), so the region is framed to that width and the map is made as tall
+#: as the region then is: wider windows show blank space beside the region, never 100 px above and below.
+DESKTOP_WIDTHS = {"full": 560, "half": 274, "third": 177}
+#: On a phone Streamlit stacks columns: every map is the screen's width (358 px at 390 px).
+PHONE_WIDTH = 356
+#: Blank pixels kept above and below the region (with the 4% margin of :func:`ldpviz.render.maps.view_state`).
+MAP_PAD_PX = 16
+
+
+def map_size(slot: str, region: Region | None = None) -> dict[str, int]:
+    """``{"width": framed px, "height": px}`` for a map of ``region`` in ``slot`` (:data:`MAP_SLOTS`).
+
+    A browser that says it is a phone (``Mobile`` in its User-Agent) gets :data:`PHONE_WIDTH` for every slot,
+    since its columns are stacked; anything else :data:`DESKTOP_WIDTHS`. The height follows the region's shape as
+    drawn (:func:`ldpviz.render.maps.mercator_aspect`): the region fills the framed width, between half and one and a
+    half times that width tall.
+    """
+    if slot not in DESKTOP_WIDTHS:
+        raise ValueError(f"map slot must be one of {MAP_SLOTS}, got {slot!r}")
+    try:
+        agent = str(st.context.headers.get("User-Agent") or "")
+    except Exception:   # no browser (AppTest, bare mode): a desktop
+        agent = ""
+    width = PHONE_WIDTH if "Mobile" in agent else DESKTOP_WIDTHS[slot]
+    aspect = viz.mercator_aspect(region) if region is not None else 1.0
+    height = int(np.clip(round(0.92 * width * aspect + 2 * MAP_PAD_PX), 0.5 * width, 1.5 * width))
+    return {"width": width, "height": height}
+
+
 def fmt_metres(value: float) -> str:
     if not np.isfinite(value):
         return "n/a"
+    if abs(value) >= 100_000:
+        return f"{value / 1000:,.0f} km"
+    if abs(value) >= 10_000:
+        return f"{value / 1000:.1f} km"
     if abs(value) >= 1000:
         return f"{value / 1000:,.2f} km"
     return f"{value:,.0f} m" if abs(value) >= 10 else f"{value:.1f} m"
@@ -279,13 +316,14 @@ def summary_sentence(result: Result, attacker: tuple[float | None, float | None,
     ci = interval(result, "w2_m")
     if ci and no_spread(ci):
         text = (f"{where} is on average **{fmt_metres(ci[0])}** from the truth (W2 distance over "
-                f"{result.n_users:,} users; the same in each of the {len(result.metrics)} trials: no spread)")
+                f"{explain.plural(result.n_users, 'user')}; the same in each of the {len(result.metrics)} trials: no spread)")
     elif ci:
         text = (f"{where} is on average **{fmt_range('w2_m', ci)}** from the truth (W2 distance over "
-                f"{result.n_users:,} users; the 95% interval of the mean over {len(result.metrics)} trials)")
+                f"{explain.plural(result.n_users, 'user')}; the 95% interval of the mean over {len(result.metrics)} trials)")
     else:
         text = (f"{where} is on average **{fmt_metres(means.get('w2_m', np.nan))}** "
-                f"from the truth (W2 distance over {result.n_users:,} users, {len(result.metrics)} trial(s): "
+                f"from the truth (W2 distance over {explain.plural(result.n_users, 'user')}, "
+                f"{explain.plural(len(result.metrics), 'trial')}: "
                 f"no interval below {MIN_TRIALS_FOR_INTERVAL} trials)")
     if attacker is None:
         return text + "; computing how far off an attacker's guess of one person's location is ..."

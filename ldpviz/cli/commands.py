@@ -60,6 +60,11 @@ def _with_rows(out: dict[str, Any], user: cli_input.UserData | None) -> dict[str
     return {**out, "rows": rows} if rows is not None else out
 
 
+def _cells(metres: float) -> str:
+    """A cell side for people: metres up to 10 km, kilometres beyond ('277 km', not '277,148 m')."""
+    return f"{metres / 1000:,.3g} km" if metres >= 10_000 else f"{metres:,.0f} m"
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _jsonable(v) for k, v in value.items()}
@@ -122,7 +127,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(json.dumps(_jsonable({**_with_rows(summary, user), "privacy_warning": warning})))
         return 0
     print(f"{scenario.mechanism} at epsilon = {scenario.epsilon:g} on {result.n_users:,} users, "
-          f"d = {scenario.grid_side} ({result.grid.cell_m:,.0f} m cells), {result.guarantee}")
+          f"d = {scenario.grid_side} ({_cells(result.grid.cell_m)} cells), {result.guarantee}")
     for key in ("w2_m", "w2_cells", "aqe", "kl", "l1", "emd_l1_m", "similarity"):
         if key in summary:
             print(f"  {key:<12} {summary[key]:.6g}")

@@ -21,6 +21,7 @@ import math
 from typing import Any
 
 from ldpviz.errors import require
+from ldpviz.decide.explain import exp_ratio_text
 from ldpviz.mechanisms.base import EPSILON_MAX, EPSILON_MIN
 
 #: Length of each calendar unit in days.
@@ -105,7 +106,7 @@ def plan(*, every: str = "day", period: float = 1.0, period_unit: str = "year", 
     unit = f" {epsilon_unit}" if epsilon_unit else ""
     how_often = f"{times_per} times a {every}" if times_per > 1 else f"every {every}"
     ratio = math.exp(total) if total < 700 else math.inf
-    ratio_text = f"{ratio:.3g}" if ratio < 1e6 else "more than a million"
+    ratio_text = exp_ratio_text(total)
     sentence = (f"Collecting {how_often} for {period:g} {period_unit}{'s' if period != 1 else ''} is {n:,} collections. "
                 f"At epsilon = {per:.3g}{unit} each, they add up to epsilon = {total:.3g}{unit} for one person's "
                 f"reports over the period (sequential composition): together they can make one location up to "

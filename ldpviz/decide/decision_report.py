@@ -21,6 +21,7 @@ from typing import Any
 
 
 from ldpviz import __version__, experiment, mechanisms
+from ldpviz.decide import explain
 from ldpviz.evidence import citations
 from ldpviz.data import datasets
 from ldpviz.render import png as render
@@ -214,11 +215,12 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
         ["Data set", f"{dataset.label} ({dataset.name})"],
         ["Region", f"{experiment.region_line(region, result.n_users)}; centred at "
                    f"{region.center_lat:.4f}, {region.center_lon:.4f}"],
-        ["Grid", f"{grid.side} x {grid.side} cells of {grid.cell_m:,.0f} m"],
+        ["Grid", f"{grid.side} x {grid.side} cells of " + (f"{grid.cell_m / 1000:,.3g} km" if grid.cell_m >= 10_000
+                                                          else f"{grid.cell_m:,.0f} m")],
         ["Rows taking part (n)", f"{result.n_users:,}" + (f" ({result.n_outside:,} rows outside the region left out)"
                                                            if result.n_outside else "")],
         ["Mechanism", f"{mech.label} ({mech.name}); {model}; {citations.readable(mech.reference)}"],
-        ["Parameters", ", ".join(f"{k} = {v}" for k, v in params.items()) or "none"],
+        ["Parameters", ", ".join(f"{k} = {explain.number(v)}" for k, v in params.items()) or "none"],
         ["Epsilon", f"{scenario.epsilon:g}" + (" per km" if terms["epsilon_unit"] else "")],
         ["Trials, seed", f"{scenario.trials} trials, seed {scenario.seed}"],
     ]

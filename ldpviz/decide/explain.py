@@ -16,6 +16,7 @@ import math
 from typing import Any
 
 from ldpviz.errors import require
+from ldpviz.wording import number, plural  # noqa: F401 -- the pages' wording helpers, re-exported
 from ldpviz.mechanisms.base import CENTRAL_DP, GEO_I, GEO_I_UNIT, GEO_I_UNIT_M, LDP, NO_PRIVACY
 from ldpviz.metrics import METRIC_INFO
 from ldpviz.decide.privacy_scale import ratio_text
@@ -56,6 +57,14 @@ def _belief(log_ratio: float) -> str:
     """The 50/50 prior's largest posterior after a report with this log-ratio: 'p% / (1-p)%' (logistic, stable)."""
     p = 1.0 / (1.0 + math.exp(-log_ratio)) if log_ratio > -700 else 0.0
     return f"{p:.0%} / {1 - p:.0%}"
+
+
+def exp_ratio_text(exponent: float) -> str:
+    """e^exponent in words: the number up to a million, else its power of ten ('about 10^158', not 'more than a
+    million' for e^365)."""
+    if exponent < math.log(1e6):
+        return f"{math.exp(exponent):.3g}"
+    return f"about 10^{int(exponent / math.log(10))}"
 
 
 def _length(metres: float) -> str:

@@ -435,14 +435,102 @@ class Grid:
     def cell_centers_lonlat(self) -> tuple[np.ndarray, np.ndarray]:
         return self.region.unit_to_lonlat(self.cell_centers_unit())
 
+    # ---- drawing: cells as the projected squares they are ----------------------------------
+    @property
+    def points_per_edge(self) -> int:
+        """Straight lon/lat segments drawn per cell edge so drawn cells follow the projected squares.
+
+        The local projection is linear in lon/lat, so a cell is exactly a lon/lat
+        rectangle (1). Under the azimuthal equidistant projection a straight edge
+        in metres curves in lon/lat; it is drawn with a vertex at least every
+        :data:`DRAW_SEGMENT_M` metres, at most :data:`MAX_DRAW_LATTICE` vertices
+        along the region's side.
+        """
+        if self.region.projection == LOCAL:
+            return 1
+        return int(np.clip(math.ceil(self.cell_m / DRAW_SEGMENT_M), 1, max(1, MAX_DRAW_LATTICE // self.side)))
+
+    def lattice_lonlat(self) -> tuple[np.ndarray, np.ndarray]:
+        """(lon, lat) of the drawing lattice, each ``(m + 1, m + 1)`` with m = side x :attr:`points_per_edge`.
+
+        Indexed ``[i, j]``: i counts lattice lines from the south edge, j from the
+        west edge; cell corners are every :attr:`points_per_edge`-th point. Every
+        drawn cell, grid line and outline takes its vertices from this one lattice,
+        so they coincide exactly (shared edges are the same floats).
+        """
+        return _drawing_lattice(self)
+
+    def cell_rings_lonlat(self) -> np.ndarray:
+        """``(n_cells, 4k, 2)`` open rings (lon, lat), counter-clockwise from each cell's south-west corner.
+
+        k = :attr:`points_per_edge`; flat-index order. The corners and edge points
+        are the projected square's, inverse-projected (:attr:`lattice_lonlat`).
+        """
+        k, d = self.points_per_edge, self.side
+        lon, lat = self.lattice_lonlat()
+        t = np.arange(k)
+        di = np.concatenate([np.zeros(k), t, np.full(k, k), k - t]).astype(np.int64)      # south, east, north, west
+        dj = np.concatenate([t, np.full(k, k), k - t, np.zeros(k)]).astype(np.int64)
+        rows, cols = np.divmod(np.arange(d * d), d)
+        ii = rows[:, None] * k + di[None, :]
+        jj = cols[:, None] * k + dj[None, :]
+        return np.stack([lon[ii, jj], lat[ii, jj]], axis=-1)
+
     def cell_polygons_lonlat(self) -> list[list[list[float]]]:
-        """Each cell's corners (closed ring) in lon/lat, in flat-index order."""
-        edges = np.arange(self.side + 1) / self.side
-        cu, cv = np.meshgrid(edges, edges)                     # [row edge, col edge]
-        lon, lat = self.region.unit_to_lonlat(np.stack([cu, cv], axis=-1))
-        polys = []
-        for r in range(self.side):
-            for c in range(self.side):
-                ring = [(r, c), (r, c + 1), (r + 1, c + 1), (r + 1, c), (r, c)]
-                polys.append([[float(lon[i, j]), float(lat[i, j])] for i, j in ring])
-        return polys
+        """Each cell's closed ring in lon/lat (corners and edge points, see :meth:`cell_rings_lonlat`)."""
+        rings = self.cell_rings_lonlat()
+        rings = np.concatenate([rings, rings[:, :1]], axis=1)
+        return rings.tolist()
+
+    def line_paths_lonlat(self) -> list[list[list[float]]]:
+        """The ``2 (side + 1)`` grid lines (west to east edges first, then south to north), as lon/lat paths."""
+        k = self.points_per_edge
+        lon, lat = self.lattice_lonlat()
+        idx = np.arange(self.side + 1) * k
+        columns = [np.column_stack([lon[:, j], lat[:, j]]).tolist() for j in idx]     # constant u
+        rows = [np.column_stack([lon[i, :], lat[i, :]]).tolist() for i in idx]        # constant v
+        return columns + rows
+
+    def outline_lonlat(self) -> list[list[float]]:
+        """The region's border as a closed ring through the drawing lattice's edge points (coincides with the cells)."""
+        lon, lat = self.lattice_lonlat()
+        m = lon.shape[0] - 1
+        i = np.concatenate([np.zeros(m), np.arange(m), np.full(m, m), m - np.arange(m), [0]]).astype(np.int64)
+        j = np.concatenate([np.arange(m), np.full(m, m), m - np.arange(m), np.zeros(m), [0]]).astype(np.int64)
+        return np.column_stack([lon[i, j], lat[i, j]]).tolist()
+
+
+#: Under the azimuthal equidistant projection, cell edges are drawn with a vertex at least every this many metres.
+DRAW_SEGMENT_M = 50_000.0
+#: The drawing lattice has at most this many segments along the region's side (memory and page size).
+MAX_DRAW_LATTICE = 512
+
+
+@functools.lru_cache(maxsize=16)
+def _drawing_lattice(grid: Grid) -> tuple[np.ndarray, np.ndarray]:
+    m = grid.side * grid.points_per_edge
+    t = np.arange(m + 1) / m
+    u, v = np.meshgrid(t, t)                        # [i (north), j (east)]
+    lon, lat = grid.region.unit_to_lonlat(np.stack([u, v], axis=-1))
+    lon, lat = np.asarray(lon, dtype=float), np.asarray(lat, dtype=float)
+    lon.setflags(write=False)
+    lat.setflags(write=False)
+    return lon, lat
+
+
+def rect_rings_lonlat(region: Region, rects: np.ndarray, points_per_edge: int = 1) -> np.ndarray:
+    """``(n, 4k, 2)`` open lon/lat rings of rectangles given in unit coordinates ``(x0, y0, x1, y1)``.
+
+    Each edge is split into ``points_per_edge`` = k straight pieces, counter-clockwise
+    from the south-west corner (for an adaptive partition's rectangles on a map).
+    """
+    rects = np.asarray(rects, dtype=float).reshape(-1, 4)
+    k = int(points_per_edge)
+    require(k >= 1, f"points per edge must be at least 1, got {k}")
+    t = np.arange(k) / k
+    fu = np.concatenate([t, np.ones(k), 1 - t, np.zeros(k)])
+    fv = np.concatenate([np.zeros(k), t, np.ones(k), 1 - t])
+    u = rects[:, :1] + (rects[:, 2:3] - rects[:, :1]) * fu[None, :]
+    v = rects[:, 1:2] + (rects[:, 3:4] - rects[:, 1:2]) * fv[None, :]
+    lon, lat = region.unit_to_lonlat(np.stack([u, v], axis=-1))
+    return np.stack([lon, lat], axis=-1)

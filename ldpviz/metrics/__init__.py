@@ -479,7 +479,8 @@ def _bfm_readout(p: np.ndarray, q: np.ndarray, lower_sq: float = 0.0, upper_sq: 
     r = bfm_w2(p, q)
     caveat = ("" if r.value >= BFM_NEAR_COPY_CELLS else
               f"The estimate is close to the truth (W2 under {BFM_NEAR_COPY_CELLS:g} cells), where BFM's smooth "
-              "map reads low against the discrete optimum (by how much: docs/w2-speed.md, diagnosis).")
+              "map reads low against the discrete optimum (by a few percent on noisy copies, by tens of percent on "
+              "blurred ones).")
     lower = max(r.lower, math.sqrt(max(lower_sq, 0.0)))
     upper = min(r.upper, math.sqrt(upper_sq))
     return TransportReadout(min(max(r.value, lower), upper), "bfm", False, lower, upper, caveat)

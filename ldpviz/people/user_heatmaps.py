@@ -47,6 +47,7 @@ from scipy.optimize import linprog
 from ldpviz.mechanisms.heatmaps import pyramid
 from ldpviz.geo.domain import Grid
 from ldpviz.errors import require
+from ldpviz.wording import plural
 from ldpviz.mechanisms.estimation import to_distribution
 from ldpviz.mechanisms.heatmaps import dp_heatmap as hm
 from ldpviz.mechanisms.base import validate_epsilon
@@ -80,13 +81,15 @@ class PersonDistributions:
         return np.asarray(self.matrix.sum(axis=0)).reshape(self.side, self.side)
 
     def summary(self) -> str:
-        parts = [f"{v:,} {k}" for k, v in self.dropped.items() if v]
-        text = (f"{self.n_people:,} people with {int(self.points.sum()):,} points, each person's points "
-                f"normalised to total weight 1")
+        phrase = {"missing person id": "with a missing person id", "missing coordinate": "with a missing coordinate"}
+        parts = [f"{plural(v, 'row')} {phrase.get(k, k)}" for k, v in self.dropped.items() if v]
+        text = (f"{plural(self.n_people, 'person', 'people')} with {plural(int(self.points.sum()), 'point')}, each "
+                f"person's points normalised to total weight 1")
         if parts:
-            text += "; dropped " + ", ".join(parts) + " rows"
+            text += "; dropped " + ", ".join(parts)
         if self.people_dropped:
-            text += f"; {self.people_dropped:,} people had no point left and were dropped"
+            text += (f"; {plural(self.people_dropped, 'person', 'people')} had no point left and "
+                     f"{'was' if self.people_dropped == 1 else 'were'} dropped")
         return text + "."
 
 

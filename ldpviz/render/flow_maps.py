@@ -11,7 +11,7 @@ import pandas as pd
 import pydeck as pdk
 
 from ldpviz.geo.domain import Grid
-from ldpviz.render.maps import frame_layers, view_state
+from ldpviz.render.maps import NARROWEST_COLUMN_PX, frame_layers, view_state
 
 TRUE_COLOUR = [33, 102, 172]
 ESTIMATE_COLOUR = [215, 48, 39]
@@ -47,7 +47,7 @@ def _provider(basemap: bool) -> dict:
 
 
 def arc_deck(grid: Grid, flows: np.ndarray, k: int = 40, colour: list[int] | None = None,
-             height: int = 420, basemap: bool = False) -> pdk.Deck:
+             height: int = 420, basemap: bool = False, width: float = NARROWEST_COLUMN_PX) -> pdk.Deck:
     """ArcLayer of the ``k`` largest flows (width by share; a flow within one cell shows as a dot)."""
     df = top_flows(grid, flows, k)
     vmax = float(df.share.max()) if len(df) else 1.0
@@ -61,12 +61,12 @@ def arc_deck(grid: Grid, flows: np.ndarray, k: int = 40, colour: list[int] | Non
         pdk.Layer("ScatterplotLayer", staying.to_dict("records"), get_position=["origin_lon", "origin_lat"],
                   get_radius=grid.cell_m / 4, get_fill_color=rgb + [200], pickable=True),
     ]
-    return pdk.Deck(layers=layers, initial_view_state=view_state(grid.region), height=height,
+    return pdk.Deck(layers=layers, initial_view_state=view_state(grid.region, height, width), height=height,
                     tooltip={"text": "share {share}"}, **_provider(basemap))
 
 
 def route_deck(grid: Grid, congested: np.ndarray, routes: dict[str, list[int]], height: int = 420,
-               basemap: bool = False) -> pdk.Deck:
+               basemap: bool = False, width: float = NARROWEST_COLUMN_PX) -> pdk.Deck:
     """Congested cells (shaded orange, as the grid's cell polygons) and routes as cell-centre paths: 'driven'
     (red, wide) under 'best' (blue, narrow), so both show where they coincide."""
     lon, lat = grid.cell_centers_lonlat()
@@ -82,5 +82,5 @@ def route_deck(grid: Grid, congested: np.ndarray, routes: dict[str, list[int]], 
                     "path": [[float(lon[c]), float(lat[c])] for c in routes[name]]}
             layers.append(pdk.Layer("PathLayer", [path], get_path="path", get_color=colour,
                                     get_width=grid.cell_m * share, width_min_pixels=least_px, pickable=True))
-    return pdk.Deck(layers=layers, initial_view_state=view_state(grid.region), height=height,
+    return pdk.Deck(layers=layers, initial_view_state=view_state(grid.region, height, width), height=height,
                     tooltip={"text": "{name}"}, **_provider(basemap))

@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import pydeck as pdk
 
-from ldpviz.geo.domain import Grid, Region, wrap_lon
+from ldpviz.geo.domain import LOCAL, Grid, Region, rect_rings_lonlat, wrap_lon
 from ldpviz.geo.partition import Partition
 
 #: Sequential colour ramp (light yellow -> dark red), RGB.
@@ -42,21 +42,43 @@ NARROWEST_COLUMN_PX = 180
 MAX_GRID_LINES = 64
 
 
+def _mercator_y(lat: np.ndarray) -> np.ndarray:
+    """Web-Mercator y in world units (the world is 1 wide at zoom 0), north positive."""
+    return np.log(np.tan(np.pi / 4 + np.radians(np.asarray(lat, dtype=float)) / 2)) / (2 * np.pi)
+
+
+def mercator_aspect(region: Region) -> float:
+    """Height over width of the region's outline as deck.gl draws it (Web Mercator): 1 for a small square region
+    (any latitude), below 1 for a continent whose northern edge Mercator stretches sideways, and so on."""
+    ring = np.asarray(region.outline_lonlat(), dtype=float)
+    return float(np.ptp(_mercator_y(ring[:, 1])) / max(np.ptp(ring[:, 0]) / 360.0, 1e-12))
+
+
 def view_state(region: Region, height: float = 420.0, width: float = NARROWEST_COLUMN_PX) -> pdk.ViewState:
     """A view that frames the whole region in a ``width`` x ``height`` pixel map, with a margin.
 
-    deck.gl's Web-Mercator zoom z shows 40 075 km * cos(lat) / (512 * 2^z) metres per pixel.
+    The region's outline (curved on continental regions, continuous across 180 degrees) is measured in
+    deck.gl's Web-Mercator pixels (512 px for the world at zoom 0): the zoom makes its larger relative extent
+    span 92% of the map, and the view is centred on the outline's middle, not on the region's centre, which a
+    continent's Mercator stretch moves south of the middle.
     """
-    pixels = 0.92 * min(width, height)
-    zoom = float(np.clip(np.log2(40_075_000 * np.cos(np.radians(region.center_lat)) * pixels
-                                 / (512.0 * region.side_m)), 0, 20))
-    return pdk.ViewState(longitude=region.center_lon, latitude=region.center_lat, zoom=zoom, pitch=0)
+    ring = np.asarray(region.outline_lonlat(), dtype=float)
+    x = ring[:, 0] / 360.0
+    y = _mercator_y(ring[:, 1])
+    span_x, span_y = max(float(np.ptp(x)) * 512.0, 1e-12), max(float(np.ptp(y)) * 512.0, 1e-12)
+    zoom = float(np.clip(np.log2(0.92 * min(width / span_x, height / span_y)), 0, 20))
+    mid_y = (y.min() + y.max()) / 2
+    lat = float(np.degrees(2 * np.arctan(np.exp(2 * np.pi * mid_y)) - np.pi / 2))
+    lon = float(wrap_lon((x.min() + x.max()) / 2 * 360.0))
+    return pdk.ViewState(longitude=lon, latitude=lat, zoom=zoom, pitch=0)
 
 
 #: The optional basemap: a provider and style that need no access token (CARTO's light "Positron" style).
 BASEMAP_PROVIDER, BASEMAP_STYLE = "carto", pdk.map_styles.LIGHT
 #: Where the basemap's style and tiles come from, and its attribution (for the pages' captions).
 BASEMAP_HOST = "basemaps.cartocdn.com"
+#: The style document the browser loads first for that basemap (the dashboard checks it can reach it).
+BASEMAP_STYLE_URL = "https://basemaps.cartocdn.com/gl/positron-gl-style/style.json"
 BASEMAP_CREDIT = "© CARTO, © OpenStreetMap contributors"
 
 
@@ -86,17 +108,23 @@ def centre_fields(lon: np.ndarray, lat: np.ndarray) -> list[dict[str, float]]:
     return [{"lat": float(a), "lon": float(o)} for a, o in zip(lat.ravel(), lon.ravel())]
 
 
+def _rounded(path) -> list:
+    """Coordinates rounded to 1e-6 degrees (10 cm): the page carries less JSON, the shape is unchanged."""
+    return np.round(np.asarray(path, dtype=float), 6).tolist()
+
+
 def frame_layers(grid: Grid, max_lines: int = MAX_GRID_LINES) -> list[pdk.Layer]:
-    """The region outline and, up to ``max_lines`` cells a side, a light grid: the map's skeleton without tiles."""
-    region = grid.region
-    w, s, e, n = region.bbox
-    edges = np.arange(0, grid.side + 1) / grid.side if grid.side <= max_lines else np.array([0.0, 1.0])
-    lon_e, _ = region.unit_to_lonlat(np.column_stack([edges, np.full_like(edges, 0.5)]))   # centre lines: exact
-    _, lat_e = region.unit_to_lonlat(np.column_stack([np.full_like(edges, 0.5), edges]))   # for local regions
-    lines = [{"path": [[x, s], [x, n]]} for x in lon_e] + [{"path": [[w, y], [e, y]]} for y in lat_e]
+    """The region outline and, up to ``max_lines`` cells a side, a light grid: the map's skeleton without tiles.
+
+    Lines, outline and cells all take their vertices from the grid's drawing lattice
+    (:meth:`Grid.lattice_lonlat`, the projected square inverse-projected), so they coincide at every scale.
+    """
+    paths = grid.line_paths_lonlat()
+    lines = paths if grid.side <= max_lines else [paths[0], paths[grid.side], paths[grid.side + 1], paths[-1]]
     return [
-        pdk.Layer("PathLayer", lines, get_path="path", get_color=[120, 120, 120, 60], width_min_pixels=1),
-        pdk.Layer("PathLayer", [{"path": region.outline_lonlat()}], get_path="path",
+        pdk.Layer("PathLayer", [{"path": _rounded(p)} for p in lines], get_path="path",
+                  get_color=[120, 120, 120, 60], width_min_pixels=1),
+        pdk.Layer("PathLayer", [{"path": _rounded(grid.outline_lonlat())}], get_path="path",
                   get_color=[40, 40, 40, 220], width_min_pixels=2),
     ]
 
@@ -116,33 +144,48 @@ def block_outline_layer(grid: Grid, labels: np.ndarray, color: tuple[int, ...] =
     paths = []
     if segments:
         seg = np.asarray(segments, dtype=float)
-        lon0, lat0 = grid.region.unit_to_lonlat(seg[:, :2])
-        lon1, lat1 = grid.region.unit_to_lonlat(seg[:, 2:])
-        paths = [{"path": [[float(a), float(b)], [float(c), float(e)]]} for a, b, c, e in zip(lon0, lat0, lon1, lat1)]
+        k = grid.points_per_edge                                      # follow the projected edge, as the cells do
+        t = np.arange(k + 1) / k
+        uv = seg[:, None, :2] + (seg[:, None, 2:] - seg[:, None, :2]) * t[None, :, None]
+        lon, lat = grid.region.unit_to_lonlat(uv)
+        paths = [{"path": p} for p in np.round(np.stack([lon, lat], axis=-1), 6).tolist()]
     return pdk.Layer("PathLayer", paths, get_path="path", get_color=list(color), width_min_pixels=2)
 
 
-#: deck.gl accessor building a rectangle from a record's corners (keeps the JSON sent to the browser small).
+#: deck.gl accessor building a rectangle from a record's corners w, s, e, n: where the projection is linear in
+#: lon/lat (local regions) a cell *is* that rectangle, and four numbers a cell keep the page small at d = 256.
 RECT_POLYGON = "[[w, s], [e, s], [e, n], [w, n]]"  # pydeck prefixes "@@=" (an expression)
 
 
-def cell_bounds(grid: Grid) -> np.ndarray:
-    """(n_cells, 4) west, south, east, north of every cell in degrees (flat-index order), rounded to 1e-6.
+def _shape_fields(rings: np.ndarray, region: Region) -> list[dict]:
+    """Per ring, what a record needs to draw it: ``w, s, e, n`` where the region's projection is linear in lon/lat
+    (local; the 4-corner rings are then exact rectangles, SW first), else the ring itself as ``polygon``."""
+    if region.projection == LOCAL and rings.shape[1] == 4:
+        return [{"w": w, "s": s, "e": e, "n": n}
+                for w, s, e, n in np.column_stack([rings[:, 0], rings[:, 2]]).tolist()]
+    return [{"polygon": ring} for ring in rings.tolist()]
 
-    Edges are read along the region's centre lines: exact for local regions; for
-    continental ones (azimuthal equidistant) the cells drawn are lon/lat rectangles
-    approximating the curved cells (:meth:`Grid.cell_polygons_lonlat` has them exactly).
+
+def record_ring(record: dict) -> list[list[float]]:
+    """The open lon/lat ring a cell or rectangle record draws (inverse of :func:`_shape_fields`)."""
+    if "polygon" in record:
+        return record["polygon"]
+    w, s, e, n = record["w"], record["s"], record["e"], record["n"]
+    return [[w, s], [e, s], [e, n], [w, n]]
+
+
+def cell_rings(grid: Grid) -> np.ndarray:
+    """``(n_cells, 4k, 2)`` lon/lat rings of every cell as drawn (flat-index order), rounded to 1e-6 degrees.
+
+    Each ring is the cell's projected square: its corners and, where the projection
+    curves the edges (azimuthal equidistant), k - 1 more points per edge
+    (:meth:`Grid.cell_rings_lonlat`). Longitudes are continuous across 180 degrees.
     """
-    edges = np.arange(grid.side + 1) / grid.side
-    lon_e, _ = grid.region.unit_to_lonlat(np.column_stack([edges, np.full_like(edges, 0.5)]))
-    _, lat_e = grid.region.unit_to_lonlat(np.column_stack([np.full_like(edges, 0.5), edges]))
-    cols, rows = np.meshgrid(np.arange(grid.side), np.arange(grid.side))
-    cols, rows = cols.ravel(), rows.ravel()
-    return np.round(np.column_stack([lon_e[cols], lat_e[rows], lon_e[cols + 1], lat_e[rows + 1]]), 6)
+    return np.round(grid.cell_rings_lonlat(), 6)
 
 
 def density_records(grid: Grid, density: np.ndarray, vmax: float | None = None) -> list[dict]:
-    """One record per non-empty cell: corners (w, s, e, n), share of users (%) and colour."""
+    """One record per non-empty cell: its polygon, share of users (%) and colour."""
     values = np.asarray(density, dtype=float).ravel()
     vmax = float(values.max()) if vmax is None else vmax
     rgba = colours(values, vmax)
@@ -150,12 +193,14 @@ def density_records(grid: Grid, density: np.ndarray, vmax: float | None = None) 
 
 
 def _cell_records(grid: Grid, values: np.ndarray, cells: np.ndarray, rgba: np.ndarray, show) -> list[dict]:
-    """Records of ``cells``: corners (w, s, e, n), centre (lat, lon), ``share`` = show(value), colour, index."""
-    bounds = cell_bounds(grid)
+    """Records of ``cells``: the cell's shape (``w, s, e, n`` or ``polygon``, see :func:`record_ring` and
+    :func:`cell_rings`), centre (lat, lon), ``share`` = show(value), colour, index."""
+    cells = np.asarray(cells, dtype=np.int64)
+    shapes = _shape_fields(cell_rings(grid)[cells], grid.region)
     lon, lat = grid.cell_centers_lonlat()
     where = centre_fields(lon[cells], lat[cells])
-    return [{"w": bounds[k, 0], "s": bounds[k, 1], "e": bounds[k, 2], "n": bounds[k, 3], **at,
-             "share": show(values[k]), "color": rgba[k].tolist(), "cell": int(k)} for k, at in zip(cells, where)]
+    return [{**shape, **at, "share": show(values[k]), "color": rgba[k].tolist(), "cell": int(k)}
+            for k, shape, at in zip(cells, shapes, where)]
 
 
 def density_deck(grid: Grid, density: np.ndarray, vmax: float | None = None, height: int = 420,
@@ -203,28 +248,30 @@ def partition_records(region: Region, partition: Partition, side: int, vmax: flo
     areas = partition.areas
     per_cell = np.where(areas > 0, partition.mass / np.where(areas > 0, areas, 1.0) / side ** 2, 0.0)
     rgba = colours(np.clip(per_cell, 0, None), vmax)
-    out = []
-    for k in np.nonzero(per_cell > 0)[0]:
-        x0, y0, x1, y1 = partition.rects[k]
-        lon, lat = region.unit_to_lonlat(np.array([[x0, y0], [x1, y1], [(x0 + x1) / 2, (y0 + y1) / 2]]))
-        out.append({"w": round(float(lon[0]), 6), "s": round(float(lat[0]), 6), "e": round(float(lon[1]), 6),
-                    "n": round(float(lat[1]), 6), **centre_fields(lon[2:], lat[2:])[0],
-                    "share": round(100 * float(partition.mass[k]), 4),
-                    "color": rgba[k].tolist(), "cell": f"rect {k}"})
-    return out
+    shown = np.nonzero(per_cell > 0)[0]
+    rects = partition.rects[shown]
+    per_cell_edge = Grid(region, side).points_per_edge           # 1: the projection is linear, rectangles are exact
+    widest = float(np.max(rects[:, 2:] - rects[:, :2], initial=0.0))
+    k = 1 if per_cell_edge == 1 else min(64, per_cell_edge * max(1, int(np.ceil(side * widest))))
+    shapes = _shape_fields(np.round(rect_rings_lonlat(region, rects, k), 6), region)
+    lon, lat = region.unit_to_lonlat(np.column_stack([(rects[:, 0] + rects[:, 2]) / 2, (rects[:, 1] + rects[:, 3]) / 2]))
+    return [{**shape, **at, "share": round(100 * float(partition.mass[i]), 4), "color": rgba[i].tolist(),
+             "cell": f"rect {i}"} for i, shape, at in zip(shown, shapes, centre_fields(lon, lat))]
 
 
 def _polygon_layer(records: list[dict], line: bool = False) -> pdk.Layer:
-    """Rectangles from records with corners w, s, e, n (see :data:`RECT_POLYGON`)."""
-    return pdk.Layer("PolygonLayer", records, get_polygon=RECT_POLYGON, get_fill_color="color",
+    """Filled cell polygons from records with a ``polygon`` ring or rectangle corners (see :func:`record_ring`)."""
+    accessor = "polygon" if records and "polygon" in records[0] else RECT_POLYGON
+    return pdk.Layer("PolygonLayer", records, get_polygon=accessor, get_fill_color="color",
                      stroked=line, get_line_color=[60, 60, 60, 120], line_width_min_pixels=1 if line else 0,
                      pickable=True)
 
 
 def highlight_layer(grid: Grid, cells: dict[int, list[int]]) -> pdk.Layer:
     """Outlines of some cells (flat index -> RGBA), e.g. a user's true cell and report."""
-    polys = grid.cell_polygons_lonlat() if cells else []
-    data = [{"path": polys[int(k)], "color": colour} for k, colour in cells.items() if 0 <= int(k) < grid.n_cells]
+    rings = cell_rings(grid) if cells else None
+    data = [{"path": [*rings[int(k)].tolist(), rings[int(k)][0].tolist()], "color": colour}
+            for k, colour in cells.items() if 0 <= int(k) < grid.n_cells]
     return pdk.Layer("PathLayer", data, get_path="path", get_color="color", width_min_pixels=3)
 
 
@@ -296,7 +343,7 @@ def column_deck(grid: Grid, values: np.ndarray, marks: dict[int, list[int]] | No
     records = _cell_records(grid, values, np.nonzero(values > 0)[0], rgba, lambda v: f"{v:.3g}")
     layers = [*frame_layers(grid), _polygon_layer(records)]
     if frame is not None and frame is not grid:
-        layers.append(pdk.Layer("PathLayer", [{"path": frame.region.outline_lonlat()}], get_path="path",
+        layers.append(pdk.Layer("PathLayer", [{"path": _rounded(frame.outline_lonlat())}], get_path="path",
                                 get_color=[20, 20, 160, 230], width_min_pixels=2))
     if marks:
         layers.append(highlight_layer(grid, marks))
@@ -309,9 +356,10 @@ def legend_html(vmax: float, label: str = "share of users per cell", diverging: 
     stops = ", ".join(f"rgb({r:.0f},{g:.0f},{b:.0f})" for r, g, b in ramp)
     top = _percent(100 * vmax)
     lo = f"-{top}" if diverging else "0%"
-    return (f"<div style='font-size:0.8rem;display:flex;align-items:center;gap:0.5rem'>"
-            f"<span>{lo}</span><div style='flex:0 0 180px;height:10px;background:linear-gradient(to right, {stops});"
-            f"border:1px solid #999'></div><span>{top}</span><span>({label})</span></div>")
+    return (f"<div style='font-size:0.8rem;display:flex;flex-wrap:wrap;align-items:center;gap:0.25rem 0.5rem'>"
+            f"<span>{lo}</span><div style='flex:1 1 60px;max-width:180px;height:10px;"
+            f"background:linear-gradient(to right, {stops});border:1px solid #999'></div><span>{top}</span>"
+            f"<span style='flex-basis:100%'>{label}</span></div>")
 
 
 def _percent(value: float) -> str:

@@ -6,6 +6,11 @@ pydeck maps' own (:func:`ldpviz.render.maps.colours` / :func:`ldpviz.render.maps
 composited over white exactly as the browser shows their translucent cells, so a PNG
 and the live map of the same density look the same.
 
+The image is drawn in the region's own projected plane (:mod:`ldpviz.geo.domain`: the local or the azimuthal
+equidistant projection), where the region is a square and every cell a square, so it needs no reprojection at
+any scale or across 180 degrees; the pydeck maps draw the same cells inverse-projected to lon/lat
+(:func:`ldpviz.render.maps.cell_rings`).
+
 Layout (top to bottom): the title, the d x d map with north up (grid row 0 is the
 *south* edge, see :mod:`ldpviz.geo.domain`, so rows are drawn last to first), a colour
 bar with its min/max labels, the legend text, and a scale note (cell side and

@@ -16,9 +16,6 @@ from ldpviz.render import maps as viz
 from ldpviz.geo.domain import Grid
 from ldpviz.mechanisms.heatmaps.dp_heatmap import heatmap
 
-#: Explore's two maps sit in half the main area: about 290 px wide at 1024 px with the sidebar open.
-MAP_WIDTH_PX, MAP_HEIGHT_PX = 280, 440
-
 cfg = session.setup_page("Explore")
 st.title("Explore: what private collection does to a map")
 
@@ -110,54 +107,62 @@ with session.guard("this scenario"):
     difference = est_density - true_density
     vmax = float(max(true_density.max(), est_density.max()))
     vabs = float(np.abs(difference).max()) or 1.0
-    size = {"height": MAP_HEIGHT_PX, "width": MAP_WIDTH_PX, "basemap": basemap}
+    # The difference map joins the two maps (a third column) rather than replacing the estimate.
+    px = ui.map_size("third" if diff else "half", result.grid.region)
+    size = {**px, "basemap": basemap}
     filtered = f" (Gaussian filter, σ = {sigma:g} cells)" if sigma > 0 else ""
-    left, right = st.columns(2)
-    with left:
-        st.subheader("True density")
-        st.pydeck_chart(viz.density_deck(result.grid, true_density, vmax=vmax, **size), height=MAP_HEIGHT_PX,
+    columns = st.columns(3 if diff else 2)
+    # Three maps get short bold titles (subheaders wrap in a third of the page and would push one map lower).
+    title = (lambda text: st.markdown(f"**{text}**")) if diff else st.subheader
+    with columns[0]:
+        title("True density")
+        st.pydeck_chart(viz.density_deck(result.grid, true_density, vmax=vmax, **size), height=px["height"],
                         key="map:true")
         st.html(viz.legend_html(vmax))
-    with right:
-        if diff and ui.identical(true_density, est_density):
-            st.subheader("Difference: estimate − truth")
+    with columns[1]:
+        adaptive = not (sigma > 0 or viz.is_uniform_partition(est.partition, result.grid.side))
+        title("Estimated density" + (f" ({len(est.partition)} adaptive rectangles)" if adaptive else ""))
+        deck = (viz.density_deck(result.grid, est_density, vmax=vmax, **size) if sigma > 0 else
+                viz.estimate_deck(result.grid, est_density, est.partition, vmax=vmax, **size))
+        blocks = (compute.srr_blocks(scenario.mechanism, scenario.grid_side, result.grid.region,
+                                     scenario.epsilon, scenario.params) if scenario.mechanism == "srr" else None)
+        if blocks is not None:
+            deck.layers.append(viz.block_outline_layer(result.grid, blocks))
+        st.pydeck_chart(deck, height=px["height"], key="map:est")
+        st.html(viz.legend_html(vmax))
+        if blocks is not None:
+            st.caption(f"Dark outlines: the {len(np.unique(blocks[blocks >= 0]))} blocks SRR can tell apart at "
+                       "this ε (its effective resolution); within a block it learns only the total.")
+    if diff and ui.identical(true_density, est_density):
+        with columns[2]:
+            title("Estimate − truth")
             largest = float(np.abs(difference).max())
             st.info("**Identical.** The estimate equals the truth in every cell"
                     + (f" (the largest difference, {largest:.1g} of the users, is round-off)" if largest else "")
                     + ", so there is no difference to draw.", icon=":material/check_circle:")
-        elif diff:
-            st.subheader("Difference: estimate − truth")
+    elif diff:
+        with columns[2]:
+            title("Estimate − truth")
             st.pydeck_chart(viz.difference_deck(result.grid, true_density, est_density, **size),
-                            height=MAP_HEIGHT_PX, key="map:diff")
+                            height=px["height"], key="map:diff")
             st.html(viz.legend_html(vabs, "estimate − truth, share of users per cell", diverging=True))
-        else:
-            adaptive = not (sigma > 0 or viz.is_uniform_partition(est.partition, result.grid.side))
-            st.subheader("Estimated density" + (f" ({len(est.partition)} adaptive rectangles)" if adaptive else ""))
-            deck = (viz.density_deck(result.grid, est_density, vmax=vmax, **size) if sigma > 0 else
-                    viz.estimate_deck(result.grid, est_density, est.partition, vmax=vmax, **size))
-            blocks = (compute.srr_blocks(scenario.mechanism, scenario.grid_side, result.grid.region,
-                                         scenario.epsilon, scenario.params) if scenario.mechanism == "srr" else None)
-            if blocks is not None:
-                deck.layers.append(viz.block_outline_layer(result.grid, blocks))
-            st.pydeck_chart(deck, height=MAP_HEIGHT_PX, key="map:est")
-            st.html(viz.legend_html(vmax))
-            if blocks is not None:
-                st.caption(f"Dark outlines: the {len(np.unique(blocks[blocks >= 0]))} blocks SRR can tell apart at "
-                           "this ε (its effective resolution); within a block it learns only the total.")
     if spread_on:
         spread = result.cell_spread("sd")
         smax = float(spread.max()) or 1.0
         st.subheader(f"Spread over {len(result.metrics)} trials")
-        st.pydeck_chart(viz.density_deck(result.grid, spread, vmax=smax, height=MAP_HEIGHT_PX, basemap=basemap,
-                                         label="standard deviation {share} percentage points"),
-                        height=MAP_HEIGHT_PX, key="map:spread")
+        half = ui.map_size("half", result.grid.region)
+        st.columns(2)[0].pydeck_chart(
+            viz.density_deck(result.grid, spread, vmax=smax, basemap=basemap, **half,
+                             label="standard deviation {share} percentage points"),
+            height=half["height"], key="map:spread")
         st.html(viz.legend_html(smax, "standard deviation of a cell's estimated share over trials"))
-    st.caption(f"{result.grid.side} × {result.grid.side} cells of {result.grid.cell_m:,.0f} m{filtered}; the maps "
+    st.caption(f"{result.grid.side} × {result.grid.side} cells of {ui.fmt_metres(result.grid.cell_m)}{filtered}; the maps "
                "share one colour scale and one view; the outline" + (" and light grid frame" if result.grid.side <=
                                                                      viz.MAX_GRID_LINES else " frames")
                + " the region. Hover a cell for its centre's latitude and longitude. "
                + session.basemap_caption(basemap))
-    fill_pinned_attacker = pin.section(scenario, result, sigma, basemap)
+    third = ui.map_size("third", result.grid.region)
+    fill_pinned_attacker = pin.section(scenario, result, sigma, basemap, (third["height"], third["width"]))
     if lines.coverage:
         with st.expander(lines.COVERAGE_TITLE):
             st.markdown("\n".join(f"- {line}" for line in lines.coverage))
@@ -186,11 +191,10 @@ with session.guard("this scenario"):
             st.caption(f"Geo-I's ε is per km of distance: ε = {per_km:.3g} per km as the mechanism "
                        f"applies it on this grid (e^ε per cell side: {terms['ratio_neighbour_cells_text']}).")
 
-    shown_maps = {"True density" + filtered: (true_density, False, vmax)}
+    shown_maps = {"True density" + filtered: (true_density, False, vmax),
+                  "Estimated density" + filtered: (est_density, False, vmax)}
     if diff:
         shown_maps["Difference: estimate − truth" + filtered] = (difference, True, vabs)
-    else:
-        shown_maps["Estimated density" + filtered] = (est_density, False, vmax)
     if many:
         st.download_button(
             "Decision report (HTML)",

@@ -254,19 +254,20 @@ if results:
         panels = [("Truth", None)] + [(by_name[n]["label"] + (" · central DP (trusted aggregator)" if
                                                              by_name[n]["privacy_model"] == mechanisms.CENTRAL_DP else ""),
                                        results[n]) for n in table["mechanism"]]
+        px = ui.map_size("third", first.grid.region)
         for start in range(0, len(panels), 3):
-            cols = st.columns(3)
+            cols = st.columns(3, vertical_alignment="bottom")   # titles may wrap; the maps (last) line up
             for col, (title, res) in zip(cols, panels[start:start + 3]):
                 with col:
                     st.markdown(f"**{title}**")
                     if res is None:
-                        deck = viz.density_deck(first.grid, first.true_density, vmax=vmax, height=300,
-                                                basemap=basemap)
+                        deck = viz.density_deck(first.grid, first.true_density, vmax=vmax, basemap=basemap, **px)
+                        st.caption(f"{explain.plural(first.n_users, 'user')}, before any noise")   # every map has a line above it
                     else:
                         deck = viz.estimate_deck(res.grid, res.estimate.density, res.estimate.partition,
-                                                 vmax=vmax, height=300, basemap=basemap)
+                                                 vmax=vmax, basemap=basemap, **px)
                         st.caption(f"{ui.metric_label(metric)} {ui.fmt_metric(metric, res.mean()[metric])}")
-                    st.pydeck_chart(deck, height=300, key=f"map:{title}")
+                    st.pydeck_chart(deck, height=px["height"], key=f"map:{title}")
         st.html(viz.legend_html(vmax))
         r1, r2 = st.columns([2, 1])
         r1.download_button("Comparison (CSV)", table.to_csv(index=False), "ldpviz-compare.csv", "text/csv", on_click="ignore")

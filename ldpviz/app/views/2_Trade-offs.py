@@ -172,7 +172,8 @@ with sweep_box, session.guard("the sweep", where="above or in the sidebar"):
     if skipped:
         st.caption(f"Not swept (no parameter '{vary}'): {', '.join(skipped)}.")
     n_runs = len(scenarios) * int(cfg["trials"])
-    st.caption(f"{len(scenarios)} settings × {cfg['trials']} trials = {n_runs} runs; each setting is cached, "
+    st.caption(f"{explain.plural(len(scenarios), 'setting')} × {explain.plural(int(cfg['trials']), 'trial')} = "
+               f"{explain.plural(n_runs, 'run')}; each setting is cached, "
                f"so revisiting a sweep is instant. Current setting: {axes[vary]} = {current if current is not None else 'default'}.")
     longrun.stopped_notice()
 

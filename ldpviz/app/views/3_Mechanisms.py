@@ -114,17 +114,18 @@ with session.guard(f"the channel of {cls.label}"):
     out_grid = viz.output_grid(grid, P.shape[0])
 
     RED, BLUE = [200, 0, 0, 255], [0, 70, 200, 255]
+    px = ui.map_size("third", grid.region)
     m1, m2, m3 = st.columns(3)
     with m1:
         st.markdown("**1 · True location** (red), over the population density")
-        event = st.pydeck_chart(viz.column_deck(grid, prior, marks={x: RED}, label="share", basemap=basemap),
-                                height=360, key="map:prior", on_select="rerun", selection_mode="single-object")
+        event = st.pydeck_chart(viz.column_deck(grid, prior, marks={x: RED}, label="share", basemap=basemap, **px),
+                                height=px["height"], key="map:prior", on_select="rerun", selection_mode="single-object")
     with m2:
         st.markdown("**2 · The channel P(report | true cell)** and the report sent (blue)")
         if out_grid is not None:
             marks = {x + 0: RED} if out_grid is grid else {}
-            st.pydeck_chart(viz.column_deck(out_grid, column, marks={**marks, y: BLUE}, frame=grid, basemap=basemap),
-                            height=360, key="map:channel")
+            st.pydeck_chart(viz.column_deck(out_grid, column, marks={**marks, y: BLUE}, frame=grid, basemap=basemap,
+                                            **px), height=px["height"], key="map:channel")
             if out_grid is not grid:
                 st.caption(f"Reports live on a larger {out_grid.side} × {out_grid.side} grid around the region "
                            "(blue outline).")
@@ -133,7 +134,8 @@ with session.guard(f"the channel of {cls.label}"):
             st.caption(f"{P.shape[0]} possible reports; they are not map cells, so they are drawn as bars.")
     with m3:
         st.markdown("**3 · The server's posterior** over where the user was (true cell in red)")
-        st.pydeck_chart(viz.column_deck(grid, posterior, marks={x: RED}, label="posterior", basemap=basemap), height=360,
+        st.pydeck_chart(viz.column_deck(grid, posterior, marks={x: RED}, label="posterior", basemap=basemap, **px),
+                        height=px["height"],
                         key="map:posterior")
     centres = grid.cell_centers_m()
     dist = np.linalg.norm(centres - centres[x], axis=1)

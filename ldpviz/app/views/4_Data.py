@@ -3,12 +3,11 @@
 An upload is kept in this server's memory only (ldpviz.app.uploads), never written to disk or sent anywhere.
 """
 
-import numpy as np
 import pandas as pd
 import pydeck as pdk
 import streamlit as st
 
-from ldpviz.app import controls, session, state, uploads
+from ldpviz.app import controls, session, state, ui, uploads
 from ldpviz.data import datasets
 from ldpviz.decide import explain
 from ldpviz.render import maps as viz
@@ -32,7 +31,7 @@ def suggest_grid(n_users: int, side: int) -> None:
         return
     fitting = [d for d in state.GRID_OPTIONS if n_users >= MIN_USERS_PER_CELL * d * d]
     if not fitting:
-        st.warning(f"Only {n_users:,} people are in this region: too few for any grid (each cell would hold fewer "
+        st.warning(f"Only {explain.plural(n_users, 'person', 'people')} {'is' if n_users == 1 else 'are'} in this region: too few for any grid (each cell would hold fewer "
                    f"than {MIN_USERS_PER_CELL} on average), so every map will be mostly noise. Choose a larger "
                    "region or add data.", icon=":material/grid_off:")
         return
@@ -60,7 +59,7 @@ def upload_verdict(loaded: datasets.Dataset) -> tuple[str, str]:
     report = loaded.report
     lost = (report.rows_read - report.rows_kept - report.dropped.get("outside the bbox", 0)) if report else 0
     share = lost / report.rows_read if report and report.rows_read else 0.0
-    kept = f"Loaded **{loaded.label}**: {loaded.n:,} {'point' if loaded.n == 1 else 'points'}"
+    kept = f"Loaded **{loaded.label}**: {explain.plural(loaded.n, 'point')}"
     region = loaded.default_region
     if region.bounds is not None:
         kept += (f" inside {region.typed_bounds} ({report.dropped.get('outside the bbox', 0):,} rows outside "
@@ -158,7 +157,7 @@ if bounds_ok and (file is not None or (uploads.held_points() is not None
                                               f"({controls.dataset_label(cfg['dataset'])}) stays selected.")
         except LdpvizInputError as exc:
             bar.empty()
-            ss["upload_message"] = ("error", f"**The file could not be used:** {exc}\n\nThe previous data "
+            ss["upload_message"] = ("error", f"**{file.name} could not be used:** {exc}\n\nThe previous data "
                                               f"({controls.dataset_label(cfg['dataset'])}) stays selected.")
         else:
             bar.empty()
@@ -184,7 +183,11 @@ if data is None:
     st.stop()
 
 report = data.dataset.report
-if report is not None:
+if kind == "error":      # the last upload failed: no report of the previous file under the new file's name
+    st.subheader("Validation report")
+    st.caption(f"None for the file that could not be used (see above). The selected data is still "
+               f"{controls.dataset_label(data.name)}.")
+elif report is not None:
     st.subheader("Validation report")
     k1, k2, k3 = st.columns(3)
     k1.metric("Rows read", f"{report.rows_read:,}", help=explain.readout_help("rows_read"))
@@ -206,14 +209,15 @@ with session.guard("the preview"):
     grid = Grid(region, PREVIEW_SIDE)
     binned = grid.bin_lonlat(data.dataset.lon, data.dataset.lat)
     density = grid.histogram(binned.cells) / max(len(binned.cells), 1)
-    deck = viz.density_deck(grid, density, height=460, basemap=basemap)
+    px = ui.map_size("full", region)                     # a full-width map, framed to the column (not a thumbnail)
+    deck = viz.density_deck(grid, density, basemap=basemap, **px)
     saved = st.session_state["saved_regions"].get(data.name, {})
     outlines = [{"path": r.outline_lonlat(), "name": n} for n, r in {**data.dataset.presets, **saved}.items()
                 if r != region]
     deck.layers.append(pdk.Layer("PathLayer", outlines, get_path="path", get_color=[0, 90, 200, 200],
                                  width_min_pixels=2, pickable=True))
-    st.pydeck_chart(deck, height=460, key="map:preview")
-    st.caption(f"Region '{region.name or 'custom'}': {len(binned.cells):,} points inside, {binned.n_outside:,} "
+    st.pydeck_chart(deck, height=px["height"], key="map:preview")
+    st.caption(f"Region '{region.name or 'custom'}': {explain.plural(len(binned.cells), 'point')} inside, {binned.n_outside:,} "
                f"outside. Blue outlines: the dataset's other regions. " + session.basemap_caption(basemap))
     suggest_grid(len(binned.cells), int(cfg["grid_side"]))
 

@@ -35,7 +35,7 @@ if blackbox:
     st.sidebar.header("Black-box audit")
     run_blackbox = session.bind(cfg, "blackbox", st.sidebar.toggle, "Run the black-box audit",
                                 help="Samples reports from pairs of hard-to-separate locations and certifies a "
-                                     "lower bound on each mechanism's ε (ldpviz.evidence.audit). Slower; results cached.")
+                                     "lower bound on each mechanism's ε. Slower; results cached.")
     n_samples = session.bind(cfg, "blackbox_n", st.sidebar.select_slider, "Samples per location",
                              state.BLACKBOX_SAMPLES, valid=state.BLACKBOX_SAMPLES,
                              help="More samples give a tighter bound and take longer.")
@@ -47,7 +47,7 @@ if data is None:
 
 eps = float(cfg["epsilon"])
 grid = Grid(data.region, side)
-st.caption(f"Audit grid: {side} × {side} cells of {grid.cell_m:,.0f} m over the sidebar's region (the maps on "
+st.caption(f"Audit grid: {side} × {side} cells of {ui.fmt_metres(grid.cell_m)} over the sidebar's region (the maps on "
            f"other pages use d = {cfg['grid_side']}). Every mechanism runs with its default parameters.")
 
 population = ui.population_density(data.dataset, grid)
@@ -130,9 +130,9 @@ st.caption("Measured ε = max over reports of log(max P / min P) across true cel
            "times the cell side in km: the 'claimed ε (as measured)' column). Attacker error: expected "
            "distance between a person's cell and the best guess of a Bayesian attacker who sees one report and "
            "knows the population density (the data set's own density on the audit grid stands in for a census: a "
-           "slightly stronger attacker than real census tables; ldpviz.decide.attacker, Shokri et al. S&P'11). Beside it, "
+           "slightly stronger attacker than real census tables; Shokri et al. S&P'11). Beside it, "
            "an attacker assuming people could be anywhere (uniform prior, the DAM paper's assumption, eq. 15–16)."
-           + (" Black-box lower bound: a certified lower bound on ε from sampled reports (ldpviz.evidence.audit); it "
+           + (" Black-box lower bound: a certified lower bound on ε from sampled reports; it "
               "must not exceed the claim." if blackbox else
-              " A black-box audit (sampled reports) appears once ldpviz.evidence.audit is installed."))
+              " A black-box audit (sampled reports) appears when this installation includes the black-box auditor."))
 st.download_button("Audit (CSV)", table.to_csv(index=False), "ldpviz-audit.csv", "text/csv", on_click="ignore")

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ldpviz.app import controls, session, state, uploads
+from ldpviz.app import controls, session, state, ui, uploads
 from ldpviz.data import datasets, trajectories
 from ldpviz.decide import explain
 from ldpviz.render import flow_maps as flowviz
@@ -145,14 +145,17 @@ with session.guard("the OD flows"):
     st.caption(f"Trips: {out['source']}. " + "; ".join(f"left out {n:,} {why}" for why, n in s["left_out"].items()))
     left, right = st.columns(2)
     left.subheader("True flows")
-    left.pydeck_chart(flowviz.arc_deck(res.grid, res.true, colour=flowviz.TRUE_COLOUR, basemap=basemap))
+    px = ui.map_size("half", res.grid.region)
+    left.pydeck_chart(flowviz.arc_deck(res.grid, res.true, colour=flowviz.TRUE_COLOUR, basemap=basemap, **px),
+                      height=px["height"])
     right.subheader(f"Estimated flows ({mechanism} + {estimator})")
-    right.pydeck_chart(flowviz.arc_deck(res.grid, res.estimate, colour=flowviz.ESTIMATE_COLOUR, basemap=basemap))
+    right.pydeck_chart(flowviz.arc_deck(res.grid, res.estimate, colour=flowviz.ESTIMATE_COLOUR, basemap=basemap,
+                                        **px), height=px["height"])
     with st.expander(f"The {s['top_k']} largest true flows"):
         st.dataframe(flowviz.flow_table(res.grid, res.true, res.estimate, s["top_k"]), hide_index=True)
     st.download_button("Flow table (CSV)", flow_csv(res.grid, res.true, res.estimate), "ldpviz-flows.csv",
                        "text/csv", help="Every OD pair with a true or estimated share; cells numbered row by row "
-                                        "from the south-west corner (ldpviz.render.export's cell numbering).", on_click="ignore")
+                                        "from the south-west corner (the numbering of the grid exports).", on_click="ignore")
 
     st.header("Navigation with location updates")
     n = nav.summary()
@@ -172,9 +175,11 @@ with session.guard("the OD flows"):
                f"{nav.settings['cell_s'] / 60:,.3g} min at {nav.settings['speed_mps']:g} m/s and a congested one "
                f"+{NAV_DELAY_S:g} s.")
     st.caption(f"Guarantee: {nav.guarantee} {nav.settings['region']} Simulation: {NAV_TRIPS} trips on a {NAV_GRID} × {NAV_GRID} road grid, "
-               f"θ = {theta} s, +{NAV_DELAY_S:g} s per congested cell (ldpviz.flows.navigation).")
+               f"θ = {theta} s, +{NAV_DELAY_S:g} s per congested cell.")
     if nav.example:
-        st.pydeck_chart(flowviz.route_deck(nav.grid, nav.congestion_true, nav.example, basemap=basemap))
+        full = ui.map_size("full", nav.grid.region)
+        st.pydeck_chart(flowviz.route_deck(nav.grid, nav.congestion_true, nav.example, basemap=basemap, **full),
+                        height=full["height"])
         same = nav.example["driven"] == nav.example["best"]
         congested = int(nav.congestion_true.sum())
         st.caption("One trip (the first simulated): "

@@ -17,7 +17,7 @@ import pandas as pd
 import pydeck as pdk
 import streamlit as st
 
-from ldpviz.app import controls, session, state, uploads
+from ldpviz.app import controls, session, state, ui, uploads
 from ldpviz.app.ui import fmt_metres
 from ldpviz.data import datasets, trajectories, trajectory_generator as trajgen
 from ldpviz.decide import explain
@@ -30,7 +30,6 @@ from ldpviz.flows import od
 
 #: DAM App. D's generator over the Minneapolis stops: this many synthetic people (2 to 200 points each).
 WALKS = 300
-MAP_WIDTH, MAP_HEIGHT = 280, 420
 CENTRE_COLOUR = [255, 140, 0, 230]
 TRAJECTORY_UNITS = {
     "dam-points": "one location: a person with L points is protected at L·ε (sequential composition)",
@@ -205,11 +204,12 @@ with session.guard("the user-level heatmap"):
     vmax = float(max(out["true"].max(), res.density.max()))
     left, right = st.columns(2)
     left.subheader("True (each person weight 1)")
-    left.pydeck_chart(viz.density_deck(grid, out["true"], vmax, height=MAP_HEIGHT, width=MAP_WIDTH, basemap=basemap))
+    px = ui.map_size("half", grid.region)
+    left.pydeck_chart(viz.density_deck(grid, out["true"], vmax, basemap=basemap, **px), height=px["height"])
     right.subheader(f"Estimated ({method}{', shuffle model' if shuffle else ''})")
-    deck = viz.density_deck(grid, res.density, vmax, height=MAP_HEIGHT, width=MAP_WIDTH, basemap=basemap)
+    deck = viz.density_deck(grid, res.density, vmax, basemap=basemap, **px)
     deck.layers.append(centre_layer(centres, grid))
-    right.pydeck_chart(deck)
+    right.pydeck_chart(deck, height=px["height"])
     st.html(viz.legend_html(vmax, "share of the people's weight per cell (each person weighs 1 in total)"))
     right.caption(f"Orange: the {k} DP k-median centres (App. A). Guarantee: {centres.guarantee}; they use ε "
                   "again, so map and centres together are 2ε-DP per person"

@@ -57,6 +57,7 @@ from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param
 from ldpviz.mechanisms.fo.oracles import (ORACLES, PATHS, OLHReports, ReportHistogram, SupportCounts, olh_supports, oracle_counts, oracle_estimate, oracle_perturb, oracle_report_likelihood)
 from ldpviz.mechanisms.path_cost import AGGREGATE, AUTO, PER_USER, choose_path
 from ldpviz.geo.partition import Partition, rect_cell_shares
+from ldpviz.wording import plural
 
 FAMILY_GRIDS = "Grid decompositions (grid paper)"
 REFERENCE = "grid-decompositions-ug-privag-aag.md"
@@ -350,7 +351,7 @@ class _GridDecomposition(Mechanism):
         n1 = int(round(self.sigma * n))
         require(n1 >= 1 and n - n1 >= 1,
                 f"{self.name} splits the users into two groups and needs at least one in each; "
-                f"{n} users with sigma = {self.sigma:g} leave one group empty")
+                f"{plural(n, 'user')} with sigma = {self.sigma:g} {'leaves' if n == 1 else 'leave'} one group empty")
         order = rng.permutation(n)
         return unit[order[:n1]], unit[order[n1:]]
 

@@ -1,0 +1,111 @@
+"""What every page adds to the browser page itself: a table style, history collapsing, the basemap check.
+
+Three small pieces that need the browser (no Python API reaches them):
+
+* **Wide tables** scroll sideways inside their own box, with a shadow at the edge that still has columns to
+  show (a CSS-only cue: the shadow scrolls away once the edge is reached); a data frame whose columns run past
+  its right edge is marked "more columns →" until it is scrolled to the end.
+* **One history entry per settled change.** Streamlit writes the address with ``history.pushState`` after every
+  script run that changed it, so stepping a slider adds one Back step per step. The script below turns a
+  push into ``replaceState`` while the previous address on the same page has not settled (the app has not yet
+  been idle for :data:`SETTLE_MS` since it was written): a burst of changes leaves one entry, holding where the
+  user settled, however slow the runs. A page switch always pushes.
+* **The basemap offline.** With the basemap on, the browser asks the basemap's host for its style once; if that
+  fails (no internet, a blocked host) the note says the tiles could not load. With the basemap off nothing is
+  fetched and nothing is checked.
+"""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from ldpviz.render import maps as viz
+
+#: An address is settled (later changes get their own history entry) once the page has been idle this long (ms).
+SETTLE_MS = 600
+
+_CSS = """<style>
+/* Wide tables: scroll sideways inside their box; a shadow marks the side with more columns. */
+div[data-testid="stTable"], div[data-testid="stMarkdownContainer"] table {
+  display: block; overflow-x: auto; max-width: 100%;
+  background:
+    linear-gradient(to right, white 30%, rgba(255,255,255,0)) left center / 40px 100% no-repeat local,
+    linear-gradient(to left, white 30%, rgba(255,255,255,0)) right center / 40px 100% no-repeat local,
+    radial-gradient(farthest-side at 0 50%, rgba(0,0,0,.25), rgba(0,0,0,0)) left center / 14px 100% no-repeat scroll,
+    radial-gradient(farthest-side at 100% 50%, rgba(0,0,0,.25), rgba(0,0,0,0)) right center / 14px 100% no-repeat scroll;
+}
+/* Data frames scroll inside their grid: keep its scroll bars visible, and mark a frame with columns out of
+   sight on the right (the class is set by the page script below while that is so). */
+div[data-testid="stDataFrame"] .dvn-scroller { scrollbar-width: thin; scrollbar-color: #999 transparent; }
+div[data-testid="stDataFrame"].ldpviz-more-right { position: relative; }
+div[data-testid="stDataFrame"].ldpviz-more-right::after {
+  content: "more columns →"; position: absolute; top: 0; right: 0; bottom: 0; width: 7rem; pointer-events: none;
+  display: flex; align-items: flex-start; justify-content: flex-end; padding: 0.3rem 0.4rem 0 0;
+  font-size: 0.7rem; color: #444; background: linear-gradient(to right, rgba(255,255,255,0), rgba(255,255,255,0.95) 60%);
+}
+div[data-testid="stElementContainer"]:has(> div > #ldpviz-history) { display: none; }
+</style>"""
+
+_HISTORY_JS = """<div id="ldpviz-history"></div><script>
+(function () {
+  const w = window;
+  if (w.__ldpvizHistory) return;
+  w.__ldpvizHistory = true;
+  const push = w.history.pushState.bind(w.history);
+  // The newest entry is "settling" until the app has been idle (its script run finished) for SETTLE_MS.
+  let settling = false, idleSince = null, path = null;
+  const idle = () => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    const state = app && app.getAttribute("data-test-script-state");
+    return state === null || state === undefined ? true : state === "notRunning";
+  };
+  // Wide data frames: say so while columns are out of sight on the right.
+  w.setInterval(() => {
+    document.querySelectorAll('div[data-testid="stDataFrame"]').forEach((frame) => {
+      const scroller = frame.querySelector(".dvn-scroller");
+      const more = !!scroller && scroller.scrollLeft + scroller.clientWidth < scroller.scrollWidth - 2;
+      frame.classList.toggle("ldpviz-more-right", more);
+    });
+  }, 500);
+  w.setInterval(() => {
+    if (!settling) return;
+    if (!idle()) { idleSince = null; return; }
+    idleSince = idleSince === null ? Date.now() : idleSince;
+    if (Date.now() - idleSince >= SETTLE_MS) settling = false;
+  }, 200);
+  w.history.pushState = function (state, title, url) {
+    const target = new URL(url === undefined || url === null ? w.location.href : String(url), w.location.href);
+    const replace = settling && path === target.pathname && target.pathname === w.location.pathname;
+    settling = true; idleSince = null; path = target.pathname;
+    w.__ldpvizHistoryLog = (w.__ldpvizHistoryLog || []).concat([[replace ? "replace" : "push", target.search]]);
+    return replace ? w.history.replaceState(state, title, url) : push(state, title, url);
+  };
+})();
+</script>"""
+
+_BASEMAP_JS = """<div id="ldpviz-basemap-status" style="font-size:0.85rem"></div><script>
+(function () {
+  const show = (text, colour) => {
+    const el = document.getElementById("ldpviz-basemap-status");
+    if (el) { el.textContent = text; el.style.color = colour; }
+  };
+  fetch(STYLE_URL, {mode: "no-cors", cache: "no-store"})
+    .then(() => show("Basemap: loaded from HOST.", "#555"))
+    .catch(() => show("The basemap could not load from HOST (no internet connection, or the host is blocked): "
+                      + "the maps show the cells and the region's outline without streets.", "#b00020"));
+})();
+</script>"""
+
+
+def page_assets() -> None:
+    """The table style and the history script, once per page run (the script installs itself once per tab)."""
+    st.html(_CSS)
+    st.sidebar.html(_HISTORY_JS.replace("SETTLE_MS", str(SETTLE_MS)), unsafe_allow_javascript=True)
+
+
+def basemap_check() -> None:
+    """Under the basemap switch, while it is on: whether the browser can reach the basemap's host."""
+    st.sidebar.html(_BASEMAP_JS.replace("STYLE_URL", json.dumps(viz.BASEMAP_STYLE_URL))
+                    .replace("HOST", viz.BASEMAP_HOST), unsafe_allow_javascript=True)

@@ -1,0 +1,33 @@
+"""Words for people: counts with the right noun form, numbers to sensible precision (numpy only: usable anywhere)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def plural(count: int, noun: str, plural_form: str | None = None) -> str:
+    """'1 point', '2 points', '15,392 people': the count with thousands separators and the right form."""
+    count = int(count)
+    word = noun if count == 1 else (plural_form or noun + "s")
+    return f"{count:,} {word}"
+
+
+def number(value: object) -> str:
+    """A value for people: floats to 4 significant digits (10.14, not 10.140407900811718), large whole numbers
+    with thousands separators, None as 'none'; anything else as str()."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}" if abs(int(value)) >= 10_000 else str(int(value))
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        if not math.isfinite(v):
+            return str(v)
+        return f"{v:,.0f}" if abs(v) >= 10_000 else f"{v:.4g}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} = {number(v)}" for k, v in value.items()) or "none"
+    return str(value)
