@@ -72,7 +72,12 @@ def main() -> int:
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--only", default="", help="comma-separated mechanisms (default: all)")
     parser.add_argument("--out", default=str(ROOT / "docs"))
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke run: 5,000 users, d = 16, one repetition, GRR, DAM and planar Laplace only")
     args = parser.parse_args()
+    if args.quick:
+        args.reps, args.users, args.grid = 1, 5_000, 16
+        args.only = args.only or "grr,dam,planar-laplace"
 
     data = datasets.load("minneapolis-stops")
     names = [n for n in args.only.split(",") if n] or mechanisms.available()
@@ -110,7 +115,7 @@ def main() -> int:
         "",
         provenance_markdown(seeds="0 (trial t draws from the generator (0, t))",
                             trials=f"{TRIALS} against 1; median of {args.reps} interleaved repetitions",
-                            quick=args.reps < 3),
+                            quick=args.quick or args.reps < 3),
         f"Run by `bench/bench_trials.py --reps {args.reps} --users {args.users} --grid {args.grid}`; "
         f"{wall:.0f} s wall. Load average (1 min) {load_start[0]:.1f} at the start, {load_end[0]:.1f} at the end: "
         "the 2-core machine is shared with other sessions, so absolute times vary between runs; the three "

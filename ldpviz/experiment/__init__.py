@@ -29,6 +29,7 @@ from ldpviz.data import datasets
 from ldpviz import mechanisms, metrics
 from ldpviz.geo.domain import Binned, Grid, Region
 from ldpviz.errors import LdpvizInputError, require
+from ldpviz.wording import plural
 from ldpviz.mechanisms.base import CENTRAL_DP, Estimate
 from ldpviz.experiment.report_description import describe as describe_reports
 
@@ -276,9 +277,9 @@ def region_line(region: Region, n_users: int) -> str:
     around it' or 'Private tiles (...): 112.6 km square'."""
     side = f"{region.side_m / 1000:,.4g} km square"
     if region.bounds is not None:
-        return (f"{region.typed_bounds} ({n_users:,} rows inside); the grid covers the {side} around the box, "
-                "and only rows inside the box take part")
-    return f"{region.name or 'custom'}: {side} ({n_users:,} rows inside)"
+        return (f"{region.typed_bounds} ({plural(n_users, 'row')} inside); the grid covers the {side} around the "
+                "box, and only rows inside the box take part")
+    return f"{region.name or 'custom'}: {side} ({plural(n_users, 'row')} inside)"
 
 
 def coverage(mech: mechanisms.Mechanism, region: Region, n_users: int, n_outside: int = 0) -> list[str]:
@@ -290,7 +291,8 @@ def coverage(mech: mechanisms.Mechanism, region: Region, n_users: int, n_outside
     if mech.privacy_model != "none":
         out.append(region_covers(region))
         if n_outside:
-            out.append(f"{n_outside:,} rows outside the region were left out before any report: whether a row "
+            out.append(f"{plural(n_outside, 'row')} outside the region {'was' if n_outside == 1 else 'were'} left out "
+                       "before any report: whether a row "
                        "lies inside the region is not protected by epsilon.")
     return out
 
