@@ -240,18 +240,17 @@ def verdicts(res: dict, datasets: tuple[str, ...], radius_factors: tuple[float, 
     large = [e for e in epsilons if e >= 5]
     if large:
         for ds in datasets:
-            wins = [e for e in large if m("dam", ds, 15, e) < m("sem-geoi", ds, 15, e)]
-            losses = [e for e in large if e not in wins]
+            unresolved = [e for e in large if close("dam", "sem-geoi", ds, 15, e)]
+            wins = [e for e in large if e not in unresolved and m("dam", ds, 15, e) < m("sem-geoi", ds, 15, e)]
+            contradicted = [e for e in large if e not in unresolved and e not in wins]
             detail = "; ".join(f"eps {e:g}: {m('dam', ds, 15, e):.4f} vs {m('sem-geoi', ds, 15, e):.4f}"
-                               + (" (within one sd)" if close("dam", "sem-geoi", ds, 15, e) else "") for e in large)
-            unresolved = [e for e in losses if close("dam", "sem-geoi", ds, 15, e)]
-            contradicted = [e for e in losses if e not in unresolved]
-            verdict = ("**holds** at every eps >= 5 we ran" if not losses else
+                               + (" (within one sd)" if e in unresolved else "") for e in large)
+            eps_list = lambda es: ", ".join(f"{e:g}" for e in es)  # noqa: E731
+            verdict = ("**holds** at every eps >= 5 we ran" if len(wins) == len(large) else
                        "; ".join(part for part in (
-                           ("**contradicted by this table** at eps = " + ", ".join(f"{e:g}" for e in contradicted))
-                           if contradicted else "",
-                           ("**not resolved** (within one sd) at eps = " + ", ".join(f"{e:g}" for e in unresolved))
-                           if unresolved else "") if part))
+                           f"**contradicted by this table** at eps = {eps_list(contradicted)}" if contradicted else "",
+                           f"**not resolved** (within one sd) at eps = {eps_list(unresolved)}" if unresolved else "",
+                           f"holds at eps = {eps_list(wins)}" if wins else "") if part))
             out.append(f"- {ds}: \"DAM outperforms SEM-Geo-I when eps is large\" (Sec. VII-C3): {verdict} "
                        f"(DAM vs SEM-Geo-I, d = 15: {detail}).")
     # 4. where DAM, DAM-NS and HUEM coincide
@@ -260,7 +259,7 @@ def verdicts(res: dict, datasets: tuple[str, ...], radius_factors: tuple[float, 
                 for ds in datasets}
         huem_same = all(a for a, _ in same.values())
         ns_same = [ds for ds, (_, b) in same.items() if b]
-        out.append(f"- eps = {e:g} (b_hat = {b_hat[e]} cells on d = 15): DAM and HUEM give "
+        out.append(f"- eps = {e:g} (b_hat = {b_hat[e]} cell{'' if b_hat[e] == 1 else 's'} on d = 15): DAM and HUEM give "
                    f"{'identical' if huem_same else 'different'} W2 on every data set; DAM-NS is identical to DAM on "
                    f"{', '.join(ns_same) if ns_same else 'no data set'}"
                    + (f" and differs on {', '.join(ds for ds in datasets if ds not in ns_same)}."

@@ -230,6 +230,11 @@ def test_upload_save_region_and_exports(server, browser, tmp_path):
     try:
         walk.page.goto(f"{server}/Data?users=0&d=8")
         walk.idle()
+        # 210 rows are too few for the paid private-tile region (the default), so the person types bounds first.
+        bounds = walk.page.locator('input[aria-label^="Bounds W, S, E, N"]').first
+        bounds.fill("-93.30,44.94,-93.26,44.98")
+        bounds.press("Enter")
+        walk.idle()
         walk.page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(upload_csv(tmp_path)))
         walk.page.locator('[data-testid="stAlert"]').first.wait_for(timeout=60_000)
         walk.idle()

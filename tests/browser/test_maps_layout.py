@@ -98,9 +98,13 @@ def shot(page, name: str) -> None:
     page.screenshot(path=str(SHOTS / f"maps-{name}.png"), full_page=True)
 
 
-def upload(page, server: str, path: Path) -> str:
-    """Upload a file on the Data page; returns its dataset name (the link's ds)."""
+def upload(page, server: str, path: Path, bbox: str) -> str:
+    """Upload a file on the Data page with its bounds typed first; returns its dataset name (the link's ds)."""
     page.goto(f"{server}/Data")
+    serve.wait_until_idle(page, 120_000)
+    bounds = page.locator('input[aria-label^="Bounds W, S, E, N"]').first
+    bounds.fill(bbox)
+    bounds.press("Enter")
     serve.wait_until_idle(page, 120_000)
     page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(path))
     page.locator('[data-testid="stAlert"]').first.wait_for(timeout=120_000)
@@ -117,7 +121,7 @@ def test_projected_cells_fill_their_maps_at_three_widths(server, browser, tmp_pa
     space."""
     context, page = new_page(browser, 1440, False)
     try:
-        names = {which: upload(page, server, points_file(tmp_path, which)) for which in REGIONS}
+        names = {which: upload(page, server, points_file(tmp_path, which), bbox) for which, bbox in REGIONS.items()}
     finally:
         context.close()
     for width, phone in WIDTHS.items():
