@@ -205,7 +205,8 @@ def trip_uploader(container: Any, page: str) -> str | None:
     ss["trip_message"] = ("success", f"Loaded **{trips.label}**: {trips.n_people:,} "
                                      f"{'person' if trips.n_people == 1 else 'people'}, {trips.n_trips:,} "
                                      f"{'trip' if trips.n_trips == 1 else 'trips'}, {trips.n_points:,} points. "
-                                     f"{trips.report.summary()} Region '{region.name}': {region.data_use}.")
+                                     f"{trips.report.summary()} Region '{region.name}': "
+                                     f"{region.data_use or 'the box you typed, chosen without reading the data'}.")
     return trips.name
 
 
