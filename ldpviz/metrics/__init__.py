@@ -237,13 +237,7 @@ def _emd_dense(p: np.ndarray, q: np.ndarray, metric: str, want_plan: bool = True
     return cost, ia[r], ib[c], G[r, c]
 
 
-def _coarsen(p: np.ndarray) -> np.ndarray:
-    """2x2 block sums (a zero row and column are added first when d is odd)."""
-    d = p.shape[0]
-    if d % 2:
-        p = np.pad(p, ((0, 1), (0, 1)))
-        d += 1
-    return p.reshape(d // 2, 2, d // 2, 2).sum(axis=(1, 3))
+_coarsen = w2_exact.coarsen_2x2       # 2x2 block sums, shared with the certified W2 solver
 
 
 def _ctransform(w: np.ndarray, metric: str, max_block: int = 1 << 22) -> np.ndarray:

@@ -192,7 +192,8 @@ def sq_distance_transform(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 # ---- sparse exact transport with a global certificate ------------------------------------------------
 
-def _coarsen(p: np.ndarray) -> np.ndarray:
+def coarsen_2x2(p: np.ndarray) -> np.ndarray:
+    """2x2 block sums (a zero row and column are added first when d is odd)."""
     d = p.shape[0]
     if d % 2:
         p = np.pad(p, ((0, 1), (0, 1)))
@@ -336,7 +337,7 @@ def _solve_level(p: np.ndarray, q: np.ndarray, radius: int, deadline: float, sta
         x, y, m = _dense(p, q)
         c = float(m @ _cost(x, y, d))
         return x, y, m, c, c, True
-    cx, cy, _, _, _, _ = _solve_level(_coarsen(p), _coarsen(q), radius, deadline, stats, False)
+    cx, cy, _, _, _, _ = _solve_level(coarsen_2x2(p), coarsen_2x2(q), radius, deadline, stats, False)
     if not finest and time.perf_counter() > deadline:
         raise _OutOfTime
     prob = _Problem(p, q)
