@@ -48,13 +48,13 @@ if kind == "baseline":
     import numpy, pandas, pyarrow.parquet, ldpviz.data.datasets
     out = {"rows_kept": 0}
 elif kind == "stream":
-    from ldpviz import synthetic
+    from ldpviz.data import synthetic
     kept = 0
     for lon, lat in synthetic.chunks(arg, n, seed=0):
         kept += int(((lon > 0) | (lon <= 0)).sum())
     out = {"rows_kept": kept}
 elif kind == "synthetic":
-    from ldpviz import synthetic
+    from ldpviz.data import synthetic
     ds = synthetic.generate(arg, n, seed=0)
     out = {"rows_kept": ds.n}
 else:
