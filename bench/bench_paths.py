@@ -153,7 +153,10 @@ def write_report(path: str, rows: list[dict], args: argparse.Namespace) -> None:
 
 def summary_sentences(rows: list[dict], args: argparse.Namespace) -> list[str]:
     """The report's findings, generated from the numbers."""
-    with_agg = [r for r in rows if "aggregate" in r["paths"]]
+    # a mechanism whose 'aggregate' request still ran per user (planar Laplace over exact positions) has no
+    # aggregate path to compare
+    with_agg = [r for r in rows if "aggregate" in r["paths"] and r["used"].get("aggregate", "aggregate") == "aggregate"]
+    no_agg = [r["mechanism"] for r in rows if "aggregate" in r["paths"] and r not in with_agg]
     key = "auto"
 
     def med(r: dict, what: str, path: str) -> float:
@@ -192,6 +195,8 @@ def summary_sentences(rows: list[dict], args: argparse.Namespace) -> list[str]:
                               f"{med(r, 'collect', 'per-user'):.3g} s, aggregate {med(r, 'collect', 'aggregate'):.3g} s)")
     out.append(f"Where both paths were timed, 'auto' chose the faster collect in {right} of {right + wrong} "
                "mechanisms" + (": " + ", ".join(misses) + "." if misses else "."))
+    if no_agg:
+        out.append(f"No aggregate path (an 'aggregate' request runs per user): {', '.join(no_agg)}.")
     slower = [r for r in with_agg if r["ratio"] and np.median(r["ratio"]) < 1.0]
     if slower:
         out.append("The aggregate path collected slower than the per-user path (median paired ratio < 1) for: "
