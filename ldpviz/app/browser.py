@@ -10,6 +10,9 @@ Three small pieces that need the browser (no Python API reaches them):
   push into ``replaceState`` while the previous address on the same page has not settled (the app has not yet
   been idle for :data:`SETTLE_MS` since it was written): a burst of changes leaves one entry, holding where the
   user settled, however slow the runs. A page switch always pushes.
+* **The window's width** goes into a cookie (``ldpviz_vw``) that :func:`ldpviz.app.ui.map_size` reads when a
+  session starts, so maps on a wide window are framed to their wider column (from the next session on: a
+  session's cookies are read once, when it connects).
 * **The basemap offline.** With the basemap on, the browser asks the basemap's host for its style once; if that
   fails (no internet, a blocked host) the note says the tiles could not load. With the basemap off nothing is
   fetched and nothing is checked.
@@ -51,8 +54,12 @@ div[data-testid="stElementContainer"]:has(> div > #ldpviz-history) { display: no
 _HISTORY_JS = """<div id="ldpviz-history"></div><script>
 (function () {
   const w = window;
+  // The window's width, for the server's next session: a deck's zoom is set there, to fit the map's column.
+  const remember = () => { document.cookie = "ldpviz_vw=" + Math.round(w.innerWidth) + "; path=/; SameSite=Strict"; };
+  remember();
   if (w.__ldpvizHistory) return;
   w.__ldpvizHistory = true;
+  w.addEventListener("resize", remember);
   const push = w.history.pushState.bind(w.history);
   // The newest entry is "settling" until the app has been idle (its script run finished) for SETTLE_MS.
   let settling = false, idleSince = null, path = null;

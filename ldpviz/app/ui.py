@@ -35,11 +35,38 @@ PHONE_WIDTH = 356
 MAP_PAD_PX = 16
 
 
+#: Main-area width at a 1024 px window minus the full-width column there (sidebar, padding): 1024 - 564.
+_CHROME_PX = 460
+#: Gap between two columns (Streamlit's default) in px.
+_COLUMN_GAP_PX = 16
+
+
+def column_widths(window_px: int | None) -> dict[str, int]:
+    """Column widths per map slot for a desktop window ``window_px`` wide (the sidebar open), never narrower than
+    :data:`DESKTOP_WIDTHS` (measured at 1024 px, the narrowest desktop): unknown or narrower windows get those."""
+    if not window_px or window_px <= 1024:
+        return dict(DESKTOP_WIDTHS)
+    content = window_px - _CHROME_PX
+    found = {"full": content - 4, "half": (content - _COLUMN_GAP_PX) // 2,
+             "third": (content - 2 * _COLUMN_GAP_PX) // 3}
+    return {slot: max(DESKTOP_WIDTHS[slot], int(found[slot])) for slot in DESKTOP_WIDTHS}
+
+
+def _window_width() -> int | None:
+    """The browser window's width from the ``ldpviz_vw`` cookie (:mod:`ldpviz.app.browser`), or None."""
+    try:
+        value = st.context.cookies.get("ldpviz_vw")
+        return int(value) if value and str(value).isdigit() and 320 <= int(value) <= 10_000 else None
+    except Exception:   # no browser (AppTest, bare mode)
+        return None
+
+
 def map_size(slot: str, region: Region | None = None) -> dict[str, int]:
     """``{"width": framed px, "height": px}`` for a map of ``region`` in ``slot`` (:data:`MAP_SLOTS`).
 
     A browser that says it is a phone (``Mobile`` in its User-Agent) gets :data:`PHONE_WIDTH` for every slot,
-    since its columns are stacked; anything else :data:`DESKTOP_WIDTHS`. The height follows the region's shape as
+    since its columns are stacked; a desktop its columns' widths from the window's width when the browser has
+    reported it (:func:`column_widths`), else :data:`DESKTOP_WIDTHS`. The height follows the region's shape as
     drawn (:func:`ldpviz.render.maps.mercator_aspect`): the region fills the framed width, between half and one and a
     half times that width tall.
     """
@@ -49,7 +76,7 @@ def map_size(slot: str, region: Region | None = None) -> dict[str, int]:
         agent = str(st.context.headers.get("User-Agent") or "")
     except Exception:   # no browser (AppTest, bare mode): a desktop
         agent = ""
-    width = PHONE_WIDTH if "Mobile" in agent else DESKTOP_WIDTHS[slot]
+    width = PHONE_WIDTH if "Mobile" in agent else column_widths(_window_width())[slot]
     aspect = viz.mercator_aspect(region) if region is not None else 1.0
     height = int(np.clip(round(0.92 * width * aspect + 2 * MAP_PAD_PX), 0.5 * width, 1.5 * width))
     return {"width": width, "height": height}

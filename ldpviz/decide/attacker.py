@@ -110,7 +110,11 @@ class Attack:
 
 
 def _length(metres: float) -> str:
-    return f"{metres / 1000:.3g} km" if metres >= 1000 else f"{metres:.3g} m"
+    """'25 km', '5,983 km', '250 m': three significant digits, never in exponent form."""
+    if metres >= 1000:
+        km = metres / 1000
+        return f"{km:,.0f} km" if km >= 100 else f"{float(f'{km:.3g}'):g} km"
+    return f"{metres:,.0f} m" if metres >= 100 else f"{float(f'{metres:.3g}'):g} m"
 
 
 def share_text(p: float) -> str:

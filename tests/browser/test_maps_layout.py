@@ -88,8 +88,9 @@ def check_maps(page, where: str, expected: int, framed_to_width: bool) -> None:
         left, top, right, bottom = box
         assert left >= 1 and top >= 1 and right <= w - 2 and bottom <= h - 2, f"{where}: map {i} cuts the outline {box} ({w}x{h})"
         assert top <= MAX_BLANK_PX and h - 1 - bottom <= MAX_BLANK_PX, f"{where}: map {i} blank above/below {box} ({w}x{h})"
-        if framed_to_width:
-            assert left <= MAX_BLANK_PX and w - 1 - right <= MAX_BLANK_PX, f"{where}: map {i} blank beside {box} ({w}x{h})"
+        if framed_to_width:      # the view keeps a 4% margin (render.maps.view_state): on a wide map, more pixels
+            beside = max(MAX_BLANK_PX, 0.07 * w)
+            assert left <= beside and w - 1 - right <= beside, f"{where}: map {i} blank beside {box} ({w}x{h})"
 
 
 def shot(page, name: str) -> None:
@@ -127,11 +128,14 @@ def test_projected_cells_fill_their_maps_at_three_widths(server, browser, tmp_pa
     for width, phone in WIDTHS.items():
         context, page = new_page(browser, width, phone)
         try:
+            # A person's first visit tells the server the window's width (a cookie read when a session starts):
+            # every page opened after it frames its maps to their columns, at 1440 px too.
+            page.goto(server)
+            serve.wait_until_idle(page, 180_000)
             for which, bbox in REGIONS.items():
                 query = (f"ds={names[which]}&region=bounds+typed+in&bbox={bbox}&d=16&mech=grr&users=4000"
                          "&diff=1&cmp=grr,oue")
-                for path, expected, framed in (("", 3, width < 1440), ("Data", 1, width < 1440),
-                                               ("Compare", 3, width < 1440)):
+                for path, expected, framed in (("", 3, True), ("Data", 1, True), ("Compare", 3, True)):
                     page.goto(f"{server}/{path}?{query}")
                     page.locator('[data-testid="stDeckGlJsonChart"]').first.wait_for(timeout=180_000)
                     serve.wait_until_idle(page, 180_000)
