@@ -380,6 +380,14 @@ def _range_text(lo: float, hi: float, model: str) -> str:
     return f"epsilon {lo:g} to {hi:g}{unit}"
 
 
+def _checked_goal(metric: str, at_most: float, base: Scenario, max_trials: int | None) -> int:
+    """Validate a goal seek's target (one place for both searches); returns the trial cap near the answer."""
+    require(metric in TARGET_METRICS, f"--metric must be one of {', '.join(TARGET_METRICS)}, got {metric!r}")
+    require(math.isfinite(at_most) and at_most > 0, f"--at-most must be a number > 0, got {at_most!r}")
+    require(base.trials >= 2, f"trials must be at least 2 for a confidence interval, got {base.trials}")
+    return max(base.trials, MAX_TRIALS_NEAR if max_trials is None else int(max_trials))
+
+
 def target_epsilon(base: Scenario, metric: str, at_most: float, *, n_users: int | None = None,
                    eps_range: tuple[float, float] = (EPSILON_MIN, EPSILON_MAX), rtol: float = EPS_RTOL,
                    r_m: float | None = None, attacker: bool = True, max_trials: int | None = None,
@@ -401,10 +409,7 @@ def target_epsilon(base: Scenario, metric: str, at_most: float, *, n_users: int 
     meaningful privacy (:func:`ldpviz.decide.privacy_scale.weak_privacy_warning`). A mechanism that cannot meet the target with
     confidence at ``eps_range[1]`` says so (``reached`` False).
     """
-    require(metric in TARGET_METRICS, f"--metric must be one of {', '.join(TARGET_METRICS)}, got {metric!r}")
-    require(math.isfinite(at_most) and at_most > 0, f"--at-most must be a number > 0, got {at_most!r}")
-    require(base.trials >= 2, f"trials must be at least 2 for a confidence interval, got {base.trials}")
-    max_trials = max(base.trials, MAX_TRIALS_NEAR if max_trials is None else int(max_trials))
+    max_trials = _checked_goal(metric, at_most, base, max_trials)
     t0 = time.perf_counter()
     ev = Evaluator(base, metric, dataset)
     model = mechanisms.get(base.mechanism).privacy_model
@@ -463,10 +468,7 @@ def users_needed(base: Scenario, metric: str, at_most: float, *, r_m: float | No
     even everyone is not enough the answer says so: simulating more users than the data
     holds would invent data.
     """
-    require(metric in TARGET_METRICS, f"--metric must be one of {', '.join(TARGET_METRICS)}, got {metric!r}")
-    require(math.isfinite(at_most) and at_most > 0, f"--at-most must be a number > 0, got {at_most!r}")
-    require(base.trials >= 2, f"trials must be at least 2 for a confidence interval, got {base.trials}")
-    max_trials = max(base.trials, MAX_TRIALS_NEAR if max_trials is None else int(max_trials))
+    max_trials = _checked_goal(metric, at_most, base, max_trials)
     t0 = time.perf_counter()
     ev = Evaluator(base, metric, dataset)
     model = mechanisms.get(base.mechanism).privacy_model
