@@ -121,13 +121,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         scenario, user = _scenario_and_data(args)
         result = experiment.run(scenario, user.data)
     summary = result.summary()
-    warning = privacy_warning(scenario.mechanism, result.grid, scenario.epsilon, scenario.param_dict)
+    warning = result.ledger.warning()          # judged on the ledger's per-row total (region included)
     print_privacy_warning(warning)
     if args.json:
         print(json.dumps(_jsonable({**_with_rows(summary, user), "privacy_warning": warning})))
         return 0
     print(f"{scenario.mechanism} at epsilon = {scenario.epsilon:g} on {result.n_users:,} users, "
           f"d = {scenario.grid_side} ({_cells(result.grid.cell_m)} cells), {result.guarantee}")
+    print(f"  privacy: {result.ledger.sentence()}")
     for key in ("w2_m", "w2_cells", "aqe", "kl", "l1", "emd_l1_m", "similarity"):
         if key in summary:
             print(f"  {key:<12} {summary[key]:.6g}")
