@@ -94,8 +94,8 @@ class Charge:
     what: str            #: what is sent, in words ("a location report (grr)", "region: one map-tile report ...")
     model: str           #: LDP, GEO_I, CENTRAL_DP or NO_PRIVACY (:mod:`ldpviz.mechanisms.base`)
     epsilon: float       #: per use, in the model's unit (Geo-I: per km)
-    uses_worst: float    #: uses by the worst-off person in one collection (from the data)
-    uses_median: float   #: uses by the median person in one collection
+    uses_worst: float    #: uses by the worst-off person (the largest total) in one collection, from the data
+    uses_median: float   #: uses by the median person (the median total) in one collection
     basis: str = ""      #: why that many, in words ("the most points one person has: 25")
     slack_m: float = 0.0  #: Geo-I: metres the guarantee adds to every distance between real positions
 
@@ -106,8 +106,6 @@ class Charge:
         for name in ("uses_worst", "uses_median"):
             uses = float(getattr(self, name))
             require(math.isfinite(uses) and uses >= 0, f"a charge's {name} must be >= 0, got {uses!r}")
-        require(float(self.uses_median) <= float(self.uses_worst) + 1e-12,
-                f"the median person cannot pay more than the worst ({self.uses_median} > {self.uses_worst})")
         require(math.isfinite(float(self.slack_m)) and float(self.slack_m) >= 0,
                 f"a Geo-I slack must be >= 0 metres, got {self.slack_m!r}")
 
@@ -246,7 +244,7 @@ class Ledger:
         text = f"Total per {_unit_noun(self.unit)}{over}: {worst.text()}"
         if median != worst:
             text += f"; the median {_unit_noun(self.unit)}: {median.text()}"
-        if len(self.charges) > 1:
+        if len(self.charges) > 1 or self.repeats > 1 or any(c.uses_worst != 1 for c in self.charges):
             text += " (sequential composition of: " + "; ".join(self.lines()) + ")"
         return text + "."
 
@@ -384,3 +382,27 @@ def setting_text(mech: Any) -> str:
     if math.isclose(per_km, float(mech.epsilon), rel_tol=1e-9):
         return f"epsilon = {per_km:g} per km{slack_text}"
     return f"slider epsilon = {float(mech.epsilon):g} (Geo-I epsilon' = {per_km:.3g} per km{slack_text})"
+
+
+def person_ledger(parts: Sequence[tuple[Charge, Any]], *, unit: str = UNIT_PERSON, reference_m: float = 0.0,
+                  notes: Sequence[str] = ()) -> Ledger:
+    """A ledger from per-person counts: ``parts`` pairs each charge (its ``uses_*`` ignored) with the number of
+    times every person paid it (arrays aligned on the same people). The worst-off person is the one with the
+    largest total (log-ratio at ``reference_m``), the median person the one with the median total; every line
+    then shows that person's own counts, so the total is a total one real person paid."""
+    import numpy as np
+
+    require(len(parts) > 0, "a ledger needs at least one charge")
+    uses = [np.asarray(u, dtype=float) for _, u in parts]
+    require(len({u.shape for u in uses}) == 1 and uses[0].ndim == 1 and uses[0].size > 0,
+            "per-person counts must be aligned arrays over the same (non-empty) set of people")
+    weight = np.zeros_like(uses[0])
+    for (c, _), u in zip(parts, uses):
+        per_use = (c.epsilon * ((reference_m or GEO_I_UNIT_M) + c.slack_m) / GEO_I_UNIT_M if c.model == GEO_I
+                   else c.epsilon)
+        weight += (per_use if c.model != NO_PRIVACY else 1e9) * u
+    order = np.argsort(weight, kind="stable")
+    worst, median = int(order[-1]), int(order[(len(order) - 1) // 2])
+    charges = tuple(replace(c, uses_worst=float(u[worst]), uses_median=float(u[median]))
+                    for (c, _), u in zip(parts, uses))
+    return Ledger(charges, unit=unit, reference_m=reference_m, notes=tuple(notes))
