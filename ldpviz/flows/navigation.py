@@ -225,7 +225,8 @@ class NavigationResult:
                 "rel_levenshtein": float(self.rel_levenshtein.mean()),
                 "trip_time_deviation_s": float(self.time_deviation_s.mean()),
                 "trip_time_deviation_rel": float((self.time_deviation_s / self.optimal_time_s).mean()),
-                "guarantee": self.guarantee, "settings": dict(self.settings),
+                "guarantee": self.guarantee,
+                "settings": {k: v for k, v in self.settings.items() if k != "reports_sent_by_reporter"},
                 "ledger": self.ledger.to_dict() if self.ledger is not None else None}
 
 
@@ -287,9 +288,12 @@ def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon
     mech = mechanisms.create(mechanism, grid, epsilon, **(params or {}))
     windows: list[np.ndarray] = []
 
+    sent_by_reporter = np.zeros(n, dtype=np.int64)   # reports each traffic reporter actually sent (the ledger's check)
+
     def estimated_cost(k: int) -> np.ndarray:
         while len(windows) <= k:          # window k: every user reports once more at epsilon
             density = mech.run(users, rng).density.reshape(-1)
+            sent_by_reporter[:] += 1
             windows.append(base + delay * (n * density > thr))
         return windows[k]
 
@@ -328,8 +332,7 @@ def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon
         if t == 0:
             example = {"driven": driven, "best": best}
     people = None if trip_person is None else person_totals(np.asarray(trip_person)[both][pick], updates, epsilon)
-    ut = grid.region.to_unit(users_lon, users_lat)
-    reporting = np.all((ut >= 0) & (ut <= 1), axis=1)       # the traffic reporters inside the region
+    reporting = grid.region.contains(users_lon, users_lat)    # the traffic reporters: those bin_lonlat kept
     ledger = navigation_ledger(mech, region, len(windows),
                                None if users_person is None else np.asarray(users_person)[reporting],
                                None if trip_person is None else np.asarray(trip_person)[both][pick], np.array(updates))
@@ -344,7 +347,7 @@ def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon
                   "congested_cells_true": int((true_counts > thr).sum()),
                   "windows_collected": len(windows), "seed": seed,
                   "max_updates": None if max_updates is None else int(max_updates), "capped_trips": capped,
-                  "people": people}, ledger=ledger,
+                  "people": people, "reports_sent_by_reporter": sent_by_reporter}, ledger=ledger,
         example=example, congestion_true=(true_counts > thr).reshape(grid.side, grid.side),
         congestion_estimated=(windows[0] > base).reshape(grid.side, grid.side) if windows else None)
 
