@@ -360,3 +360,52 @@ def test_signed_values_join():
     assert join_signed_values(["run", "--bbox", "-93.3,44.9,-93.2,45"], options) == ["run", "--bbox=-93.3,44.9,-93.2,45"]
     assert join_signed_values(["run", "--epsilon", "--json"], options) == ["run", "--epsilon", "--json"]
     assert join_signed_values(["run", "--json", "-inf"], options) == ["run", "--json", "-inf"]
+
+
+# ---------------------------------------------------------------- issue 30: nothing silently changed
+CAPPED = "1,000,000,000 users were asked for but the region holds 51,920; all take part."
+
+
+@pytest.mark.parametrize("command", ["run", "target"])
+def test_capped_users_said_on_stdout_and_in_json(command, capsys, loud):
+    """Every command that caps --users at the region's size says so the way `run` does, in text and in --json."""
+    argv = [command, *NEEDS[command], "--users", "1000000000"]
+    assert main(argv) == 0
+    assert f"note: {CAPPED}" in capsys.readouterr().out
+    assert main(argv + ["--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert CAPPED in out["notes"]
+    taking_part = out["n_users"] if command == "run" else out["results"][0]["n_users"]
+    assert taking_part == 51_920
+
+
+def test_capped_users_said_by_sweep_report_and_trip_commands(tmp_path, capsys, loud):
+    """sweep (CSV on stdout stays CSV: the note goes to stderr), report (its HTML), od and navigate (trips)."""
+    assert main(["sweep", "--grid", "4", "--vary", "users=100,1000000000"]) == 0
+    assert f"note: {CAPPED}" in capsys.readouterr().err
+    out = tmp_path / "r.html"
+    assert main(["report", *NEEDS["report"], "--users", "1000000000", "--out", str(out)]) == 0
+    assert CAPPED in out.read_text()
+    assert main(["od", "--grid", "4", "--mechanism", "grr", "--users", "100000", "--json"]) == 0
+    od = json.loads(capsys.readouterr().out)
+    held = int(od["notes"][0].split("holds ")[1].split(";")[0].replace(",", ""))   # OD pairs in the region
+    assert od["notes"] == [f"100,000 trips were asked for but the region holds {held:,}; all take part."]
+    assert od["n_users"] <= held < 100_000
+    assert main(["navigate", "--dataset", "atlantic-storms", "--grid", "4", "--trips", "2000", "--json"]) == 0
+    nav = json.loads(capsys.readouterr().out)
+    assert nav["notes"] == [f"2,000 trips that change cell were asked for but the region holds {nav['trips']:,}; "
+                            "all take part."]
+
+
+@pytest.mark.parametrize("spec, needle", [("epsilon=1,", "empty value"), ("epsilon=", "empty value"),
+                                          ("epsilon=1,,2", "empty value"), ("=1,2", "empty name")])
+def test_sweep_refuses_an_empty_vary_value(spec, needle, capsys):
+    """`--vary epsilon=1,` used to run one scenario and drop the empty value without a word."""
+    err = one_line_exit(["sweep", "--grid", "4", "--vary", spec], capsys)
+    assert needle in err and spec in err and "scenarios" not in err
+
+
+def test_sweep_refuses_a_name_varied_twice(capsys):
+    """The second --vary of a name used to replace the first silently."""
+    err = one_line_exit(["sweep", "--grid", "4", "--vary", "epsilon=1", "--vary", "epsilon=2"], capsys)
+    assert "already varied" in err

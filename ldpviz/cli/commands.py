@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ldpviz import experiment, mechanisms
+from ldpviz import experiment, mechanisms, wording
 from ldpviz.cli import data_options as cli_input
 from ldpviz.cli.data_options import join_signed_values  # noqa: F401 (public)
 from ldpviz.data import datasets
@@ -146,7 +146,14 @@ def _vary(specs: Sequence[str]) -> dict[str, list[Any]]:
             raise LdpvizInputError(f"--vary expects name=v1,v2,..., got {spec!r}")
         key, values = spec.split("=", 1)
         key = {"grid": "grid_side", "d": "grid_side", "users": "n_users"}.get(key.strip(), key.strip())
-        vary[key] = [_number(v.strip()) for v in values.split(",") if v.strip()]
+        items = [v.strip() for v in values.split(",")]
+        if not key or "" in items:                    # 'epsilon=1,' or 'epsilon=1,,2': nothing is dropped unsaid
+            raise LdpvizInputError(f"--vary {spec!r} has an empty {'name' if not key else 'value'}; give "
+                                   "name=v1,v2,... with a value between every two commas")
+        if key in vary:
+            raise LdpvizInputError(f"--vary {spec!r}: {key} is already varied; give its values once, "
+                                   f"as {key}=v1,v2,...")
+        vary[key] = [_number(v) for v in items]
     if not vary:
         raise LdpvizInputError("sweep needs at least one --vary name=v1,v2,...")
     return vary
@@ -177,6 +184,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from ldpviz.experiment import executors as parallel
     with parallel.executor_for(args.workers, args.scheduler) as executor:
         df = experiment.sweep(scenario, vary, dataset=data, executor=executor, progress=progress)
+    held = int(df["n_users"].max()) if "n_users" in df and len(df) else None
+    for asked in sorted({int(v) for v in vary.get("n_users", [scenario.n_users]) if v is not None}):
+        if held is not None and asked > held:        # the CSV's n_users column has the users who took part
+            print(f"note: {wording.capped(asked, held)}", file=sys.stderr)
     if args.out:
         cli_input.write_text(args.out, df.to_csv(index=False))
         print(f"wrote {len(df)} rows to {args.out}", file=sys.stderr)
@@ -216,6 +227,8 @@ def cmd_od(args: argparse.Namespace) -> int:
     print(f"  l1 {out['l1']:.4f}   top-{out['top_k']} precision {out['top_k_precision']:.2f}")
     for reason, count in out["left_out"].items():
         print(f"  left out: {count:,} {reason}")
+    for note in out.get("notes", []):
+        print(f"  note: {note}")
     return 0
 
 
@@ -325,6 +338,8 @@ def cmd_navigate(args: argparse.Namespace) -> int:
           f"deviation {out['trip_time_deviation_s']:.1f} s ({100 * out['trip_time_deviation_rel']:.1f}%)")
     for reason, count in out["trips_left_out"].items():
         print(f"  left out: {count:,} {reason}")
+    for note in out["notes"]:
+        print(f"  note: {note}")
     return 0
 
 

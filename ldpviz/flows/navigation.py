@@ -50,7 +50,7 @@ import numpy as np
 import scipy.sparse
 from scipy.sparse.csgraph import dijkstra
 
-from ldpviz import mechanisms
+from ldpviz import mechanisms, wording
 from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import require
 from ldpviz.mechanisms.base import validate_epsilon
@@ -176,7 +176,8 @@ class NavigationResult:
                 "rel_levenshtein": float(self.rel_levenshtein.mean()),
                 "trip_time_deviation_s": float(self.time_deviation_s.mean()),
                 "trip_time_deviation_rel": float((self.time_deviation_s / self.optimal_time_s).mean()),
-                "guarantee": self.guarantee, "settings": dict(self.settings)}
+                "guarantee": self.guarantee, "notes": list(self.settings.get("notes", [])),
+                "settings": dict(self.settings)}
 
 
 def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon: np.ndarray,
@@ -228,6 +229,8 @@ def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon
     moving = np.flatnonzero(o_flat != d_flat)
     require(len(moving) > 0, "no trip has its origin and destination in different cells of the region")
     pick = rng.choice(moving, size=min(int(n_trips), len(moving)), replace=False)
+    trip_notes = ([wording.capped(n_trips, len(moving), "trips that change cell", "the region")]
+              if n_trips > len(moving) else [])
     if trip_person is not None:
         require(len(trip_person) == len(origin_lon), f"trip persons: {len(trip_person)} for {len(origin_lon)} trips")
     del bo, bd
@@ -287,7 +290,7 @@ def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon
                   "congested_cells_true": int((true_counts > thr).sum()),
                   "windows_collected": len(windows), "seed": seed,
                   "max_updates": None if max_updates is None else int(max_updates), "capped_trips": capped,
-                  "people": people},
+                  "people": people, "notes": trip_notes},
         example=example, congestion_true=(true_counts > thr).reshape(grid.side, grid.side),
         congestion_estimated=(windows[0] > base).reshape(grid.side, grid.side) if windows else None)
 
