@@ -409,3 +409,52 @@ def test_sweep_refuses_a_name_varied_twice(capsys):
     """The second --vary of a name used to replace the first silently."""
     err = one_line_exit(["sweep", "--grid", "4", "--vary", "epsilon=1", "--vary", "epsilon=2"], capsys)
     assert "already varied" in err
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["run", "--users", "5000", "--grid", "16", "--region-epsilon", "-1"], "--region-epsilon: epsilon must be > 0"),
+    (["run", "--grid", "4", "--region-epsilon", "nan"], "--region-epsilon"),
+    (["run", "--grid", "4", "--region-epsilon", "0.8"], "--region-epsilon acts only on a file"),
+    (["run", "--grid", "4", "--region-rule", "public-tiles"], "--region-rule acts only on a file"),
+    (["run", "--grid", "4", "--max-bytes", "99999999999999999999999"], "from 1 to 1,099,511,627,776 (1 TiB)"),
+    (["run", "--grid", "4", "--max-bytes", "0"], "--max-bytes must be"),
+    (["run", "--grid", "4", "--max-bytes", "1000"], "--max-bytes acts only on a file"),
+    (["run", "--grid", "4", "--lat-column", "y"], "--lat-column acts only on a file"),
+    (["run", "--grid", "4", "--users", "1000", "--partition-users", "500", "--region-epsilon", "1"],
+     "--region-epsilon acts only on a file"),
+    (["sweep", "--grid", "4", "--vary", "epsilon=1,2", "--lon-column", "x"], "--lon-column acts only on a file"),
+    (["target", *NEEDS["target"], "--region-rule", "private-tiles"], "--region-rule acts only on a file"),
+    (["target", "--grid", "4", "--metric", "l1", "--at-most", "0.9", "--mechanism", "grr", "--no-attacker",
+      "--r", "100"], "--r is the attacker's distance; with --no-attacker it would do nothing"),
+    (["target", "--grid", "4", "--metric", "l1", "--at-most", "0.9", "--mechanism", "grr", "--trials", "5",
+      "--max-trials", "3"], "--max-trials 3 is below the 5 trials"),
+    (["report", *NEEDS["report"], "--max-bytes", "5", "--out", "x.html"], "--max-bytes acts only on a file"),
+    (["od", *NEEDS["od"], "--person-column", "who"], "--person-column acts only on a file"),
+    (["navigate", *NEEDS["navigate"], "--time-column", "t"], "--time-column acts only on a file"),
+    (["od", *NEEDS["od"], "--max-bytes", "99999999999999999999999"], "(1 TiB)"),
+])
+def test_options_that_cannot_act_are_refused(argv, needle, capsys):
+    """An option that would do nothing here, or a value out of range, is refused in one line before any work
+    (`--region-epsilon -1` used to run and show region_epsilon 0.0 in the JSON)."""
+    err = one_line_exit(argv, capsys)
+    assert needle in err, err
+
+
+def test_region_options_refused_where_the_region_is_given(points_csv, capsys):
+    """With --bbox the box is the region: the rule choosing a file's region cannot act; public tiles spend no
+    epsilon0, so --region-epsilon cannot act there either. Given where they act, they act and are stated."""
+    err = one_line_exit(["run", "--grid", "4", "--csv", str(points_csv), f"--bbox={MINNEAPOLIS}",
+                         "--region-epsilon", "1"], capsys)
+    assert "with --bbox the region is the box" in err
+    err = one_line_exit(["run", "--grid", "4", "--csv", str(points_csv), "--region-rule", "public-tiles",
+                         "--region-epsilon", "1"], capsys)
+    assert "public-tiles spends none" in err
+    err = one_line_exit(["run", "--grid", "4", "--csv", str(points_csv), "--max-bytes", str(2**41)], capsys)
+    assert "1 TiB" in err
+
+
+def test_od_states_a_top_k_beyond_the_pairs_that_occur(capsys):
+    """top-k precision over more pairs than occur used to rank fewer without a word."""
+    assert main(["od", "--grid", "4", "--mechanism", "grr", "--users", "5", "--top-k", "100000", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert any(n.startswith("top-100000 was asked for but") for n in out["notes"]), out["notes"]

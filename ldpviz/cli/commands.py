@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ldpviz import experiment, mechanisms, wording
-from ldpviz.cli import data_options as cli_input
+from ldpviz.cli import data_options as cli_input, option_checks
 from ldpviz.cli.data_options import join_signed_values  # noqa: F401 (public)
 from ldpviz.data import datasets
 from ldpviz.errors import LdpvizInputError
@@ -114,6 +114,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         from ldpviz.experiment import partitioned                  # one scenario in partitions (ldpviz.experiment.partitioned)
         if args.region and args.bbox:
             raise LdpvizInputError("give either --region or --bbox, not both")
+        option_checks.check_data_options(args, partitioned=True)
         result = partitioned.run_from_args(args, cli_input.bbox_region(args.bbox) if args.bbox else None,
                                            _params(args.param)).result
         scenario = result.scenario

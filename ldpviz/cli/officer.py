@@ -62,6 +62,12 @@ def cmd_target(args: argparse.Namespace) -> int:
     require(args.max_trials is None or 2 <= args.max_trials <= experiment.MAX_TRIALS,
             f"--max-trials must be from 2 to {experiment.MAX_TRIALS}, got {args.max_trials!r}")
     require(args.r is None or (math.isfinite(args.r) and args.r > 0), f"--r must be a distance > 0 m, got {args.r!r}")
+    require(args.r is None or not args.no_attacker,          # options that cannot act are refused (issue 30.3)
+            "--r is the attacker's distance; with --no-attacker it would do nothing")
+    trials = args.trials or tradeoff.DEFAULT_TRIALS
+    require(args.max_trials is None or args.max_trials >= trials,
+            f"--max-trials {args.max_trials} is below the {trials} trials of every evaluation (--trials), so it "
+            f"would do nothing; give at least {trials}")
     for name in args.mechanism:
         mechanisms.get(name)
     if args.epsilon is not None:     # 0, -1, nan, inf are refused, never replaced by a default
