@@ -458,3 +458,67 @@ def test_od_states_a_top_k_beyond_the_pairs_that_occur(capsys):
     assert main(["od", "--grid", "4", "--mechanism", "grr", "--users", "5", "--top-k", "100000", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert any(n.startswith("top-100000 was asked for but") for n in out["notes"]), out["notes"]
+
+
+# ---------------------------------------------------------------- issue 30.4: a clean stop
+def _serving(port: int) -> bool:
+    import socket
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _streamlit_on(port: int) -> list[int]:
+    """Processes whose command line runs streamlit on ``port`` (an orphan would be one)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\0")
+        except OSError:
+            continue
+        if b"streamlit" in b" ".join(argv) and str(port).encode() in argv:
+            found.append(int(pid))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("browser")    # starts a dashboard server, as the browser tests do: one at a time
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc to find an orphaned server")
+def test_app_stopped_with_sigterm_leaves_nothing_running():
+    """`ldpviz app` stopped as a service manager stops it (SIGTERM to its process): nothing is left listening on
+    the port and no streamlit process is left (the launcher used to keep Streamlit as a child it never told)."""
+    import signal
+    import time
+    import urllib.request
+
+    from ldpviz.app import serve
+
+    port = serve.free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "ldpviz", "app", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=serve.ROOT,
+                            env={**os.environ, "PYTHONPATH": str(serve.ROOT)})
+    try:
+        deadline = time.monotonic() + 90
+        healthy = False
+        while time.monotonic() < deadline and proc.poll() is None and not healthy:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1) as resp:
+                    healthy = resp.status == 200
+            except OSError:
+                time.sleep(0.2)
+        assert healthy, f"the dashboard did not come up: {proc.stderr.read().decode(errors='replace')[-2000:]}"
+        assert _streamlit_on(port), "no streamlit process found serving the port"
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and (_serving(port) or _streamlit_on(port)):
+            time.sleep(0.2)
+        assert not _serving(port), f"something still listens on port {port} after SIGTERM"
+        assert not _streamlit_on(port), f"streamlit processes left after SIGTERM: {_streamlit_on(port)}"
+    finally:
+        for pid in _streamlit_on(port) + ([proc.pid] if proc.poll() is None else []):
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass

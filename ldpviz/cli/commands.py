@@ -288,14 +288,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_app(args: argparse.Namespace) -> int:
-    """Serve the dashboard until interrupted (the same command as ``make run`` and the browser tests)."""
-    import subprocess
+    """Serve the dashboard until interrupted (the same command as ``make run`` and the browser tests).
 
+    This process becomes the server (``os.execv``), so a SIGTERM or SIGINT sent to ``ldpviz app`` by a service
+    manager, a container runtime or a test reaches Streamlit itself and nothing is left serving the port
+    (a child started with ``subprocess.call`` was orphaned, issue 30.4)."""
     from ldpviz.app import launch
     if not 0 < args.port < 65536:
         raise LdpvizInputError(f"--port must be between 1 and 65535, got {args.port}")
     print(f"ldpviz: serving the dashboard on http://{args.address}:{args.port} (Ctrl+C stops it)", file=sys.stderr)
-    return subprocess.call(launch.streamlit_command(args.port, args.address))
+    command = launch.streamlit_command(args.port, args.address)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(command[0], command)
+    return 1                                           # not reached: execv returns only by raising
 
 
 def cmd_navigate(args: argparse.Namespace) -> int:
