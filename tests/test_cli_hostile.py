@@ -522,3 +522,59 @@ def test_app_stopped_with_sigterm_leaves_nothing_running():
                 os.kill(pid, 9)
             except OSError:
                 pass
+
+
+# ---------------------------------------------------------------- issue 30.5: big synthetic sets in bounded memory
+def _limited(gib: float):
+    """preexec_fn: an address-space limit (as ``ulimit -v``) for the child."""
+    import resource
+
+    def apply():
+        size = int(gib * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (size, size))
+    return apply
+
+
+def test_big_synthetic_run_is_chunked_over_the_same_points(monkeypatch, capsys):
+    """Above the chunked threshold `run` draws, bins and perturbs chunk by chunk; the points are generate()'s
+    (same true density, exactly) and the output says how it ran (small chunks stand in for 1M-point ones)."""
+    from ldpviz import experiment
+    from ldpviz.data import synthetic
+    from ldpviz.experiment import chunked
+
+    monkeypatch.setattr(synthetic, "CHUNK", 700)
+    monkeypatch.setattr(chunked, "CHUNKED_ABOVE", 2_000)
+    assert main(["run", "--dataset", "normal:n=5000", "--grid", "8", "--users", "9000", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["n_users"] == 5000
+    assert any("chunk by chunk (8 chunks of up to 700 points)" in n for n in out["notes"]), out["notes"]
+    assert "9,000 users were asked for but the region holds 5,000; all take part." in out["notes"]
+    scenario = experiment.Scenario(dataset="normal:n=5000", mechanism="grr", epsilon=1.0, grid_side=8)
+    assert chunked.applies(scenario) and not chunked.applies(scenario.with_(mechanism="privag"))
+    assert not chunked.applies(scenario.with_(n_users=100))          # a subsample needs every point: in memory
+    whole = experiment.run(scenario, synthetic.generate("normal", 5000))
+    np.testing.assert_array_equal(chunked.run(scenario).true_density, whole.true_density)
+
+
+def test_big_synthetic_set_that_cannot_fit_is_refused_up_front():
+    """A mechanism that needs every point in memory (privag: two rounds) on 20M points under a 1.5 GiB
+    address-space limit: refused in one line stating the memory it needs, not an ArrayMemoryError."""
+    proc = subprocess.run([sys.executable, "-m", "ldpviz", "run", "--mechanism", "privag", "--dataset",
+                           "normal:n=20000000"], capture_output=True, text=True, timeout=300,
+                          preexec_fn=_limited(1.5))
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    err = proc.stderr.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert "needs about 1.9 GiB (100 bytes a point)" in err and "address-space limit of 1.5 GiB" in err
+
+
+@pytest.mark.slow
+def test_big_synthetic_run_fits_a_small_address_space():
+    """`run --dataset normal:n=11000000` (just above the chunked threshold) under a 1.5 GiB address-space limit:
+    the in-memory path needs about 1 GiB for the points alone plus the interpreter, the chunked one a bounded
+    amount whatever n (the 100M run's peak is measured in bench/bench_loading.py, docs/data-loading.md)."""
+    proc = subprocess.run([sys.executable, "-m", "ldpviz", "run", "--dataset", "normal:n=11000000", "--json"],
+                          capture_output=True, text=True, timeout=600, preexec_fn=_limited(1.5))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    assert out["n_users"] == 11_000_000 and any("chunk by chunk (11 chunks" in n for n in out["notes"])

@@ -119,8 +119,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                                            _params(args.param)).result
         scenario = result.scenario
     else:
+        from ldpviz.experiment import chunked                     # NAME:n=N above 10M points: chunk by chunk
         scenario, user = _scenario_and_data(args)
-        result = experiment.run(scenario, user.data)
+        big = user.data is None and chunked.applies(scenario)
+        result = chunked.run(scenario) if big else experiment.run(scenario, user.data)
     summary = result.summary()
     warning = privacy_warning(scenario.mechanism, result.grid, scenario.epsilon, scenario.param_dict)
     print_privacy_warning(warning)
