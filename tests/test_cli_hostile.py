@@ -578,3 +578,23 @@ def test_big_synthetic_run_fits_a_small_address_space():
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)
     assert out["n_users"] == 11_000_000 and any("chunk by chunk (11 chunks" in n for n in out["notes"])
+
+
+def test_data_options_not_given_resolve_to_the_defaults_their_help_states():
+    """--max-bytes, --region-rule and --region-epsilon default to None (not given, so option_checks can refuse
+    them where they cannot act); what None resolves to is what each help text says."""
+    import argparse
+
+    from ldpviz.cli import data_options, option_checks
+    from ldpviz.mechanisms.fo.private_region import DEFAULT_REGION_EPSILON, PRIVATE_TILES
+
+    p = argparse.ArgumentParser()
+    data_options.add_data_arguments(p)
+    args = p.parse_args([])
+    assert (args.max_bytes, args.region_rule, args.region_epsilon) == (None, None, None)
+    assert option_checks.file_limits(args, data_options.DEFAULT_MAX_BYTES) == (
+        data_options.DEFAULT_MAX_BYTES, PRIVATE_TILES, DEFAULT_REGION_EPSILON)
+    helps = {a.dest: a.help for a in p._actions}
+    assert f"default {data_options.DEFAULT_MAX_BYTES // 2**20:,} MiB" in helps["max_bytes"]
+    assert f"(default {DEFAULT_REGION_EPSILON:g})" in helps["region_epsilon"]
+    assert f"'{PRIVATE_TILES}' (default)" in helps["region_rule"]
