@@ -346,7 +346,8 @@ def test_unwritable_out_refused_before_the_work(command, tmp_path, capsys):
 def test_no_silent_substitution(argv, needle, capsys):
     """Values that used to be replaced (epsilon 0 -> 1, partition 0 -> none, threshold -1 -> all cells) or
     misread (-inf as an option) are refused in one line before any work."""
-    if argv[0] == "sweep" and "--vary" in argv and "--vary epsilon=1" not in " ".join(argv):
+    if argv[0] == "sweep" and "--vary" in argv and "--vary epsilon=1" not in " ".join(argv) \
+            and "--vary grid=" not in " ".join(argv):      # --grid beside --vary grid= is refused (issue 30.3)
         argv = argv + ["--grid", "4"]
     err = one_line_exit(argv, capsys)
     assert needle in err and "expected one argument" not in err and "scenarios" not in err
@@ -598,3 +599,16 @@ def test_data_options_not_given_resolve_to_the_defaults_their_help_states():
     assert f"default {data_options.DEFAULT_MAX_BYTES // 2**20:,} MiB" in helps["max_bytes"]
     assert f"(default {DEFAULT_REGION_EPSILON:g})" in helps["region_epsilon"]
     assert f"'{PRIVATE_TILES}' (default)" in helps["region_rule"]
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--epsilon", "3", "--vary", "epsilon=1,2"], "--epsilon 3.0 would do nothing: --vary epsilon sets it"),
+    (["--grid", "8", "--vary", "grid=4,8"], "--grid 8 would do nothing: --vary grid sets it"),
+    (["--seed", "3", "--vary", "seed=1,2"], "--seed 3 would do nothing"),
+    (["--users", "300", "--vary", "users=100,200"], "--users 300 would do nothing"),
+    (["--mechanism", "sem-geoi", "--param", "k=2", "--vary", "k=1,3"], "--param k=2 would do nothing"),
+])
+def test_sweep_refuses_an_option_its_vary_replaces(argv, needle, capsys):
+    """`sweep --epsilon 3 --vary epsilon=1,2` ran epsilon 1 and 2 and dropped the 3 without a word."""
+    err = one_line_exit(["sweep", *argv], capsys)
+    assert needle in err and "scenarios" not in err

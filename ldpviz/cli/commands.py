@@ -167,6 +167,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     cli_input.require_number(args.workers, "--workers", minimum=1)
     mechanisms.validate_epsilon(args.epsilon)
     vary = _vary(args.vary)
+    option_checks.check_vary_overrides(args, vary, vars(build_parser().parse_args(["sweep"])), _params(args.param))
     scenario, user = _scenario_and_data(args)
     for sc in experiment.expand(scenario, vary):      # every value checked before the first run
         try:

@@ -65,3 +65,22 @@ def file_limits(args: argparse.Namespace, default_max_bytes: int) -> tuple[int, 
     return (default_max_bytes if args.max_bytes is None else int(args.max_bytes),
             args.region_rule or PRIVATE_TILES,
             DEFAULT_REGION_EPSILON if args.region_epsilon is None else float(args.region_epsilon))
+
+
+#: sweep's --vary names and the options they replace in every scenario.
+_VARIED_OPTION = {"epsilon": "--epsilon", "grid_side": "--grid", "n_users": "--users", "seed": "--seed",
+                  "trials": "--trials", "mechanism": "--mechanism"}
+
+
+def check_vary_overrides(args: argparse.Namespace, vary: dict, defaults: dict, params: dict) -> None:
+    """Refuse an option that ``--vary`` replaces in every scenario (``--epsilon 3 --vary epsilon=1,2`` ran 1 and 2
+    and dropped the 3 without a word): given away from its default, or a ``--param`` of a varied name."""
+    for name in vary:
+        option = _VARIED_OPTION.get(name)
+        if option is not None:
+            dest = option[2:]
+            require(getattr(args, dest) == defaults.get(dest),
+                    f"{option} {getattr(args, dest)} would do nothing: --vary {dest} sets it in every scenario")
+        else:
+            require(name not in params, f"--param {name}={params.get(name)} would do nothing: --vary {name} sets it "
+                                        "in every scenario")
