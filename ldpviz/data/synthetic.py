@@ -102,8 +102,8 @@ def chunks(name: str, n: int, seed: int = 0) -> Iterator[tuple[np.ndarray, np.nd
 
 
 #: Memory a run holding all its points takes per point (the points, their cells and unit coordinates and the
-#: run's working copies): about 92 bytes measured for ``ldpviz run --dataset normal:n=10000000`` (grr, 1.1 GB
-#: peak; docs/data-loading.md), rounded up. A floor for the check below: other mechanisms may take more.
+#: run's working copies): 80 bytes measured for ``ldpviz run --dataset normal:n=N`` (grr, the peak's slope from 1M
+#: to 10M points; docs/data-loading.md), rounded up. A floor for the check below: other mechanisms may take more.
 BYTES_PER_POINT = 100
 
 
