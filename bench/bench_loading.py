@@ -161,6 +161,7 @@ def main() -> int:
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows, checks = [], []
+    load_start = os.getloadavg()[0]
     base = measure("baseline", "-", 0)
     rows.append({"what": "baseline (imports only)", "rows": 0, "file_mb": 0.0, **base})
     with tempfile.TemporaryDirectory() as tmp:
@@ -193,14 +194,15 @@ def main() -> int:
         rows.append({"what": f"`ldpviz run` (grr, d = 32) on normal:n=N, {_path(res)}, under a "
                              f"{RUN_LIMIT_GIB:g} GiB address-space limit", "rows": stream_n, "file_mb": 0.0, "limited": True,
                      **res})
-    report = render(rows, checks, args.quick, sizes)
+    report = render(rows, checks, args.quick, sizes, (load_start, os.getloadavg()[0]))
     path = out_dir / "data-loading.md"
     path.write_text(report)
     print(f"wrote {path}")
     return 0
 
 
-def render(rows: list[dict], checks: list[tuple], quick: bool, sizes: list[int]) -> str:
+def render(rows: list[dict], checks: list[tuple], quick: bool, sizes: list[int],
+           load: tuple[float, float] = (float("nan"), float("nan"))) -> str:
     lines = ["# Loading big files and synthetic sets: time and peak memory vs rows", "",
              provenance_markdown(seeds=str(SEED), trials="1 per size (one fresh process each)", quick=quick),
              "Written by `bench/bench_loading.py`. Each load runs in a fresh Python process under "
@@ -210,7 +212,9 @@ def render(rows: list[dict], checks: list[tuple], quick: bool, sizes: list[int])
              f"file has bad rows planted (one of each kind per {BAD_EVERY:,} rows, and in CSV one row with an "
              "extra field per million); the loader's counts must match them. The `ldpviz run` rows run the whole "
              "command (`ldpviz run --dataset normal:n=N --json`) in the child: up to 10,000,000 points with every "
-             "point in memory, above that chunk by chunk (`ldpviz/experiment/chunked.py`).", "",
+             "point in memory, above that chunk by chunk (`ldpviz/experiment/chunked.py`). Load average (1 min): "
+             f"{load[0]:.1f} at the start, {load[1]:.1f} at the end; the machine is shared, so *seconds* are noisy, "
+             "while *peak MB* depends on the code alone.", "",
              "| what | rows | file MB | seconds | peak MB | rows kept | dropped / changed |",
              "|---|---:|---:|---:|---:|---:|---|"]
     for r in rows:
