@@ -457,3 +457,23 @@ def expectation_maximisation_batch(counts: np.ndarray, forward, adjoint, input_s
         if capped_by_work:
             info["iteration cap"] = f"{max_iterations} (work cap: {counts[0].size:,} output cells)"
     return f, infos
+
+
+def matrix_maps(matrix: np.ndarray, input_shape: tuple[int, ...]):
+    """Stacked forward and adjoint maps of an explicit channel ``matrix`` (P[y, x], inputs flattened), for
+    :func:`expectation_maximisation_batch`: one ``matmul`` call per map for the whole stack.
+
+    The call is a stack of matrix-vector products (``(T, 1, n) @ (n, m)``), not one matrix-matrix product:
+    each trial's product is then the same bits whatever the stack's width (a BLAS gemm's round-off depends
+    on the width, which flipped held-out stopping decisions on flat likelihood plateaus), and on the shared
+    2-core machine it measured faster (10 x 256 by 256 x 600: 0.7 ms against 19 ms for the threaded gemm)."""
+    M = np.asarray(matrix, dtype=float)
+    shape = tuple(input_shape)
+
+    def forward(f: np.ndarray) -> np.ndarray:
+        return np.matmul(f.reshape(f.shape[0], 1, -1), M.T)[:, 0, :]
+
+    def adjoint(r: np.ndarray) -> np.ndarray:
+        return np.matmul(r.reshape(r.shape[0], 1, -1), M)[:, 0, :].reshape((r.shape[0],) + shape)
+
+    return forward, adjoint
