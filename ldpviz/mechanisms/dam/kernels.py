@@ -273,6 +273,16 @@ class DiskChannel:
     def n_outputs(self) -> int:
         return int(self.mask.sum())
 
+    @property
+    def conv64(self) -> _Convolver:
+        """The kernel's convolver in float64 whatever EM's uses (:attr:`conv` may run in float32): for numbers
+        read off the channel itself, such as its local privacy (eq. 16)."""
+        if self.conv.dtype == np.float64:
+            return self.conv
+        if getattr(self, "_conv64", None) is None:
+            self._conv64 = _Convolver(self.bump, self.out_side, np.float64)
+        return self._conv64
+
     def forward(self, f: np.ndarray) -> np.ndarray:
         """Output probabilities ``(D, D)`` for an input distribution ``f`` ``(d, d)``."""
         return (self.mask * f.sum() + np.maximum(self.conv.full(f), 0.0) * self.mask) / self.z
