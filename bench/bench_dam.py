@@ -152,7 +152,7 @@ def scale_section(out_dir: Path, baseline: str, users: int, side: int, w2_side: 
                      f"| {tb / tn:.1f}x | {b['iterations'][0]} / {n['iterations'][0]} | {goal} |")
     lines += ["", f"W2 at d = {w2_side} ({w2_users:,} users of the same population, seeds {SEED}..{SEED + w2_seeds - 1}, "
                   "the same reports under both codes; exact W2 in metres of the 10 km region, mean ± sd over seeds): "
-                  "the faster transforms (pruned, float32 where the channel's range allows) and, for planar Laplace, "
+                  "the faster transforms (pruned to the rows that hold data or are returned) and, for planar Laplace, "
                   "the sub-cell model where a cell is no narrower than the noise.", "",
               "| mechanism | W2 m, base | W2 m, now | t of the paired difference (mean / its standard error) |", "|---|---|---|---|"]
     for name, _, acc in rows:
