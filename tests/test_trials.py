@@ -85,3 +85,32 @@ def test_evaluate_trials_equals_evaluate():
         assert metrics.evaluate(result.true_density, est, cell_m=grid.cell_m, n_users=len(users.cells),
                                 readouts=found) == row
         assert found == read
+
+
+@pytest.mark.parametrize("rule", ["holdout", "converged"])
+def test_stacked_matrix_em_stops_each_trial_where_it_stops_alone(rule):
+    """EM on a stack through stacked matrix products (MDSW's, SEM-Geo-I's maps) gives every problem the bits,
+    the step count and the stopping decision it gets alone; the stack's problems (200 to 200,000 reports)
+    stop at different steps, so the stack shrinks as it runs."""
+    from ldpviz.mechanisms.estimation import matrix_maps
+    k = 30
+    P = np.zeros((k + 10, k))
+    for x in range(k):
+        P[x:x + 11, x] = 1.0
+    P += 0.05
+    P /= P.sum(axis=0, keepdims=True)
+    truth = np.exp(-((np.arange(k) - 10) ** 2) / 8.0) + 0.5 * np.exp(-((np.arange(k) - 22) ** 2) / 4.0)
+    truth /= truth.sum()
+    rng = np.random.default_rng(7)
+    stack = np.stack([rng.multinomial(n, P @ truth).astype(float) for n in (200, 5_000, 200_000)])
+    forward, adjoint = matrix_maps(P, (k,))
+    with em_stopping_rule(rule):
+        batched, infos = expectation_maximisation_batch(stack, forward, adjoint, (k,), smoothing=True)
+        for t, counts in enumerate(stack):
+            alone, info = expectation_maximisation(counts, lambda f: P @ f, lambda r: P.T @ r, (k,), smoothing=True)
+            one, one_info = expectation_maximisation_batch(counts[None], forward, adjoint, (k,), smoothing=True)
+            np.testing.assert_array_equal(batched[t], one[0])
+            assert infos[t] == one_info[0]
+            np.testing.assert_allclose(batched[t], alone, rtol=1e-9, atol=1e-15)
+            assert infos[t]["steps"] == info["steps"]
+    assert len({i["iterations"] for i in infos}) > 1
