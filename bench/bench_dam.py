@@ -237,7 +237,11 @@ def main(argv=None) -> int:
         lines.append(f"| {name} | {r['setup']:.3f} | {r['perturb']:.3f} | {r['estimate']:.3f} | {r['total']:.3f} | "
                      f"{r['iterations']} | {verdict} | {note} |")
     path = out_dir / "dam-benchmark.md"
-    path.write_text("\n".join(lines) + "\n")
+    kept = ""
+    if path.exists() and SCALE_SECTION in path.read_text():           # the --scale section is its own run's
+        old = path.read_text()
+        kept = "\n" + old[old.index(SCALE_SECTION):]
+    path.write_text("\n".join(lines) + "\n" + kept)
     print(f"wrote {path}")
     return 0
 
