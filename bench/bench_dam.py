@@ -2,6 +2,11 @@
 
 Usage: PYTHONPATH=. python bench/bench_dam.py [--quick] [--out DIR] [--users 1000000] [--side 64] [--repeats 5]
 Writes DIR/dam-benchmark.md (default docs/; provenance, seed, medians). Not a timed test.
+
+``--scale [--baseline COMMIT]`` (issue 28) instead measures the DAM family and planar Laplace at d = 256 with
+1,000,000 users, epsilon = 1, against the code of COMMIT in the same run (each mechanism alternately in this
+process and in a process running COMMIT's ``ldpviz``, extracted with ``git archive``), and W2 at d = 32 on the
+same seeds under both codes; it replaces that section of DIR/dam-benchmark.md and keeps the rest.
 ``--quick``: 20,000 users on a 40 x 40 grid (still beyond SEM-Geo-I's limit, so its fallback path runs),
 1 repeat, SEM-Geo-I at d = 8.
 """
@@ -9,7 +14,11 @@ Writes DIR/dam-benchmark.md (default docs/; provenance, seed, medians). Not a ti
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
+import tempfile
 import sys
 import time
 from pathlib import Path
@@ -56,6 +65,116 @@ def time_one(name: str, grid: Grid, users, repeats: int, epsilon: float) -> dict
             "iterations": int(statistics.median(iters))}
 
 
+SCALE_NAMES = ("dam", "dam-ns", "huem", "planar-laplace")
+SCALE_TARGET_S = 5.0
+SCALE_SECTION = "## d = 256, 1,000,000 users: this commit against a baseline (issue 28)"
+
+
+def scale_measure(name: str, side: int, users: int, epsilon: float, seeds: list[int], w2: bool) -> dict:
+    """One mechanism: seconds of setup, draw and estimate per seed (and W2 in metres of a 10 km region)."""
+    from ldpviz import metrics
+    grid, binned = population(users, side, np.random.default_rng(SEED))
+    out = {"setup": [], "collect": [], "estimate": [], "iterations": [], "w2_m": []}
+    for seed in seeds:
+        t0 = time.perf_counter()
+        mech = mechanisms.create(name, grid, epsilon)
+        t1 = time.perf_counter()
+        reports = mech.collect(binned, np.random.default_rng(seed))
+        t2 = time.perf_counter()
+        est = mech.estimate(reports)
+        t3 = time.perf_counter()
+        out["setup"].append(t1 - t0)
+        out["collect"].append(t2 - t1)
+        out["estimate"].append(t3 - t2)
+        out["iterations"].append(int(est.info.get("iterations", 0)))
+        if w2:
+            truth = grid.histogram(binned.cells) / len(binned.cells)
+            out["w2_m"].append(float(metrics.w2(truth, est.density, cell_m=grid.cell_m)))
+    return out
+
+
+def _in_process(src: Path, name: str, side: int, users: int, epsilon: float, seeds: list[int], w2: bool) -> dict:
+    """:func:`scale_measure` in a fresh process that imports the ``ldpviz`` found in ``src`` (this script's own
+    code): both codes start equally cold (imports excluded, first-call caches included)."""
+    job = json.dumps({"name": name, "side": side, "users": users, "epsilon": epsilon, "seeds": seeds, "w2": w2})
+    env = dict(os.environ, PYTHONPATH=str(src))
+    run = subprocess.run([sys.executable, __file__, "--worker", job], env=env, capture_output=True, text=True,
+                         check=True)
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def scale_section(out_dir: Path, baseline: str, users: int, side: int, w2_side: int, w2_users: int,
+                  w2_seeds: int) -> None:
+    repo = Path(__file__).resolve().parents[1]
+    base_sha = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", baseline], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    load = [os.getloadavg()[0]]
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = subprocess.run(["git", "-C", str(repo), "archive", baseline, "ldpviz"], capture_output=True,
+                                 check=True).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        src = Path(tmp)
+        rows = []
+        for k, name in enumerate(SCALE_NAMES):
+            runs = {}
+            order = ("now", "base") if k % 2 == 0 else ("base", "now")
+            for which in order:                                      # alternate which code goes first
+                runs[which] = _in_process(repo if which == "now" else src, name, side, users, 1.0, [SEED], False)
+            seeds = list(range(SEED, SEED + w2_seeds))
+            acc = {"now": _in_process(repo, name, w2_side, w2_users, 1.0, seeds, True),
+                   "base": _in_process(src, name, w2_side, w2_users, 1.0, seeds, True)}
+            rows.append((name, runs, acc))
+            load.append(os.getloadavg()[0])
+            print(name, {w: (r["setup"][0], r["collect"][0], r["estimate"][0]) for w, r in runs.items()},
+                  {w: np.mean(a["w2_m"]) for w, a in acc.items()}, file=sys.stderr, flush=True)
+    wall = time.perf_counter() - started
+    lines = [SCALE_SECTION, "",
+             provenance_markdown(seeds=f"{SEED} (population and the d = 256 draw); {SEED}..{SEED + w2_seeds - 1} "
+                                       f"(W2 at d = {w2_side})", trials="1 timed run per code and mechanism"),
+             f"`bench/bench_dam.py --scale --baseline {baseline}`: {users:,} users on a {side} x {side} grid, "
+             f"epsilon = 1, default parameters; each mechanism timed once with this commit's code and once with "
+             f"commit {base_sha}'s (each in a fresh process importing its code's `ldpviz`), alternating which goes "
+             f"first. {wall:.0f} s wall; load average (1 min) {min(load):.1f} to {max(load):.1f} on the shared "
+             f"2-core machine, so seconds are the load's as much as the code's: read the two columns side by side.",
+             "",
+             f"Goal (issue 28): setup + draw + estimate at most {SCALE_TARGET_S:g} s for the DAM family.", "",
+             "| mechanism | setup s (base / now) | draw s (base / now) | estimate s (base / now) | total s (base / now) "
+             "| speed-up | EM evaluations (base / now) | goal |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, runs, _ in rows:
+        b, n = runs["base"], runs["now"]
+        tb = b["setup"][0] + b["collect"][0] + b["estimate"][0]
+        tn = n["setup"][0] + n["collect"][0] + n["estimate"][0]
+        goal = ("meets" if tn <= SCALE_TARGET_S else "misses") if name != "planar-laplace" else ""
+        lines.append(f"| {name} | {b['setup'][0]:.2f} / {n['setup'][0]:.2f} | {b['collect'][0]:.2f} / "
+                     f"{n['collect'][0]:.2f} | {b['estimate'][0]:.2f} / {n['estimate'][0]:.2f} | {tb:.2f} / {tn:.2f} "
+                     f"| {tb / tn:.1f}x | {b['iterations'][0]} / {n['iterations'][0]} | {goal} |")
+    lines += ["", f"W2 at d = {w2_side} ({w2_users:,} users of the same population, seeds {SEED}..{SEED + w2_seeds - 1}, "
+                  "the same reports under both codes; exact W2 in metres of the 10 km region, mean ± sd over seeds): "
+                  "the faster transforms (pruned to the rows that hold data or are returned) and, for planar Laplace, "
+                  "the sub-cell model where a cell is no narrower than the noise.", "",
+              "| mechanism | W2 m, base | W2 m, now | t of the paired difference (mean / its standard error) |", "|---|---|---|---|"]
+    for name, _, acc in rows:
+        wb, wn = np.array(acc["base"]["w2_m"]), np.array(acc["now"]["w2_m"])
+        diff = wn - wb
+        sd = float(np.std(diff, ddof=1)) if len(diff) > 1 else float("nan")
+        z = float(np.mean(diff) / (sd / np.sqrt(len(diff)))) if sd > 0 else 0.0
+        lines.append(f"| {name} | {wb.mean():.1f} ± {wb.std(ddof=1):.1f} | {wn.mean():.1f} ± {wn.std(ddof=1):.1f} | "
+                     f"{z:+.2f} |")
+    changed = [name for name, _, acc in rows
+               if abs(np.mean(acc["now"]["w2_m"]) - np.mean(acc["base"]["w2_m"])) > 2 * max(
+                   np.std(acc["base"]["w2_m"], ddof=1), 1e-9)]
+    lines += ["", "W2 at d = {} moved by more than twice its sd over seeds for: {}.".format(
+        w2_side, ", ".join(changed) if changed else "none (unchanged within noise)"), ""]
+    path = out_dir / "dam-benchmark.md"
+    text = path.read_text() if path.exists() else "# DAM family benchmark\n"
+    if SCALE_SECTION in text:
+        text = text[:text.index(SCALE_SECTION)].rstrip() + "\n"
+    path.write_text(text.rstrip() + "\n\n" + "\n".join(lines) + "\n")
+    print(f"wrote {path}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
@@ -67,7 +186,22 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, help="default 5 (1 with --quick)")
     ap.add_argument("--sem-side", type=int, help="grid side for SEM-Geo-I, refused beyond 32 (default 16; 8 with "
                                                  "--quick)")
+    ap.add_argument("--scale", action="store_true", help="the d = 256 section against --baseline (issue 28)")
+    ap.add_argument("--baseline", default="c50dcb9", help="commit to compare with in --scale (default c50dcb9)")
+    ap.add_argument("--w2-seeds", type=int, default=5, help="--scale: seeds for W2 at d = 32 (default 5)")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.worker:
+        job = json.loads(args.worker)
+        print(json.dumps(scale_measure(job["name"], job["side"], job["users"], job["epsilon"], job["seeds"],
+                                       job["w2"])))
+        return 0
+    if args.scale:
+        out_dir = Path(args.out)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        scale_section(out_dir, args.baseline, args.users or 1_000_000, args.side or 256, 32,
+                      20_000 if args.quick else 100_000, 2 if args.quick else args.w2_seeds)
+        return 0
     for key, full, quick in (("users", 1_000_000, 20_000), ("side", 64, 40), ("repeats", 5, 1), ("sem_side", 16, 8)):
         if getattr(args, key) is None:
             setattr(args, key, quick if args.quick else full)
@@ -103,7 +237,11 @@ def main(argv=None) -> int:
         lines.append(f"| {name} | {r['setup']:.3f} | {r['perturb']:.3f} | {r['estimate']:.3f} | {r['total']:.3f} | "
                      f"{r['iterations']} | {verdict} | {note} |")
     path = out_dir / "dam-benchmark.md"
-    path.write_text("\n".join(lines) + "\n")
+    kept = ""
+    if path.exists() and SCALE_SECTION in path.read_text():           # the --scale section is its own run's
+        old = path.read_text()
+        kept = "\n" + old[old.index(SCALE_SECTION):]
+    path.write_text("\n".join(lines) + "\n" + kept)
     print(f"wrote {path}")
     return 0
 

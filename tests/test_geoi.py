@@ -214,3 +214,28 @@ def test_folded_kernel_gives_the_same_channel():
     f = np.random.default_rng(0).random((d, d))
     np.testing.assert_allclose(chan.forward(f).ravel(), P @ f.ravel(), atol=1e-12)
     np.testing.assert_allclose(chan.adjoint(f).ravel(), P.T @ f.ravel(), atol=1e-12)
+
+
+@pytest.mark.slow
+def test_planar_laplace_coarse_grid_estimate_is_as_good_as_the_fine_one_summed():
+    """Planar Laplace at a fixed epsilon per km (minneapolis-stops, 1/km, seed 0, 3 trials; issue 28).
+
+    W2 on a coarse grid reads higher than on a fine one for the same information (a mass put in the
+    neighbouring cell costs a whole cell side), so the property is stated on common grids: (a) the d = 16
+    estimate is within 1.1x of the d = 64 estimates summed into the same 16 x 16 cells (before the sub-cell
+    model it was 1.09x: trials at 713/589/613 m against 599/584/579 m), and (b) scored on the 64 x 64 grid
+    (each d = 16 cell's mass spread evenly over its 16 sub-cells) it is within 1.5x of the d = 64 estimate
+    (the issue's bound). docs/em-stopping.md reports the numbers."""
+    from ldpviz import experiment, metrics
+    from ldpviz.experiment import Scenario
+    from ldpviz.data import datasets
+    data = datasets.load("minneapolis-stops")
+    base = Scenario(dataset="minneapolis-stops", mechanism="planar-laplace", epsilon=1.0, seed=0, trials=3)
+    coarse, fine = experiment.run(base.with_(grid_side=16), data), experiment.run(base.with_(grid_side=64), data)
+    assert coarse.estimates[0].info["subcells_per_side"] == 2 and fine.estimates[0].info["subcells_per_side"] == 1
+    summed = [e.density.reshape(16, 4, 16, 4).sum(axis=(1, 3)) for e in fine.estimates]
+    w2_summed = np.mean([metrics.w2(coarse.true_density, s, cell_m=coarse.grid.cell_m) for s in summed])
+    assert coarse.metrics["w2_m"].mean() <= 1.1 * w2_summed
+    spread = [np.kron(e.density, np.ones((4, 4))) / 16 for e in coarse.estimates]
+    w2_spread = np.mean([metrics.w2(fine.true_density, s, cell_m=fine.grid.cell_m) for s in spread])
+    assert w2_spread <= 1.5 * fine.metrics["w2_m"].mean()

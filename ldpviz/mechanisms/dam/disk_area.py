@@ -123,12 +123,12 @@ class SpatialAreaMechanism(Mechanism):
               rng: np.random.Generator) -> np.ndarray | ReportHistogram:
         return self._histogram(counts, rng) if path == AGGREGATE else self.chan.sample(users.cells, rng)
 
-    #: Run EM on all trials' histograms as one ``(T, D, D)`` stack? Measured on the 2-core development machine
-    #: (d = 32, eps = 1, 50,000 users, 5 trials): the stacked FFTs over the (d + 2R)^2 output box were slower
-    #: than one EM per trial (min 3.4 s against 1.45 s), as the transforms dominate and the stack leaves the
-    #: cache; so the trials share the path and the true counts, and EM runs per trial. Planar Laplace, on the
-    #: d x d grid, gains from the stack and uses it (geoi.py).
-    batch_em = False
+    #: Run EM on all trials' histograms as one ``(T, D, D)`` stack? Issue 23 measured the stack slower than a
+    #: loop (3.4 s against 1.45 s, d = 32): its transforms' temporaries were large enough for the allocator to
+    #: hand them back to the system after every call. The pruned transforms of issue 28 (kernels._Convolver)
+    #: and the stacked EM with one logarithm per step made the stack the faster of the two
+    #: (docs/trials-benchmark.md), so it is on.
+    batch_em = True
 
     def run_trials(self, users: Binned, rngs: Sequence[np.random.Generator]) -> TrialRun:
         """All trials: the path and the true counts once, each trial's reports drawn with its own generator

@@ -58,8 +58,8 @@ def lp_from_disk_channel(chan: DiskChannel) -> float:
     row_d = D.sum(axis=1).reshape(d, d)
     total_d = D.sum()
     grid_ones = np.ones((d, d))
-    den = (n + chan.conv.full(grid_ones)) / Z                       # sum_x P(y|x)
-    cross = chan.conv.full(row_d)                                   # sum_x B(y-x) rowD(x)
+    den = (n + chan.conv64.full(grid_ones)) / Z                       # sum_x P(y|x)
+    cross = chan.conv64.full(row_d)                                   # sum_x B(y-x) rowD(x)
     # quadratic term Q(y) = sum_{k,k'} B(k) B(k') |k - k'| [y-k in G][y-k' in G], per difference delta
     w = 2 * R + 1
     out = chan.out_side

@@ -32,6 +32,11 @@ Channels.
   convolutions (:class:`ldpviz.mechanisms.dam.kernels.ClampedChannel`). It is exact for users spread uniformly within
   their cells and a model otherwise (e.g. everyone at one bus stop): the estimate is then as if each user
   stood anywhere in their cell.
+* Where a cell is no narrower than the noise (eps_cell > SUBCELL_EPSILON) that model is too coarse (issue
+  28): EM then estimates the distribution over s x s sub-cells per cell, each with the same averaged model
+  at the sub-cell's size (reports landing in sub-cells, summed into the report cells), and returns the
+  sub-cells summed into cells. The cell-level channel above is that model with the mass spread evenly over
+  a cell's sub-cells, so :meth:`PlanarLaplace.channel` and the audit are unchanged.
 * The kernel window reaches ``1.42 d + 40 / eps_cell + 1`` cells, beyond which the dropped mass is below
   e^-40 relative to any kept probability.
 
@@ -52,7 +57,7 @@ from scipy.special import lambertw
 
 from ldpviz.geo.domain import Binned
 from ldpviz.errors import require
-from ldpviz.mechanisms.estimation import expectation_maximisation, expectation_maximisation_batch
+from ldpviz.mechanisms.estimation import expectation_maximisation_batch
 from ldpviz.mechanisms.dam.kernels import ClampedChannel
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import GEO_I, GEO_I_UNIT, GEO_I_UNIT_M, Estimate, Mechanism, Param, TrialRun
@@ -68,12 +73,30 @@ MAX_LATTICE_SIDE = 12_000
 TAIL_NATS = 40.0
 MAX_KERNEL_RADIUS = 1500
 MAX_CHANNEL_SIDE = 32
+#: EM estimates the distribution over sub-cells of at most this many "epsilon per side" (s x s sub-cells per
+#: cell, s = ceil(eps_cell / SUBCELL_EPSILON)), then sums them into cells. Why (issue 28, docs/em-stopping.md):
+#: the server model averages the channel over a position uniform within the cell, and where the noise is no
+#: wider than a cell real positions, which crowd in parts of a cell, make that model wrong by more than the
+#: noise: minneapolis-stops at 1/km, d = 16 (1.25 km cells), 40 populations' worth of real reports differed
+#: from the cell model's expected counts by 5 standard errors (rms), and EM on them gave W2 563 m; on 2 x 2
+#: sub-cells per cell the model fits the reports and EM's W2 matches that of the d = 64 estimate summed into
+#: the same cells. 0.7 keeps d = 32 at 1/km (0.625 per cell) on the cell-level model.
+SUBCELL_EPSILON = 0.7
+#: Largest side (sub-cells) of that latent grid: bounds EM's cost (a 128 x 128 planar Laplace EM).
+MAX_SUBCELL_SIDE = 128
 #: ``info["path note"]`` whenever a path other than the per-user one was asked for.
 PATH_NOTE = ("per-user path used: each report depends on the user's exact position within the cell, so the "
              "report histogram has no exact aggregate draw")
 #: ``info["server model"]``: what the EM channel assumes about positions.
-SERVER_MODEL = ("EM's channel is the report channel averaged over a position uniform within the true cell (the "
-                "server never sees positions)")
+SERVER_MODEL = ("EM's channel is the report channel averaged over a position uniform within each of s x s "
+                "sub-cells of the true cell (the server never sees positions); the estimate sums the sub-cells "
+                "into cells")
+
+
+def subcells_per_side(epsilon_per_cell: float, side: int) -> int:
+    """s: sub-cells per cell side of EM's latent grid (SUBCELL_EPSILON, capped at MAX_SUBCELL_SIDE in all)."""
+    s = max(1, int(math.ceil(epsilon_per_cell / SUBCELL_EPSILON - 1e-9)))
+    return max(1, min(s, MAX_SUBCELL_SIDE // max(int(side), 1)))
 
 
 def planar_laplace_radius(epsilon: float, p: np.ndarray) -> np.ndarray:
@@ -158,6 +181,13 @@ class PlanarLaplace(TwoPaths, Mechanism):
                            f"smaller grid")
         self.kernel_radius = radius
         self.chan = ClampedChannel(d, planar_laplace_kernel(eps_cell, radius))
+        self.subcells = subcells_per_side(eps_cell, d)
+        if self.subcells == 1:
+            self.fine = self.chan
+        else:
+            s = self.subcells
+            fine_radius = int(math.ceil(1.42 * d * s + TAIL_NATS * s / eps_cell)) + 1
+            self.fine = ClampedChannel(d * s, planar_laplace_kernel(eps_cell / s, fine_radius))
 
     # ---- client half ---------------------------------------------------------------------------------------
     def positions(self, users: Binned) -> np.ndarray:
@@ -202,18 +232,13 @@ class PlanarLaplace(TwoPaths, Mechanism):
 
     # ---- server half ---------------------------------------------------------------------------------------
     def estimate(self, reports: np.ndarray | ReportHistogram) -> Estimate:
-        d = self.grid.side
-        hist = self.statistic(reports)
-        counts = np.asarray(hist.counts, dtype=float).reshape(d, d)
-        density, info = expectation_maximisation(counts, self.chan.forward, self.chan.adjoint, (d, d),
-                                                 smoothing=self.postprocess == "ems")
-        return self._estimate(counts, hist, density, info)
+        return self._estimates([self.statistic(reports)])[0]
 
     def run_trials(self, users: Binned, rngs: Sequence[np.random.Generator]) -> TrialRun:
         """All trials in one pass: each trial's reports drawn on the per-user path (exact positions; there is no
         aggregate path) with its own generator, as :meth:`collect` draws them, then EM on the ``(T, d, d)`` stack
-        of report histograms; trial t equals a one-trial run with ``rngs[t]`` up to floating-point round-off of
-        the batched FFTs."""
+        of report histograms; a one-trial :meth:`estimate` runs the same code on a stack of one, so trial t
+        equals a one-trial run with ``rngs[t]``."""
         a = time.perf_counter()
         first, hists = None, []
         for trial, rng in enumerate(rngs):
@@ -221,12 +246,37 @@ class PlanarLaplace(TwoPaths, Mechanism):
             first = reports if trial == 0 else first
             hists.append(self.statistic(reports))
         b = time.perf_counter()
-        d = self.grid.side
-        stack = np.stack([np.asarray(h.counts, dtype=float).reshape(d, d) for h in hists])
-        densities, infos = expectation_maximisation_batch(stack, self.chan.forward_batch, self.chan.adjoint_batch,
-                                                          (d, d), smoothing=self.postprocess == "ems")
-        estimates = [self._estimate(c, h, f, i) for c, h, f, i in zip(stack, hists, densities, infos)]
+        estimates = self._estimates(hists)
         return TrialRun(estimates, first, b - a, time.perf_counter() - b, batched=True)
+
+    def em_maps(self):
+        """EM's stacked forward and adjoint maps and its latent shape: the report channel from sub-cells
+        (:data:`SUBCELL_EPSILON`): a sub-cell's reports land in sub-cells, summed into the report cells (the
+        clamp to the grid commutes with that sum: a point beyond the border lands in the border cell either
+        way). With one sub-cell per cell these are the cell-level channel's maps."""
+        d, s = self.grid.side, self.subcells
+        fine = self.fine
+        if s == 1:
+            return fine.forward_batch, fine.adjoint_batch, (d, d)
+
+        def forward(f: np.ndarray) -> np.ndarray:
+            out = fine.forward_batch(f)
+            return out.reshape(out.shape[0], d, s, d, s).sum(axis=(2, 4))
+
+        def adjoint(r: np.ndarray) -> np.ndarray:
+            return fine.adjoint_batch(np.repeat(np.repeat(r, s, axis=1), s, axis=2))
+
+        return forward, adjoint, (d * s, d * s)
+
+    def _estimates(self, hists: Sequence[ReportHistogram]) -> list[Estimate]:
+        d, s = self.grid.side, self.subcells
+        stack = np.stack([np.asarray(h.counts, dtype=float).reshape(d, d) for h in hists])
+        forward, adjoint, shape = self.em_maps()
+        latent, infos = expectation_maximisation_batch(stack, forward, adjoint, shape,
+                                                       smoothing=self.postprocess == "ems")
+        densities = latent.reshape(len(hists), d, s, d, s).sum(axis=(2, 4))
+        return [self._estimate(c, h, f, {**i, "subcells_per_side": s})
+                for c, h, f, i in zip(stack, hists, densities, infos)]
 
     def _estimate(self, counts: np.ndarray, hist: ReportHistogram, density: np.ndarray, info: dict) -> Estimate:
         d = self.grid.side

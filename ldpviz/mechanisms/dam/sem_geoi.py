@@ -66,6 +66,8 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import time
+from typing import Sequence
 
 import numpy as np
 from scipy import optimize
@@ -73,10 +75,10 @@ from scipy.special import gammaln, logsumexp
 
 from ldpviz.geo.domain import Binned
 from ldpviz.errors import require
-from ldpviz.mechanisms.estimation import expectation_maximisation
+from ldpviz.mechanisms.estimation import expectation_maximisation_batch, matrix_maps
 from ldpviz.mechanisms.dam.local_privacy import cell_distances, lp_from_channel, lp_from_disk_channel
 from ldpviz.mechanisms import register
-from ldpviz.mechanisms.base import GEO_I, GEO_I_UNIT, GEO_I_UNIT_M, Estimate, Mechanism, Param
+from ldpviz.mechanisms.base import GEO_I, GEO_I_UNIT, GEO_I_UNIT_M, Estimate, Mechanism, Param, TrialRun
 from ldpviz.mechanisms.dam.disk_area import DAM, FAMILY_SPATIAL, POSTPROCESS_PARAM
 from ldpviz.mechanisms.fo.oracles import ReportHistogram, report_histogram
 from ldpviz.mechanisms.path_cost import AGGREGATE, PER_USER
@@ -425,18 +427,35 @@ class SEMGeoI(TwoPaths, Mechanism):
         return report_histogram(np.asarray(reports).reshape(-1, self.k), self.grid.n_cells)
 
     def estimate(self, reports: np.ndarray | ReportHistogram) -> Estimate:
+        return self._estimates([self.statistic(reports)])[0]
+
+    def run_trials(self, users: Binned, rngs: Sequence[np.random.Generator]) -> TrialRun:
+        """All trials: each trial's reports drawn with its own generator (as :meth:`collect` draws them), then
+        one EM on the ``(T, d, d)`` stack of membership histograms (stacked products with the membership
+        matrix, each trial with its own held-out split and stopping); a one-trial :meth:`estimate` runs the
+        same code on a stack of one, so trial t equals a one-trial run with ``rngs[t]``."""
+        a = time.perf_counter()
+        first, hists = None, []
+        for trial, rng in enumerate(rngs):
+            reports = self.collect(users, rng)
+            first = reports if trial == 0 else first
+            hists.append(self.statistic(reports))
+        b = time.perf_counter()
+        estimates = self._estimates(hists)
+        return TrialRun(estimates, first, b - a, time.perf_counter() - b, batched=True)
+
+    def _estimates(self, hists: Sequence[ReportHistogram]) -> list[Estimate]:
         d, k = self.grid.side, self.k
-        hist = self.statistic(reports)
-        counts = np.asarray(hist.counts, dtype=float)
-        Q = self.tables.member / k
-        density, info = expectation_maximisation(counts, lambda f: Q @ f.ravel(),
-                                                 lambda r: (Q.T @ r).reshape(d, d), (d, d),
-                                                 smoothing=self.postprocess == "ems")
-        return Estimate(density, raw=counts.reshape(d, d), info={
+        counts = np.stack([np.asarray(h.counts, dtype=float) for h in hists])
+        forward, adjoint = matrix_maps(self.tables.member / k, (d, d))
+        densities, infos = expectation_maximisation_batch(counts, forward, adjoint, (d, d),
+                                                          smoothing=self.postprocess == "ems")
+        return [Estimate(density, raw=c.reshape(d, d), info={
             "reports": int(hist.n), "subset_size": k, "subset_size_paper": self.k_paper,
             "eps_prime_per_cell": self.eps_prime,
             "eps_prime_per_m": self.eps_prime / self.grid.cell_m, "calibration": self.calibration,
             "postprocess": self.postprocess, **info, **self.path_info(hist.path)})
+            for c, hist, density, info in zip(counts, hists, densities, infos)]
 
     def local_privacy_cells(self) -> float:
         """LP of eq. (15)-(16) in cells (exact on tiny grids, Monte Carlo otherwise)."""

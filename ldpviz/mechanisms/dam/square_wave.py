@@ -42,9 +42,12 @@ import numpy as np
 
 from ldpviz.geo.domain import Binned
 from ldpviz.errors import require
-from ldpviz.mechanisms.estimation import expectation_maximisation
+import time
+from typing import Sequence
+
+from ldpviz.mechanisms.estimation import expectation_maximisation, expectation_maximisation_batch, matrix_maps
 from ldpviz.mechanisms import register
-from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param
+from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param, TrialRun
 from ldpviz.mechanisms.dam.disk_area import FAMILY_SPATIAL
 from ldpviz.mechanisms.fo.oracles import ReportHistogram, report_histogram
 
@@ -164,22 +167,49 @@ class MDSW(Mechanism):
         return report_histogram(reports, 2 * B if self.split == "users" else B * B)
 
     def estimate(self, reports: np.ndarray | ReportHistogram) -> Estimate:
+        return self._estimates([self.statistic(reports)])[0]
+
+    def run_trials(self, users: Binned, rngs: Sequence[np.random.Generator]) -> TrialRun:
+        """All trials: each trial's reports drawn with its own generator (as :meth:`collect` draws them), then
+        the 2 T marginals (east and north of every trial) estimated by one EMS on a ``(2 T, buckets)`` stack:
+        one matrix-matrix product with the bucketised channel per map and step, each marginal with its own
+        held-out split and stopping (:func:`~ldpviz.mechanisms.estimation.expectation_maximisation_batch`). A
+        one-trial :meth:`estimate` runs the same code on its 2 marginals, so trial t equals a one-trial run
+        with ``rngs[t]`` up to the round-off of the wider matrix products."""
+        a = time.perf_counter()
+        first, hists = None, []
+        for trial, rng in enumerate(rngs):
+            reports = self.collect(users, rng)
+            first = reports if trial == 0 else first
+            hists.append(self.statistic(reports))
+        b = time.perf_counter()
+        estimates = self._estimates(hists)
+        return TrialRun(estimates, first, b - a, time.perf_counter() - b, batched=True)
+
+    def _marginals(self, hist: ReportHistogram) -> tuple[np.ndarray, np.ndarray]:
         B = self.sw.out_buckets
-        hist = self.statistic(reports)
         codes = np.asarray(hist.counts, dtype=float)
         if self.split == "users":
-            cx, cy = codes[:B], codes[B:]
-        else:
-            cx, cy = codes.reshape(B, B).sum(axis=1), codes.reshape(B, B).sum(axis=0)   # code = bx * B + by
-        smooth = self.postprocess != "em"
-        fx, ix = self.sw.estimate(cx, smooth)
-        fy, iy = self.sw.estimate(cy, smooth)
-        density = np.outer(self.to_grid @ fy, self.to_grid @ fx)     # [row = north, col = east]
-        return Estimate(density / density.sum(), info={
-            "reports": int(hist.n), "split": self.split, "sw_radius": self.sw.b,
-            "output_buckets_per_axis": B, "iterations": max(ix["iterations"], iy["iterations"]),
-            "converged": bool(ix["converged"] and iy["converged"]), "postprocess": self.postprocess,
-            "path": "per-user"})
+            return codes[:B], codes[B:]
+        return codes.reshape(B, B).sum(axis=1), codes.reshape(B, B).sum(axis=0)   # code = bx * B + by
+
+    def _estimates(self, hists: Sequence[ReportHistogram]) -> list[Estimate]:
+        """Every histogram's two marginals estimated as one stack, then each trial's product density."""
+        stack = np.stack([m for hist in hists for m in self._marginals(hist)])
+        forward, adjoint = matrix_maps(self.sw.matrix, (self.sw.buckets,))
+        margins, infos = expectation_maximisation_batch(stack, forward, adjoint, (self.sw.buckets,),
+                                                        smoothing=self.postprocess != "em")
+        out = []
+        for t, hist in enumerate(hists):
+            fx, fy = margins[2 * t], margins[2 * t + 1]
+            ix, iy = infos[2 * t], infos[2 * t + 1]
+            density = np.outer(self.to_grid @ fy, self.to_grid @ fx)     # [row = north, col = east]
+            out.append(Estimate(density / density.sum(), info={
+                "reports": int(hist.n), "split": self.split, "sw_radius": self.sw.b,
+                "output_buckets_per_axis": self.sw.out_buckets, "iterations": max(ix["iterations"], iy["iterations"]),
+                "converged": bool(ix["converged"] and iy["converged"]), "postprocess": self.postprocess,
+                "path": "per-user"}))
+        return out
 
     def channel(self) -> np.ndarray:
         """P[report code, cell] for users uniform within their cell (codes as in :meth:`perturb`)."""
