@@ -114,7 +114,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         from ldpviz.experiment import partitioned                  # one scenario in partitions (ldpviz.experiment.partitioned)
         if args.region and args.bbox:
             raise LdpvizInputError("give either --region or --bbox, not both")
-        result = partitioned.run_from_args(args, cli_input.bbox_region(args.bbox) if args.bbox else None,
+        result = partitioned.run_from_args(args, cli_input.bbox_region(args.bbox, cli_input.bbox_data_use(args))
+                                           if args.bbox else None,
                                            _params(args.param)).result
         scenario = result.scenario
     else:
