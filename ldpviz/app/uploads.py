@@ -168,10 +168,13 @@ def trip_uploader(container: Any, page: str) -> str | None:
     ss = st.session_state
     file = container.file_uploader("Your trips (CSV or Parquet: person, trip, seq, lon, lat)",
                                    type=TRIP_FILE_TYPES, key=f"w:trip_upload:{page}",
-                                   help="One row per point, the points of a trip in travel order (a time column "
-                                        "orders nothing: rows keep their file order within a trip). Read with "
-                                        "the same checks as `ldpviz od --file`; kept in this server's memory "
-                                        "only, for this session and the Flows and People pages.")
+                                   help="One row per point. Within each trip the points are put in order by the "
+                                        "seq column (seq, sequence, step, ...), else by a time column (ISO dates "
+                                        "or seconds), else kept in file order; rows with no order value are "
+                                        "dropped and counted, repeated values counted, and the message names the "
+                                        "columns used. Read with the same checks as `ldpviz od --file`; kept in "
+                                        "this server's memory only, for this session and the Flows and People "
+                                        "pages.")
     container.text_input("Bounds for your trips (W,S,E,N, optional)", key=f"w:trip_bounds:{page}",
                          placeholder="e.g. -93.33,44.89,-93.19,45.05",
                          help="Only the rows inside this box are kept (counted), and the box is the region, chosen "
