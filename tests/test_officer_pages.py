@@ -116,6 +116,11 @@ def test_explore_explains_epsilon_and_geoi_per_km():
     assert any("per km" in m.value and "calibrated" not in m.value for m in at.markdown
                if "estimate is on average" in m.value)
     assert any("its ε = 2 is per km of distance" in c.value for c in at.sidebar.caption)
+    at = app(mech="sem-geoi", eps="2", **{"p.calibration": "same-lp-as-dam"})   # the DAM paper's comparison
+    at.run()
+    assert_clean(at)
+    assert any("is calibrated to ε' =" in c.value and "does not fall steadily with the slider" in c.value
+               for c in at.sidebar.caption)
 
 
 def test_compare_groups_by_model_and_shows_the_common_scale():
