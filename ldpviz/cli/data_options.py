@@ -3,8 +3,8 @@
 * :func:`add_data_arguments` gives a command ``--dataset`` or ``--csv``/``--file``
   (the same option), ``--lat-column``, ``--lon-column`` (and for trips ``--person-column``,
   ``--trip-column``, ``--seq-column``, ``--time-column``), ``--max-bytes``,
-  ``--region`` or ``--bbox`` (with ``--bbox-from``: where the box came from), with one set of rules and messages; :func:`load_data`
-  is the one loader call behind them (points through
+  ``--region`` or ``--bbox`` (with ``--bbox-from``: where the box came from), with one set of
+  rules and messages; :func:`load_data` is the one loader call behind them (points through
   :func:`ldpviz.data.datasets.load_file`, trips through
   :func:`ldpviz.data.trajectories.load_trajectory_file`).
 * :func:`check_output_file` refuses an output path before the work starts.

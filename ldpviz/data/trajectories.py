@@ -301,8 +301,8 @@ def load_trajectory_file(source: Any, *, filename: str | None = None, person_col
     time: time, timestamp, ... -- optional, ISO dates or seconds) unless named. Within each trip the points
     are ordered by seq, else by time, else kept in file order (module docstring: missing order values are
     dropped and counted, repeated ones counted). ``bbox_data_use``: how the bbox was read from the rows, if it
-    was (a suggested box). ``bbox`` (W, S, E, N degrees; W > E crosses 180) drops the rows outside it (counted as "outside
-    the bbox") and is the region; without it ``frame(lon, lat)`` chooses it, as for uploaded points
+    was (a suggested box). ``bbox`` (W, S, E, N degrees; W > E crosses 180) drops the rows outside it (counted
+    as "outside the bbox") and is the region; without it ``frame(lon, lat)`` chooses it, as for uploaded points
     (:func:`ldpviz.geo.region_choice.upload_region`, one function for both; callers pass
     :func:`ldpviz.mechanisms.fo.private_region.upload_frame`). With neither the file is refused.
     """
