@@ -114,6 +114,8 @@ def make(name: str, grid: Grid, epsilon: float, params: dict | None = None):
         params.setdefault("path", "per-user")   # every phone simulated, as the paper (and docs/dam-claims.md) ran
     if name == "planar-laplace":
         return mechanisms.create(name, grid, planar_laplace_same_lp(grid, epsilon), **params)
+    if name == "sem-geoi":   # the paper's comparison: eps' matched to DAM's local privacy (not the tool's default)
+        params.setdefault("calibration", "same-lp-as-dam")
     return mechanisms.create(name, grid, epsilon, **params)
 
 

@@ -155,11 +155,16 @@ def test_people_totals_points_and_trajectories():
 
 
 def test_sem_geoi_total_is_its_own_epsilon_prime_not_the_slider():
-    """SEM-Geo-I's slider is the LDP level it is calibrated to; the ledger charges its stated epsilon' per km."""
-    mech = mechanisms.create("sem-geoi", Grid(CITY, 8), 1.0)
+    """SEM-Geo-I: by default the slider is epsilon' per km itself; calibrated to DAM's local privacy the slider
+    is DAM's LDP level, and the ledger charges the stated epsilon' per km (with the slack), not the slider."""
+    raw = mechanisms.create("sem-geoi", Grid(CITY, 8), 1.0)
+    assert A.collection_ledger(raw).total().geo_per_km == pytest.approx(1.0)
+    assert A.setting_text(raw).startswith("epsilon = 1 per km + ")
+    mech = mechanisms.create("sem-geoi", Grid(CITY, 8), 1.0, calibration="same-lp-as-dam")
     per_km = mech.epsilon_per_cell * 1000 / mech.grid.cell_m
     ledger = A.collection_ledger(mech)
     assert ledger.total().geo_per_km == pytest.approx(per_km) and not math.isclose(per_km, 1.0)
+    assert ledger.total().geo_slack_m == pytest.approx(mech.geo_slack_m())
     assert "slider epsilon = 1" in A.setting_text(mech)
 
 

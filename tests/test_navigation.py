@@ -162,7 +162,7 @@ def test_navigate_bbox_is_the_region(capsys):
     """--bbox is the region (stated, reads no data) and is said so; bad and conflicting bboxes are clear errors."""
     assert main(["navigate", "--bbox", "-93.33,44.89,-93.19,45.05", "--grid", "8", "--trips", "5", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert "Region 'typed bounds -93.33,44.89,-93.19,45.05'" in out["region"] and "without reading users' data" in out["region"]
+    assert "Region 'typed bounds -93.33,44.89,-93.19,45.05'" in out["region"] and "read no users' data" in out["region"]
     assert main(["navigate", "--bbox", "1,2,3"]) == 2
     assert main(["navigate", "--bbox", "-93.3,44.9,-93.2,45.0", "--region", "Whole city"]) == 2
 

@@ -367,7 +367,8 @@ def test_od_bbox_drops_and_counts_rows_outside_and_is_the_region(tmp_path, capsy
     captured = capsys.readouterr()
     out = json.loads(captured.out)
     assert "2 outside the bbox" in captured.err
-    assert out["n_users"] == 200 and "chosen without reading users' data" in out["guarantee"]
+    assert out["n_users"] == 200 and "the box you gave (-93.35,44.85,-93.15,45.05, W,S,E,N): ldpviz read no " \
+        "users' data to choose it, but cannot tell where the box came from" in out["guarantee"]
     assert main(["od", "--file", str(path), "--bbox", "1,2,3", "--mechanism", "grr"]) == 2
     assert main(["od", "--file", str(path), "--bbox", "-93.35,44.85,-93.15,45.05", "--region", "x"]) == 2
     assert main(["od", "--file", str(path), "--bbox", "10,10,11,11", "--mechanism", "grr"]) == 2

@@ -98,7 +98,7 @@ def test_explore_spread_view_and_report_need_two_trials():
 
 def test_explore_explains_epsilon_and_geoi_per_km():
     """The plain-language ε and the common-scale sentence are shown; a Geo-I mechanism's ε is labelled per km
-    (planar Laplace: the slider's ε itself; SEM-Geo-I: the ε' per km its calibration gives)."""
+    (planar Laplace and SEM-Geo-I: the slider's ε itself, issue 26)."""
     at = app(mech="grr", eps="1")
     at.run()
     assert_clean(at)
@@ -110,10 +110,17 @@ def test_explore_explains_epsilon_and_geoi_per_km():
     assert any("per km" in m.value for m in at.markdown if "estimate is on average" in m.value)
     assert any("is per km of distance" in c.value for c in at.sidebar.caption)
     assert any("like LDP with epsilon" in m.value for m in at.markdown)
-    at = app(mech="sem-geoi", eps="2")     # its slider ε is calibrated, not per km: the page says so
+    at = app(mech="sem-geoi", eps="2")     # its slider ε is the Geo-I ε' per km (issue 26): the page says so
     at.run()
     assert_clean(at)
-    assert any("calibrated to ε' =" in m.value for m in at.markdown if "estimate is on average" in m.value)
+    assert any("per km" in m.value and "calibrated" not in m.value for m in at.markdown
+               if "estimate is on average" in m.value)
+    assert any("its ε = 2 is per km of distance" in c.value for c in at.sidebar.caption)
+    at = app(mech="sem-geoi", eps="2", **{"p.calibration": "same-lp-as-dam"})   # the DAM paper's comparison
+    at.run()
+    assert_clean(at)
+    assert any("is calibrated to ε' =" in c.value and "does not fall steadily with the slider" in c.value
+               for c in at.sidebar.caption)
 
 
 def test_compare_groups_by_model_and_shows_the_common_scale():

@@ -40,7 +40,7 @@ def test_national_file_gets_the_lower_48():
     assert all(float(v).is_integer() for v in box.bbox)
     Region.from_bbox(*box.bbox)                                      # accepted: no exception
     assert box.rows_inside == int(datasets.in_bbox(lon, lat, box.bbox).sum())
-    assert box.as_option() == f"--bbox={box.as_text()}" and box.as_text().count(",") == 3
+    assert box.as_option() == f"--bbox={box.as_text()} --bbox-from suggestion" and box.as_text().count(",") == 3
 
 
 def test_box_across_the_antimeridian():
@@ -66,17 +66,36 @@ def test_suggestion_is_the_rows_bbox_keeps(tmp_path):
 
 
 def test_cli_refusal_can_be_pasted(tmp_path, capsys):
-    """`ldpviz run --csv national.csv` refuses in one line ending in --bbox=W,S,E,N; pasting it runs."""
+    """`ldpviz run --csv national.csv` refuses in one line ending in --bbox=W,S,E,N --bbox-from suggestion; pasting
+    it runs, and the run says its region was read from the rows -- never "chosen without reading users' data"
+    (issue 26). The same box typed without the flag is "the box you gave", with the caveat that ldpviz cannot tell
+    where it came from."""
+    import json
     lon, lat = national()
     path = write(tmp_path / "us.csv", lon, lat)
     assert main(["run", "--csv", str(path), "--grid", "4"]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "--bbox=" in err
-    option = err.rsplit(" ", 1)[-1]
-    assert main(["run", "--csv", str(path), option, "--grid", "4", "--json"]) == 0
-    import json
-    out = json.loads(capsys.readouterr().out)
+    assert len(err.splitlines()) == 1 and err.endswith("--bbox-from suggestion")
+    options = err.split(" add ", 1)[-1].split()
+    assert options[0].startswith("--bbox=") and options[1:] == ["--bbox-from", "suggestion"]
+    assert main(["run", "--csv", str(path), *options, "--grid", "4", "--json"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
     assert out["rows"]["kept"] == suggest_bbox(lon, lat).rows_inside
+    text = captured.out + captured.err
+    assert "without reading users' data" not in text and "read no users' data" not in text
+    assert "Not covered by epsilon: the region was the box ldpviz suggested from the file's rows" in text
+    assert "Region (--bbox-from suggestion): the box ldpviz suggested" in captured.err
+    assert main(["run", "--csv", str(path), options[0], "--grid", "4", "--json"]) == 0      # typed: unknown source
+    text = capsys.readouterr().out
+    assert "without reading users' data" not in text and "the box you gave" in text
+    assert "if it was read from the users' data (a box suggested from the rows, say), that is not covered" in text
+
+
+def test_bbox_from_needs_a_bbox(capsys):
+    """--bbox-from says where a --bbox came from: without a box it is a one-line error, not ignored."""
+    assert main(["run", "--bbox-from", "suggestion", "--grid", "4"]) == 2
+    assert "give the --bbox too" in capsys.readouterr().err
 
 
 def test_empty_or_polar_input_refused():

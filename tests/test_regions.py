@@ -193,7 +193,11 @@ def test_region_chosen_without_exact_points_does_not_move():
     for bad in ("abc", (1, 2, 3), None, ("-93", "x", "1", "2")):
         with pytest.raises(LdpvizInputError, match="four numbers"):
             regions.stated_region(bad)
-    assert "without reading" in regions.region_covers(regions.stated_region(MINNEAPOLIS_BBOX))
+    typed = regions.region_covers(regions.stated_region(MINNEAPOLIS_BBOX))
+    assert "read no users' data" in typed and "cannot tell where the box came from" in typed   # issue 26
+    assert "without reading" not in typed
+    suggested = regions.region_covers(regions.stated_region(MINNEAPOLIS_BBOX, data_use="the box ldpviz suggested"))
+    assert suggested == "Not covered by epsilon: the region was the box ldpviz suggested."
     assert regions.region_covers(tile).startswith("Not covered by epsilon")
 
 

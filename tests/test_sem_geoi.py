@@ -87,7 +87,7 @@ def test_subset_size_criterion_in_matrix_form(side, eps_prime):
 def test_calibration_matches_dam_local_privacy():
     """'same-lp-as-dam': SEM-Geo-I's LP equals DAM's at the same epsilon (Sec. VII-B)."""
     g = grid(8)
-    sem = mechanisms.create("sem-geoi", g, 2.0)
+    sem = mechanisms.create("sem-geoi", g, 2.0, calibration="same-lp-as-dam")
     dam_lp = local_privacy("dam", g, 2.0)
     assert local_privacy(sem) == pytest.approx(dam_lp, rel=0.02)
     assert sem.eps_prime > 0 and "calibrated" in sem.guarantee()
@@ -134,15 +134,18 @@ def test_effective_params_report_the_chosen_subset_size():
 
 
 def test_default_subset_size_is_the_papers_rule():
-    """k = ceil(n / (e^eps + 1)) at the comparison's epsilon (DAM paper Sec. VII-C3: n^k = O(n^{n/e^eps})):
-    on 15 x 15 cells k = 25, 7, 2, 1 at eps = 2.1, 3.5, 5, 7; the mechanism uses it unless told otherwise,
-    and 'mutual-information' keeps the MI-bound choice at eps'."""
+    """k = ceil(n / (e^eps + 1)) (DAM paper Sec. VII-C3: n^k = O(n^{n/e^eps})), eps the budget between
+    neighbouring cells -- eps' per cell side under 'raw' (the default): on 15 x 15 cells k = 25, 7, 2, 1 at
+    eps = 2.1, 3.5, 5, 7; the mechanism uses it unless told otherwise, and 'mutual-information' keeps the
+    MI-bound choice at eps'."""
     from ldpviz.mechanisms.dam.sem_geoi import choose_subset_size, paper_subset_size
     assert [paper_subset_size(225, e) for e in (2.1, 3.5, 5.0, 7.0)] == [25, 7, 2, 1]
     assert paper_subset_size(2, 0.1) == 1 and paper_subset_size(10, 0.01) == 5
-    g = Grid(Region(0, 0, 1000), 6)
+    g = Grid(Region(0, 0, 6000), 6)                     # 1 km cells: eps' per cell side = the slider per km
     mech = mechanisms.create("sem-geoi", g, 1.0, calibration="raw")
     assert mech.k == paper_subset_size(36, 1.0) == 10
+    small = mechanisms.create("sem-geoi", Grid(Region(0, 0, 1000), 6), 1.0)   # 167 m cells: eps' = 1/6 per cell
+    assert small.epsilon_per_cell == pytest.approx(1 / 6) and small.k == paper_subset_size(36, 1 / 6) == 17
     mi = mechanisms.create("sem-geoi", g, 1.0, calibration="raw", subset_rule="mutual-information")
     assert mi.k == choose_subset_size(6, 1.0)
 
@@ -163,5 +166,43 @@ def test_paper_subset_size_that_cannot_be_calibrated_in_time_is_refused():
     feasibility cut, which would take minutes to calibrate; SEM-Geo-I says so in one line instead of hanging,
     and the mutual-information rule still runs."""
     with pytest.raises(LdpvizInputError, match="subset_rule='mutual-information'"):
-        mechanisms.create("sem-geoi", grid(32), 0.5)
-    assert mechanisms.create("sem-geoi", grid(32), 0.5, subset_rule="mutual-information").k >= 1
+        mechanisms.create("sem-geoi", grid(32), 0.5, calibration="same-lp-as-dam")
+    assert mechanisms.create("sem-geoi", grid(32), 0.5, calibration="same-lp-as-dam",
+                             subset_rule="mutual-information").k >= 1
+
+
+@pytest.mark.parametrize("d,cell_m", [(4, 250.0), (8, 1000.0), (16, 1000.0), (12, 20_000.0)])
+def test_stated_geo_i_bound_is_monotone_in_the_slider(d, cell_m):
+    """Issue 26: 'smaller is more private' holds for every slider value. Over a fine grid of the slider across its
+    whole range (EPSILON_MIN .. EPSILON_MAX, log-spaced), the default SEM-Geo-I's stated bound -- eps' per km, the
+    one the accountant reads (eps_prime_per_km / epsilon_per_cell / claimed_epsilon) and the slack in metres --
+    never falls when the slider rises, and eps' per km is the slider itself (the guarantee text says so). The
+    paper's rule k = ceil(n / (e^eps + 1)) still changes k along the way, so the old calibrated eps' would jump."""
+    from ldpviz.mechanisms.base import EPSILON_MAX, EPSILON_MIN
+    g = Grid(Region(0.0, 45.0, cell_m * d), d)
+    sliders = np.geomspace(EPSILON_MIN, EPSILON_MAX, 61)
+    per_km, per_cell, slack, ks = [], [], [], []
+    for eps in sliders:
+        mech = mechanisms.create("sem-geoi", g, float(eps))
+        per_km.append(mech.eps_prime_per_km)
+        per_cell.append(mech.claimed_epsilon())
+        assert mech.epsilon_per_cell == pytest.approx(mech.claimed_epsilon())
+        slack.append(mech.geo_slack_m())
+        ks.append(mech.k)
+        assert f"the epsilon you set ({eps:g} per km)" in mech.guarantee()
+    assert np.allclose(per_km, sliders, rtol=1e-12)
+    assert np.all(np.diff(per_km) > 0) and np.all(np.diff(per_cell) > 0)
+    assert np.allclose(slack, math.sqrt(2) * g.cell_m)
+    assert np.all(np.diff(ks) <= 0) and (ks[0] > ks[-1] or d * d <= 2)    # k follows the paper's rule down
+
+
+def test_paper_calibration_says_its_slider_is_dams_epsilon():
+    """The DAM paper's comparison ('same-lp-as-dam') stays available, and says plainly that its slider is DAM's
+    LDP level and that eps' does not follow it: 1 km cells, d = 8, slider 1 then 2 -- eps' is whatever matches
+    DAM's local privacy, stated per km in the guarantee."""
+    g = grid(8)
+    mech = mechanisms.create("sem-geoi", g, 2.0, calibration="same-lp-as-dam")
+    text = mech.guarantee()
+    assert f"epsilon' = {mech.eps_prime_per_km:.3g} per km" in text
+    assert "the epsilon you set is DAM's LDP level, not SEM-Geo-I's guarantee" in text
+    assert "do not deploy on it" in text

@@ -39,17 +39,23 @@ def test_storms_bundled():
 
 
 def test_loader_reports_every_problem_with_counts():
-    """Missing person id is dropped and counted; one-point trips, backwards times and fast jumps are counted, kept."""
+    """Missing person id is dropped and counted; one-point trips and fast jumps are counted, kept; with no seq column
+    the time column orders each trip (issue 26: c's rows are put in time order, and the note says so)."""
     x = T.load_trajectory_file(CSV, filename="t.csv", frame=upload_frame("public-tiles"))
     r = x.report
     assert r.rows_read == 8 and r.rows_kept == 7 and r.dropped == {"missing person id": 1}
     assert r.checks["one-point trips"] == 1 and r.checks["people with one point"] == 1
-    assert r.checks["trips with times out of order"] == 1
+    assert r.checks["trips with times out of order"] == 0 and r.order == "time"
     assert r.checks["jumps faster than a plane"] == 1       # d: 445 km in one minute
     assert x.n_trips == 4 and list(x.trip_lengths()) == [2, 1, 2, 2]
-    lon, lat = x.trip_points(2)                               # c keeps its file order (not re-sorted by time)
-    assert list(lat) == [44.90, 44.95]
+    lon, lat = x.trip_points(2)                               # c re-sorted by its time column
+    assert list(lat) == [44.95, 44.90]
     assert "dropped 1 with no person id" in r.summary() and "not changed" in r.summary()
+    assert "points ordered by 'time' within each trip" in r.summary()
+    assert "2 rows were not in 'time' order in the file" in r.summary()
+    seq = CSV.replace(b"user,lat,lon,time\n", b"user,lat,lon,time,seq\n").replace(b"00\n", b"00,1\n")
+    y = T.load_trajectory_file(seq, filename="s.csv", frame=upload_frame("public-tiles"))   # seq wins over time
+    assert y.report.order == "seq" and y.report.checks["trips with times out of order"] == 1
 
 
 def test_loader_refuses_mixed_coordinate_systems():

@@ -104,3 +104,36 @@ def test_page_grids_follow_the_shared_d_where_allowed():
     at = page("7_People.py", d="8", pmeth="laplace-top", pk="2")
     assert at.toggle(key="w:people_shuffle").disabled
     assert any("laplace-top has no shuffled version" in c.value for c in at.sidebar.caption)
+
+
+def test_flows_trip_box_suggested_from_the_rows_keeps_its_provenance(tmp_path):
+    """Issue 26.6 on the dashboard: a trips file no region frames (people in Minneapolis and in Paris) is refused with
+    a suggested box; typed back, that box is labelled as read from the rows (not covered by ε), while another typed
+    box is 'the box you typed', with the caveat that ldpviz cannot know where it came from."""
+    rng = np.random.default_rng(5)
+    rows = []
+    for person in range(300):
+        lon0, lat0 = (-93.3, 44.95) if person < 200 else (2.35, 48.85)
+        rows += [(f"p{person}", 0, seq, lon0 + rng.normal(0, 0.03), lat0 + rng.normal(0, 0.03)) for seq in range(3)]
+    path = tmp_path / "two_cities.csv"
+    pd.DataFrame(rows, columns=["person", "trip", "seq", "lon", "lat"]).to_csv(path, index=False)
+    at = page("6_Flows.py", d="4")
+    at.file_uploader[0].set_value(("two_cities.csv", path.read_bytes(), "text/csv")).run()
+    refusal = " ".join(e.value for e in at.error)
+    assert "needs bounds" in refusal and "Suggested bounds: `" in refusal, refusal
+    box = refusal.split("Suggested bounds: `", 1)[1].split("`", 1)[0]
+    suggested = at.session_state["trip_suggested_bbox"]
+    at = AppTest.from_file(str(ROOT / "ldpviz/app/views/6_Flows.py"), default_timeout=180)   # the same session's
+    at.session_state["trip_suggested_bbox"] = suggested                                    # memory, fresh widgets
+    at.query_params["d"] = "4"
+    at.run()
+    at.text_input(key="w:trip_bounds:flows").set_value(box).run()
+    at.file_uploader[0].set_value(("two_cities.csv", path.read_bytes(), "text/csv")).run()
+    message = " ".join(s.value for s in at.success)
+    assert "the box ldpviz suggested from the file's rows" in message and "not covered by epsilon" in message, message
+    at = page("6_Flows.py", d="4")                            # a new session: the same box typed, not suggested
+    at.text_input(key="w:trip_bounds:flows").set_value(box).run()
+    at.file_uploader[0].set_value(("two_cities.csv", path.read_bytes(), "text/csv")).run()
+    message = " ".join(s.value for s in at.success)
+    assert "the box you typed: ldpviz read no users' data to use it; if it was read from the data" in message
+    assert "suggested from the file's rows" not in message

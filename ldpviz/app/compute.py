@@ -326,7 +326,7 @@ def geo_epsilon(P: np.ndarray, grid: Grid, chunk: int = 64) -> float:
 
 def claimed_epsilon(mech: mechanisms.Mechanism) -> float:
     """The ε a mechanism's guarantee states, in the unit its channel is measured in: Geo-I per cell side
-    (its slider ε is per km), SEM-Geo-I its calibrated ε′ (``claimed_epsilon`` where the mechanism says)."""
+    (its slider ε is per km; SEM-Geo-I's ε′ is its slider per km too unless calibrated to DAM, ``claimed_epsilon``)."""
     claimed = getattr(mech, "claimed_epsilon", None)
     if claimed is not None:
         return float(claimed() if callable(claimed) else claimed)

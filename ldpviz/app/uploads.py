@@ -19,7 +19,7 @@ import streamlit as st
 
 from ldpviz.data import datasets, trajectories
 from ldpviz.errors import LdpvizInputError, RegionTooLargeError
-from ldpviz.geo.region_suggestion import suggest_bbox
+from ldpviz.geo.region_suggestion import SUGGESTED_DATA_USE, suggest_bbox
 from ldpviz.mechanisms.fo.private_region import upload_frame
 
 PREFIX = "upload:"
@@ -147,6 +147,11 @@ MAX_TRIP_BYTES = 1024 * 2**20
 TRIP_FILE_TYPES = ["csv", "txt", "tsv", "gz", "parquet", "pq"]
 
 
+#: How a trips region reads when its bounds were typed (ldpviz cannot know where a typed box came from).
+TYPED_TRIP_BOX = ("the box you typed: ldpviz read no users' data to use it; if it was read from the data, that is "
+                  "not covered by ε")
+
+
 def trip_uploads() -> dict[str, trajectories.Trajectories]:
     """This session's uploaded trip files by name (``upload:<fingerprint>:<file name>``)."""
     return st.session_state.setdefault("trip_uploads", {})
@@ -168,15 +173,19 @@ def trip_uploader(container: Any, page: str) -> str | None:
     ss = st.session_state
     file = container.file_uploader("Your trips (CSV or Parquet: person, trip, seq, lon, lat)",
                                    type=TRIP_FILE_TYPES, key=f"w:trip_upload:{page}",
-                                   help="One row per point, the points of a trip in travel order (a time column "
-                                        "orders nothing: rows keep their file order within a trip). Read with "
-                                        "the same checks as `ldpviz od --file`; kept in this server's memory "
-                                        "only, for this session and the Flows and People pages.")
+                                   help="One row per point. Within each trip the points are put in order by the "
+                                        "seq column (seq, sequence, step, ...), else by a time column (ISO dates "
+                                        "or seconds), else kept in file order; rows with no order value are "
+                                        "dropped and counted, repeated values counted, and the message names the "
+                                        "columns used. Read with the same checks as `ldpviz od --file`; kept in "
+                                        "this server's memory only, for this session and the Flows and People "
+                                        "pages.")
     container.text_input("Bounds for your trips (W,S,E,N, optional)", key=f"w:trip_bounds:{page}",
                          placeholder="e.g. -93.33,44.89,-93.19,45.05",
-                         help="Only the rows inside this box are kept (counted), and the box is the region, chosen "
-                              "without reading the data, exactly as `ldpviz od --file F --bbox W,S,E,N`. Empty: the "
-                              "Data page's rule for uploads (private map tiles paid with ε0 per row by default).")
+                         help="Only the rows inside this box are kept (counted), and the box is the region, exactly "
+                              "as `ldpviz od --file F --bbox W,S,E,N`: ldpviz reads no users' data to use it (the "
+                              "box suggested from your rows is labelled as read from them). Empty: the Data page's "
+                              "rule for uploads (private map tiles paid with ε0 per row by default).")
     if file is None:
         return None
     attempt = (page, getattr(file, "file_id", file.name), ss.get(f"w:trip_bounds:{page}", ""))
@@ -186,11 +195,15 @@ def trip_uploader(container: Any, page: str) -> str | None:
     cfg = st.session_state.get("cfg", {})     # the Data page's rule for uploads without bounds
     try:
         bbox = _typed_bounds(ss.get(f"w:trip_bounds:{page}", ""))
+        suggested = ss.get("trip_suggested_bbox")     # the box this page suggested from the rows, if any
+        use = SUGGESTED_DATA_USE if bbox is not None and suggested is not None and tuple(bbox) == tuple(
+            suggested) else ""
         trips = trajectories.load_trajectory_file(
-            file, filename=file.name, max_bytes=MAX_TRIP_BYTES, bbox=bbox,
+            file, filename=file.name, max_bytes=MAX_TRIP_BYTES, bbox=bbox, bbox_data_use=use,
             frame=upload_frame(cfg.get("upload_rule", "private-tiles"), float(cfg.get("upload_epsilon0", 0.5))))
     except RegionTooLargeError as exc:
         box = f" Suggested bounds: `{exc.suggestion.as_text()}`." if exc.suggestion is not None else ""
+        ss["trip_suggested_bbox"] = exc.suggestion.bbox if exc.suggestion is not None else None
         ss["trip_message"] = ("error", f"**The trips file needs bounds:** {exc} Type W,S,E,N in 'Bounds for your "
                                        f"trips' above and upload again.{box}")
         ss["trip_attempt"] = None
@@ -206,7 +219,7 @@ def trip_uploader(container: Any, page: str) -> str | None:
                                      f"{'person' if trips.n_people == 1 else 'people'}, {trips.n_trips:,} "
                                      f"{'trip' if trips.n_trips == 1 else 'trips'}, {trips.n_points:,} points. "
                                      f"{trips.report.summary()} Region '{region.name}': "
-                                     f"{region.data_use or 'the box you typed, chosen without reading the data'}.")
+                                     f"{region.data_use or TYPED_TRIP_BOX}.")
     return trips.name
 
 

@@ -115,7 +115,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.region and args.bbox:
             raise LdpvizInputError("give either --region or --bbox, not both")
         option_checks.check_data_options(args, partitioned=True)
-        result = partitioned.run_from_args(args, cli_input.bbox_region(args.bbox) if args.bbox else None,
+        result = partitioned.run_from_args(args, cli_input.bbox_region(args.bbox, cli_input.bbox_data_use(args))
+                                           if args.bbox else None,
                                            _params(args.param)).result
         scenario = result.scenario
     else:

@@ -2,9 +2,9 @@
 
 * :func:`add_data_arguments` gives a command ``--dataset`` or ``--csv``/``--file``
   (the same option), ``--lat-column``, ``--lon-column`` (and for trips ``--person-column``,
-  ``--trip-column``, ``--time-column``), ``--max-bytes``,
-  ``--region`` or ``--bbox``, with one set of rules and messages; :func:`load_data`
-  is the one loader call behind them (points through
+  ``--trip-column``, ``--seq-column``, ``--time-column``), ``--max-bytes``,
+  ``--region`` or ``--bbox`` (with ``--bbox-from``: where the box came from), with one set of
+  rules and messages; :func:`load_data` is the one loader call behind them (points through
   :func:`ldpviz.data.datasets.load_file`, trips through
   :func:`ldpviz.data.trajectories.load_trajectory_file`).
 * :func:`check_output_file` refuses an output path before the work starts.
@@ -28,6 +28,7 @@ from typing import Any, Sequence
 from ldpviz.cli import option_checks
 from ldpviz.geo.domain import Region
 from ldpviz.errors import LdpvizInputError, RegionTooLargeError, require
+from ldpviz.geo.region_suggestion import FROM_SUGGESTION, SUGGESTED_DATA_USE
 from ldpviz.mechanisms.fo.private_region import DEFAULT_REGION_EPSILON, REGION_RULES, upload_frame
 
 POINTS = "points"
@@ -36,6 +37,9 @@ TRAJECTORIES = "trajectories"
 DEFAULT_MAX_BYTES = 2 * 2**30
 #: Trip files are read at once (rows keep their order within a trip), so their limit is lower.
 DEFAULT_MAX_TRIP_BYTES = 256 * 2**20
+#: ``--bbox-from``: a box the user gives (provenance unknown to ldpviz) or one ldpviz suggested from the rows.
+BBOX_TYPED = "typed"
+BBOX_SOURCES = (BBOX_TYPED, FROM_SUGGESTION)
 
 
 def add_data_arguments(p: argparse.ArgumentParser, *, kind: str = POINTS, default_dataset: str = "minneapolis-stops",
@@ -44,7 +48,8 @@ def add_data_arguments(p: argparse.ArgumentParser, *, kind: str = POINTS, defaul
     source = p.add_mutually_exclusive_group()
     source.add_argument("--dataset", default=default_dataset, help=dataset_help)
     what = ("points: CSV or Parquet with lat/lon columns" if kind == POINTS else
-            "trips: CSV or Parquet with person, lat, lon (optional trip, time) columns")
+            "trips: CSV or Parquet with person, lat, lon (optional trip, and seq or time to order the points by) "
+            "columns")
     source.add_argument("--csv", "--file", dest="csv", metavar="FILE",
                         help=f"your own file instead of --dataset ({what}; .gz is unpacked)")
     p.add_argument("--lat-column", help="latitude column of the file (auto-detected by default)")
@@ -52,6 +57,9 @@ def add_data_arguments(p: argparse.ArgumentParser, *, kind: str = POINTS, defaul
     if kind == TRAJECTORIES:
         for role in ("person", "trip", "time"):
             p.add_argument(f"--{role}-column", help=f"{role} column of the file (auto-detected by default)")
+        p.add_argument("--seq-column", help="column giving each point's place in its trip (seq, sequence, step, ...; "
+                                            "auto-detected by default); without one the points are ordered by the "
+                                            "time column, else kept in file order")
     default = DEFAULT_MAX_BYTES if kind == POINTS else DEFAULT_MAX_TRIP_BYTES
     p.add_argument("--max-bytes", type=int,            # None: not given (option_checks refuses it without a file)
                    help=f"largest file accepted, in bytes (default {default // 2**20:,} MiB, at most 1 TiB)")
@@ -59,6 +67,10 @@ def add_data_arguments(p: argparse.ArgumentParser, *, kind: str = POINTS, defaul
     p.add_argument("--bbox", metavar="W,S,E,N",
                    help="region as W,S,E,N in degrees (W > E crosses 180): only the rows inside it take part (a file's "
                         "rows outside it are dropped and counted before framing); the grid covers the square around it")
+    p.add_argument("--bbox-from", choices=BBOX_SOURCES, default=BBOX_TYPED,
+                   help="where --bbox came from: 'typed' (default; ldpviz cannot tell, so the result says a box "
+                        "read from the data is not covered) or 'suggestion' (the box ldpviz suggested from the rows: "
+                        "the result says the region depends on the users' data; the suggestion prints this flag)")
     p.add_argument("--region-rule", choices=REGION_RULES,
                    help="region of a file without --bbox: 'private-tiles' (default) frames the map tiles many rows "
                         "report under --region-epsilon LDP, which adds to --epsilon (both stated); 'public-tiles' "
@@ -77,11 +89,21 @@ def bbox_numbers(text: str) -> tuple[float, float, float, float]:
     return w, s, e, n
 
 
-def bbox_region(text: str) -> Region:
-    """The region of --bbox: the box itself (rows outside it are out), on the grid of the square around it."""
+def bbox_data_use(args: argparse.Namespace) -> str:
+    """How --bbox was read from the users' data: the suggestion's wording with ``--bbox-from suggestion``, else ''
+    (a box the user gives: ldpviz cannot know where it came from, and the guarantee says so)."""
+    source = getattr(args, "bbox_from", BBOX_TYPED) or BBOX_TYPED
+    require(source == BBOX_TYPED or getattr(args, "bbox", None),
+            f"--bbox-from {source} says where a --bbox came from; give the --bbox too")
+    return SUGGESTED_DATA_USE if source == FROM_SUGGESTION else ""
+
+
+def bbox_region(text: str, data_use: str = "") -> Region:
+    """The region of --bbox: the box itself (rows outside it are out), on the grid of the square around it;
+    ``data_use`` says how it was read from the rows (``--bbox-from suggestion``)."""
     from ldpviz.geo import region_choice
     try:
-        return region_choice.stated_region(bbox_numbers(text))
+        return region_choice.stated_region(bbox_numbers(text), data_use=data_use)
     except LdpvizInputError as exc:
         raise LdpvizInputError(f"--bbox: {exc}") from None
 
@@ -105,6 +127,10 @@ class UserData:
             out["changed"] = {k: int(v) for k, v in report.changed.items() if v}
         if getattr(report, "checks", None):
             out["checks"] = {k: int(v) for k, v in report.checks.items() if v}
+        if getattr(report, "columns", None):
+            out["columns"] = dict(report.columns)
+        if hasattr(report, "order_text"):      # trips: the column their points were ordered by (None: file order)
+            out["order"] = {"column": report.order or None, "text": report.order_text()}
         return out
 
 
@@ -112,7 +138,8 @@ def load_data(args: argparse.Namespace, kind: str = POINTS) -> UserData:
     """The one loader behind :func:`add_data_arguments`; prints the file's row counts to stderr."""
     require(not (args.bbox and args.region), "give either --region or --bbox, not both")
     option_checks.check_data_options(args)
-    region: Region | str | None = bbox_region(args.bbox) if args.bbox else args.region
+    use = bbox_data_use(args)
+    region: Region | str | None = bbox_region(args.bbox, use) if args.bbox else args.region
     if not args.csv:
         return UserData(args.dataset, None, region)
     require(args.region is None, "--region names a preset of a bundled dataset; with a file, give --bbox")
@@ -123,7 +150,7 @@ def load_data(args: argparse.Namespace, kind: str = POINTS) -> UserData:
         try:
             data = datasets.load_file(args.csv, lat_column=args.lat_column, lon_column=args.lon_column,
                                       bbox=bbox_numbers(args.bbox) if args.bbox else None, max_bytes=max_bytes,
-                                      frame=upload_frame(rule, epsilon0))
+                                      frame=upload_frame(rule, epsilon0), bbox_data_use=use)
         except RegionTooLargeError as exc:
             hint = f" To study those rows, add {exc.suggestion.as_option()}" if exc.suggestion is not None else ""
             raise LdpvizInputError(f"{exc}{hint}") from None
@@ -133,8 +160,9 @@ def load_data(args: argparse.Namespace, kind: str = POINTS) -> UserData:
             data = trajectories.load_trajectory_file(args.csv, lat_column=args.lat_column, lon_column=args.lon_column,
                                                      person_column=args.person_column, trip_column=args.trip_column,
                                                      time_column=args.time_column, max_bytes=max_bytes,
+                                                     seq_column=args.seq_column,
                                                      bbox=bbox_numbers(args.bbox) if args.bbox else None,
-                                                     frame=upload_frame(rule, epsilon0))
+                                                     frame=upload_frame(rule, epsilon0), bbox_data_use=use)
         except RegionTooLargeError as exc:
             hint = f" To study those rows, add {exc.suggestion.as_option()}" if exc.suggestion is not None else ""
             raise LdpvizInputError(f"{exc}{hint}") from None
@@ -142,6 +170,8 @@ def load_data(args: argparse.Namespace, kind: str = POINTS) -> UserData:
     print(data.report.summary(), file=sys.stderr)
     if not args.bbox:
         print(f"Region ({rule}): {data.default_region.data_use}.", file=sys.stderr)
+    elif use:
+        print(f"Region (--bbox-from {args.bbox_from}): {use}.", file=sys.stderr)
     return UserData(data.name, data, region)
 
 

@@ -35,7 +35,7 @@ def check_data_options(args: argparse.Namespace, *, partitioned: bool = False) -
             validate_epsilon(args.region_epsilon)
         except LdpvizInputError as exc:
             raise LdpvizInputError(f"--region-epsilon: {exc}") from None
-    given = [f"--{name.replace('_', '-')}" for name in ("lat_column", "lon_column", "person_column", "trip_column",
+    given = [f"--{name.replace('_', '-')}" for name in ("lat_column", "lon_column", "person_column", "trip_column", "seq_column",
                                                            "time_column")
              if getattr(args, name, None) is not None]
     if not args.csv:

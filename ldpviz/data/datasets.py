@@ -211,7 +211,7 @@ def load_file(source: Any, *, filename: str | None = None, lat_column: str | Non
               bbox: tuple[float, float, float, float] | None = None,
               progress: Callable[[float, str], None] | None = None, chunk_rows: int = 1_000_000,
               wrap_longitudes: bool = True,
-              frame: Callable[[np.ndarray, np.ndarray], Region] | None = None) -> Dataset:
+              frame: Callable[[np.ndarray, np.ndarray], Region] | None = None, bbox_data_use: str = "") -> Dataset:
     """Read points from a CSV or Parquet file (a path, bytes, or a file-like object such as an upload).
 
     Coordinate columns are found case-insensitively (latitude: lat, latitude, y;
@@ -227,8 +227,8 @@ def load_file(source: Any, *, filename: str | None = None, lat_column: str | Non
 
     ``bbox`` (W, S, E, N degrees; W > E crosses 180) keeps only the rows inside it
     (the rest are counted as "outside the bbox") and becomes the dataset's region
-    (:func:`ldpviz.geo.region_choice.stated_region`), which then depends on no user's data.
-    Without it ``frame(lon, lat)`` chooses the region from the rows: the command line
+    (:func:`ldpviz.geo.region_choice.stated_region`), which then depends on no user's data unless
+    ``bbox_data_use`` says how the box was read from them (a box suggested from the rows). Without it ``frame(lon, lat)`` chooses the region from the rows: the command line
     and the dashboard pass :func:`ldpviz.mechanisms.fo.private_region.upload_region`
     (private tiles paid with epsilon0 per row by default; public tiles, not private,
     only when asked). This layer never picks a region from the rows by itself: with
@@ -242,7 +242,7 @@ def load_file(source: Any, *, filename: str | None = None, lat_column: str | Non
     points = read_points(source, filename=filename, lat_column=lat_column, lon_column=lon_column,
                          max_bytes=max_bytes, bbox=bbox, progress=progress, chunk_rows=chunk_rows,
                          wrap_longitudes=wrap_longitudes)
-    return frame_points(points, bbox=bbox, frame=frame, progress=progress)
+    return frame_points(points, bbox=bbox, frame=frame, progress=progress, bbox_data_use=bbox_data_use)
 
 
 def read_points(source: Any, *, filename: str | None = None, lat_column: str | None = None,

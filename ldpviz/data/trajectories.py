@@ -4,9 +4,14 @@ Paper context: l-srr-staircase-randomized-response.md Sec. 4 (trajectory-input L
 analysis and navigation need a sequence of locations per user, not one point).
 
 A :class:`Trajectories` holds one row per point, grouped by trip: ``person`` and ``trip`` labels,
-``lon``/``lat`` in WGS 84 degrees and an optional ``time`` (seconds since 1970-01-01 UTC). Within a
-trip the points keep the order of the file (a file's row order is its order of travel when it has
-no time column); nothing is re-sorted.
+``lon``/``lat`` in WGS 84 degrees and an optional ``time`` (seconds since 1970-01-01 UTC), in travel order.
+
+Order within a trip (issue 26): a file's points are put in travel order by its order column -- a ``seq``
+column (seq, sequence, step, ...: numbers) when there is one, else its time column (ISO dates or seconds),
+else the file's row order (said so). A row whose order value is missing or unreadable cannot be placed and is
+dropped, counted under a named reason; rows sharing an order value within a trip keep their file order between
+them and are counted (a named check), as their order is then the file's, not the column's. The report names the
+columns used and the order (``TrajectoryReport.order``).
 
 :func:`load_trajectory_file` reads CSV or Parquet with the same reading rules and plain messages as
 the point loader (:func:`ldpviz.data.datasets.load_file`). Rows it cannot use are dropped and counted by
@@ -48,6 +53,8 @@ PERSON_NAMES = ("person", "person_id", "user", "user_id", "uid", "userid", "id",
                 "vehicle_id", "taxi_id", "driver", "storm", "name")
 TRIP_NAMES = ("trip", "trip_id", "trajectory", "trajectory_id", "traj_id", "track", "track_id", "journey")
 TIME_NAMES = ("time", "timestamp", "datetime", "date_time", "t", "ts")
+SEQ_NAMES = ("seq", "sequence", "seq_no", "seqno", "seq_id", "seq_num", "step", "point_order", "point_index",
+             "order")
 
 _DROP_PHRASE = {
     "missing person id": "with no person id",
@@ -56,12 +63,17 @@ _DROP_PHRASE = {
     "latitude out of range": "with latitude outside [-90, 90]",
     "longitude out of range": "with longitude outside [-180, 180]",
     "unreadable time": "with a time that is not a date/time or a number",
+    "missing seq": "with no seq (their place in the trip is unknown)",
+    "non-numeric seq": "with a seq that is not a number",
+    "missing time to order by": "with no time (the order column; their place in the trip is unknown)",
     "outside the bbox": "outside the bbox",
 }
 _CHECK_PHRASE = {
     "one-point trips": "trips with a single point",
     "people with one point": "people with a single point",
-    "trips with times out of order": "trips whose times go backwards (kept in file order)",
+    "trips with times out of order": "trips whose times go backwards (kept in the order used)",
+    "points sharing their order value": "points whose order value repeats within their trip (kept in file order "
+                                        "between them)",
     "jumps faster than a plane": f"steps faster than {MAX_SPEED_KMH:,.0f} km/h",
     "points without time": "points with no time",
 }
@@ -79,13 +91,20 @@ class TrajectoryReport:
     rows_kept: int
     dropped: dict[str, int]
     checks: dict[str, int]
-    columns: dict[str, str]      #: role (person, trip, lat, lon, time) -> column used
+    columns: dict[str, str]      #: role (person, trip, seq, lat, lon, time) -> column used
     notes: tuple[str, ...] = ()
+    order: str = ""              #: the column points are ordered by within a trip ('' = the file's row order)
+
+    def order_text(self) -> str:
+        """How the points of a trip were put in order, in words."""
+        if not self.order:
+            return "points in file order within each trip (no seq or time column)"
+        return f"points ordered by '{self.order}' within each trip"
 
     def summary(self) -> str:
-        """Plain sentences: kept/dropped rows, then every check that found something."""
+        """Plain sentences: kept/dropped rows, the columns and order used, then every check that found something."""
         used = ", ".join(f"{role} from '{col}'" for role, col in self.columns.items())
-        text = f"Kept {self.rows_kept:,} of {self.rows_read:,} rows ({used})"
+        text = f"Kept {self.rows_kept:,} of {self.rows_read:,} rows ({used}; {self.order_text()})"
         drops = [f"{n:,} {_DROP_PHRASE.get(r, f'({r})')}" for r, n in self.dropped.items() if n]
         if drops:
             text += f"; dropped {_listed(drops)}"
@@ -183,13 +202,22 @@ def haversine_m(lon1: np.ndarray, lat1: np.ndarray, lon2: np.ndarray, lat2: np.n
 
 
 def trajectory_checks(person: np.ndarray, trip_start: np.ndarray, lon: np.ndarray, lat: np.ndarray,
-                      time: np.ndarray | None) -> dict[str, int]:
-    """Counts of the trajectory problems that are reported but not fixed (see module docstring)."""
+                      time: np.ndarray | None, order_key: np.ndarray | None = None) -> dict[str, int]:
+    """Counts of the trajectory problems that are reported but not fixed (see module docstring).
+
+    ``order_key``: the values the points were ordered by (sorted within each trip), to count the points whose
+    value repeats within their trip."""
     lengths = np.diff(trip_start)
     trip_of = np.repeat(np.arange(len(lengths)), lengths)
     same_trip = trip_of[1:] == trip_of[:-1]
     _, per_person = np.unique(np.asarray(person).astype(str), return_counts=True)
     checks = {"one-point trips": int((lengths == 1).sum()), "people with one point": int((per_person == 1).sum())}
+    if order_key is not None:
+        tie = same_trip & (np.diff(order_key) == 0)
+        shared = np.zeros(len(order_key), bool)
+        shared[1:] |= tie
+        shared[:-1] |= tie
+        checks["points sharing their order value"] = int(shared.sum())
     if time is not None:
         dt = np.diff(time)
         backwards = same_trip & (dt < 0)
@@ -264,14 +292,17 @@ def load_trajectory_file(source: Any, *, filename: str | None = None, person_col
                          lat_column: str | None = None, lon_column: str | None = None,
                          max_bytes: int = 50 * 2**20,
                          bbox: tuple[float, float, float, float] | None = None,
-                         frame: Callable[[np.ndarray, np.ndarray], Region] | None = None) -> Trajectories:
+                         frame: Callable[[np.ndarray, np.ndarray], Region] | None = None,
+                         seq_column: str | None = None, bbox_data_use: str = "") -> Trajectories:
     """Read trajectories from CSV or Parquet (path, bytes or file-like); see the module docstring.
 
     Columns are found case-insensitively (person: person, user, id, ...; trip: trip, trajectory,
-    track, ... -- optional, default one trip per person; time: time, timestamp, ... -- optional,
-    ISO dates or seconds) unless named. Rows keep their file order within each trip.
-    ``bbox`` (W, S, E, N degrees; W > E crosses 180) drops the rows outside it (counted as "outside
-    the bbox") and is the region; without it ``frame(lon, lat)`` chooses it, as for uploaded points
+    track, ... -- optional, default one trip per person; seq: seq, sequence, step, ... -- optional, numbers;
+    time: time, timestamp, ... -- optional, ISO dates or seconds) unless named. Within each trip the points
+    are ordered by seq, else by time, else kept in file order (module docstring: missing order values are
+    dropped and counted, repeated ones counted). ``bbox_data_use``: how the bbox was read from the rows, if it
+    was (a suggested box). ``bbox`` (W, S, E, N degrees; W > E crosses 180) drops the rows outside it (counted
+    as "outside the bbox") and is the region; without it ``frame(lon, lat)`` chooses it, as for uploaded points
     (:func:`ldpviz.geo.region_choice.upload_region`, one function for both; callers pass
     :func:`ldpviz.mechanisms.fo.private_region.upload_frame`). With neither the file is refused.
     """
@@ -294,7 +325,12 @@ def load_trajectory_file(source: Any, *, filename: str | None = None, person_col
     used = {"person": _pick(columns, person_column, PERSON_NAMES, "person", filename, True)}
     trip_name = _pick(columns, trip_column, TRIP_NAMES, "trip", filename, False)
     time_name = _pick(columns, time_column, TIME_NAMES, "time", filename, False)
-    used.update({"trip": trip_name, "lat": columns[lat_i], "lon": columns[lon_i], "time": time_name})
+    seq_name = _pick(columns, seq_column, SEQ_NAMES, "seq", filename, False)
+    used.update({"trip": trip_name, "seq": seq_name, "lat": columns[lat_i], "lon": columns[lon_i],
+                 "time": time_name})
+    named = [v for v in used.values() if v is not None]
+    require(len(named) == len(set(named)), f"one column of '{filename}' is used for two roles ("
+            + ", ".join(f"{k}: {v!r}" for k, v in used.items() if v is not None) + "); name the columns")
     require(used["person"] not in (used["lat"], used["lon"]),
             f"the person column {used['person']!r} is also a coordinate column; name the person column")
 
@@ -318,6 +354,13 @@ def load_trajectory_file(source: Any, *, filename: str | None = None, person_col
               "longitude out of range": lon_out}
     if time_bad is not None:
         checks["unreadable time"] = time_bad
+    order_name, order_values = seq_name or time_name, None
+    if seq_name is not None:
+        order_values, seq_missing, seq_bad = _ds._to_numbers(frame[seq_name], seq_name, notes)
+        checks["missing seq"], checks["non-numeric seq"] = seq_missing, seq_bad
+    elif time_name is not None:
+        order_values = time
+        checks["missing time to order by"] = time_missing
     if bbox is not None:
         with np.errstate(invalid="ignore"):
             checks["outside the bbox"] = ~_ds.in_bbox(np.nan_to_num(lon), np.nan_to_num(lat), bbox)
@@ -340,23 +383,34 @@ def load_trajectory_file(source: Any, *, filename: str | None = None, person_col
     idx = np.flatnonzero(keep)
     key = pd.Series(persons[idx].astype(str)) + "\x1f" + pd.Series(trips[idx].astype(str))
     codes = pd.factorize(key)[0]
-    perm = np.argsort(codes, kind="stable")   # group trips; file order within a trip
+    if order_values is None:
+        perm = np.argsort(codes, kind="stable")   # group trips; file order within a trip
+    else:                                         # group trips; by the order column within a trip, ties in file order
+        perm = np.lexsort((np.arange(len(codes)), order_values[idx], codes))
     order = idx[perm]
-    if trip_name is not None and not np.array_equal(perm, np.arange(len(perm))):
+    grouped_only = np.argsort(codes, kind="stable")
+    if trip_name is not None and not np.array_equal(grouped_only, np.arange(len(perm))):
         notes.append("rows of some trips were not next to each other in the file; they were grouped by "
-                     "(person, trip), keeping their file order within each trip.")
+                     "(person, trip).")
+    if order_values is not None and not np.array_equal(perm, grouped_only):
+        moved = int((perm != grouped_only).sum())
+        notes.append(f"{moved:,} rows were not in '{order_name}' order in the file; they were put in that order "
+                     "within their trip.")
     t = None if time is None else time[order]
     lon_k, lat_k = lon[order], lat[order]
     grouped = codes[perm]
     starts = np.concatenate([[0], np.flatnonzero(grouped[1:] != grouped[:-1]) + 1, [len(order)]])
-    found = trajectory_checks(persons[order], starts, lon_k, lat_k, t)
+    found = trajectory_checks(persons[order], starts, lon_k, lat_k, t,
+                              None if order_values is None else order_values[order])
     report = TrajectoryReport(rows_read=len(frame), rows_kept=len(order), dropped=dropped, checks=found,
-                              columns={k: v for k, v in used.items() if v is not None}, notes=tuple(notes))
+                              columns={k: v for k, v in used.items() if v is not None}, notes=tuple(notes),
+                              order=order_name or "")
     # The rule shared with uploaded points, paid per person: each person reports the tile of ONE of their points
     # (chosen at random, as a phone would), so the region costs a person epsilon0 once, whatever their points
     # (issue 26: framing from every row charged a person with L points L x epsilon0).
     one_lon, one_lat = one_point_per_person(persons[order], lon_k, lat_k)
-    whole = regions.upload_region(one_lon, one_lat, filename, bbox, frame=_per_person(region_frame))
+    whole = regions.upload_region(one_lon, one_lat, filename, bbox, frame=_per_person(region_frame),
+                                  bbox_data_use=bbox_data_use)
     return Trajectories(name=f"upload:{filename}", label=filename,
                         description=f"Uploaded trajectories '{filename}'. {report.summary()}",
                         person=persons[order], trip=trips[order], lon=lon_k, lat=lat_k, time=t,

@@ -40,7 +40,11 @@ against eps'.
   a Geo-I epsilon is per km, so the claim per cell side is :attr:`Mechanism.epsilon_per_cell`;
   the audited figure is the largest ``bound / (distance + slack)`` over pairs, compared with it.
   Every Geo-I audit includes close positions across a cell edge and a cell corner
-  (:func:`boundary_pairs`): snapping to cell centres breaks the guarantee there.
+  (:func:`boundary_pairs`): snapping to cell centres breaks the guarantee there. Rounding to
+  any finer lattice (quarter cells, say) breaks it only across *its* lines, which those pairs
+  miss, so every Geo-I audit also runs a chain of close pairs from a seeded random place across
+  a whole cell (:func:`random_close_pairs`, issue 26): one of its steps straddles every
+  lattice line inside a cell.
 
 A pass is not a proof: it means no violation was found. A certified lower bound
 far below the claim (under :data:`INFORMATIVE_FRACTION` of it, e.g. 0.0 when no
@@ -135,7 +139,7 @@ def _radius_cells(mech: Mechanism) -> int | None:
     return None
 
 
-def hard_pairs(grid: Grid, mech: Mechanism | None = None) -> list[AuditPair]:
+def hard_pairs(grid: Grid, mech: Mechanism | None = None, seed: int = 0) -> list[AuditPair]:
     """Input pairs that are hard to tell apart: neighbours, far corners, radius shift, within a cell.
 
     For an LDP mechanism every pair must satisfy the same bound, so the pairs
@@ -143,7 +147,9 @@ def hard_pairs(grid: Grid, mech: Mechanism | None = None) -> list[AuditPair]:
     cells (where smoothing mechanisms such as DAM or SRR blur least), opposite
     corners (where border effects and distance-based mechanisms differ most), a
     cell and the cell one radius away (the edge of a disk or staircase), and two
-    positions inside one cell (mechanisms on continuous coordinates).
+    positions inside one cell (mechanisms on continuous coordinates). Geo-I mechanisms also get close pairs
+    across a cell edge and corner (:func:`boundary_pairs`) and at random positions (:func:`random_close_pairs`,
+    drawn from ``seed``).
     """
     d = grid.side
     mid = (d - 1) // 2
@@ -159,6 +165,7 @@ def hard_pairs(grid: Grid, mech: Mechanism | None = None) -> list[AuditPair]:
                            _input(grid, mid, mid, (0.99, 0.99))))
     if mech is not None and mech.privacy_model == GEO_I and d > 1:
         pairs.extend(boundary_pairs(grid))
+        pairs.extend(random_close_pairs(grid, seed))
     unique, seen = [], set()
     for pair in pairs:          # tiny grids collapse some pairs onto the same inputs
         key = (pair.first, pair.second)
@@ -197,6 +204,40 @@ def boundary_pairs(grid: Grid, gap_m: float = BOUNDARY_GAP_M) -> list[AuditPair]
                       _position(grid, edge + half, mid + 0.5)),
             AuditPair(f"{gap_text} apart across a cell corner", _position(grid, corner - diag, corner - diag),
                       _position(grid, corner + diag, corner + diag))]
+
+
+#: Gap between the two positions of each random close pair (cell sides): the chain of :func:`random_close_pairs`.
+RANDOM_GAP_CELLS = 0.1
+
+
+def random_close_pairs(grid: Grid, seed: int = 0, gap_cells: float = RANDOM_GAP_CELLS) -> list[AuditPair]:
+    """Close pairs of real positions at a seeded random place: a chain of steps ``gap_cells`` long from a random
+    start, in a random direction near the diagonal (40 to 50 degrees), long enough to cross a whole cell width
+    along both axes; each step is one pair (issue 26).
+
+    The cross-boundary pairs (:func:`boundary_pairs`) catch snapping to cell centres. A mechanism that rounds to
+    a finer lattice -- quarter cells, say, whose lines lie inside the cells -- keeps both points of those pairs on
+    one lattice point and passes them. The chain crosses every lattice line inside a cell, whatever its offset,
+    and the step across a line shows a loss of about epsilon x (the lattice spacing) against a claim of epsilon x
+    ``gap_cells``: 2.5 x the claim for quarter cells at a gap of a tenth of a cell. (Pairs at independent random
+    places straddle a line only with probability about gap / spacing each: ten such audits of a quarter-cell
+    rounding missed it 4 times in 10 with 8 pairs.) ``gap_cells`` is capped at a tenth of the grid."""
+    d = grid.side
+    rng = np.random.default_rng([int(seed), 0x26C105E])
+    gap = min(float(gap_cells), 0.1 * d)
+    angle = math.radians(rng.uniform(40.0, 50.0)) + (math.pi / 2 if rng.random() < 0.5 else 0.0)
+    step_x, step_y = gap * math.cos(angle), gap * math.sin(angle)
+    steps = int(math.ceil(1.0 / (gap * min(abs(math.cos(angle)), abs(math.sin(angle)))))) if d > 1 else 1
+    span_x, span_y = abs(step_x) * steps, abs(step_y) * steps
+    x0 = rng.uniform(0.0, max(d - span_x, 0.0)) + (span_x if step_x < 0 else 0.0)
+    y0 = rng.uniform(0.0, max(d - span_y, 0.0))
+    gap_text = f"{gap * grid.cell_m:.3g} m"
+    out = []
+    for k in range(steps):
+        ax, ay = x0 + k * step_x, y0 + k * step_y
+        out.append(AuditPair(f"{gap_text} apart at a random place ({ax + step_x / 2:.2f}, {ay + step_y / 2:.2f} "
+                             "cells)", _position(grid, ax, ay), _position(grid, ax + step_x, ay + step_y)))
+    return out
 
 
 # ------------------------------------------------------------------ reports -> discrete keys
@@ -614,7 +655,7 @@ def audit_mechanism(name_or_mech: str | type[Mechanism] | Mechanism, grid: Grid 
         base["n_samples"] = n_samples
         protocol = _background(mech, grid, int(seed))
 
-    chosen = list(pairs) if pairs is not None else hard_pairs(grid, mech)
+    chosen = list(pairs) if pairs is not None else hard_pairs(grid, mech, int(seed))
     require(len(chosen) > 0, "the audit needs at least one pair of inputs")
     # Bonferroni over every (pair, direction, event) evaluated on the fresh half.
     n_tests = len(chosen) * 2 * events_per_direction

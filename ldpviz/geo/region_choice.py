@@ -143,9 +143,10 @@ def region_covers(region: Region) -> str:
         return (f"The region was {region.data_use}; together with the mechanism a {who} is protected at "
                 f"{region.epsilon_spent:g} + epsilon (sequential composition).")
     if region.bounds is not None and not region.data_use:
-        return (f"The region is the box the user typed ({region.typed_bounds.split(' ', 2)[-1]}, W,S,E,N), chosen "
-                "without reading users' data; the grid covers the square around it, and only rows inside the "
-                "box take part.")
+        return (f"The region is the box you gave ({region.typed_bounds.split(' ', 2)[-1]}, W,S,E,N): ldpviz read no "
+                "users' data to choose it, but cannot tell where the box came from; if it was read from the users' "
+                "data (a box suggested from the rows, say), that is not covered by epsilon. The grid covers the "
+                "square around it, and only rows inside the box take part.")
     if not region.data_use:
         return "The region was chosen without reading users' data."
     return f"Not covered by epsilon: the region was {region.data_use}."

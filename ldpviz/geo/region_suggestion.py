@@ -30,6 +30,13 @@ _KM_PER_DEG = 111.195          # one degree of a great circle on the mean Earth 
 _TRY_FRACTIONS = (0.95, 0.85, 0.75, 0.6, 0.45, 0.3)   # of the largest side, while the box does not fit
 
 
+#: ``--bbox-from`` value of a box pasted from a suggestion, and how such a region reads in a guarantee.
+FROM_SUGGESTION = "suggestion"
+SUGGESTED_DATA_USE = ("the box ldpviz suggested from the file's rows (the densest continent-sized box, read from the "
+                      f"count of rows per {CELL_DEG:g}-degree cell, about 111 km): it depends on the users' data and "
+                      "is not covered by epsilon")
+
+
 @dataclass(frozen=True)
 class SuggestedBox:
     """A W, S, E, N box in whole degrees (W > E crosses 180) and how many rows lie inside it."""
@@ -50,8 +57,10 @@ class SuggestedBox:
         return ",".join(f"{v:g}" for v in self.bbox)
 
     def as_option(self) -> str:
-        """``--bbox=W,S,E,N``: pastes as is (the ``=`` keeps a west longitude from reading as an option)."""
-        return f"--bbox={self.as_text()}"
+        """``--bbox=W,S,E,N --bbox-from suggestion``: pastes as is (the ``=`` keeps a west longitude from reading as
+        an option), and the second flag keeps the box's provenance: the run then states that its region was read
+        from the rows (:data:`SUGGESTED_DATA_USE`), not "a box you gave" (issue 26)."""
+        return f"--bbox={self.as_text()} --bbox-from {FROM_SUGGESTION}"
 
     def sentence(self) -> str:
         share = 100.0 * self.rows_inside / max(self.rows_total, 1)

@@ -54,7 +54,8 @@ def trips_csv(path: Path) -> Path:
         for trip in range(2):
             a, b = rng.uniform([-93.33, 44.89], [-93.19, 45.05], (2, 2))
             rows += [(f"p{person}", trip, seq, *(a + (b - a) * seq / 4)) for seq in range(5)]
-    pd.DataFrame(rows, columns=["person", "trip", "seq", "lon", "lat"]).to_csv(path, index=False)
+    frame = pd.DataFrame(rows, columns=["person", "trip", "seq", "lon", "lat"])
+    frame.sample(frac=1.0, random_state=23).to_csv(path, index=False)    # shuffled: the seq column orders (issue 26)
     return path
 
 
@@ -151,6 +152,7 @@ def test_trips_uploaded_on_flows_are_studied_on_people(server, browser, tmp_path
             text = walk.main_text()
             assert "Loaded my_trips.csv" in text and f"{trips:,} trips" in text, text[:1500]
             assert "typed bounds -93.34,44.88,-93.18,45.06" in text
+            assert "seq from 'seq'" in text and "points ordered by 'seq' within each trip" in text, text[:1500]
             walk.shot(f"regions-flows-trips-{width}")
             go(walk, "People", "People")
             walk.check_clean(f"People with the uploaded trips at {width} px")

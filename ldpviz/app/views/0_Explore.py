@@ -189,7 +189,8 @@ with session.guard("this scenario"):
             geo_note.caption(f"{ui.short_name(scenario.mechanism)} is Geo-indistinguishable: "
                              + (f"its ε = {given:g} is per km of distance (e^(ε × km) between two places)." if same
                                 else f"the slider's ε = {given:g} is calibrated to ε' = {per_km:.3g} per km of "
-                                     "distance on this grid (see 'What ε means here')."))
+                                     "distance on this grid (see 'What ε means here'): ε' is the guarantee, and it "
+                                     "does not fall steadily with the slider."))
             st.caption(f"Geo-I's ε is per km of distance: ε = {per_km:.3g} per km as the mechanism "
                        f"applies it on this grid (e^ε per cell side: {terms['ratio_neighbour_cells_text']}).")
 

@@ -28,27 +28,45 @@ Implementation choices (the paper leaves them open or we could not check them):
   the subsets whose nearest member has rank j number C(n-1-j, k-1) and share d(x, S) =
   r_j, so draw j with probability ~ C(n-1-j, k-1) e^{-eps' r_j / 2}, then the other k-1
   members uniformly among the cells ranked after j.
+* What the slider is (issue 26). By default (``calibration='raw'``) epsilon IS the Geo-I eps' per km
+  (``GEO_I_UNIT_M``; eps' per cell side = epsilon x cell side / 1 km), the parameter of SEM-Geo-I's own
+  definition and the unit of planar Laplace: the stated bound e^(eps' (|x - x'| + slack)) then grows with the
+  slider, so smaller is more private for every slider value. The DAM paper instead fixes DAM's LDP budget eps
+  and solves for the eps' whose local privacy (eq. 15-16) equals DAM's (Sec. VII-B, ``calibration=
+  'same-lp-as-dam'``, kept to reproduce its Fig. 9). That eps' is NOT monotone in eps, and cannot be while k
+  follows the paper's rule: k = ceil(n / (e^eps + 1)) falls in steps as eps grows; for a fixed k the calibrated
+  eps' rises with eps (DAM's LP falls), but a larger k hides the true cell among more members, so it needs a
+  larger eps' to reach the same LP (its LP floor ((k - 1) / k) x mean distance is higher, and the feasibility
+  cut below puts the target just above that floor, where LP is flat in eps'). Each step down in k therefore
+  drops eps' (1 km cells, d = 16: eps = 0.5, 1, 2, 4 give k = 97, 34, 7, 2 and eps' = 5.99, 10.2, 4.78, 2.51
+  per km). Neither Brent's bracket nor the Monte Carlo is the cause: with k held fixed, eps' rises with eps
+  (d = 16, k = 2: 0.41, 0.63, 0.92, 1.35, 2.51 per km at eps = 1.5, 2, 2.5, 3, 4; k = 1, where LP is exact,
+  likewise), and the drops sit exactly at the steps of k. The paper
+  compares utility at equal LP and never deploys the calibrated eps'; a deployed tool must let the slider set
+  the guarantee, so the slider is eps' and the calibration is an opt-in comparison whose guarantee text says
+  the slider is DAM's eps and that eps' does not follow it.
 * Subset size k (``subset_rule``): by default the paper's baseline rule, k = ceil(n / (e^eps + 1))
-  at the budget eps of the comparison (:func:`paper_subset_size`). The DAM paper does not print
-  k, but Sec. VII-C3 says SEM-Geo-I's output domain grows as n^k = O(n^{n / e^eps}) as eps
-  falls, i.e. k ~ n / e^eps; n / (e^eps + 1) is the optimal size of the k-subset mechanism
-  (Ye & Barg 2018; Wang et al. 2016) that SEM extends, and what its authors most plausibly
-  used. (d = 15: k = 25, 7, 2, 1 at eps = 2.1, 3.5, 5, 7.) ``subset_rule="mutual-information"``
-  keeps the earlier choice: maximise the MI upper bound log C(n, k) - H(S | X) at the
-  calibrated eps', as DAM's eq. 9 does for b -- which picks k = 1 at the calibrated eps' (a
-  plain exponential mechanism) and handicaps SEM-Geo-I. With ``calibration='same-lp-as-dam'``
-  the paper's k can make equal local privacy impossible (a k-subset hides the true cell among
-  k members whatever eps', so LP has a floor above DAM's at small eps); k is then lowered to
+  (:func:`paper_subset_size`), with eps the budget between neighbouring cells: eps' per cell side under
+  ``'raw'`` (the paper measures distance in cell sides, Sec. VII-B: "if dis(v, v~) < 1 ..."), DAM's eps under
+  ``'same-lp-as-dam'``. The DAM paper does not print k, but Sec. VII-C3 says SEM-Geo-I's output domain grows as
+  n^k = O(n^{n / e^eps}) as eps falls, i.e. k ~ n / e^eps; n / (e^eps + 1) is the optimal size of the k-subset
+  mechanism (Ye & Barg 2018; Wang et al. 2016) that SEM extends, and what its authors most plausibly
+  used. (d = 15: k = 25, 7, 2, 1 at eps = 2.1, 3.5, 5, 7.) k never enters the stated bound (eps' per km plus
+  the snapping slack). ``subset_rule="mutual-information"``
+  keeps the earlier choice: maximise the MI upper bound log C(n, k) - H(S | X) at eps', as DAM's eq. 9 does for
+  b -- which picks k = 1 (a plain exponential mechanism) and handicaps SEM-Geo-I. With
+  ``calibration='same-lp-as-dam'`` the paper's k can make equal local privacy impossible (a k-subset hides the
+  true cell among k members whatever eps', so LP has a floor above DAM's at small eps); k is then lowered to
   the largest k whose floor is below DAM's LP (``_largest_feasible_k``; reported with each run).
 * Estimation: EM/EMS on how often each cell appears in the reports, with the
   membership channel P(v in S | x) / k (a composite likelihood); exact EM over whole
   subsets costs (reports x cells) per iteration.
-* Calibration (``calibration='same-lp-as-dam'``, the default, as the paper compares):
+* Calibration (``calibration='same-lp-as-dam'``, the paper's comparison, opt-in):
   eps' is set so that SEM-Geo-I's local privacy (eq. 15-16) equals DAM's at the given
   epsilon (Brent's method on log eps'); SEM's LP is exact when k = 1 (an n x n
   channel) and otherwise a Monte Carlo estimate (fixed seed, 8 reports per input cell,
-  exact posterior). ``calibration='raw'`` takes epsilon as eps' per km (the tool's one
-  Geo-I unit, ``GEO_I_UNIT_M``), i.e. eps' = epsilon * cell side / 1 km per cell side.
+  exact posterior). ``calibration='raw'`` (the default) takes epsilon as
+  eps' per km, no calibration.
 * Grids beyond 32 x 32 are refused: reports hold k cells each and k grows with the grid.
 * Aggregate path (``path``, :mod:`ldpviz.mechanisms.collection_paths`): the server reads only how often
   each cell is named (the membership histogram), so :meth:`SubsetTables.aggregate_membership` draws
@@ -260,7 +278,7 @@ def choose_subset_size(side: int, eps_prime: float) -> int:
 def paper_subset_size(n_cells: int, epsilon: float) -> int:
     """k = ceil(n / (e^eps + 1)), clipped to [1, n - 1]: the k-subset mechanism's optimal size at
     the comparison's budget eps (DAM paper Sec. VII-C3: SEM-Geo-I's output domain n^k = O(n^{n/e^eps}))."""
-    if n_cells <= 2:
+    if n_cells <= 2 or epsilon >= math.log(n_cells):     # n / (e^eps + 1) < 1 (and e^eps may overflow)
         return 1
     return int(min(max(1, math.ceil(n_cells / (math.exp(epsilon) + 1) - 1e-9)), n_cells - 1))
 
@@ -303,12 +321,16 @@ class SEMGeoI(TwoPaths, Mechanism):
                "people either side of a cell edge count as a cell apart); the server counts how often each cell is "
                "named.")
     params = (
-        Param("calibration", str, "same-lp-as-dam",
-              "'same-lp-as-dam': choose eps' so an attacker's expected error (local privacy) equals DAM's at this "
-              "epsilon, as the paper compares; 'raw': epsilon is eps' per cell side", choices=("same-lp-as-dam", "raw")),
+        Param("calibration", str, "raw",
+              "what epsilon is. 'raw' (default): epsilon is the Geo-I epsilon' per km itself (the guarantee: "
+              "smaller is more private); 'same-lp-as-dam': the DAM paper's comparison -- epsilon is DAM's LDP "
+              "level and epsilon' is chosen so an attacker's expected error (local privacy) equals DAM's; that "
+              "epsilon' does not fall steadily with epsilon (it jumps as the subset size k changes), so use it to "
+              "compare with DAM, not to set a guarantee", choices=("raw", "same-lp-as-dam")),
         Param("subset_size", int, None, "cells per report k; default: from subset_rule", minimum=1),
         Param("subset_rule", str, "paper",
-              "how k is chosen when subset_size is not given: 'paper' = ceil(n / (e^eps + 1)) at this epsilon "
+              "how k is chosen when subset_size is not given: 'paper' = ceil(n / (e^eps + 1)) with eps the "
+              "epsilon' per cell side ('raw') or DAM's epsilon ('same-lp-as-dam') "
               "(the k-subset mechanism's optimal size, as the DAM paper's baseline), 'mutual-information' = "
               "maximise the mutual-information bound at the calibrated eps'",
               choices=("paper", "mutual-information")),
@@ -325,12 +347,14 @@ class SEMGeoI(TwoPaths, Mechanism):
         n = d * d
         require(self.subset_size is None or self.subset_size < max(n, 2),
                 f"subset_size must be smaller than the number of cells ({n})")
-        self.k_paper = paper_subset_size(n, self.epsilon)
-        self.k_fixed = self.subset_size or (self.k_paper if self.subset_rule == "paper" else None)
         if self.calibration == "raw":
             self.eps_prime = self.epsilon * self.grid.cell_m / GEO_I_UNIT_M
+            self.k_paper = paper_subset_size(n, self.eps_prime)
+            self.k_fixed = self.subset_size or (self.k_paper if self.subset_rule == "paper" else None)
             self.dam_lp_cells = None
         else:
+            self.k_paper = paper_subset_size(n, self.epsilon)
+            self.k_fixed = self.subset_size or (self.k_paper if self.subset_rule == "paper" else None)
             self.dam_lp_cells = lp_from_disk_channel(DAM(self.grid, self.epsilon).chan)
             if self.subset_size is None and self.subset_rule == "paper":
                 self.k_fixed = self._largest_feasible_k(self.k_paper, self.dam_lp_cells)
@@ -473,8 +497,13 @@ class SEMGeoI(TwoPaths, Mechanism):
 
     @property
     def epsilon_per_cell(self) -> float:
-        """eps' per cell side: set by the calibration, or epsilon per km converted ('raw')."""
+        """eps' per cell side: epsilon per km converted ('raw', the default), or set by the calibration."""
         return self.eps_prime
+
+    @property
+    def eps_prime_per_km(self) -> float:
+        """eps' per km, the Geo-I epsilon the guarantee states: the slider itself under 'raw' (the default)."""
+        return float(self.eps_prime * GEO_I_UNIT_M / self.grid.cell_m)
 
     def claimed_epsilon(self) -> float:
         """eps' per cell side: the geo-indistinguishability the channel is built with (what is audited,
@@ -486,7 +515,7 @@ class SEMGeoI(TwoPaths, Mechanism):
         return math.sqrt(2.0) * self.grid.cell_m
 
     def guarantee(self) -> str:
-        per_km = self.eps_prime * GEO_I_UNIT_M / self.grid.cell_m
+        per_km = self.eps_prime_per_km
         slack = self.geo_slack_m()
         slack_text = f"{slack / 1000:.3g} km" if slack >= 1000 else f"{slack:.3g} m"
         text = (f"epsilon'-geo-indistinguishability with epsilon' = {per_km:.3g} per {GEO_I_UNIT} "
@@ -494,6 +523,10 @@ class SEMGeoI(TwoPaths, Mechanism):
                 f"real positions x, x' P(report | x) <= e^(epsilon' x (|x - x'| + {slack_text})) P(report | x'), "
                 f"{slack_text} being the snapping slack (the cell diagonal: each position is snapped to its cell "
                 f"centre)")
-        if self.calibration != "raw":
-            text += f", calibrated to the local privacy of DAM at epsilon = {self.epsilon:g}"
+        if self.calibration == "raw":
+            text += f"; epsilon' is the epsilon you set ({self.epsilon:g} per {GEO_I_UNIT}): smaller is more private"
+        else:
+            text += (f", calibrated to the local privacy of DAM at epsilon = {self.epsilon:g}: the epsilon you set is "
+                     f"DAM's LDP level, not SEM-Geo-I's guarantee, and epsilon' does not fall steadily with it (it "
+                     f"jumps as the subset size changes); compare with DAM, do not deploy on it")
         return text
