@@ -263,7 +263,7 @@ def client_section(mech: Mechanism) -> dict:
         N = int(mech.cells_per_side)
         D = N * N
         inner = {"grr": lambda: _grr(D, eps), "olh": lambda: _olh(D, eps, _olh_g(eps)),
-                 "oue": lambda: _oue(D, eps), "hr": lambda: _hr(D, eps, "auto")}[mech.oracle]()
+                 "oue": lambda: _oue(D, eps), "hr": lambda: _hr(D, eps, "high-privacy")}[mech.oracle]()
         return {"map": "uniform-grid", "side": N, **inner}
     raise LdpvizInputError(f"no client for mechanism {name!r}")
 
