@@ -240,6 +240,9 @@ def _staircase(mech: Mechanism) -> dict:
 def client_section(mech: Mechanism) -> dict:
     """The exact sampler and value map phones follow for ``mech`` (see the module docstring)."""
     name, eps, d = mech.name, mech.epsilon, mech.grid.side
+    if mech.privacy_model == CENTRAL_DP:
+        return {"map": "cell", "kind": "curator", "D": d * d, "epsilon_deployed": float(eps),
+                "note": "central DP: phones send their true cell to the trusted curator, who adds the noise once"}
     if name == "grr":
         return {**_cells_map(), **_grr(d * d, eps)}
     if name == "olh":
@@ -275,7 +278,7 @@ def _olh_g(eps: float) -> int:
 
 REPORT_FIELDS = {
     "grr": ["y"], "hr": ["y"], "disk": ["y"], "planar-laplace": ["y"], "staircase": ["y"],
-    "olh": ["seed", "bucket"], "oue": ["bits"],
+    "olh": ["seed", "bucket"], "oue": ["bits"], "curator": ["y"],
 }
 
 REPORT_TEXT = {
@@ -293,9 +296,18 @@ def supported() -> list[str]:
             "hr-tiles", "ug"]
 
 
-def check_deployable(mech: Mechanism) -> None:
-    """Refuse, with the reason, what a phone cannot run or what would depend on the users' data."""
+def check_deployable(mech: Mechanism, curator: bool = False) -> None:
+    """Refuse, with the reason, what a phone cannot run or what would depend on the users' data. ``curator``: a
+    central-DP mechanism's trusted-curator spec is wanted (phones then send true cells to the curator)."""
     name = mech.name
+    region = mech.grid.region
+    if region.data_use and region.epsilon_spent <= 0:
+        raise LdpvizInputError(f"the region ({region.name or 'unnamed'}) was chosen from the users' data without "
+                               f"paying for it ({region.data_use}); a spec sent to every phone must not depend on "
+                               "the users' data. Type the region's bounds, use a preset or a public tile, or a "
+                               "private-tile region (its own collection)")
+    if curator and mech.privacy_model == CENTRAL_DP:
+        return
     if mech.privacy_model == NO_PRIVACY:
         raise LdpvizInputError(f"'{name}' sends every true cell: there is no privacy to deploy; choose a "
                                "private mechanism")
@@ -309,12 +321,6 @@ def check_deployable(mech: Mechanism) -> None:
     if not mech.has_client or name not in supported():
         raise LdpvizInputError(f"'{name}' has no single phone-side report (multi-round, or its domain is built "
                                f"from the users' data); clients exist for: {', '.join(supported())}")
-    region = mech.grid.region
-    if region.data_use and region.epsilon_spent <= 0:
-        raise LdpvizInputError(f"the region ({region.name or 'unnamed'}) was chosen from the users' data without "
-                               f"paying for it ({region.data_use}); a spec sent to every phone must not depend on "
-                               "the users' data. Type the region's bounds, use a preset or a public tile, or a "
-                               "private-tile region (its own collection)")
 
 
 def deployable_mechanism(name: str, grid: Grid, epsilon: float, params: dict | None = None,
@@ -349,9 +355,10 @@ def ledger_dict(mech: Mechanism, ledger: Any = None) -> dict:
     return out
 
 
-def build_spec(mech: Mechanism, ledger: Any = None) -> dict:
-    """The complete, digested ``collection.json`` for a deployable mechanism (:func:`check_deployable`)."""
-    check_deployable(mech)
+def build_spec(mech: Mechanism, ledger: Any = None, curator: bool = False) -> dict:
+    """The complete, digested ``collection.json`` for a deployable mechanism (:func:`check_deployable`);
+    ``curator=True`` for a central-DP mechanism's trusted-curator side."""
+    check_deployable(mech, curator)
     client = client_section(mech)
     stated = mech.claimed_epsilon() if mech.privacy_model != GEO_I else mech.epsilon
     require(client["epsilon_deployed"] <= stated * (1 + 1e-9) + 1e-12,
