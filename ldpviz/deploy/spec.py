@@ -328,6 +328,9 @@ def deployable_mechanism(name: str, grid: Grid, epsilon: float, params: dict | N
     """The mechanism as it will be deployed: per-user reports (``path='per-user'``), UG's N fixed."""
     params = dict(params or {})
     cls = mechanisms.get(name)
+    if name in NOT_YET:
+        raise LdpvizInputError(f"'{name}' has no client in this bundle yet: {NOT_YET[name]}. Clients exist for: "
+                               f"{', '.join(supported())}")
     if any(p.name == "path" for p in cls.params):
         params["path"] = "per-user"
     if name == "ug" and params.get("cells_per_side") is None:
