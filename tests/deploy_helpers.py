@@ -89,16 +89,17 @@ def focused_power(p: np.ndarray, n: int) -> float:
     return float(stats.ncx2.sf(stats.chi2.isf(ALPHA, 1), 1, lam))
 
 
-def check_channel(ids: np.ndarray, p: np.ndarray, label: str) -> None:
+def check_channel(ids: np.ndarray, p: np.ndarray, label: str, alpha: float = ALPHA) -> None:
     """The reports ``ids`` (indices into ``p``) follow ``p``: the two-bin focused test (with its power against a 1%
-    shift checked) and the full pooled G-test, each at ALPHA."""
+    shift checked at ALPHA) and the full pooled G-test, each at ``alpha``."""
     ids = np.asarray(ids, dtype=np.int64)
     n = len(ids)
     assert focused_power(p, n) >= POWER, f"{label}: {n} reports give too little power"
+    ALPHA_HERE = alpha
     counts = np.bincount(ids, minlength=p.size)
     assert counts.size == p.size, f"{label}: a report outside the channel's outputs"
     high = focused_split(p)
     p2, _ = g_test(np.array([counts[high].sum(), counts[~high].sum()]), np.array([p[high].sum(), p[~high].sum()]))
-    assert p2 > ALPHA, f"{label}: likeliest-outputs share {counts[high].sum() / n:.4f} vs {p[high].sum():.4f} (p={p2:.2g})"
+    assert p2 > ALPHA_HERE, f"{label}: likeliest-outputs share {counts[high].sum() / n:.4f} vs {p[high].sum():.4f} (p={p2:.2g})"
     pf, df = g_test(counts, p)
-    assert pf > ALPHA, f"{label}: full G-test p = {pf:.2g} over {df} bins"
+    assert pf > ALPHA_HERE, f"{label}: full G-test p = {pf:.2g} over {df} bins"
