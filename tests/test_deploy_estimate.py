@@ -261,3 +261,26 @@ def test_estimate_needs_a_spec_with_reports_field_names(tmp_path):
     path.write_text("a,b\n1,2\n")
     with pytest.raises(LdpvizInputError, match="header names"):
         deployed.estimate_reports(spec_path, path)
+
+
+def test_the_spec_carries_the_accountants_ledger(tmp_path, capsys):
+    """The ledger is the accountant's (issue 26): k reports per person and repeats compose there, the README
+    and the command print its sentence, and a setting with practically no privacy is warned about."""
+    from ldpviz.mechanisms import accounting
+    mech = specs.deployable_mechanism("grr", Grid(BOX, 8), 1.5, {})
+    ledger = specs.collection_ledger_for(mech, reports_per_person=3, repeats=2, repeats_basis="twice a year")
+    spec = specs.build_spec(mech, ledger)
+    assert ledger.total().ldp == pytest.approx(9.0)            # 3 reports x 2 collections x 1.5
+    assert spec["ledger"]["total"]["ldp_epsilon"] == pytest.approx(9.0)
+    assert spec["ledger"]["sentence"] == ledger.sentence()
+    assert spec["ledger"] == json.loads(json.dumps(accounting.collection_ledger(
+        mech, BOX, reports_worst=3, reports_median=3, reports_basis=ledger.charges[0].basis, repeats=2,
+        repeats_basis="twice a year", unit=ledger.unit,
+        region_basis="each person reports one map tile once").to_dict()))
+    readme = bundle.readme_text(spec)
+    assert ledger.sentence() in readme
+    assert main(["deploy", "--mechanism", "grr", "--epsilon", "12", "--grid", "8", "--bbox=-93.33,44.89,-93.19,45.05",
+                 "--out", str(tmp_path / "b")]) == 0
+    captured = capsys.readouterr()
+    assert "no privacy" in captured.err.lower()
+    assert "no privacy" in (tmp_path / "b" / "README.md").read_text().lower()

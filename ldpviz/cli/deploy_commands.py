@@ -24,6 +24,10 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--region", help="region preset of --dataset (see 'ldpviz datasets'); public, not from data")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="mechanism parameter")
     p.add_argument("--expected-users", type=int, help="planned number of reports (UG fixes its grid from it)")
+    p.add_argument("--reports-per-person", type=int, default=1,
+                   help="how many times each phone calls the client per collection (default 1); the ledger pays it")
+    p.add_argument("--repeats", type=int, default=1, help="how many times the collection runs (default 1)")
+    p.add_argument("--repeats-basis", default="", help="why that many, in words (e.g. 'daily for a year')")
     p.add_argument("--out", required=True, help="folder to write the bundle into")
     p.add_argument("--zip", help="also write the bundle as this zip file")
     p.set_defaults(fn=cmd_deploy)
@@ -82,7 +86,11 @@ def cmd_deploy(args: argparse.Namespace) -> int:
         if mechanisms.get(args.mechanism).privacy_model == CENTRAL_DP else None
     target = mech if mech is not None else _deployable(args, grid)
     out = Path(args.out)
-    paths = bundle.write_bundle(target, out_dir=out, expected_users=args.expected_users)
+    require(args.repeats >= 1, f"--repeats must be at least 1, got {args.repeats}")
+    from ldpviz.deploy.spec import collection_ledger_for
+    ledger = collection_ledger_for(target, reports_per_person=args.reports_per_person, repeats=args.repeats,
+                                   repeats_basis=args.repeats_basis)
+    paths = bundle.write_bundle(target, ledger=ledger, out_dir=out, expected_users=args.expected_users)
     spec = json.loads(paths["collection.json"].read_text(encoding="utf-8"))
     print(f"wrote {len(paths)} files to {out}/: {', '.join(sorted(paths))}")
     print(f"  {spec['mechanism']['guarantee']}")
@@ -92,8 +100,10 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     if spec["client"]["kind"] == "curator":
         print("  central DP: the trusted curator's side only (phones send true cells to the curator; no phone client)")
     print(f"  estimate with: ldpviz estimate --spec {out / 'collection.json'} --reports REPORTS --out RESULT")
+    if spec["ledger"].get("warning"):
+        print(f"ldpviz: warning: {spec['ledger']['warning']}", file=sys.stderr)
     if args.zip:
-        Path(args.zip).write_bytes(bundle.bundle_zip(target, expected_users=args.expected_users))
+        Path(args.zip).write_bytes(bundle.bundle_zip(target, ledger=ledger, expected_users=args.expected_users))
         print(f"  zip: {args.zip}")
     return 0
 

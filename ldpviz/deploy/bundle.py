@@ -87,6 +87,7 @@ def readme_text(spec: dict) -> str:
         f"Made by ldpviz {spec['ldpviz_version']}; spec digest `{spec['digest']}`.", "",
         f"- Guarantee: {m['guarantee']}.",
         f"- What each person pays (the ledger): {pays}" if pays else "- Ledger: see collection.json",
+        *([f"- **{ledger['warning']}**"] if ledger.get("warning") else []),
         f"- Region: {r['name'] or 'unnamed'}, a {r['side_m'] / 1000:,.4g} km square centred at "
         f"({r['center_lon']:.6g}, {r['center_lat']:.6g}), projection {r['projection_text']}; "
         f"grid {r['grid_side']} x {r['grid_side']} cells of {r['cell_m']:,.4g} m.", "",
@@ -111,7 +112,8 @@ def readme_text(spec: dict) -> str:
         "- `client.py` -- the same in Python, standard library only: `python client.py collection.json LON LAT`.",
         "- `example.html` -- a page that runs client.js (serve the folder over http on 127.0.0.1).", "",
         "## Rules for the app", "",
-        "- Send exactly the object `report()` returns, once per person per collection (the ledger assumes it).",
+        "- Send exactly the object `report()` returns, and only as often as the ledger above counts (one report",
+        "  per person per collection unless it says otherwise): every extra report costs the person more.",
         f"- The report has only these fields: {', '.join(spec['report']['fields'])}. Add nothing.",
         "- Never log, store, cache or send the true location, before or after calling the client; do not log the",
         "  report together with anything that identifies the phone beyond what your transport already reveals.",

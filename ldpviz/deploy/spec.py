@@ -342,20 +342,30 @@ def deployable_mechanism(name: str, grid: Grid, epsilon: float, params: dict | N
     return mechanisms.create(name, grid, epsilon, **params)
 
 
+#: What the deployed ledger assumes unless told otherwise (the README's rule for the app).
+ONE_REPORT_BASIS = "each phone calls the client once per collection and sends that one report"
+
+
+def collection_ledger_for(mech: Mechanism, *, reports_per_person: int = 1, repeats: int = 1,
+                          repeats_basis: str = "") -> Any:
+    """The accountant's ledger of the deployed collection: the region's epsilon0 (if it was paid for) plus the
+    phone's reports, per person (issue 26's :func:`~ldpviz.mechanisms.accounting.collection_ledger`)."""
+    from ldpviz.mechanisms import accounting
+    from ldpviz.mechanisms.base import UNIT_PERSON
+    require(isinstance(reports_per_person, int) and reports_per_person >= 1,
+            f"reports per person must be a whole number >= 1, got {reports_per_person!r}")
+    basis = ONE_REPORT_BASIS if reports_per_person == 1 else \
+        f"each phone calls the client {reports_per_person} times per collection and sends every report"
+    return accounting.collection_ledger(mech, mech.grid.region, reports_worst=reports_per_person,
+                                        reports_median=reports_per_person, reports_basis=basis,
+                                        region_basis="each person reports one map tile once",
+                                        repeats=int(repeats), repeats_basis=repeats_basis, unit=UNIT_PERSON)
+
+
 def ledger_dict(mech: Mechanism, ledger: Any = None) -> dict:
-    """The ledger's JSON form (issue 26's accountant); built here from the mechanism and region if not given."""
-    try:
-        from ldpviz.mechanisms import accounting
-    except ImportError:   # TEMPORARY until issue 26's accountant is merged
-        return {"pending": "the accountant (issue 26) is not in this build", "sentence": mech.stated_guarantee()}
-    if ledger is None:
-        ledger = accounting.collection_ledger(mech, mech.grid.region)
-    out = ledger.to_dict()
-    out.setdefault("sentence", ledger.sentence())
-    warning = ledger.warning()
-    if warning:
-        out.setdefault("warning", warning)
-    return out
+    """The ledger's JSON form (``Ledger.to_dict``: lines, totals, sentence, warning); built by
+    :func:`collection_ledger_for` when not given."""
+    return _jsonable((ledger if ledger is not None else collection_ledger_for(mech)).to_dict())
 
 
 def build_spec(mech: Mechanism, ledger: Any = None, curator: bool = False) -> dict:
