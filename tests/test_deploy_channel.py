@@ -30,7 +30,8 @@ GEO_EPS = (0.5, 2.0)   # per km: 1.1 to 3 per cell side on these grids
 N = 50_000
 CASES = [("grr", {}), ("olh", {}), ("oue", {}), ("hr", {}), ("dam", {}), ("dam-ns", {}), ("huem", {}),
          ("planar-laplace", {}), ("srr", {}), ("grr-tiles", {}), ("hr-tiles", {}),
-         ("ug", {"cells_per_side": 4, "oracle": "grr"}), ("ug", {"cells_per_side": 4})]
+         ("ug", {"cells_per_side": 4, "oracle": "grr"}), ("ug", {"cells_per_side": 4}),
+         ("mdsw", {}), ("mdsw", {"split": "budget"}), ("olh-h", {})]
 
 
 def _positions(d: int) -> list[list[float]]:
@@ -51,6 +52,28 @@ def check_reports(mech, spec: dict, uv: list[float], reports: list[dict], label:
     assert all(set(r) == set(spec["report"]["fields"]) for r in reports), "a report with fields the spec lacks"
     value = int(__import__("ldpviz.deploy.client", fromlist=["Client"]).Client(spec).value_of(*uv))
     cell = min(int(uv[1] * d), d - 1) * d + min(int(uv[0] * d), d - 1)
+    if kind == "olh-h":
+        g, L = int(c["g"]), len(c["level_sizes"])
+        level = np.array([r["level"] for r in reports])
+        nodes = np.array(c["level_index"])[level, value].astype(np.uint64)
+        seeds = np.array([int(r["seed"]) for r in reports], dtype=np.uint64)
+        ids = (level * g + olh_hash(seeds, nodes, g)) * g + np.array([r["bucket"] for r in reports])
+        ph = np.diff(_bucket_starts(g).astype(float)) / OLH_PRIME
+        p, q = olh_probabilities(mech.epsilon, g)
+        joint = ph[:, None] * np.where(np.eye(g, dtype=bool), p, q)
+        return check_channel(ids, np.tile(joint.ravel() / L, L), label, alpha)
+    if kind == "square-wave":
+        sw, B = mech.sw, int(c["out_buckets"])
+        edges = np.linspace(-sw.b, 1 + sw.b, B + 1)
+
+        def probs(val: float) -> np.ndarray:
+            overlap = np.clip(np.minimum(edges[1:], val + sw.b) - np.maximum(edges[:-1], val - sw.b), 0, None)
+            return sw.q * np.diff(edges) + (sw.p - sw.q) * overlap
+
+        y = np.array([r["y"] for r in reports], dtype=np.int64)
+        p = np.concatenate([probs(uv[0]), probs(uv[1])]) / 2 if c["split"] == "users" else \
+            np.outer(probs(uv[0]), probs(uv[1])).ravel()
+        return check_channel(y, p / p.sum(), label, alpha)
     if kind == "olh":
         g = int(c["g"])
         seeds = np.array([int(r["seed"]) for r in reports], dtype=np.uint64)

@@ -213,6 +213,7 @@ export class CollectionClient {
   /** One report for a position in the region's unit coordinates. */
   reportUnit(u, v) {
     if (this.c.kind === "planar-laplace") return { spec: this.digest, y: this.planarLaplace(u * this.d, v * this.d) };
+    if (this.c.kind === "square-wave") return { spec: this.digest, y: this.squareWaveReport(u, v) };
     return { spec: this.digest, ...this.perturbValue(this.valueOf(u, v)) };
   }
 
@@ -242,6 +243,17 @@ export class CollectionClient {
         let hex = "";
         for (const byte of bytes) hex += byte.toString(16).padStart(2, "0");
         return { bits: hex };
+      }
+      case "olh-h": {
+        const level = rs.below(c.level_sizes.length);
+        const node = c.level_index[level][x];
+        const P = c.prime, g = c.g;
+        const a = 1 + rs.below(P - 1);
+        const b = rs.below(P);
+        const n = ((a * node + b) % P) * g;
+        const h = (n - (n % P)) / P;
+        const seed = (BigInt(a - 1) * BigInt(P) + BigInt(b)).toString();
+        return { level, seed, bucket: grr(rs, h, g, c.keep, c.other) };
       }
       case "hr":
         return { y: this.hr(x) };
@@ -302,6 +314,25 @@ export class CollectionClient {
       u -= mass;
     }
     throw new Error("ldpviz client: staircase weights inconsistent");
+  }
+
+  squareWave(value) {
+    const c = this.c, rs = this.random, b = c.b, B = c.out_buckets;
+    const u = rs.unit53();
+    let noisy;
+    if (rs.unit53() < c.near_probability) noisy = value - b + 2 * b * u;
+    else noisy = u < value ? -b + u : value + b + (u - value);
+    return Math.min(Math.max(Math.floor((noisy + b) / (1 + 2 * b) * B), 0), B - 1);
+  }
+
+  squareWaveReport(u, v) {
+    const B = this.c.out_buckets;
+    if (this.c.split === "users") {
+      const axis = this.random.bits(1);
+      return axis * B + this.squareWave(axis ? v : u);
+    }
+    const bx = this.squareWave(u);
+    return bx * B + this.squareWave(v);
   }
 
   planarLaplace(px, py) {

@@ -207,6 +207,8 @@ class Client:
         """One report for a position given in the region's unit coordinates."""
         if self.c["kind"] == "planar-laplace":
             return {"spec": self.digest, "y": self._planar_laplace(u * self.d, v * self.d)}
+        if self.c["kind"] == "square-wave":
+            return {"spec": self.digest, "y": self._square_wave_report(u, v)}
         return {"spec": self.digest, **self.perturb_value(self.value_of(u, v))}
 
     def perturb_value(self, x: int) -> dict:
@@ -229,6 +231,15 @@ class Client:
                 if bit:
                     out[i >> 3] |= 0x80 >> (i & 7)
             return {"bits": out.hex()}
+        if kind == "olh-h":
+            level = rs.below(len(c["level_sizes"]))
+            node = int(c["level_index"][level][x])
+            P, g = int(c["prime"]), int(c["g"])
+            a = 1 + rs.below(P - 1)
+            b = rs.below(P)
+            h = ((a * node + b) % P) * g // P
+            return {"level": level, "seed": str((a - 1) * P + b),
+                    "bucket": _grr(rs, h, g, int(c["keep"]), int(c["other"]))}
         if kind == "hr":
             return {"y": self._hr(x)}
         if kind == "disk":
@@ -288,6 +299,24 @@ class Client:
                 return outer_lo + k if k < left else inner_hi + (k - left)
             u -= size * w
         raise AssertionError("unreachable: u is below the total weight")
+
+    def _square_wave(self, value: float) -> int:
+        c, rs = self.c, self.random
+        b, B = float(c["b"]), int(c["out_buckets"])
+        u = rs.unit53()
+        if rs.unit53() < float(c["near_probability"]):
+            noisy = value - b + 2.0 * b * u
+        else:
+            noisy = -b + u if u < value else value + b + (u - value)
+        return min(max(math.floor((noisy + b) / (1.0 + 2.0 * b) * B), 0), B - 1)
+
+    def _square_wave_report(self, u: float, v: float) -> int:
+        B = int(self.c["out_buckets"])
+        if self.c["split"] == "users":
+            axis = self.random.randbits(1)
+            return axis * B + self._square_wave(v if axis else u)
+        bx = self._square_wave(u)
+        return bx * B + self._square_wave(v)
 
     def _planar_laplace(self, px: float, py: float) -> int:
         eps, d, rs = float(self.c["eps_cell"]), self.d, self.random

@@ -8,12 +8,13 @@ dropped: a line is either accepted or counted under one reason.
 Per-cell intervals (95%):
 
 * mechanisms whose sufficient statistic is a report histogram (GRR, HR, DAM / DAM-NS / HUEM, planar Laplace,
-  SRR, the tile oracles) -- the bootstrap: the histogram resampled as a multinomial on the observed
+  MDSW, SRR, the tile oracles) -- the bootstrap: the histogram resampled as a multinomial on the observed
   frequencies (equivalent to resampling the reports), re-estimated ``bootstrap`` times, percentiles 2.5 / 97.5
   of each cell's share;
 * OLH and OUE (support counts) and UG over them -- the unbiased share +- 1.96 standard deviations, with the
   exact variance of USENIX'17 Thm. 2 at the estimated counts (:func:`ldpviz.mechanisms.fo.oracles.pure_variance`);
-  UG's N x N intervals are spread to the grid's cells by area.
+  UG's N x N intervals are spread to the grid's cells by area;
+* OLH-H -- the bootstrap over the reports themselves (its estimate is not a function of one additive histogram).
 
 :func:`write_outputs` writes ``estimate.csv`` and ``estimate.geojson`` (share, low, high per cell),
 ``estimate.png`` and ``summary.json`` (counts, rejections by reason, ledger, interval method).
@@ -148,9 +149,13 @@ class Checker:
             self.y_ok = range(d * d).__contains__
         elif self.kind == "staircase":
             self.y_ok = range(len(c["lo"])).__contains__
-        elif self.kind == "olh":
+        elif self.kind == "square-wave":
+            B = int(c["out_buckets"])
+            self.y_ok = range(2 * B if c["split"] == "users" else B * B).__contains__
+        elif self.kind in ("olh", "olh-h"):
             self.seed_max = (int(c["prime"]) - 1) * int(c["prime"])
             self.g = int(c["g"])
+            self.levels = len(c.get("level_sizes") or [None])
         elif self.kind == "oue":
             self.D = int(c["D"])
             self.nbytes = (self.D + 7) // 8
@@ -165,14 +170,17 @@ class Checker:
             return out.reject(MISSING, line_no)
         if len(rec) != len(self.fields):
             return out.reject(EXTRA, line_no)
-        if self.kind == "olh":
+        if self.kind in ("olh", "olh-h"):
             seed, bucket = _int(rec["seed"]), _int(rec["bucket"])
-            if seed is None or bucket is None:
+            level = _int(rec["level"]) if self.kind == "olh-h" else 0
+            if seed is None or bucket is None or level is None:
                 return out.reject(BAD_VALUE, line_no)
-            if not (0 <= seed < self.seed_max and 0 <= bucket < self.g):
+            if not (0 <= seed < self.seed_max and 0 <= bucket < self.g and 0 <= level < self.levels):
                 return out.reject(OUT_OF_DOMAIN, line_no)
             out.seeds.append(seed)
             out.buckets.append(bucket)
+            if self.kind == "olh-h":
+                out.y.append(level)
         elif self.kind == "oue":
             text = rec["bits"]
             if not isinstance(text, str) or len(text) != 2 * self.nbytes:
@@ -264,6 +272,12 @@ def reports_object(mech: Mechanism, spec: dict, out: Collected) -> Any:
     """The accepted reports in the form the mechanism's server half takes."""
     from ldpviz.mechanisms.fo.oracles import OLHReports, OUEReports
     kind, name = out.kind, mech.name
+    if kind == "olh-h":
+        from ldpviz.mechanisms.srr.olh_h import OLHHReports
+        from ldpviz.mechanisms.srr.staircase import grid_domain
+        return OLHHReports(grid_domain(mech.grid), np.frombuffer(out.y, dtype=np.int64).copy(),
+                           np.frombuffer(out.seeds, dtype=np.uint64).copy(),
+                           np.frombuffer(out.buckets, dtype=np.int64).copy(), int(spec["client"]["g"]))
     if kind == "olh":
         inner = OLHReports(np.frombuffer(out.seeds, dtype=np.uint64).copy(),
                            np.frombuffer(out.buckets, dtype=np.int64).copy(), int(spec["client"]["g"]))
@@ -342,6 +356,19 @@ def _histogram_bootstrap(mech: Mechanism, reports: Any, B: int, rng: np.random.G
     return np.percentile(draws, 2.5, axis=0), np.percentile(draws, 97.5, axis=0)
 
 
+def _report_bootstrap(mech: Mechanism, reports: Any, B: int, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    """Percentile intervals from B resamples of the reports themselves (OLH-H: its estimate is not a function of
+    one additive histogram)."""
+    from dataclasses import replace
+    n = len(reports.levels)
+    draws = []
+    for _ in range(B):
+        idx = rng.integers(0, n, n)
+        draws.append(mech.estimate(replace(reports, levels=reports.levels[idx], seeds=reports.seeds[idx],
+                                           buckets=reports.buckets[idx])).density.ravel())
+    return np.percentile(draws, 2.5, axis=0), np.percentile(draws, 97.5, axis=0)
+
+
 def _ug_outputs(mech: Mechanism, side: int) -> int:
     """How many distinct reports UG's oracle (GRR or HR) has on its N x N grid."""
     if mech.oracle == "hr":
@@ -388,7 +415,10 @@ def estimate_reports(spec: dict | str | Path, reports: str | Path, *, bootstrap:
     if out.kind == "curator":
         return _curator_release(spec, mech, obj, out, bootstrap)
     est = mech.estimate(obj)
-    if out.kind in ("olh", "oue"):
+    if out.kind == "olh-h":
+        low, high = _report_bootstrap(mech, obj, bootstrap, rng)
+        method = f"95%: bootstrap percentiles, {bootstrap} resamples of the reports (with replacement)"
+    elif out.kind in ("olh", "oue"):
         if mech.name == "ug":
             from ldpviz.mechanisms.fo.oracles import oracle_estimate
             est.info["ug_raw"] = oracle_estimate(mech.oracle, obj.reports, obj.side ** 2, mech.epsilon)

@@ -43,9 +43,8 @@ WGS84_F = 1.0 / 298.257223563
 
 #: Mechanisms with a client half that the bundle does not ship yet, and why (the README lists them).
 NOT_YET = {
-    "sem-geoi": "SEM-Geo-I's client (snap to the cell centre, then the exponential kernel) is not written yet",
-    "mdsw": "MDSW's client (square-wave noise per axis) is not written yet",
-    "olh-h": "OLH-H's client (a level, then OLH on the level's node) is not written yet",
+    "sem-geoi": "SEM-Geo-I's client (snap to the cell centre, then a k-subset by the exponential mechanism) is not "
+                "written yet",
 }
 
 
@@ -237,6 +236,27 @@ def _staircase(mech: Mechanism) -> dict:
             "epsilon_deployed": eps}
 
 
+def _square_wave(mech: Mechanism) -> dict:
+    """MDSW (Li et al. SIGMOD'20 Alg. 1 per coordinate; Yang et al. VLDB'20): within b of the exact coordinate
+    with probability 2 b p (uniform there), else uniform on the rest of [-b, 1 + b]; the report is the bucket of
+    the noisy value among B equal buckets (53-bit uniforms in double precision). 'users': one coordinate chosen by
+    a random bit, full epsilon; 'budget': both coordinates at epsilon / 2."""
+    sw = mech.sw
+    return {"kind": "square-wave", "split": mech.split, "b": float(sw.b), "near_probability": float(2 * sw.b * sw.p),
+            "out_buckets": int(sw.out_buckets), "float_bits": 53, "epsilon_deployed": float(mech.epsilon)}
+
+
+def _olh_h(mech: Mechanism) -> dict:
+    """OLH-H (L-SRR Sec. 6.2): a level of the quadkey hierarchy uniformly, then OLH on the level's node."""
+    from ldpviz.mechanisms.fo.oracles import olh_buckets
+    from ldpviz.mechanisms.srr.olh_h import hierarchy
+    from ldpviz.mechanisms.srr.staircase import grid_domain
+    levels = hierarchy(grid_domain(mech.grid))
+    inner = _olh(2, mech.epsilon, olh_buckets(mech.epsilon))
+    return {**inner, "kind": "olh-h", "D": None, "level_sizes": [int(len(nodes)) for nodes, _ in levels],
+            "level_index": [index.astype(int).tolist() for _, index in levels]}
+
+
 def client_section(mech: Mechanism) -> dict:
     """The exact sampler and value map phones follow for ``mech`` (see the module docstring)."""
     name, eps, d = mech.name, mech.epsilon, mech.grid.side
@@ -257,6 +277,10 @@ def client_section(mech: Mechanism) -> dict:
         return {"map": "position", **_planar_laplace(mech)}
     if name == "srr":
         return {**_domain_map(mech.grid), **_staircase(mech)}
+    if name == "mdsw":
+        return {"map": "position", **_square_wave(mech)}
+    if name == "olh-h":
+        return {**_domain_map(mech.grid), **_olh_h(mech)}
     if name in ("grr-tiles", "hr-tiles"):
         dm = _domain_map(mech.grid)
         size = len(dm["domain_cells"])
@@ -278,7 +302,8 @@ def _olh_g(eps: float) -> int:
 
 REPORT_FIELDS = {
     "grr": ["y"], "hr": ["y"], "disk": ["y"], "planar-laplace": ["y"], "staircase": ["y"],
-    "olh": ["seed", "bucket"], "oue": ["bits"], "curator": ["y"],
+    "olh": ["seed", "bucket"], "oue": ["bits"], "curator": ["y"], "square-wave": ["y"],
+    "olh-h": ["level", "seed", "bucket"],
 }
 
 REPORT_TEXT = {
@@ -286,6 +311,7 @@ REPORT_TEXT = {
     "seed": "OLH: the hash function's index in the family, a decimal string (a = seed // prime + 1, "
             "b = seed mod prime)",
     "bucket": "OLH: the perturbed hash bucket, a whole number in [0, g)",
+    "level": "OLH-H: the level of the hierarchy reported on, a whole number (0 = top)",
     "bits": "OUE: the D bits, packed 8 per byte most significant first (numpy.packbits), as lowercase hex",
 }
 
@@ -293,7 +319,7 @@ REPORT_TEXT = {
 def supported() -> list[str]:
     """Registry names the bundle ships a client for."""
     return ["grr", "olh", "oue", "hr", "dam", "dam-ns", "huem", "planar-laplace", "srr", "grr-tiles",
-            "hr-tiles", "ug"]
+            "hr-tiles", "ug", "mdsw", "olh-h"]
 
 
 def check_deployable(mech: Mechanism, curator: bool = False) -> None:
