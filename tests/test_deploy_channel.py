@@ -31,7 +31,7 @@ N = 50_000
 CASES = [("grr", {}), ("olh", {}), ("oue", {}), ("hr", {}), ("dam", {}), ("dam-ns", {}), ("huem", {}),
          ("planar-laplace", {}), ("srr", {}), ("grr-tiles", {}), ("hr-tiles", {}),
          ("ug", {"cells_per_side": 4, "oracle": "grr"}), ("ug", {"cells_per_side": 4}),
-         ("mdsw", {}), ("mdsw", {"split": "budget"}), ("olh-h", {})]
+         ("mdsw", {}), ("mdsw", {"split": "budget"}), ("olh-h", {}), ("sem-geoi", {})]
 
 
 def _positions(d: int) -> list[list[float]]:
@@ -62,6 +62,8 @@ def check_reports(mech, spec: dict, uv: list[float], reports: list[dict], label:
         p, q = olh_probabilities(mech.epsilon, g)
         joint = ph[:, None] * np.where(np.eye(g, dtype=bool), p, q)
         return check_channel(ids, np.tile(joint.ravel() / L, L), label, alpha)
+    if kind == "subset":
+        return _check_subsets(mech, value, reports, label, alpha)
     if kind == "square-wave":
         sw, B = mech.sw, int(c["out_buckets"])
         edges = np.linspace(-sw.b, 1 + sw.b, B + 1)
@@ -117,6 +119,39 @@ def check_reports(mech, spec: dict, uv: list[float], reports: list[dict], label:
     if mech.name in ("srr", "grr-tiles"):
         y = np.asarray(c["domain_cells"])[y]
     return check_channel(y, mech.channel()[:, cell], label, alpha)
+
+
+def _check_subsets(mech, x: int, reports: list[dict], label: str, alpha: float) -> None:
+    """SEM-Geo-I: on small grids the whole channel over k-subsets; otherwise the nearest member's rank (its law
+    pi[x, j]) and every cell's membership frequency (Binomial(n, P(v in S | x)), Bonferroni over the cells)."""
+    import itertools
+    import math as m
+    tables, n, k = mech.tables, mech.grid.n_cells, mech.k
+    subsets = [tuple(r["cells"]) for r in reports]
+    assert all(len(set(t)) == k and list(t) == sorted(t) for t in subsets), f"{label}: not k distinct sorted cells"
+    if m.comb(n, k) <= 50_000:
+        index = {t: i for i, t in enumerate(itertools.combinations(range(n), k))}
+        return check_channel(np.array([index[t] for t in subsets]), mech.channel()[:, x], label, alpha)
+    rank = np.empty(n, dtype=np.int64)
+    rank[tables.order[x]] = np.arange(n)
+    nearest = np.array([rank[list(t)].min() for t in subsets])
+    check_channel(nearest, tables.nearest[x] / tables.nearest[x].sum(), label + " (nearest rank)", alpha)
+    counts = np.bincount(np.concatenate([list(t) for t in subsets]), minlength=n)
+    p = tables.member[:, x]
+    N = len(subsets)
+    z = (counts - N * p) / np.sqrt(np.maximum(N * p * (1 - p), 1e-300))
+    assert stats.chi2.sf(np.max(z ** 2), 1) * n > alpha, f"{label}: a cell's membership is off (max |z| {np.abs(z).max():.2f})"
+
+
+def test_sem_geoi_whole_channel_on_a_small_grid(tmp_path):
+    """SEM-Geo-I on a 4 x 4 grid: the reported k-subsets follow the Python channel over all C(16, k) subsets."""
+    mech = _mech("sem-geoi", {}, 1, 4)
+    spec = specs.build_spec(mech)
+    uv = _positions(4)[0]
+    check_reports(mech, spec, uv, python_reports(spec, [uv], N, seed=5), "client.py sem-geoi d=4")
+    from tests.deploy_helpers import NODE
+    if NODE is not None:
+        check_reports(mech, spec, uv, node_reports(spec, tmp_path, [uv], N, seed=5), "client.js sem-geoi d=4")
 
 
 IDS = [f"{n}{'-' + '-'.join(f'{k}={v}' for k, v in p.items()) if p else ''}" for n, p in CASES]

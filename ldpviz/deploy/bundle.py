@@ -134,7 +134,10 @@ def readme_text(spec: dict) -> str:
         lines.append("Planar Laplace noise is drawn from 53-bit uniforms in double precision and snapped to a grid "
                      "cell; the report is the cell, never the noisy coordinates.")
     lines += ["", "## Mechanisms without a client in this version", ""]
-    lines += [f"- `{name}`: {why}" for name, why in specs.NOT_YET.items()]
+    lines += [f"- `{name}`: {why}" for name, why in specs.NOT_YET.items()] or \
+        ["None: every mechanism with a phone-side client half has one here. Multi-round mechanisms (PrivAG, AAG) and",
+         "SRR / the tile oracles over occupied tiles (a domain built from the users' data) have no single phone",
+         "report and are refused; central-DP mechanisms get the trusted curator's side only."]
     return "\n".join(lines) + "\n"
 
 

@@ -145,6 +145,18 @@ export class RandomSource {
     }
   }
 
+  /** Uniform on [0, n) for a BigInt n >= 1, by rejection on the bit length of n - 1. */
+  belowBig(n) {
+    if (n <= 1n) return 0n;
+    const k = (n - 1n).toString(2).length;
+    for (;;) {
+      let r = 0n;
+      for (let got = 0; got < k; got += 32) r = (r << 32n) | BigInt(this.word());
+      r >>= BigInt(Math.ceil(k / 32) * 32 - k);
+      if (r < n) return r;
+    }
+  }
+
   unit53() { return this.bits(53) / TWO53; }        // [0, 1)
   open53() { return (this.bits(53) + 1) / TWO53; }  // (0, 1]
 }
@@ -255,6 +267,8 @@ export class CollectionClient {
         const seed = (BigInt(a - 1) * BigInt(P) + BigInt(b)).toString();
         return { level, seed, bucket: grr(rs, h, g, c.keep, c.other) };
       }
+      case "subset":
+        return { cells: this.subset(x) };
       case "hr":
         return { y: this.hr(x) };
       case "disk":
@@ -264,6 +278,49 @@ export class CollectionClient {
       default:
         throw new Error(`ldpviz client: unknown client kind ${c.kind}`);
     }
+  }
+
+  subsetTables(x) {
+    if (!this.subsetCache) this.subsetCache = new Map();
+    if (!this.subsetCache.has(x)) {
+      const d = this.d, n = this.c.n, k = this.c.k, r0 = Math.floor(x / d), c0 = x % d;
+      const sq = [];
+      for (let r = 0; r < d; r++) for (let c = 0; c < d; c++) sq.push([(r - r0) ** 2 + (c - c0) ** 2, r * d + c]);
+      sq.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+      const decay = this.c.decay.map(BigInt);
+      // C(n - 1 - j, k - 1) for j = n - k down to 0: start at C(k - 1, k - 1) = 1, then C(m + 1, k - 1) =
+      // C(m, k - 1) (m + 1) / (m + 1 - (k - 1)), exact in BigInt.
+      const comb = new Array(n).fill(0n);
+      let value = 1n;
+      for (let j = n - k; j >= 0; j--) {
+        const m = BigInt(n - 1 - j);
+        if (j < n - k) value = value * m / (m - BigInt(k - 1));
+        comb[j] = value;
+      }
+      const cum = [];
+      let total = 0n;
+      sq.forEach(([s], j) => { total += comb[j] * decay[s]; cum.push(total); });
+      this.subsetCache.set(x, [sq.map(([, cell]) => cell), cum]);
+    }
+    return this.subsetCache.get(x);
+  }
+
+  subset(x) {
+    const n = this.c.n, k = this.c.k, rs = this.random;
+    const [order, cum] = this.subsetTables(x);
+    const u = rs.belowBig(cum[cum.length - 1]);
+    let lo = 0, hi = n - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (cum[mid] > u) hi = mid; else lo = mid + 1;
+    }
+    const j = lo, m = n - 1 - j, chosen = new Set();
+    for (let t = m - (k - 1); t < m; t++) {       // a uniform (k - 1)-subset of the later ranks (Floyd)
+      const r = rs.below(t + 1);
+      chosen.add(chosen.has(r) ? t : r);
+    }
+    const cells = [order[j], ...[...chosen].map((r) => order[j + 1 + r])];
+    return cells.sort((a, b) => a - b);
   }
 
   hr(x) {

@@ -240,6 +240,8 @@ class Client:
             h = ((a * node + b) % P) * g // P
             return {"level": level, "seed": str((a - 1) * P + b),
                     "bucket": _grr(rs, h, g, int(c["keep"]), int(c["other"]))}
+        if kind == "subset":
+            return {"cells": self._subset(x)}
         if kind == "hr":
             return {"y": self._hr(x)}
         if kind == "disk":
@@ -247,6 +249,42 @@ class Client:
         if kind == "staircase":
             return {"y": self._staircase(x)}
         raise ValueError(f"unknown client kind {kind!r}")
+
+    def _subset_tables(self, x: int) -> tuple[list[int], list[int]]:
+        """Cells ordered by distance from x (squared distance, ties by index) and the cumulative weights of the
+        nearest member's rank (cached per input: one phone asks for one)."""
+        cache = self.__dict__.setdefault("_subset_cache", {})
+        if x not in cache:
+            d, n, k = self.d, int(self.c["n"]), int(self.c["k"])
+            r0, c0 = divmod(x, d)
+            sq = [((r - r0) ** 2 + (c - c0) ** 2, r * d + c) for r in range(d) for c in range(d)]
+            sq.sort()
+            decay = [int(v) for v in self.c["decay"]]
+            cum, total = [], 0
+            for j, (s, _) in enumerate(sq):
+                total += math.comb(n - 1 - j, k - 1) * decay[s]
+                cum.append(total)
+            cache[x] = ([cell for _, cell in sq], cum)
+        return cache[x]
+
+    def _subset(self, x: int) -> list[int]:
+        n, k, rs = int(self.c["n"]), int(self.c["k"]), self.random
+        order, cum = self._subset_tables(x)
+        u = rs.below(cum[-1])
+        lo, hi = 0, n - 1
+        while lo < hi:                                   # first cumulative weight above u
+            mid = (lo + hi) // 2
+            if cum[mid] > u:
+                hi = mid
+            else:
+                lo = mid + 1
+        j = lo
+        m = n - 1 - j                                    # ranks after j: a uniform (k-1)-subset (Floyd)
+        chosen: set[int] = set()
+        for t in range(m - (k - 1), m):
+            r = rs.below(t + 1)
+            chosen.add(t if r in chosen else r)
+        return sorted([order[j]] + [order[j + 1 + r] for r in chosen])
 
     def _hr(self, x: int) -> int:
         c, rs = self.c, self.random

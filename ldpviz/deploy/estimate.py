@@ -14,7 +14,8 @@ Per-cell intervals (95%):
 * OLH and OUE (support counts) and UG over them -- the unbiased share +- 1.96 standard deviations, with the
   exact variance of USENIX'17 Thm. 2 at the estimated counts (:func:`ldpviz.mechanisms.fo.oracles.pure_variance`);
   UG's N x N intervals are spread to the grid's cells by area;
-* OLH-H -- the bootstrap over the reports themselves (its estimate is not a function of one additive histogram).
+* OLH-H and SEM-Geo-I -- the bootstrap over the reports themselves (OLH-H's estimate is not a function of one
+  additive histogram; a SEM-Geo-I report names k cells at once).
 
 :func:`write_outputs` writes ``estimate.csv`` and ``estimate.geojson`` (share, low, high per cell),
 ``estimate.png`` and ``summary.json`` (counts, rejections by reason, ledger, interval method).
@@ -149,6 +150,8 @@ class Checker:
             self.y_ok = range(d * d).__contains__
         elif self.kind == "staircase":
             self.y_ok = range(len(c["lo"])).__contains__
+        elif self.kind == "subset":
+            self.k, self.n_cells = int(c["k"]), int(c["n"])
         elif self.kind == "square-wave":
             B = int(c["out_buckets"])
             self.y_ok = range(2 * B if c["split"] == "users" else B * B).__contains__
@@ -181,6 +184,17 @@ class Checker:
             out.buckets.append(bucket)
             if self.kind == "olh-h":
                 out.y.append(level)
+        elif self.kind == "subset":
+            cells = rec["cells"]
+            if isinstance(cells, str):
+                cells = [_int(t) for t in cells.split()]
+            if not isinstance(cells, list) or any(_int(v) is None for v in cells):
+                return out.reject(BAD_VALUE, line_no)
+            cells = [_int(v) for v in cells]
+            if len(cells) != self.k or any(b <= a for a, b in zip(cells, cells[1:])) or \
+                    not all(0 <= v < self.n_cells for v in cells):
+                return out.reject(OUT_OF_DOMAIN, line_no)
+            out.y.extend(cells)
         elif self.kind == "oue":
             text = rec["bits"]
             if not isinstance(text, str) or len(text) != 2 * self.nbytes:
@@ -284,6 +298,8 @@ def reports_object(mech: Mechanism, spec: dict, out: Collected) -> Any:
     elif kind == "oue":
         D = int(spec["client"]["D"])
         inner = OUEReports(np.frombuffer(bytes(out.bits), dtype=np.uint8).reshape(-1, (D + 7) // 8).copy(), D)
+    elif kind == "subset":
+        inner = np.frombuffer(out.y, dtype=np.int64).copy().reshape(-1, int(spec["client"]["k"]))
     else:
         inner = np.frombuffer(out.y, dtype=np.int64).copy()
     if name == "ug":
@@ -360,12 +376,13 @@ def _report_bootstrap(mech: Mechanism, reports: Any, B: int, rng: np.random.Gene
     """Percentile intervals from B resamples of the reports themselves (OLH-H: its estimate is not a function of
     one additive histogram)."""
     from dataclasses import replace
-    n = len(reports.levels)
+    n = len(reports.levels) if hasattr(reports, "levels") else len(reports)
     draws = []
     for _ in range(B):
         idx = rng.integers(0, n, n)
-        draws.append(mech.estimate(replace(reports, levels=reports.levels[idx], seeds=reports.seeds[idx],
-                                           buckets=reports.buckets[idx])).density.ravel())
+        again = reports[idx] if isinstance(reports, np.ndarray) else \
+            replace(reports, levels=reports.levels[idx], seeds=reports.seeds[idx], buckets=reports.buckets[idx])
+        draws.append(mech.estimate(again).density.ravel())
     return np.percentile(draws, 2.5, axis=0), np.percentile(draws, 97.5, axis=0)
 
 
@@ -415,7 +432,7 @@ def estimate_reports(spec: dict | str | Path, reports: str | Path, *, bootstrap:
     if out.kind == "curator":
         return _curator_release(spec, mech, obj, out, bootstrap)
     est = mech.estimate(obj)
-    if out.kind == "olh-h":
+    if out.kind in ("olh-h", "subset"):
         low, high = _report_bootstrap(mech, obj, bootstrap, rng)
         method = f"95%: bootstrap percentiles, {bootstrap} resamples of the reports (with replacement)"
     elif out.kind in ("olh", "oue"):

@@ -42,10 +42,7 @@ WGS84_A = 6_378_137.0
 WGS84_F = 1.0 / 298.257223563
 
 #: Mechanisms with a client half that the bundle does not ship yet, and why (the README lists them).
-NOT_YET = {
-    "sem-geoi": "SEM-Geo-I's client (snap to the cell centre, then a k-subset by the exponential mechanism) is not "
-                "written yet",
-}
+NOT_YET: dict[str, str] = {}
 
 
 # ---------------------------------------------------------------------------
@@ -257,6 +254,27 @@ def _olh_h(mech: Mechanism) -> dict:
             "level_index": [index.astype(int).tolist() for _, index in levels]}
 
 
+def _subset(mech: Mechanism) -> dict:
+    """SEM-Geo-I (Wang et al. INFOCOM'17, as ldpviz.mechanisms.dam.sem_geoi samples it): the cells ordered by
+    distance from the snapped cell (squared distance, ties by index); the nearest member's rank j with weight
+    C(n - 1 - j, k - 1) x decay[s_j], s_j its squared distance in cells, decay[s] = floor(e^(eps' (r_max - sqrt s) / 2)
+    2^52) (50-digit decimal arithmetic, every weight >= 2^52, so each is within 2^-52 of e^(-eps' r / 2) up to one
+    common factor); then the other k - 1 members a uniform subset of the later ranks. Weights are whole numbers of
+    any size (BigInt in client.js)."""
+    import decimal
+    d, k, eps = mech.grid.side, int(mech.k), float(mech.eps_prime)
+    smax = 2 * (d - 1) ** 2
+    ctx = decimal.Context(prec=60)
+    rmax = ctx.sqrt(decimal.Decimal(smax))
+    half = ctx.divide(decimal.Decimal(repr(eps)), 2)
+    scale = decimal.Decimal(1 << 52)
+    decay = [str(int(ctx.multiply(ctx.exp(ctx.multiply(half, ctx.subtract(rmax, ctx.sqrt(decimal.Decimal(t))))),
+                                  scale))) for t in range(smax + 1)]
+    per_km = eps * 1000.0 / mech.grid.cell_m
+    return {"kind": "subset", "k": k, "n": d * d, "decay": decay, "eps_prime_per_cell": eps,
+            "slack_m": float(mech.geo_slack_m()), "epsilon_deployed": per_km}
+
+
 def client_section(mech: Mechanism) -> dict:
     """The exact sampler and value map phones follow for ``mech`` (see the module docstring)."""
     name, eps, d = mech.name, mech.epsilon, mech.grid.side
@@ -277,6 +295,8 @@ def client_section(mech: Mechanism) -> dict:
         return {"map": "position", **_planar_laplace(mech)}
     if name == "srr":
         return {**_domain_map(mech.grid), **_staircase(mech)}
+    if name == "sem-geoi":
+        return {**_cells_map(), **_subset(mech)}
     if name == "mdsw":
         return {"map": "position", **_square_wave(mech)}
     if name == "olh-h":
@@ -303,7 +323,7 @@ def _olh_g(eps: float) -> int:
 REPORT_FIELDS = {
     "grr": ["y"], "hr": ["y"], "disk": ["y"], "planar-laplace": ["y"], "staircase": ["y"],
     "olh": ["seed", "bucket"], "oue": ["bits"], "curator": ["y"], "square-wave": ["y"],
-    "olh-h": ["level", "seed", "bucket"],
+    "olh-h": ["level", "seed", "bucket"], "subset": ["cells"],
 }
 
 REPORT_TEXT = {
@@ -311,6 +331,7 @@ REPORT_TEXT = {
     "seed": "OLH: the hash function's index in the family, a decimal string (a = seed // prime + 1, "
             "b = seed mod prime)",
     "bucket": "OLH: the perturbed hash bucket, a whole number in [0, g)",
+    "cells": "SEM-Geo-I: the k reported cells, distinct, increasing (a JSON list; in CSV one field, space-separated)",
     "level": "OLH-H: the level of the hierarchy reported on, a whole number (0 = top)",
     "bits": "OUE: the D bits, packed 8 per byte most significant first (numpy.packbits), as lowercase hex",
 }
@@ -319,7 +340,7 @@ REPORT_TEXT = {
 def supported() -> list[str]:
     """Registry names the bundle ships a client for."""
     return ["grr", "olh", "oue", "hr", "dam", "dam-ns", "huem", "planar-laplace", "srr", "grr-tiles",
-            "hr-tiles", "ug", "mdsw", "olh-h"]
+            "hr-tiles", "ug", "mdsw", "olh-h", "sem-geoi"]
 
 
 def check_deployable(mech: Mechanism, curator: bool = False) -> None:
@@ -399,7 +420,8 @@ def build_spec(mech: Mechanism, ledger: Any = None, curator: bool = False) -> di
     ``curator=True`` for a central-DP mechanism's trusted-curator side."""
     check_deployable(mech, curator)
     client = client_section(mech)
-    stated = mech.claimed_epsilon() if mech.privacy_model != GEO_I else mech.epsilon
+    stated = mech.claimed_epsilon() if mech.privacy_model != GEO_I else \
+        mech.epsilon_per_cell * 1000.0 / mech.grid.cell_m
     require(client["epsilon_deployed"] <= stated * (1 + 1e-9) + 1e-12,
             f"the deployed sampler's epsilon {client['epsilon_deployed']:.6g} exceeds the stated {stated:g}")
     params = {k: (v if not isinstance(v, (np.generic,)) else v.item()) for k, v in mech.param_values.items()}
@@ -412,7 +434,7 @@ def build_spec(mech: Mechanism, ledger: Any = None, curator: bool = False) -> di
                       "effective_params": _jsonable(mech.effective_params()),
                       "guarantee": mech.stated_guarantee(), "unit": mech.privacy_unit},
         "epsilon": float(mech.epsilon),
-        "epsilon_unit": "per km" if mech.privacy_model == GEO_I else "per report",
+        "epsilon_unit": _epsilon_unit(mech),
         "ledger": ledger_dict(mech, ledger),
         "region": region_section(mech.grid.region, mech.grid.side),
         "client": client,
@@ -423,6 +445,17 @@ def build_spec(mech: Mechanism, ledger: Any = None, curator: bool = False) -> di
     }
     spec["digest"] = spec_digest(spec)
     return spec
+
+
+def _epsilon_unit(mech: Mechanism) -> str:
+    """What the spec's ``epsilon`` (the number the mechanism was built with) measures."""
+    if mech.privacy_model != GEO_I:
+        return "per report"
+    per_km = mech.epsilon_per_cell * 1000.0 / mech.grid.cell_m
+    if abs(per_km - mech.epsilon) <= 1e-12 * mech.epsilon:
+        return "per km"
+    return (f"the LDP epsilon the mechanism was calibrated to; its own guarantee is Geo-I at {per_km:.6g} per km "
+            "(mechanism.guarantee)")
 
 
 def _jsonable(obj: Any) -> Any:
