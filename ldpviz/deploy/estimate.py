@@ -80,44 +80,52 @@ class Collected:
         return sum(self.rejected.values())
 
 
-def iter_lines(path: Path) -> Iterator[tuple[int, bytes | None]]:
-    """(line number, bytes) for every line, streamed in 1 MB chunks; a line longer than MAX_LINE_BYTES is
-    yielded once as None (and skipped to its end without being held in memory)."""
-    with open(path, "rb") as fh:
-        buf = bytearray()
-        skipping = False
-        line_no = 0
+def iter_lines(source: Any) -> Iterator[tuple[int, bytes | None]]:
+    """(line number, bytes) for every line of a path or a binary file object, streamed in 1 MB chunks; a line
+    longer than MAX_LINE_BYTES is yielded once as None (and skipped to its end without being held in memory)."""
+    if hasattr(source, "read"):
+        source.seek(0)
+        yield from _lines_of(source)
+        return
+    with open(source, "rb") as fh:
+        yield from _lines_of(fh)
+
+
+def _lines_of(fh: Any) -> Iterator[tuple[int, bytes | None]]:
+    buf = bytearray()
+    skipping = False
+    line_no = 0
+    while True:
+        chunk = fh.read(CHUNK_BYTES)
+        if not chunk:
+            break
+        start = 0
         while True:
-            chunk = fh.read(CHUNK_BYTES)
-            if not chunk:
-                break
-            start = 0
-            while True:
-                nl = chunk.find(b"\n", start)
-                if nl < 0:
-                    if not skipping:
-                        buf += chunk[start:]
-                        if len(buf) > MAX_LINE_BYTES:
-                            skipping = True
-                            buf.clear()
-                    break
-                if skipping:
-                    line_no += 1
-                    yield line_no, None
-                    skipping = False
-                else:
-                    buf += chunk[start:nl]
-                    line_no += 1
+            nl = chunk.find(b"\n", start)
+            if nl < 0:
+                if not skipping:
+                    buf += chunk[start:]
                     if len(buf) > MAX_LINE_BYTES:
-                        yield line_no, None
-                    else:
-                        yield line_no, bytes(buf)
-                    buf.clear()
-                start = nl + 1
-        if skipping:
-            yield line_no + 1, None
-        elif buf:
-            yield line_no + 1, bytes(buf)
+                        skipping = True
+                        buf.clear()
+                break
+            if skipping:
+                line_no += 1
+                yield line_no, None
+                skipping = False
+            else:
+                buf += chunk[start:nl]
+                line_no += 1
+                if len(buf) > MAX_LINE_BYTES:
+                    yield line_no, None
+                else:
+                    yield line_no, bytes(buf)
+                buf.clear()
+            start = nl + 1
+    if skipping:
+        yield line_no + 1, None
+    elif buf:
+        yield line_no + 1, bytes(buf)
 
 
 def _int(value: Any) -> int | None:
@@ -216,18 +224,25 @@ class Checker:
         out.accepted += 1
 
 
-def collect(spec: dict, reports: str | Path, max_bytes: int | None = None) -> Collected:
-    """Read and check every line of ``reports`` (JSON lines or CSV with a header); see the module docstring."""
-    path = Path(reports)
-    if not path.exists():
-        raise LdpvizInputError(f"reports file {str(path)!r} not found")
-    if path.is_dir():
-        raise LdpvizInputError(f"{str(path)!r} is a folder; give the reports file")
-    size = path.stat().st_size
+def collect(spec: dict, reports: Any, max_bytes: int | None = None) -> Collected:
+    """Read and check every line of ``reports`` (a path, or a binary file object such as an upload; JSON lines or
+    CSV with a header); see the module docstring."""
+    if hasattr(reports, "read"):
+        path = reports
+        size = getattr(reports, "size", None)
+        if size is None:
+            size = len(reports.getbuffer()) if hasattr(reports, "getbuffer") else 1
+    else:
+        path = Path(reports)
+        if not path.exists():
+            raise LdpvizInputError(f"reports file {str(path)!r} not found")
+        if path.is_dir():
+            raise LdpvizInputError(f"{str(path)!r} is a folder; give the reports file")
+        size = path.stat().st_size
     if max_bytes is not None and size > max_bytes:
         raise LdpvizInputError(f"the reports file is {size:,} bytes, above the limit of {max_bytes:,} "
                                f"(--max-bytes); nothing was read. Raise the limit or split the file")
-    require(size > 0, f"the reports file {str(path)!r} is empty: no reports to estimate from")
+    require(size > 0, f"the reports file {_name(reports)!r} is empty: no reports to estimate from")
     checker = Checker(spec)
     out = Collected(checker.kind)
     header: list[str] | None = None
@@ -273,8 +288,12 @@ def collect(spec: dict, reports: str | Path, max_bytes: int | None = None) -> Co
                 rec = {h: v.strip() for h, v in zip(header, row)}
             checker.add(rec, out, line_no)
     except OSError as err:
-        raise LdpvizInputError(f"cannot read the reports file {str(path)!r}: {err.strerror or err}") from None
+        raise LdpvizInputError(f"cannot read the reports file {_name(reports)!r}: {err.strerror or err}") from None
     return out
+
+
+def _name(reports: Any) -> str:
+    return str(getattr(reports, "name", reports))
 
 
 def _lost_text(out: Collected) -> str:
@@ -425,7 +444,7 @@ def estimate_reports(spec: dict | str | Path, reports: str | Path, *, bootstrap:
     mech = specs.mechanism_from_spec(spec)
     out = collect(spec, reports, max_bytes)
     if out.accepted == 0:
-        raise LdpvizInputError(f"no valid reports in {str(reports)!r}: {out.lines:,} lines, rejected: "
+        raise LdpvizInputError(f"no valid reports in {_name(reports)!r}: {out.lines:,} lines, rejected: "
                                f"{_lost_text(out)}")
     obj = reports_object(mech, spec, out)
     rng = np.random.default_rng(seed)

@@ -81,3 +81,42 @@ def test_docs_show_the_tested_page():
     script = bundle.EXAMPLE_HTML.split('<script type="module">')[1].split("</script>")[0].strip()
     script = script.replace("{{", "{").replace("}}", "}")
     assert script in text
+
+
+@pytest.mark.xdist_group("browser")
+def test_data_page_opens_collected_reports(server, browser, tmp_path):
+    """Data -> Collected reports: upload a collection.json and reports (some bad), see the counts, the rejected lines
+    by reason, the ledger and the estimated map, without an exception, a console error or a foreign request."""
+    import random
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_journey import Walk
+
+    from ldpviz.deploy import client as pyclient
+    region = Region.from_bbox(-93.33, 44.89, -93.19, 45.05, name="Minneapolis box")
+    spec = specs.build_spec(specs.deployable_mechanism("grr", Grid(region, 8), 2.0, {}))
+    spec_path = specs.write_spec(spec, tmp_path / "collection.json")
+    client = pyclient.Client(spec, random.Random(1).getrandbits)
+    lines = [json.dumps(client.report_unit(0.3 + 0.01 * (i % 10), 0.6)) for i in range(400)] + ["{bad", "[1]"]
+    reports = tmp_path / "reports.jsonl"
+    reports.write_text("\n".join(lines) + "\n")
+    walk = Walk(browser, server)
+    try:
+        walk.page.goto(f"{server}/Data")
+        walk.page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=60_000)
+        walk.idle()
+        uploader = walk.page.locator('[data-testid="stFileUploader"]')
+        uploader.filter(has_text="collection.json").locator("input[type=file]").set_input_files(str(spec_path))
+        walk.idle()
+        uploader.filter(has_text="Reports").locator("input[type=file]").set_input_files(str(reports))
+        walk.page.get_by_text("Valid reports").first.wait_for(timeout=120_000)
+        walk.page.locator('[data-testid="stDeckGlJsonChart"]').last.wait_for(timeout=60_000)
+        walk.idle()
+        text = walk.main_text()
+        assert "400" in text and "malformed" in text and "What each person paid" in text
+        SHOTS.mkdir(exist_ok=True)
+        walk.page.get_by_text("Valid reports").first.scroll_into_view_if_needed()
+        walk.page.screenshot(path=str(SHOTS / "deploy-data-collected-reports.png"))
+        walk.check_clean("Data with collected reports")
+    finally:
+        walk.close()
