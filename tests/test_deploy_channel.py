@@ -1,5 +1,5 @@
 """Same channel in every language (issue 29): client.js under node and the Python client, run on fixed true
-positions, report with the Python mechanism's channel.
+positions, agree with the Python mechanism's channel.
 
 For every client mechanism at two epsilons and two grids, 50,000 reports from one fixed position (near the
 south-west corner or the middle; each language takes the one the other does not) go through two
