@@ -79,4 +79,4 @@ def show_collected_reports(basemap: bool = False) -> None:
                    f"{summary['interval']}.")
         layers = {"estimated_share": result.density.ravel(), "low_95": result.low, "high_95": result.high}
         st.download_button("Estimate with intervals (CSV)", export.grid_csv(grid, layers),
-                           file_name="estimate.csv", mime="text/csv", key="dl:collected")
+                           file_name="estimate.csv", mime="text/csv", key="dl:collected", on_click="ignore")
