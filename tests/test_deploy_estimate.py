@@ -284,3 +284,26 @@ def test_the_spec_carries_the_accountants_ledger(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "no privacy" in captured.err.lower()
     assert "no privacy" in (tmp_path / "b" / "README.md").read_text().lower()
+
+
+def test_hostile_lines_are_counted_not_raised(tmp_path):
+    """Deep nesting, huge numbers, NUL bytes and non-UTF-8 bytes are counted rejections, in JSON lines and CSV."""
+    spec, spec_path, reports = _setup(tmp_path)
+    path = tmp_path / "r.jsonl"
+    with open(path, "wb") as fh:
+        for r in reports[:50]:
+            fh.write((json.dumps(r) + "\n").encode())
+        fh.write(b"[" * 100_000 + b"\n")
+        fh.write(json.dumps({**reports[0], "y": 1e400}).replace("Infinity", "1e400").encode() + b"\n")
+        fh.write(b'{"spec": "\x00\x00", "y": 1}\n')
+        fh.write(b"\xff\xfe\x00garbage\n")
+    result = deployed.estimate_reports(spec_path, path, bootstrap=5)
+    assert result.collected.accepted == 50 and result.collected.n_rejected == 4
+    csv_path = tmp_path / "r.csv"
+    with open(csv_path, "wb") as fh:
+        fh.write(b"spec,y\n")
+        for r in reports[:50]:
+            fh.write(f"{r['spec']},{r['y']}\n".encode())
+        fh.write(b"a\x00b,1\n")
+    result = deployed.estimate_reports(spec_path, csv_path, bootstrap=5)
+    assert result.collected.accepted == 50 and result.collected.n_rejected == 1

@@ -264,7 +264,10 @@ def collect(spec: dict, reports: Any, max_bytes: int | None = None) -> Collected
             if fmt is None:
                 fmt = "json" if text.startswith("{") else "csv"
                 if fmt == "csv":
-                    header = next(csv.reader([text]))
+                    try:
+                        header = next(csv.reader([text]))
+                    except csv.Error:
+                        header = []
                     header = [h.strip() for h in header]
                     if "spec" not in header or not set(checker.payload) <= set(header):
                         raise LdpvizInputError(
@@ -274,14 +277,18 @@ def collect(spec: dict, reports: Any, max_bytes: int | None = None) -> Collected
             if fmt == "json":
                 try:
                     rec = json.loads(text)
-                except ValueError:
+                except (ValueError, RecursionError):
                     out.reject(MALFORMED, line_no)
                     continue
                 if not isinstance(rec, dict):
                     out.reject(MALFORMED, line_no)
                     continue
             else:
-                row = next(csv.reader([text]))
+                try:
+                    row = next(csv.reader([text]))
+                except csv.Error:
+                    out.reject(MALFORMED, line_no)
+                    continue
                 if len(row) != len(header):
                     out.reject(MALFORMED, line_no)
                     continue
