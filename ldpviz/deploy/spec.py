@@ -10,8 +10,9 @@ in ``[0, N)``, ``N <= 2^52``, drawn by rejection from the platform's cryptograph
 integer weights: a probability the paper writes as ``w / Z`` becomes ``floor(w S) / sum floor(w' S)`` for a
 power of two ``S``, with the weight every ratio is measured against kept exactly at ``S``. Flooring the larger
 weights can only shrink the largest ratio, so the deployed channel's epsilon (``client.epsilon_deployed``,
-computed exactly from the integers) is at most the stated one, and every probability equals the
-simulator's to about ``Z / 2^52`` relative (below 1e-11 on every supported grid). Real-valued noise
+computed from the integers) is at most the stated one, and every probability equals the simulator's to
+within ``Z / 2^51`` relative for a sampler of total weight ``Z`` (in units of the smallest weight; e.g. 5e-10 for a
+million outputs). Real-valued noise
 (planar Laplace) is drawn from 53-bit uniforms in double precision and snapped to a cell.
 
 Nothing in a spec depends on the users' data: a region fitted to the data is refused unless its epsilon
@@ -224,10 +225,8 @@ def _staircase(mech: Mechanism) -> dict:
     S = scale_for(D * float(ratios.max()))
     levels = [floor_weight(r, S) for r in ratios]
     levels[m - 1] = S
-    sizes = np.asarray(plan.group_sizes[:, :m], dtype=object)
     dens = [sum(int(sz) * L for sz, L in zip(row, levels)) for row in plan.group_sizes[:, :m]]
-    eps = math.log(max(levels) / min(levels)) + math.log(max(dens) / min(dens))
-    del sizes
+    eps = math.log(max(levels) / min(levels)) + math.log(max(dens) / min(dens))      # Theorem 3.3's ratio
     return {"kind": "staircase", "m": int(m), "levels": levels,
             "lo": plan.lo.astype(int).tolist(), "hi": plan.hi.astype(int).tolist(),
             "epsilon_deployed": eps}
@@ -249,8 +248,12 @@ def _olh_h(mech: Mechanism) -> dict:
     from ldpviz.mechanisms.srr.olh_h import hierarchy
     from ldpviz.mechanisms.srr.staircase import grid_domain
     levels = hierarchy(grid_domain(mech.grid))
-    inner = _olh(2, mech.epsilon, olh_buckets(mech.epsilon))
-    return {**inner, "kind": "olh-h", "D": None, "level_sizes": [int(len(nodes)) for nodes, _ in levels],
+    g = olh_buckets(mech.epsilon)
+    bucket = _grr(g, mech.epsilon)
+    from ldpviz.mechanisms.fo.oracles import OLH_PRIME
+    return {"kind": "olh-h", "g": g, "prime": OLH_PRIME, "keep": bucket["keep"], "other": bucket["other"],
+            "epsilon_deployed": bucket["epsilon_deployed"],
+            "level_sizes": [int(len(nodes)) for nodes, _ in levels],
             "level_index": [index.astype(int).tolist() for _, index in levels]}
 
 
