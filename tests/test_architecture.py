@@ -27,6 +27,7 @@ LAYERS = [
     {"experiment"},
     {"flows", "people", "evidence"},
     {"decide"},
+    {"deploy"},
     {"app"},
     {"cli"},
 ]

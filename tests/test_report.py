@@ -135,3 +135,17 @@ def test_report_states_typed_bounds_and_the_region_epsilon(tmp_path):
     data = datasets.load_file(path, frame=upload_frame())
     paid = report.build_report(SMALL.with_(dataset=data.name, n_users=None), dataset=data, audit=False)
     assert "Choosing the region spent ε0 = 0.5 per row" in paid and "0.5 + 2 = 2.5 in total" in paid
+
+
+def test_report_ends_with_a_deploy_command_that_runs(page, tmp_path, capsys):
+    """Section 9 names the 'ldpviz deploy' command of the decided collection, and that command writes the bundle."""
+    import shlex
+
+    from ldpviz.cli.commands import main
+    assert "9. Deploy" in page
+    command = re.search(r"<h2>9\. Deploy</h2>.*?<pre>(.*?)</pre>", page, re.S).group(1)
+    args = shlex.split(__import__("html").unescape(command))
+    assert args[:2] == ["ldpviz", "deploy"]
+    args[args.index("--out") + 1] = str(tmp_path / "bundle")
+    assert main(args[1:]) == 0, capsys.readouterr().err
+    assert (tmp_path / "bundle" / "client.js").exists()

@@ -278,6 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_flow_commands(sub)
     from ldpviz.cli import officer as officer_cli
     officer_cli.add_commands(sub)
+    from ldpviz.cli import deploy_commands
+    deploy_commands.add_commands(sub)
     from ldpviz.evidence import reproduce
     rp = sub.add_parser("reproduce", help="regenerate every benchmark and report (bench/*.py) into docs/")
     reproduce.add_arguments(rp)

@@ -96,6 +96,43 @@ def _reproduction(scenario: experiment.Scenario, r_m: float) -> str:
     return " ".join(shlex.quote(a) for a in args), py
 
 
+def deploy_command(scenario: experiment.Scenario, region: Any, presets: dict | None = None) -> str | None:
+    """The ``ldpviz deploy`` command of the decided collection (issue 29), or None when its region has no public
+    description to type (a region fitted to the data is refused by the command anyway)."""
+    args = ["ldpviz", "deploy", "--mechanism", scenario.mechanism, "--epsilon", f"{scenario.epsilon:g}",
+            "--grid", str(scenario.grid_side)]
+    preset = scenario.region if isinstance(scenario.region, str) else next(
+        (name for name, r in (presets or {}).items() if r == region), None)
+    if preset is not None:
+        args += ["--dataset", scenario.dataset, "--region", preset]
+    elif getattr(region, "bounds", None) is not None:
+        args.append("--bbox=" + ",".join(f"{v:g}" for v in region.bounds))
+    else:
+        return None
+    for key, value in scenario.params:
+        args += ["--param", f"{key}={value}"]
+    return " ".join(shlex.quote(a) for a in [*args, "--out", "bundle/"])
+
+
+def _deploy_section(scenario: experiment.Scenario, region: Any, presets: dict) -> str:
+    mech = mechanisms.get(scenario.mechanism)
+    command = deploy_command(scenario, region, presets)
+    if mech.privacy_model == mechanisms.CENTRAL_DP:
+        what = ("This is central DP: phones send their true cell to a trusted curator, who adds the noise once. The "
+                "bundle holds the curator's side only (collection.json and a README); there is no phone client.")
+    elif not mech.has_client:
+        what = ("This mechanism has no single phone report (several rounds, or a domain built from the users' data), "
+                "so it cannot be deployed as one collection; the command says why.")
+    else:
+        what = ("The bundle holds collection.json (the mechanism, epsilon, the ledger of what each person pays, the "
+                "region, grid and domain, digested), client.js and client.py (one true location in, one report out, "
+                "exactly this channel), an example page and a README for the engineers; 'ldpviz estimate' reads the "
+                "reports back (docs/deploy.md).")
+    cmd = (f"<pre>{_e(command)}</pre>" if command else
+           "<p class=\"note\">This region was not typed or chosen from a preset; give its bounds with --bbox.</p>")
+    return f"<p>{_e(what)}</p>{cmd}"
+
+
 def _audit_section(scenario: experiment.Scenario, run_audit: bool) -> str:
     if not run_audit:
         return "<p class='verdict'>No audit was run for this report (it was switched off).</p>"
@@ -295,5 +332,8 @@ Data set: {_e(dataset.label)}.</p>
 <p>Python:</p><pre>{_e(py)}</pre>
 <p class="note">Same version, scenario and seed give the same numbers (the audit and maps included).
 ldpviz {_e(__version__)}, commit {_e(commit)}.</p>
+
+<h2>9. Deploy</h2>
+{_deploy_section(scenario, result.region, dataset.presets)}
 </body></html>
 """

@@ -243,3 +243,6 @@ with session.guard("the preview"):
             else:
                 st.session_state["saved_regions"].setdefault(data.name, {})[name] = new
                 session.set_and_rerun(region=name)   # selected on every page; the preview above shows it
+
+from ldpviz.app.collected import show_collected_reports  # noqa: E402 (issue 29: the section sits at the end)
+show_collected_reports(basemap)

@@ -1,0 +1,312 @@
+"""`ldpviz estimate` and `ldpviz deploy` (issue 29): bad input is a clear message or a counted rejection, never a
+traceback, and no report that matches the spec is lost; reports made by client.js round-trip to the simulator's
+accuracy."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from ldpviz import metrics
+from ldpviz.cli.commands import main
+from ldpviz.data import datasets
+from ldpviz.errors import LdpvizInputError
+from ldpviz.experiment import Scenario, resolve_region, run
+from ldpviz.geo.domain import Grid, Region
+from ldpviz.deploy import bundle, client as pyclient, estimate as deployed, spec as specs
+
+from tests.deploy_helpers import node_reports
+
+BOX = Region.from_bbox(-93.33, 44.89, -93.19, 45.05, name="box")
+
+
+def _setup(tmp_path, name="grr", d=8, eps=2.0, n=2000, seed=0):
+    mech = specs.deployable_mechanism(name, Grid(BOX, d), eps, {})
+    spec = specs.build_spec(mech)
+    spec_path = specs.write_spec(spec, tmp_path / "collection.json")
+    client = pyclient.Client(spec, random.Random(seed).getrandbits)
+    uv = np.random.default_rng(seed).random((n, 2))
+    reports = [client.report_unit(u, v) for u, v in uv]
+    return spec, spec_path, reports
+
+
+def _write(path, reports, extra_lines=()):
+    with open(path, "w") as fh:
+        for r in reports:
+            fh.write(json.dumps(r) + "\n")
+        for line in extra_lines:
+            fh.write(line + "\n")
+    return path
+
+
+@pytest.mark.parametrize("name", ["grr", "olh", "oue", "dam", "srr"])
+def test_every_bad_line_is_counted_and_no_valid_report_is_lost(tmp_path, name):
+    spec, spec_path, reports = _setup(tmp_path, name)
+    other = specs.build_spec(specs.deployable_mechanism(name, Grid(BOX, 8), 1.0, {}))
+    good = reports[:1500]
+    field = spec["report"]["fields"][-1]
+    bad = {
+        deployed.MALFORMED: ["{not json", "[1, 2]", '"a string"'],
+        deployed.OTHER_SPEC: [json.dumps({**good[0], "spec": other["digest"]})],
+        deployed.NO_DIGEST: [json.dumps({k: v for k, v in good[0].items() if k != "spec"})],
+        deployed.MISSING: [json.dumps({"spec": spec["digest"]})],
+        deployed.EXTRA: [json.dumps({**good[0], "lat": 44.97, "lon": -93.26})],
+        deployed.BAD_VALUE: [json.dumps({**good[0], field: "12x"}), json.dumps({**good[0], field: 1.5})],
+        deployed.OUT_OF_DOMAIN: [json.dumps({**good[0], field: 10 ** 9}) if field != "bits" else
+                                 json.dumps({**good[0], field: "ff" * len(bytes.fromhex(good[0]["bits"]))})],
+    }
+    if name == "oue":
+        bad[deployed.OUT_OF_DOMAIN] = [json.dumps({**good[0], "bits": "ff" * (len(good[0]["bits"]) // 2)})] \
+            if spec["client"]["D"] % 8 else []
+        bad[deployed.BAD_VALUE].append(json.dumps({**good[0], "bits": "zz" * (len(good[0]["bits"]) // 2)}))
+    lines = [line for group in bad.values() for line in group]
+    mixed = _write(tmp_path / "mixed.jsonl", good, lines + ["", "   "])
+    clean = _write(tmp_path / "clean.jsonl", good)
+    a = deployed.estimate_reports(spec_path, mixed, bootstrap=5)
+    b = deployed.estimate_reports(spec_path, clean, bootstrap=5)
+    assert a.collected.accepted == len(good)
+    assert a.collected.blank == 2
+    for reason, group in bad.items():
+        assert a.collected.rejected.get(reason, 0) == len(group), reason
+    assert np.allclose(a.density, b.density)
+    assert a.warnings == []          # 10 of 1,510 lines: below the 5% warning
+
+
+def test_a_large_loss_is_a_warning(tmp_path):
+    spec, spec_path, reports = _setup(tmp_path)
+    path = _write(tmp_path / "r.jsonl", reports[:100], ["{bad"] * 50)
+    result = deployed.estimate_reports(spec_path, path, bootstrap=5)
+    assert result.warnings and "50 of 150" in result.warnings[0]
+
+
+def test_csv_reports_with_a_header(tmp_path):
+    spec, spec_path, reports = _setup(tmp_path, "olh")
+    path = tmp_path / "r.csv"
+    with open(path, "w") as fh:
+        fh.write("spec,seed,bucket\n")
+        for r in reports:
+            fh.write(f"{r['spec']},{r['seed']},{r['bucket']}\n")
+        fh.write(f"{spec['digest']},1\n")                   # wrong number of columns
+    result = deployed.estimate_reports(spec_path, path, bootstrap=5)
+    assert result.collected.accepted == len(reports)
+    assert result.collected.rejected == {deployed.MALFORMED: 1}
+
+
+def test_empty_file_digest_mismatch_and_size_cap_are_clear_errors(tmp_path, capsys):
+    spec, spec_path, reports = _setup(tmp_path)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert main(["estimate", "--spec", str(spec_path), "--reports", str(empty)]) == 2
+    assert "empty" in capsys.readouterr().err
+    only_bad = _write(tmp_path / "bad.jsonl", [], ["{bad", "[]"])
+    assert main(["estimate", "--spec", str(spec_path), "--reports", str(only_bad)]) == 2
+    err = capsys.readouterr().err
+    assert "no valid reports" in err and "2 malformed" in err
+    good = _write(tmp_path / "good.jsonl", reports)
+    assert main(["estimate", "--spec", str(spec_path), "--reports", str(good), "--max-bytes", "100"]) == 2
+    assert "above the limit" in capsys.readouterr().err
+    tampered = json.loads(spec_path.read_text())
+    tampered["client"]["keep"] += 1
+    bad_spec = tmp_path / "tampered.json"
+    bad_spec.write_text(json.dumps(tampered))
+    assert main(["estimate", "--spec", str(bad_spec), "--reports", str(good)]) == 2
+    err = capsys.readouterr().err
+    assert "changed after it was made" in err and "Traceback" not in err
+    assert main(["estimate", "--spec", str(tmp_path / "nope.json"), "--reports", str(good)]) == 2
+    assert "not found" in capsys.readouterr().err
+
+
+def test_a_line_too_long_is_one_counted_rejection(tmp_path):
+    spec, spec_path, reports = _setup(tmp_path)
+    path = _write(tmp_path / "r.jsonl", reports[:10], ["x" * (deployed.MAX_LINE_BYTES + 5)])
+    with open(path, "a") as fh:
+        fh.write(json.dumps(reports[10]) + "\n")
+    result = deployed.estimate_reports(spec_path, path, bootstrap=5)
+    assert result.collected.accepted == 11
+    assert result.collected.rejected == {deployed.TOO_LONG: 1}
+
+
+@pytest.mark.slow
+def test_a_1_gb_file_streams_in_bounded_memory(tmp_path):
+    """A real 1 GiB reports file (sparse: valid reports, a 1 GiB run of NUL bytes, more valid reports) is streamed:
+    every valid report is kept, the NUL run is one counted rejection, and memory stays far below the file's size."""
+    spec, spec_path, reports = _setup(tmp_path, n=3000)
+    path = tmp_path / "big.jsonl"
+    with open(path, "w") as fh:
+        for r in reports[:1500]:
+            fh.write(json.dumps(r) + "\n")
+        fh.seek(fh.tell() + (1 << 30))
+        fh.write("\n")
+        for r in reports[1500:]:
+            fh.write(json.dumps(r) + "\n")
+    assert os.path.getsize(path) > 1 << 30
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result = deployed.estimate_reports(spec_path, path, bootstrap=5)
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert result.collected.accepted == 3000
+    assert result.collected.rejected == {deployed.TOO_LONG: 1}
+    assert grown_mb < 200
+
+
+def test_cli_deploy_then_estimate_writes_every_file(tmp_path, capsys):
+    out = tmp_path / "bundle"
+    assert main(["deploy", "--mechanism", "dam", "--epsilon", "2", "--grid", "8",
+                 "--bbox=-93.33,44.89,-93.19,45.05", "--out", str(out), "--zip", str(tmp_path / "b.zip")]) == 0
+    text = capsys.readouterr().out
+    assert "each person pays" in text and "ldpviz estimate --spec" in text
+    assert {p.name for p in out.iterdir()} == {"collection.json", "client.js", "client.py", "README.md",
+                                               "example.html"}
+    spec = specs.load_spec(out / "collection.json")
+    client = pyclient.Client(spec)
+    rng = np.random.default_rng(0)
+    lon, lat = rng.uniform(-93.33, -93.19, 500), rng.uniform(44.89, 45.05, 500)
+    reports = [client.report(a, b) for a, b in zip(lon, lat)]
+    assert None not in reports
+    path = _write(tmp_path / "r.jsonl", reports)
+    assert main(["estimate", "--spec", str(out / "collection.json"), "--reports", str(path),
+                 "--out", str(tmp_path / "res"), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["accepted"] == 500 and summary["rejected"] == 0
+    assert {p.name for p in (tmp_path / "res").iterdir()} == {"estimate.csv", "estimate.geojson", "estimate.png",
+                                                              "summary.json"}
+    import pandas as pd
+    table = pd.read_csv(tmp_path / "res" / "estimate.csv")
+    assert np.isclose(table["estimated_share"].sum(), 1.0)
+    assert np.all(table["low_95"] <= table["estimated_share"] + 1e-12)
+
+
+def test_cli_deploy_refuses_clearly(tmp_path, capsys):
+    for args, message in ((["--mechanism", "exact"], "no privacy"), (["--mechanism", "privag"], "no single phone-side report"),
+                          (["--mechanism", "dam"], None)):
+        argv = ["deploy", *args, "--epsilon", "1", "--out", str(tmp_path / "x")]
+        if message is None:
+            assert main(argv) == 2
+            assert "give the region" in capsys.readouterr().err
+        else:
+            assert main([*argv, "--bbox=-93.33,44.89,-93.19,45.05"]) == 2
+            assert message in capsys.readouterr().err
+
+
+def test_central_dp_bundle_is_the_curator_side_only(tmp_path):
+    from ldpviz import mechanisms
+    paths = bundle.write_bundle(mechanisms.create("dp-heatmap", Grid(BOX, 8), 1.0), out_dir=tmp_path)
+    assert set(paths) == {"collection.json", "README.md"}
+    assert "trusted curator" in paths["README.md"].read_text()
+    spec = specs.load_spec(paths["collection.json"])
+    cells = np.random.default_rng(0).integers(0, 64, 3000)
+    path = _write(tmp_path / "cells.jsonl", [{"spec": spec["digest"], "y": int(c)} for c in cells])
+    result = deployed.estimate_reports(spec, path, bootstrap=5)
+    assert result.collected.accepted == 3000 and np.isclose(result.density.sum(), 1.0)
+
+
+def test_bundle_zip_holds_the_same_files():
+    import io
+    import zipfile
+    from ldpviz import mechanisms
+    data = bundle.bundle_zip(mechanisms.create("grr", Grid(BOX, 8), 1.0))
+    names = set(zipfile.ZipFile(io.BytesIO(data)).namelist())
+    assert names == {f"ldpviz-collection/{n}" for n in ("collection.json", "client.js", "client.py", "README.md",
+                                                           "example.html")}
+
+
+ROUND_TRIP = [("grr", 2.0), ("olh", 2.0), ("oue", 2.0), ("hr", 2.0), ("dam", 2.0), ("planar-laplace", 1.0),
+              ("srr", 2.0), ("mdsw", 2.0), ("olh-h", 2.0)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,eps", ROUND_TRIP)
+def test_round_trip_client_js_to_ldpviz_estimate(name, eps, tmp_path):
+    """The Downtown stops, each turned into a report by client.js (node, from lon/lat), estimated by
+    ``ldpviz estimate``: W2, AQE and KL fall within the simulator's 99.9% prediction interval for one collection
+    (mean +- t s sqrt(1 + 1/T) over T = 12 trials of the same scenario)."""
+    from ldpviz import mechanisms
+    per_user = {"path": "per-user"} if any(p.name == "path" for p in mechanisms.get(name).params) else {}
+    scenario = Scenario(dataset="minneapolis-stops", mechanism=name, epsilon=eps, grid_side=16,
+                        region="Downtown", params=per_user, trials=12, seed=3)
+    sim = run(scenario)
+    data = datasets.load("minneapolis-stops")
+    region = resolve_region(data, "Downtown")
+    grid = Grid(region, 16)
+    inside = region.contains(data.lon, data.lat)
+    lon, lat = data.lon[inside], data.lat[inside]
+    mech = specs.deployable_mechanism(name, grid, eps, {})
+    spec = specs.build_spec(mech)
+    reports = node_reports(spec, tmp_path, [[float(a), float(b)] for a, b in zip(lon, lat)], 1, seed=11,
+                           mode="lonlat")
+    assert all(r is not None for r in reports)
+    path = _write(tmp_path / "reports.jsonl", reports)
+    specs.write_spec(spec, tmp_path / "collection.json")
+    assert main(["estimate", "--spec", str(tmp_path / "collection.json"), "--reports", str(path),
+                 "--out", str(tmp_path / "res"), "--bootstrap", "5"]) == 0
+    result = deployed.estimate_reports(tmp_path / "collection.json", path, bootstrap=5)
+    users = grid.bin_lonlat(lon, lat)
+    truth = grid.histogram(users.cells) / len(users.cells)
+    assert np.allclose(truth, sim.true_density)
+    got = metrics.evaluate(truth, result.estimate, cell_m=grid.cell_m, n_users=len(users.cells),
+                           true_points=users.unit, queries=metrics.random_queries(scenario.query_rho, seed=3))
+    T = scenario.trials
+    t = stats.t.ppf(1 - 0.0005, T - 1)
+    for metric in ("w2_m", "aqe", "kl"):
+        values = sim.metrics[metric].to_numpy(float)
+        half = t * values.std(ddof=1) * np.sqrt(1 + 1 / T)
+        assert abs(got[metric] - values.mean()) <= half, (metric, got[metric], values.mean(), half)
+
+
+def test_estimate_needs_a_spec_with_reports_field_names(tmp_path):
+    spec, spec_path, reports = _setup(tmp_path)
+    path = tmp_path / "r.csv"
+    path.write_text("a,b\n1,2\n")
+    with pytest.raises(LdpvizInputError, match="header names"):
+        deployed.estimate_reports(spec_path, path)
+
+
+def test_the_spec_carries_the_accountants_ledger(tmp_path, capsys):
+    """The ledger is the accountant's (issue 26): k reports per person and repeats compose there, the README
+    and the command print its sentence, and a setting with practically no privacy is warned about."""
+    from ldpviz.mechanisms import accounting
+    mech = specs.deployable_mechanism("grr", Grid(BOX, 8), 1.5, {})
+    ledger = specs.collection_ledger_for(mech, reports_per_person=3, repeats=2, repeats_basis="twice a year")
+    spec = specs.build_spec(mech, ledger)
+    assert ledger.total().ldp == pytest.approx(9.0)            # 3 reports x 2 collections x 1.5
+    assert spec["ledger"]["total"]["ldp_epsilon"] == pytest.approx(9.0)
+    assert spec["ledger"]["sentence"] == ledger.sentence()
+    assert spec["ledger"] == json.loads(json.dumps(accounting.collection_ledger(
+        mech, BOX, reports_worst=3, reports_median=3, reports_basis=ledger.charges[0].basis, repeats=2,
+        repeats_basis="twice a year", unit=ledger.unit,
+        region_basis="each person reports one map tile once").to_dict()))
+    readme = bundle.readme_text(spec)
+    assert ledger.sentence() in readme
+    assert main(["deploy", "--mechanism", "grr", "--epsilon", "12", "--grid", "8", "--bbox=-93.33,44.89,-93.19,45.05",
+                 "--out", str(tmp_path / "b")]) == 0
+    captured = capsys.readouterr()
+    assert "no privacy" in captured.err.lower()
+    assert "no privacy" in (tmp_path / "b" / "README.md").read_text().lower()
+
+
+def test_hostile_lines_are_counted_not_raised(tmp_path):
+    """Deep nesting, huge numbers, NUL bytes and non-UTF-8 bytes are counted rejections, in JSON lines and CSV."""
+    spec, spec_path, reports = _setup(tmp_path)
+    path = tmp_path / "r.jsonl"
+    with open(path, "wb") as fh:
+        for r in reports[:50]:
+            fh.write((json.dumps(r) + "\n").encode())
+        fh.write(b"[" * 100_000 + b"\n")
+        fh.write(json.dumps({**reports[0], "y": 1e400}).replace("Infinity", "1e400").encode() + b"\n")
+        fh.write(b'{"spec": "\x00\x00", "y": 1}\n')
+        fh.write(b"\xff\xfe\x00garbage\n")
+    result = deployed.estimate_reports(spec_path, path, bootstrap=5)
+    assert result.collected.accepted == 50 and result.collected.n_rejected == 4
+    csv_path = tmp_path / "r.csv"
+    with open(csv_path, "wb") as fh:
+        fh.write(b"spec,y\n")
+        for r in reports[:50]:
+            fh.write(f"{r['spec']},{r['y']}\n".encode())
+        fh.write(b"a\x00b,1\n")
+    result = deployed.estimate_reports(spec_path, csv_path, bootstrap=5)
+    assert result.collected.accepted == 50 and result.collected.n_rejected == 1
