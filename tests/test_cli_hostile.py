@@ -22,7 +22,7 @@ POINT_COMMANDS = ("run", "sweep", "target", "report")
 TRIP_COMMANDS = ("od", "navigate")
 #: The smallest arguments each command needs to get past its own checks (fast settings).
 NEEDS = {"run": ["--grid", "4"], "sweep": ["--grid", "4", "--vary", "epsilon=1,2"],
-         "target": ["--grid", "4", "--metric", "l1", "--at-most", "0.9", "--mechanism", "grr", "--trials", "2",
+         "target": ["--grid", "4", "--metric", "l1", "--at-most", "0.9", "--mechanism", "grr", "--trials", "3",
                     "--no-attacker"],
          "report": ["--grid", "4", "--mechanism", "grr", "--epsilon", "1", "--trials", "2", "--no-audit"],
          "od": ["--grid", "4", "--mechanism", "grr"], "navigate": ["--grid", "4", "--trips", "5"]}

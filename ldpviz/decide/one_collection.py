@@ -292,7 +292,8 @@ def scan_epsilon(search: Rule, fresh: Rule, lo: float, hi: float, rtol: float = 
         last_bad = x
         if x >= hi:
             return scan                                  # unreachable on fresh streams
-        x = min(hi, x * (1 + rtol) if step < 1 else x * 2)
+        above = [g for g in grid if g > x * (1 + 1e-12)]      # never step over a scanned value: the answer stays
+        x = min([hi, x * (1 + rtol) if step < 1 else x * 2] + above[:1])   # at or below the first one that holds
     else:
         return scan
     if last_bad is not None and x / last_bad > 1 + rtol:
