@@ -430,9 +430,9 @@ def blackbox_row(mechanism: str, grid_side: int, region: Region, epsilon: float,
 
 
 def goal_runs(trials: int) -> int:
-    """Trials a goal seek typically runs (tradeoff.target_epsilon): about 8 one-trial evaluations to bracket,
-    then about 4 settings near the answer at ``trials`` each -- for its time prediction."""
-    return 8 + 4 * int(trials)
+    """Collections a goal seek typically runs (tradeoff.target_epsilon): about 15 one-collection scan values,
+    then about 6 settings near the answer at ``trials`` each (search and fresh) -- for its time prediction."""
+    return 15 + 6 * int(trials)
 
 
 @st.cache_data(max_entries=64, ttl=RESULT_TTL_S, show_spinner=False, hash_funcs={Scenario: repr})
