@@ -47,9 +47,9 @@ def test_flows_page_headlines_the_worst_trip_and_the_per_person_total():
     worst, mean = re.fullmatch(r"([\d.]+) \(mean ([\d.]+)\)", value).groups()
     assert float(worst) >= float(mean)
     captions = " ".join(c.value for c in at.caption)
-    assert "the most trips by one person is 1" in captions
+    assert "the most trips by one person in the region: 1" in captions
     assert "chosen without reading users' data" in captions and "independent of the data" not in captions
-    assert "each reporter is at" in captions
+    assert "a reporter pays" in captions and "a traffic report (" in captions
 
 
 def test_flows_page_cap_bounds_the_worst_trip():

@@ -133,13 +133,15 @@ def test_client_side_cap_bounds_every_trip_and_the_reporters():
 
 def test_traffic_reporters_are_charged_every_window():
     """Reporters re-send in every window: W = windows collected = the most updates of any trip, and each
-    reporter is charged W x epsilon, stated in the guarantee and the summary."""
+    reporter is charged W reports, stated in the guarantee, the summary and the ledger."""
     res = _run("srr", eps=0.5, theta=0.0, seed=1)
     s = res.summary()
     w = s["reporter_windows"]
     assert w == res.settings["windows_collected"] == res.updates.max() > 1
     assert s["reporter_total_epsilon"] == pytest.approx(w * 0.5)
-    assert f"with W = {w} windows each reporter is at {w} x 0.5 = {w * 0.5:g}" in res.guarantee
+    assert f"with W = {w} windows a reporter pays {w} reports" in res.guarantee
+    traffic = next(c for c in res.ledger.charges if c.what.startswith("a traffic report"))
+    assert traffic.uses_worst == w and traffic.epsilon == 0.5
 
 
 def test_only_client_side_mechanisms_protect_updates(capsys):
@@ -176,9 +178,11 @@ def test_per_person_total_adds_a_persons_trips():
     assert s["persons_known"] and s["max_trips_per_person"] >= 14          # 40 trips over 3 people
     assert s["worst_person_epsilon"] > s["max_total_epsilon"]
     synthetic = _run("srr", eps=0.5, theta=0.0, seed=1)
-    assert "synthetic, one per synthetic person" in synthetic.guarantee
-    assert f"the largest person total is {s['worst_person_epsilon']:g}" in res.guarantee
+    assert "a synthetic driver may also report traffic" in synthetic.guarantee
     assert s["worst_person_epsilon"] <= 0.5 * res.updates.sum()
+    # the ledger (every row of the city a reporter, anonymous: charged as a driver who also reports)
+    total = res.ledger.total().ldp
+    assert total == pytest.approx(0.5 * (s["reporter_windows"] + res.updates.max()))
 
 
 def test_person_totals_sum_each_persons_trips():

@@ -397,12 +397,12 @@ def test_every_multi_trip_result_states_the_per_person_total(tmp_path, capsys):
                  "--region-rule", "public-tiles"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["max_trips_per_person"] == 5 and out["people"] == 200 and out["max_person_epsilon"] == 10
-    assert "the most trips by one person is 5 (of 200 people), so that person is at 5 x 2 = 10" in out["guarantee"]
+    assert "Total per person in one collection: ε = 10 (LDP)" in out["guarantee"]
+    assert "10 per person (the most trips by one person in the region: 5" in out["ledger"]["sentence"]
     assert main(["od", "--file", str(path), "--mechanism", "grr", "--grid", "4", "--epsilon", "2",
                  "--region-rule", "public-tiles"]) == 0
-    assert "per person: at most 5 trips by one person (200 people), so at most 10 per person" in \
-        capsys.readouterr().out
+    assert "privacy: Total per person in one collection: ε = 10 (LDP)" in capsys.readouterr().out
     storms = od.od_trials("atlantic-storms", "grr", 2.0, 4)
     assert storms["max_trips_per_person"] == 1 and storms["persons_known"]
     gravity = od.od_trials("minneapolis-stops", "grr", 2.0, 4, n_users=500)
-    assert not gravity["persons_known"] and "synthetic, one per synthetic person" in gravity["guarantee"]
+    assert not gravity["persons_known"] and "synthetic pairs: one trip per synthetic person" in gravity["guarantee"]

@@ -91,10 +91,11 @@ def test_people_page_storms_laplace_download_and_units():
     comparison = at.dataframe[0].value
     assert list(comparison["mechanism"]) == ["dam-points", "dam-sample", "ldptrace"]
     assert (comparison["W2 to the points (km)"] > 0).all()
-    column = next(c for c in comparison.columns if c.startswith("ε of the person with the most points"))
-    longest = int(column.rsplit("(", 1)[1].rstrip(")"))
-    assert longest > 1                                                  # storms have many points each
-    assert list(comparison[column]) == [longest * 1.0, 1.0, 1.0]       # L·ε per location vs ε per trajectory
+    # the accountant's totals: L·ε for the person with the most points, ε per trajectory
+    totals = list(comparison["total per person (worst)"])
+    longest = int(float(totals[0].split()[2]))
+    assert longest > 1 and totals[1:] == ["ε = 1 (LDP)", "ε = 1 (LDP)"]     # storms have many points each
+    assert "central ε-DP 2 for the published map" in captions           # map and centres: the ledger adds both
     assert "Per person: this page joins each person's trips into one trajectory (the most trips by one person " \
            "here is 1)" in captions                                    # storms: one track per storm
 

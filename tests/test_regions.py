@@ -269,7 +269,8 @@ def test_private_region_epsilon_is_added_to_the_guarantee(tmp_path):
     assert any("0.8 + epsilon" in line for line in result.coverage)
     geo = experiment.run(experiment.Scenario(dataset=ds.name, mechanism="planar-laplace", epsilon=1.0,
                                              grid_side=8), ds)
-    assert "0.8 + 1 per km × d(x, x')" in geo.guarantee and geo.summary()["total_epsilon"] is None
+    assert "ε = 0.8 + 1 per km × d (LDP + Geo-I)" in geo.guarantee and geo.summary()["total_epsilon"] is None
+    assert geo.summary()["ledger"]["total"]["ldp_epsilon"] == pytest.approx(0.8)
     public = load_file(city_with_outlier(tmp_path, False), frame=PUBLIC)
     plain = experiment.run(experiment.Scenario(dataset=public.name, grid_side=8), public)
     assert "in total" not in plain.guarantee and plain.summary()["region_epsilon"] == 0

@@ -43,13 +43,14 @@ BOX = "-93.34,44.88,-93.18,45.06"
 def test_flows_upload_counts_the_trips_the_cli_counts(tmp_path, capsys):
     """Trips uploaded on Flows with bounds typed beside the uploader: the same trips as `ldpviz od --file --bbox`,
     the box is the region (no data read), and the upload is kept for People. Without bounds the region is the
-    Data page's rule: private tiles, paid with epsilon0 per row."""
+    Data page's rule, private tiles paid with epsilon0 once per person (issue 26): 300 people are too few to frame
+    privately, so the page asks for bounds and counts people, not rows."""
     path = trips_csv(tmp_path)
     assert cli.main(["od", "--file", str(path), "--grid", "4", "--json", "--bbox", BOX]) == 0
     expected = json.loads(capsys.readouterr().out)["n_users"]
     first = page("6_Flows.py", d="4")
     first.file_uploader[0].set_value(("my_trips.csv", path.read_bytes(), "text/csv")).run()
-    assert any("Region 'Private tiles (ε0 = 0.5)': chosen under 0.5-LDP" in m.value for m in first.success)
+    assert any("needs bounds" in m.value and "of the 300 people" in m.value for m in first.error)
     at = page("6_Flows.py", d="4")
     at.text_input(key="w:trip_bounds:flows").set_value(BOX)
     at.file_uploader[0].set_value(("my_trips.csv", path.read_bytes(), "text/csv")).run()
@@ -74,6 +75,7 @@ def test_flows_upload_counts_the_trips_the_cli_counts(tmp_path, capsys):
 def test_people_upload_studies_each_person_and_states_units(tmp_path):
     path = trips_csv(tmp_path)
     at = page("7_People.py", d="8", pk="2")
+    at.text_input(key="w:trip_bounds:people").set_value(BOX)
     at.file_uploader[0].set_value(("my_trips.csv", path.read_bytes(), "text/csv")).run()
     assert not at.exception, [e.message for e in at.exception]
     assert at.session_state["cfg"]["people_source"].endswith(":my_trips.csv")

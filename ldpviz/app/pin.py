@@ -274,6 +274,6 @@ def _privacy(pinned_sc: Scenario, pinned: Result, current_sc: Scenario, current:
 
 def _weak(sc: Scenario, res: Result) -> str | None:
     try:
-        return privacy_scale.weak_privacy_warning(_mechanism(sc, res))
+        return privacy_scale.weak_privacy_warning(_mechanism(sc, res), res.ledger)
     except LdpvizInputError:
         return None

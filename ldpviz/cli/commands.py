@@ -121,13 +121,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         scenario, user = _scenario_and_data(args)
         result = experiment.run(scenario, user.data)
     summary = result.summary()
-    warning = privacy_warning(scenario.mechanism, result.grid, scenario.epsilon, scenario.param_dict)
+    warning = result.ledger.warning()          # judged on the ledger's per-row total (region included)
     print_privacy_warning(warning)
     if args.json:
         print(json.dumps(_jsonable({**_with_rows(summary, user), "privacy_warning": warning})))
         return 0
     print(f"{scenario.mechanism} at epsilon = {scenario.epsilon:g} on {result.n_users:,} users, "
           f"d = {scenario.grid_side} ({_cells(result.grid.cell_m)} cells), {result.guarantee}")
+    print(f"  privacy: {result.ledger.sentence()}")
     for key in ("w2_m", "w2_cells", "aqe", "kl", "l1", "emd_l1_m", "similarity"):
         if key in summary:
             print(f"  {key:<12} {summary[key]:.6g}")
@@ -208,11 +209,10 @@ def cmd_od(args: argparse.Namespace) -> int:
     print(f"OD flows, {out['mechanism']} + {out['estimator']} on {out['n_users']:,} trips, grid {out['grid']} x "
           f"{out['grid']} ({out['od_pairs']:,} OD pairs), {out['trials']} trial(s)")
     print(f"  {out['guarantee']}")
-    if out["persons_known"]:
-        print(f"  per person: at most {out['max_trips_per_person']} trips by one person ({out['people']:,} people), "
-              f"so at most {out['max_person_epsilon']:g} per person")
-    else:
-        print(f"  per person: synthetic pairs, one per synthetic person, each at {out['epsilon']:g}")
+    ledger = out["ledger"]            # the accountant's per-person total (region included): never summed here
+    print(f"  privacy: {ledger['sentence']}")
+    if ledger["warning"]:
+        print_privacy_warning(ledger["warning"])
     print(f"  l1 {out['l1']:.4f}   top-{out['top_k']} precision {out['top_k_precision']:.2f}")
     for reason, count in out["left_out"].items():
         print(f"  left out: {count:,} {reason}")
@@ -305,22 +305,19 @@ def cmd_navigate(args: argparse.Namespace) -> int:
         return 0
     unit = f" {out['epsilon_unit']}" if out["epsilon_unit"] else ""
     cap = "no cap" if out["update_cap"] is None else f"capped at {out['update_cap']} per trip on the phone"
-    print(f"navigation with {out['mechanism']} location updates at epsilon = {out['epsilon_per_update']:g}, "
+    print(f"navigation with {out['mechanism']} location updates (epsilon setting {out['epsilon_slider']:g}; each "
+          f"update costs {out['epsilon_per_update']:.4g}{unit}), "
           f"theta = {out['theta_s']:g} s, {out['trips']} trips on a {out['grid']} x {out['grid']} grid ({cap})")
     print(f"  {out['guarantee']}")
     print(f"  {out['region']}")
-    print(f"  total privacy per trip lambda x epsilon: worst trip {out['max_total_epsilon']:g}{unit} "
+    print(f"  total privacy per trip lambda x epsilon: worst trip {out['max_total_epsilon']:.4g}{unit} "
           f"({out['max_updates']} updates), mean {out['mean_total_epsilon']:.2f}{unit} "
           f"({out['mean_updates']:.2f} updates)"
           + (f"; {out['capped_trips']} trips hit the cap" if out["update_cap"] is not None else ""))
-    if out["persons_known"]:
-        print(f"  per person: at most {out['max_trips_per_person']} simulated trips by one person; the largest person "
-              f"total is {out['worst_person_epsilon']:g}{unit}")
-    else:
-        print("  per person: synthetic trips, one per synthetic person (a person with k trips adds their totals)")
-    print(f"  traffic reporters: the same reporters re-send in every window; W = {out['reporter_windows']} windows, "
-          f"so each reporter is at {out['reporter_windows']} x {out['epsilon_per_update']:g} = "
-          f"{out['reporter_total_epsilon']:g}{unit}")
+    ledger = out["ledger"]            # the accountant's per-person total: never summed here
+    print(f"  privacy: {ledger['sentence']}")
+    if ledger["warning"]:
+        print_privacy_warning(ledger["warning"])
     print(f"  relative Levenshtein distance to the fastest true route {out['rel_levenshtein']:.3f}; trip time "
           f"deviation {out['trip_time_deviation_s']:.1f} s ({100 * out['trip_time_deviation_rel']:.1f}%)")
     for reason, count in out["trips_left_out"].items():

@@ -9,14 +9,18 @@ from typing import Any
 from ldpviz import mechanisms
 from ldpviz.decide.privacy_scale import weak_privacy_warning
 from ldpviz.errors import LdpvizInputError
+from ldpviz.mechanisms.accounting import collection_ledger
 
 
-def privacy_warning(mechanism: str, grid: Any, epsilon: float, params: dict[str, Any] | None = None) -> str | None:
-    """privacy_scale.weak_privacy_warning for one setting (None where the mechanism cannot be built)."""
+def privacy_warning(mechanism: str, grid: Any, epsilon: float, params: dict[str, Any] | None = None,
+                    region: Any = None) -> str | None:
+    """privacy_scale.weak_privacy_warning for one setting, judged on its ledger's per-row total (the region's
+    epsilon0 included when ``region`` was paid for); None where the mechanism cannot be built."""
     try:
-        return weak_privacy_warning(mechanisms.create(mechanism, grid, epsilon, **dict(params or {})))
+        mech = mechanisms.create(mechanism, grid, epsilon, **dict(params or {}))
     except LdpvizInputError:
         return None
+    return weak_privacy_warning(mech, collection_ledger(mech, region))
 
 
 def print_privacy_warning(text: str | None, label: str = "") -> None:

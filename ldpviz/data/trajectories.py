@@ -352,11 +352,41 @@ def load_trajectory_file(source: Any, *, filename: str | None = None, person_col
     found = trajectory_checks(persons[order], starts, lon_k, lat_k, t)
     report = TrajectoryReport(rows_read=len(frame), rows_kept=len(order), dropped=dropped, checks=found,
                               columns={k: v for k, v in used.items() if v is not None}, notes=tuple(notes))
-    whole = regions.upload_region(lon_k, lat_k, filename, bbox, frame=region_frame)   # the rule shared with uploaded points
+    # The rule shared with uploaded points, paid per person: each person reports the tile of ONE of their points
+    # (chosen at random, as a phone would), so the region costs a person epsilon0 once, whatever their points
+    # (issue 26: framing from every row charged a person with L points L x epsilon0).
+    one_lon, one_lat = one_point_per_person(persons[order], lon_k, lat_k)
+    whole = regions.upload_region(one_lon, one_lat, filename, bbox, frame=_per_person(region_frame))
     return Trajectories(name=f"upload:{filename}", label=filename,
                         description=f"Uploaded trajectories '{filename}'. {report.summary()}",
                         person=persons[order], trip=trips[order], lon=lon_k, lat=lat_k, time=t,
                         presets={whole.name: whole}, report=report)
+
+
+def one_point_per_person(person: np.ndarray, lon: np.ndarray, lat: np.ndarray,
+                         seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """One point of each person, chosen uniformly at random among their points (seeded): what a phone that
+    reports one location per person sends (the region's tile, a traffic report). Persons in first-seen order."""
+    codes = pd.factorize(pd.Series(np.asarray(person).astype(str)))[0]
+    if codes.size == 0:
+        return np.asarray(lon, float)[:0], np.asarray(lat, float)[:0]
+    key = np.random.default_rng([int(seed), 0x0E9E]).random(codes.size)
+    order = np.lexsort((key, codes))
+    first = order[np.r_[True, codes[order][1:] != codes[order][:-1]]]
+    return np.asarray(lon, float)[first], np.asarray(lat, float)[first]
+
+
+def _per_person(frame: Callable[..., Region] | None) -> Callable[..., Region] | None:
+    """``frame`` told that it is given one point per person (its region sentence then says so)."""
+    if frame is None:
+        return None
+    import inspect
+
+    try:
+        takes = "reporter" in inspect.signature(frame).parameters
+    except (TypeError, ValueError):
+        takes = False
+    return (lambda lon, lat: frame(lon, lat, reporter="person")) if takes else frame
 
 
 # ---------------------------------------------------------------- bundled data

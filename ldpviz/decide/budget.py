@@ -79,7 +79,7 @@ def advanced_total(per_collection_epsilon: float, n_collections: int, delta: flo
 
 def plan(*, every: str = "day", period: float = 1.0, period_unit: str = "year", times_per: int = 1,
          per_collection_epsilon: float | None = None, total_epsilon: float | None = None,
-         epsilon_unit: str = "") -> dict[str, Any]:
+         epsilon_unit: str = "", ledger: Any = None) -> dict[str, Any]:
     """A budget over time, from either the per-collection epsilon or the total budget (exactly one).
 
     Returns ``collections``, ``per_collection_epsilon``, ``total_epsilon``,
@@ -107,6 +107,22 @@ def plan(*, every: str = "day", period: float = 1.0, period_unit: str = "year", 
     how_often = f"{times_per} times a {every}" if times_per > 1 else f"every {every}"
     ratio = math.exp(total) if total < 700 else math.inf
     ratio_text = exp_ratio_text(total)
+    if ledger is not None and per_collection_epsilon is not None:
+        # What one collection charges a person (region, reports, SEM-Geo-I's epsilon' ...) comes from the
+        # accountant; this only repeats it n times.
+        over = ledger.repeated(n, f"{how_often} for {period:g} {period_unit}{'s' if period != 1 else ''}")
+        one, every_total = over.per_collection(), over.total()
+        sentence = (f"Collecting {how_often} for {period:g} {period_unit}{'s' if period != 1 else ''} is {n:,} "
+                    f"collections. Each charges a person {one.text()}; over the period they add up to "
+                    f"{every_total.text()} for one person's reports (sequential composition).")
+        warning = over.warning()
+        return {"every": every, "times_per": times_per, "period": float(period), "period_unit": period_unit,
+                "collections": n, "per_collection_epsilon": one.ldp + one.geo_per_km + one.central,
+                "total_epsilon": every_total.ldp + every_total.geo_per_km + every_total.central,
+                "per_collection_text": one.text(), "total_text": every_total.text(), "epsilon_unit": epsilon_unit,
+                "max_ratio_total": ratio, "protects": "all of one person's reports over the period",
+                "warnings": warnings + ([warning[0].lower() + warning[1:].rstrip(".")] if warning else []),
+                "sentence": sentence, "ledger": over.to_dict()}
     sentence = (f"Collecting {how_often} for {period:g} {period_unit}{'s' if period != 1 else ''} is {n:,} collections. "
                 f"At epsilon = {per:.3g}{unit} each, they add up to epsilon = {total:.3g}{unit} for one person's "
                 f"reports over the period (sequential composition): together they can make one location up to "

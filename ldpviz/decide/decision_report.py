@@ -27,6 +27,7 @@ from ldpviz.data import datasets
 from ldpviz.render import png as render
 from ldpviz.decide.attacker import attackers, r_note, resolve_r_m
 from ldpviz.errors import LdpvizInputError, require
+from ldpviz.mechanisms import accounting
 from ldpviz.decide.explain import epsilon_plain, metric_explanation, metric_readout
 from ldpviz.metrics import METRIC_INFO
 from ldpviz.decide.privacy_scale import common_terms
@@ -144,6 +145,7 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
     mech = mechanisms.create(scenario.mechanism, grid, scenario.epsilon, **scenario.param_dict)
     terms = common_terms(mech)
     model = mech.privacy_model
+    ledger = result.ledger if result.ledger is not None else accounting.collection_ledger(mech, region)
     population = grid.histogram(grid.bin_lonlat(dataset.lon, dataset.lat).cells)
     r_m = resolve_r_m(grid, r_m)
     r_text = f"{r_m:,.0f} m" + (f" ({r_note(grid, r_m)})" if r_note(grid, r_m) else "")
@@ -221,7 +223,7 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
                                                            if result.n_outside else "")],
         ["Mechanism", f"{mech.label} ({mech.name}); {model}; {citations.readable(mech.reference)}"],
         ["Parameters", ", ".join(f"{k} = {explain.number(v)}" for k, v in params.items()) or "none"],
-        ["Epsilon", f"{scenario.epsilon:g}" + (" per km" if terms["epsilon_unit"] else "")],
+        ["Epsilon", accounting.setting_text(mech)],
         ["Trials, seed", f"{scenario.trials} trials, seed {scenario.seed}"],
     ]
     scale_rows = [["Privacy model", model], ["Protects", terms["protects"]],
@@ -233,19 +235,22 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
                               terms["ratio_neighbour_cells_text"]])
         if terms.get("slack_m"):
             scale_rows.insert(4, ["Snapping slack added to every distance", f"{terms['slack_m']:,.0f} m"])
-    warning = (f"<p class='verdict fail'><strong>Warning:</strong> {_e(terms['warning'])}</p>"
-               if terms.get("warning") else "")
+    warning = (f"<p class='verdict fail'><strong>Warning:</strong> {_e(ledger.warning())}</p>"
+               if ledger.warning() else "")
     lines = experiment.guarantee_lines(result)      # word for word what Explore shows
     notes = "".join(f"<li>{_e(n)}</li>" for n in lines.notes)
     coverage = "".join(f"<li>{_e(c)}</li>" for c in lines.coverage)
     prefix = f"<strong>{_e(lines.model_prefix)}</strong> " if lines.model_prefix else ""
     readout = (f"<p>{_e(metric_readout('w2_m', w2_mean, cell_m=grid.cell_m, region_side_m=region.side_m))}</p>"
                if w2_mean is not None and math.isfinite(w2_mean) else "")
-    title = f"Decision report: {mech.label} at epsilon = {scenario.epsilon:g}{' per km' if terms['epsilon_unit'] else ''}"
+    title = f"Decision report: {mech.label} at {accounting.setting_text(mech)}"
 
-    from ldpviz.geo.region_choice import total_epsilon_sentence
-    total = total_epsilon_sentence(region, scenario.epsilon, per_distance=model == mechanisms.GEO_I)
+    total = accounting.region_total_sentence(ledger)
     region_total = f"<p><strong>{_e(total[0].upper() + total[1:])}.</strong></p>" if total else ""
+    yearly = ledger.repeated(365, "daily for a year")
+    ledger_html = ("<h3>What each row pays (the ledger)</h3><ul class='ledger'>" +
+                   "".join(f"<li>{_e(line)}</li>" for line in ledger.lines()) +
+                   f"</ul><p><strong>{_e(ledger.sentence())}</strong></p>")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{_e(title)}</title><style>{_CSS}</style></head><body>
@@ -268,9 +273,9 @@ Data set: {_e(dataset.label)}.</p>
 <p>{_e(terms['sentence'])}</p>
 <p>{_e(epsilon_plain(terms['epsilon'], model, slack_m=terms.get('slack_m', 0.0)))}</p>
 {_table(["On the common scale", ""], scale_rows)}
-<p class="note">Repeated collections add up: collecting daily at this epsilon for a year gives a total of
-{_num(365 * terms['epsilon'])}{' per km' if terms['epsilon_unit'] else ''} for one person's reports
-(sequential composition; see ldpviz.decide.budget).</p>
+{ledger_html}
+<p class="note">Repeated collections add up: collecting daily for a year (365 collections) gives a total per row of
+{_e(yearly.total().text())} (sequential composition; see ldpviz.mechanisms.accounting).</p>
 
 <h2>4. Maps</h2>
 <div class="maps">{''.join(maps)}</div>

@@ -34,6 +34,8 @@ from typing import Any
 
 from ldpviz.geo.domain import Grid
 from ldpviz.errors import require
+from ldpviz.mechanisms.accounting import (LOG_RATIO_TEXT_LIMIT, NO_PRIVACY_LOG_RATIO, WEAK_LOG_RATIO,  # noqa: F401
+                                          collection_ledger, ratio_text)
 from ldpviz.mechanisms.base import (CENTRAL_DP, GEO_I, GEO_I_UNIT, GEO_I_UNIT_M, LDP, NO_PRIVACY, Mechanism,
                                     validate_epsilon)
 
@@ -43,38 +45,17 @@ PROTECTED_UNIT = "one person's location in one collection (one report per person
 DEFAULT_R_M = 1000.0
 
 
-#: e^x is written out up to x = 300 ln 10; beyond it (and where a float overflows) "more than 10^300".
-LOG_RATIO_TEXT_LIMIT = 300.0 * math.log(10.0)
 #: Largest exponent whose e^x is a finite float (e^709.78 is the largest double).
 LOG_FLOAT_MAX = math.log(1.7976931348623157e308)
-#: Above this epsilon (LDP, central DP) or log-ratio between neighbouring cells (Geo-I) a setting gives
-#: practically no privacy: one report makes a place more than 22,000 times likelier than the other (in the
-#: spirit of OpenDP's DP Wizard, which warns from epsilon = 5).
-WEAK_PRIVACY_LOG_RATIO = 10.0
+#: Above this per-person total (LDP, central DP) or log-ratio between neighbouring cells (Geo-I) a setting gives
+#: practically no privacy; from ``WEAK_LOG_RATIO`` (5) it is weak: both live with the accountant
+#: (:mod:`ldpviz.mechanisms.accounting`, whose docstring says why these numbers).
+WEAK_PRIVACY_LOG_RATIO = NO_PRIVACY_LOG_RATIO
 
 
 def ratio_from_log(log_ratio: float) -> float:
     """e^log_ratio as a float, ``inf`` where it would overflow (read it with :func:`ratio_text`)."""
     return math.exp(log_ratio) if log_ratio <= LOG_FLOAT_MAX else math.inf
-
-
-def ratio_text(log_ratio: float) -> str:
-    """e^log_ratio in words, from its log so nothing overflows: '4.48', '22,026', '3.1 x 10^57', or
-    'more than 10^300'."""
-    if math.isnan(log_ratio):
-        return "undetermined"
-    if log_ratio > LOG_RATIO_TEXT_LIMIT:
-        return "more than 10^300"
-    if log_ratio > math.log(1e12):
-        exponent = math.floor(log_ratio / math.log(10.0))
-        mantissa = math.exp(log_ratio - exponent * math.log(10.0))
-        if mantissa >= 9.95:
-            mantissa, exponent = 1.0, exponent + 1
-        return f"{mantissa:.2g} x 10^{exponent}"
-    ratio = math.exp(log_ratio)
-    if ratio >= 100:
-        return f"{ratio:,.0f}"
-    return f"{ratio:.3g}"
 
 
 def _length(metres: float) -> str:
@@ -190,34 +171,14 @@ def neighbour_log_ratio(mech: Mechanism) -> float:
     return math.inf
 
 
-def weak_privacy_warning(mech: Mechanism) -> str | None:
-    """The warning text where a setting gives practically no privacy, else None: the one source of it for pages,
-    the command line and the decision report.
-
-    LDP and central DP: epsilon above :data:`WEAK_PRIVACY_LOG_RATIO`. Geo-I: the bound between neighbouring
-    cells (epsilon per km x cell side in km, plus any snapping slack) above it."""
-    model = mech.privacy_model
-    limit = WEAK_PRIVACY_LOG_RATIO
-    if model in (LDP, CENTRAL_DP):
-        eps = float(mech.epsilon)
-        if eps <= limit:
-            return None
-        what = "one report" if model == LDP else "the published map"
-        return (f"Practically no privacy: epsilon = {eps:g} lets {what} make one location e^{eps:g} = "
-                f"{ratio_text(eps)} times likelier than another. Above about {limit:g} the guarantee protects "
-                f"practically nothing; choose a smaller epsilon.")
-    if model == GEO_I:
-        grid = mech.grid
-        log_neighbour = float(mech.geo_log_ratio_bound(grid.cell_m))
-        if log_neighbour <= limit:
-            return None
-        per_km = mech.epsilon_per_cell * GEO_I_UNIT_M / grid.cell_m
-        return (f"Practically no privacy: at epsilon = {per_km:.3g} per {GEO_I_UNIT} on cells of "
-                f"{_length(grid.cell_m)}, one report can make a person's cell e^{log_neighbour:,.3g} = "
-                f"{ratio_text(log_neighbour)} times likelier than the neighbouring cell, so the report all but "
-                f"reveals the cell (accuracy figures such as W2 = 0 m or an attacker's error of 0 m say the same). "
-                f"Keep epsilon per km x cell side in km below about {limit:g}: a smaller epsilon or smaller cells.")
-    return None
+def weak_privacy_warning(mech: Mechanism, ledger: Any = None) -> str | None:
+    """The weak- or no-privacy warning of a setting, else None: the one source of it for pages, the command line
+    and the decision report. It is judged on the per-person total of ``ledger`` (a
+    :class:`ldpviz.mechanisms.accounting.Ledger`: the region's epsilon0, reports per person, repetitions); without
+    one, on the ledger of one report per person (:func:`ldpviz.mechanisms.accounting.collection_ledger`)."""
+    if mech.privacy_model == NO_PRIVACY:
+        return None
+    return (ledger if ledger is not None else collection_ledger(mech)).warning()
 
 
 def like_for_like(models: list[str] | set[str]) -> str | None:

@@ -30,6 +30,7 @@ from ldpviz import mechanisms, metrics
 from ldpviz.geo.domain import Binned, Grid, Region
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.wording import plural
+from ldpviz.mechanisms import accounting
 from ldpviz.mechanisms.base import CENTRAL_DP, Estimate
 from ldpviz.experiment.report_description import describe as describe_reports
 
@@ -111,6 +112,8 @@ class Result:
     readouts: list[dict[str, Any]] = field(default_factory=list)
     #: True when the mechanism's estimator ran on all trials' statistics in one pass (Mechanism.run_trials)
     batched: bool = False
+    #: what each row pays, composed once (:class:`ldpviz.mechanisms.accounting.Ledger`): every total printed reads it
+    ledger: Any = None
 
     def approximate_readouts(self) -> dict[str, Any]:
         """The first trial's transport readouts that are approximate (empty when every value is exact)."""
@@ -162,10 +165,8 @@ class Result:
             "region_projection": self.region.projection, "region_scale_error": self.region.scale_error,
             "region_bounds": list(self.region.bounds) if self.region.bounds is not None else None,
             "region_epsilon": self.region.epsilon_spent,
-            "total_epsilon": (self.region.epsilon_spent + s.epsilon
-                              if self.region.epsilon_spent > 0
-                              and mechanisms.get(s.mechanism).privacy_model in (mechanisms.LDP, CENTRAL_DP)
-                              else None),
+            "total_epsilon": _ldp_total(self.ledger),
+            "ledger": self.ledger.to_dict() if self.ledger is not None else None,
         }
         out.update(self.mean())
         out["seconds"] = self.timings["total"]
@@ -259,16 +260,28 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None) -> Result:
     if grid.region.scale_error > 0.01:
         notes.append(f"Distances in metres are accurate to within {100 * grid.region.scale_error:.2g}% across "
                      f"this region ({grid.region.projection} projection centred on it).")
+    ledger = accounting.collection_ledger(mech, grid.region)
     return Result(scenario, grid.region, grid, true_density, estimates, pd.DataFrame(rows), timings, n,
-                  users.n_outside, guarantee_with_region(mech, grid.region, scenario.epsilon), notes, received,
-                  coverage(mech, grid.region, n, users.n_outside), readouts, batch.batched)
+                  users.n_outside, guarantee_with_region(mech, grid.region, scenario.epsilon, ledger), notes, received,
+                  coverage(mech, grid.region, n, users.n_outside), readouts, batch.batched, ledger)
 
 
-def guarantee_with_region(mech: mechanisms.Mechanism, region: Region, epsilon: float) -> str:
-    """The mechanism's stated guarantee, plus the per-row total when choosing the region spent epsilon0."""
-    from ldpviz.geo.region_choice import total_epsilon_sentence
+def _ldp_total(ledger: Any) -> float | None:
+    """The per-row total epsilon where the ledger is pure LDP and paid a region (the JSON's ``total_epsilon``);
+    None otherwise (Geo-I and central DP totals are not one number: see ``ledger``)."""
+    if ledger is None or len(ledger.charges) < 2:
+        return None
+    total = ledger.total("worst")
+    if total.geo_per_km > 0 or total.central > 0 or total.exposed:
+        return None
+    return total.ldp
 
-    extra = total_epsilon_sentence(region, epsilon, per_distance=mech.privacy_model == mechanisms.GEO_I)
+
+def guarantee_with_region(mech: mechanisms.Mechanism, region: Region, epsilon: float, ledger: Any = None) -> str:
+    """The mechanism's stated guarantee, plus the per-row total (read from the ledger) when choosing the region
+    spent epsilon0."""
+    ledger = ledger if ledger is not None else accounting.collection_ledger(mech, region)
+    extra = accounting.region_total_sentence(ledger)
     return f"{mech.stated_guarantee()}; {extra}" if extra and mech.privacy_model != "none" else mech.stated_guarantee()
 
 

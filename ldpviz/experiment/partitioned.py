@@ -54,7 +54,8 @@ from ldpviz.data import file_formats, synthetic
 from ldpviz import mechanisms, metrics
 from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError, require
-from ldpviz.experiment import Result, Scenario
+from ldpviz.experiment import Result, Scenario, guarantee_with_region
+from ldpviz.mechanisms.accounting import collection_ledger
 from ldpviz.mechanisms.base import CENTRAL_DP, Mechanism
 from ldpviz.mechanisms.fo.oracles import merge_statistics
 
@@ -367,8 +368,9 @@ def run_partitioned(scenario: Scenario, source: PartitionSource, region: Region,
     if n_invalid:
         notes.append(f"{n_invalid:,} rows had a missing or impossible coordinate and were left out.")
     timings = {"partitions": t1 - t0, "estimate": time.perf_counter() - t1, "total": time.perf_counter() - t0}
+    ledger = collection_ledger(mech, region)
     result = Result(scenario, region, grid, true_density, estimates, pd.DataFrame(rows), timings, n, n_outside,
-                    mech.guarantee(), notes)
+                    guarantee_with_region(mech, region, scenario.epsilon, ledger), notes, ledger=ledger)
     return PartitionedRun(result, parts)
 
 

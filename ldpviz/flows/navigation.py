@@ -13,15 +13,18 @@ on the evaluation grid and says where it had to choose:
   "if the frequency exceeds a threshold ... a delay time will be added"). Defaults: 10 m/s, a delay
   equal to the free-flow time of a cell, and a threshold of twice the mean users per cell (a function
   of n and d only, not of where the users are).
-* Traffic: the users' current locations (the dataset's points in the region), the same in every
-  time window (static congestion; the paper's is dynamic). True congestion is their histogram.
-* Estimated congestion: in every time window every traffic user ("reporter") reports their location
-  once with the mechanism at epsilon and the server estimates the density (n x the mechanism's
-  estimate); the k-th location update of any trip falls in window k. Accounting choice (ours; the
-  paper does not count the reporters): the same reporters re-send in every window, as in the
-  paper's simulation, so a reporter who sent in W windows is charged W x epsilon (sequential
-  composition), and W is stated with every result. Drawing fresh reporters per window would keep
-  each at epsilon but split the n reporters over windows whose number is only known after the trips.
+* Traffic: the people's current locations, one per person (issue 26: a traffic reporter is a person;
+  for trajectory data each person's location is one of their points, chosen at random; for point data
+  each row is a person), the same in every time window (static congestion; the paper's is dynamic).
+  True congestion is their histogram.
+* Estimated congestion: in every time window every traffic reporter reports their location once with
+  the mechanism at epsilon and the server estimates the density (n x the mechanism's estimate); the
+  k-th location update of any trip falls in window k. Accounting choice (ours; the paper does not
+  count the reporters): the same reporters re-send in every window, as in the paper's simulation, so a
+  reporter who sent in W windows is charged W x epsilon (sequential composition). A person is charged
+  once per window (one point each), plus the updates of their own trips, plus the region's epsilon0 where
+  the region was paid for: the accountant's ledger (:func:`navigation_ledger`) composes it per person,
+  and its worst-off person is a real person whose reports were counted in the simulation.
 * A trip starts on the free-flow fastest route (the "historical" prediction; we have no history).
   While driving, when the actual elapsed time exceeds the predicted one by more than ``theta_s``
   seconds (Sec. 4.2: Agg^t - Agg^P > theta), the client makes a location update: it sends its
@@ -50,7 +53,10 @@ import numpy as np
 import scipy.sparse
 from scipy.sparse.csgraph import dijkstra
 
+import pandas as pd
+
 from ldpviz import mechanisms
+from ldpviz.mechanisms import accounting
 from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import require
 from ldpviz.mechanisms.base import validate_epsilon
@@ -72,11 +78,11 @@ def check_update_mechanism(mechanism: str) -> type:
 
 
 def navigation_guarantee(mech: Any, max_updates: int | None = None, windows: int | None = None,
-                         people: dict[str, Any] | None = None) -> str:
+                         people: dict[str, Any] | None = None, ledger: accounting.Ledger | None = None) -> str:
     """The guarantee of one trip's updates, of a person's trips and of a traffic reporter, from ``mech``'s own
     stated guarantee. ``people``: :func:`person_totals` of the simulated trips (None: not known)."""
     unit = " per km" if mech.privacy_model == mechanisms.GEO_I else ""
-    eps = f"{mech.epsilon:g}{unit}"
+    eps = accounting.report_charge(mech).unit_text()     # Geo-I: the mechanism's own epsilon per km (+ slack)
     if mech.privacy_model == mechanisms.NO_PRIVACY:
         return (f"no privacy: each location update sends the exact location ({mech.name}, a reference, not a "
                 "deployment), and so does every traffic reporter. Privacy unit: none.")
@@ -85,21 +91,59 @@ def navigation_guarantee(mech: Any, max_updates: int | None = None, windows: int
            f"{max_updates} x {eps}" if max_updates is not None else "; no cap on updates per trip is set, so "
            "lambda (and the trip's total) is unbounded in advance")
     person = "Per person: a person with k trips is at the sum of their trips' totals (sequential composition)"
-    if people is None:
+    if ledger is not None:
+        person += "; the ledger below adds every report a person sends."
+    elif people is None:
         person += "; these trips are synthetic, one per synthetic person."
     else:
         person += (f"; here the most trips by one person is {people['max_trips_per_person']} (of "
                    f"{people['people']:,} people among the simulated trips) and the largest person total is "
                    f"{people['worst_person_epsilon']:g}{unit}.")
     reporters = ("" if windows is None else
-                 f" Traffic reporters re-send their location in every time window: with W = {windows} windows "
-                 f"each reporter is at {windows} x {eps} = {windows * mech.epsilon:g}{unit} (sequential "
-                 "composition); a person who both reports traffic and drives adds the two.")
+                 f" Traffic reporters are people, each re-sending one location in every time window: with W = "
+                 f"{windows} windows a reporter pays {windows} reports; a person who both reports traffic and "
+                 "drives adds the two.")
+    if ledger is not None:
+        reporters += f" {ledger.sentence()}"
     return (f"each location update is one {model} report of the current location by {mech.name}: "
             f"{mech.guarantee()}. A trip with lambda updates is within lambda x {eps} for that trip by "
             f"sequential composition (L-SRR Sec. 4.2){cap}. Privacy unit: one trip. {person}{reporters} Not "
             "covered: the fact and timing of an update (it happens when the user is delayed), which the paper "
             "proposes to hide with a shuffler.")
+
+
+def navigation_ledger(mech: Any, region: Region, windows: int, reporter_person: np.ndarray | None,
+                      trip_person: np.ndarray | None, updates: np.ndarray) -> accounting.Ledger:
+    """What each person pays in one navigation run (the accountant's ledger): W traffic reports (one per window,
+    if they report traffic), the location updates of their own trips, and the region's epsilon0 once.
+
+    ``reporter_person``: the person of every traffic reporter inside the region (None: point data, one
+    reporter per row, anonymous); ``trip_person``: the person of every simulated trip (None: synthetic trips,
+    one per synthetic person, who may also be a reporter: charged as both, the worst case)."""
+    lam = np.asarray(updates, dtype=float)
+    if reporter_person is None or trip_person is None:
+        people = max(len(lam), 1)
+        reports = np.full(people, float(windows))
+        drives = np.zeros(people)
+        drives[:len(lam)] = lam
+        basis_r = f"W = {windows} windows; a synthetic driver may also report traffic (counted as both)"
+    else:
+        labels, inverse = np.unique(np.concatenate([np.asarray(reporter_person).astype(str),
+                                                    np.asarray(trip_person).astype(str)]), return_inverse=True)
+        n_rep = len(reporter_person)
+        reports = np.bincount(inverse[:n_rep], minlength=len(labels)).astype(float) * windows
+        drives = np.bincount(inverse[n_rep:], weights=lam, minlength=len(labels))
+        basis_r = f"W = {windows} windows, one location per person"
+    parts = []
+    tiles = accounting.region_charge(region, 1, 1, "each person reports the tile of one of their points, once")
+    if tiles is not None:
+        parts.append((tiles, np.ones_like(reports)))
+    parts.append((accounting.report_charge(mech, what=f"a traffic report ({mech.name}, one per window)",
+                                           basis=basis_r), reports))
+    parts.append((accounting.report_charge(mech, what=f"a location update ({mech.name}) on the person's own trips",
+                                           basis="lambda updates per trip, summed over the person's trips"), drives))
+    return accounting.person_ledger(parts, reference_m=mech.grid.cell_m if mech.privacy_model == mechanisms.GEO_I
+                                    else 0.0)
 
 
 def person_totals(person: np.ndarray, updates: np.ndarray, epsilon: float) -> dict[str, Any]:
@@ -155,28 +199,35 @@ class NavigationResult:
     example: dict[str, list[int]] = field(default_factory=dict)
     congestion_true: np.ndarray | None = None
     congestion_estimated: np.ndarray | None = None
+    ledger: Any = None        #: what each person pays (:func:`navigation_ledger`, the accountant's ledger)
 
     def summary(self) -> dict[str, Any]:
         """Means and worst cases; ``max_total_epsilon`` (the worst trip) is the guarantee, the mean is not."""
         lam = self.updates
         windows = int(self.settings.get("windows_collected", 0))
-        return {"mechanism": self.mechanism, "epsilon_per_update": self.epsilon, "theta_s": self.theta_s,
+        # One update's charge in its own model (Geo-I: epsilon' per km, e.g. SEM-Geo-I's calibrated one), read
+        # from the ledger rather than the slider's epsilon.
+        update = self.ledger.charges[-1] if self.ledger is not None else None
+        per = float(update.epsilon) if update is not None and update.model != mechanisms.NO_PRIVACY else self.epsilon
+        return {"mechanism": self.mechanism, "epsilon_per_update": per, "epsilon_slider": self.epsilon, "theta_s": self.theta_s,
                 "grid": self.grid.side, "trips": int(len(lam)), "mean_updates": float(lam.mean()),
-                "max_updates": int(lam.max()), "mean_total_epsilon": float(lam.mean() * self.epsilon),
-                "max_total_epsilon": float(lam.max() * self.epsilon),
+                "max_updates": int(lam.max()), "mean_total_epsilon": float(lam.mean() * per),
+                "max_total_epsilon": float(lam.max() * per),
                 "update_cap": self.settings.get("max_updates"),
                 "max_trips_per_person": (self.settings.get("people") or {}).get("max_trips_per_person", 1),
                 "worst_person_epsilon": (self.settings.get("people") or {}).get(
-                    "worst_person_epsilon", float(lam.max() * self.epsilon)),
+                    "worst_person_epsilon", float(lam.max() * per)),
                 "persons_known": self.settings.get("people") is not None,
                 "capped_trips": int(self.settings.get("capped_trips", 0)),
-                "reporter_windows": windows, "reporter_total_epsilon": float(windows * self.epsilon),
+                "reporter_windows": windows, "reporter_total_epsilon": float(windows * per),
                 "epsilon_unit": self.settings.get("epsilon_unit", ""),
                 "reporter_accounting": "repeat: the same reporters send in every window, charged W x epsilon",
                 "rel_levenshtein": float(self.rel_levenshtein.mean()),
                 "trip_time_deviation_s": float(self.time_deviation_s.mean()),
                 "trip_time_deviation_rel": float((self.time_deviation_s / self.optimal_time_s).mean()),
-                "guarantee": self.guarantee, "settings": dict(self.settings)}
+                "guarantee": self.guarantee,
+                "settings": {k: v for k, v in self.settings.items() if k != "reports_sent_by_reporter"},
+                "ledger": self.ledger.to_dict() if self.ledger is not None else None}
 
 
 def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon: np.ndarray,
@@ -184,11 +235,13 @@ def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon
                         grid_side: int, mechanism: str, epsilon: float, theta_s: float, *,
                         n_trips: int = 100, speed_mps: float = 10.0, delay_s: float | None = None,
                         threshold: float | None = None, seed: int = 0, params: dict[str, Any] | None = None,
-                        max_updates: int | None = None, trip_person: np.ndarray | None = None) -> NavigationResult:
+                        max_updates: int | None = None, trip_person: np.ndarray | None = None,
+                        users_person: np.ndarray | None = None) -> NavigationResult:
     """Simulate ``n_trips`` trips (seeded sample of the OD pairs) with LDP location updates; see module docstring.
 
     ``max_updates``: the client-side cap on location updates per trip (None: no cap). ``trip_person``: the
     person of every OD pair (None: synthetic pairs, one per synthetic person), for the per-person total.
+    ``users_person``: the person of every traffic location (one each; None: each row is its own person).
     """
     require(isinstance(grid_side, (int, np.integer)) and 2 <= grid_side <= MAX_NAV_GRID_SIDE,
             f"grid side must be a whole number from 2 to {MAX_NAV_GRID_SIDE}, got {grid_side!r}")
@@ -235,9 +288,12 @@ def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon
     mech = mechanisms.create(mechanism, grid, epsilon, **(params or {}))
     windows: list[np.ndarray] = []
 
+    sent_by_reporter = np.zeros(n, dtype=np.int64)   # reports each traffic reporter actually sent (the ledger's check)
+
     def estimated_cost(k: int) -> np.ndarray:
         while len(windows) <= k:          # window k: every user reports once more at epsilon
             density = mech.run(users, rng).density.reshape(-1)
+            sent_by_reporter[:] += 1
             windows.append(base + delay * (n * density > thr))
         return windows[k]
 
@@ -276,18 +332,22 @@ def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon
         if t == 0:
             example = {"driven": driven, "best": best}
     people = None if trip_person is None else person_totals(np.asarray(trip_person)[both][pick], updates, epsilon)
+    reporting = grid.region.contains(users_lon, users_lat)    # the traffic reporters: those bin_lonlat kept
+    ledger = navigation_ledger(mech, region, len(windows),
+                               None if users_person is None else np.asarray(users_person)[reporting],
+                               None if trip_person is None else np.asarray(trip_person)[both][pick], np.array(updates))
     return NavigationResult(
         mechanism=mech.name, epsilon=epsilon, theta_s=float(theta_s), grid=grid, updates=np.array(updates),
         rel_levenshtein=np.array(rel_lev), time_deviation_s=np.array(dev), optimal_time_s=np.array(opt),
         guarantee=navigation_guarantee(mech, None if max_updates is None else int(max_updates), len(windows),
-                                       people),
+                                       people, ledger),
         settings={"speed_mps": speed_mps, "cell_s": base, "delay_s": delay, "threshold_users": thr,
                   "epsilon_unit": "per km" if mech.privacy_model == mechanisms.GEO_I else "",
                   "users": n, "users_outside_region": int(users.n_outside), "trips_outside_region": trips_outside,
                   "congested_cells_true": int((true_counts > thr).sum()),
                   "windows_collected": len(windows), "seed": seed,
                   "max_updates": None if max_updates is None else int(max_updates), "capped_trips": capped,
-                  "people": people},
+                  "people": people, "reports_sent_by_reporter": sent_by_reporter}, ledger=ledger,
         example=example, congestion_true=(true_counts > thr).reshape(grid.side, grid.side),
         congestion_estimated=(windows[0] > base).reshape(grid.side, grid.side) if windows else None)
 
@@ -307,9 +367,14 @@ def navigation_for_dataset(dataset: Any, mechanism: str, epsilon: float, theta_s
         data = trajectories.load(dataset)
     else:
         data = datasets.load(dataset, seed)
-    res = simulate_navigation(data.lon, data.lat, pairs.origin_lon, pairs.origin_lat, pairs.dest_lon,
+    if isinstance(data, trajectories.Trajectories):        # a traffic reporter is a person: one location each
+        lon, lat = trajectories.one_point_per_person(data.person, data.lon, data.lat, seed)
+        users_person = pd.unique(pd.Series(np.asarray(data.person).astype(str)))
+    else:
+        lon, lat, users_person = data.lon, data.lat, None
+    res = simulate_navigation(lon, lat, pairs.origin_lon, pairs.origin_lat, pairs.dest_lon,
                               pairs.dest_lat, reg, grid_side, mechanism, epsilon, theta_s, n_trips=n_trips,
-                              seed=seed, trip_person=pairs.person, **kwargs)
+                              seed=seed, trip_person=pairs.person, users_person=users_person, **kwargs)
     res.settings["trips_left_out"] = dict(pairs.left_out)
     res.settings["region"] = od.region_sentence(reg)
     return res

@@ -55,7 +55,8 @@ from ldpviz import mechanisms
 from ldpviz.geo.domain import Binned, Grid, Region
 from ldpviz.errors import require
 from ldpviz.mechanisms.estimation import norm_sub
-from ldpviz.mechanisms.base import validate_epsilon
+from ldpviz.mechanisms import accounting
+from ldpviz.mechanisms.base import UNIT_PERSON, validate_epsilon
 from ldpviz.flows.od_simulate import simulate_statistic
 from ldpviz.flows.od_statistics import JointStatistic, joint_statistic
 from ldpviz.mechanisms.srr.staircase import grid_domain
@@ -114,18 +115,36 @@ def region_sentence(region: Region) -> str:
 
 
 def od_guarantee(mechanism: str, epsilon: float, region: Region | None = None,
-                 trips: tuple[int, int] | None = None) -> str:
+                 trips: tuple[int, int] | None = None, ledger: accounting.Ledger | None = None) -> str:
     """The OD guarantee in words: budget split, privacy unit, the per-person total and how the region was chosen.
 
     ``trips``: (most trips by one person, people) among the pairs (:func:`trips_per_person`), None for
-    synthetic pairs.
+    synthetic pairs. ``ledger`` (:func:`od_ledger`): the per-person total, region included, from the accountant.
     """
+    person = ledger.sentence() if ledger is not None else per_person_sentence(epsilon, trips)
     text = (f"epsilon-LDP with epsilon = {epsilon:g} per trip's origin-destination pair (L-SRR Def. 4.1): "
             f"{mechanism} reports the origin at epsilon/2 = {epsilon / 2:g} and the destination at "
             f"epsilon/2 = {epsilon / 2:g}, and sequential composition adds them. Privacy unit: one trip's OD "
-            f"pair. {per_person_sentence(epsilon, trips)} Domain: every cell of the grid on the region, so what "
+            f"pair. {person} Domain: every cell of the grid on the region, so what "
             "phones receive is fixed by the region and the grid.")
     return text + (f" {region_sentence(region)}" if region is not None else "")
+
+
+def od_ledger(mech: Any, region: Region, person: np.ndarray | None, n_pairs: int) -> accounting.Ledger:
+    """What a person pays in one OD collection (the accountant's ledger): the region's epsilon0 once per person
+    where it was paid for, and two reports at epsilon/2 (origin, destination) for each of their trips in the
+    region. ``person``: the person of every pair that reports (None: synthetic pairs, one per person)."""
+    if person is None:
+        worst, median, basis = 1, 1.0, "synthetic pairs: one trip per synthetic person"
+    else:
+        worst, median = accounting.counts_per_person(person)
+        basis = f"the most trips by one person in the region: {worst}; median {median:g}"
+    charges = [c for c in [accounting.region_charge(region, 1, 1, "each person reports the tile of one of "
+                                                                  "their points, once")] if c is not None]
+    charges.append(accounting.report_charge(mech, 2 * worst, 2 * median, basis + "; each trip sends two reports",
+                                            what=f"an origin or destination report ({mech.name} at ε/2)"))
+    return accounting.Ledger(tuple(charges), unit=UNIT_PERSON,
+                             notes=(f"{n_pairs:,} OD pairs report",))
 
 
 # ---------------------------------------------------------------- the joint statistic
@@ -392,6 +411,7 @@ class ODResult:
     people: int = 0                  #: distinct people among the pairs
     persons_known: bool = False      #: False for synthetic pairs (one per synthetic person)
     region_chosen: str = ""          #: how the region was chosen (:func:`region_sentence`)
+    ledger: Any = None               #: what each person pays (:func:`od_ledger`, the accountant's ledger)
 
     def summary(self) -> dict[str, Any]:
         return {"mechanism": self.mechanism, "estimator": self.estimator, "epsilon": self.epsilon,
@@ -402,7 +422,16 @@ class ODResult:
                 "guarantee": self.guarantee, "seconds": dict(self.seconds), "info": dict(self.info),
                 "max_trips_per_person": self.max_trips_per_person, "people": self.people,
                 "persons_known": self.persons_known,
-                "max_person_epsilon": self.max_trips_per_person * self.epsilon, "region_chosen": self.region_chosen}
+                "max_person_epsilon": (_ldp_total(self.ledger) if self.ledger is not None
+                                       else self.max_trips_per_person * self.epsilon),
+                "region_chosen": self.region_chosen,
+                "ledger": self.ledger.to_dict() if self.ledger is not None else None}
+
+
+def _ldp_total(ledger: accounting.Ledger) -> float | None:
+    """The worst person's total as one number where it is pure LDP (None otherwise: read the ledger)."""
+    total = ledger.total("worst")
+    return None if (total.geo_per_km or total.central or total.exposed) else total.ldp
 
 
 def check_od_grid(grid_side: Any) -> int:
@@ -473,16 +502,18 @@ def run_od(o_lon: np.ndarray, o_lat: np.ndarray, d_lon: np.ndarray, d_lat: np.nd
             "users' true locations")
     left = dict(left_out or {})
     bo, bd, outside = bin_pairs(grid, o_lon, o_lat, d_lon, d_lat)
-    trips = None
+    trips = reporting = None
     if person is not None:
         require(len(person) == len(o_lon), f"person labels: {len(person)} for {len(o_lon)} OD pairs")
         uo, ud = grid.region.to_unit(o_lon, o_lat), grid.region.to_unit(d_lon, d_lat)
         inside = np.all((uo >= 0) & (uo <= 1), axis=1) & np.all((ud >= 0) & (ud <= 1), axis=1)
-        trips = trips_per_person(np.asarray(person)[inside])
+        reporting = np.asarray(person)[inside]          # the person of every pair that sends its two reports
+        trips = trips_per_person(reporting)
     if outside:
         left["pairs with an end outside the region"] = left.get("pairs with an end outside the region", 0) + outside
     require(len(bo.cells) > 0, "no OD pair has both ends inside the region; choose another region")
     mech = mechanisms.create(name, grid, epsilon / 2.0, **params)
+    ledger = od_ledger(mech, grid.region, reporting, len(bo.cells))
     domain = grid_domain(grid)
     rng = np.random.default_rng(seed)
     pos_o, pos_d = mech.positions(domain, bo), mech.positions(domain, bd)
@@ -509,12 +540,12 @@ def run_od(o_lon: np.ndarray, o_lat: np.ndarray, d_lon: np.ndarray, d_lat: np.nd
     return ODResult(mechanism=name, estimator=estimator, epsilon=epsilon, grid=grid, true=true, estimate=est,
                     l1=od_l1(true, est), top_k=top_k, top_k_precision=top_k_precision(true, est, top_k),
                     n_users=int(len(bo.cells)), left_out=left,
-                    guarantee=od_guarantee(name, epsilon, grid.region, trips),
+                    guarantee=od_guarantee(name, epsilon, grid.region, trips, ledger),
                     seconds={"perturb": t1 - t0, "statistic": t2 - t1, "estimate": t3 - t2},
                     info={**info, "report_symbols": int(stat.A_o.shape[0]), "exact_likelihood": stat.exact,
                           "path": path},
                     max_trips_per_person=trips[0] if trips else 1, people=trips[1] if trips else int(len(bo.cells)),
-                    persons_known=trips is not None, region_chosen=region_sentence(grid.region))
+                    persons_known=trips is not None, region_chosen=region_sentence(grid.region), ledger=ledger)
 
 
 # ---------------------------------------------------------------- datasets -> OD pairs, trials

@@ -139,7 +139,8 @@ def total_epsilon_sentence(region: Region, epsilon: float, per_distance: bool = 
 def region_covers(region: Region) -> str:
     """One sentence for a guarantee: what choosing this region revealed, if anything."""
     if region.epsilon_spent > 0:
-        return (f"The region was {region.data_use}; together with the mechanism a row is protected at "
+        who = "person" if "each person reported" in region.data_use else "row"
+        return (f"The region was {region.data_use}; together with the mechanism a {who} is protected at "
                 f"{region.epsilon_spent:g} + epsilon (sequential composition).")
     if region.bounds is not None and not region.data_use:
         return (f"The region is the box the user typed ({region.typed_bounds.split(' ', 2)[-1]}, W,S,E,N), chosen "

@@ -84,6 +84,7 @@ from ldpviz.geo.domain import Binned, Grid
 from ldpviz.errors import require
 from ldpviz.mechanisms.estimation import to_distribution
 from ldpviz.mechanisms.dam import disk_area as dam_module
+from ldpviz.mechanisms import accounting
 from ldpviz.mechanisms.base import LDP, Estimate, validate_epsilon
 from ldpviz.mechanisms.fo.oracles import (SupportCounts, oue_aggregate_support, oue_estimate_counts,
                                           oue_probabilities)
@@ -424,3 +425,24 @@ def create(name: str, grid: Grid, epsilon: float, **params: Any) -> TrajectoryMe
 __all__ = ["run_on_trajectories", "TrajectoryMechanism", "DAMEveryPoint", "DAMOnePoint", "LDPTrace", "MECHANISMS", "create",
            "point_density", "person_density", "grid_path", "neighbour_table", "move_index",
            "UNIT_TRAJECTORY", "UNIT_LOCATION"]
+
+
+def trajectory_ledger(name: str, epsilon: float, points_per_person: Sequence[int], region: Any = None,
+                      people_label: str = "person") -> accounting.Ledger:
+    """What each person pays under trajectory mechanism ``name`` (the accountant's ledger; this page joins a
+    person's trips into one trajectory): dam-points sends one DAM report per point (L x epsilon for a person with
+    L points), dam-sample one report, LDPTrace one padded set of reports sharing epsilon (its length report and
+    max_len + 1 cell/move reports, dummies included); plus the region's epsilon0 once where it was paid for."""
+    cls = MECHANISMS[name]
+    points = np.asarray(points_per_person, dtype=float)
+    require(points.size > 0 and points.min() >= 1, "every person needs at least one point")
+    reports = points if cls.privacy_unit == UNIT_LOCATION else np.ones_like(points)
+    what = {"dam-points": "a DAM report of one point", "dam-sample": "a DAM report of one sampled point",
+            "ldptrace": "LDPTrace's reports (length, start, end, moves and dummy moves, sharing epsilon)"}[name]
+    basis = ("one per point" if cls.privacy_unit == UNIT_LOCATION else "once per person")
+    parts = []
+    tiles = accounting.region_charge(region, 1, 1, "each person reports the tile of one of their points, once")
+    if tiles is not None:
+        parts.append((tiles, np.ones_like(points)))
+    parts.append((accounting.Charge(what, LDP, float(epsilon), 1, 1, basis), reports))
+    return accounting.person_ledger(parts)

@@ -50,7 +50,8 @@ from ldpviz.errors import require
 from ldpviz.wording import plural
 from ldpviz.mechanisms.estimation import to_distribution
 from ldpviz.mechanisms.heatmaps import dp_heatmap as hm
-from ldpviz.mechanisms.base import validate_epsilon
+from ldpviz.mechanisms import accounting
+from ldpviz.mechanisms.base import CENTRAL_DP, UNIT_PERSON, validate_epsilon
 
 PRIVACY_UNIT = "one person (all of their points)"
 #: l1 sensitivity of every level sum P_i s (and of the cell sums) under add/remove-one-person.
@@ -438,3 +439,17 @@ __all__ = ["PRIVACY_UNIT", "SENSITIVITY", "METHODS", "PersonDistributions", "per
            "shuffle_modulus", "split_shares", "polya_noise", "shuffle_measure", "UserLevelResult",
            "user_level_heatmap", "kmedian_cost", "kmedian_local_search", "kmedian_brute_force", "emd_norm",
            "KMedianResult", "dp_kmedian_centres"]
+
+
+def heatmap_ledger(epsilon: float, region: Any = None, with_centres: bool = True) -> accounting.Ledger:
+    """What each person pays for this page's user-level outputs (the accountant's ledger): the heatmap of
+    people (central epsilon-DP, one person's distribution), the DP k-median centres (epsilon again, App. A), and
+    the region's epsilon0 once where it was paid for (LDP, reported by the phone)."""
+    charges = [c for c in [accounting.region_charge(region, 1, 1, "each person reports the tile of one of their "
+                                                                  "points, once")] if c is not None]
+    charges.append(accounting.Charge("the user-level heatmap (the person's normalised distribution)", CENTRAL_DP,
+                                     float(epsilon), 1, 1, "once per person"))
+    if with_centres:
+        charges.append(accounting.Charge("the DP k-median centres (App. A)", CENTRAL_DP, float(epsilon), 1, 1,
+                                         "once per person"))
+    return accounting.Ledger(tuple(charges), unit=UNIT_PERSON)

@@ -68,7 +68,7 @@ with session.guard("this scenario"):
     with session.guard("the privacy check of this setting"):
         weak = privacy_scale.weak_privacy_warning(compute.built_mechanism(
             scenario.mechanism, scenario.grid_side, result.region, float(scenario.epsilon),
-            tuple(sorted(dict(scenario.params).items()))))
+            tuple(sorted(dict(scenario.params).items()))), result.ledger)   # the per-row total (region included)
         if weak:
             st.warning(weak, icon=":material/warning:")
     if scenario.mechanism == "srr":

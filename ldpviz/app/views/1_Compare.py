@@ -9,6 +9,7 @@ from ldpviz.decide import explain, one_collection, privacy_scale, decision_repor
 from ldpviz.render import maps as viz
 from ldpviz.geo.domain import Grid
 from ldpviz.errors import LdpvizInputError, require
+from ldpviz.mechanisms.accounting import collection_ledger
 
 MODES = {"at_epsilon": "Compare at ε", "target_epsilon": "Smallest ε for a target",
          "users_needed": "Users needed for a target"}
@@ -36,9 +37,11 @@ def equivalent_epsilon(name: str, grid: Grid) -> str:
 
 
 def weak_privacy(name: str, grid: Grid, eps: float) -> str | None:
-    """privacy_scale.weak_privacy_warning for a mechanism at its default parameters (None if it cannot be built)."""
+    """privacy_scale.weak_privacy_warning for a mechanism at its default parameters, judged on its ledger (the
+    region's epsilon0 included); None if it cannot be built."""
     try:
-        return privacy_scale.weak_privacy_warning(compute.built_mechanism(name, grid.side, grid.region, eps, ()))
+        mech = compute.built_mechanism(name, grid.side, grid.region, eps, ())
+        return privacy_scale.weak_privacy_warning(mech, collection_ledger(mech, grid.region))
     except LdpvizInputError:
         return None
 

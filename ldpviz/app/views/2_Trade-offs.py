@@ -9,6 +9,7 @@ from ldpviz.decide import budget, explain, tradeoff
 from ldpviz import experiment, mechanisms, metrics
 from ldpviz.render import maps as viz
 from ldpviz.errors import LdpvizInputError
+from ldpviz.mechanisms.accounting import collection_ledger
 
 
 cfg = session.setup_page("Trade-offs")
@@ -68,14 +69,18 @@ def budget_panel() -> None:
     total = (session.bind(cfg, "budget_total", st.number_input, f"Total ε for one person over the period {unit}",
                           min_value=0.001, max_value=100_000.0, format="%g") if from_total else None)
     with session.guard("the budget over time", where="above"):
+        ledger = None
+        if chosen and data is not None and not from_total:   # what one collection charges, from the accountant
+            mech = compute.built_mechanism(chosen[0], int(cfg["grid_side"]), data.region, float(cfg["epsilon"]), ())
+            ledger = collection_ledger(mech, data.region)
         found = budget.plan(every=every, period=float(period), period_unit=period_unit, times_per=int(times),
                             per_collection_epsilon=None if from_total else float(cfg["epsilon"]),
-                            total_epsilon=float(total) if from_total else None, epsilon_unit=unit)
+                            total_epsilon=float(total) if from_total else None, epsilon_unit=unit, ledger=ledger)
         k1, k2, k3 = st.columns(3)
         k1.metric("Collections", f"{found['collections']:,}", help=explain.readout_help("collections"))
-        k2.metric("ε per collection", f"{found['per_collection_epsilon']:.3g}",
+        k2.metric("ε per collection", found.get("per_collection_text") or f"{found['per_collection_epsilon']:.3g}",
                   help=explain.readout_help("epsilon_per_collection"))
-        k3.metric("Total ε (one person, whole period)", f"{found['total_epsilon']:.3g}",
+        k3.metric("Total ε (one person, whole period)", found.get("total_text") or f"{found['total_epsilon']:.3g}",
                   help=explain.readout_help("total_epsilon"))
         st.markdown(found["sentence"])
         for warning in found["warnings"]:

@@ -55,14 +55,12 @@ def most_trips(source: str, trips: trajectories.Trajectories | None = None) -> i
     return 1
 
 
-def per_person_line(source: str, epsilon: float, longest: int,
-                    trips: trajectories.Trajectories | None = None) -> str:
-    """The per-person total of the trajectory mechanisms: this page joins a person's trips into one sequence."""
+def per_person_line(source: str, trips: trajectories.Trajectories | None = None) -> str:
+    """How this page counts a person: it joins a person's trips into one sequence (totals: the ledgers)."""
     k = most_trips(source, trips)
     return (f"Per person: this page joins each person's trips into one trajectory (the most trips by one person "
-            f"here is {k}), so 'one trajectory' is one person: dam-sample and ldptrace are at ε = {epsilon:g} per "
-            f"person, dam-points at L·ε (the longest person, {longest:,} points: {longest * epsilon:g}). Run per "
-            f"trip instead, a person with k trips would be at k·ε.")
+            f"here is {k}), so 'one trajectory' is one person; each row's total per person is the accountant's "
+            "ledger (above). Run per trip instead, a person with k trips would pay k times.")
 
 
 def source_label(source: str) -> str:
@@ -103,6 +101,9 @@ def compute_people(source: str, region_name: str, method: str, epsilon: float, s
     sequences, _ = trajgen.to_cells(frame, grid)
     person_points = tm.person_density(sequences, side)
     longest = max(len(seq) for seq in sequences)
+    lengths = [len(seq) for seq in sequences]
+    region = grid.region
+    ledgers = {name: tm.trajectory_ledger(name, epsilon, lengths, region) for name in tm.MECHANISMS}
     comparison = []
     for i, name in enumerate(tm.MECHANISMS):
         points_true, est, dropped = tm.run_on_trajectories(frame, grid, name, epsilon,
@@ -112,12 +113,11 @@ def compute_people(source: str, region_name: str, method: str, epsilon: float, s
                            "W2 to the person-averaged points (km)": metrics.w2(person_points, est.density,
                                                                               cell_m=grid.cell_m) / 1000,
                            "privacy unit": TRAJECTORY_UNITS[name],
-                           f"ε of the person with the most points ({longest})":
-                               longest * epsilon if tm.MECHANISMS[name].privacy_unit == tm.UNIT_LOCATION
-                               else epsilon})
+                           "total per person (worst)": ledgers[name].total().text()})
     return {"grid": grid, "true": true, "result": result, "readouts": readouts, "centres": centres,
             "summary": dists.summary(), "label": label, "comparison": pd.DataFrame(comparison),
-            "dropped": dropped, "longest": int(dists.points.max())}
+            "dropped": dropped, "longest": int(dists.points.max()), "ledgers": ledgers,
+            "heatmap_ledger": uh.heatmap_ledger(epsilon, region)}
 
 
 def centre_layer(centres: uh.KMedianResult, grid: Grid) -> pdk.Layer:
@@ -199,6 +199,7 @@ with session.guard("the user-level heatmap"):
                                             f"Here {res.info['shares_per_coordinate']} shares per coordinate."))
         s2.metric("Bits per person", f"{res.info['bits_per_person']:,}", help=explain.readout_help("bits_per_person"))
     st.caption(f"Guarantee: {res.guarantee}.")
+    st.caption(f"Ledger (map and centres): {out['heatmap_ledger'].sentence()}")
     if region_use:
         st.caption(f"Not covered by ε: the region '{region_name}' was {region_use}.")
     vmax = float(max(out["true"].max(), res.density.max()))
@@ -212,7 +213,7 @@ with session.guard("the user-level heatmap"):
     right.pydeck_chart(deck, height=px["height"])
     st.html(viz.legend_html(vmax, "share of the people's weight per cell (each person weighs 1 in total)"))
     right.caption(f"Orange: the {k} DP k-median centres (App. A). Guarantee: {centres.guarantee}; they use ε "
-                  "again, so map and centres together are 2ε-DP per person"
+                  "again: the ledger above adds both"
                   + (" (the centres are measured centrally, not in the shuffle model)." if shuffle else "."))
     st.download_button("Estimated grid (CSV)", export.grid_csv(grid, {"true_share": out["true"],
                                                                       "estimated_share": res.density}),
@@ -228,8 +229,8 @@ with session.guard("the user-level heatmap"):
                "'Person-averaged': each person's points weigh 1 in total, what dam-sample estimates.")
     for row in out["comparison"].itertuples(index=False):
         st.caption(f"Guarantee of {row.mechanism}: ε = {epsilon:g}-LDP; privacy unit: "
-                   f"{TRAJECTORY_UNITS[row.mechanism]}.")
-    st.caption(per_person_line(source, epsilon, out["longest"], uploads.trip_uploads().get(source)))
+                   f"{TRAJECTORY_UNITS[row.mechanism]}. {out['ledgers'][row.mechanism].sentence()}")
+    st.caption(per_person_line(source, uploads.trip_uploads().get(source)))
     dropped = out["dropped"]
     st.caption(f"Points outside the region: {dropped['points_outside']:,}; people without a point inside: "
                f"{dropped['people_without_points']:,} (left out of the comparison, not moved).")

@@ -24,7 +24,7 @@ from ldpviz.mechanisms.fo import oracles as fo
 
 
 def private_tile_region(lon: np.ndarray, lat: np.ndarray, epsilon0: float, seed: int = 0, level: int = 6,
-                        alpha: float = 0.01, name: str = "Private tiles") -> Region:
+                        alpha: float = 0.01, name: str = "Private tiles", reporter: str = "row") -> Region:
     """A region chosen under epsilon0-LDP: the square around the coarse tiles many rows report.
 
     Each row reports its level-``level`` Bing tile (4^level tiles; level 6: about
@@ -37,7 +37,8 @@ def private_tile_region(lon: np.ndarray, lat: np.ndarray, epsilon0: float, seed:
     of the phones' reports. Rows in tiles too sparse to clear the threshold fall
     outside and are counted by the run: the cut grows like sqrt(n) (about 2,200
     rows of 60,000 at epsilon0 = 1, level 6), so this frames where people
-    concentrate, not thinly spread rows.
+    concentrate, not thinly spread rows. ``reporter`` names who sends one report per point given ("row"; "person"
+    when the caller passes one point per person, as trip files do).
     """
     epsilon0 = base.validate_epsilon(epsilon0)
     require(1 <= int(level) <= 10, f"private tile level must be from 1 to 10, got {level!r}")
@@ -55,13 +56,17 @@ def private_tile_region(lon: np.ndarray, lat: np.ndarray, epsilon0: float, seed:
     support_cut = binom.isf(alpha / (side * side), lon.size, q_star)   # empty tile: Sup ~ Bin(n, q*)
     threshold = (support_cut - lon.size * q_star) / (p_star - q_star)   # the same cut on the count estimate
     kept = np.flatnonzero(reports.support > support_cut)
-    require(kept.size > 0, f"with epsilon0 = {epsilon0:g} no map tile holds enough of the {lon.size:,} rows to be "
-                           f"told apart from noise (threshold {threshold:,.0f} rows); give a bbox, a larger "
+    many = "rows" if reporter == "row" else "people"
+    require(kept.size > 0, f"with epsilon0 = {epsilon0:g} no map tile holds enough of the {lon.size:,} {many} to be "
+                           f"told apart from noise (threshold {threshold:,.0f} {many}); give a bbox, a larger "
                            "epsilon0 or a coarser level")
     side_km = quadkey.tile_side_m(0.0, level) / 1000.0
-    use = (f"chosen under {epsilon0:g}-LDP: each row reported its Bing level-{level} map tile (about {side_km:,.0f} "
+    who = ("each row reported its" if reporter == "row" else
+           f"each {reporter} reported the tile of one of their points, chosen at random, as its")
+    use = (f"chosen under {epsilon0:g}-LDP: {who} Bing level-{level} map tile (about {side_km:,.0f} "
            f"km at the equator) with OLH, and the region frames the {kept.size} "
-           f"{'tile' if kept.size == 1 else 'tiles'} whose estimated count exceeds {threshold:,.0f} rows")
+           f"{'tile' if kept.size == 1 else 'tiles'} whose estimated count exceeds {threshold:,.0f} "
+           f"{'rows' if reporter == 'row' else 'people'}")
     west, south, east, north = tile_extent(kept % side, kept // side, level)
     region = Region.from_bbox(west, south, east, north, name=name)
     return Region(region.center_lon, region.center_lat, region.side_m, name, use, float(epsilon0))
@@ -80,7 +85,7 @@ UPLOAD_ALPHA = 0.001
 
 
 def upload_region(lon: np.ndarray, lat: np.ndarray, rule: str = PRIVATE_TILES,
-                  epsilon0: float = DEFAULT_REGION_EPSILON, seed: int = 0) -> Region:
+                  epsilon0: float = DEFAULT_REGION_EPSILON, seed: int = 0, reporter: str = "row") -> Region:
     """The default region of an uploaded file without bounds (issue 20.6).
 
     ``private-tiles`` (the default): :func:`private_tile_region` at level
@@ -93,14 +98,14 @@ def upload_region(lon: np.ndarray, lat: np.ndarray, rule: str = PRIVATE_TILES,
         region = public_tile_region(lon, lat, name="Public tiles (not private)")
         return replace(region, data_use=region.data_use + " (not private: not covered by any epsilon)")
     return private_tile_region(lon, lat, epsilon0, seed=seed, level=UPLOAD_TILE_LEVEL, alpha=UPLOAD_ALPHA,
-                               name=f"Private tiles (ε0 = {float(epsilon0):g})")
+                               name=f"Private tiles (ε0 = {float(epsilon0):g})", reporter=reporter)
 
 
 def upload_frame(rule: str = PRIVATE_TILES, epsilon0: float = DEFAULT_REGION_EPSILON,
-                 seed: int = 0) -> Callable[[np.ndarray, np.ndarray], Region]:
+                 seed: int = 0) -> Callable[..., Region]:
     """:func:`upload_region` with its rule fixed, as ``load_file(frame=...)`` takes it (checked here, before any
-    file is read)."""
+    file is read). The frame takes ``reporter="person"`` when it is given one point per person (trip files)."""
     require(rule in REGION_RULES, f"the region rule must be one of {', '.join(REGION_RULES)}, got {rule!r}")
     if rule == PRIVATE_TILES:
         base.validate_epsilon(epsilon0)
-    return lambda lon, lat: upload_region(lon, lat, rule, epsilon0, seed)
+    return lambda lon, lat, reporter="row": upload_region(lon, lat, rule, epsilon0, seed, reporter)
