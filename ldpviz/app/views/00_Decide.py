@@ -42,7 +42,7 @@ def answer_table(ranked: list[dict], turn: str) -> list[dict]:
              "chance one collection misses (at most)": one_collection.chance_text(r["miss_chance_max"])
                  if r["reached"] else "—",
              "attacker off by": ui.fmt_metres(r["attacker_error_m"]) if r.get("attacker_error_m") is not None
-                 else "—",
+                 else (f"— ({r['attacker_note']})" if r.get("attacker_note") else "—"),
              "total per person": r.get("ledger_sentence") or r["message"],
              "warnings": "; ".join(x for x in (r.get("scan_warning"), r.get("ledger_warning") or r.get("warning"))
                                    if x)}
