@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from ldpviz.app import compute, controls, session, state, ui, uploads
+from ldpviz.app import compute, controls, longrun, session, state, ui, uploads
 from ldpviz import mechanisms
 from ldpviz.data import datasets
 from ldpviz.decide import decision_flow as flow, explain, one_collection, tradeoff
@@ -18,6 +18,9 @@ from ldpviz.geo.domain import Grid
 from ldpviz.render import maps as viz
 
 MAX_UPLOAD_BYTES = 1024 * 2**20
+#: Step 4 starts by itself for at most this many mechanisms still to answer (and a short prediction); more wait
+#: for the officer's Start, so a page opened with every model accepted does not occupy a shared server for minutes.
+AUTO_MECHANISMS = 4
 
 
 @st.cache_data(max_entries=256, ttl=compute.RESULT_TTL_S, show_spinner=False)
@@ -31,6 +34,12 @@ def seek(turn: str, scenario_key: str, metric: str, target: float, probability: 
         found = tradeoff.users_needed(_scenario.with_(epsilon=epsilon), metric, target, dataset=_dataset,
                                       probability=probability)
     return found.to_dict()
+
+
+@st.cache_resource
+def done() -> set:
+    """The answers this server holds already (their keys): coming back to them never asks to start again."""
+    return set()
 
 
 def answer_table(ranked: list[dict], turn: str) -> list[dict]:
@@ -127,8 +136,10 @@ kept = (f"{report.rows_kept:,} of {report.rows_read:,} rows kept, {report.rows_r
 rows_text = f"{kept}; {inside:,} inside the region"
 st.markdown(f"**{labels.get(name, name)}** · {rows_text} · region: {region.name} "
             f"({ui.fmt_metres(region.side_m)} square){'; ' + region.data_use if region.data_use else ''}")
-if report is not None and report.rows_read and (report.rows_read - report.rows_kept) / report.rows_read > 0.05:
-    st.warning(f"More than 5% of the file's rows were dropped: {rows_text}. Check the file on the Data page.",
+lost = (report.rows_read - report.rows_kept - report.dropped.get("outside the bbox", 0)) if report else 0
+if report is not None and report.rows_read and lost / report.rows_read > 0.05:
+    st.warning(f"{lost:,} of the file's {report.rows_read:,} rows ({lost / report.rows_read:.0%}) were dropped for "
+               f"reasons other than your bounds: {rows_text}. Check the file on the Data page.",
                icon=":material/warning:")
 in_depth("Data", "Rows, bounds and the map of your data on the Data page")
 
@@ -157,7 +168,8 @@ target = session.bind(cfg, "decide_target", c2.number_input, f"x = ({ui.metric_l
                       min_value=0.0001, format="%g")
 grid_options = [d for d in state.GRID_OPTIONS if d <= 64]
 side = session.bind(cfg, "grid_side", c3.selectbox, "Cells (grid d × d)", grid_options, valid=grid_options,
-                    format_func=lambda d: f"{d} × {d}: cells of {ui.fmt_metres(region.side_m / d)}")
+                    format_func=lambda d: f"{d} × {d}")        # labels fixed: a region change must not reset it
+c3.caption(f"cells of {ui.fmt_metres(region.side_m / int(side))}")
 probability = session.bind(cfg, "decide_probability", c2.number_input, "Share of collections that must meet it",
                            min_value=0.5, max_value=0.999, step=0.01, format="%.3g")
 st.markdown(f"**The need:** {flow.need_text(metric, float(target))}, in "
@@ -178,20 +190,31 @@ if not eligible:
     st.stop()
 n_users = int(cfg["n_users"]) if inside > int(cfg["n_users"] or 0) > 0 else None
 grid = Grid(region, int(side))
+scenarios = [flow.scenario(name, region, m, int(side), n_users, int(cfg["seed"])) for m in eligible]
+question = (turn, metric, float(target), float(probability), float(cfg["decide_epsilon"]) if turn == "users" else 0.0)
+seek_keys = [repr((sc, key, question)) for sc in scenarios]
+todo = [sc for sc, k in zip(scenarios, seek_keys) if k not in done()]
+if todo:     # a long search (many mechanisms, a fine grid, many users) starts when the officer says so
+    predicted = sum(compute.predicted_seconds(sc.with_(trials=1))[0] for sc in todo) * compute.goal_runs(
+        tradeoff.DEFAULT_TRIALS)
+    short = predicted <= longrun.LONG_S and len(todo) <= AUTO_MECHANISMS
+    if not short and not longrun.announce(f"the answer for {explain.plural(len(todo), 'mechanism')}", predicted,
+                                          "the runs timed so far", "decide:" + str(hash(tuple(seek_keys)))):
+        st.stop()
 table_slot = st.empty()
 rows: list[dict] = []
-for k, mech_name in enumerate(eligible, 1):       # each answer shows as soon as its mechanism is done
-    with table_slot.container():
+for k, (mech_name, sc, seek_key) in enumerate(zip(eligible, scenarios, seek_keys), 1):   # each answer shows as
+    with table_slot.container():                                                          # its mechanism is done
         if rows:
             st.dataframe(answer_table(flow.rank(rows, turn), turn), hide_index=True)
         st.caption(f"Searching {mech_name} ({k} of {len(eligible)}) ...")
-    sc = flow.scenario(name, region, mech_name, int(side), n_users, int(cfg["seed"]))
     try:
-        goal = seek(turn, repr(sc) + key, metric, float(target), float(probability), float(cfg["decide_epsilon"]),
+        goal = seek(turn, seek_key, metric, float(target), float(probability), float(cfg["decide_epsilon"]),
                     sc, compute.dataset_arg(name) or data)
     except LdpvizInputError as exc:
         why_not[mech_name] = f"cannot run here: {exc}"
         continue
+    done().add(seek_key)
     mech = (mechanisms.create(mech_name, grid, float(goal["epsilon"])) if goal.get("reached") else None)
     rows.append(flow.answer(goal, mech, region, cfg))
 ranked = flow.rank(rows, turn)
