@@ -95,10 +95,13 @@ def test_decide_from_a_national_file_to_a_signed_decision(server, browser, tmp_p
         assert "planar-laplace" in text and "sem-geoi" in text and "Why not the other" in text
         walk.shot("decide-answers")
         # 4. pin both, see two maps
-        pins = walk.page.locator('[data-testid="stMain"] [data-testid="stMultiSelect"]').nth(1)
         for name in ("planar-laplace", "sem-geoi"):
+            pins = walk.page.locator('[data-testid="stMain"] [data-testid="stMultiSelect"] input').nth(1)
+            pins.scroll_into_view_if_needed()
             pins.click()
+            pins.fill(name)
             walk.page.locator('[role="option"]', has_text=name).first.click()
+            walk.page.keyboard.press("Escape")
             walk.idle()
         walk.page.keyboard.press("Escape")
         walk.idle()
