@@ -104,3 +104,10 @@ def test_record_states_every_choice():
                  "http://x/Decide?a=1", "--csv f.csv --bbox=1,2,3,4", "exact: no privacy", "at most 1.0%",
                  "What this does not cover", "smallest found on a scan"):
         assert text in html, text
+
+
+def test_readme_states_the_count_of_choices():
+    """The README's dashboard section gives the number of choices from file to signed report, from the flow's list."""
+    text = (ROOT / "README.md").read_text()
+    assert f"**{len(flow.CHOICES)} choices** when every one is set, {len(flow.REQUIRED)} when the defaults" in text
+    assert len(flow.CHOICES) <= 12

@@ -248,11 +248,14 @@ def command(cfg: Mapping[str, Any], mechanisms_: list[str], upload_filename: str
     return " ".join(shlex.quote(p) if not p.startswith("--bbox=") else p for p in parts) + " --json"
 
 
-#: The officer's choices from file to signed report, in order (the README states their count).
-CHOICES = ("the file (or dataset)", "its bounds", "the unit protected", "reports per person per collection",
+#: The officer's choices from file to signed report, in order, when every one is set (the README states the count;
+#: tests/test_decide_page.py checks it). The download is the action that ends the flow, not a choice.
+CHOICES = ("the file", "its bounds", "the unit protected", "reports per person per collection",
            "how often it is collected", "the privacy models accepted", "the need (metric)", "the target",
-           "the cell size (grid)", "the mechanism chosen", "the sign-off details (purpose, owner, retention)",
-           "download the signed report")
+           "the cell size", "the purpose", "the owner", "the retention")
+#: The choices that have no default: the rest may be left as the page sets them (the mechanism chosen defaults to the
+#: top-ranked one, the share of collections to 95%).
+REQUIRED = ("the file", "its bounds", "the target", "the purpose", "the owner", "the retention")
 
 
 def _e(text: Any) -> str:

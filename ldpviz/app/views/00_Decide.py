@@ -204,13 +204,13 @@ if todo:     # a long search (many mechanisms, a fine grid, many users) starts w
     if not short and not longrun.announce(f"the answer for {explain.plural(len(todo), 'mechanism')}", predicted,
                                           "the runs timed so far", "decide:" + str(hash(tuple(seek_keys)))):
         st.stop()
-table_slot = st.empty()
+table_slot, status = st.empty(), st.empty()
 rows: list[dict] = []
 for k, (mech_name, sc, seek_key) in enumerate(zip(eligible, scenarios, seek_keys), 1):   # each answer shows as
-    with table_slot.container():                                                          # its mechanism is done
-        if rows:
-            st.dataframe(answer_table(flow.rank(rows, turn), turn), hide_index=True)
-        st.caption(f"Searching {mech_name} ({k} of {len(eligible)}) ...")
+    if rows:                                                                              # its mechanism is done
+        table_slot.dataframe(answer_table(flow.rank(rows, turn), turn), hide_index=True)
+    if seek_key not in done():
+        status.caption(f"Searching {mech_name} ({k} of {len(eligible)}) ...")
     try:
         goal = seek(turn, seek_key, metric, float(target), float(probability), float(cfg["decide_epsilon"]),
                     sc, compute.dataset_arg(name) or data)
@@ -222,8 +222,8 @@ for k, (mech_name, sc, seek_key) in enumerate(zip(eligible, scenarios, seek_keys
     rows.append(flow.answer(goal, mech, region, cfg))
 ranked = flow.rank(rows, turn)
 ss["decide_answers"] = ranked          # the answers as shown (tests compare them with `ldpviz target`)
-with table_slot.container():
-    st.dataframe(answer_table(ranked, turn), hide_index=True, key="decide:answers")
+status.empty()
+table_slot.dataframe(answer_table(ranked, turn), hide_index=True, key="decide:answers")
 st.caption(f"Met = {tradeoff.rule_text(float(probability))}. ε is the smallest found on a scan (x2 apart, refined "
            "to 5%), not a proven smallest. The attacker knows the population density and sees one report.")
 for r in ranked:
