@@ -438,7 +438,7 @@ def goal_runs(trials: int) -> int:
 @st.cache_data(max_entries=64, ttl=RESULT_TTL_S, show_spinner=False, hash_funcs={Scenario: repr})
 def goal_seek(mode: str, scenario: Scenario, metric: str, target: float, dataset_key: str,
               _dataset: datasets.Dataset | None = None) -> dict[str, Any]:
-    """Compare's target mode, memoised: ``tradeoff.target_epsilon`` ("target_epsilon": the smallest epsilon
+    """Compare's target mode, memoised: ``tradeoff.target_epsilon`` ("target_epsilon": the smallest epsilon found
     meeting ``metric <= target``) or ``tradeoff.users_needed`` ("users_needed", at the scenario's epsilon)."""
     from ldpviz.decide import tradeoff
     if mode == "target_epsilon":   # at the scenario's users (None there would mean everyone in the region)

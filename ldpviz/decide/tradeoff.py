@@ -1,4 +1,4 @@
-"""The privacy-accuracy trade-off as decisions: the frontier, the smallest epsilon for a target, users needed.
+"""The privacy-accuracy trade-off as decisions: the frontier, the smallest epsilon found for a target, users needed.
 
 * :func:`frontier`: per mechanism and epsilon (and optionally number of users), the
   accuracy (mean metric with a 95% CI over trials) against the attacker's error

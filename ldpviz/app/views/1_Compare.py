@@ -11,7 +11,7 @@ from ldpviz.geo.domain import Grid
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.mechanisms.accounting import collection_ledger
 
-MODES = {"at_epsilon": "Compare at ε", "target_epsilon": "Smallest ε for a target",
+MODES = {"at_epsilon": "Compare at ε", "target_epsilon": "Smallest ε found for a target",
          "users_needed": "Users needed for a target"}
 
 MODEL_ORDER = (mechanisms.LDP, mechanisms.GEO_I, mechanisms.CENTRAL_DP, mechanisms.NO_PRIVACY)
@@ -141,7 +141,7 @@ chosen, by_name = session.mechanisms_multiselect(
          "mechanism per family; add any other.")
 mode = session.bind(cfg, "compare_mode", st.segmented_control, "Mode", list(MODES), valid=list(MODES),
                     format_func=MODES.get, required=True,
-                    help="Compare at the sidebar's ε; or, for a target accuracy, find each mechanism's smallest ε "
+                    help="Compare at the sidebar's ε; or, for a target accuracy, find each mechanism's smallest ε found "
                          "(at the sidebar's users) or the fewest users it needs (at the sidebar's ε) for one "
                          "collection to meet it with probability 95%.")
 metric_keys = list(metrics.METRIC_INFO) if mode == "at_epsilon" else list(tradeoff.TARGET_METRICS)
@@ -171,7 +171,7 @@ if mode != "at_epsilon":
         trials = tradeoff.DEFAULT_TRIALS   # the one-collection rule sets its own count (not the sidebar's trials)
         seeks = [session.scenario(cfg, data, mechanism=n).with_(trials=trials) for n in chosen]
         per_run = sum(compute.predicted_seconds(sc.with_(trials=1))[0] for sc in seeks)
-        what = "smallest ε" if mode == "target_epsilon" else "users needed"
+        what = "smallest ε found" if mode == "target_epsilon" else "users needed"
         if not compute.approved_if_long(f"the {what} search for {len(chosen)} mechanisms",
                                         per_run * compute.goal_runs(trials), "the runs timed so far",
                                         f"goal:{mode}:{metric}:{target}:" + "|".join(map(repr, seeks))):
