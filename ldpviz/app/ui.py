@@ -433,3 +433,17 @@ def confidence_table(df: pd.DataFrame, by: str, metric_keys: list[str]) -> pd.Da
                 f"{fmt_metric(key, hi)}]" if hi > lo else fmt_metric(key, m)
                 for m, lo, hi in zip(df[key], df[f"{key}_lo"], df[f"{key}_hi"])]
     return out
+
+
+def show_ledger(ledger: Any, what: str) -> None:
+    """What each person pays (the accountant's ledger, :mod:`ldpviz.mechanisms.accounting`): the headline total
+    with the median person's beside it, then one line per charge. Never adds anything up itself."""
+    if ledger is None:
+        return
+    worst, median = ledger.total("worst"), ledger.total("median")
+    unit = "person" if "person" in ledger.unit else "row"
+    head = f"**What each {unit} pays for {what}:** {worst.text()}"
+    if median != worst:
+        head += f" (the median {unit}: {median.text()})"
+    st.markdown(head)
+    st.markdown("\n".join(f"- {line}" for line in ledger.lines()))

@@ -335,7 +335,9 @@ def _sweep_task(scenario: Scenario, dataset: datasets.Dataset | None) -> list[di
     result = run(scenario, dataset)
     base = {"dataset": scenario.dataset, "mechanism": scenario.mechanism, "epsilon": scenario.epsilon,
             "grid_side": scenario.grid_side, "n_users": result.n_users, "seed": scenario.seed,
-            **{f"param_{k}": v for k, v in scenario.params}}
+            **{f"param_{k}": v for k, v in scenario.params},
+            # what a row pays, from the accountant (one text per model: Geo-I and central DP are no single number)
+            "total_per_row": result.ledger.total().text() if result.ledger is not None else ""}
     rows = []
     for _, m in result.metrics.iterrows():
         rows.append({**base, **m.to_dict(), "seconds": result.timings["total"] / scenario.trials})

@@ -176,6 +176,18 @@ class Total:
         model = "LDP" if self.geo_per_km == 0 else ("Geo-I" if self.ldp == 0 else "LDP + Geo-I")
         return f"ε = {local} ({model})"
 
+    def headline(self) -> str:
+        """A short figure for a metric box: '182' (LDP), '0.855/km + 3.54 km' (Geo-I), 'central 2' ..."""
+        if self.exposed:
+            return "no privacy"
+        parts = [f"{self.ldp:.3g}"] if self.ldp > 0 else []
+        if self.geo_per_km > 0:
+            slack = f" (+{_length(self.geo_slack_m)})" if self.geo_slack_log > 0 else ""
+            parts.append(f"{self.geo_per_km:.3g}/km{slack}")
+        if self.central > 0:
+            parts.append(f"central {self.central:.3g}")
+        return " + ".join(parts) or "0"
+
     def to_dict(self) -> dict[str, Any]:
         return {"ldp_epsilon": self.ldp, "geo_i_epsilon_per_km": self.geo_per_km,
                 "geo_i_slack_m": self.geo_slack_m, "central_epsilon": self.central, "exposed": self.exposed,

@@ -71,6 +71,8 @@ with session.guard("this scenario"):
             tuple(sorted(dict(scenario.params).items()))), result.ledger)   # the per-row total (region included)
         if weak:
             st.warning(weak, icon=":material/warning:")
+    if result.ledger is not None and len(result.ledger.charges) > 1:   # a paid region: what a row pays in all
+        ui.show_ledger(result.ledger, "this collection")
     if scenario.mechanism == "srr":
         resolution = compute.srr_resolution_sentence(scenario.mechanism, scenario.grid_side, result.grid.region,
                                                      scenario.epsilon, scenario.params)

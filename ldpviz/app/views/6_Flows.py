@@ -140,8 +140,9 @@ with session.guard("the OD flows"):
     c4.metric(f"Top-{s['top_k']} precision", f"{s['top_k_precision']:.0%}",
               help=explain.readout_help("top_k_precision", f"Here k = {s['top_k']}."))
     st.caption(f"Guarantee: {res.guarantee}")
-    if region_use:
+    if region_use and not presets_of(dataset)[region].epsilon_spent:    # a paid region is in the ledger
         st.caption(f"Not covered by ε: the region '{region}' was {region_use}.")
+    ui.show_ledger(res.ledger, "one OD collection")
     st.caption(f"Trips: {out['source']}. " + "; ".join(f"left out {n:,} {why}" for why, n in s["left_out"].items()))
     left, right = st.columns(2)
     left.subheader("True flows")
@@ -176,6 +177,7 @@ with session.guard("the OD flows"):
                f"+{NAV_DELAY_S:g} s.")
     st.caption(f"Guarantee: {nav.guarantee} {nav.settings['region']} Simulation: {NAV_TRIPS} trips on a {NAV_GRID} × {NAV_GRID} road grid, "
                f"θ = {theta} s, +{NAV_DELAY_S:g} s per congested cell.")
+    ui.show_ledger(nav.ledger, "navigation (traffic reports and location updates)")
     if nav.example:
         full = ui.map_size("full", nav.grid.region)
         st.pydeck_chart(flowviz.route_deck(nav.grid, nav.congestion_true, nav.example, basemap=basemap, **full),

@@ -199,8 +199,8 @@ with session.guard("the user-level heatmap"):
                                             f"Here {res.info['shares_per_coordinate']} shares per coordinate."))
         s2.metric("Bits per person", f"{res.info['bits_per_person']:,}", help=explain.readout_help("bits_per_person"))
     st.caption(f"Guarantee: {res.guarantee}.")
-    st.caption(f"Ledger (map and centres): {out['heatmap_ledger'].sentence()}")
-    if region_use:
+    ui.show_ledger(out["heatmap_ledger"], "the map and the centres")
+    if region_use and not presets_of(source)[region_name].epsilon_spent:   # a paid region is in the ledger
         st.caption(f"Not covered by ε: the region '{region_name}' was {region_use}.")
     vmax = float(max(out["true"].max(), res.density.max()))
     left, right = st.columns(2)
