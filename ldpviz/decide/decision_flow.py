@@ -195,6 +195,8 @@ def answer(goal: Mapping[str, Any], mech: Any, region: Any, cfg: Mapping[str, An
         row["ledger_sentence"] = ledger.sentence()
         row["ledger_one"] = ledger.repeated(1).sentence()
         row["ledger_warning"] = ledger.warning()
+        row["ledger_one_headline"] = ledger.per_collection().headline()
+        row["ledger_year_headline"] = ledger.total().headline()
     else:
         row["ledger"] = None
     return row

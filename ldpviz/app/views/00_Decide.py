@@ -52,7 +52,9 @@ def answer_table(ranked: list[dict], turn: str) -> list[dict]:
                  if r["reached"] else "—",
              "attacker off by": ui.fmt_metres(r["attacker_error_m"]) if r.get("attacker_error_m") is not None
                  else (f"— ({r['attacker_note']})" if r.get("attacker_note") else "—"),
-             "total per person": r.get("ledger_sentence") or r["message"],
+             "ε per person, one collection": r.get("ledger_one_headline") or "—",
+             "ε per person over a year": r.get("ledger_year_headline") or "—",
+             "note": r["message"],
              "warnings": "; ".join(x for x in (r.get("scan_warning"), r.get("ledger_warning") or r.get("warning"))
                                    if x)}
             for i, r in enumerate(ranked)]
@@ -265,6 +267,11 @@ session.bind(cfg, "decide_purpose", c2.text_input, "Purpose of the collection")
 c1, c2 = st.columns(2)
 session.bind(cfg, "decide_owner", c1.text_input, "Owner (who answers for it)")
 session.bind(cfg, "decide_retention", c2.text_input, "Retention (how long the data is kept)")
+pick = next(r for r in ranked if r["mechanism"] == chosen)
+with st.container(border=True):
+    st.markdown(f"**What each person pays with {chosen}** (the accountant's ledger)")
+    st.markdown("\n".join(f"- {line}" for line in pick["ledger"]["lines"]))
+    st.markdown(f"{pick['ledger_one']}  \n{pick['ledger_sentence']}")
 session.sync_url(cfg)
 base_url = str(getattr(st.context, "url", "") or "").split("?")[0]
 link = f"{base_url}?{urlencode(state.encode(cfg))}"
