@@ -15,7 +15,7 @@ from ldpviz.decide import decision_flow as flow
 from ldpviz.mechanisms.base import CENTRAL_DP, GEO_I, LDP
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGE = str(ROOT / "ldpviz/app/views/00_Decide.py")
+PAGE = str(ROOT / "ldpviz/app/views/0_Decide.py")
 
 
 def page(**query: str) -> AppTest:

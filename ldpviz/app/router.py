@@ -17,7 +17,7 @@ from ldpviz.app import errors, session
 VIEWS = Path(__file__).resolve().parent / "views"
 #: (file in views/, title, url path); Explore is the default page at the root address.
 PAGES = [
-    ("00_Decide.py", "Decide", "Decide"),      # first: the guided decision (issue 27)
+    ("0_Decide.py", "Decide", "Decide"),      # first: the guided decision (issue 27)
     ("0_Explore.py", "Explore", None),
     ("1_Compare.py", "Compare", "Compare"),
     ("2_Trade-offs.py", "Trade-offs", "Trade-offs"),
