@@ -238,19 +238,20 @@ reached = [r["mechanism"] for r in ranked if r["reached"]]
 pins = session.bind(cfg, "decide_pins", st.multiselect, "Pin two to compare their maps", reached,
                     max_selections=2, default=None) if reached else []
 pins = [p for p in (cfg.get("decide_pins") or []) if p in reached]
-if len(pins) == 2:
-    cols = st.columns(2)
-    for col, pin in zip(cols, pins):
+if len(pins) == 2:       # one collection each, at its answer, on one colour scale
+    pinned = []
+    for pin in pins:
         r = next(x for x in ranked if x["mechanism"] == pin)
-        eps = float(r["epsilon"])
         sc = flow.scenario(name, region, pin, int(side), r["n_users"] if turn == "users" else n_users,
-                           int(cfg["seed"])).with_(epsilon=eps, trials=1)
-        res = compute.cached_run(sc, key, compute.dataset_arg(name) or data)
+                           int(cfg["seed"])).with_(epsilon=float(r["epsilon"]), trials=1)
+        pinned.append((pin, r, compute.cached_run(sc, key, compute.dataset_arg(name) or data)))
+    vmax = max(float(res.estimate.density.max()) for _, _, res in pinned) or 1.0
+    for col, (pin, r, res) in zip(st.columns(2), pinned):
         with col:
             st.markdown(f"**{pin}** at ε {flow.epsilon_text(r)}")
             px = ui.map_size("half", region)
             st.pydeck_chart(viz.estimate_deck(res.grid, res.estimate.density, res.estimate.partition,
-                                              vmax=float(res.estimate.density.max()) or 1.0, **px),
+                                              vmax=vmax, **px),
                             height=px["height"], key=f"decide:map:{pin}")
             st.caption(f"{ui.metric_label(metric)} of this collection: {ui.fmt_metric(metric, res.mean()[metric])}")
 in_depth("Explore", "One mechanism in depth on the Explore page")
