@@ -112,3 +112,18 @@ def test_readme_states_the_count_of_choices():
     text = (ROOT / "README.md").read_text()
     assert f"**{len(flow.CHOICES)} choices** when every one is set, {len(flow.REQUIRED)} when the defaults" in text
     assert len(flow.CHOICES) <= 12
+
+
+def test_users_needed_is_the_same_page_turned_around():
+    """Step 4 turned around (central DP accepted, epsilon fixed at 2): each mechanism answers with the fewest users
+    found, the epsilon column gives way to users, and the command carries --epsilon."""
+    at = page(ds="normal", users="0", d="8", dcm="cdp", dcmet="w2_m", dct="1500", dcturn="users", dceps="2")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    answers = at.session_state["decide_answers"]
+    assert {a["mechanism"] for a in answers} == {"dp-heatmap", "laplace", "laplace-top"}
+    assert all(a["epsilon"] == 2.0 for a in answers)
+    reached = [a for a in answers if a["reached"]]
+    assert reached and all(a["n_users"] >= 10 for a in reached)
+    assert "users needed" in at.dataframe[0].value.columns
+    assert any(c.value.startswith("ldpviz target") and "--epsilon 2" in c.value for c in at.code)
