@@ -10,7 +10,8 @@ size``, which includes Python, numpy and pandas themselves: the "baseline" row
 loads nothing), and the rows kept, dropped and changed, which must match what
 was planted. Synthetic sets (:func:`ldpviz.data.synthetic.generate`) are measured the
 same way, both whole (``generate``) and streamed one chunk at a time
-(``chunks``, at ten times the largest size: 100 million points in the full run).
+(``chunks``, at ten times the largest size: 100 million points in the full run), and ``ldpviz run`` on the
+largest size (all points in memory) and on ten times it (chunk by chunk, under a 6 GiB address-space limit).
 
     python bench/bench_loading.py                    # 1e5, 1e6, 1e7 rows -> docs/data-loading.md
     python bench/bench_loading.py --quick --out /tmp/x   # 1e4, 1e5 rows
@@ -37,6 +38,15 @@ sys.path.insert(0, str(ROOT))
 from ldpviz.evidence.reproduce import provenance_markdown  # noqa: E402
 
 TARGET_GB = 2.0
+#: The 100M-point run is measured under this address-space limit (``ulimit -v``): it used to fail there.
+RUN_LIMIT_GIB = 6.0
+#: What README states for `ldpviz run` on a synthetic set above 10M points (chunk by chunk), whatever N.
+CHUNKED_RUN_TARGET_GB = 1.0
+
+
+def _path(res: dict) -> str:
+    return "chunk by chunk" if res.get("chunked") else "all points in memory"
+
 BAD_EVERY = 100_000
 SEED = 0
 
@@ -53,6 +63,16 @@ elif kind == "stream":
     for lon, lat in synthetic.chunks(arg, n, seed=0):
         kept += int(((lon > 0) | (lon <= 0)).sum())
     out = {"rows_kept": kept}
+elif kind == "run":
+    import contextlib, io
+    from ldpviz.cli.commands import main
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        code = main(["run", "--dataset", f"{arg}:n={n}", "--json"])
+    if code != 0:
+        sys.exit(code)
+    res = json.loads(buf.getvalue())
+    out = {"rows_kept": res["n_users"], "chunked": any("chunk by chunk" in x for x in res["notes"])}
 elif kind == "synthetic":
     from ldpviz.data import synthetic
     ds = synthetic.generate(arg, n, seed=0)
@@ -110,13 +130,19 @@ def write_files(n: int, folder: Path) -> tuple[Path, Path, dict[str, int]]:
     return csv_path, pq_path, planted, malformed
 
 
-def measure(kind: str, arg: str, n: int) -> dict:
-    """Run one load in a fresh process under /usr/bin/time -v; its JSON plus the peak RSS in MB."""
+def measure(kind: str, arg: str, n: int, limit_gib: float | None = None) -> dict:
+    """Run one load in a fresh process under /usr/bin/time -v (and an address-space limit of ``limit_gib``, as
+    ``ulimit -v``); its JSON plus the peak RSS in MB."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-c", _CHILD, kind, arg, str(n)]
     timed = Path("/usr/bin/time").exists()
+
+    def limit() -> None:
+        if limit_gib is not None:
+            import resource
+            resource.setrlimit(resource.RLIMIT_AS, (int(limit_gib * 2**30), int(limit_gib * 2**30)))
     proc = subprocess.run((["/usr/bin/time", "-v"] if timed else []) + cmd, capture_output=True, text=True,
-                          env=env, timeout=3600)
+                          env=env, timeout=3600, preexec_fn=limit)
     if proc.returncode != 0:
         raise RuntimeError(f"{kind} {arg}: {proc.stderr[-2000:]}")
     out = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -135,6 +161,7 @@ def main() -> int:
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows, checks = [], []
+    load_start = os.getloadavg()[0]
     base = measure("baseline", "-", 0)
     rows.append({"what": "baseline (imports only)", "rows": 0, "file_mb": 0.0, **base})
     with tempfile.TemporaryDirectory() as tmp:
@@ -159,14 +186,23 @@ def main() -> int:
         res = measure("stream", "normal", stream_n)
         rows.append({"what": "synthetic normal, streamed in chunks (synthetic.chunks)", "rows": stream_n,
                      "file_mb": 0.0, **res})
-    report = render(rows, checks, args.quick, sizes)
+        for n in sizes:
+            res = measure("run", "normal", n)
+            rows.append({"what": f"`ldpviz run` (grr, d = 32) on normal:n=N, {_path(res)}", "rows": n,
+                         "file_mb": 0.0, **res})
+        res = measure("run", "normal", stream_n, RUN_LIMIT_GIB)
+        rows.append({"what": f"`ldpviz run` (grr, d = 32) on normal:n=N, {_path(res)}, under a "
+                             f"{RUN_LIMIT_GIB:g} GiB address-space limit", "rows": stream_n, "file_mb": 0.0, "limited": True,
+                     **res})
+    report = render(rows, checks, args.quick, sizes, (load_start, os.getloadavg()[0]))
     path = out_dir / "data-loading.md"
     path.write_text(report)
     print(f"wrote {path}")
     return 0
 
 
-def render(rows: list[dict], checks: list[tuple], quick: bool, sizes: list[int]) -> str:
+def render(rows: list[dict], checks: list[tuple], quick: bool, sizes: list[int],
+           load: tuple[float, float] = (float("nan"), float("nan"))) -> str:
     lines = ["# Loading big files and synthetic sets: time and peak memory vs rows", "",
              provenance_markdown(seeds=str(SEED), trials="1 per size (one fresh process each)", quick=quick),
              "Written by `bench/bench_loading.py`. Each load runs in a fresh Python process under "
@@ -174,7 +210,11 @@ def render(rows: list[dict], checks: list[tuple], quick: bool, sizes: list[int])
              "libraries included (see the baseline row). *Seconds* is measured inside the process, imports "
              "included. Files above 64 MB are read in chunks of 1,000,000 rows (`ldpviz/data/big_files.py`). Every "
              f"file has bad rows planted (one of each kind per {BAD_EVERY:,} rows, and in CSV one row with an "
-             "extra field per million); the loader's counts must match them.", "",
+             "extra field per million); the loader's counts must match them. The `ldpviz run` rows run the whole "
+             "command (`ldpviz run --dataset normal:n=N --json`) in the child: up to 10,000,000 points with every "
+             "point in memory, above that chunk by chunk (`ldpviz/experiment/chunked.py`). Load average (1 min): "
+             f"{load[0]:.1f} at the start, {load[1]:.1f} at the end; the machine is shared, so *seconds* are noisy, "
+             "while *peak MB* depends on the code alone.", "",
              "| what | rows | file MB | seconds | peak MB | rows kept | dropped / changed |",
              "|---|---:|---:|---:|---:|---:|---|"]
     for r in rows:
@@ -192,6 +232,22 @@ def render(rows: list[dict], checks: list[tuple], quick: bool, sizes: list[int])
         verdict = "within" if r["peak_mb"] / 1024 <= TARGET_GB else "over"
         lines.append(f"- {r['what']} at {biggest:,} rows: loaded in {r['seconds']:.1f} s with a peak of "
                      f"{r['peak_mb'] / 1024:.2f} GB, {verdict} the {TARGET_GB:g} GB target.")
+    from ldpviz.data.synthetic import BYTES_PER_POINT
+    runs = [r for r in rows if r["what"].startswith("`ldpviz run`")]
+    held = [r for r in runs if not r.get("chunked") and not r.get("limited")]
+    if len(held) >= 2:       # the slope between the two largest in-memory runs: what each further point costs
+        a, b = held[-2], held[-1]
+        per_point = (b["peak_mb"] - a["peak_mb"]) * 2**20 / (b["rows"] - a["rows"])
+        verdict = "within" if per_point <= BYTES_PER_POINT else "over"
+        lines.append(f"- `ldpviz run` with every point in memory: {per_point:,.0f} bytes a point (peak from "
+                     f"{a['rows']:,} to {b['rows']:,} points), {verdict} the {BYTES_PER_POINT} bytes a point the "
+                     "memory check (`ldpviz.data.synthetic.check_memory`) assumes before a set is drawn.")
+    for r in runs:
+        if r.get("chunked"):
+            verdict = "within" if r["peak_mb"] / 1024 <= CHUNKED_RUN_TARGET_GB else "over"
+            lines.append(f"- `ldpviz run` on {r['rows']:,} synthetic points, chunk by chunk: {r['seconds']:.0f} s "
+                         f"with a peak of {r['peak_mb'] / 1024:.2f} GB, {verdict} the {CHUNKED_RUN_TARGET_GB:g} GB "
+                         "the README states for any number of points.")
     return "\n".join(lines) + "\n"
 
 

@@ -31,3 +31,9 @@ def number(value: object) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{k} = {number(v)}" for k, v in value.items()) or "none"
     return str(value)
+
+
+def capped(asked: int, held: int, noun: str = "users", where: str = "the region") -> str:
+    """The one sentence every command and page gives when more were asked for than there are: '1,000,000,000 users
+    were asked for but the region holds 51,920; all take part.' (nothing the user gave is silently changed)."""
+    return f"{int(asked):,} {noun} were asked for but {where} holds {int(held):,}; all take part."

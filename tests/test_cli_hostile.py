@@ -346,7 +346,8 @@ def test_unwritable_out_refused_before_the_work(command, tmp_path, capsys):
 def test_no_silent_substitution(argv, needle, capsys):
     """Values that used to be replaced (epsilon 0 -> 1, partition 0 -> none, threshold -1 -> all cells) or
     misread (-inf as an option) are refused in one line before any work."""
-    if argv[0] == "sweep" and "--vary" in argv and "--vary epsilon=1" not in " ".join(argv):
+    if argv[0] == "sweep" and "--vary" in argv and "--vary epsilon=1" not in " ".join(argv) \
+            and "--vary grid=" not in " ".join(argv):      # --grid beside --vary grid= is refused (issue 30.3)
         argv = argv + ["--grid", "4"]
     err = one_line_exit(argv, capsys)
     assert needle in err and "expected one argument" not in err and "scenarios" not in err
@@ -360,3 +361,255 @@ def test_signed_values_join():
     assert join_signed_values(["run", "--bbox", "-93.3,44.9,-93.2,45"], options) == ["run", "--bbox=-93.3,44.9,-93.2,45"]
     assert join_signed_values(["run", "--epsilon", "--json"], options) == ["run", "--epsilon", "--json"]
     assert join_signed_values(["run", "--json", "-inf"], options) == ["run", "--json", "-inf"]
+
+
+# ---------------------------------------------------------------- issue 30: nothing silently changed
+CAPPED = "1,000,000,000 users were asked for but the region holds 51,920; all take part."
+
+
+@pytest.mark.parametrize("command", ["run", "target"])
+def test_capped_users_said_on_stdout_and_in_json(command, capsys, loud):
+    """Every command that caps --users at the region's size says so the way `run` does, in text and in --json."""
+    argv = [command, *NEEDS[command], "--users", "1000000000"]
+    assert main(argv) == 0
+    assert f"note: {CAPPED}" in capsys.readouterr().out
+    assert main(argv + ["--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert CAPPED in out["notes"]
+    taking_part = out["n_users"] if command == "run" else out["results"][0]["n_users"]
+    assert taking_part == 51_920
+
+
+def test_capped_users_said_by_sweep_report_and_trip_commands(tmp_path, capsys, loud):
+    """sweep (CSV on stdout stays CSV: the note goes to stderr), report (its HTML), od and navigate (trips)."""
+    assert main(["sweep", "--grid", "4", "--vary", "users=100,1000000000"]) == 0
+    assert f"note: {CAPPED}" in capsys.readouterr().err
+    out = tmp_path / "r.html"
+    assert main(["report", *NEEDS["report"], "--users", "1000000000", "--out", str(out)]) == 0
+    assert CAPPED in out.read_text()
+    assert main(["od", "--grid", "4", "--mechanism", "grr", "--users", "100000", "--json"]) == 0
+    od = json.loads(capsys.readouterr().out)
+    held = int(od["notes"][0].split("holds ")[1].split(";")[0].replace(",", ""))   # OD pairs in the region
+    assert od["notes"] == [f"100,000 trips were asked for but the region holds {held:,}; all take part."]
+    assert od["n_users"] <= held < 100_000
+    assert main(["navigate", "--dataset", "atlantic-storms", "--grid", "4", "--trips", "2000", "--json"]) == 0
+    nav = json.loads(capsys.readouterr().out)
+    assert nav["notes"] == [f"2,000 trips that change cell were asked for but the region holds {nav['trips']:,}; "
+                            "all take part."]
+
+
+@pytest.mark.parametrize("spec, needle", [("epsilon=1,", "empty value"), ("epsilon=", "empty value"),
+                                          ("epsilon=1,,2", "empty value"), ("=1,2", "empty name")])
+def test_sweep_refuses_an_empty_vary_value(spec, needle, capsys):
+    """`--vary epsilon=1,` used to run one scenario and drop the empty value without a word."""
+    err = one_line_exit(["sweep", "--grid", "4", "--vary", spec], capsys)
+    assert needle in err and spec in err and "scenarios" not in err
+
+
+def test_sweep_refuses_a_name_varied_twice(capsys):
+    """The second --vary of a name used to replace the first silently."""
+    err = one_line_exit(["sweep", "--grid", "4", "--vary", "epsilon=1", "--vary", "epsilon=2"], capsys)
+    assert "already varied" in err
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["run", "--users", "5000", "--grid", "16", "--region-epsilon", "-1"], "--region-epsilon: epsilon must be > 0"),
+    (["run", "--grid", "4", "--region-epsilon", "nan"], "--region-epsilon"),
+    (["run", "--grid", "4", "--region-epsilon", "0.8"], "--region-epsilon acts only on a file"),
+    (["run", "--grid", "4", "--region-rule", "public-tiles"], "--region-rule acts only on a file"),
+    (["run", "--grid", "4", "--max-bytes", "99999999999999999999999"], "from 1 to 1,099,511,627,776 (1 TiB)"),
+    (["run", "--grid", "4", "--max-bytes", "0"], "--max-bytes must be"),
+    (["run", "--grid", "4", "--max-bytes", "1000"], "--max-bytes acts only on a file"),
+    (["run", "--grid", "4", "--lat-column", "y"], "--lat-column acts only on a file"),
+    (["run", "--grid", "4", "--users", "1000", "--partition-users", "500", "--region-epsilon", "1"],
+     "--region-epsilon acts only on a file"),
+    (["sweep", "--grid", "4", "--vary", "epsilon=1,2", "--lon-column", "x"], "--lon-column acts only on a file"),
+    (["target", *NEEDS["target"], "--region-rule", "private-tiles"], "--region-rule acts only on a file"),
+    (["target", "--grid", "4", "--metric", "l1", "--at-most", "0.9", "--mechanism", "grr", "--no-attacker",
+      "--r", "100"], "--r is the attacker's distance; with --no-attacker it would do nothing"),
+    (["target", "--grid", "4", "--metric", "l1", "--at-most", "0.9", "--mechanism", "grr", "--trials", "5",
+      "--confidence", "1"], "--confidence must be from 0.5 to below 1"),
+    (["report", *NEEDS["report"], "--max-bytes", "5", "--out", "x.html"], "--max-bytes acts only on a file"),
+    (["od", *NEEDS["od"], "--person-column", "who"], "--person-column acts only on a file"),
+    (["navigate", *NEEDS["navigate"], "--time-column", "t"], "--time-column acts only on a file"),
+    (["od", *NEEDS["od"], "--max-bytes", "99999999999999999999999"], "(1 TiB)"),
+])
+def test_options_that_cannot_act_are_refused(argv, needle, capsys):
+    """An option that would do nothing here, or a value out of range, is refused in one line before any work
+    (`--region-epsilon -1` used to run and show region_epsilon 0.0 in the JSON)."""
+    err = one_line_exit(argv, capsys)
+    assert needle in err, err
+
+
+def test_region_options_refused_where_the_region_is_given(points_csv, capsys):
+    """With --bbox the box is the region: the rule choosing a file's region cannot act; public tiles spend no
+    epsilon0, so --region-epsilon cannot act there either. Given where they act, they act and are stated."""
+    err = one_line_exit(["run", "--grid", "4", "--csv", str(points_csv), f"--bbox={MINNEAPOLIS}",
+                         "--region-epsilon", "1"], capsys)
+    assert "with --bbox the region is the box" in err
+    err = one_line_exit(["run", "--grid", "4", "--csv", str(points_csv), "--region-rule", "public-tiles",
+                         "--region-epsilon", "1"], capsys)
+    assert "public-tiles spends none" in err
+    err = one_line_exit(["run", "--grid", "4", "--csv", str(points_csv), "--max-bytes", str(2**41)], capsys)
+    assert "1 TiB" in err
+
+
+def test_od_states_a_top_k_beyond_the_pairs_that_occur(capsys):
+    """top-k precision over more pairs than occur used to rank fewer without a word."""
+    assert main(["od", "--grid", "4", "--mechanism", "grr", "--users", "5", "--top-k", "100000", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert any(n.startswith("top-100000 was asked for but") for n in out["notes"]), out["notes"]
+
+
+# ---------------------------------------------------------------- issue 30.4: a clean stop
+def _serving(port: int) -> bool:
+    import socket
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _streamlit_on(port: int) -> list[int]:
+    """Processes whose command line runs streamlit on ``port`` (an orphan would be one)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\0")
+        except OSError:
+            continue
+        if b"streamlit" in b" ".join(argv) and str(port).encode() in argv:
+            found.append(int(pid))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("browser")    # starts a dashboard server, as the browser tests do: one at a time
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc to find an orphaned server")
+def test_app_stopped_with_sigterm_leaves_nothing_running():
+    """`ldpviz app` stopped as a service manager stops it (SIGTERM to its process): nothing is left listening on
+    the port and no streamlit process is left (the launcher used to keep Streamlit as a child it never told)."""
+    import signal
+    import time
+    import urllib.request
+
+    from ldpviz.app import serve
+
+    port = serve.free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "ldpviz", "app", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=serve.ROOT,
+                            env={**os.environ, "PYTHONPATH": str(serve.ROOT)})
+    try:
+        deadline = time.monotonic() + 90
+        healthy = False
+        while time.monotonic() < deadline and proc.poll() is None and not healthy:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1) as resp:
+                    healthy = resp.status == 200
+            except OSError:
+                time.sleep(0.2)
+        assert healthy, f"the dashboard did not come up: {proc.stderr.read().decode(errors='replace')[-2000:]}"
+        assert _streamlit_on(port), "no streamlit process found serving the port"
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and (_serving(port) or _streamlit_on(port)):
+            time.sleep(0.2)
+        assert not _serving(port), f"something still listens on port {port} after SIGTERM"
+        assert not _streamlit_on(port), f"streamlit processes left after SIGTERM: {_streamlit_on(port)}"
+    finally:
+        for pid in _streamlit_on(port) + ([proc.pid] if proc.poll() is None else []):
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+
+
+# ---------------------------------------------------------------- issue 30.5: big synthetic sets in bounded memory
+def _limited(gib: float):
+    """preexec_fn: an address-space limit (as ``ulimit -v``) for the child."""
+    import resource
+
+    def apply():
+        size = int(gib * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (size, size))
+    return apply
+
+
+def test_big_synthetic_run_is_chunked_over_the_same_points(monkeypatch, capsys):
+    """Above the chunked threshold `run` draws, bins and perturbs chunk by chunk; the points are generate()'s
+    (same true density, exactly) and the output says how it ran (small chunks stand in for 1M-point ones)."""
+    from ldpviz import experiment
+    from ldpviz.data import synthetic
+    from ldpviz.experiment import chunked
+
+    monkeypatch.setattr(synthetic, "CHUNK", 700)
+    monkeypatch.setattr(chunked, "CHUNKED_ABOVE", 2_000)
+    assert main(["run", "--dataset", "normal:n=5000", "--grid", "8", "--users", "9000", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["n_users"] == 5000
+    assert any("chunk by chunk (8 chunks of up to 700 points)" in n for n in out["notes"]), out["notes"]
+    assert "9,000 users were asked for but the region holds 5,000; all take part." in out["notes"]
+    scenario = experiment.Scenario(dataset="normal:n=5000", mechanism="grr", epsilon=1.0, grid_side=8)
+    assert chunked.applies(scenario) and not chunked.applies(scenario.with_(mechanism="privag"))
+    assert not chunked.applies(scenario.with_(n_users=100))          # a subsample needs every point: in memory
+    whole = experiment.run(scenario, synthetic.generate("normal", 5000))
+    np.testing.assert_array_equal(chunked.run(scenario).true_density, whole.true_density)
+
+
+def test_big_synthetic_set_that_cannot_fit_is_refused_up_front():
+    """A mechanism that needs every point in memory (privag: two rounds) on 20M points under a 1.5 GiB
+    address-space limit: refused in one line stating the memory it needs, not an ArrayMemoryError."""
+    proc = subprocess.run([sys.executable, "-m", "ldpviz", "run", "--mechanism", "privag", "--dataset",
+                           "normal:n=20000000"], capture_output=True, text=True, timeout=300,
+                          preexec_fn=_limited(1.5))
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    err = proc.stderr.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert "needs about 1.9 GiB (100 bytes a point)" in err
+    assert "address-space limit of 1.5 GiB" in err or "memory available on this machine" in err   # the tighter
+
+
+@pytest.mark.slow
+def test_big_synthetic_run_fits_a_small_address_space():
+    """`run --dataset normal:n=11000000` (just above the chunked threshold) under a 1.5 GiB address-space limit:
+    the in-memory path needs about 1 GiB for the points alone plus the interpreter, the chunked one a bounded
+    amount whatever n (the 100M run's peak is measured in bench/bench_loading.py, docs/data-loading.md)."""
+    proc = subprocess.run([sys.executable, "-m", "ldpviz", "run", "--dataset", "normal:n=11000000", "--json"],
+                          capture_output=True, text=True, timeout=600, preexec_fn=_limited(1.5))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    assert out["n_users"] == 11_000_000 and any("chunk by chunk (11 chunks" in n for n in out["notes"])
+
+
+def test_data_options_not_given_resolve_to_the_defaults_their_help_states():
+    """--max-bytes, --region-rule and --region-epsilon default to None (not given, so option_checks can refuse
+    them where they cannot act); what None resolves to is what each help text says."""
+    import argparse
+
+    from ldpviz.cli import data_options, option_checks
+    from ldpviz.mechanisms.fo.private_region import DEFAULT_REGION_EPSILON, PRIVATE_TILES
+
+    p = argparse.ArgumentParser()
+    data_options.add_data_arguments(p)
+    args = p.parse_args([])
+    assert (args.max_bytes, args.region_rule, args.region_epsilon) == (None, None, None)
+    assert option_checks.file_limits(args, data_options.DEFAULT_MAX_BYTES) == (
+        data_options.DEFAULT_MAX_BYTES, PRIVATE_TILES, DEFAULT_REGION_EPSILON)
+    helps = {a.dest: a.help for a in p._actions}
+    assert f"default {data_options.DEFAULT_MAX_BYTES // 2**20:,} MiB" in helps["max_bytes"]
+    assert f"(default {DEFAULT_REGION_EPSILON:g})" in helps["region_epsilon"]
+    assert f"'{PRIVATE_TILES}' (default)" in helps["region_rule"]
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--epsilon", "3", "--vary", "epsilon=1,2"], "--epsilon 3.0 would do nothing: --vary epsilon sets it"),
+    (["--grid", "8", "--vary", "grid=4,8"], "--grid 8 would do nothing: --vary grid sets it"),
+    (["--seed", "3", "--vary", "seed=1,2"], "--seed 3 would do nothing"),
+    (["--users", "300", "--vary", "users=100,200"], "--users 300 would do nothing"),
+    (["--mechanism", "sem-geoi", "--param", "k=2", "--vary", "k=1,3"], "--param k=2 would do nothing"),
+])
+def test_sweep_refuses_an_option_its_vary_replaces(argv, needle, capsys):
+    """`sweep --epsilon 3 --vary epsilon=1,2` ran epsilon 1 and 2 and dropped the 3 without a word."""
+    err = one_line_exit(["sweep", *argv], capsys)
+    assert needle in err and "scenarios" not in err

@@ -13,8 +13,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ldpviz import experiment, mechanisms
-from ldpviz.cli import data_options as cli_input
+from ldpviz import experiment, mechanisms, wording
+from ldpviz.cli import data_options as cli_input, option_checks
 from ldpviz.cli.data_options import join_signed_values  # noqa: F401 (public)
 from ldpviz.data import datasets
 from ldpviz.errors import LdpvizInputError
@@ -114,12 +114,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         from ldpviz.experiment import partitioned                  # one scenario in partitions (ldpviz.experiment.partitioned)
         if args.region and args.bbox:
             raise LdpvizInputError("give either --region or --bbox, not both")
+        option_checks.check_data_options(args, partitioned=True)
         result = partitioned.run_from_args(args, cli_input.bbox_region(args.bbox) if args.bbox else None,
                                            _params(args.param)).result
         scenario = result.scenario
     else:
+        from ldpviz.experiment import chunked                     # NAME:n=N above 10M points: chunk by chunk
         scenario, user = _scenario_and_data(args)
-        result = experiment.run(scenario, user.data)
+        big = user.data is None and chunked.applies(scenario)
+        result = chunked.run(scenario) if big else experiment.run(scenario, user.data)
     summary = result.summary()
     warning = result.ledger.warning()          # judged on the ledger's per-row total (region included)
     print_privacy_warning(warning)
@@ -147,7 +150,14 @@ def _vary(specs: Sequence[str]) -> dict[str, list[Any]]:
             raise LdpvizInputError(f"--vary expects name=v1,v2,..., got {spec!r}")
         key, values = spec.split("=", 1)
         key = {"grid": "grid_side", "d": "grid_side", "users": "n_users"}.get(key.strip(), key.strip())
-        vary[key] = [_number(v.strip()) for v in values.split(",") if v.strip()]
+        items = [v.strip() for v in values.split(",")]
+        if not key or "" in items:                    # 'epsilon=1,' or 'epsilon=1,,2': nothing is dropped unsaid
+            raise LdpvizInputError(f"--vary {spec!r} has an empty {'name' if not key else 'value'}; give "
+                                   "name=v1,v2,... with a value between every two commas")
+        if key in vary:
+            raise LdpvizInputError(f"--vary {spec!r}: {key} is already varied; give its values once, "
+                                   f"as {key}=v1,v2,...")
+        vary[key] = [_number(v) for v in items]
     if not vary:
         raise LdpvizInputError("sweep needs at least one --vary name=v1,v2,...")
     return vary
@@ -158,6 +168,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     cli_input.require_number(args.workers, "--workers", minimum=1)
     mechanisms.validate_epsilon(args.epsilon)
     vary = _vary(args.vary)
+    option_checks.check_vary_overrides(args, vary, vars(build_parser().parse_args(["sweep"])), _params(args.param))
     scenario, user = _scenario_and_data(args)
     for sc in experiment.expand(scenario, vary):      # every value checked before the first run
         try:
@@ -178,6 +189,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from ldpviz.experiment import executors as parallel
     with parallel.executor_for(args.workers, args.scheduler) as executor:
         df = experiment.sweep(scenario, vary, dataset=data, executor=executor, progress=progress)
+    held = int(df["n_users"].max()) if "n_users" in df and len(df) else None
+    for asked in sorted({int(v) for v in vary.get("n_users", [scenario.n_users]) if v is not None}):
+        if held is not None and asked > held:        # the CSV's n_users column has the users who took part
+            print(f"note: {wording.capped(asked, held)}", file=sys.stderr)
     if args.out:
         cli_input.write_text(args.out, df.to_csv(index=False))
         print(f"wrote {len(df)} rows to {args.out}", file=sys.stderr)
@@ -216,6 +231,8 @@ def cmd_od(args: argparse.Namespace) -> int:
     print(f"  l1 {out['l1']:.4f}   top-{out['top_k']} precision {out['top_k_precision']:.2f}")
     for reason, count in out["left_out"].items():
         print(f"  left out: {count:,} {reason}")
+    for note in out.get("notes", []):
+        print(f"  note: {note}")
     return 0
 
 
@@ -274,14 +291,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_app(args: argparse.Namespace) -> int:
-    """Serve the dashboard until interrupted (the same command as ``make run`` and the browser tests)."""
-    import subprocess
+    """Serve the dashboard until interrupted (the same command as ``make run`` and the browser tests).
 
+    This process becomes the server (``os.execv``), so a SIGTERM or SIGINT sent to ``ldpviz app`` by a service
+    manager, a container runtime or a test reaches Streamlit itself and nothing is left serving the port
+    (a child started with ``subprocess.call`` was orphaned, issue 30.4)."""
     from ldpviz.app import launch
     if not 0 < args.port < 65536:
         raise LdpvizInputError(f"--port must be between 1 and 65535, got {args.port}")
     print(f"ldpviz: serving the dashboard on http://{args.address}:{args.port} (Ctrl+C stops it)", file=sys.stderr)
-    return subprocess.call(launch.streamlit_command(args.port, args.address))
+    command = launch.streamlit_command(args.port, args.address)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(command[0], command)
+    return 1                                           # not reached: execv returns only by raising
 
 
 def cmd_navigate(args: argparse.Namespace) -> int:
@@ -322,6 +345,8 @@ def cmd_navigate(args: argparse.Namespace) -> int:
           f"deviation {out['trip_time_deviation_s']:.1f} s ({100 * out['trip_time_deviation_rel']:.1f}%)")
     for reason, count in out["trips_left_out"].items():
         print(f"  left out: {count:,} {reason}")
+    for note in out["notes"]:
+        print(f"  note: {note}")
     return 0
 
 

@@ -25,9 +25,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from ldpviz.cli import option_checks
 from ldpviz.geo.domain import Region
 from ldpviz.errors import LdpvizInputError, RegionTooLargeError, require
-from ldpviz.mechanisms.fo.private_region import DEFAULT_REGION_EPSILON, PRIVATE_TILES, REGION_RULES, upload_frame
+from ldpviz.mechanisms.fo.private_region import DEFAULT_REGION_EPSILON, REGION_RULES, upload_frame
 
 POINTS = "points"
 TRAJECTORIES = "trajectories"
@@ -52,17 +53,17 @@ def add_data_arguments(p: argparse.ArgumentParser, *, kind: str = POINTS, defaul
         for role in ("person", "trip", "time"):
             p.add_argument(f"--{role}-column", help=f"{role} column of the file (auto-detected by default)")
     default = DEFAULT_MAX_BYTES if kind == POINTS else DEFAULT_MAX_TRIP_BYTES
-    p.add_argument("--max-bytes", type=int, default=default,
-                   help=f"largest file accepted, in bytes (default {default // 2**20:,} MiB)")
+    p.add_argument("--max-bytes", type=int,            # None: not given (option_checks refuses it without a file)
+                   help=f"largest file accepted, in bytes (default {default // 2**20:,} MiB, at most 1 TiB)")
     p.add_argument("--region", help="region preset of the dataset (see 'ldpviz datasets')")
     p.add_argument("--bbox", metavar="W,S,E,N",
                    help="region as W,S,E,N in degrees (W > E crosses 180): only the rows inside it take part (a file's "
                         "rows outside it are dropped and counted before framing); the grid covers the square around it")
-    p.add_argument("--region-rule", choices=REGION_RULES, default=PRIVATE_TILES,
+    p.add_argument("--region-rule", choices=REGION_RULES,
                    help="region of a file without --bbox: 'private-tiles' (default) frames the map tiles many rows "
                         "report under --region-epsilon LDP, which adds to --epsilon (both stated); 'public-tiles' "
                         "frames every occupied public tile, unpaid and NOT private")
-    p.add_argument("--region-epsilon", type=float, default=DEFAULT_REGION_EPSILON,
+    p.add_argument("--region-epsilon", type=float,
                    help=f"LDP budget per row spent choosing the private-tile region (default {DEFAULT_REGION_EPSILON:g});"
                         " the guarantee states the total epsilon0 + epsilon")
 
@@ -110,17 +111,19 @@ class UserData:
 def load_data(args: argparse.Namespace, kind: str = POINTS) -> UserData:
     """The one loader behind :func:`add_data_arguments`; prints the file's row counts to stderr."""
     require(not (args.bbox and args.region), "give either --region or --bbox, not both")
+    option_checks.check_data_options(args)
     region: Region | str | None = bbox_region(args.bbox) if args.bbox else args.region
     if not args.csv:
         return UserData(args.dataset, None, region)
     require(args.region is None, "--region names a preset of a bundled dataset; with a file, give --bbox")
-    require(args.max_bytes >= 1, f"--max-bytes must be >= 1, got {args.max_bytes}")
+    max_bytes, rule, epsilon0 = option_checks.file_limits(args, DEFAULT_MAX_BYTES if kind == POINTS
+                                                          else DEFAULT_MAX_TRIP_BYTES)
     if kind == POINTS:
         from ldpviz.data import datasets
         try:
             data = datasets.load_file(args.csv, lat_column=args.lat_column, lon_column=args.lon_column,
-                                      bbox=bbox_numbers(args.bbox) if args.bbox else None, max_bytes=args.max_bytes,
-                                      frame=upload_frame(args.region_rule, args.region_epsilon))
+                                      bbox=bbox_numbers(args.bbox) if args.bbox else None, max_bytes=max_bytes,
+                                      frame=upload_frame(rule, epsilon0))
         except RegionTooLargeError as exc:
             hint = f" To study those rows, add {exc.suggestion.as_option()}" if exc.suggestion is not None else ""
             raise LdpvizInputError(f"{exc}{hint}") from None
@@ -129,16 +132,16 @@ def load_data(args: argparse.Namespace, kind: str = POINTS) -> UserData:
         try:   # --bbox drops (and counts) the rows outside it before the file is framed, as for points
             data = trajectories.load_trajectory_file(args.csv, lat_column=args.lat_column, lon_column=args.lon_column,
                                                      person_column=args.person_column, trip_column=args.trip_column,
-                                                     time_column=args.time_column, max_bytes=args.max_bytes,
+                                                     time_column=args.time_column, max_bytes=max_bytes,
                                                      bbox=bbox_numbers(args.bbox) if args.bbox else None,
-                                                     frame=upload_frame(args.region_rule, args.region_epsilon))
+                                                     frame=upload_frame(rule, epsilon0))
         except RegionTooLargeError as exc:
             hint = f" To study those rows, add {exc.suggestion.as_option()}" if exc.suggestion is not None else ""
             raise LdpvizInputError(f"{exc}{hint}") from None
         region = data.default_region          # the stated bbox, or the rule for uploaded files
     print(data.report.summary(), file=sys.stderr)
     if not args.bbox:
-        print(f"Region ({args.region_rule}): {data.default_region.data_use}.", file=sys.stderr)
+        print(f"Region ({rule}): {data.default_region.data_use}.", file=sys.stderr)
     return UserData(data.name, data, region)
 
 

@@ -21,7 +21,7 @@ import sys
 import time
 from typing import Any
 
-from ldpviz import experiment, mechanisms
+from ldpviz import experiment, mechanisms, wording
 from ldpviz.cli import data_options as cli_input
 from ldpviz.cli.privacy_warning import print_privacy_warning, privacy_warning
 from ldpviz.data import datasets
@@ -64,6 +64,8 @@ def cmd_target(args: argparse.Namespace) -> int:
             f"--epsilon must be from {EPSILON_MIN:g} to {EPSILON_MAX:g}, got {args.epsilon!r}")
     require(args.users is None or args.users >= 1, f"--users must be at least 1, got {args.users!r}")
     require(args.r is None or (math.isfinite(args.r) and args.r > 0), f"--r must be a distance > 0 m, got {args.r!r}")
+    require(args.r is None or not args.no_attacker,          # options that cannot act are refused (issue 30.3)
+            "--r is the attacker's distance; with --no-attacker it would do nothing")
     for name in args.mechanism:
         mechanisms.get(name)
     if args.epsilon is not None:     # 0, -1, nan, inf are refused, never replaced by a default
@@ -98,14 +100,15 @@ def cmd_target(args: argparse.Namespace) -> int:
                 print_privacy_warning(row["privacy_warning"], name)
             results.append(row)
             lines.append(_line(row, mode))
+    notes = _capped_notes(args.users, results) if mode == "epsilon" else []
     if not args.json:
-        print("\n".join(lines))
+        print("\n".join(lines + [f"  note: {note}" for note in notes]))
     region = user.region.name if hasattr(user.region, "name") else user.region
     out = {"mode": mode, "dataset": user.name, "region": region, "grid": args.grid, "metric": args.metric,
            "at_most": args.at_most, "seed": args.seed, "reading": "one collection",
            "probability": args.probability, "confidence": args.confidence, "trials": trials,
            "rule": tradeoff.rule_text(args.probability, args.confidence, trials),
-           "results": results, "seconds": time.perf_counter() - t0}
+           "results": results, "notes": notes, "seconds": time.perf_counter() - t0}
     rows = user.rows()
     if rows is not None:
         out["rows"] = rows
@@ -115,6 +118,12 @@ def cmd_target(args: argparse.Namespace) -> int:
         print(f"(reached = {out['rule']}; the mean's 95% interval is the second reading; {out['seconds']:.1f} s; "
               f"attacker: population prior, the data set's density standing in for a census)")
     return 0
+
+
+def _capped_notes(asked: int | None, results: list[dict[str, Any]]) -> list[str]:
+    """``run``'s sentence when --users asked for more users than the region holds (all of them take part)."""
+    held = [int(r["n_users"]) for r in results if r.get("n_users") is not None]
+    return [wording.capped(asked, max(held))] if asked is not None and held and asked > max(held) else []
 
 
 def _line(row: dict[str, Any], mode: str) -> str:

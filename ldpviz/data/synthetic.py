@@ -9,7 +9,9 @@ chunk ``i`` uses its own generator seeded by ``(seed, i)``, so
 * the first ``m`` points do not depend on ``n`` (a 1M-point set is the prefix of
   the 100M-point one), and any chunk can be drawn alone (by a worker);
 * memory stays bounded: :func:`chunks` holds one chunk at a time;
-  :func:`generate` holds the result (16 bytes a point) plus one chunk.
+  :func:`generate` holds the result (16 bytes a point) plus one chunk, and refuses up front a set whose run
+  would not fit (:func:`check_memory`); ``ldpviz run`` takes sets above 10M points chunk by chunk
+  (:mod:`ldpviz.experiment.chunked`).
 
 Distributions as in :mod:`ldpviz.data.datasets` (DAM paper Sec. VII-A; heatmaps
 paper App. E.3). MNormal draws each point's component uniformly (the paper's
@@ -99,9 +101,57 @@ def chunks(name: str, n: int, seed: int = 0) -> Iterator[tuple[np.ndarray, np.nd
         yield chunk(name, n, index, seed)
 
 
+#: Memory a run holding all its points takes per point (the points, their cells and unit coordinates and the
+#: run's working copies): 80 bytes measured for ``ldpviz run --dataset normal:n=N`` (grr, the peak's slope from 1M
+#: to 10M points; docs/data-loading.md), rounded up. A floor for the check below: other mechanisms may take more.
+BYTES_PER_POINT = 100
+
+
+def memory_available() -> tuple[int | None, str]:
+    """Bytes this process may still allocate, and what limits it: the address-space limit (``ulimit -v``) less
+    what is mapped now, or the machine's available memory; ``(None, '')`` where neither can be read."""
+    import resource
+
+    found: list[tuple[int, str]] = []
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        mapped = _proc_kib("/proc/self/status", "VmSize:")
+        found.append((soft - (mapped or 0), f"the address-space limit of {soft / 2**30:,.1f} GiB"))
+    free = _proc_kib("/proc/meminfo", "MemAvailable:")
+    if free is not None:
+        found.append((free, "the memory available on this machine"))
+    return min(found) if found else (None, "")
+
+
+def _proc_kib(path: str, key: str) -> int | None:
+    try:
+        with open(path, encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith(key):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def check_memory(name: str, n: int) -> None:
+    """Refuse, before drawing, a set whose run would not fit in memory, stating what it needs (as ``od`` does)."""
+    need = int(n) * BYTES_PER_POINT
+    have, limit = memory_available()
+    require(have is None or need <= have,
+            f"{name}:n={n} held in memory needs about {need / 2**30:,.1f} GiB ({BYTES_PER_POINT} bytes a point) but "
+            f"{limit} leaves {max(have or 0, 0) / 2**30:,.1f} GiB; 'ldpviz run' draws a set above 10,000,000 points "
+            "chunk by chunk in bounded memory when its mechanism reports an additive statistic (grr, oue, olh, hr, "
+            "dam, planar-laplace, ...), or use fewer points")
+
+
 def generate(name: str, n: int, seed: int = 0) -> Dataset:
-    """The ``n``-point set as a :class:`~ldpviz.data.datasets.Dataset` named ``name:n=N`` (same regions as ``name``)."""
+    """The ``n``-point set as a :class:`~ldpviz.data.datasets.Dataset` named ``name:n=N`` (same regions as ``name``).
+
+    It holds every point (16 bytes each, and the run on it about :data:`BYTES_PER_POINT`): a set that would not
+    fit is refused up front by :func:`check_memory`."""
     _check(name, n, seed)
+    check_memory(name, n)
     lon, lat = np.empty(n), np.empty(n)
     at = 0
     for lo, la in chunks(name, n, seed):

@@ -29,6 +29,7 @@ from ldpviz.data import datasets
 from ldpviz import mechanisms, metrics
 from ldpviz.geo.domain import Binned, Grid, Region
 from ldpviz.errors import LdpvizInputError, require
+from ldpviz import wording
 from ldpviz.wording import plural
 from ldpviz.mechanisms import accounting
 from ldpviz.mechanisms.base import CENTRAL_DP, Estimate
@@ -220,7 +221,7 @@ def prepare_users(scenario: Scenario, dataset: datasets.Dataset) -> tuple[Grid, 
         binned = Binned(binned.cells[pick], binned.unit[pick], binned.n_outside)
         notes.append(f"A seeded sample of {scenario.n_users:,} of the {n_in:,} users in the region takes part.")
     elif scenario.n_users is not None and scenario.n_users > n_in:
-        notes.append(f"{scenario.n_users:,} users were asked for but the region holds {n_in:,}; all take part.")
+        notes.append(wording.capped(scenario.n_users, n_in))
     return grid, binned, notes
 
 

@@ -55,7 +55,7 @@ from scipy.sparse.csgraph import dijkstra
 
 import pandas as pd
 
-from ldpviz import mechanisms
+from ldpviz import mechanisms, wording
 from ldpviz.mechanisms import accounting
 from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import require
@@ -225,7 +225,7 @@ class NavigationResult:
                 "rel_levenshtein": float(self.rel_levenshtein.mean()),
                 "trip_time_deviation_s": float(self.time_deviation_s.mean()),
                 "trip_time_deviation_rel": float((self.time_deviation_s / self.optimal_time_s).mean()),
-                "guarantee": self.guarantee,
+                "guarantee": self.guarantee, "notes": list(self.settings.get("notes", [])),
                 "settings": {k: v for k, v in self.settings.items() if k != "reports_sent_by_reporter"},
                 "ledger": self.ledger.to_dict() if self.ledger is not None else None}
 
@@ -281,6 +281,8 @@ def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon
     moving = np.flatnonzero(o_flat != d_flat)
     require(len(moving) > 0, "no trip has its origin and destination in different cells of the region")
     pick = rng.choice(moving, size=min(int(n_trips), len(moving)), replace=False)
+    trip_notes = ([wording.capped(n_trips, len(moving), "trips that change cell", "the region")]
+              if n_trips > len(moving) else [])
     if trip_person is not None:
         require(len(trip_person) == len(origin_lon), f"trip persons: {len(trip_person)} for {len(origin_lon)} trips")
     del bo, bd
@@ -347,7 +349,8 @@ def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon
                   "congested_cells_true": int((true_counts > thr).sum()),
                   "windows_collected": len(windows), "seed": seed,
                   "max_updates": None if max_updates is None else int(max_updates), "capped_trips": capped,
-                  "people": people, "reports_sent_by_reporter": sent_by_reporter}, ledger=ledger,
+                  "people": people, "notes": trip_notes, "reports_sent_by_reporter": sent_by_reporter},
+        ledger=ledger,
         example=example, congestion_true=(true_counts > thr).reshape(grid.side, grid.side),
         congestion_estimated=(windows[0] > base).reshape(grid.side, grid.side) if windows else None)
 

@@ -51,7 +51,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse
 
-from ldpviz import mechanisms
+from ldpviz import mechanisms, wording
+from ldpviz.wording import plural
 from ldpviz.geo.domain import Binned, Grid, Region
 from ldpviz.errors import require
 from ldpviz.mechanisms.estimation import norm_sub
@@ -611,4 +612,10 @@ def od_trials(dataset: Any, mechanism: str, epsilon: float, grid_side: int, *, r
                 "l1": float(np.mean([r.l1 for r in runs])), "l1_trials": [r.l1 for r in runs],
                 "top_k_precision": float(np.mean([r.top_k_precision for r in runs])),
                 "top_k_precision_trials": [r.top_k_precision for r in runs]})
+    out["notes"] = ([wording.capped(n_users, pairs.n, "trips", "the region")]
+                    if n_users is not None and n_users > pairs.n else [])
+    occurring = int((runs[0].true > 0).sum())       # top_k_precision ranks at most the OD pairs that occur
+    if top_k > occurring:
+        out["notes"].append(f"top-{top_k} was asked for but {plural(occurring, 'OD pair')} occur in the data; the "
+                            f"precision is over the top {occurring:,}.")
     return out
