@@ -22,7 +22,7 @@ POINT_COMMANDS = ("run", "sweep", "target", "report")
 TRIP_COMMANDS = ("od", "navigate")
 #: The smallest arguments each command needs to get past its own checks (fast settings).
 NEEDS = {"run": ["--grid", "4"], "sweep": ["--grid", "4", "--vary", "epsilon=1,2"],
-         "target": ["--grid", "4", "--metric", "l1", "--at-most", "0.9", "--mechanism", "grr", "--trials", "2",
+         "target": ["--grid", "4", "--metric", "l1", "--at-most", "0.9", "--mechanism", "grr", "--trials", "3",
                     "--no-attacker"],
          "report": ["--grid", "4", "--mechanism", "grr", "--epsilon", "1", "--trials", "2", "--no-audit"],
          "od": ["--grid", "4", "--mechanism", "grr"], "navigate": ["--grid", "4", "--trips", "5"]}
@@ -428,7 +428,7 @@ def test_sweep_refuses_a_name_varied_twice(capsys):
     (["target", "--grid", "4", "--metric", "l1", "--at-most", "0.9", "--mechanism", "grr", "--no-attacker",
       "--r", "100"], "--r is the attacker's distance; with --no-attacker it would do nothing"),
     (["target", "--grid", "4", "--metric", "l1", "--at-most", "0.9", "--mechanism", "grr", "--trials", "5",
-      "--max-trials", "3"], "--max-trials 3 is below the 5 trials"),
+      "--confidence", "1"], "--confidence must be from 0.5 to below 1"),
     (["report", *NEEDS["report"], "--max-bytes", "5", "--out", "x.html"], "--max-bytes acts only on a file"),
     (["od", *NEEDS["od"], "--person-column", "who"], "--person-column acts only on a file"),
     (["navigate", *NEEDS["navigate"], "--time-column", "t"], "--time-column acts only on a file"),

@@ -137,19 +137,21 @@ def test_compare_groups_by_model_and_shows_the_common_scale():
 
 
 def test_compare_target_mode_finds_epsilon_and_users():
-    """Target mode: GRR's smallest ε for W2 <= 2 km is reached with 95% confidence (the CI's upper end meets it;
-    at least 5 trials even when the sidebar asks 2) and the attacker columns are filled; 'users needed' answers
+    """Target mode: GRR's smallest ε found for W2 <= 2 km is met by one collection with probability 95% (decided on
+    10 fresh collections whatever the sidebar's trials) and the attacker columns are filled; 'users needed' answers
     with a user count under columns that say the ε is fixed; the mode travels in the link."""
     at = app("ldpviz/app/views/1_Compare.py", cmp="grr", cmode="target_epsilon", metric="w2_m", tgt="2000", trials="2")
     at.run()
     assert_clean(at)
     table = at.dataframe[0].value
     row = table.iloc[0]
-    assert row["reached (95% confidence)"] == "yes" and row["ε found"] != "—" and row["95% CI"].startswith("[")
-    assert row["trials at the answer"] >= 5 and row["trials in the search"] >= row["trials at the answer"]
+    assert row["one collection meets it"] == "yes" and row["ε found"] != "—" and row["mean's 95% CI"].startswith("[")
+    assert row["fresh collections"] == 10 and row["collections simulated"] >= row["fresh collections"]
+    assert row["chance one misses (at most)"].endswith("%") and "smallest found on a scan of" in row["note"]
     assert row["attacker error (population prior)"] != "—"
     assert any(c.startswith("attacker within 100 m") for c in table.columns)
-    assert any("upper end of the 95% interval" in m.value and "Searched: epsilon 0.001 to 50" in m.value
+    assert any("one collection meets the target with probability at least 95%" in m.value
+               and "Searched: epsilon 0.001 to 50" in m.value
                for m in at.markdown)
     at.segmented_control(key="w:compare_mode").set_value("users_needed").run()
     assert_clean(at)

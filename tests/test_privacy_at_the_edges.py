@@ -109,7 +109,7 @@ def test_cli_target_and_report_print_the_warning(capsys, tmp_path):
     assert "warning: Practically no privacy" in capsys.readouterr().err
     assert "Practically no privacy" in out.read_text()
     assert main(["target", "--metric", "w2_m", "--at-most", "1", "--mechanism", "grr", "--grid", "8",
-                 "--users", "2000", "--trials", "2", "--no-attacker", "--json"]) == 0
+                 "--users", "2000", "--trials", "3", "--no-attacker", "--json"]) == 0
     captured = capsys.readouterr()
     import json
     (row,) = json.loads(captured.out)["results"]

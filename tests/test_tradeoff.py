@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ldpviz import experiment
-from ldpviz.decide import tradeoff
+from ldpviz.decide import one_collection, tradeoff
 from ldpviz.errors import LdpvizInputError
 from ldpviz.experiment import Scenario
 
@@ -47,81 +47,45 @@ def test_frontier_sweeps_the_number_of_users():
     assert df["l1"].iloc[1] < df["l1"].iloc[0]
 
 
-def confident(ev: tradeoff.Evaluator, x, users, target: float, first: int, cap: int = tradeoff.MAX_TRIALS_NEAR,
-              by: str = "epsilon") -> bool:
-    """The goal seek's rule, applied independently: met when the 95% CI's upper end is <= target, trials
-    added (from ``first``, at most ``cap``) only while the mean meets it and the predicted trials fit the cap."""
-    decide = tradeoff._Decider((lambda e, t: ev.values(e, users, t)) if by == "epsilon" else
-                               (lambda n, t: ev.values(2.0, n, t)), target, True, first, max(first, cap))
-    return decide(x)[0]
-
-
-def brute_force_epsilon(sc: Scenario, metric: str, target: float, lo: float, hi: float) -> tuple[float, float]:
-    """On a fine log grid (~2% steps) over [lo, hi] (lo itself must miss the target): the first epsilon meeting it
-    with 95% confidence, and the threshold from which on every grid epsilon meets it. Each epsilon draws its own
-    noise, so the rule is not monotone in epsilon: between the two, grid points can meet it and miss it. A
-    bracketing search (the goal seek) lands in that band."""
-    ev = tradeoff.Evaluator(sc, metric)
-    grid = np.geomspace(lo, hi, int(np.log(hi / lo) / np.log(1.02)) + 1)
-    met = [confident(ev, float(eps), sc.n_users, target, sc.trials) for eps in grid]
-    assert not met[0]
-    first = next((float(e) for e, ok in zip(grid, met) if ok), float("nan"))
-    last_miss = max(i for i, ok in enumerate(met) if not ok)
-    return first, (float(grid[last_miss + 1]) if last_miss + 1 < len(grid) else float("nan"))
+def fresh_rule(ev: tradeoff.Evaluator, users, target: float, trials: int = one_collection.DEFAULT_TRIALS):
+    """The goal seek's rule, applied independently on the fresh streams (stream 1): the tolerance bound over
+    ``trials`` collections at or below the target."""
+    return lambda e: one_collection.read(ev.values(float(e), users, trials, stream=one_collection.FRESH_STREAM),
+                                         target, True).met
 
 
 @pytest.mark.parametrize("name,metric,target,users", [
     ("grr", "l1", 0.5, 2000), ("grr", "w2_m", 2000.0, 2000),
     pytest.param("planar-laplace", "w2_m", 1000.0, None, marks=pytest.mark.slow)])
-def test_goal_seek_matches_brute_force(name, metric, target, users):
-    """The goal seek's epsilon meets the target with 95% confidence (the CI's upper end, not the mean), 5% less
-    does not, and it lies (within the 5% tolerance plus one 2% grid step) between the first epsilon a brute-force
-    scan of the same rule finds and the threshold above which every scanned epsilon meets it."""
+def test_goal_seek_answers_one_collection(name, metric, target, users):
+    """The answer meets the one-collection rule on fresh streams (recomputed here independently, bound <= target);
+    the search's own streams miss the rule 5% below the search's answer; and the answer is no larger than the
+    smallest value of the scan's grid at which the fresh rule holds (a brute-force check over the grid)."""
     sc = SMALL.with_(mechanism=name, n_users=users)
     got = tradeoff.target_epsilon(sc, metric, target, n_users=users, attacker=False)
     ev = tradeoff.Evaluator(sc, metric)
-    assert got.reached and got.ci_high <= target and got.trials >= sc.trials
-    assert not confident(ev, got.epsilon / 1.05, users, target, sc.trials)
-    first, threshold = brute_force_epsilon(sc, metric, target, got.epsilon / 1.25, min(got.epsilon * 1.25, 50.0))
-    assert first / 1.03 <= got.epsilon <= threshold * 1.08, (got.epsilon, first, threshold)
-    assert got.ci_low <= got.mean <= got.ci_high and got.evaluations < 25
+    rule = fresh_rule(ev, users, target)
+    assert got.reached and got.bound <= target and rule(got.epsilon) and got.trials == one_collection.DEFAULT_TRIALS
+    search = one_collection.read(ev.values(got.search_answer / 1.05, users, got.trials), target, True)
+    assert not search.met
+    grid = [e for e in one_collection.log_grid(1e-3, 50.0) if e >= got.search_answer / 4]
+    first = next(e for e in grid if rule(e))
+    assert got.epsilon <= first * (1 + 1e-9), (got.epsilon, first)
+    assert got.ci_low <= got.mean <= got.ci_high and got.mean_met
     assert got.runs >= got.trials and got.search_range.startswith("epsilon 0.001 to 50")
+    assert got.message.startswith(f"smallest found on a scan of {got.scanned} values") and got.scanned >= 3
+    assert "smallest epsilon" not in got.message
 
 
-def test_goal_seek_does_not_end_on_the_mean():
-    """Issue 22: where the mean meets the target but the CI's upper end does not, the target is not reached
-    there: the answer lies above the epsilon at which the mean alone first meets it."""
+def test_one_collection_rule_is_stricter_than_the_mean():
+    """Issue 27: just below the answer the mean's interval can meet the target while one collection is not yet
+    safe: the search's streams show an epsilon below the answer where the mean meets it and the rule does not."""
     sc = SMALL.with_(trials=3)
-    got = tradeoff.target_epsilon(sc, "w2_m", 2000.0, n_users=2000, attacker=False, max_trials=3)
+    got = tradeoff.target_epsilon(sc, "w2_m", 2000.0, n_users=2000, attacker=False)
     ev = tradeoff.Evaluator(sc, "w2_m")
-    below = got.epsilon / 1.05
-    mean, lo, hi = experiment.mean_ci(ev.values(below, 2000, 3))
-    assert hi > 2000.0 and got.ci_high <= 2000.0
-    grid = np.geomspace(got.epsilon / 2, got.epsilon, 40)
-    mean_first = next(e for e in grid if ev.values(float(e), 2000, 3).mean() <= 2000.0)
-    assert mean_first < got.epsilon
-
-
-def test_decider_adds_trials_only_where_they_can_decide():
-    """The decider (synthetic per-trial values, fixed seed): a mean below the target with a wide interval gets
-    more trials until the upper end meets it (never beyond the cap); a mean above the target is 'not met' with
-    no trials added; a prediction beyond the cap stops at once."""
-    noise = np.random.default_rng(3).standard_normal(100)
-    calls = []
-
-    def values(mean: float, trials: int) -> np.ndarray:
-        calls.append(trials)
-        return mean + 0.3 * noise[:trials]
-
-    decide = tradeoff._Decider(values, 1.0, True, 5, 40)
-    met, mean, lo, hi, trials = decide(0.8)
-    assert met and hi <= 1.0 and 5 < trials <= 40
-    calls.clear()
-    met, _, _, _, trials = decide(1.1)
-    assert not met and trials == 5 and calls == [5]
-    capped = tradeoff._Decider(values, 1.0, True, 5, 6)
-    met, _, _, hi, trials = capped(0.95)
-    assert not met and hi > 1.0 and trials <= 6
+    grid = np.geomspace(got.search_answer / 3, got.search_answer, 30)
+    readings = [one_collection.read(ev.values(float(e), 2000, 10), 2000.0, True) for e in grid]
+    assert any(r.mean_met and not r.met for r in readings)
 
 
 def test_answers_beyond_meaningful_privacy_carry_a_warning():
@@ -140,20 +104,23 @@ def test_answers_beyond_meaningful_privacy_carry_a_warning():
 
 def test_unreachable_target_says_so():
     got = tradeoff.target_epsilon(SMALL, "l1", 0.05, n_users=2000, attacker=False, eps_range=(1e-3, 0.5))
-    assert not got.reached and got.epsilon is None and "not reached with 95% confidence" in got.message
-    assert got.search_range == "epsilon 0.001 to 0.5" and got.ci_high > 0.05
+    assert not got.reached and got.epsilon is None and "not reached" in got.message
+    assert got.search_range == "epsilon 0.001 to 0.5" and got.scanned == len(one_collection.log_grid(1e-3, 0.5))
 
 
-def test_users_needed_matches_brute_force():
-    """Smallest n (within 5% or one user) at epsilon = 2 meeting L1 <= target with 95% confidence, against a scan."""
+def test_users_needed_answers_one_collection():
+    """The fewest users found at epsilon = 2 meeting the one-collection rule on fresh streams; a bisection point
+    within 5% (or one user) below the search's answer does not meet it on the search's streams (recomputed here).
+    Each number of users is its own seeded subsample, so the rule is not monotone in n: 'fewest found', no more."""
     sc = SMALL.with_(epsilon=2.0, n_users=None)
     target = 0.45
     got = tradeoff.users_needed(sc, "l1", target, attacker=False)
-    assert got.reached and got.ci_high <= target and got.search_range.endswith("users (everyone in the region)")
+    assert got.reached and got.bound <= target and got.search_range.endswith("users (everyone in the region)")
     ev = tradeoff.Evaluator(sc, "l1")
-    scan = [n for n in np.unique(np.geomspace(10, 40_000, 120).astype(int))
-            if confident(ev, int(n), None, target, sc.trials, by="users")]
-    assert scan and scan[0] / 1.15 <= got.n_users <= scan[0] * 1.15, (got.n_users, scan[0])
+    fewer = max(n for n, ok in got.refined if not ok and n < got.search_answer)
+    assert fewer >= got.search_answer / 1.05 - 1
+    assert not one_collection.read(ev.values(2.0, int(fewer), got.trials), target, True).met
+    assert one_collection.read(ev.values(2.0, got.n_users, got.trials, stream=1), target, True).met
     never = tradeoff.users_needed(sc.with_(epsilon=0.01), "l1", 0.01, attacker=False)
     assert not never.reached and "more users than the data holds" in never.message
 

@@ -430,15 +430,15 @@ def blackbox_row(mechanism: str, grid_side: int, region: Region, epsilon: float,
 
 
 def goal_runs(trials: int) -> int:
-    """Trials a goal seek typically runs (tradeoff.target_epsilon): about 8 one-trial evaluations to bracket,
-    then about 4 settings near the answer at ``trials`` each -- for its time prediction."""
-    return 8 + 4 * int(trials)
+    """Collections a goal seek typically runs (tradeoff.target_epsilon): about 15 one-collection scan values,
+    then about 6 settings near the answer at ``trials`` each (search and fresh) -- for its time prediction."""
+    return 15 + 6 * int(trials)
 
 
 @st.cache_data(max_entries=64, ttl=RESULT_TTL_S, show_spinner=False, hash_funcs={Scenario: repr})
 def goal_seek(mode: str, scenario: Scenario, metric: str, target: float, dataset_key: str,
               _dataset: datasets.Dataset | None = None) -> dict[str, Any]:
-    """Compare's target mode, memoised: ``tradeoff.target_epsilon`` ("target_epsilon": the smallest epsilon
+    """Compare's target mode, memoised: ``tradeoff.target_epsilon`` ("target_epsilon": the smallest epsilon found
     meeting ``metric <= target``) or ``tradeoff.users_needed`` ("users_needed", at the scenario's epsilon)."""
     from ldpviz.decide import tradeoff
     if mode == "target_epsilon":   # at the scenario's users (None there would mean everyone in the region)

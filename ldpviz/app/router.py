@@ -1,4 +1,4 @@
-"""The dashboard's router: st.navigation over the pages in ``views/`` (Explore is the landing page).
+"""The dashboard's router: st.navigation over the pages in ``views/`` (Decide first, Explore the landing page).
 
 Not in ``pages/``: Streamlit auto-discovers that folder, and a link straight to a page would then
 open with its own file-name navigation instead of this one. Every page runs through
@@ -17,6 +17,7 @@ from ldpviz.app import errors, session
 VIEWS = Path(__file__).resolve().parent / "views"
 #: (file in views/, title, url path); Explore is the default page at the root address.
 PAGES = [
+    ("0_Decide.py", "Decide", "Decide"),      # first: the guided decision (issue 27)
     ("0_Explore.py", "Explore", None),
     ("1_Compare.py", "Compare", "Compare"),
     ("2_Trade-offs.py", "Trade-offs", "Trade-offs"),

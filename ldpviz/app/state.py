@@ -18,6 +18,7 @@ from typing import Any, Mapping
 from urllib.parse import parse_qsl, urlencode
 
 from ldpviz.data import datasets, trajectories
+from ldpviz.decide import decision_flow
 from ldpviz import mechanisms, metrics
 from ldpviz.people.user_heatmaps import METHODS as PEOPLE_METHODS
 from ldpviz.geo.domain import MAX_GRID_SIDE, Region
@@ -111,6 +112,8 @@ def defaults() -> dict[str, Any]:
         # The Data page's framing of an upload: bounds typed (W,S,E,N text; blank = the rule), else the rule
         # (private tiles paid with epsilon0 per row, or public tiles, not private).
         "upload_bounds": "", "upload_rule": UPLOAD_RULES[0], "upload_epsilon0": 0.5,
+        # The Decide page's steps (ldpviz.decide.decision_flow: defaults, link keys and their checks).
+        **{k: (list(v) if isinstance(v, list) else v) for k, v in decision_flow.DEFAULTS.items()},
     }
 
 
@@ -350,6 +353,7 @@ def decode(query: Mapping[str, str], known_datasets: list[str] | None = None) ->
                     continue
             cfg[field] = value
     _decode_people(query, cfg, warnings)
+    decision_flow.decode(query, cfg, warnings)    # the Decide page's steps (their keys live with the flow)
     if "hf" in query:
         cfg["heatmap_filter"] = query.get("hf") == "1"
     if "bb" in query:
@@ -515,6 +519,7 @@ def encode(cfg: Mapping[str, Any], saved_regions: Mapping[str, Mapping[str, Regi
     if cfg.get("region") in saved:
         r = saved[cfg["region"]]
         out["rc"] = f"{r.center_lon:.6f},{r.center_lat:.6f},{r.side_m:.1f}"
+    out.update(decision_flow.encode(cfg))
     mech = cfg.get("mechanism")
     specs = param_specs(mech) if mech in mechanisms.available() else {}
     for name, value in (cfg.get("params") or {}).get(mech, {}).items():

@@ -2,12 +2,14 @@
 
 Registered on the main parser by :func:`add_commands` (see :mod:`ldpviz.cli.commands`).
 
-``ldpviz target --metric w2_m --at-most 500 --mechanism dam --mechanism grr`` prints,
-per mechanism, the smallest epsilon at which the metric meets the target with 95%
-confidence (the CI's upper end, not the mean; :func:`ldpviz.decide.tradeoff.target_epsilon`),
-the trials used at the answer and in all, the range searched, and a warning when the
-answer is beyond meaningful privacy; adding ``--epsilon E`` asks the other question: how
-many users are needed at that epsilon, under the same rule.
+``ldpviz target --metric w2_m --at-most 500 --mechanism dam --mechanism grr`` prints, per
+mechanism, the smallest epsilon *found on a scan* at which ONE collection meets the target with
+probability >= 95% (``--probability``), with the confidence of that statement (``--confidence``;
+:func:`ldpviz.decide.tradeoff.target_epsilon`: a tolerance bound over fresh collections), the chance
+that one collection misses, the mean's interval as a second reading, how many values were scanned,
+a warning where the metric is not monotone, and a warning when the answer is beyond meaningful
+privacy; adding ``--epsilon E`` asks the other question: how many users are needed at that epsilon,
+under the same rule.
 """
 
 from __future__ import annotations
@@ -54,20 +56,16 @@ def cmd_target(args: argparse.Namespace) -> int:
     require(args.epsilon is None or args.users is None,
             "give --users (find the smallest epsilon for that many users) or --epsilon (find the users needed "
             "at that epsilon), not both")
-    require(args.trials is None or 2 <= args.trials <= experiment.MAX_TRIALS,
-            f"--trials must be from 2 to {experiment.MAX_TRIALS} (a confidence interval needs two), got {args.trials!r}")
+    require(args.trials is None or 3 <= args.trials <= experiment.MAX_TRIALS,
+            f"--trials must be from 3 to {experiment.MAX_TRIALS} (a tolerance bound needs three), got {args.trials!r}")
+    for flag, value in (("--probability", args.probability), ("--confidence", args.confidence)):
+        require(math.isfinite(value) and 0.5 <= value < 1, f"{flag} must be from 0.5 to below 1, got {value!r}")
     require(args.epsilon is None or (math.isfinite(args.epsilon) and EPSILON_MIN <= args.epsilon <= EPSILON_MAX),
             f"--epsilon must be from {EPSILON_MIN:g} to {EPSILON_MAX:g}, got {args.epsilon!r}")
     require(args.users is None or args.users >= 1, f"--users must be at least 1, got {args.users!r}")
-    require(args.max_trials is None or 2 <= args.max_trials <= experiment.MAX_TRIALS,
-            f"--max-trials must be from 2 to {experiment.MAX_TRIALS}, got {args.max_trials!r}")
     require(args.r is None or (math.isfinite(args.r) and args.r > 0), f"--r must be a distance > 0 m, got {args.r!r}")
     require(args.r is None or not args.no_attacker,          # options that cannot act are refused (issue 30.3)
             "--r is the attacker's distance; with --no-attacker it would do nothing")
-    trials = args.trials or tradeoff.DEFAULT_TRIALS
-    require(args.max_trials is None or args.max_trials >= trials,
-            f"--max-trials {args.max_trials} is below the {trials} trials of every evaluation (--trials), so it "
-            f"would do nothing; give at least {trials}")
     for name in args.mechanism:
         mechanisms.get(name)
     if args.epsilon is not None:     # 0, -1, nan, inf are refused, never replaced by a default
@@ -75,6 +73,7 @@ def cmd_target(args: argparse.Namespace) -> int:
     user = cli_input.load_data(args)
     data = user.data if user.data is not None else datasets.load(user.name)
     mode = "users" if args.epsilon is not None else "epsilon"
+    trials = args.trials or tradeoff.DEFAULT_TRIALS
     t0 = time.perf_counter()
     results = []
     lines = []
@@ -84,13 +83,14 @@ def cmd_target(args: argparse.Namespace) -> int:
             base = experiment.Scenario(dataset=user.name, mechanism=name,
                                        epsilon=1.0 if args.epsilon is None else args.epsilon,   # 1: where the search starts
                                        grid_side=args.grid, region=user.region, n_users=args.users, seed=args.seed,
-                                       trials=args.trials or tradeoff.DEFAULT_TRIALS)
+                                       trials=trials)
+            rule = dict(trials=trials, probability=args.probability, confidence=args.confidence)
             if mode == "epsilon":
                 found = tradeoff.target_epsilon(base, args.metric, args.at_most, n_users=args.users, dataset=data,
-                                                attacker=not args.no_attacker, r_m=args.r, max_trials=args.max_trials)
+                                                attacker=not args.no_attacker, r_m=args.r, **rule)
             else:
                 found = tradeoff.users_needed(base, args.metric, args.at_most, dataset=data,
-                                              attacker=not args.no_attacker, r_m=args.r, max_trials=args.max_trials)
+                                              attacker=not args.no_attacker, r_m=args.r, **rule)
             row = found.to_dict()
             row["epsilon_unit"] = f"per {GEO_I_UNIT}" if found.privacy_model == GEO_I else ""
             eps_found = row.get("epsilon")
@@ -105,9 +105,9 @@ def cmd_target(args: argparse.Namespace) -> int:
         print("\n".join(lines + [f"  note: {note}" for note in notes]))
     region = user.region.name if hasattr(user.region, "name") else user.region
     out = {"mode": mode, "dataset": user.name, "region": region, "grid": args.grid, "metric": args.metric,
-           "at_most": args.at_most, "seed": args.seed, "confidence": 0.95,
-           "rule": "reached only when the 95% CI's upper end over the trials is at most the target",
-           "max_trials": max(args.trials or tradeoff.DEFAULT_TRIALS, args.max_trials or tradeoff.MAX_TRIALS_NEAR),
+           "at_most": args.at_most, "seed": args.seed, "reading": "one collection",
+           "probability": args.probability, "confidence": args.confidence, "trials": trials,
+           "rule": tradeoff.rule_text(args.probability, args.confidence, trials),
            "results": results, "notes": notes, "seconds": time.perf_counter() - t0}
     rows = user.rows()
     if rows is not None:
@@ -115,10 +115,8 @@ def cmd_target(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(_jsonable(out)))
     else:
-        ranges = sorted({r["search_range"] for r in results})
-        print(f"(reached = with 95% confidence: the interval's upper end meets the target; trials added near the "
-              f"answer up to {out['max_trials']}; searched {'; '.join(ranges)}; {out['seconds']:.1f} s; attacker: "
-              f"population prior, the data set's density standing in for a census)")
+        print(f"(reached = {out['rule']}; the mean's 95% interval is the second reading; {out['seconds']:.1f} s; "
+              f"attacker: population prior, the data set's density standing in for a census)")
     return 0
 
 
@@ -129,11 +127,16 @@ def _capped_notes(asked: int | None, results: list[dict[str, Any]]) -> list[str]
 
 
 def _line(row: dict[str, Any], mode: str) -> str:
+    from ldpviz.decide.one_collection import chance_text
     name = f"{row['mechanism']:<16}"
-    ci = (f"{row['metric']} = {row['mean']:.4g} (95% CI {row['ci_low']:.4g} to {row['ci_high']:.4g}, "
-          f"{row['trials']} trials here, {row['runs']} in the search)") if row["mean"] is not None else ""
     if not row["reached"]:
-        return f"{name} {row['message']}"
+        return f"{name} {row['message']}" + (f"\n{'':<17}WARNING: {row['scan_warning']}" if row.get("scan_warning")
+                                               else "")
+    one = (f"one collection meets {row['metric']} <= {row['target']:g} with probability >= {row['probability']:.0%} "
+           f"({row['confidence']:.0%} confidence; chance one misses at most {chance_text(row['miss_chance_max'])}, "
+           f"{row['misses']} of {row['trials']} fresh collections missed)")
+    mean = (f"; mean {row['mean']:.4g} (95% CI {row['ci_low']:.4g} to {row['ci_high']:.4g}: the mean "
+            f"{'meets' if row['mean_met'] else 'does not meet'} it)") if row["mean"] is not None else ""
     precision = (f" (monte carlo, standard error {row['attacker_error_se_m']:,.0f} m)"
                  if str(row.get("attacker_method", "")).startswith("monte carlo") else "")
     within = ""
@@ -144,10 +147,11 @@ def _line(row: dict[str, Any], mode: str) -> str:
                 if row["attacker_error_m"] is not None
                 else (f"; attacker: {row['attacker_note']}" if row["attacker_note"] else ""))
     unit = f" {row['epsilon_unit']}" if row["epsilon_unit"] else ""
-    warning = f"\n{'':<17}WARNING: {row['warning']}" if row.get("warning") else ""
+    how = f"\n{'':<17}{row['message']} ({row['runs']} collections simulated)"
+    warning = "".join(f"\n{'':<17}WARNING: {row[key]}" for key in ("scan_warning", "warning") if row.get(key))
     if mode == "epsilon":
-        return f"{name} epsilon = {row['epsilon']:.3g}{unit}: {ci}{attacker}{warning}"
-    return f"{name} {row['n_users']:,} users at epsilon = {row['epsilon']:g}{unit}: {ci}{attacker}{warning}"
+        return f"{name} epsilon = {row['epsilon']:.3g}{unit}: {one}{mean}{attacker}{how}{warning}"
+    return f"{name} {row['n_users']:,} users at epsilon = {row['epsilon']:g}{unit}: {one}{mean}{attacker}{how}{warning}"
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -183,21 +187,26 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     """Add ``target`` and ``report`` to the main parser's subcommands."""
-    from ldpviz.decide.tradeoff import DEFAULT_TRIALS, MAX_TRIALS_NEAR, TARGET_METRICS
-    tp = sub.add_parser("target", help="goal seek: the smallest epsilon (or number of users) reaching a target "
-                                       "accuracy, per mechanism")
+    from ldpviz.decide.one_collection import CONFIDENCE, PROBABILITY
+    from ldpviz.decide.tradeoff import DEFAULT_TRIALS, TARGET_METRICS
+    tp = sub.add_parser("target", help="goal seek: per mechanism, the smallest epsilon found on a scan (or the "
+                                       "fewest users) at which ONE collection meets a target accuracy with "
+                                       "probability >= 95%%, decided on fresh collections")
     _add_scenario_arguments(tp)
     tp.add_argument("--metric", choices=TARGET_METRICS, default="w2_m", help="accuracy metric (lower is better)")
     tp.add_argument("--at-most", type=float, required=True, dest="at_most", metavar="X",
-                    help="target: the metric's 95%% confidence interval over the trials must lie at or below X "
-                         "(W2 in metres)")
+                    help="target: one collection's metric must be at or below X (W2 in metres) with probability "
+                         ">= --probability")
     tp.add_argument("--mechanism", action="append", default=[], help="mechanism name, repeatable")
     tp.add_argument("--users", type=int, help="number of users (seeded subsample) when solving for epsilon")
     tp.add_argument("--epsilon", type=float,
                     help="solve for the number of users needed at this epsilon instead of for epsilon")
-    tp.add_argument("--trials", type=int, help=f"trials per evaluation (default {DEFAULT_TRIALS})")
-    tp.add_argument("--max-trials", type=int, dest="max_trials",
-                    help=f"most trials added near the answer to decide it (default {MAX_TRIALS_NEAR})")
+    tp.add_argument("--trials", type=int, help=f"collections per decision, on the search's streams and on fresh "
+                                               f"ones (default {DEFAULT_TRIALS})")
+    tp.add_argument("--probability", type=float, default=PROBABILITY,
+                    help="share of single collections that must meet the target (default %(default)s)")
+    tp.add_argument("--confidence", type=float, default=CONFIDENCE,
+                    help="confidence of that statement (one-sided normal tolerance bound; default %(default)s)")
     tp.add_argument("--r", type=float, help="distance r (m) for 'the attacker lands within r of the person' "
                                            "(default: 1%% of the region's side)")
     tp.add_argument("--no-attacker", action="store_true", dest="no_attacker",

@@ -36,7 +36,7 @@ def test_decision_report_downloads_and_target_mode_and_frontier_render(server, b
         walk.page.goto(f"{server}/Compare?{SMALL}&cmp=grr&cmode=target_epsilon&metric=w2_m&tgt=2000&trials=2")
         walk.page.locator('[data-testid="stDataFrame"]').first.wait_for(timeout=120_000)
         walk.idle()
-        assert "Smallest ε for a target" in walk.main_text()
+        assert "Smallest ε found for a target" in walk.main_text()
         walk.check_clean("Compare in target mode")
 
         walk.page.goto(f"{server}/Trade-offs?{SMALL}&smech=grr&vary=epsilon&vals=0.5,2&fr=1")

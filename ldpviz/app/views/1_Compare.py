@@ -5,13 +5,13 @@ import streamlit as st
 
 from ldpviz.app import compute, controls, longrun, session, state, ui
 from ldpviz import experiment, mechanisms, metrics
-from ldpviz.decide import explain, privacy_scale, decision_report as report, tradeoff
+from ldpviz.decide import explain, one_collection, privacy_scale, decision_report as report, tradeoff
 from ldpviz.render import maps as viz
 from ldpviz.geo.domain import Grid
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.mechanisms.accounting import collection_ledger
 
-MODES = {"at_epsilon": "Compare at ε", "target_epsilon": "Smallest ε for a target",
+MODES = {"at_epsilon": "Compare at ε", "target_epsilon": "Smallest ε found for a target",
          "users_needed": "Users needed for a target"}
 
 MODEL_ORDER = (mechanisms.LDP, mechanisms.GEO_I, mechanisms.CENTRAL_DP, mechanisms.NO_PRIVACY)
@@ -68,30 +68,30 @@ def goal_seek_table(table: pd.DataFrame, mode: str, metric: str, target: float, 
     out = pd.DataFrame({
         "mechanism": [controls.short_label(by_name[n]) for n in table["mechanism"]],
         "privacy": [session.model_tag(m) for m in table["privacy_model"]],
-        "reached (95% confidence)": ["yes" if r else "no" for r in table["reached"]],
+        "one collection meets it": ["yes" if r else "no" for r in table["reached"]],
+        "chance one misses (at most)": [cell(q, one_collection.chance_text) for q in table["miss_chance_max"]],
         ("ε found" if by_eps else "ε (fixed)"): [cell(e, lambda v: f"{v:.3g}" + (" per km" if m == mechanisms.GEO_I
                                                                                   else ""))
                                                  for e, m in zip(table["epsilon"], table["privacy_model"])],
         ("users (fixed)" if by_eps else "users needed"): [cell(n, lambda v: f"{int(v):,}") for n in table["n_users"]],
         unit: [cell(m, lambda v: ui.fmt_metric(metric, v)) for m in table["mean"]],
-        "95% CI": [(f"[{ui.fmt_metric(metric, lo)}, {ui.fmt_metric(metric, hi)}]" if lo is not None and not pd.isna(lo)
-                    else "—") for lo, hi in zip(table["ci_low"], table["ci_high"])],
-        "trials at the answer": table["trials"], "trials in the search": table["runs"],
+        "mean's 95% CI": [(f"[{ui.fmt_metric(metric, lo)}, {ui.fmt_metric(metric, hi)}]" if lo is not None
+                           and not pd.isna(lo) else "—") for lo, hi in zip(table["ci_low"], table["ci_high"])],
+        "fresh collections": table["trials"], "collections simulated": table["runs"],
         "attacker error (population prior)": [cell(a, ui.fmt_metres) for a in table["attacker_error_m"]],
         (f"attacker within {ui.fmt_metres(r_m)}" if r_m else "attacker within r"): within,
-        "note": [m or n for m, n in zip(table["message"], table["attacker_note"])],
+        "note": ["; ".join(x for x in (m, w, n) if x)
+                 for m, w, n in zip(table["message"], table["scan_warning"], table["attacker_note"])],
     })
     out = out.sort_values("privacy", kind="stable")
-    goal = (f"the smallest ε at which {unit} ≤ {target:g} with 95% confidence ({int(cfg['n_users']):,} users)"
-            if by_eps else
-            f"the fewest users for {unit} ≤ {target:g} with 95% confidence at ε = {cfg['epsilon']:g} (at most "
-            "everyone in the region: more would invent data)")
+    goal = (f"the smallest ε found at which one collection gives {unit} ≤ {target:g} "
+            f"({int(cfg['n_users']):,} users)" if by_eps else
+            f"the fewest users found for which one collection gives {unit} ≤ {target:g} at ε = {cfg['epsilon']:g} "
+            "(at most everyone in the region: more would invent data)")
     ranges = "; ".join(sorted(set(table["search_range"])))
-    cap = max(trials, tradeoff.MAX_TRIALS_NEAR)
     r_note = next((n for n in table.get("attacker_r_note", pd.Series(dtype=object)) if isinstance(n, str) and n), "")
-    st.markdown(f"For each mechanism, {goal}. **Reached** means the upper end of the 95% interval over the trials "
-                f"meets the target, not just the mean; trials are added near the answer (from {trials}: the sidebar's "
-                f"trials, at least {tradeoff.DEFAULT_TRIALS}; at most {cap}) until the interval decides it. Searched: {ranges}. The attacker knows the "
+    st.markdown(f"For each mechanism, {goal}. **Meets it**: {tradeoff.rule_text()}; the mean's interval is a second "
+                f"reading. Searched: {ranges} (a scan, so 'smallest found', not a proven smallest). The attacker knows the "
                 "population density (the data set's own density stands in for a census) and sees one report at the "
                 "answer" + (f"; 'within' uses r = {ui.fmt_metres(r_m)}" + (f" ({r_note})" if r_note else "")
                             + ", scored against people's positions inside their cells" if r_m else "") + ".")
@@ -141,9 +141,9 @@ chosen, by_name = session.mechanisms_multiselect(
          "mechanism per family; add any other.")
 mode = session.bind(cfg, "compare_mode", st.segmented_control, "Mode", list(MODES), valid=list(MODES),
                     format_func=MODES.get, required=True,
-                    help="Compare at the sidebar's ε; or, for a target accuracy, find each mechanism's smallest ε "
-                         "(at the sidebar's users) or the fewest users it needs (at the sidebar's ε), met with 95% "
-                         "confidence.")
+                    help="Compare at the sidebar's ε; or, for a target accuracy, find each mechanism's smallest ε found "
+                         "(at the sidebar's users) or the fewest users it needs (at the sidebar's ε) for one "
+                         "collection to meet it with probability 95%.")
 metric_keys = list(metrics.METRIC_INFO) if mode == "at_epsilon" else list(tradeoff.TARGET_METRICS)
 metric = session.bind(cfg, "metric", right.selectbox, "Rank by" if mode == "at_epsilon" else "Target metric",
                       metric_keys, valid=metric_keys, format_func=ui.metric_label,
@@ -154,9 +154,10 @@ if mode != "at_epsilon":
         cfg["target"] = state.TARGET_DEFAULTS[metric]
     target = session.bind(cfg, "target", st.number_input, f"Target: {ui.metric_label(metric)} at most",
                           min_value=0.0, format="%g",
-                          help="The accuracy you need, met with 95% confidence: the upper end of the metric's "
-                               "interval over the trials must be at most this (the mean alone is not enough). Each "
-                               "mechanism is searched for the smallest ε, or the fewest users, that meets it. "
+                          help="The accuracy you need from the one collection you will run: met when one "
+                               "collection meets it with probability at least 95% (95% confidence, decided on fresh "
+                               "collections; the mean alone is not enough). Each mechanism is scanned for the "
+                               "smallest ε, or the fewest users, found to meet it. "
                                "Changing the metric resets this to the metric's default.")
 session.sync_url(cfg)
 
@@ -167,16 +168,16 @@ if data is None or not chosen:
 if mode != "at_epsilon":
     with session.guard("the target search", where="above"):
         require(float(target) > 0, "the target must be a number above 0")
-        trials = max(int(cfg["trials"]), tradeoff.DEFAULT_TRIALS)   # a 95% interval needs several trials
+        trials = tradeoff.DEFAULT_TRIALS   # the one-collection rule sets its own count (not the sidebar's trials)
         seeks = [session.scenario(cfg, data, mechanism=n).with_(trials=trials) for n in chosen]
         per_run = sum(compute.predicted_seconds(sc.with_(trials=1))[0] for sc in seeks)
-        what = "smallest ε" if mode == "target_epsilon" else "users needed"
+        what = "smallest ε found" if mode == "target_epsilon" else "users needed"
         if not compute.approved_if_long(f"the {what} search for {len(chosen)} mechanisms",
                                         per_run * compute.goal_runs(trials), "the runs timed so far",
                                         f"goal:{mode}:{metric}:{target}:" + "|".join(map(repr, seeks))):
             st.stop()
         rows = []
-        with st.spinner(f"Searching the {what} for each mechanism (95% confidence) ..."):
+        with st.spinner(f"Searching the {what} for each mechanism (one collection, 95%) ..."):
             for sc in seeks:
                 dataset, key = compute.get_dataset(sc.dataset)
                 try:

@@ -1,0 +1,290 @@
+"""Decide: from "I have this file" to a signed decision, in five steps on one page (issue 27).
+
+The steps' logic lives in :mod:`ldpviz.decide.decision_flow` (choices, eligibility, ledger, the record) and the
+goal seek in :mod:`ldpviz.decide.tradeoff`; every choice is in the one state layer and the link.
+"""
+
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from ldpviz.app import compute, controls, longrun, session, state, ui, uploads
+from ldpviz import mechanisms
+from ldpviz.data import datasets
+from ldpviz.decide import decision_flow as flow, explain, one_collection, tradeoff
+from ldpviz.errors import LdpvizInputError
+from ldpviz.geo import region_choice
+from ldpviz.geo.domain import Grid
+from ldpviz.render import maps as viz
+
+MAX_UPLOAD_BYTES = 1024 * 2**20
+#: Step 4 starts by itself for at most this many mechanisms still to answer (and a short prediction); more wait
+#: for the officer's Start, so a page opened with every model accepted does not occupy a shared server for minutes.
+AUTO_MECHANISMS = 4
+
+
+@st.cache_data(max_entries=256, ttl=compute.RESULT_TTL_S, show_spinner=False)
+def seek(turn: str, scenario_key: str, metric: str, target: float, probability: float, epsilon: float,
+         _scenario, _dataset) -> dict:
+    """One mechanism's answer, memoised (the same call ``ldpviz target`` makes)."""
+    if turn == "epsilon":
+        found = tradeoff.target_epsilon(_scenario, metric, target, n_users=_scenario.n_users, dataset=_dataset,
+                                        probability=probability)
+    else:
+        found = tradeoff.users_needed(_scenario.with_(epsilon=epsilon), metric, target, dataset=_dataset,
+                                      probability=probability)
+    return found.to_dict()
+
+
+@st.cache_resource
+def done() -> set:
+    """The answers this server holds already (their keys): coming back to them never asks to start again."""
+    return set()
+
+
+def answer_table(ranked: list[dict], turn: str) -> list[dict]:
+    """Step 4's table: rank, ε (or users) needed, the chance one collection misses, the attacker, the ledger."""
+    return [{"rank": str(i + 1) if r["reached"] else "—", "mechanism": r["mechanism"], "model": r["privacy_model"],
+             ("ε needed" if turn == "epsilon" else "users needed"):
+                 flow.epsilon_text(r) if turn == "epsilon" else (f"{r['n_users']:,}" if r["reached"]
+                                                                 else "not reached"),
+             "chance one collection misses (at most)": one_collection.chance_text(r["miss_chance_max"])
+                 if r["reached"] else "—",
+             "attacker off by": ui.fmt_metres(r["attacker_error_m"]) if r.get("attacker_error_m") is not None
+                 else (f"— ({r['attacker_note']})" if r.get("attacker_note") else "—"),
+             "ε per person, one collection": r.get("ledger_one_headline") or "—",
+             "ε per person over a year": r.get("ledger_year_headline") or "—",
+             "note": r["message"],
+             "warnings": "; ".join(x for x in (r.get("scan_warning"), r.get("ledger_warning") or r.get("warning"))
+                                   if x)}
+            for i, r in enumerate(ranked)]
+
+
+def in_depth(page: str, label: str) -> None:
+    """A link to the page that shows a step in depth, carrying every choice."""
+    st.markdown(f"[{label} →](./{page}?{urlencode(state.encode(cfg))})")
+
+
+cfg = session.setup_page("Decide")
+ss = st.session_state
+st.title("Decide how to collect the locations")
+st.caption("Five steps from your file to a signed decision about the one collection you will run. Every choice is "
+           "kept in the link: reload, share it or go back and forward and the steps stay as you left them.")
+
+# ---- 1. Your data ------------------------------------------------------------------------------------------------
+st.header("1 · Your data")
+file = st.file_uploader("Upload points (CSV or Parquet; latitude and longitude in degrees), or pick a dataset below",
+                        type=["csv", "txt", "tsv", "gz", "parquet", "pq"], key="w:decide_upload")
+held = ss["uploads"].get(cfg.get("dataset"))
+if held is not None and not str(cfg.get("upload_bounds") or "").strip() and held.default_region.bounds is not None:
+    cfg["upload_bounds"] = ", ".join(f"{v:g}" for v in held.default_region.bounds)   # a reload or link: its box
+bounds_text = session.bind(cfg, "upload_bounds", st.text_input, "Bounds of your file W, S, E, N in degrees (blank: "
+                           "the paid private map tiles choose the region)", placeholder="e.g. -5.2, 41.3, 9.6, 51.1",
+                           help="Only the rows inside the box are studied (as `--bbox` on the command line); typed "
+                                "bounds read no data. Blank: every row reports its map tile with ε0 = "
+                                f"{cfg['upload_epsilon0']:g}, added to each person's total.")
+if file is not None:
+    try:
+        bounds = state.parse_optional_bbox(bounds_text)
+        attempt = (getattr(file, "file_id", file.name), bounds)
+        if ss.get("decide_attempt") != attempt:
+            ss["decide_attempt"] = attempt
+            points = uploads.read_points((attempt[0], "", "", True), file, filename=file.name,
+                                         max_bytes=MAX_UPLOAD_BYTES, wrap_longitudes=True)
+            loaded = uploads.frame(points, bounds, state.UPLOAD_RULES[0], float(cfg["upload_epsilon0"]))
+            ss["uploads"][loaded.name] = loaded
+            ss.pop("decide_suggestion", None)
+            session.set_and_rerun(dataset=loaded.name, region=next(iter(loaded.presets)))
+    except datasets.NeedsBounds as exc:
+        box, inside = uploads.suggestion(exc.points, state.SUGGEST_SIDE_KM)
+        ss["decide_suggestion"] = (", ".join(f"{v:g}" for v in box), inside, exc.points.lon.size)
+    except LdpvizInputError as exc:
+        st.error(f"**{file.name} could not be used:** {exc}. The dataset below stays selected.",
+                 icon=":material/error:")
+if ss.get("decide_suggestion"):
+    text, inside, total = ss["decide_suggestion"]
+    st.info(f"Your file needs bounds. Suggested: `{text}` (the densest box about {state.SUGGEST_SIDE_KM:,.0f} km "
+            f"across, holding {inside:,} of {total:,} rows; read from your rows).", icon=":material/crop_free:")
+    st.button("Use the suggested bounds", key="decide:suggest", on_click=lambda: cfg.update(upload_bounds=text))
+
+names = datasets.names() + list(ss["uploads"])
+labels = {n: controls.dataset_label(n, load=(n == cfg.get("dataset"))) for n in names}
+c1, c2 = st.columns(2)
+name = session.bind(cfg, "dataset", c1.selectbox, "Dataset", names, valid=names, format_func=labels.get)
+try:
+    data, key = compute.get_dataset(name)
+except (LdpvizInputError, FileNotFoundError) as exc:
+    st.error(f"Dataset {name!r} cannot be loaded: {exc}")
+    st.stop()
+options = list(data.presets) + [state.REGION_BBOX]
+choice = session.bind(cfg, "region", c2.selectbox, "Region", options, valid=options,
+                      help="A preset of the dataset (for an upload: the box you typed or the paid tiles), or "
+                           "bounds you type in.")
+if choice == state.REGION_BBOX:
+    if not cfg.get("bbox_text"):
+        cfg["bbox_text"] = controls.region_bbox_text(data.default_region)
+    typed = session.bind(cfg, "bbox_text", st.text_input, "Bounds W, S, E, N (degrees)")
+    try:
+        cfg["bbox"] = state.parse_bbox(typed)
+        region = region_choice.stated_region(cfg["bbox"])
+    except LdpvizInputError as exc:
+        st.error(f"These bounds cannot be used: {exc}")
+        st.stop()
+else:
+    region = data.presets[choice]
+upload_name = data.label if compute.is_upload(name) else None
+inside = int(region.contains(data.lon, data.lat).sum())
+report = data.report
+kept = (f"{report.rows_kept:,} of {report.rows_read:,} rows kept, {report.rows_read - report.rows_kept:,} dropped "
+        f"({', '.join(f'{n:,} {r}' for r, n in report.dropped.items() if n) or 'none'})" if report is not None
+        else f"{data.n:,} rows")
+rows_text = f"{kept}; {inside:,} inside the region"
+st.markdown(f"**{labels.get(name, name)}** · {rows_text} · region: {region.name} "
+            f"({ui.fmt_metres(region.side_m)} square){'; ' + region.data_use if region.data_use else ''}")
+lost = (report.rows_read - report.rows_kept - report.dropped.get("outside the bbox", 0)) if report else 0
+if report is not None and report.rows_read and lost / report.rows_read > 0.05:
+    st.warning(f"{lost:,} of the file's {report.rows_read:,} rows ({lost / report.rows_read:.0%}) were dropped for "
+               f"reasons other than your bounds: {rows_text}. Check the file on the Data page.",
+               icon=":material/warning:")
+in_depth("Data", "Rows, bounds and the map of your data on the Data page")
+
+# ---- 2. Who is protected ---------------------------------------------------------------------------------------
+st.header("2 · Who is protected")
+c1, c2, c3 = st.columns(3)
+session.bind(cfg, "decide_unit", c1.radio, "The guarantee protects", list(flow.UNITS), valid=list(flow.UNITS),
+             format_func=flow.UNITS.get)
+session.bind(cfg, "decide_reports", c2.number_input, "Reports per person per collection", min_value=1,
+             max_value=10_000, step=1, help="Each report pays ε; the ledger adds them up per person.")
+session.bind(cfg, "decide_every", c3.selectbox, "How often the collection runs", list(flow.EVERY),
+             valid=list(flow.EVERY), help="The ledger's total over a year composes every collection.")
+models = session.bind(cfg, "decide_models", st.multiselect, "Privacy models you accept", list(flow.MODELS),
+                      format_func=lambda m: flow.MODELS[m])
+eligible, why_not = flow.eligible(models)
+st.caption(f"{explain.plural(len(eligible), 'mechanism')} eligible; {len(why_not)} left out (why: in step 4).")
+in_depth("Mechanisms", "What each mechanism protects, on the Mechanisms page")
+
+# ---- 3. What the map must show -----------------------------------------------------------------------------------
+st.header("3 · What the map must show")
+c1, c2, c3 = st.columns([2, 1, 1])
+metric = session.bind(cfg, "decide_metric", c1.radio, "The need", list(flow.NEEDS), valid=list(flow.NEEDS),
+                      format_func=lambda m: flow.NEEDS[m].format(t="x"))
+session.reset_when_changed(cfg, "decide_metric", "decide_target", flow.TARGET_DEFAULTS[metric])
+target = session.bind(cfg, "decide_target", c2.number_input, f"x = ({ui.metric_label(metric)} at most)",
+                      min_value=0.0001, format="%g")
+grid_options = [d for d in state.GRID_OPTIONS if d <= 64]
+side = session.bind(cfg, "grid_side", c3.selectbox, "Cells (grid d × d)", grid_options, valid=grid_options,
+                    format_func=lambda d: f"{d} × {d}")        # labels fixed: a region change must not reset it
+c3.caption(f"cells of {ui.fmt_metres(region.side_m / int(side))}")
+probability = session.bind(cfg, "decide_probability", c2.number_input, "Share of collections that must meet it",
+                           min_value=0.5, max_value=0.999, step=0.01, format="%.3g")
+st.markdown(f"**The need:** {flow.need_text(metric, float(target))}, in "
+            f"{probability:.0%} of collections (one collection is what you will run).")
+in_depth("Compare", "Every metric side by side on the Compare page")
+
+# ---- 4. The answer -----------------------------------------------------------------------------------------------
+st.header("4 · The answer")
+turn = session.bind(cfg, "decide_turn", st.segmented_control, "Question", list(flow.TURNS), valid=list(flow.TURNS),
+                    required=True, format_func={"epsilon": "ε needed with the users there are",
+                                                "users": "Users needed at a fixed ε"}.get)
+if turn == "users":
+    session.bind(cfg, "decide_epsilon", st.number_input, "ε (fixed)", min_value=0.001, max_value=50.0,
+                 format="%g")
+session.sync_url(cfg)
+if not eligible:
+    st.info("Accept at least one privacy model in step 2.")
+    st.stop()
+n_users = int(cfg["n_users"]) if inside > int(cfg["n_users"] or 0) > 0 else None
+grid = Grid(region, int(side))
+scenarios = [flow.scenario(name, region, m, int(side), n_users, int(cfg["seed"])) for m in eligible]
+question = (turn, metric, float(target), float(probability), float(cfg["decide_epsilon"]) if turn == "users" else 0.0)
+seek_keys = [repr((sc, key, question)) for sc in scenarios]
+todo = [sc for sc, k in zip(scenarios, seek_keys) if k not in done()]
+if todo:     # a long search (many mechanisms, a fine grid, many users) starts when the officer says so
+    predicted = sum(compute.predicted_seconds(sc.with_(trials=1))[0] for sc in todo) * compute.goal_runs(
+        tradeoff.DEFAULT_TRIALS)
+    short = predicted <= longrun.LONG_S and len(todo) <= AUTO_MECHANISMS
+    if not short and not longrun.announce(f"the answer for {explain.plural(len(todo), 'mechanism')}", predicted,
+                                          "the runs timed so far", "decide:" + str(hash(tuple(seek_keys)))):
+        st.stop()
+table_slot, status = st.empty(), st.empty()
+rows: list[dict] = []
+for k, (mech_name, sc, seek_key) in enumerate(zip(eligible, scenarios, seek_keys), 1):   # each answer shows as
+    if rows:                                                                              # its mechanism is done
+        table_slot.dataframe(answer_table(flow.rank(rows, turn), turn), hide_index=True)
+    if seek_key not in done():
+        status.caption(f"Searching {mech_name} ({k} of {len(eligible)}) ...")
+    try:
+        goal = seek(turn, seek_key, metric, float(target), float(probability), float(cfg["decide_epsilon"]),
+                    sc, compute.dataset_arg(name) or data)
+    except LdpvizInputError as exc:
+        why_not[mech_name] = f"cannot run here: {exc}"
+        continue
+    done().add(seek_key)
+    mech = (mechanisms.create(mech_name, grid, float(goal["epsilon"])) if goal.get("reached") else None)
+    rows.append(flow.answer(goal, mech, region, cfg))
+ranked = flow.rank(rows, turn)
+ss["decide_answers"] = ranked          # the answers as shown (tests compare them with `ldpviz target`)
+status.empty()
+table_slot.dataframe(answer_table(ranked, turn), hide_index=True, key="decide:answers")
+st.caption(f"Met = {tradeoff.rule_text(float(probability))}. ε is the smallest found on a scan (x2 apart, refined "
+           "to 5%), not a proven smallest. The attacker knows the population density and sees one report.")
+for r in ranked:
+    for key_ in ("scan_warning", "ledger_warning"):
+        if r.get(key_):
+            st.warning(f"**{r['mechanism']}:** {r[key_]}", icon=":material/warning:")
+with st.expander(f"Why not the other {len(why_not)} mechanisms"):
+    st.markdown("\n".join(f"- **{n}**: {w}" for n, w in why_not.items()) or "None left out.")
+reached = [r["mechanism"] for r in ranked if r["reached"]]
+pins = session.bind(cfg, "decide_pins", st.multiselect, "Pin two to compare their maps", reached,
+                    max_selections=2, default=None) if reached else []
+pins = [p for p in (cfg.get("decide_pins") or []) if p in reached]
+if len(pins) == 2:       # one collection each, at its answer, on one colour scale
+    pinned = []
+    for pin in pins:
+        r = next(x for x in ranked if x["mechanism"] == pin)
+        sc = flow.scenario(name, region, pin, int(side), r["n_users"] if turn == "users" else n_users,
+                           int(cfg["seed"])).with_(epsilon=float(r["epsilon"]), trials=1)
+        pinned.append((pin, r, compute.cached_run(sc, key, compute.dataset_arg(name) or data)))
+    vmax = max(float(res.estimate.density.max()) for _, _, res in pinned) or 1.0
+    for col, (pin, r, res) in zip(st.columns(2), pinned):
+        with col:
+            st.markdown(f"**{pin}** at ε {flow.epsilon_text(r)}")
+            px = ui.map_size("half", region)
+            st.pydeck_chart(viz.estimate_deck(res.grid, res.estimate.density, res.estimate.partition,
+                                              vmax=vmax, **px),
+                            height=px["height"], key=f"decide:map:{pin}")
+            st.caption(f"{ui.metric_label(metric)} of this collection: {ui.fmt_metric(metric, res.mean()[metric])}")
+in_depth("Explore", "One mechanism in depth on the Explore page")
+
+# ---- 5. Sign -----------------------------------------------------------------------------------------------------
+st.header("5 · Sign")
+if not reached:
+    st.info("No eligible mechanism reaches the target: loosen the target, accept another model, or add users.")
+    st.stop()
+c1, c2 = st.columns(2)
+chosen = session.bind(cfg, "mechanism", c1.selectbox, "Mechanism chosen", reached, valid=reached,
+                      help="The top-ranked by default.")
+session.bind(cfg, "decide_purpose", c2.text_input, "Purpose of the collection")
+c1, c2 = st.columns(2)
+session.bind(cfg, "decide_owner", c1.text_input, "Owner (who answers for it)")
+session.bind(cfg, "decide_retention", c2.text_input, "Retention (how long the data is kept)")
+pick = next(r for r in ranked if r["mechanism"] == chosen)
+with st.container(border=True):
+    st.markdown(f"**What each person pays with {chosen}** (the accountant's ledger)")
+    st.markdown("\n".join(f"- {line}" for line in pick["ledger"]["lines"]))
+    st.markdown(f"{pick['ledger_one']}  \n{pick['ledger_sentence']}")
+session.sync_url(cfg)
+base_url = str(getattr(st.context, "url", "") or "").split("?")[0]
+link = f"{base_url}?{urlencode(state.encode(cfg))}"
+bbox = cfg["bbox"] if choice == state.REGION_BBOX else (region.bounds if upload_name else None)
+cli = flow.command({**cfg, "region": choice if choice != state.REGION_BBOX else None}, eligible, upload_name, bbox)
+record = flow.record_html(cfg, data_label=labels.get(name, name), rows_text=rows_text,
+                          region_text=f"{region.name} ({ui.fmt_metres(region.side_m)} square)",
+                          cell_text=f"{side} × {side} cells of {ui.fmt_metres(region.side_m / int(side))}",
+                          answers=ranked, chosen=chosen, why_not=why_not, link=link, cli=cli)
+st.download_button("Download the signed decision (HTML)", record, "ldpviz-decision.html", "text/html",
+                   on_click="ignore", type="primary", key="decide:download")
+st.markdown("**Reopen this whole flow:**")
+st.code(link, language=None)
+st.markdown("**Reproduce the answer on the command line:**")
+st.code(cli, language="bash")

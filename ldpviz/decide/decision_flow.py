@@ -1,0 +1,365 @@
+"""The guided decision (the Decide page's steps), without Streamlit: choices, who is eligible, the answer, the record.
+
+Five steps, as DP Wizard's Select -> Define -> Download, for location LDP (issue 27):
+
+1. *Your data*: a dataset (bundled, synthetic or an upload) and its region (typed bounds or a preset);
+2. *Who is protected*: the unit, reports per person per collection, how often the collection repeats, and the
+   privacy models the officer accepts (:func:`eligible` says why each other mechanism is left out);
+3. *What the map must show*: a need in plain words (:data:`NEEDS`) with its metric, a target and the grid;
+4. *The answer*: per eligible mechanism the goal seek (:func:`answer`: :func:`ldpviz.decide.tradeoff.target_epsilon`
+   on :func:`scenario`, the same scenario ``ldpviz target`` builds, so the same inputs and seed give the same
+   answer), its ledger (:mod:`ldpviz.mechanisms.accounting`), ranked by the epsilon it needs (:func:`rank`);
+   "users needed at a fixed epsilon" is the same step turned around;
+5. *Sign*: :func:`record_html`, the decision record with every choice, the answer and the alternatives, the ledger,
+   the interval and what is not covered, a sign-off block, the link and the command that reproduce it.
+
+The choices live in the dashboard's one state layer (:mod:`ldpviz.app.state` calls :func:`encode` / :func:`decode`
+for the keys below), so a reload, a shared link and back/forward keep every step.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import math
+import shlex
+from typing import Any, Mapping
+
+from ldpviz import __version__, mechanisms
+from ldpviz.decide import one_collection, tradeoff
+from ldpviz.errors import LdpvizInputError
+from ldpviz.experiment import Scenario
+from ldpviz.mechanisms import accounting
+from ldpviz.mechanisms.base import CENTRAL_DP, GEO_I, GEO_I_UNIT, LDP, UNIT_PERSON, UNIT_ROW
+
+#: The privacy models an officer may accept, and how the page names them.
+MODELS = {LDP: "Local DP (each phone randomises its own report)",
+          GEO_I: "Geo-indistinguishability (local, protects more for nearby places than far ones)",
+          CENTRAL_DP: "Central DP (a trusted server sees exact locations and publishes a noisy map)"}
+MODEL_CODES = {LDP: "ldp", GEO_I: "geoi", CENTRAL_DP: "cdp"}
+#: What a guarantee protects (the ledger's unit): one location report, or a person (all their reports).
+UNITS = {"report": "one location report", "person": "a person (all their reports in a collection)"}
+#: How often the collection runs, as collections per year (the sign-off's total over a year).
+EVERY = {"once": 1, "yearly": 1, "quarterly": 4, "monthly": 12, "weekly": 52, "daily": 365}
+#: Needs in plain words -> the goal seek's metric ({t}: the target as the officer typed it).
+NEEDS = {"w2_m": "Where people are: the map's mass within {t} m of where it truly is (W2 distance)",
+         "aqe": "Counts in areas of 1% of the region, off by at most {t} of everyone (AQE)"}
+TARGET_DEFAULTS = {"w2_m": 800.0, "aqe": 0.05}
+#: Step 4 answers either question: the epsilon needed at the users there are, or the users needed at an epsilon.
+TURNS = ("epsilon", "users")
+
+#: The Decide page's choices (defaults), in the dashboard's one config dict.
+DEFAULTS: dict[str, Any] = {
+    "decide_unit": "person", "decide_reports": 1, "decide_every": "once", "decide_models": [LDP, GEO_I],
+    "decide_metric": "w2_m", "decide_target": TARGET_DEFAULTS["w2_m"], "decide_turn": "epsilon",
+    "decide_epsilon": 1.0, "decide_pins": [], "decide_probability": one_collection.PROBABILITY,
+    "decide_purpose": "", "decide_owner": "", "decide_retention": "",
+}
+#: Their link keys.
+KEYS = {"decide_unit": "dcu", "decide_reports": "dcr", "decide_every": "dce", "decide_models": "dcm",
+        "decide_metric": "dcmet", "decide_target": "dct", "decide_turn": "dcturn", "decide_epsilon": "dceps",
+        "decide_pins": "dcpin", "decide_probability": "dcp", "decide_purpose": "dcpur", "decide_owner": "dcown",
+        "decide_retention": "dcret"}
+#: Link keys of the shared choices the flow reads (the dataset, region, grid, users and seed are the dashboard's).
+SHARED = ("dataset", "region", "bbox", "grid_side", "n_users", "seed")
+TEXT_MAX = 300
+
+
+def _float(text: str, low: float, high: float, what: str) -> float:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise LdpvizInputError(f"{what} must be a number, got {text!r}") from None
+    if not (math.isfinite(value) and low <= value <= high):
+        raise LdpvizInputError(f"{what} must be from {low:g} to {high:g}, got {text!r}")
+    return value
+
+
+def decode(query: Mapping[str, str], cfg: dict[str, Any], warnings: list[str]) -> None:
+    """Read the flow's link keys into ``cfg``; a bad value is left at its default with a warning."""
+    codes = {v: k for k, v in MODEL_CODES.items()}
+
+    def parse(field: str, text: str) -> Any:
+        if field == "decide_unit":
+            if text not in UNITS:
+                raise LdpvizInputError(f"must be one of {', '.join(UNITS)}")
+            return text
+        if field == "decide_every":
+            if text not in EVERY:
+                raise LdpvizInputError(f"must be one of {', '.join(EVERY)}")
+            return text
+        if field == "decide_metric":
+            if text not in NEEDS:
+                raise LdpvizInputError(f"must be one of {', '.join(NEEDS)}")
+            return text
+        if field == "decide_turn":
+            if text not in TURNS:
+                raise LdpvizInputError(f"must be one of {', '.join(TURNS)}")
+            return text
+        if field == "decide_reports":
+            value = _float(text, 1, 10_000, "reports per person")
+            if value != int(value):
+                raise LdpvizInputError("must be a whole number")
+            return int(value)
+        if field == "decide_models":
+            models = [codes.get(c.strip()) for c in text.split(",") if c.strip()]
+            if not models or None in models:
+                raise LdpvizInputError(f"must be some of {', '.join(codes)}")
+            return [m for m in MODELS if m in models]
+        if field == "decide_pins":
+            names = [n for n in text.split(",") if n]
+            unknown = [n for n in names if n not in mechanisms.available()]
+            if unknown or len(names) > 2:
+                raise LdpvizInputError("must be at most two mechanism names")
+            return names
+        if field == "decide_target":
+            return _float(text, 1e-9, 1e9, "target")
+        if field == "decide_epsilon":
+            return _float(text, 0.001, 50, "epsilon")
+        if field == "decide_probability":
+            return _float(text, 0.5, 0.999, "probability")
+        return str(text)[:TEXT_MAX]
+
+    for field, key in KEYS.items():
+        if key in query:
+            try:
+                cfg[field] = parse(field, str(query[key]))
+            except LdpvizInputError as exc:
+                warnings.append(f"link parameter {key}={query[key]!r} ignored: {exc}")
+
+
+def encode(cfg: Mapping[str, Any]) -> dict[str, str]:
+    """The flow's link keys, leaving out defaults."""
+    out = {}
+    for field, key in KEYS.items():
+        value = cfg.get(field, DEFAULTS[field])
+        if value == DEFAULTS[field] or value is None:
+            continue
+        if field == "decide_models":
+            out[key] = ",".join(MODEL_CODES[m] for m in value)
+        elif field == "decide_pins":
+            out[key] = ",".join(value)
+        else:
+            out[key] = f"{value:g}" if isinstance(value, float) else str(value)
+    return out
+
+
+# ---- step 2: who is eligible ---------------------------------------------------------------------------------
+
+def eligible(models: list[str]) -> tuple[list[str], dict[str, str]]:
+    """(mechanisms that fit the accepted models, {mechanism left out: why not}), in registry order."""
+    keep, why = [], {}
+    for name in mechanisms.available():
+        cls = mechanisms.get(name)
+        model = cls.privacy_model
+        if model not in MODELS:
+            why[name] = "gives no privacy (a reference: the exact map)"
+        elif model not in models:
+            why[name] = f"{model}: a privacy model you did not accept in step 2"
+        else:
+            keep.append(name)
+    return keep, why
+
+
+def scenario(dataset: str, region: Any, mechanism: str, grid_side: int, n_users: int | None, seed: int) -> Scenario:
+    """The goal seek's scenario, built exactly as ``ldpviz target`` builds it (epsilon 1 is where a search starts;
+    trials are the rule's own), so the page and the command answer the same question the same way."""
+    return Scenario(dataset=dataset, mechanism=mechanism, epsilon=1.0, grid_side=int(grid_side), region=region,
+                    n_users=n_users or None, seed=int(seed), trials=tradeoff.DEFAULT_TRIALS)
+
+
+# ---- step 4: the answer --------------------------------------------------------------------------------------
+
+def ledger_for(mech: Any, region: Any, cfg: Mapping[str, Any]) -> accounting.Ledger:
+    """One collection's ledger for the flow's unit and reports per person, repeated as often as step 2 says over
+    a year (the sign-off's 'total epsilon per person over a year')."""
+    reports = int(cfg.get("decide_reports", 1))
+    unit = UNIT_PERSON if cfg.get("decide_unit") == "person" else UNIT_ROW
+    every = cfg.get("decide_every", "once")
+    per_year = EVERY[every]
+    notes = [] if reports == 1 else [
+        f"the accuracy was simulated with one report per person; {reports} reports per person are charged here"]
+    return accounting.collection_ledger(
+        mech, region, reports_worst=reports, reports_median=reports,
+        reports_basis=f"{reports} report{'s' if reports != 1 else ''} per person per collection (step 2)",
+        repeats=per_year, repeats_basis=f"collected {every} for a year" if every != "once" else "",
+        unit=unit, notes=notes)
+
+
+def answer(goal: Mapping[str, Any], mech: Any, region: Any, cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """A goal seek's JSON (:meth:`GoalResult.to_dict`) with the flow's ledger at its answer (None when unreached)."""
+    row = dict(goal)
+    if mech is not None:
+        ledger = ledger_for(mech, region, cfg)
+        row["ledger"] = ledger.to_dict()
+        row["ledger_sentence"] = ledger.sentence()
+        row["ledger_one"] = ledger.repeated(1).sentence()
+        row["ledger_warning"] = ledger.warning()
+        row["ledger_one_headline"] = ledger.per_collection().headline()
+        row["ledger_year_headline"] = ledger.total().headline()
+    else:
+        row["ledger"] = None
+    return row
+
+
+def rank(rows: list[dict[str, Any]], turn: str = "epsilon") -> list[dict[str, Any]]:
+    """Reached first, by the epsilon (or users) needed; unreached after, in their order."""
+    key = "epsilon" if turn == "epsilon" else "n_users"
+    reached = sorted((r for r in rows if r.get("reached")), key=lambda r: (float(r[key]), r["mechanism"]))
+    return reached + [r for r in rows if not r.get("reached")]
+
+
+def epsilon_text(row: Mapping[str, Any]) -> str:
+    if row.get("epsilon") is None:
+        return "not reached"
+    unit = f" per {GEO_I_UNIT}" if row.get("privacy_model") == GEO_I else ""
+    return f"{row['epsilon']:.3g}{unit}"
+
+
+def need_text(metric: str, target: float) -> str:
+    return NEEDS[metric].format(t=f"{target:g}" if metric != "aqe" else f"{target:.1%}")
+
+
+# ---- step 5: sign ---------------------------------------------------------------------------------------------
+
+def command(cfg: Mapping[str, Any], mechanisms_: list[str], upload_filename: str | None = None,
+            bbox: tuple[float, float, float, float] | None = None) -> str:
+    """The ``ldpviz target`` command that reproduces step 4 (for an upload, the ``--csv FILE --bbox=...`` form)."""
+    parts = ["ldpviz", "target"]
+    if upload_filename:
+        parts += ["--csv", upload_filename]
+        if bbox is not None:
+            parts += [f"--bbox={','.join(f'{v:g}' for v in bbox)}"]
+    else:
+        parts += ["--dataset", str(cfg["dataset"])]
+        if bbox is not None:
+            parts += [f"--bbox={','.join(f'{v:g}' for v in bbox)}"]
+        elif cfg.get("region"):
+            parts += ["--region", str(cfg["region"])]
+    parts += ["--grid", str(int(cfg["grid_side"])), "--metric", str(cfg["decide_metric"]),
+              "--at-most", f"{float(cfg['decide_target']):g}"]
+    if cfg.get("n_users"):
+        parts += ["--users", str(int(cfg["n_users"]))]
+    if cfg.get("decide_turn") == "users":
+        parts += ["--epsilon", f"{float(cfg['decide_epsilon']):g}"]
+    if float(cfg.get("decide_probability", one_collection.PROBABILITY)) != one_collection.PROBABILITY:
+        parts += ["--probability", f"{float(cfg['decide_probability']):g}"]
+    parts += ["--seed", str(int(cfg.get("seed", 0)))]
+    for name in mechanisms_:
+        parts += ["--mechanism", name]
+    return " ".join(shlex.quote(p) if not p.startswith("--bbox=") else p for p in parts) + " --json"
+
+
+#: The officer's choices from file to signed report, in order, when every one is set (the README states the count;
+#: tests/test_decide_page.py checks it). The download is the action that ends the flow, not a choice.
+CHOICES = ("the file", "its bounds", "the unit protected", "reports per person per collection",
+           "how often it is collected", "the privacy models accepted", "the need (metric)", "the target",
+           "the cell size", "the purpose", "the owner", "the retention")
+#: The choices that have no default: the rest may be left as the page sets them (the mechanism chosen defaults to the
+#: top-ranked one, the share of collections to 95%).
+REQUIRED = ("the file", "its bounds", "the target", "the purpose", "the owner", "the retention")
+
+
+def _e(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _rows(rows: list[tuple[str, str]]) -> str:
+    return "<table>" + "".join(f"<tr><th>{_e(a)}</th><td>{_e(b)}</td></tr>" for a, b in rows) + "</table>"
+
+
+def record_html(cfg: Mapping[str, Any], *, data_label: str, rows_text: str, region_text: str, cell_text: str,
+                answers: list[dict[str, Any]], chosen: str | None, why_not: Mapping[str, str], link: str,
+                cli: str, signed_by: str = "") -> str:
+    """The signed decision as one self-contained HTML page (no external resource)."""
+    turn = cfg.get("decide_turn", "epsilon")
+    metric, target = cfg["decide_metric"], float(cfg["decide_target"])
+    pick = next((r for r in answers if r["mechanism"] == chosen), None)
+    now = _dt.datetime.now(_dt.timezone.utc)
+    choices = [
+        ("1. Data", f"{data_label} ({rows_text})"),
+        ("1. Region", region_text),
+        ("2. Unit protected", UNITS[cfg["decide_unit"]]),
+        ("2. Reports per person per collection", str(cfg["decide_reports"])),
+        ("2. How often collected", f"{cfg['decide_every']} ({EVERY[cfg['decide_every']]} collection"
+                                   f"{'s' if EVERY[cfg['decide_every']] != 1 else ''} a year)"),
+        ("2. Privacy models accepted", ", ".join(cfg["decide_models"])),
+        ("3. The need", need_text(metric, target)),
+        ("3. Metric and target", f"{metric} <= {target:g}"),
+        ("3. Cells", cell_text),
+        ("4. Question", "the smallest epsilon found at the users there are" if turn == "epsilon" else
+         f"the fewest users found at epsilon {float(cfg['decide_epsilon']):g}"),
+        ("4. Rule", tradeoff.rule_text(float(cfg.get("decide_probability", 0.95)))),
+        ("4. Seed", str(cfg.get("seed", 0))),
+    ]
+    if pick is not None and pick.get("reached"):
+        verdict = (f"<p class='answer'><strong>Chosen: {_e(pick['mechanism'])} at epsilon {_e(epsilon_text(pick))}"
+                   + (f" with {int(pick['n_users']):,} users" if pick.get("n_users") else "") + "</strong>. "
+                   f"One collection meets {_e(metric)} <= {target:g} with probability at least "
+                   f"{pick['probability']:.0%} ({pick['confidence']:.0%} confidence): the chance that one collection "
+                   f"misses it is at most {_e(one_collection.chance_text(pick.get('miss_chance_max')))} "
+                   f"({pick.get('misses', 0)} of {pick['trials']} fresh collections missed). Second reading: the "
+                   f"mean over those collections is {pick['mean']:.4g} (95% interval {pick['ci_low']:.4g} to "
+                   f"{pick['ci_high']:.4g}). {_e(pick['message'])}.</p>")
+        if pick.get("attacker_error_m") is not None:
+            verdict += (f"<p>An attacker who knows the population density and sees one report is off by "
+                        f"{pick['attacker_error_m']:,.0f} m on average.</p>")
+        for key in ("scan_warning", "warning", "ledger_warning"):
+            if pick.get(key):
+                verdict += f"<p class='warn'><strong>Warning:</strong> {_e(pick[key])}</p>"
+        ledger = pick.get("ledger") or {}
+        ledger_html = ("<ul>" + "".join(f"<li>{_e(line)}</li>" for line in ledger.get("lines", [])) + "</ul>"
+                       f"<p><strong>{_e(pick.get('ledger_one', ''))}</strong></p>"
+                       f"<p><strong>{_e(pick.get('ledger_sentence', ''))}</strong></p>")
+        year_total = ledger.get("total", {}).get("text") or pick.get("ledger_sentence", "")
+    else:
+        verdict = "<p class='warn'><strong>No mechanism chosen, or the chosen one did not reach the target.</strong></p>"
+        ledger_html, year_total = "", "not decided"
+    alt_rows = "".join(
+        f"<tr><td>{_e(r['mechanism'])}</td><td>{_e(r['privacy_model'])}</td><td>{_e(epsilon_text(r))}</td>"
+        f"<td>{_e(format(r['n_users'], ',') if r.get('n_users') else '')}</td>"
+        f"<td>{_e(one_collection.chance_text(r.get('miss_chance_max')) if r.get('reached') else '')}</td>"
+        f"<td>{_e('' if r.get('attacker_error_m') is None else format(r['attacker_error_m'], ',.0f') + ' m')}</td>"
+        f"<td>{_e(r.get('ledger_one', '') if r.get('reached') else r.get('message', ''))}</td></tr>"
+        for r in answers)
+    left_out = "".join(f"<li>{_e(n)}: {_e(w)}</li>" for n, w in why_not.items())
+    not_covered = [
+        "The tolerance bound assumes the metric varies like a normal variable from one collection to the next; "
+        "the test suite checks the share of fresh collections meeting the target by simulation.",
+        "The answer is the smallest epsilon found on a scan (x2 apart, refined to 5%), not a proven smallest.",
+        "Accuracy is simulated on this data with one report per person; a different population, another region or "
+        "more reports per person change it.",
+        "The attacker sees one report and knows the population density; side information (home, work, other "
+        "data sets) is not modelled.",
+        "The totals cover the charges listed and the schedule stated in step 2; any other use of the same people's "
+        "data adds to them.",
+    ] + list((pick or {}).get("ledger", {}) and (pick["ledger"].get("notes") or []))
+    sign = [("Purpose", cfg.get("decide_purpose") or "(not given)"),
+            ("Owner", cfg.get("decide_owner") or "(not given)"),
+            ("How often collected", cfg["decide_every"]),
+            ("Retention", cfg.get("decide_retention") or "(not given)"),
+            ("Total epsilon per person over a year", year_total),
+            ("Signed", signed_by or "________________________  date ____________")]
+    css = ("body{font-family:system-ui,sans-serif;max-width:60rem;margin:1.5rem auto;padding:0 1rem;line-height:1.45}"
+           "table{border-collapse:collapse;margin:.5rem 0}th,td{border:1px solid #ccc;padding:.25rem .5rem;"
+           "text-align:left;vertical-align:top}th{background:#f3f3f3}.warn{border-left:4px solid #d7301f;"
+           "padding-left:.5rem}.answer{border-left:4px solid #1b9e77;padding-left:.5rem}pre{background:#f5f5f5;"
+           "padding:.6rem;white-space:pre-wrap}")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Decision: location collection</title><style>{css}</style></head>
+<body><h1>Decision: how to collect the locations</h1>
+<p>Generated {now:%Y-%m-%d %H:%M} UTC by ldpviz {_e(__version__)}.</p>
+<h2>Every choice</h2>{_rows(choices)}
+<h2>The answer</h2>{verdict}
+<h2>The ledger (what each person pays)</h2>{ledger_html}
+<h2>Alternatives, ranked by the epsilon they need</h2>
+<table><tr><th>mechanism</th><th>model</th><th>epsilon</th><th>users</th><th>chance one collection misses (at most)</th>
+<th>attacker off by</th><th>total per person, one collection</th></tr>{alt_rows}</table>
+<h3>Left out, and why not</h3><ul>{left_out or '<li>none</li>'}</ul>
+<h2>What this does not cover</h2><ul>{''.join(f'<li>{_e(t)}</li>' for t in not_covered)}</ul>
+<h2>Sign-off</h2>{_rows(sign)}
+<h2>Reopen and reproduce</h2>
+<p>Reopen the whole flow: <a href="{_e(link)}">{_e(link)}</a></p>
+<p>Command that reproduces the answer:</p><pre>{_e(cli)}</pre>
+</body></html>
+"""

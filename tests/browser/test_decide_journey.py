@@ -1,0 +1,162 @@
+"""The Decide page as an officer walks it (issue 27), in Debian's headless Chromium: a national file uploaded with
+typed bounds, a non-default choice on every step, answers per mechanism, two pinned maps, a reload and
+back/forward that keep every step, and a downloaded signed decision that states every choice, whose answer
+equals `ldpviz target` on the same file, box and target. Screenshots: build/screenshots/journey-decide-*.png."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from ldpviz.cli import main as cli_main
+from test_journey import DOWNLOADS, Walk
+from test_regions_journey import NORTH_EAST, national_csv, upload
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
+
+TARGET = "90000"          # W2 at most 90 km on the north-east box (cells of ~140 km at d = 8)
+
+
+def main_input(walk: Walk, label_start: str):
+    return walk.page.locator(f'[data-testid="stMain"] input[aria-label^="{label_start}"]').first
+
+
+def fill(walk: Walk, label_start: str, value: str) -> None:
+    box = main_input(walk, label_start)
+    box.fill(value)
+    box.press("Enter")
+    walk.idle()
+
+
+def choose(walk: Walk, label: str, option: str) -> None:
+    box = walk.page.locator(f'[data-testid="stMain"] [data-testid="stSelectbox"] input[aria-label="{label}"]').first
+    box.click()
+    box.fill(option)
+    walk.page.locator('[role="option"]', has_text=option).first.click()
+    walk.idle()
+
+
+def radio(walk: Walk, option: str) -> None:
+    walk.page.locator('[data-testid="stMain"] [data-testid="stRadio"] label', has_text=option).first.click()
+    walk.idle()
+
+
+def wait_for_answers(walk: Walk) -> None:
+    """Start the search when the page asks (a long one waits for the officer), then wait for step 5."""
+    walk.idle()
+    start = walk.page.locator('[data-testid="stMain"] button', has_text=re.compile(r"^Start \("))
+    if start.count():
+        start.first.click()
+    walk.page.get_by_text("Download the signed decision (HTML)").first.wait_for(timeout=600_000)
+    walk.idle()
+
+
+def test_decide_from_a_national_file_to_a_signed_decision(server, browser, tmp_path, capsys):
+    path = national_csv(tmp_path / "national.csv")
+    walk = Walk(browser, server, 1440, 1000)
+    try:
+        walk.page.goto(f"{server}/Decide?d=8&users=0")
+        walk.page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=60_000)
+        walk.idle()
+        # 1. Your data: typed bounds, then the file
+        fill(walk, "Bounds of your file", NORTH_EAST)
+        upload(walk, path)
+        walk.idle()
+        text = walk.main_text()
+        assert "Uploaded: national.csv" in text and "rows kept" in text, text[:2000]
+        # 2. Who is protected: a location report, 2 reports, weekly, Geo-I only
+        radio(walk, "one location report")
+        fill(walk, "Reports per person per collection", "2")
+        choose(walk, "How often the collection runs", "weekly")
+        models = walk.page.locator('[data-testid="stMain"] [data-testid="stMultiSelect"] input').first
+        models.click()
+        models.press("Backspace")          # Geo-I, the last tag
+        walk.idle()
+        models = walk.page.locator('[data-testid="stMain"] [data-testid="stMultiSelect"] input').first
+        models.click()
+        models.press("Backspace")          # Local DP
+        walk.idle()
+        models = walk.page.locator('[data-testid="stMain"] [data-testid="stMultiSelect"] input').first
+        models.click()
+        models.fill("Geo")
+        walk.page.locator('[role="option"]', has_text="Geo-indistinguishability").first.click()
+        walk.page.keyboard.press("Escape")
+        walk.idle()
+        walk.shot("decide-steps")
+        # 3. What the map must show: the target and the share of collections
+        fill(walk, "x = (", TARGET)
+        fill(walk, "Share of collections that must meet it", "0.9")
+        wait_for_answers(walk)
+        walk.check_clean("Decide after the answers")
+        walk.page.get_by_text("4 · The answer").first.scroll_into_view_if_needed()
+        text = walk.main_text()
+        assert "planar-laplace" in text and "sem-geoi" in text and "Why not the other" in text
+        walk.shot("decide-answers")
+        # 4. pin both, see two maps
+        for name in ("planar-laplace", "sem-geoi"):
+            pins = walk.page.locator('[data-testid="stMain"] [data-testid="stMultiSelect"] input').nth(1)
+            pins.scroll_into_view_if_needed()
+            pins.click()
+            pins.fill(name)
+            walk.page.locator('[role="option"]', has_text=name).first.click()
+            walk.page.keyboard.press("Escape")
+            walk.idle()
+        walk.page.keyboard.press("Escape")
+        walk.idle()
+        assert walk.page.locator('[data-testid="stDeckGlJsonChart"]').count() >= 2
+        walk.page.get_by_text("Pin two to compare their maps").first.scroll_into_view_if_needed()
+        walk.shot("decide-pinned")
+        # 5. Sign: the second-ranked mechanism, purpose, owner, retention
+        fill(walk, "Purpose of the collection", "Storm shelter planning")
+        fill(walk, "Owner (who answers for it)", "Data Protection Office")
+        fill(walk, "Retention (how long the data is kept)", "90 days")
+        wait_for_answers(walk)
+        query = walk.query()
+        for key, value in {"dcu": "report", "dcr": "2", "dce": "weekly", "dcm": "geoi", "dct": TARGET,
+                           "dcp": "0.9", "dcpur": "Storm shelter planning", "d": "8"}.items():
+            assert query.get(key) == value, (key, query)
+        # reload: every step stays
+        walk.page.reload()
+        wait_for_answers(walk)
+        assert main_input(walk, "Purpose of the collection").input_value() == "Storm shelter planning"
+        assert main_input(walk, "Bounds of your file").input_value().replace(" ", "") == NORTH_EAST
+        assert walk.query() == query
+        # away and back
+        walk.nav("Explore")
+        walk.page.go_back()
+        wait_for_answers(walk)
+        assert walk.query() == query and "Uploaded: national.csv" in walk.main_text()
+        walk.page.go_forward()
+        walk.idle()
+        walk.page.go_back()
+        wait_for_answers(walk)
+        assert main_input(walk, "Reports per person per collection").input_value() == "2"
+        walk.shot("decide-sign")
+        # the signed decision
+        DOWNLOADS.mkdir(parents=True, exist_ok=True)
+        with walk.page.expect_download(timeout=120_000) as info:
+            walk.page.get_by_text("Download the signed decision (HTML)").first.click()
+        html = (DOWNLOADS / "decide-journey.html")
+        info.value.save_as(str(html))
+        record = html.read_text()
+        for text in ("national.csv", "-80.5", "one location report", "weekly", "Geo-I", f"w2_m &lt;= {TARGET}",
+                     "8 × 8", "Storm shelter planning", "Data Protection Office", "90 days", "probability at least 90%",
+                     "Total epsilon per person over a year", "--csv", "--bbox=-80.5,38.5,-70.5,43.5",
+                     "What this does not cover", "Left out, and why not"):
+            assert text in record, text
+        walk.check_clean("Decide after the download")
+        # the answer equals `ldpviz target` on the same file, box and target
+        cli = re.search(r"<pre>(ldpviz target .*?)</pre>", record, re.S).group(1).replace("&#x27;", "'")
+        argv = cli.split()[2:]
+        argv[argv.index("--csv") + 1] = str(path)
+        capsys.readouterr()
+        assert cli_main(["target", *argv]) == 0
+        out = json.loads(capsys.readouterr().out)
+        by_cli = {r["mechanism"]: r["epsilon"] for r in out["results"]}
+        for name, eps in by_cli.items():
+            shown = f"{eps:.3g} per km"
+            assert shown in record, (name, shown)
+    finally:
+        walk.close()

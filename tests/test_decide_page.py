@@ -1,0 +1,129 @@
+"""The Decide page (issue 27): its steps' state round trip, the flow's logic, the page (AppTest), and the answer it
+shows equal to `ldpviz target` run with the command the page prints."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from ldpviz.app import state
+from ldpviz.cli.commands import main
+from ldpviz.decide import decision_flow as flow
+from ldpviz.mechanisms.base import CENTRAL_DP, GEO_I, LDP
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = str(ROOT / "ldpviz/app/views/0_Decide.py")
+
+
+def page(**query: str) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=600)
+    for key, value in query.items():
+        at.query_params[key] = value
+    return at
+
+
+def test_every_step_survives_the_link():
+    """Non-default choices on every step go into the link and come back; junk is dropped with a warning."""
+    cfg = state.defaults()
+    cfg.update(decide_unit="report", decide_reports=3, decide_every="weekly", decide_models=[LDP, CENTRAL_DP],
+               decide_metric="aqe", decide_target=0.02, decide_turn="users", decide_epsilon=2.5,
+               decide_pins=["grr", "dam"], decide_probability=0.9, decide_purpose="flood planning",
+               decide_owner="DPO office", decide_retention="30 days")
+    back, warnings = state.decode(state.encode(cfg))
+    assert not warnings
+    assert {k: back[k] for k in flow.DEFAULTS} == {k: cfg[k] for k in flow.DEFAULTS}
+    _, warnings = state.decode({"dcm": "ldp,nope", "dcr": "1.5", "dcturn": "sideways"})
+    assert len(warnings) == 3
+
+
+def test_eligible_says_why_not():
+    keep, why = flow.eligible([GEO_I])
+    assert keep == ["planar-laplace", "sem-geoi"]
+    assert "no privacy" in why["exact"] and "LDP" in why["grr"] and "did not accept" in why["dp-heatmap"]
+
+
+def test_ledger_composes_reports_and_repeats():
+    """3 reports a collection, weekly for a year, at epsilon 0.5: the accountant's per-person total is 78 (LDP)."""
+    from ldpviz import mechanisms
+    from ldpviz.geo.domain import Grid, Region
+    mech = mechanisms.create("grr", Grid(Region(-93.27, 44.97, 6000.0, "t"), 8), 0.5)
+    cfg = {**flow.DEFAULTS, "decide_reports": 3, "decide_every": "weekly"}
+    ledger = flow.ledger_for(mech, None, cfg)
+    assert ledger.total().ldp == 0.5 * 3 * 52 and ledger.per_collection().ldp == 1.5
+    assert "weekly" in ledger.sentence()
+
+
+def test_decide_page_answers_and_matches_the_command_line(capsys):
+    """The page on a synthetic set (Geo-I accepted only, d = 8, 2,000 users, AQE target): every eligible mechanism
+    is answered, ranked by the epsilon it needs, with the chance one collection misses, the attacker, the ledger
+    and the reason each other mechanism is left out; the command it prints, run, gives the same epsilon for every
+    mechanism (same inputs, same seed, same answer) and the record states the choices."""
+    at = page(ds="normal", users="2000", d="8", dcm="geoi", dcmet="w2_m", dct="1500", dcu="report", dce="daily",
+              dcpur="noise map", dcown="DPO")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    answers = at.session_state["decide_answers"]
+    assert [a["mechanism"] for a in answers] == sorted((a["mechanism"] for a in answers),
+                                                        key=lambda n: next(a["epsilon"] for a in answers
+                                                                           if a["mechanism"] == n))
+    assert {a["mechanism"] for a in answers} == {"planar-laplace", "sem-geoi"}
+    table = at.dataframe[0].value
+    assert list(table["rank"]) == ["1", "2"]
+    pl = table[table["mechanism"] == "planar-laplace"].iloc[0]
+    assert pl["attacker off by"].endswith(("m", "km")) and pl["chance one collection misses (at most)"].endswith("%")
+    assert all(t.endswith("/km") or "/km" in t for t in table["ε per person over a year"])
+    assert any("collected daily for a year" in m.value for m in at.markdown)
+    assert any("Why not" in e.label for e in at.expander)
+    cli = next(c.value for c in at.code if c.value.startswith("ldpviz target"))
+    assert "--dataset normal" in cli and "--users 2000" in cli and "--seed 0" in cli
+    capsys.readouterr()
+    assert main(shlex.split(cli)[1:]) == 0
+    out = json.loads(capsys.readouterr().out)
+    by_cli = {r["mechanism"]: r["epsilon"] for r in out["results"]}
+    by_page = {a["mechanism"]: a["epsilon"] for a in answers}
+    assert by_cli == by_page
+    link = next(c.value for c in at.code if "dcm=geoi" in c.value)
+    assert "dcpur=noise+map" in link and "dce=daily" in link
+
+
+def test_record_states_every_choice():
+    cfg = {**state.defaults(), "decide_purpose": "flood planning", "decide_owner": "DPO office",
+           "decide_retention": "30 days", "decide_every": "weekly", "decide_metric": "w2_m", "decide_target": 800.0}
+    row = {"mechanism": "grr", "privacy_model": LDP, "epsilon": 2.0, "n_users": 1000, "reached": True,
+           "probability": 0.95, "confidence": 0.95, "miss_chance_max": 0.01, "misses": 0, "trials": 10, "mean": 700.0,
+           "ci_low": 650.0, "ci_high": 750.0, "message": "smallest found on a scan of 17 values",
+           "attacker_error_m": 900.0, "ledger": {"lines": ["a location report"], "total": {"text": "ε = 104 (LDP)"}},
+           "ledger_one": "one", "ledger_sentence": "year"}
+    html = flow.record_html(cfg, data_label="My file", rows_text="10 rows", region_text="box", cell_text="8 x 8",
+                            answers=[row], chosen="grr", why_not={"exact": "no privacy"}, link="http://x/Decide?a=1",
+                            cli="ldpviz target --csv f.csv --bbox=1,2,3,4")
+    for text in ("flood planning", "DPO office", "30 days", "weekly", "ε = 104 (LDP)", "My file", "800",
+                 "http://x/Decide?a=1", "--csv f.csv --bbox=1,2,3,4", "exact: no privacy", "at most 1.0%",
+                 "What this does not cover", "smallest found on a scan"):
+        assert text in html, text
+
+
+def test_readme_states_the_count_of_choices():
+    """The README's dashboard section gives the number of choices from file to signed report, from the flow's list."""
+    text = (ROOT / "README.md").read_text()
+    assert f"**{len(flow.CHOICES)} choices** when every one is set, {len(flow.REQUIRED)} when the defaults" in text
+    assert len(flow.CHOICES) <= 12
+
+
+def test_users_needed_is_the_same_page_turned_around():
+    """Step 4 turned around (central DP accepted, epsilon fixed at 2): each mechanism answers with the fewest users
+    found, the epsilon column gives way to users, and the command carries --epsilon."""
+    at = page(ds="normal", users="0", d="8", dcm="cdp", dcmet="w2_m", dct="1500", dcturn="users", dceps="2")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    answers = at.session_state["decide_answers"]
+    assert {a["mechanism"] for a in answers} == {"dp-heatmap", "laplace", "laplace-top"}
+    assert all(a["epsilon"] == 2.0 for a in answers)
+    reached = [a for a in answers if a["reached"]]
+    assert reached and all(a["n_users"] >= 10 for a in reached)
+    assert "users needed" in at.dataframe[0].value.columns
+    assert any(c.value.startswith("ldpviz target") and "--epsilon 2" in c.value for c in at.code)
