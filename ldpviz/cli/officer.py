@@ -100,6 +100,8 @@ def cmd_target(args: argparse.Namespace) -> int:
                 print_privacy_warning(row["privacy_warning"], name)
             results.append(row)
             lines.append(_line(row, mode))
+            if row.get("reached") and row.get("ledger"):       # what a row pays at the answer (the accountant)
+                lines.append(f"  privacy: {row['ledger']['sentence']}")
     notes = _capped_notes(args.users, results) if mode == "epsilon" else []
     if not args.json:
         print("\n".join(lines + [f"  note: {note}" for note in notes]))

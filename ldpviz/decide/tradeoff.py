@@ -40,6 +40,7 @@ from ldpviz.experiment import Scenario, mean_ci, prepare_users
 from ldpviz.mechanisms.base import EPSILON_MAX, EPSILON_MIN, GEO_I_UNIT
 from ldpviz.decide import one_collection
 from ldpviz.decide.privacy_scale import weak_privacy_warning
+from ldpviz.mechanisms.accounting import collection_ledger
 
 #: Metrics the goal seek accepts (lower is better for all of them).
 TARGET_METRICS = ("w2_m", "aqe", "kl", "l1")
@@ -241,9 +242,18 @@ class GoalResult:
     #: the attacker's r (metres) and where it comes from
     attacker_r_m: float | None = None
     attacker_r_note: str = ""
+    #: what a row pays at the answer (the accountant's ledger, region included; None when unreached)
+    ledger: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+def _privacy_at(mech: Any) -> tuple[str, dict[str, Any]]:
+    """The warning and the ledger of one collection at ``mech``'s setting, the region's epsilon0 included: the
+    warning is judged on the ledger's per-row total (:mod:`ldpviz.mechanisms.accounting`)."""
+    ledger = collection_ledger(mech, mech.grid.region)
+    return weak_privacy_warning(mech, ledger) or "", ledger.to_dict()
 
 
 def _lower_is_better(metric: str) -> bool:
@@ -342,7 +352,7 @@ def target_epsilon(base: Scenario, metric: str, at_most: float, *, n_users: int 
             if scan.status == "below" else ""
         result.message = (f"smallest found on a scan of {scan.scanned} values ({result.search_range}, x2 apart), "
                           f"refined to within {rtol:.0%} and decided on {trials} fresh collections{floor}")
-        result.warning = weak_privacy_warning(ev.mechanism(scan.answer, n_users)) or ""
+        result.warning, result.ledger = _privacy_at(ev.mechanism(scan.answer, n_users))
         if attacker:
             _set_attacker(result, _attacker_fields(ev, scan.answer, n_users, r_m))
     result.evaluations, result.runs = ev.evaluations, ev.runs
@@ -380,10 +390,11 @@ def users_needed(base: Scenario, metric: str, at_most: float, *, r_m: float | No
     result = GoalResult(mechanism=base.mechanism, privacy_model=model, metric=metric, target=float(at_most),
                         epsilon=float(base.epsilon), sense="at_most" if _lower_is_better(metric) else "at_least",
                         search_range=f"{low:,} to {everyone:,} users (everyone in the region)",
-                        warning=weak_privacy_warning(ev.mechanism(base.epsilon)) or "", probability=probability,
+                        warning=_privacy_at(ev.mechanism(base.epsilon))[0], probability=probability,
                         confidence=confidence, rule=rule_text(probability, confidence, trials),
                         reached=scan.answer is not None, n_users=None if scan.answer is None else int(scan.answer),
                         mean=None, ci_low=None, ci_high=None, trials=trials, evaluations=0, seconds=0.0)
+    result.ledger = _privacy_at(ev.mechanism(base.epsilon))[1]
     _fill(result, scan, lambda n: f"{int(n):,} users")
     if scan.answer is None:
         result.message = (f"all {everyone:,} users in the region do not give one collection a {probability:.0%} "

@@ -285,7 +285,7 @@ class Ledger:
                         "km (plus any slack) below it, with a smaller epsilon or smaller cells.")
             if single:
                 what = "the published map" if total.central > local else "one report"
-                return (f"{head}: epsilon = {worst:g} lets {what} make one location e^{worst:g} = "
+                return (f"{head}: epsilon = {_number(worst)} lets {what} make one location e^{_number(worst)} = "
                         f"{ratio_text(worst)} times likelier than another. {advice}; choose a smaller epsilon.")
             where = (f" between positions {_length(self.reference_m)} apart (neighbouring cells)"
                      if total.geo_per_km > 0 and self.reference_m > 0 else "")
