@@ -127,3 +127,30 @@ def test_users_needed_is_the_same_page_turned_around():
     assert reached and all(a["n_users"] >= 10 for a in reached)
     assert "users needed" in at.dataframe[0].value.columns
     assert any(c.value.startswith("ldpviz target") and "--epsilon 2" in c.value for c in at.code)
+
+
+def test_deploy_step_hands_over_the_decided_collection():
+    """Step 6 offers the bundle of the chosen mechanism at its answer: collection.json carries the same ledger as
+    step 5 (the flow's unit, reports and repeats) and both clients ride along."""
+    import io
+    import zipfile
+    from unittest import mock
+
+    from test_people_page import _Storage
+
+    at = page(ds="normal", users="2000", d="8", dcm="geoi", dcmet="w2_m", dct="1500", dcu="report",
+              dce="weekly", dcr="2")
+    with mock.patch("streamlit.testing.v1.app_test.MemoryMediaFileStorage", _Storage):
+        at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    button = next(b for b in at.get("download_button") if b.label == "Download the collection bundle (ZIP)")
+    data = _Storage.last.get_file(button.proto.url.rsplit("/", 1)[-1]).content
+    files = zipfile.ZipFile(io.BytesIO(data)).namelist()
+    spec_name = next(f for f in files if f.endswith("collection.json"))
+    assert any(f.endswith("client.js") for f in files) and any(f.endswith("client.py") for f in files)
+    spec = json.loads(zipfile.ZipFile(io.BytesIO(data)).read(spec_name))
+    chosen = at.session_state["cfg"]["mechanism"]
+    pick = next(a for a in at.session_state["decide_answers"] if a["mechanism"] == chosen)
+    assert spec["ledger"]["total"] == pick["ledger"]["total"]
+    assert spec["ledger"]["repeats"] == 52                       # weekly for a year, 2 reports each
+    assert any(c.value.startswith("ldpviz deploy --mechanism") for c in at.code)

@@ -16,6 +16,8 @@ from ldpviz.errors import LdpvizInputError
 from ldpviz.geo import region_choice
 from ldpviz.geo.domain import Grid
 from ldpviz.render import maps as viz
+from ldpviz.decide.decision_report import deploy_command
+from ldpviz.deploy import bundle
 
 MAX_UPLOAD_BYTES = 1024 * 2**20
 #: Step 4 starts by itself for at most this many mechanisms still to answer (and a short prediction); more wait
@@ -288,3 +290,34 @@ st.markdown("**Reopen this whole flow:**")
 st.code(link, language=None)
 st.markdown("**Reproduce the answer on the command line:**")
 st.code(cli, language="bash")
+
+# ---- 6. Deploy ---------------------------------------------------------------------------------------------------
+st.header("6 · Deploy")
+st.caption("What your engineers build the collection from: collection.json (the mechanism, ε, the region with its "
+           "projection, the grid and domain, the ledger above and a digest of all of it), client.js and client.py "
+           "(what each phone runs on one true location: exact sampling, the platform's cryptographic random source), "
+           "a README and the command that estimates the map from the reports that come back (docs/deploy.md).")
+
+
+@st.cache_data(max_entries=16, show_spinner="Writing the collection bundle ...")
+def collection_zip(mechanism: str, epsilon: float, side: int, _region, region_key: str, ledger_cfg: tuple,
+                   expected: int) -> bytes:
+    """The deploy bundle (ldpviz.deploy.bundle) of the chosen mechanism at its answer, with the flow's ledger."""
+    mech = mechanisms.create(mechanism, Grid(_region, side), epsilon)
+    return bundle.bundle_zip(mech, _region, flow.ledger_for(mech, _region, dict(ledger_cfg)), expected_users=expected)
+
+
+ledger_cfg = tuple((k, cfg.get(k)) for k in ("decide_reports", "decide_unit", "decide_every"))
+try:
+    zipped = collection_zip(chosen, float(pick["epsilon"]), int(side), region, repr(region), ledger_cfg,
+                            int(n_users or inside))
+    st.download_button("Download the collection bundle (ZIP)", zipped, f"ldpviz-collection-{chosen}.zip",
+                       "application/zip", on_click="ignore", key="decide:deploy")
+    command = deploy_command(flow.scenario(name, region, chosen, int(side), n_users, int(cfg["seed"])).with_(
+        epsilon=float(pick["epsilon"])), region, {choice: region} if choice != state.REGION_BBOX else None)
+    if command:
+        st.markdown("**The same bundle on the command line:**")
+        st.code(command, language="bash")
+except LdpvizInputError as exc:
+    st.info(f"No phone bundle for {chosen}: {exc}", icon=":material/info:")
+
