@@ -36,8 +36,9 @@ import numpy as np
 __all__ = ["TransportSimplex", "warm_up"]
 
 _TREE, _LOWER, _OFF = 0, 1, 2
-#: Pricing block: this many arcs, times sqrt(number of arcs) (LEMON's default is 1.0), at least _MIN_BLOCK.
-BLOCK_FACTOR = 0.25
+#: Pricing block: this many times sqrt(number of arcs), at least _MIN_BLOCK (0.25 to 16 measured within 15% of
+#: each other on a translation at d = 128: fewer pivots with larger blocks, each priced longer).
+BLOCK_FACTOR = 1.0
 _MIN_BLOCK = 64
 #: Pivots per compiled call (the caller checks its deadline between calls).
 _CHUNK = 2_000_000
