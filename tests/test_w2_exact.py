@@ -299,3 +299,24 @@ def test_auto_on_large_grids_certifies_near_copies_and_keeps_bfm_far_from_the_tr
     assert metrics.w2_readout(p, far, method="auto").method == "bfm"
     near = metrics.w2_readout(p, blur, method="auto")
     assert near.method == "certified" and near.exact
+
+
+def test_w2_progressive_gives_bfm_first_then_the_exact_value():
+    """metrics.w2_progressive (issue 28) yields BFM's readout first, labelled approximate with an interval holding
+    the exact value, then the exact one equal to POT's dense optimum (in metres with cell_m); small supports
+    yield the exact value only; a spent budget yields BFM narrowed by the solver's bounds, still approximate."""
+    d = 24
+    rng = np.random.default_rng(9)
+    t = blobs(d, rng)
+    q = grr_estimate(t, 30 * d * d, 3.0, rng)
+    exact = math.sqrt(dense_w2_sq(*metrics._pair(t, q)))
+    first, second = list(metrics.w2_progressive(t, q, cell_m=10.0))
+    assert first.method == "bfm" and not first.exact and "approximate" in first.note("W2", "m")
+    assert first.lower <= 10 * exact + 1e-9 <= first.upper + 2e-9
+    assert second.exact and second.value == pytest.approx(10 * exact, rel=1e-12)
+    small = np.zeros((d, d))
+    small[3:6, 3:6] = 1.0
+    only = list(metrics.w2_progressive(small, np.roll(small, 2, axis=1)))
+    assert len(only) == 1 and only[0].exact and only[0].value == pytest.approx(2.0)
+    late = list(metrics.w2_progressive(t, q, time_budget=1e-9))
+    assert not late[-1].exact and late[-1].lower <= exact + 1e-9 <= late[-1].upper + 2e-9
