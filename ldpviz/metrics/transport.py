@@ -30,7 +30,7 @@ still accepted) is a *multiscale, certified* solver (:func:`_ot_multiscale`) tha
 The result is the exact optimum up to ``_CERT_TOL`` in squared cells (the
 certificate bounds the gap between primal and dual), not an approximation.
 For W2 the certificate's c-transform is the O(d^2) lower envelope of
-parabolas of :mod:`ldpviz.metrics.w2_back_and_forth`. ``bench/w2_accuracy.py`` measures it
+parabolas of :mod:`ldpviz.metrics.envelope`. ``bench/w2_accuracy.py`` measures it
 against the dense solver and times it (``docs/w2-accuracy.md``). Other
 candidates were set aside: dropping negligible mass does not help because LDP
 estimates are dense; entropic (Sinkhorn) distances are biased by an amount
@@ -39,9 +39,10 @@ inverse; plain coarsening (exact W2 between 2x2 block sums) was measured at
 d = 64 to be off by up to 28% when W2 is about one cell.
 
 W2 has a faster exact path, ``method="certified"`` (:mod:`ldpviz.metrics.w2_exact`): the same
-coarse-to-fine sparse network simplex with local arcs added, certified by an O(d^2)
-squared-distance transform that also names the violating arcs to add (exact W2 at
-d = 256 in seconds on near-copies; docs/w2-speed.md).
+coarse-to-fine candidate arcs with local arcs added, solved by our own network simplex
+(:mod:`ldpviz.metrics.network_simplex`, issue 28) which takes the repair arcs into the live solve
+instead of restarting, certified by an O(d^2) squared-distance transform that also names the
+violating arcs to add (docs/w2-speed.md).
 
 Choosing a solver (``method="auto"``, issue 14 item 5, issue 15 item 14, issue 23)
 ---------------------------------------------------------------------------------
@@ -61,8 +62,9 @@ Choosing a solver (``method="auto"``, issue 14 item 5, issue 15 item 14, issue 2
    ``[lower, upper]`` holding the exact value, and :func:`ldpviz.metrics.evaluate` hands them
    out through its ``readouts`` argument. ``docs/w2-method.md`` explains BFM and
    ``docs/w2-accuracy.md`` measures every path.
-Solvers with a time limit and a page that must answer at once: :func:`w2_progressive` yields BFM's approximate
-readout first and the exact one after (issue 28).
+
+A page that must answer at once (issue 28) uses :func:`w2_progressive`: BFM's approximate readout first
+(about a second at d = 256, labelled approximate), then the exact one when the certified solver finishes.
 """
 
 from __future__ import annotations
