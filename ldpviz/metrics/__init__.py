@@ -26,7 +26,7 @@ Sources (files in ``shared/papers/``):
 * :mod:`~ldpviz.metrics.sliced` -- sliced W2;
 * :mod:`~ldpviz.metrics.divergences` -- KL, L1, MSE, Pearson, similarity;
 * :mod:`~ldpviz.metrics.queries` -- range queries and AQE;
-* :mod:`~ldpviz.metrics.evaluate` -- every metric at once, for one estimate or a run's trials;
+* :mod:`~ldpviz.metrics.evaluation` -- every metric at once, for one estimate or a run's trials;
 * :mod:`~ldpviz.metrics.inputs` -- the input checks they share; :mod:`~ldpviz.metrics.knn` -- k-NN quality.
 """
 
@@ -47,7 +47,7 @@ from ldpviz.metrics.divergences import _gaussian_smooth, _kl_smoothed, kl, kl_si
 from ldpviz.metrics.queries import (  # noqa: F401
     QUERY_ASPECT_RANGE, _check_queries, aqe, aqe_from_answers, estimate_answers, random_queries, true_answers,
 )
-from ldpviz.metrics.evaluate import METRIC_INFO, NONNEGATIVE_METRICS, evaluate, evaluate_trials, local_privacy  # noqa: F401,E501
+from ldpviz.metrics.evaluation import METRIC_INFO, NONNEGATIVE_METRICS, evaluate, evaluate_trials, local_privacy  # noqa: F401,E501
 from ldpviz.metrics.knn import knn_quality  # noqa: F401  (L-SRR Sec. 6.3)
 
 __all__ = [
