@@ -40,8 +40,9 @@ _TREE, _LOWER, _OFF = 0, 1, 2
 #: each other on a translation at d = 128: fewer pivots with larger blocks, each priced longer).
 BLOCK_FACTOR = 1.0
 _MIN_BLOCK = 64
-#: Pivots per compiled call (the caller checks its deadline between calls).
-_CHUNK = 2_000_000
+#: Pivots per compiled call: the caller checks its deadline between calls (a pivot costs microseconds to a
+#: fraction of a millisecond at d = 256, so a deadline is seen within a few seconds at worst).
+_CHUNK = 20_000
 
 
 @numba.njit(cache=True, nogil=True)
