@@ -14,9 +14,11 @@ $(BIN)/python:
 
 install: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -c "import ldpviz.metrics as m; m.warm_up()"  # compile numba kernels now, not on a first page
 
 install-test: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -c "import ldpviz.metrics as m; m.warm_up()"  # compile numba kernels now, not on a first page
 
 ## Set up and start the dashboard on the bundled dataset.
 run: install

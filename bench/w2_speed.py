@@ -12,9 +12,13 @@ with a closed form) this measures
 * the **closed form** where one exists: a translation by (3, 4) cells (W2 = 5)
   and two isotropic Gaussians (W2^2 = |m1 - m2|^2 + 2 (s1 - s2)^2);
 * what ``method="auto"`` chooses (``metrics.w2_readout``), and its time;
-* **exact W2 at d = 256 on a real city** (issue 23's targets): minneapolis-stops
-  against its 1-cell blur (a near-copy, target <= 10 s) and against LDP
-  estimates at epsilon = 1 (GRR, DAM; target <= 30 s), with BFM alongside.
+* **exact W2 at d = 256 on a real city** (issue 28's targets): minneapolis-stops
+  against its 1-cell blur (a near-copy, target <= 2 s) and against LDP
+  estimates at epsilon = 1 and 3 (GRR, OLH, DAM; target <= 10 s), with BFM alongside and the
+  previous solver (POT's sparse ``ot.emd`` per repair round, ``bench/w2_exact_pot_sparse.py``) as the
+  baseline, within ``--baseline-budget`` seconds;
+* **two Gaussians 256 x 256 shifted by (12, 16) cells** against POT's dense ``ot.emd2`` on the same
+  case at 32 x 32 (shift (1.5, 2)), interleaved (issue 28: at most 5x).
 
 The speed target of issue 14 is stated against POT's exact solver at d = 32,
 timed in the same run on the same pairs.
@@ -44,6 +48,7 @@ from ldpviz.metrics import w2_back_and_forth as ot_grid  # noqa: E402
 from ldpviz.evidence.reproduce import provenance_markdown  # noqa: E402
 from ldpviz.metrics import w2_exact  # noqa: E402
 import w2_accuracy as acc  # noqa: E402  (shared density cases and machine helpers)
+import w2_exact_pot_sparse as baseline  # noqa: E402  (the solver before issue 28)
 
 CLOSED = {
     "shift-3-4": "4 Gaussian blobs inside the grid vs the same translated by (3, 4) cells: W2 = 5",
@@ -272,18 +277,20 @@ def table(rows: list[dict]) -> list[str]:
     return out
 
 
-#: Issue 23's targets for exact W2 at d = 256 on a real city (seconds, wall, on this shared machine).
-CITY_TARGET_S = {"blur-1": 10.0, "grr-eps1": 30.0, "dam-eps1": 30.0}
+#: Issue 28's targets for exact W2 at d = 256 on a real city (seconds on 2 shared cores; CPU seconds are compared).
+CITY_TARGET_S = {"blur-1": 2.0, **{f"{m}-eps{e}": 10.0 for m in ("grr", "olh", "dam") for e in (1, 3)}}
 CITY = {
     "blur-1": "minneapolis-stops histogram vs the same blurred by a Gaussian of sd 1 cell (a near-copy)",
-    "grr-eps1": "minneapolis-stops histogram vs a GRR estimate at epsilon = 1 (debiased, clipped: noise over "
-                "the whole grid)",
-    "dam-eps1": "minneapolis-stops histogram vs DAM's estimate at epsilon = 1 (EM, the paper's defaults)",
+    **{f"{m}-eps{e}": f"minneapolis-stops histogram vs {M}'s estimate at epsilon = {e} ({how})"
+       for m, M, how in (("grr", "GRR", "debiased, clipped: noise over the whole grid"),
+                         ("olh", "OLH", "debiased, clipped"),
+                         ("dam", "DAM", "EM, the paper's defaults"))
+       for e in (1, 3)},
 }
 
 
 def city_cases(d: int, seed: int, log) -> dict:
-    """``{case: (true, estimate)}`` for the real-city section (DAM's estimate is timed and logged, not scored)."""
+    """``{case: (true, estimate)}`` for the real-city section (estimates are timed and logged, not scored)."""
     from scipy.ndimage import gaussian_filter
     from ldpviz.data import datasets
     from ldpviz import mechanisms
@@ -293,15 +300,16 @@ def city_cases(d: int, seed: int, log) -> dict:
     users = grid.bin_lonlat(ds.lon, ds.lat)
     true = np.bincount(users.cells, minlength=d * d).reshape(d, d).astype(float)
     out = {"blur-1": (true, gaussian_filter(true, 1.0))}
-    for case, name in (("grr-eps1", "grr"), ("dam-eps1", "dam")):
+    for case in list(CITY)[1:]:
+        name, eps = case.split("-eps")
         t0 = time.perf_counter()
-        est = mechanisms.create(name, grid, 1.0).run(users, np.random.default_rng([seed, d, len(out)]))
+        est = mechanisms.create(name, grid, float(eps)).run(users, np.random.default_rng([seed, d, len(out)]))
         log(f"city d={d} {case}: estimate in {time.perf_counter() - t0:.1f} s")
         out[case] = (true, est.density)
     return out
 
 
-def measure_city(d: int, seed: int, budget: float, log) -> list[dict]:
+def measure_city(d: int, seed: int, budget: float, log, baseline_budget: float = 60.0) -> list[dict]:
     rows = []
     for case, (t, e) in city_cases(d, seed, log).items():
         p, q = metrics._pair(t, e)
@@ -309,11 +317,43 @@ def measure_city(d: int, seed: int, budget: float, log) -> list[dict]:
         row.update(certified(p, q, budget))
         r, w, _ = acc.timed(lambda: ot_grid.bfm_w2(p, q))
         row.update(bfm=r.value, lower=r.lower, upper=r.upper, bfm_s=w)
+        if baseline_budget > 0:
+            b, w, c = acc.timed(lambda: baseline.solve(p, q, time_budget=baseline_budget))
+            row.update(base_certified=b.certified, base_s=w, base_cpu=c, base_upper=math.sqrt(b.upper),
+                       base_rounds=b.rounds)
         rows.append(row)
         log(f"city d={d} {case}: certified={row['cert']:.5f} [{row['cert_lower']:.6f}, {row['cert_upper']:.6f}] "
             f"{row['certified']} {row['cert_s']:.1f}s ({row['cert_cpu']:.1f}s CPU, {row['cert_rounds']} rounds, "
-            f"{row['cert_arcs']:,} arcs); bfm={r.value:.4f} {w:.1f}s")
+            f"{row['cert_arcs']:,} arcs); bfm={r.value:.4f} {row['bfm_s']:.1f}s"
+            + (f"; baseline {row['base_certified']} {row['base_cpu']:.1f}s CPU" if "base_s" in row else ""))
     return rows
+
+
+def gaussian_goal(reps: int, log, budget: float) -> dict:
+    """Two isotropic Gaussians (sd 0.08 d) shifted by (12, 16) cells at d = 256: the new solver's CPU time against
+    POT's dense ot.emd2 on the same case at d = 32 (shift (1.5, 2)), interleaved ``reps`` times."""
+    def pair(d):
+        y, x = np.mgrid[0:d, 0:d] + 0.5
+        s, f = 0.08 * d, d / 256
+
+        def g(cx, cy):
+            o = np.exp(-((x - cx) ** 2 + (y - cy) ** 2) / (2 * s * s))
+            return o / o.sum()
+        return g(0.4 * d, 0.4 * d), g(0.4 * d + 16 * f, 0.4 * d + 12 * f)
+
+    small, big = pair(32), pair(256)
+    out = {"pot_cpu": [], "ours_cpu": [], "ours_wall": [], "pot_wall": [], "reps": reps}
+    for rep in range(reps):
+        v, w, c = acc.timed(lambda: metrics.w2(*small, method="exact"))
+        out["pot_cpu"].append(c)
+        out["pot_wall"].append(w)
+        r, w2_, c2 = acc.timed(lambda: w2_exact.solve(*big, time_budget=budget))
+        out["ours_cpu"].append(c2)
+        out["ours_wall"].append(w2_)
+        out.update(pot_value=v, ours_value=math.sqrt(r.upper), certified=r.certified)
+        log(f"gaussians rep={rep}: POT dense d=32 {c:.2f}s CPU ({w:.2f} wall); ours d=256 {c2:.2f}s CPU "
+            f"({w2_:.2f} wall), W2 {math.sqrt(r.upper):.5f} certified={r.certified}")
+    return out
 
 
 def city_section(rows: list[dict], budget: float) -> list[str]:
@@ -321,7 +361,7 @@ def city_section(rows: list[dict], budget: float) -> list[str]:
         return []
     out = [f"## Exact W2 at d = {rows[0]['d']} on a real city (issue 23)", "",
            "| case | true vs estimate |", "|---|---|", *[f"| {k} | {v} |" for k, v in CITY.items()], "",
-           f"The certified solver (`ldpviz.metrics.w2_exact`, run to the end: budget {budget:g} s) against BFM on the "
+           f"The certified solver (`ldpviz.metrics.w2_exact`, new in issue 28: budget {budget:g} s wall) against BFM and the previous solver on the "
            "same pair. Wall seconds include waiting for the CPU on this shared machine (load above); CPU seconds "
            "are the solver's own work"
            + (f"; POT's dense solver cannot run here ({rows[0]['d'] ** 4:.2g} pairs)"
@@ -329,20 +369,24 @@ def city_section(rows: list[dict], budget: float) -> list[str]:
            + ". 'lower' and 'upper' are the certified bounds (dual value of the distance-transformed duals; "
            "cost of the plan), in cells.", "",
            "| case | supports (true, est.) | exact W2 (cells) | [lower, upper] | certified? | wall s | CPU s | "
-           "target s | rounds | arcs | BFM | BFM rel. error | BFM s |",
-           "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "target s | rounds | arcs | BFM | BFM rel. error | BFM s | previous solver (POT sparse): certified? | "
+           "its CPU s |",
+           "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
     for r in rows:
         rel = (r["bfm"] - r["cert"]) / r["cert"] if r["certified"] and r["cert"] else None
         out.append(f"| {r['case']} | {r['support'][0]:,}, {r['support'][1]:,} | "
                    f"{r['cert']:.6f} | [{r['cert_lower']:.9g}, {r['cert_upper']:.9g}] | "
                    f"{'yes' if r['certified'] else 'no (budget)'} | {r['cert_s']:.1f} | {r['cert_cpu']:.1f} | "
                    f"{CITY_TARGET_S.get(r['case'], float('nan')):g} | {r['cert_rounds']} | {r['cert_arcs']:,} | "
-                   f"{r['bfm']:.4f} | {'-' if rel is None else f'{rel:+.2%}'} | {r['bfm_s']:.1f} |")
+                   f"{r['bfm']:.4f} | {'-' if rel is None else f'{rel:+.2%}'} | {r['bfm_s']:.1f} | "
+                   + (f"{'yes' if r['base_certified'] else 'no (budget)'} | {r['base_cpu']:.1f} |"
+                      if "base_s" in r else "- | - |"))
     out.append("")
     return out
 
 
-def summary(rows: list[dict], ratio: dict | None = None, city: list[dict] | None = None) -> list[str]:
+def summary(rows: list[dict], ratio: dict | None = None, city: list[dict] | None = None,
+            gauss: dict | None = None, args_budget: float = float("nan")) -> list[str]:
     out = []
     with_ref = [r for r in rows if r["rel"] is not None]
     exact_rows = [r for r in with_ref if r.get("exact") is not None]
@@ -391,9 +435,19 @@ def summary(rows: list[dict], ratio: dict | None = None, city: list[dict] | None
                    + (f"; not certified within the budget: {', '.join(r['case'] for r in g if not r['certified'])}"
                       if len(ok) < len(g) else "") + ".")
     if city:
-        out += [f"- Real city, d = {city[0]['d']}: " + "; ".join(
-            f"{r['case']} {'certified' if r['certified'] else 'NOT certified'} in {r['cert_s']:.1f} s "
-            f"(target {CITY_TARGET_S.get(r['case'], float('nan')):g} s)" for r in city) + "."]
+        out += [f"- Real city, d = {city[0]['d']} (CPU seconds; wall in the table): " + "; ".join(
+            f"{r['case']} {'certified' if r['certified'] else 'NOT certified'} in {r['cert_cpu']:.1f} s "
+            f"(target {CITY_TARGET_S.get(r['case'], float('nan')):g} s: {'met' if r['certified'] and r['cert_cpu'] <= CITY_TARGET_S.get(r['case'], 0) else 'NOT met'}"
+            + (f"; previous solver {'certified in' if r['base_certified'] else 'not certified within'} "
+               f"{r['base_cpu']:.1f} s" if "base_s" in r else "") + ")" for r in city) + "."]
+    if gauss:
+        med = statistics.median
+        ratio_g = med(gauss["ours_cpu"]) / med(gauss["pot_cpu"])
+        out.append(f"- Two Gaussians 256 x 256 shifted by (12, 16) cells: {med(gauss['ours_cpu']):.2f} s CPU median "
+                   f"({gauss['reps']} interleaved repetition(s), budget {args_budget:g} s wall; certified {gauss['certified']}, W2 "
+                   f"{gauss['ours_value']:.5f} cells) against POT's dense ot.emd2 at 32 x 32 {med(gauss['pot_cpu']):.2f} s: "
+                   f"{ratio_g:.1f}x" + ("" if gauss["certified"] else " at least (cut by the budget before certifying)")
+                   + f" (target <= 5x: {'met' if ratio_g <= 5 and gauss['certified'] else 'NOT met'}).")
     if ratio and ratio["bfm_cpu"]:
         med = statistics.median
         b, p = ratio["bfm_cpu"], ratio["pot_cpu"]
@@ -406,7 +460,7 @@ def summary(rows: list[dict], ratio: dict | None = None, city: list[dict] | None
 
 
 def report(rows: list[dict], diag: list[dict], ratio: dict | None, city: list[dict], args, elapsed: float, load0,
-           load1) -> str:
+           load1, gauss: dict | None = None) -> str:
     lines = [
         "# W2 time and error vs grid side: the back-and-forth method and the certified exact solver",
         "",
@@ -421,7 +475,7 @@ def report(rows: list[dict], diag: list[dict], ratio: dict | None, city: list[di
         "",
         "## Summary",
         "",
-        *summary(rows, ratio, city),
+        *summary(rows, ratio, city, gauss, args.city_budget),
         "",
         "## Machine",
         "",
@@ -448,6 +502,8 @@ def report(rows: list[dict], diag: list[dict], ratio: dict | None, city: list[di
         "",
         *city_section(city, args.city_budget),
         *diagnosis_section(diag),
+        *([] if diag else ["BFM's near-copy diagnosis was not re-run for this file (`--skip-diagnosis`); its last "
+                           "run is in this file's git history.", ""]),
         "## Reading this",
         "",
         "- BFM's value is the best dual value it reached, so it can only be *below* the exact discrete W2; "
@@ -477,11 +533,14 @@ def main(argv: list[str] | None = None) -> int:
                                                      "32 with --quick)")
     ap.add_argument("--budget", type=float, default=metrics.AUTO_W2_BUDGET_S,
                     help="time budget of the certified solver per pair, seconds (default metrics.AUTO_W2_BUDGET_S)")
-    ap.add_argument("--city-budget", type=float, default=900.0,
-                    help="time budget of the certified solver in the real-city section (default 900 s: run to the "
-                         "end, so its wall and CPU times are measured, not cut)")
+    ap.add_argument("--city-budget", type=float, default=120.0,
+                    help="time budget (wall) of the certified solver in the real-city section (default 120 s)")
     ap.add_argument("--city-side", type=int, help="side of the real-city section (default 256; 0 skips it; "
                                                   "64 with --quick)")
+    ap.add_argument("--baseline-budget", type=float, default=60.0,
+                    help="time budget of the previous solver (POT sparse) per real-city case, seconds (0 skips it)")
+    ap.add_argument("--gauss-reps", type=int, default=1, help="repetitions of the shifted-Gaussians goal (0 skips)")
+    ap.add_argument("--skip-diagnosis", action="store_true", help="skip BFM's near-copy diagnosis")
     ap.add_argument("--out", default=str(ROOT / "docs"), help="output directory (default docs/)")
     args = ap.parse_args(argv)
     if args.sides is None:
@@ -492,13 +551,15 @@ def main(argv: list[str] | None = None) -> int:
         args.city_side = 64 if args.quick else 256
     load0 = os.getloadavg()
     t0 = time.perf_counter()
-    ot_grid.bfm_w2(np.full((8, 8), 1 / 64), np.full((8, 8), 1 / 64))   # compile numba outside the timings
-    w2_exact.solve(np.full((40, 40), 1 / 1600), np.full((40, 40), 1 / 1600))   # compile the transform
+    metrics.warm_up()                  # compile (or load) every numba kernel outside the timings
     rows = measure(args.sides, args.seeds, args.pot_max_side, args.budget, print)
-    city = measure_city(args.city_side, args.seeds[0], args.city_budget, print) if args.city_side else []
-    diag = diagnose([16] if args.quick else [16, 32], DIAG_SEED, print, max_refined=32 if args.quick else 64)
+    gauss = gaussian_goal(args.gauss_reps, print, args.city_budget) if args.gauss_reps else None
+    city = (measure_city(args.city_side, args.seeds[0], args.city_budget, print, args.baseline_budget)
+            if args.city_side else [])
+    diag = ([] if args.skip_diagnosis else
+            diagnose([16] if args.quick else [16, 32], DIAG_SEED, print, max_refined=32 if args.quick else 64))
     ratio = speed_ratio(max(args.sides), 32, 1 if args.quick else 3, print) if 32 in args.sides else None
-    text = report(rows, diag, ratio, city, args, time.perf_counter() - t0, load0, os.getloadavg())
+    text = report(rows, diag, ratio, city, args, time.perf_counter() - t0, load0, os.getloadavg(), gauss)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "w2-speed.md").write_text(text)

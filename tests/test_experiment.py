@@ -118,9 +118,9 @@ def test_approximate_transport_readout_is_flagged(monkeypatch):
     r = experiment.run(SMALL)
     assert len(r.readouts) == 1 and r.readouts[0]["w2_m"].exact and r.approximate_readouts() == {}
     assert not any("approximate" in n for n in r.notes)
-    monkeypatch.setattr(metrics, "AUTO_EXACT_MAX_PAIRS", 0)
-    monkeypatch.setattr(metrics, "AUTO_W2_BUDGET_S", 0.0)
-    monkeypatch.setattr(metrics, "SUPPORT_EXACT_MAX_PAIRS", 0)
+    monkeypatch.setattr(metrics.transport, "AUTO_EXACT_MAX_PAIRS", 0)
+    monkeypatch.setattr(metrics.transport, "AUTO_W2_BUDGET_S", 0.0)
+    monkeypatch.setattr(metrics.transport, "SUPPORT_EXACT_MAX_PAIRS", 0)
     r = experiment.run(SMALL)
     flagged = r.approximate_readouts()
     assert set(flagged) == {"w2_m"} and flagged["w2_m"].method == "bfm"

@@ -121,7 +121,7 @@ def test_w2_auto_above_threshold_is_exact():
 def test_block_approximation_is_within_its_stated_bound(monkeypatch):
     """method='blocks' sums f x f blocks: within sqrt(2)(f-1) (W2) and 2(f-1) (EMD-L1) cells of the exact
     value, and its readout is flagged approximate with an interval that holds the exact value."""
-    monkeypatch.setattr(metrics, "BLOCKS_SIDE", 8)
+    monkeypatch.setattr(metrics.transport, "BLOCKS_SIDE", 8)
     d, f = 20, 3                                  # ceil(20 / 8) = 3
     for seed in range(3):
         t = blobs(d, seed=seed)
@@ -416,7 +416,7 @@ def test_auto_says_which_solver_ran(monkeypatch):
     assert mid.value == pytest.approx(metrics.w2(t, noisy(t, seed=6), method="exact"), abs=1e-9)
     d = 72
     big_p, big_q = blobs(d, seed=1), blobs(d, seed=2)
-    monkeypatch.setattr(metrics, "AUTO_W2_BUDGET_S", 0.0)
+    monkeypatch.setattr(metrics.transport, "AUTO_W2_BUDGET_S", 0.0)
     big = metrics.w2_readout(big_p, big_q)
     assert big.method == "bfm" and not big.exact and big.lower <= big.value <= big.upper
     assert "approximate" in big.note("W2 (m)", "m")

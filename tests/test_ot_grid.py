@@ -109,7 +109,8 @@ def test_numpy_fallback_matches_compiled(monkeypatch):
     phi = rng.normal(size=(20, 20))
     ct = ot_grid.quad_ctransform(phi)
     push = ot_grid._pushforward(ct, q)
-    monkeypatch.setattr(ot_grid, "_ctransform_2d", None)
+    from ldpviz.metrics import envelope
+    monkeypatch.setattr(envelope, "_sq_envelope_2d", None)
     monkeypatch.setattr(ot_grid, "_pushforward_compiled", None)
     np.testing.assert_allclose(ot_grid.quad_ctransform(phi), ct, atol=1e-12)
     np.testing.assert_allclose(ot_grid._pushforward(ct, q), push, atol=1e-15)

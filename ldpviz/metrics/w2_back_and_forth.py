@@ -59,15 +59,15 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.fft as sfft
 
-try:  # numba compiles the linear-time lower envelope; without it a vectorised O(d^3) fallback runs.
+try:  # numba compiles the pushforward; without it a bincount fallback runs.
     import numba as _numba
 except ImportError:  # pragma: no cover - numba is a declared dependency
     _numba = None
 
+from ldpviz.metrics.envelope import HAVE_NUMBA, sq_distance_transform  # noqa: E402  (the one envelope kernel)
+
 __all__ = ["BfmResult", "bfm_w2", "bfm_potentials", "bfm_potentials_multiscale", "quad_ctransform", "HAVE_NUMBA"]
 
-#: True when the O(d^2) compiled c-transform is available.
-HAVE_NUMBA = _numba is not None
 #: Stop when the best dual value gained less than this fraction over the last _WINDOW iterations.
 BFM_RTOL = 3e-4
 _WINDOW = 10
@@ -95,92 +95,11 @@ class BfmResult:
 
 # ---- c-transform -----------------------------------------------------------------------
 
-def _envelope_rows_numpy(f: np.ndarray, out: np.ndarray, max_block: int = 1 << 22) -> None:
-    n_rows, n = f.shape
-    k = np.arange(n, dtype=float)
-    D = 0.5 * (k[:, None] - k[None, :]) ** 2                 # D[q, p]
-    step = max(1, max_block // (n * n))
-    for s in range(0, n_rows, step):
-        out[s:s + step] = np.min(f[s:s + step, :, None] + D[None, :, :], axis=1)
-
-
-def _envelope_1d_py(g: np.ndarray, out: np.ndarray, v: np.ndarray, z: np.ndarray, h: np.ndarray) -> None:
-    """``out[p] = min_q (p - q)^2 / 2 + g[q]``: the lower envelope of parabolas along one line (work arrays
-    given; +inf entries, excluded cells, never enter the envelope)."""
-    n = g.shape[0]
-    k = -1
-    for q in range(n):
-        gq = g[q]
-        if gq == np.inf:
-            continue
-        hq = gq + 0.5 * q * q
-        h[q] = hq
-        if k < 0:
-            k = 0
-            v[0] = q
-            z[0] = -np.inf
-            z[1] = np.inf
-            continue
-        s = (hq - h[v[k]]) / (q - v[k])
-        while s <= z[k]:
-            k -= 1
-            s = (hq - h[v[k]]) / (q - v[k])
-        k += 1
-        v[k] = q
-        z[k] = s
-        z[k + 1] = np.inf
-    if k < 0:
-        for p in range(n):
-            out[p] = np.inf
-        return
-    k = 0
-    for p in range(n):
-        while z[k + 1] < p:
-            k += 1
-        dq = p - v[k]
-        out[p] = 0.5 * dq * dq + g[v[k]]
-
-
-def _ctransform_2d_py(f: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled below
-    """``out[y] = min_x |x - y|^2 / 2 + f[x]`` on the grid: envelopes along each row, then each column."""
-    n0, n1 = f.shape
-    n = max(n0, n1)
-    v = np.empty(n, dtype=np.int64)
-    z = np.empty(n + 1)
-    h = np.empty(n)
-    tmp = np.empty((n0, n1))
-    for r in range(n0):
-        _envelope_1d(f[r], tmp[r], v, z, h)
-    col = np.empty(n0)
-    res = np.empty(n0)
-    for c in range(n1):
-        for r in range(n0):
-            col[r] = tmp[r, c]
-        _envelope_1d(col, res, v, z, h)
-        for r in range(n0):
-            out[r, c] = res[r]
-
-
-if _numba is not None:
-    _envelope_1d = _numba.njit(cache=True, nogil=True)(_envelope_1d_py)
-    _ctransform_2d = _numba.njit(cache=True, nogil=True)(_ctransform_2d_py)
-else:  # pragma: no cover
-    _ctransform_2d = None
-
-
 def quad_ctransform(phi: np.ndarray) -> np.ndarray:
-    """``phi^c(y) = min_x |x - y|^2 / 2 - phi(x)`` over a ``(d, d)`` grid of unit spacing (exact)."""
-    f = np.ascontiguousarray(-phi, dtype=float)
-    if _ctransform_2d is not None:
-        out = np.empty_like(f)
-        _ctransform_2d(f, out)                       # one compiled call: rows, then columns
-        return out
-    tmp = np.empty_like(f)                           # without numba: the vectorised O(d^3) envelope
-    _envelope_rows_numpy(f, tmp)                     # along the last axis (columns)
-    tmpT = np.ascontiguousarray(tmp.T)
-    out = np.empty_like(tmpT)
-    _envelope_rows_numpy(tmpT, out)                  # then along rows
-    return np.ascontiguousarray(out.T)
+    """``phi^c(y) = min_x |x - y|^2 / 2 - phi(x)`` over a ``(d, d)`` grid of unit spacing (exact): half the
+    squared-distance transform of ``-2 phi`` (:func:`ldpviz.metrics.envelope.sq_distance_transform`)."""
+    g, _ = sq_distance_transform(-2.0 * np.asarray(phi, dtype=float))
+    return 0.5 * g
 
 
 # ---- pushforward and preconditioner --------------------------------------------------------

@@ -12,9 +12,11 @@ duality:
    always feasible. To these we add every
    source's local arcs to the destinations within ``radius`` cells (Chebyshev): near-copies move most mass
    by about a cell, and the local arcs carry it.
-2. **Restricted optimum.** POT's sparse network simplex (``ot.emd`` with a ``scipy.sparse`` cost, Bonneel et
-   al. 2011) returns the plan and the duals ``(u, v)``; later rounds warm-start from the previous duals
-   (``potentials_init``).
+2. **Restricted optimum.** Our network simplex (:mod:`ldpviz.metrics.network_simplex`, LEMON's algorithm) returns
+   the plan and the duals ``(u, v)``. Its first basis is a greedy crash over the candidate arcs ordered by their
+   reduced cost under the coarse level's duals (times 4: costs scale with the square of the cell side), so it
+   starts near the coarse optimum. (Until issue 28 this was POT's ``ot.emd`` with a sparse cost, which in POT
+   0.9.x ignores ``potentials_init``: every repair round re-solved from scratch.)
 3. **Certificate.** The restricted optimum is the global one iff every reduced cost is non-negative,
    ``|x - y|^2 - u(x) - v(y) >= 0`` for all d^2 x d^2 pairs. ``H(x) = min_y |x - y|^2 - v(y)`` is a
    squared-distance transform of ``-v``, separable into 1-D lower envelopes of parabolas (Felzenszwalb &
@@ -22,8 +24,9 @@ duality:
    costs O(d^2) and also yields the minimising y for every x. No x with ``H(x) < u(x)`` means optimal.
 4. **Repair.** Otherwise the arcs (x, argmin_y) of violating rows, and symmetrically (argmin_x, y) of
    violating columns (transform of ``-u``), each widened to the 3 x 3 cells around the new end (Schmitzer's
-   shielding neighbourhoods are such grid-local sets), are added and the problem re-solved from the current
-   duals.
+   shielding neighbourhoods are such grid-local sets), are added *to the live solve*: they enter as non-tree
+   arcs at flow 0, the current basis stays feasible and optimal for the old arcs, and the simplex continues
+   from it with the pivots the new arcs need.
 
 Bounds, valid after any round: ``upper`` is the cost of the (feasible) restricted plan; ``lower`` is the dual
 value of ``(H, v)``, ``sum_x p(x) H(x) + sum_y q(y) v(y)``, feasible by construction of H (weak duality).
@@ -34,35 +37,28 @@ either way (``certified`` says which).
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
-import ot
-import scipy.sparse as sp
 
-try:  # numba compiles the linear-time distance transform; without it a vectorised O(d^3) fallback runs.
-    import numba as _numba
-except ImportError:  # pragma: no cover - numba is a declared dependency
-    _numba = None
+from ldpviz.metrics.envelope import sq_distance_transform
+from ldpviz.metrics.network_simplex import TransportSimplex
 
-__all__ = ["ExactW2", "solve", "sq_distance_transform"]
+__all__ = ["ExactW2", "solve", "sq_distance_transform", "coarsen_2x2", "warm_up"]
 
-#: Grids up to this side are solved densely (POT's network simplex on the full cost matrix).
+#: Grids up to this side are solved on every pair of their supports (the simplex with all arcs).
 _BASE_SIDE = 16
-#: Largest dense problem (support pairs) solved directly at any side.
+#: Largest all-pairs problem (support pairs) solved directly at any side.
 _DENSE_MAX_PAIRS = 70_000
 #: The bounds agree when upper - lower <= _GAP_TOL * max(1, upper) (squared cells).
 _GAP_TOL = 1e-10
-#: Network-simplex iteration cap (a cap, not a target).
-_NUM_ITER_MAX = 1_000_000_000
-#: Repair arcs reach the cells within this Chebyshev radius of a violating arc's far end (1 measured best:
-#: 2 doubled the arcs for no fewer solves on an LDP estimate at d = 256).
+#: Repair arcs reach the cells within this Chebyshev radius of a violating arc's far end.
 _WIDEN = 1
-#: Coarse arcs' destination children are widened by this many fine cells (1 measured best: a (3, 4)-cell
-#: translation at d = 64 certified in 4 rounds instead of 27; full-support near-copies at d = 128 certified
-#: within a minute instead of not; about 20% more CPU on an LDP estimate at d = 256).
+#: Coarse arcs' destination children are widened by this many fine cells.
 _CHILD_RING = 1
+#: A reduced cost below -_VIOLATION is a violation. Costs are whole squared cells and the simplex's duals are
+#: exact whole numbers (network_simplex), so a true violation is at least 1 and round-off cannot fake one.
+_VIOLATION = 0.5
 
 
 @dataclass(frozen=True)
@@ -82,116 +78,6 @@ class ExactW2:
         return self.upper
 
 
-# ---- squared-distance transform with argmin ----------------------------------------------------------
-
-def _envelope_py(f, out, arg, v, z):  # pragma: no cover - compiled below
-    """``out[x] = min_y (x - y)^2 + f[y]`` and its argmin on one line (+inf entries never enter)."""
-    n = f.shape[0]
-    k = -1
-    for q in range(n):
-        fq = f[q]
-        if fq == np.inf:
-            continue
-        if k < 0:
-            k = 0
-            v[0] = q
-            z[0] = -np.inf
-            z[1] = np.inf
-            continue
-        r = v[k]
-        s = ((fq + q * q) - (f[r] + r * r)) / (2.0 * (q - r))
-        while s <= z[k]:       # z[0] = -inf ends the loop at k = 0
-            k -= 1
-            r = v[k]
-            s = ((fq + q * q) - (f[r] + r * r)) / (2.0 * (q - r))
-        k += 1
-        v[k] = q
-        z[k] = s
-        z[k + 1] = np.inf
-    if k < 0:
-        for x in range(n):
-            out[x] = np.inf
-            arg[x] = -1
-        return
-    k = 0
-    for x in range(n):
-        while z[k + 1] < x:
-            k += 1
-        y = v[k]
-        out[x] = (x - y) * (x - y) + f[y]
-        arg[x] = y
-
-
-def _transform_py(f, out, arg):  # pragma: no cover - compiled below
-    """2-D: envelopes along every row (over columns), then along every column (over rows)."""
-    n0, n1 = f.shape
-    n = max(n0, n1)
-    v = np.empty(n, dtype=np.int64)
-    z = np.empty(n + 1)
-    tmp = np.empty((n0, n1))
-    acol = np.empty((n0, n1), dtype=np.int64)
-    for r in range(n0):
-        _envelope(f[r], tmp[r], acol[r], v, z)
-    col = np.empty(n0)
-    res = np.empty(n0)
-    arow = np.empty(n0, dtype=np.int64)
-    for c in range(n1):
-        for r in range(n0):
-            col[r] = tmp[r, c]
-        _envelope(col, res, arow, v, z)
-        for r in range(n0):
-            out[r, c] = res[r]
-            rr = arow[r]
-            arg[r, c] = -1 if rr < 0 else rr * n1 + acol[rr, c]
-
-
-if _numba is not None:
-    _envelope = _numba.njit(cache=True, nogil=True)(_envelope_py)
-    _transform = _numba.njit(cache=True, nogil=True)(_transform_py)
-else:  # pragma: no cover
-    _envelope = _transform = None
-
-
-def _transform_numpy(f: np.ndarray, max_block: int = 1 << 22) -> tuple[np.ndarray, np.ndarray]:
-    """The same transform by brute force per axis (O(d^3)); used without numba."""
-    n0, n1 = f.shape
-
-    def along_last(g):
-        n = g.shape[1]
-        k = np.arange(n, dtype=float)
-        D = (k[:, None] - k[None, :]) ** 2                       # D[y, x]
-        val = np.empty_like(g)
-        arg = np.empty(g.shape, dtype=np.int64)
-        step = max(1, max_block // (n * n))
-        for s in range(0, g.shape[0], step):
-            M = g[s:s + step, :, None] + D[None, :, :]           # (rows, y, x)
-            arg[s:s + step] = np.argmin(M, axis=1)
-            val[s:s + step] = np.take_along_axis(M, arg[s:s + step][:, None, :], axis=1)[:, 0, :]
-        return val, arg
-
-    t, acol = along_last(f)
-    tt, arow = along_last(np.ascontiguousarray(t.T))
-    val, arow = tt.T, arow.T                                     # val[r, c], arow[r, c] = best row
-    arg = arow * n1 + np.take_along_axis(acol, arow, axis=0)
-    arg = np.where(np.isfinite(val), arg, -1)
-    return np.ascontiguousarray(val), arg
-
-
-def sq_distance_transform(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(g, arg)`` with ``g[x] = min_y |x - y|^2 + f[y]`` over a ``(n0, n1)`` grid of unit spacing and ``arg``
-    the minimising flat index y (``+inf`` entries of ``f`` are excluded; ``-1`` where all are). Exact, O(n0 n1)
-    with numba (Felzenszwalb & Huttenlocher 2012)."""
-    f = np.ascontiguousarray(f, dtype=float)
-    if _transform is None:
-        return _transform_numpy(f)
-    out = np.empty_like(f)
-    arg = np.empty(f.shape, dtype=np.int64)
-    _transform(f, out, arg)
-    return out, arg
-
-
-# ---- sparse exact transport with a global certificate ------------------------------------------------
-
 def coarsen_2x2(p: np.ndarray) -> np.ndarray:
     """2x2 block sums (a zero row and column are added first when d is odd)."""
     d = p.shape[0]
@@ -205,25 +91,6 @@ def _cost(i: np.ndarray, j: np.ndarray, d: int) -> np.ndarray:
     ri, ci = np.divmod(i, d)
     rj, cj = np.divmod(j, d)
     return ((ri - rj) ** 2 + (ci - cj) ** 2).astype(float)
-
-
-def _dense(p: np.ndarray, q: np.ndarray):
-    """Dense exact solve on the supports: ``(plan rows, plan cols, mass)`` as flat grid indices."""
-    d = p.shape[0]
-    ia, ib = np.flatnonzero(p.ravel() > 0), np.flatnonzero(q.ravel() > 0)
-    M = _cost(ia[:, None], ib[None, :], d)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        G, log = ot.emd(p.ravel()[ia], q.ravel()[ib], M, numItermax=_NUM_ITER_MAX, log=True)
-    _check(log)
-    r, c = np.nonzero(G > 0)
-    return ia[r], ib[c], G[r, c]
-
-
-def _check(log: dict) -> None:
-    code = int(log.get("result_code", 1))
-    if code != 1:
-        raise RuntimeError(f"network simplex did not reach the optimum (code {code}: {log.get('warning')})")
 
 
 def _neighbours(cells: np.ndarray, d: int, radius: int) -> tuple[np.ndarray, np.ndarray]:
@@ -243,7 +110,8 @@ def _unique(x: np.ndarray) -> np.ndarray:
 
 
 class _Problem:
-    """One level: supports, flat-index maps and the current candidate arcs (keys ``la * nb + lb``)."""
+    """One level: supports, flat-index maps, the candidate arcs (sorted keys ``la * nb + lb``) and the live
+    simplex over them."""
 
     def __init__(self, p: np.ndarray, q: np.ndarray):
         self.d = d = p.shape[0]
@@ -254,16 +122,21 @@ class _Problem:
         self.pos_a[self.ia] = np.arange(len(self.ia))
         self.pos_b = np.full(d * d, -1, dtype=np.int64)
         self.pos_b[self.ib] = np.arange(len(self.ib))
+        self.keys = np.empty(0, dtype=np.int64)
+        self.simplex: TransportSimplex | None = None
 
-    def keys(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    def pair_keys(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Keys of the grid pairs (x, y) with both ends in the supports."""
         lx, ly = self.pos_a[x], self.pos_b[y]
         ok = (lx >= 0) & (ly >= 0)
         return lx[ok] * len(self.ib) + ly[ok]
 
+    def all_keys(self) -> np.ndarray:
+        return np.arange(len(self.ia) * len(self.ib), dtype=np.int64)
+
     def local_keys(self, radius: int) -> np.ndarray:
         k, y = _neighbours(self.ia, self.d, radius)
-        return self.keys(self.ia[k], y)
+        return self.pair_keys(self.ia[k], y)
 
     def children_keys(self, ci: np.ndarray, cj: np.ndarray) -> np.ndarray:
         """Children pairs of the coarse arcs (ci, cj) (flat indices on the (d+1)//2 grid)."""
@@ -282,43 +155,69 @@ class _Problem:
         x = np.broadcast_to(src[:, :, None], shape).ravel()
         y = np.broadcast_to(dst[:, None, :], shape).ravel()
         ok = (x >= 0) & (y >= 0)
-        return self.keys(x[ok], y[ok])
+        return self.pair_keys(x[ok], y[ok])
 
-    def solve(self, keys: np.ndarray, warm):
+    def start(self, keys: np.ndarray, coarse_duals: tuple[np.ndarray, np.ndarray] | None) -> None:
+        """The simplex over ``keys`` (sorted, distinct), its crash basis ordered by the reduced costs under the
+        coarse level's duals (``(U, V)`` on the coarse grid, NaN off the supports) when given."""
+        self.keys = keys
         la, lb = np.divmod(keys, len(self.ib))
-        M = sp.coo_array((_cost(self.ia[la], self.ib[lb], self.d), (la, lb)), shape=(len(self.ia), len(self.ib)))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            G, log = ot.emd(self.a, self.b, M, numItermax=_NUM_ITER_MAX, log=True, center_dual=False,
-                            potentials_init=warm)
-        _check(log)
-        G = sp.coo_array(G)
-        keep = G.data > 0
-        return float(log["cost"]), G.row[keep], G.col[keep], G.data[keep], np.asarray(log["u"]), np.asarray(log["v"])
+        cost = _cost(self.ia[la], self.ib[lb], self.d)
+        order = None
+        if coarse_duals is not None:
+            d, dc = self.d, (self.d + 1) // 2
+            U, V = coarse_duals
+            ra, ca = np.divmod(self.ia, d)
+            rb, cb = np.divmod(self.ib, d)
+            ua = 4.0 * U[(ra // 2) * dc + ca // 2]
+            vb = 4.0 * V[(rb // 2) * dc + cb // 2]
+            order = cost - ua[la] - vb[lb]
+        self.simplex = TransportSimplex(self.a, self.b, la, lb, cost, max_cost=2.0 * (self.d - 1) ** 2,
+                                        order_key=order)
+
+    def add(self, new: np.ndarray) -> int:
+        """Add the keys not held yet to the live simplex; the number added."""
+        new = _unique(new)
+        if new.size == 0:
+            return 0
+        at = np.searchsorted(self.keys, new)
+        held = at < len(self.keys)
+        held[held] = self.keys[at[held]] == new[held]
+        new, at = new[~held], at[~held]
+        if new.size:
+            self.keys = np.insert(self.keys, at, new)
+            la, lb = np.divmod(new, len(self.ib))
+            self.simplex.add_arcs(la, lb, _cost(self.ia[la], self.ib[lb], self.d))
+        return int(new.size)
 
     def certificate(self, u: np.ndarray, v: np.ndarray):
-        """Lower bound and the repair arcs: ``(lower, keys of violating arcs)``."""
+        """Lower bound and the repair arcs: ``(lower, keys of violating arcs, number of violations)``."""
         d, n = self.d, self.d * self.d
         f = np.full(n, np.inf)
         f[self.ib] = -v
         H, argy = sq_distance_transform(f.reshape(d, d))
         H, argy = H.ravel()[self.ia], argy.ravel()[self.ia]
         lower = float(self.a @ H + self.b @ v)
-        tol = 1e-12 * max(1.0, float(np.max(np.abs(v))) if v.size else 1.0)
-        bad_rows = np.flatnonzero(H - u < -tol)
+        bad_rows = np.flatnonzero(H - u < -_VIOLATION)
         g = np.full(n, np.inf)
         g[self.ia] = -u
         G, argx = sq_distance_transform(g.reshape(d, d))
         G, argx = G.ravel()[self.ib], argx.ravel()[self.ib]
-        bad_cols = np.flatnonzero(G - v < -tol)
+        bad_cols = np.flatnonzero(G - v < -_VIOLATION)
         xs = np.concatenate([self.ia[bad_rows], argx[bad_cols]])
         ys = np.concatenate([argy[bad_rows], self.ib[bad_cols]])
         # widen: each violating arc's far end to its 3 x 3 neighbourhood
         k1, y1 = _neighbours(ys[:len(bad_rows)], d, _WIDEN)
         k2, x2 = _neighbours(xs[len(bad_rows):], d, _WIDEN)
-        new = np.concatenate([self.keys(xs[:len(bad_rows)][k1], y1),
-                              self.keys(x2, ys[len(bad_rows):][k2])])
+        new = np.concatenate([self.pair_keys(xs[:len(bad_rows)][k1], y1),
+                              self.pair_keys(x2, ys[len(bad_rows):][k2])])
         return lower, new, len(bad_rows) + len(bad_cols)
+
+    def grid_duals(self, u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        U = np.full(self.d * self.d, np.nan)
+        V = np.full(self.d * self.d, np.nan)
+        U[self.ia], V[self.ib] = u, v
+        return U, V
 
 
 class _OutOfTime(Exception):
@@ -326,45 +225,55 @@ class _OutOfTime(Exception):
 
 
 def _solve_level(p: np.ndarray, q: np.ndarray, radius: int, deadline: float, stats: dict, finest: bool):
-    """Plan (flat rows, cols, mass) at this level, plus (lower, upper, certified) in squared cells.
+    """Plan (flat rows, cols, mass) at this level, (lower, upper, certified) in squared cells, and the duals on
+    the grid (for the next finer level's crash basis).
 
-    Coarser levels only supply candidate arcs: past the deadline they raise :class:`_OutOfTime`; the finest
-    level returns the bounds of its last round.
+    Coarser levels only supply candidate arcs and duals: past the deadline they raise :class:`_OutOfTime`; the
+    finest level returns the bounds it has reached.
     """
     d = p.shape[0]
-    n_pairs = int(np.count_nonzero(p)) * int(np.count_nonzero(q))
-    if d <= _BASE_SIDE or n_pairs <= _DENSE_MAX_PAIRS:
-        x, y, m = _dense(p, q)
-        c = float(m @ _cost(x, y, d))
-        return x, y, m, c, c, True
-    cx, cy, _, _, _, _ = _solve_level(coarsen_2x2(p), coarsen_2x2(q), radius, deadline, stats, False)
-    if not finest and time.perf_counter() > deadline:
-        raise _OutOfTime
     prob = _Problem(p, q)
-    keys = _unique(np.concatenate([prob.children_keys(cx, cy), prob.local_keys(radius)]))
-    warm = None
+    n_pairs = len(prob.ia) * len(prob.ib)
+    if d <= _BASE_SIDE or n_pairs <= _DENSE_MAX_PAIRS:
+        prob.start(prob.all_keys(), None)
+    else:
+        cx, cy, _, _, _, _, cduals = _coarse_level(coarsen_2x2(p), coarsen_2x2(q), radius, deadline, stats)
+        if time.perf_counter() > deadline and not finest:
+            raise _OutOfTime
+        keys = _unique(np.concatenate([prob.children_keys(cx, cy), prob.local_keys(radius)]))
+        prob.start(keys, cduals)
+    sx = prob.simplex
     rounds = 0
     while True:
         rounds += 1
-        cost, la, lb, m, u, v = prob.solve(keys, warm)
-        warm = (u, v)
+        done = sx.run(deadline=deadline)
+        u, v = sx.duals()
         lower, new, n_bad = prob.certificate(u, v)
-        certified = n_bad == 0 or cost - lower <= _GAP_TOL * max(1.0, cost)
-        stats.setdefault("levels", {})[d] = dict(rounds=rounds, arcs=int(len(keys)), violations=n_bad,
-                                                 lower=lower, upper=cost)
+        feasible = sx.artificial_flow <= 1e-12
+        cost = sx.cost_value if feasible else float("inf")
+        certified = done and feasible and (n_bad == 0 or cost - lower <= _GAP_TOL * max(1.0, cost))
+        stats.setdefault("levels", {})[d] = dict(rounds=rounds, arcs=int(sx.n_arcs), violations=n_bad,
+                                                 lower=lower, upper=cost, pivots=int(sx.pivots))
         if certified:
             break
         if time.perf_counter() > deadline:
             if not finest:
                 raise _OutOfTime
             break
-        grown = _unique(np.concatenate([keys, new]))
-        if len(grown) == len(keys):   # violations only on arcs already in: round-off, nothing to add
-            break
-        keys = grown
+        if not done:
+            continue
+        if prob.add(new) == 0:   # violations only on arcs already in: cannot happen with exact duals
+            raise RuntimeError("exact W2: the certificate names only arcs the optimal basis already prices")
     stats["rounds"] = stats.get("rounds", 0) + rounds
-    stats["arcs"] = int(len(keys))
-    return prob.ia[la], prob.ib[lb], m, lower, cost, certified
+    stats["arcs"] = int(sx.n_arcs)
+    stats["pivots"] = stats.get("pivots", 0) + int(sx.pivots)
+    x, y, m = sx.plan()
+    return prob.ia[x], prob.ib[y], m, lower, cost, certified, prob.grid_duals(u, v)
+
+
+def _coarse_level(pc: np.ndarray, qc: np.ndarray, radius: int, deadline: float, stats: dict):
+    """The next coarser level (a seam the tests use to plant a poor coarse plan)."""
+    return _solve_level(pc, qc, radius, deadline, stats, False)
 
 
 def solve(p: np.ndarray, q: np.ndarray, *, radius: int = 1, time_budget: float | None = None,
@@ -372,16 +281,26 @@ def solve(p: np.ndarray, q: np.ndarray, *, radius: int = 1, time_budget: float |
     """Squared W2 (squared cells) between two ``(d, d)`` distributions, each summing to 1.
 
     ``radius``: local arcs per source (Chebyshev radius in cells). ``time_budget`` (seconds) is checked
-    between rounds (one network-simplex solve can overrun it): when it runs out on the finest level the bounds
-    of the last round are returned, before it ``lower = 0, upper = inf``; ``certified`` is then False.
+    during the simplex (every few million pivots) and between rounds: when it runs out on the finest level the
+    bounds reached are returned (``upper`` is infinite while the basis still routes mass through the artificial
+    root), before it ``lower = 0, upper = inf``; ``certified`` is then False.
     """
     t0 = time.perf_counter()
     deadline = t0 + (time_budget if time_budget is not None else float("inf"))
     st = {} if stats is None else stats
     try:
-        _, _, _, lower, upper, certified = _solve_level(np.asarray(p, float), np.asarray(q, float), radius,
-                                                        deadline, st, True)
+        _, _, _, lower, upper, certified, _ = _solve_level(np.asarray(p, float), np.asarray(q, float), radius,
+                                                           deadline, st, True)
     except _OutOfTime:
         lower, upper, certified = 0.0, float("inf"), False
     return ExactW2(max(lower, 0.0), max(upper, 0.0), bool(certified), int(st.get("rounds", 0)),
                    int(st.get("arcs", 0)), time.perf_counter() - t0)
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's on-disk cache) the solver's kernels on a tiny problem, so that the first
+    real solve does not wait for numba (the app calls this at start; see ldpviz.metrics.warm_up)."""
+    p = np.zeros((20, 20))
+    p[2:6, 3:7] = 1.0
+    q = np.roll(p, 3, axis=1)
+    solve(p / p.sum(), q / q.sum())
