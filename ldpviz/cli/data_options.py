@@ -27,7 +27,14 @@ from typing import Any, Sequence
 
 from ldpviz.geo.domain import Region
 from ldpviz.errors import LdpvizInputError, RegionTooLargeError, require
-from ldpviz.mechanisms.fo.private_region import DEFAULT_REGION_EPSILON, PRIVATE_TILES, REGION_RULES, upload_frame
+
+# The region rules' names and default budget, as ldpviz.mechanisms.fo.private_region defines them (a test pins
+# them equal): importing that module loads scipy.stats and the frequency oracles, which a command's --help or
+# refusal should not wait for; its upload_frame is imported where a file is read.
+PRIVATE_TILES = "private-tiles"
+PUBLIC_TILES = "public-tiles"
+REGION_RULES = (PRIVATE_TILES, PUBLIC_TILES)
+DEFAULT_REGION_EPSILON = 0.5
 
 POINTS = "points"
 TRAJECTORIES = "trajectories"
@@ -109,6 +116,7 @@ class UserData:
 
 def load_data(args: argparse.Namespace, kind: str = POINTS) -> UserData:
     """The one loader behind :func:`add_data_arguments`; prints the file's row counts to stderr."""
+    from ldpviz.mechanisms.fo.private_region import upload_frame
     require(not (args.bbox and args.region), "give either --region or --bbox, not both")
     region: Region | str | None = bbox_region(args.bbox) if args.bbox else args.region
     if not args.csv:
