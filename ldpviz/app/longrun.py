@@ -67,14 +67,15 @@ class Timings:
         self._lock = threading.Lock()
 
     def record(self, result: Result, cpu_seconds: float | None = None, load: float | None = None) -> None:
-        """Add a finished run. ``cpu_seconds``: the CPU time it took (the calling thread's), which stands for
-        its quiet-machine time; without it, the wall time divided by the load's slowdown. The wall time is
-        never exceeded (a thread's CPU time can include other work of the process), and its phases keep their
-        shares."""
+        """Add a finished run. Its quiet-machine seconds: ``cpu_seconds``, the CPU time of the thread that ran it
+        (other sessions' work is not in it), but at least the wall time divided by the load's slowdown (work in
+        helper threads is not in a thread's CPU time) and at most the wall time. Its phases keep their shares."""
         t = result.timings
         load = runtime_model.current_load() if load is None else float(load)
         wall = max(float(t.get("total", 0.0)), 1e-9)
-        quiet = wall / runtime_model.slowdown(load) if cpu_seconds is None else min(max(cpu_seconds, 0.0), wall)
+        quiet = wall / runtime_model.slowdown(load)
+        if cpu_seconds is not None:
+            quiet = min(max(float(cpu_seconds), quiet), wall)
         scale = quiet / wall
         m = Measured(result.scenario.mechanism, runtime_model.path_of(result.scenario.params),
                      max(int(result.n_users), 1), result.grid.n_cells,
