@@ -66,6 +66,8 @@ def test_landing_page_shows_maps_without_a_click(browser, loaded_server):
     page.goto(loaded_server)
     page.locator(f"{MAPS} canvas").nth(1).wait_for(timeout=180_000)
     no_start_button(page)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "fast-ui-explore-first-maps.png"))    # maybe the first trial alone
     serve.wait_until_idle(page, 180_000)          # the other trials finish and the page redraws with intervals
     assert page.locator(MAPS).count() == 2
     values = [v.inner_text() for v in page.locator('[data-testid="stMetricValue"]').all()]
@@ -85,9 +87,7 @@ def test_compare_four_mechanisms_draws_every_map(browser, loaded_server):
     page.locator('[data-testid="stAlertContentSuccess"]').first.wait_for(timeout=180_000)
     no_start_button(page)
     serve.wait_until_idle(page, 180_000)
-    chosen = page.locator('[data-testid="stMultiSelect"] [data-baseweb="tag"]').count()
-    assert chosen == 4, chosen
-    assert page.locator(MAPS).count() == 5
+    assert page.locator(MAPS).count() == 5             # the truth and the four mechanisms' estimates
     page.wait_for_function(f"() => document.querySelectorAll('{MAPS} canvas').length >= 5", timeout=120_000)
     page.locator(MAPS).nth(4).scroll_into_view_if_needed()
     page.wait_for_timeout(1500)
