@@ -94,7 +94,6 @@ def test_compare_four_mechanisms_draws_every_map(browser, loaded_server):
     # take seconds after the script's end to mount and draw them
     page.wait_for_function(f"() => document.querySelectorAll('{MAPS} canvas').length >= 5", timeout=120_000)
     assert page.locator(MAPS).count() == 5
-    page.locator(MAPS).nth(4).scroll_into_view_if_needed()
     page.wait_for_timeout(1500)
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "fast-ui-compare-loaded.png"), full_page=True)

@@ -58,14 +58,13 @@ with session.guard("this scenario"):
     ss["explore_last"] = (repr(scenario), result.mean(), here)   # the first trial's means, then all trials' 
     prev = ss.get("explore_prev")
     same_data = prev is not None and prev[1] == here
-    ui.readouts(result, prev[0] if same_data else None, waited, cached, other_data=prev is not None and not same_data)
-    more_trials = st.empty()    # while the other trials run: says so; then the page redraws with the intervals
-    if not complete:
-        more_trials.caption(f"The first of {scenario.trials} trials is shown; the other {scenario.trials - 1} and the "
-                            "95% intervals follow in a moment.")
+    pending = 0 if complete else int(scenario.trials) - 1   # trials still to run after the first one shown
+    ui.readouts(result, prev[0] if same_data else None, waited, cached, other_data=prev is not None and not same_data,
+                pending=pending)
+    more_trials = st.empty()    # while the other trials run, a spinner; then the page redraws with the intervals
     # The attacker clause comes last (local privacy can take a second): readouts and maps first.
     sentence = st.empty()
-    sentence.markdown(ui.summary_sentence(result))
+    sentence.markdown(ui.summary_sentence(result, pending=pending))
     lines = experiment.guarantee_lines(result)     # the same lines, word for word, as the decision report
     central = bool(lines.model_prefix)
     st.caption((f"**{lines.model_prefix}** " if lines.model_prefix else "") + " ".join([lines.guarantee, *lines.notes]))
@@ -218,7 +217,7 @@ with session.guard("this scenario"):
     sentence.markdown(ui.summary_sentence(result, found, within_r=ui.attacker_within_r(
         scenario.mechanism, result.grid, scenario.epsilon, scenario.params, population), epsilon_text=epsilon_text,
         attacker_note=ui.attacker_method_note(scenario.mechanism, result.grid, scenario.epsilon, scenario.params,
-                                              population)))
+                                              population), pending=pending))
     if fill_pinned_attacker is not None:
         fill_pinned_attacker(found[0])
     if not complete:            # the other trials, then the page again with every trial (from the cache)
