@@ -224,5 +224,5 @@ with session.guard("this scenario"):
         with more_trials.container(), st.spinner(f"Running trials 2-{scenario.trials} for the intervals ..."):
             compute.finish_trials(scenario)
         st.session_state["explore:finished"] = repr(scenario)
-        st.rerun()
+        session.redraw()
 session.show_resolved_defaults()
