@@ -164,6 +164,11 @@ with session.guard("this scenario"):
                                                                      viz.MAX_GRID_LINES else " frames")
                + " the region. Hover a cell for its centre's latitude and longitude. "
                + session.basemap_caption(basemap))
+    if not complete:   # the other trials now, before the slower parts below (the attacker); then the page again
+        with more_trials.container(), st.spinner(f"Running trials 2-{scenario.trials} for the intervals ..."):
+            compute.finish_trials(scenario)
+        st.session_state["explore:finished"] = repr(scenario)
+        session.redraw()
     third = ui.map_size("third", result.grid.region)
     fill_pinned_attacker = pin.section(scenario, result, sigma, basemap, (third["height"], third["width"]))
     if lines.coverage:
@@ -220,9 +225,4 @@ with session.guard("this scenario"):
                                               population), pending=pending))
     if fill_pinned_attacker is not None:
         fill_pinned_attacker(found[0])
-    if not complete:            # the other trials, then the page again with every trial (from the cache)
-        with more_trials.container(), st.spinner(f"Running trials 2-{scenario.trials} for the intervals ..."):
-            compute.finish_trials(scenario)
-        st.session_state["explore:finished"] = repr(scenario)
-        session.redraw()
 session.show_resolved_defaults()
