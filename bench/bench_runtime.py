@@ -36,9 +36,10 @@ from ldpviz.evidence.reproduce import machine, provenance_markdown  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 FULL_SIZES = [(n, d) for d in (8, 16, 32, 64) for n in (2_000, 20_000)]
 QUICK_SIZES = [(1_000, 8), (1_000, 16), (4_000, 16)]
-#: Larger grids for the shared metrics model (W2 and the others grow faster than the cells), run with one
+#: Larger grids, up to the dashboard's largest, for the shared metrics model (W2 and the others grow faster than the
+#: cells, and their solvers change with the size), run with one
 #: cheap mechanism: (mechanism, path, sizes).
-FULL_METRICS_RUNS = ("grr", "aggregate", [(2_000, 96), (2_000, 128), (20_000, 128)])
+FULL_METRICS_RUNS = ("grr", "aggregate", [(2_000, 96), (2_000, 128), (20_000, 128), (2_000, 256), (20_000, 256)])
 QUICK_METRICS_RUNS = ("grr", "aggregate", [(1_000, 32)])
 #: Held-out checks: (mechanism, path, users, grid side); the first two are issue 22's cases.
 #: (mechanism, path, users, grid side, trials); the first two are issue 22's cases, the rest issue 28's
