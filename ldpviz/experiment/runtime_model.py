@@ -4,11 +4,11 @@ Issue 22: the dashboard's long-run predictions were far off (OUE at d = 256 pred
 HUEM at d = 96 predicted at 18 s, took 68 s with five sessions running). Two causes: one linear scaling for
 every mechanism (the nearest measured run times users x cells), and no account of the load.
 
-The model. A run's seconds are ``fixed + (1 + (trials - 1) x extra) x per_trial``, where ``extra`` is what
-each further trial costs as a share of the first (1 for a mechanism that runs its trials one after the other,
-less where trials run as one batch; measured per mechanism and path at one size), and ``fixed`` and
-``per_trial`` (the metrics included) are non-negative combinations of the features of :func:`features`
-(n users, D = d x d cells):
+The model. A run's seconds are ``fixed + (1 + (trials - 1) x extra) x per_trial + trials x metrics``, where
+``extra`` is what each further trial's perturb and estimate cost as a share of the first's (1 for a mechanism
+that runs its trials one after the other, less where trials run as one batch; measured per mechanism and path
+at one size), and ``fixed``, ``per_trial`` and ``metrics`` are non-negative combinations of the features of
+:func:`features` (n users, D = d x d cells):
 
     t(n, D) = c0 + c_n n + c_D D + c_nD n D + c_D15 D^1.5
 
