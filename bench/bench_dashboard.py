@@ -260,8 +260,8 @@ def main() -> int:
         provenance_markdown(seeds="0 (dashboard default; 1 for the second session)",
                             trials=f"the default ({default_trials}) against the one-trial baseline, "
                                    f"{args.moves} slider moves each", quick=args.quick),
-        f"Run by `bench/bench_dashboard.py{' --quick' if args.quick else ''}{f' --moves {args.moves}' if not args.quick and args.moves != 20 else ''}`"
-        f"{f' --load {args.load}' if args.load else ''} in {wall:.0f} s; load average (1 min) {load_start:.1f} at "
+        f"Run by `bench/bench_dashboard.py{' --quick' if args.quick else ''}{f' --moves {args.moves}' if not args.quick and args.moves != 20 else ''}"
+        f"{f' --load {args.load}' if args.load else ''}` in {wall:.0f} s; load average (1 min) {load_start:.1f} at "
         f"the start, {load_end:.1f} at the end"
         + (f", with {args.load} busy processes started by the bench for the whole run (a shared server's load)"
            if args.load else "") + ". "
