@@ -291,9 +291,11 @@ def test_an_unchanged_pin_costs_no_extra_run(monkeypatch, query):
     at = explore(**query)
     at.run()
     assert_clean(at)
-    assert len(calls) == 1
+    # one run, or with several trials two: Explore draws the first trial's maps first, then runs them all (issue 28)
+    first = len(calls)
+    assert first == (1 if all(c.trials == 1 for c in calls) else 2) and calls[-1].trials >= 1
     at.button(key="pin:on").click().run()
     assert_clean(at)
-    assert len(calls) == 1, calls[1:]
+    assert len(calls) == first, calls[first:]
     at.select_slider(key="w:epsilon").set_value(2.0).run()
-    assert len(calls) == 2 and calls[1].epsilon == 2.0   # only the new current setting; the pin is cached
+    assert len(calls) > first and all(c.epsilon == 2.0 for c in calls[first:])   # only the new current setting

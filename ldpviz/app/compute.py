@@ -12,6 +12,7 @@ anywhere.
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import numpy as np
@@ -33,9 +34,11 @@ MAX_CHANNEL_CELLS = 32 * 32
 
 @st.cache_data(max_entries=MAX_RESULTS, ttl=RESULT_TTL_S, show_spinner=False, hash_funcs={Scenario: repr})
 def cached_run(scenario: Scenario, dataset_key: str, _dataset: datasets.Dataset | None = None) -> Result:
-    """``ldpviz.experiment.run`` memoised on (scenario, dataset content key); its timings feed the predictions."""
+    """``ldpviz.experiment.run`` memoised on (scenario, dataset content key); its timings feed the predictions
+    (its CPU seconds: what it costs on a quiet server, whatever the other sessions are doing)."""
+    cpu = time.thread_time()
     result = experiment.run(scenario, _dataset)
-    longrun.timings().record(result)
+    longrun.timings().record(result, cpu_seconds=time.thread_time() - cpu)
     longrun.seen().add(longrun.key(scenario, dataset_key))
     return result
 
@@ -76,7 +79,8 @@ def run_scenario(scenario: Scenario) -> Result:
 
 
 def predicted_seconds(scenario: Scenario) -> tuple[float, str]:
-    """(seconds, basis) a scenario is predicted to take; 0 when it is in a cache."""
+    """(quiet-machine seconds, what it rests on) a scenario is predicted to take; 0 when it is in a cache. The
+    load is not in it (issue 28): a setting predicted short runs at once however busy the server is."""
     data, key = get_dataset(scenario.dataset)
     run_key = longrun.key(scenario, key)
     if run_key in longrun.seen() or longrun.kept().get(run_key) is not None:
@@ -91,7 +95,6 @@ def results_or_announce(scenarios: list[Scenario], label: str,
     """Several scenarios (Compare, Trade-offs): run at once when predicted short in total; otherwise announced
     with the predicted total and run when the user starts them, with elapsed time, each long one in a stoppable
     child process. One entry per scenario: its Result, or the exception it raised. None while waiting."""
-    import time
     predictions = [predicted_seconds(sc) for sc in scenarios]
     total = sum(p for p, _ in predictions)
     if total > longrun.LONG_S:
@@ -116,7 +119,7 @@ def results_or_announce(scenarios: list[Scenario], label: str,
             out.append(exc)
         elapsed = time.perf_counter() - started
         bar.progress((i + 1) / len(scenarios), text=f"{i + 1} of {len(scenarios)} done, {elapsed:.0f} s so far"
-                     + (f" of about {total:.0f} s predicted" if total > longrun.LONG_S else ""))
+                     + (f" of {runtime_model.fmt_range(total)}" if total > longrun.LONG_S else ""))
     bar.empty()
     return out
 
@@ -135,6 +138,33 @@ def result_or_announce(scenario: Scenario, label: str) -> Result | None:
     longrun.timings().record(result)
     longrun.kept().put(run_key, result)
     return result
+
+
+def first_result(scenario: Scenario, label: str) -> tuple[Result | None, bool]:
+    """Explore's result as soon as its maps can be drawn: ``(result, complete)``.
+
+    A setting whose trials are all in a cache, with one trial, or predicted long (announced, then run whole in
+    a child process) gives ``complete`` True. Otherwise the first trial alone runs now (trial t draws from
+    (seed, t), so it is the full run's first trial and its maps are the full run's maps) and ``complete`` is
+    False: the page draws it, then calls :func:`finish_trials` for the intervals."""
+    data, key = get_dataset(scenario.dataset)
+    run_key = longrun.key(scenario, key)
+    if (int(scenario.trials) <= 1 or run_key in longrun.seen() or longrun.kept().get(run_key) is not None
+            or predicted_seconds(scenario)[0] > longrun.LONG_S):
+        return result_or_announce(scenario, label), True
+    return run_scenario(scenario.with_(trials=1)), False
+
+
+def finish_trials(scenario: Scenario) -> Result:
+    """All of a scenario's trials (after :func:`first_result` drew the first), into the cache."""
+    return run_scenario(scenario)
+
+
+def run_label(mechanism_name: str, scenario: Scenario) -> str:
+    """What a run is, in the words of its announcement: 'DAM at d = 128 with 5 trials (ε = 1, 50,000 users)'."""
+    users = f", {int(scenario.n_users):,} users" if scenario.n_users else ""
+    trials = f"{int(scenario.trials)} trial" + ("s" if int(scenario.trials) != 1 else "")
+    return f"{mechanism_name} at d = {scenario.grid_side} with {trials} (ε = {scenario.epsilon:g}{users})"
 
 
 # ---- parameters as the mechanism uses them -------------------------------------------------------

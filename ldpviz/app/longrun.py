@@ -1,13 +1,14 @@
 """Long runs: predicted from measured timings, announced, started by the user, timed, and stoppable.
 
-Every run the dashboard finishes adds its timings to a server-wide record
-(:class:`Timings`). Before a run that is not in the cache, :meth:`Timings.predict`
-scales the nearest measured run of the same mechanism and path by the calibrated
-cost model (:mod:`ldpviz.experiment.runtime_model`), or uses that model alone, and counts
-the machine's load. A run predicted to take more than ``LONG_S`` seconds
-is announced with that estimate and waits for a Start button; it then runs in a
-child process (so Stop, or any new setting, ends it at once) while the page shows
-the elapsed time. Its result joins the cache of finished long runs.
+Every run the dashboard finishes adds its quiet-machine seconds (its CPU time, which other processes on a
+shared server do not inflate) to a server-wide record (:class:`Timings`). Before a run that is not in the
+cache, :meth:`Timings.predict` scales the nearest measured run of the same mechanism and path by the
+calibrated cost model (:mod:`ldpviz.experiment.runtime_model`), or uses that model alone. The load is never
+counted in (issue 28): what a person does every minute -- the bundled default, and any setting predicted
+under ``LONG_S`` seconds on a quiet machine -- runs at once however busy the server is. A longer run is
+announced in words that say what will happen ("About 15-30 s: DAM at d = 128 with 5 trials"; a busy server
+takes longer) and waits for a Start button; it then runs in a child process (so Stop, or any new setting,
+ends it at once) while the page shows the elapsed time. Its result joins the cache of finished long runs.
 """
 
 from __future__ import annotations
@@ -28,10 +29,9 @@ from ldpviz import experiment
 from ldpviz.experiment import runtime_model
 from ldpviz.experiment import Result, Scenario
 
-#: Runs predicted to take longer than this many seconds are announced and wait for the user (the environment
-#: variable LDPVIZ_LONG_RUN_S overrides it: a server on a slow shared machine, or the test suite, whose pages
-#: must compute what they are asked while many tests load the machine; tests of the announcement set it).
-LONG_S = float(os.environ.get("LDPVIZ_LONG_RUN_S", "5"))
+#: Runs predicted to take longer than this many quiet-machine seconds are announced and wait for the user (the
+#: environment variable LDPVIZ_LONG_RUN_S overrides it; tests of the announcement set it).
+LONG_S = float(os.environ.get("LDPVIZ_LONG_RUN_S", "10"))
 #: Before anything was measured on this server: seconds per user-trial and per cell-trial (a rough prior from
 #: this repository's benchmarks on a 2-core machine; replaced by measured timings after the first run).
 PRIOR_S_PER_USER, PRIOR_S_PER_CELL = 2e-6, 2e-5
@@ -40,7 +40,7 @@ MAX_RECORDS, MAX_KEPT_RESULTS = 256, 16
 
 @dataclass(frozen=True)
 class Measured:
-    """One finished run, its seconds stored as on an idle machine (divided by the slowdown of its load)."""
+    """One finished run, its seconds stored as on a quiet machine (its CPU seconds, see :meth:`Timings.record`)."""
 
     mechanism: str
     path: str                      #: the path requested ('auto', 'per-user', 'aggregate')
@@ -49,6 +49,7 @@ class Measured:
     seconds_per_trial: float       #: perturb + estimate + metrics, idle-machine seconds
     fixed_seconds: float           #: prepare + setup (once per run), idle-machine seconds
     load: float                    #: 1-minute load average when it finished
+    trials: int = 1                #: trials of that run (batched trials cost less than one run each)
 
 
 class Timings:
@@ -57,58 +58,63 @@ class Timings:
     A prediction (:meth:`predict`) takes, in order: the nearest measured run of the same mechanism and path,
     scaled to the new size by the calibrated cost model's shape (:mod:`ldpviz.experiment.runtime_model`; linearly in
     users x cells where the mechanism was not calibrated); else the calibrated model itself; else the nearest
-    run of another mechanism, scaled linearly (conservative); else a rough prior. Every prediction is for the
-    load now plus the run (``runtime_model.slowdown``).
+    run of another mechanism, scaled linearly (conservative); else a rough prior. Every prediction is in
+    quiet-machine seconds: the load of the moment is not in it.
     """
 
     def __init__(self) -> None:
         self._records: list[Measured] = []
         self._lock = threading.Lock()
 
-    def record(self, result: Result, load: float | None = None) -> None:
+    def record(self, result: Result, cpu_seconds: float | None = None, load: float | None = None) -> None:
+        """Add a finished run. Its quiet-machine seconds: ``cpu_seconds``, the CPU time of the thread that ran it
+        (other sessions' work is not in it), but at least the wall time divided by the load's slowdown (work in
+        helper threads is not in a thread's CPU time) and at most the wall time. Its phases keep their shares."""
         t = result.timings
         load = runtime_model.current_load() if load is None else float(load)
-        busy = runtime_model.slowdown(load)
+        wall = max(float(t.get("total", 0.0)), 1e-9)
+        quiet = wall / runtime_model.slowdown(load)
+        if cpu_seconds is not None:
+            quiet = min(max(float(cpu_seconds), quiet), wall)
+        scale = quiet / wall
         m = Measured(result.scenario.mechanism, runtime_model.path_of(result.scenario.params),
                      max(int(result.n_users), 1), result.grid.n_cells,
-                     (t.get("perturb", 0.0) + t.get("estimate", 0.0) + t.get("metrics", 0.0)) / busy,
-                     (t.get("prepare", 0.0) + t.get("setup", 0.0)) / busy, load)
+                     (t.get("perturb", 0.0) + t.get("estimate", 0.0) + t.get("metrics", 0.0)) * scale,
+                     (t.get("prepare", 0.0) + t.get("setup", 0.0)) * scale, load, max(int(result.scenario.trials), 1))
         with self._lock:
             self._records.append(m)
             del self._records[:-MAX_RECORDS]
 
-    def predict(self, mechanism: str, n_users: int, cells: int, trials: int, path: str = "auto",
-                load: float | None = None) -> tuple[float, str]:
-        """(seconds, basis) for ``trials`` trials of ``mechanism`` on ``path`` at ``n_users`` x ``cells``."""
+    def predict(self, mechanism: str, n_users: int, cells: int, trials: int, path: str = "auto"
+                ) -> tuple[float, str]:
+        """(quiet-machine seconds, what it rests on) for ``trials`` trials of ``mechanism`` on ``path`` at
+        ``n_users`` x ``cells``. The second part is for tests and logs; pages say what will happen instead."""
         with self._lock:
             records = list(self._records)
         n_users, cells = max(int(n_users), 1), max(int(cells), 1)
-        load = runtime_model.current_load() if load is None else float(load)
-        factor = runtime_model.slowdown(load + 1.0)
-        busy = f", x{factor:.1f} for the load ({load:.1f} on {runtime_model.cores()} cores)" if factor > 1 else ""
         cal = runtime_model.calibration()
         same = [r for r in records if r.mechanism == mechanism and r.path == path]
         if same:
             near = min(same, key=lambda r: _distance(r, n_users, cells))
             shape = cal.idle_seconds(mechanism, path, n_users, cells, trials) if cal else None
             if shape is not None:
-                at_near = cal.idle_seconds(mechanism, path, near.n_users, near.cells, trials)
-                measured = near.fixed_seconds + trials * near.seconds_per_trial
-                return (measured * shape / max(at_near, 1e-9) * factor,
-                        f"measured runs of this mechanism on this server, scaled by its calibrated cost model{busy}")
+                at_near = cal.idle_seconds(mechanism, path, near.n_users, near.cells, near.trials)
+                measured = near.fixed_seconds + near.trials * near.seconds_per_trial
+                return (measured * shape / max(at_near, 1e-9),
+                        f"measured runs of this mechanism on this server, scaled by its calibrated cost model")
             scale = (n_users / near.n_users) * (cells / near.cells)
-            return ((near.fixed_seconds + trials * near.seconds_per_trial * scale) * factor,
-                    f"measured runs of this mechanism on this server{busy}")
-        calibrated = runtime_model.predict(mechanism, path, n_users, cells, trials, load=load)
+            return ((near.fixed_seconds + trials * near.seconds_per_trial * scale),
+                    f"measured runs of this mechanism on this server")
+        calibrated = runtime_model.predict(mechanism, path, n_users, cells, trials)
         if calibrated is not None:
-            return calibrated
+            return calibrated, f"the calibrated cost model of {mechanism}"
         if records:
             near = min(records, key=lambda r: _distance(r, n_users, cells))
             scale = (n_users / near.n_users) * (cells / near.cells)
-            return ((near.fixed_seconds + trials * near.seconds_per_trial * scale) * factor,
-                    f"measured runs of other mechanisms on this server{busy}")
-        return (trials * (PRIOR_S_PER_USER * n_users + PRIOR_S_PER_CELL * cells) * factor,
-                f"a rough prior (nothing measured on this server yet){busy}")
+            return ((near.fixed_seconds + trials * near.seconds_per_trial * scale),
+                    f"measured runs of other mechanisms on this server")
+        return (trials * (PRIOR_S_PER_USER * n_users + PRIOR_S_PER_CELL * cells),
+                f"a rough prior (nothing measured on this server yet)")
 
 
 def _distance(r: Measured, n_users: int, cells: int) -> float:
@@ -204,8 +210,9 @@ def run_in_child(scenario: Scenario, dataset: datasets.Dataset | None, predicted
             if not proc.is_alive():
                 break
             elapsed = time.perf_counter() - started
-            bar.progress(min(elapsed / max(predicted_s, 1e-9), 0.99),
-                         text=f"Running {label}: {elapsed:.0f} s so far, about {predicted_s:.0f} s predicted")
+            bar.progress(min(elapsed / max(runtime_model.seconds_range(predicted_s)[1], 1e-9), 0.99),
+                         text=f"Running {label}: {elapsed:.0f} s so far of "
+                              f"{runtime_model.fmt_range(predicted_s)} (longer while the server is busy)")
         if not receive.poll(0):
             raise RuntimeError(f"the run of {label} ended without a result (exit code {proc.exitcode})")
         status, payload = receive.recv()
@@ -230,18 +237,24 @@ def stopped_notice() -> None:
                     icon=":material/stop_circle:")
 
 
+def announcement(label: str, predicted_s: float) -> str:
+    """What a long run will do, in words: 'About 15-30 s: DAM at d = 128 with 5 trials. ...'."""
+    when = runtime_model.fmt_range(predicted_s)
+    return (f"**{when[0].upper() + when[1:]}: {label}** on a quiet server; a busy one takes longer. Start it when you are ready; you can stop it "
+            "while it runs, and a finished run is kept, so coming back to these settings is instant.")
+
+
 def announce(label: str, predicted_s: float, basis: str, run_key: str) -> bool:
-    """'This run is predicted to take about N s' with a Start button; True once the user started it."""
+    """A long run's :func:`announcement` with a Start button; True once the user started it. ``basis`` (what
+    the prediction rests on) is not shown: the words say what will happen, not how it was predicted."""
     approved = st.session_state.setdefault("longrun:approved", set())
     if run_key in approved:
         return True
     slot = st.empty()                     # the notice and its Start button go away once started
     with slot.container():
-        st.info(f"**{label[0].upper() + label[1:]} is predicted to take about {fmt_seconds(predicted_s)}** (from "
-                f"{basis}). Start it when you are ready; you can stop it while it runs, and a finished run is kept, "
-                "so coming back to these settings is instant.", icon=":material/hourglass_top:")
-        started = st.button(f"Start ({fmt_seconds(predicted_s)})", type="primary", key=f"longrun:start:{run_key}",
-                            icon=":material/play_arrow:")
+        st.info(announcement(label, predicted_s), icon=":material/hourglass_top:")
+        started = st.button(f"Start ({runtime_model.fmt_range(predicted_s)[len('about '):]})", type="primary",
+                            key=f"longrun:start:{run_key}", icon=":material/play_arrow:")
     if started:
         slot.empty()
         approved.add(run_key)

@@ -82,9 +82,17 @@ def init() -> dict[str, Any]:
         ss[URL_WRITTEN] = query
         ss["link_region"] = cfg.get("region") if "region" in query else None
         ss["link_warnings"] = warnings
-    for warning in ss.pop("link_warnings", []):
+    shown = ss["link_warnings_shown"] = ss.pop("link_warnings", [])    # again if this run is redrawn (redraw)
+    for warning in shown:
         st.warning(warning, icon=":material/link_off:")
     return ss[CFG]
+
+
+def redraw() -> None:
+    """Run the page again at once with what it showed (Explore, when its other trials have finished): the
+    link's warnings of this run are shown again, not lost."""
+    st.session_state["link_warnings"] = st.session_state.get("link_warnings_shown", [])
+    st.rerun()
 
 
 def cfg() -> dict[str, Any]:

@@ -173,11 +173,12 @@ def fmt_range(key: str, ci: tuple[float, float, float]) -> str:
 
 
 def readouts(result: Result, previous: dict[str, float] | None, seconds: float, cached: bool,
-             other_data: bool = False) -> None:
+             other_data: bool = False, pending: int = 0) -> None:
     """st.metric per headline metric (two rows of three, so labels and values fit a narrow screen): the mean over
     trials with its 95% interval (three trials or more), and the change since the previous setting. ``previous``
     must be None unless it was measured on the same data and region (:func:`data_key`); ``other_data`` says the
-    previous setting used other data or another region (the caption then says why no arrows are shown)."""
+    previous setting used other data or another region (the caption then says why no arrows are shown);
+    ``pending``: trials still running after this first one (the caption says the intervals follow)."""
     means = result.mean()
     keys = [k for k in READOUTS if k in means]
     approximate = result.approximate_readouts() if hasattr(result, "approximate_readouts") else {}
@@ -214,6 +215,8 @@ def readouts(result: Result, previous: dict[str, float] | None, seconds: float, 
     if trials >= MIN_TRIALS_FOR_INTERVAL:
         notes.append(f"each readout is the mean of {trials} trials ± its 95% confidence interval (t interval, clipped "
                      f"at zero); {MIN_TRIALS_FOR_INTERVAL} trials is the floor for an interval and the default")
+    elif pending:
+        notes.append(f"the first of {trials + pending} trials: the intervals follow when the other {pending} finish")
     else:
         notes.append(f"{trials} trial(s): no interval is shown; {MIN_TRIALS_FOR_INTERVAL} trials is the floor for "
                      "one (raise Trials in the sidebar)")
@@ -325,8 +328,11 @@ def attacker_error_m(mechanism: str, grid: Grid, epsilon: float, params: Any,
 
 
 def summary_sentence(result: Result, attacker: tuple[float | None, float | None, str] | None = None,
-                     within_r: float | None = None, epsilon_text: str | None = None, attacker_note: str = "") -> str:
+                     within_r: float | None = None, epsilon_text: str | None = None, attacker_note: str = "",
+                     pending: int = 0) -> str:
     """'At ε = 1, DAM's estimate is on average 240 m from the truth; an attacker ... 1.3 km.'
+
+    ``pending``: trials still running after this first one (the sentence says its interval follows).
 
     ``attacker_note``: how the attacker was computed when not exactly (:func:`attacker_method_note`).
     ``attacker`` is the result of :func:`attacker_errors_m` (None: not computed yet); ``within_r`` the
@@ -347,6 +353,10 @@ def summary_sentence(result: Result, attacker: tuple[float | None, float | None,
     elif ci:
         text = (f"{where} is on average **{fmt_range('w2_m', ci)}** from the truth (W2 distance over "
                 f"{explain.plural(result.n_users, 'user')}; the 95% interval of the mean over {len(result.metrics)} trials)")
+    elif pending:
+        text = (f"{where} is on average **{fmt_metres(means.get('w2_m', np.nan))}** "
+                f"from the truth (W2 distance over {explain.plural(result.n_users, 'user')}, the first of "
+                f"{len(result.metrics) + pending} trials: its interval follows)")
     else:
         text = (f"{where} is on average **{fmt_metres(means.get('w2_m', np.nan))}** "
                 f"from the truth (W2 distance over {explain.plural(result.n_users, 'user')}, "

@@ -1,6 +1,11 @@
 """The ``ldpviz`` command line: list datasets and mechanisms, run a scenario, sweep.
 
 Bad arguments exit with status 2 and one line naming the argument; no traceback.
+
+This module stays light (argparse, the registry's names, the checks of ε): the compute core (numpy's heavy
+friends scipy.stats, numba, pandas, the metrics) is imported inside the command that uses it, so ``--help``
+and a refusal answer at once, and a subcommand's options are added only when that subcommand is used
+(:class:`_Parser`). tests/test_cli_light.py holds that property.
 """
 
 from __future__ import annotations
@@ -9,19 +14,43 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-import numpy as np
-
-from ldpviz import experiment, mechanisms, wording
+from ldpviz import wording
 from ldpviz.cli import data_options as cli_input, option_checks
 from ldpviz.cli.data_options import join_signed_values  # noqa: F401 (public)
-from ldpviz.data import datasets
 from ldpviz.errors import LdpvizInputError
-from ldpviz.cli.privacy_warning import print_privacy_warning, privacy_warning
+from ldpviz.mechanisms.base import validate_epsilon
+
+if TYPE_CHECKING:
+    from ldpviz import experiment
 
 
 class _Parser(argparse.ArgumentParser):
+    """One-line errors; and options added when the parser is first used (:meth:`defer`), so building the
+    whole command line imports nothing a subcommand that is not run needs."""
+
+    def defer(self, fill: Callable[[argparse.ArgumentParser], None]) -> None:
+        """Call ``fill(self)`` (adding this parser's options) before it parses or prints its help."""
+        self.__dict__.setdefault("_fills", []).append(fill)
+
+    def fill(self) -> None:
+        fills = self.__dict__.get("_fills", [])
+        while fills:
+            fills.pop(0)(self)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self.fill()
+        return super().parse_known_args(args, namespace)
+
+    def format_help(self) -> str:
+        self.fill()
+        return super().format_help()
+
+    def format_usage(self) -> str:
+        self.fill()
+        return super().format_usage()
+
     def error(self, message: str) -> None:  # one line, no usage dump
         self.exit(2, f"ldpviz: error: {message} (see 'ldpviz {self.prog.split()[-1]} --help')\n"
                   if " " in self.prog else f"ldpviz: error: {message} (see 'ldpviz --help')\n")
@@ -47,6 +76,7 @@ def _params(pairs: Sequence[str]) -> dict[str, Any]:
 
 
 def _scenario_and_data(args: argparse.Namespace) -> tuple[experiment.Scenario, cli_input.UserData]:
+    from ldpviz import experiment
     user = cli_input.load_data(args)
     scenario = experiment.Scenario(dataset=user.name, mechanism=args.mechanism, epsilon=args.epsilon,
                                    grid_side=args.grid, region=user.region, params=_params(args.param),
@@ -66,6 +96,7 @@ def _cells(metres: float) -> str:
 
 
 def _jsonable(value: Any) -> Any:
+    import numpy as np
     if isinstance(value, dict):
         return {k: _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -78,7 +109,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def cmd_datasets(args: argparse.Namespace) -> int:
-    from ldpviz.data import trajectories
+    from ldpviz.data import datasets, trajectories
     if getattr(args, "json", False):
         rows = [{**row, "kind": "points"} for row in datasets.describe()] + trajectories.describe()
         print(json.dumps(_jsonable(rows)))
@@ -96,6 +127,7 @@ def cmd_datasets(args: argparse.Namespace) -> int:
 
 
 def cmd_mechanisms(args: argparse.Namespace) -> int:
+    from ldpviz import mechanisms
     for row in mechanisms.describe():
         print(f"{row['name']:<16} {row['privacy_model']:<10} {row['family']}: {row['label']}")
         for p in row["params"]:
@@ -107,8 +139,11 @@ def cmd_mechanisms(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     cli_input.require_number(args.partition_users, "--partition-users", minimum=1)
     cli_input.require_number(args.workers, "--workers", minimum=1)
-    mechanisms.get(args.mechanism)
-    mechanisms.validate_epsilon(args.epsilon)        # before a file is read
+    validate_epsilon(args.epsilon)                   # before the compute core is imported or a file read
+    from ldpviz import mechanisms
+    mechanisms.get(args.mechanism)                   # the registry: lighter than the metrics behind experiment
+    from ldpviz import experiment
+    from ldpviz.cli.privacy_warning import print_privacy_warning
     user = None
     if args.scheduler is not None or args.partition_users is not None or args.workers is not None:
         from ldpviz.experiment import partitioned                  # one scenario in partitions (ldpviz.experiment.partitioned)
@@ -167,9 +202,10 @@ def _vary(specs: Sequence[str]) -> dict[str, list[Any]]:
 def cmd_sweep(args: argparse.Namespace) -> int:
     cli_input.check_output_file(args.out)
     cli_input.require_number(args.workers, "--workers", minimum=1)
-    mechanisms.validate_epsilon(args.epsilon)
+    validate_epsilon(args.epsilon)
     vary = _vary(args.vary)
     option_checks.check_vary_overrides(args, vary, vars(build_parser().parse_args(["sweep"])), _params(args.param))
+    from ldpviz import experiment
     scenario, user = _scenario_and_data(args)
     for sc in experiment.expand(scenario, vary):      # every value checked before the first run
         try:
@@ -212,13 +248,15 @@ def cmd_od(args: argparse.Namespace) -> int:
     from ldpviz.flows import od
     if args.users is not None:
         od.check_od_users(args.users)                 # before any file or pair is read
-    mechanisms.validate_epsilon(args.epsilon)
+    validate_epsilon(args.epsilon)
     user = cli_input.load_data(args, cli_input.TRAJECTORIES)
     data: Any = user.data if user.data is not None else user.name
     with cli_input.Heartbeat(f"od: {args.mechanism} + {args.estimator}, {args.trials} trial(s)"):
         out = od.od_trials(data, args.mechanism, args.epsilon, args.grid, region=user.region,
                            estimator=args.estimator, trials=args.trials, seed=args.seed, n_users=args.users,
                            top_k=args.top_k, params=_params(args.param))
+    from ldpviz.cli.privacy_warning import print_privacy_warning
+    print_privacy_warning(out["ledger"]["warning"])   # the accountant's warning on the per-person total, on stderr
     if args.json:
         print(json.dumps(_jsonable(_with_rows(out, user))))
         return 0
@@ -227,8 +265,6 @@ def cmd_od(args: argparse.Namespace) -> int:
     print(f"  {out['guarantee']}")
     ledger = out["ledger"]            # the accountant's per-person total (region included): never summed here
     print(f"  privacy: {ledger['sentence']}")
-    if ledger["warning"]:
-        print_privacy_warning(ledger["warning"])
     print(f"  l1 {out['l1']:.4f}   top-{out['top_k']} precision {out['top_k_precision']:.2f}")
     for reason, count in out["left_out"].items():
         print(f"  left out: {count:,} {reason}")
@@ -237,7 +273,8 @@ def cmd_od(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(lazy: bool = False) -> argparse.ArgumentParser:
+    """The whole command line; ``lazy``: a subcommand's deferred options are added when it is used (main)."""
     parser = _Parser(prog="ldpviz", description="Private spatial distribution estimation: run and compare "
                                                 "mechanisms on location data.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -290,7 +327,14 @@ def build_parser() -> argparse.ArgumentParser:
                     help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 shares it on your "
                          "network, where anyone who can reach the machine can use it)")
     ap.set_defaults(fn=cmd_app)
+    if not lazy:
+        for command in _subcommands(parser).values():
+            command.fill()
     return parser
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, Any]:
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
 
 
 def cmd_app(args: argparse.Namespace) -> int:
@@ -316,7 +360,7 @@ def cmd_navigate(args: argparse.Namespace) -> int:
     cli_input.require_number(args.delay, "--delay", minimum=0)
     cli_input.require_number(args.theta, "--theta", minimum=0)
     cli_input.require_number(args.speed, "--speed", above=0)
-    mechanisms.validate_epsilon(args.epsilon)
+    validate_epsilon(args.epsilon)
     user = cli_input.load_data(args, cli_input.TRAJECTORIES)
     data: Any = user.data if user.data is not None else user.name
     with cli_input.Heartbeat(f"navigate: {args.mechanism}, {args.trips} trips"):
@@ -326,6 +370,8 @@ def cmd_navigate(args: argparse.Namespace) -> int:
                                                 params=_params(args.param), max_updates=args.max_updates)
     out = {"dataset": user.name, **res.summary(),
            "region": res.settings["region"], "trips_left_out": res.settings["trips_left_out"]}
+    from ldpviz.cli.privacy_warning import print_privacy_warning
+    print_privacy_warning(out["ledger"]["warning"])   # the accountant's warning on the per-person total, on stderr
     if args.json:
         print(json.dumps(_jsonable(_with_rows(out, user))))
         return 0
@@ -342,8 +388,6 @@ def cmd_navigate(args: argparse.Namespace) -> int:
           + (f"; {out['capped_trips']} trips hit the cap" if out["update_cap"] is not None else ""))
     ledger = out["ledger"]            # the accountant's per-person total: never summed here
     print(f"  privacy: {ledger['sentence']}")
-    if ledger["warning"]:
-        print_privacy_warning(ledger["warning"])
     print(f"  relative Levenshtein distance to the fastest true route {out['rel_levenshtein']:.3f}; trip time "
           f"deviation {out['trip_time_deviation_s']:.1f} s ({100 * out['trip_time_deviation_rel']:.1f}%)")
     for reason, count in out["trips_left_out"].items():
@@ -409,8 +453,11 @@ EXIT_BROKEN_PIPE = 141
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(lazy=True)
     argv = sys.argv[1:] if argv is None else argv
+    command = _subcommands(parser).get(next((a for a in argv if not a.startswith("-")), ""))
+    if command is not None:
+        command.fill()                                 # its options, before negative values are joined to them
     args = parser.parse_args(join_signed_values(argv, cli_input.value_options(parser)))
     try:
         code = args.fn(args)

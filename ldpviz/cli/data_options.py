@@ -29,7 +29,14 @@ from ldpviz.cli import option_checks
 from ldpviz.geo.domain import Region
 from ldpviz.errors import LdpvizInputError, RegionTooLargeError, require
 from ldpviz.geo.region_suggestion import FROM_SUGGESTION, SUGGESTED_DATA_USE
-from ldpviz.mechanisms.fo.private_region import DEFAULT_REGION_EPSILON, REGION_RULES, upload_frame
+
+# The region rules' names and default budget, as ldpviz.mechanisms.fo.private_region defines them (a test pins
+# them equal): importing that module loads scipy.stats and the frequency oracles, which a command's --help or
+# refusal should not wait for; its upload_frame is imported where a file is read.
+PRIVATE_TILES = "private-tiles"
+PUBLIC_TILES = "public-tiles"
+REGION_RULES = (PRIVATE_TILES, PUBLIC_TILES)
+DEFAULT_REGION_EPSILON = 0.5
 
 POINTS = "points"
 TRAJECTORIES = "trajectories"
@@ -136,6 +143,7 @@ class UserData:
 
 def load_data(args: argparse.Namespace, kind: str = POINTS) -> UserData:
     """The one loader behind :func:`add_data_arguments`; prints the file's row counts to stderr."""
+    from ldpviz.mechanisms.fo.private_region import upload_frame
     require(not (args.bbox and args.region), "give either --region or --bbox, not both")
     option_checks.check_data_options(args)
     use = bbox_data_use(args)

@@ -21,11 +21,9 @@ import sys
 import time
 from typing import Any
 
-from ldpviz import experiment, mechanisms, wording
+from ldpviz import wording
 from ldpviz.cli import data_options as cli_input
 from ldpviz.cli.privacy_warning import print_privacy_warning, privacy_warning
-from ldpviz.data import datasets
-from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.mechanisms.base import EPSILON_MAX, EPSILON_MIN, GEO_I, GEO_I_UNIT
 
@@ -49,6 +47,8 @@ def _jsonable(value: Any) -> Any:
 
 
 def cmd_target(args: argparse.Namespace) -> int:
+    from ldpviz import experiment, mechanisms     # the compute core: imported when a command runs, not for --help
+    from ldpviz.data import datasets
     from ldpviz.decide import tradeoff
     require(args.mechanism, "target needs at least one --mechanism")
     require(args.at_most is not None and math.isfinite(args.at_most) and args.at_most > 0,
@@ -157,7 +157,10 @@ def _line(row: dict[str, Any], mode: str) -> str:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from ldpviz import experiment, mechanisms
+    from ldpviz.data import datasets
     from ldpviz.decide import decision_report as report
+    from ldpviz.geo.domain import Grid, Region
     require(args.out, "report needs --out FILE.html")
     cli_input.check_output_file(args.out)
     cli_input.require_number(args.r, "--r", above=0)
@@ -188,12 +191,20 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: Any) -> None:
-    """Add ``target`` and ``report`` to the main parser's subcommands."""
-    from ldpviz.decide.one_collection import CONFIDENCE, PROBABILITY
-    from ldpviz.decide.tradeoff import DEFAULT_TRIALS, TARGET_METRICS
+    """Add ``target`` and ``report`` to the main parser's subcommands (target's options when it is used: they
+    name the goal seek's constants, whose module imports the compute core)."""
     tp = sub.add_parser("target", help="goal seek: per mechanism, the smallest epsilon found on a scan (or the "
                                        "fewest users) at which ONE collection meets a target accuracy with "
                                        "probability >= 95%%, decided on fresh collections")
+    tp.set_defaults(fn=cmd_target)
+    (tp.defer if hasattr(tp, "defer") else lambda fill: fill(tp))(_target_options)
+    rp = sub.add_parser("report", help="write a self-contained HTML decision report for one setting")
+    _report_options(rp)
+
+
+def _target_options(tp: argparse.ArgumentParser) -> None:
+    from ldpviz.decide.one_collection import CONFIDENCE, PROBABILITY
+    from ldpviz.decide.tradeoff import DEFAULT_TRIALS, TARGET_METRICS
     _add_scenario_arguments(tp)
     tp.add_argument("--metric", choices=TARGET_METRICS, default="w2_m", help="accuracy metric (lower is better)")
     tp.add_argument("--at-most", type=float, required=True, dest="at_most", metavar="X",
@@ -214,9 +225,9 @@ def add_commands(sub: Any) -> None:
     tp.add_argument("--no-attacker", action="store_true", dest="no_attacker",
                     help="skip the attacker's error at the answer (faster)")
     tp.add_argument("--json", action="store_true", help="print one JSON object")
-    tp.set_defaults(fn=cmd_target)
 
-    rp = sub.add_parser("report", help="write a self-contained HTML decision report for one setting")
+
+def _report_options(rp: argparse.ArgumentParser) -> None:
     _add_scenario_arguments(rp)
     rp.add_argument("--mechanism", required=True, help="mechanism name (see 'ldpviz mechanisms')")
     rp.add_argument("--epsilon", type=float, required=True, help="privacy budget epsilon (Geo-I: per km)")

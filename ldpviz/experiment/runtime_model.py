@@ -1,11 +1,14 @@
-"""How long a scenario will take: measured cost models per mechanism and path, scaled by the machine's load.
+"""How long a scenario will take on a quiet machine: measured cost models per mechanism and path.
 
 Issue 22: the dashboard's long-run predictions were far off (OUE at d = 256 predicted at 8 min, took 6.3 s;
 HUEM at d = 96 predicted at 18 s, took 68 s with five sessions running). Two causes: one linear scaling for
 every mechanism (the nearest measured run times users x cells), and no account of the load.
 
-The model. A run's seconds are ``fixed + trials x per_trial``, each a non-negative combination of the
-features of :func:`features` (n users, D = d x d cells):
+The model. A run's seconds are ``fixed + (1 + (trials - 1) x extra) x per_trial + trials x metrics``, where
+``extra`` is what each further trial's perturb and estimate cost as a share of the first's (1 for a mechanism
+that runs its trials one after the other, less where trials run as one batch; measured per mechanism and path
+at one size), and ``fixed``, ``per_trial`` and ``metrics`` are non-negative combinations of the features of
+:func:`features` (n users, D = d x d cells):
 
     t(n, D) = c0 + c_n n + c_D D + c_nD n D + c_D15 D^1.5
 
@@ -14,10 +17,13 @@ per mechanism and path ('per-user', 'aggregate'; '-' for mechanisms with one pat
 every trial computes (W2, AQE, ...), one model shared by all mechanisms. ``path='auto'`` is predicted as
 the faster of the two paths (what :mod:`ldpviz.mechanisms.path_cost` aims to choose).
 
-The load. Times are stored as on an idle machine: each measurement is divided by :func:`slowdown` of the
-1-minute load average around it, and a prediction is multiplied by the slowdown of the load now plus the
-run itself. ``slowdown(load) = max(1, load / cores)``: a CPU-bound run shares the cores with the other
-runnable processes.
+The load (issue 28). Predictions are quiet-machine seconds and never multiplied by the load: a gate that did
+so (x6.4 seen) hid the bundled default behind a Start button on every busy server, and missed by 3-10x in both
+directions. Each measurement is the run's CPU seconds (``time.process_time`` of its process, which the other
+processes on the machine do not inflate; on a quiet machine a CPU-bound run's wall time), so the calibration
+means the same on a busy server as on an idle one. A prediction is shown as a range (:func:`seconds_range`),
+with the words that the load may slow it. :func:`slowdown` (``max(1, load / cores)``) remains for a page that
+wants to say how busy the server is.
 
 The coefficients and how they were measured (machine, date, sizes, load) are in
 ``ldpviz/data/runtime_calibration.json``; :data:`CALIBRATION_FILE` is read once.
@@ -91,8 +97,9 @@ def evaluate(coefficients: Iterable[float], n_users: float, cells: float) -> flo
 
 @dataclass(frozen=True)
 class Calibration:
-    """Fitted models keyed ``mechanism|path`` (each ``{"fixed": coef, "trial": coef}``), the shared metrics
-    model, and how they were measured."""
+    """Fitted models keyed ``mechanism|path`` (each ``{"fixed": coef, "trial": coef}`` and optionally
+    ``"extra": (share,)``, what each trial after the first costs), the shared metrics model, and how they were
+    measured."""
 
     models: dict[str, dict[str, tuple[float, ...]]]
     metrics: tuple[float, ...]
@@ -119,8 +126,9 @@ class Calibration:
         best = math.inf
         for p in chosen:
             model = self.models[f"{mechanism}|{p}"]
+            extra = float(model.get("extra", (1.0,))[0])
             seconds = (evaluate(model["fixed"], n_users, cells)
-                       + trials * (evaluate(model["trial"], n_users, cells) + metrics))
+                       + (1 + (trials - 1) * extra) * evaluate(model["trial"], n_users, cells) + trials * metrics)
             best = min(best, seconds)
         return best
 
@@ -150,16 +158,31 @@ def path_of(params: dict[str, Any] | Iterable[tuple[str, Any]]) -> str:
     return str(dict(params).get("path", "auto"))
 
 
-def predict(mechanism: str, path: str, n_users: int, cells: int, trials: int,
-            load: float | None = None) -> tuple[float, str] | None:
-    """(seconds, basis) from the stored calibration at the load now plus this run; None if not calibrated."""
+#: A prediction is shown as [p / RANGE, p x RANGE]: the calibration's held-out runs fall within 2x of p
+#: (docs/runtime-calibration.md), most within 1.5x.
+RANGE = 1.5
+
+
+def predict(mechanism: str, path: str, n_users: int, cells: int, trials: int) -> float | None:
+    """Quiet-machine seconds from the stored calibration; None if the mechanism was not calibrated."""
     cal = calibration()
     if cal is None:
         return None
-    idle = cal.idle_seconds(mechanism, path, max(int(n_users), 1), max(int(cells), 1), max(int(trials), 1))
-    if idle is None:
-        return None
-    load = current_load() if load is None else float(load)
-    factor = slowdown(load + 1.0)
-    busy = f", x{factor:.1f} for the load ({load:.1f} on {cores()} cores)" if factor > 1 else ""
-    return idle * factor, f"the calibrated cost model of {mechanism} ({cal.measured_on}){busy}"
+    return cal.idle_seconds(mechanism, path, max(int(n_users), 1), max(int(cells), 1), max(int(trials), 1))
+
+
+def seconds_range(seconds: float) -> tuple[float, float]:
+    """The range a quiet-machine prediction of ``seconds`` is shown as."""
+    return seconds / RANGE, seconds * RANGE
+
+
+def fmt_range(seconds: float) -> str:
+    """'about 15-30 s', 'about 2-4 min': a prediction as people read it (rounded so the ends differ)."""
+    low, high = seconds_range(seconds)
+    if high < 90:
+        lo, hi = max(int(round(low)), 1), max(int(round(high)), 1)
+        return f"about {hi} s" if lo >= hi else f"about {lo}-{hi} s"
+    if high < 5400:
+        lo, hi = max(int(round(low / 60)), 1), max(int(round(high / 60)), 1)
+        return f"about {hi} min" if lo >= hi else f"about {lo}-{hi} min"
+    return f"about {low / 3600:.1f}-{high / 3600:.1f} h"

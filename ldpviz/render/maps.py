@@ -91,6 +91,8 @@ def deck(region: Region, layers: list[pdk.Layer], tooltip: str, height: int,
     layers still draw on the page's background, framed by the region outline.
     """
     provider = {"map_provider": BASEMAP_PROVIDER, "map_style": BASEMAP_STYLE} if basemap else {"map_provider": None}
+    for i, layer in enumerate(layers):   # stable ids (pydeck draws random ones): the same map is the same JSON, so
+        layer.id = f"{i}-{layer.type}"   # a page drawn again (Explore after its other trials) keeps its maps
     return pdk.Deck(layers=layers, initial_view_state=view_state(region, height, width), **provider,
                     tooltip={"text": tooltip}, height=height)
 

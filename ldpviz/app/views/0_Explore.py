@@ -1,7 +1,8 @@
 """Explore (the landing page): true and estimated densities side by side, live readouts, summary, exports.
 
 Everything computed comes from ldpviz (Scenario -> Result) through ldpviz.app.compute; the
-figures are built in ldpviz.render.maps. A run predicted to take long is announced first (ldpviz.app.longrun).
+figures are built in ldpviz.render.maps. A run predicted to take long is announced first (ldpviz.app.longrun);
+any other draws its first trial's maps at once and fills in the intervals when the other trials finish.
 """
 
 import time
@@ -41,13 +42,12 @@ with session.guard("this scenario"):
     longrun.stopped_notice()
     started = time.perf_counter()
     with st.spinner("Perturbing, estimating and scoring ..."):
-        result = compute.result_or_announce(
-            scenario, f"{ui.short_name(mechanism)} at ε = {scenario.epsilon:g} on {scenario.grid_side} × "
-                      f"{scenario.grid_side} cells")
+        result, complete = compute.first_result(scenario, compute.run_label(ui.short_name(mechanism), scenario))
     if result is None:
         st.stop()
     waited = time.perf_counter() - started
-    cached = waited < 0.5 * result.timings["total"]
+    # From a cache, unless its trials were run just now (the redraw after the first trial's maps)
+    cached = waited < 0.5 * result.timings["total"] and st.session_state.pop("explore:finished", None) != repr(scenario)
 
     # Change arrows compare with the previous setting only on the same data and region (issue 22).
     ss = st.session_state
@@ -55,13 +55,16 @@ with session.guard("this scenario"):
     last = ss.get("explore_last")
     if last is None or last[0] != repr(scenario):
         ss["explore_prev"] = (last[1], last[2]) if last else None
-        ss["explore_last"] = (repr(scenario), result.mean(), here)
+    ss["explore_last"] = (repr(scenario), result.mean(), here)   # the first trial's means, then all trials' 
     prev = ss.get("explore_prev")
     same_data = prev is not None and prev[1] == here
-    ui.readouts(result, prev[0] if same_data else None, waited, cached, other_data=prev is not None and not same_data)
+    pending = 0 if complete else int(scenario.trials) - 1   # trials still to run after the first one shown
+    ui.readouts(result, prev[0] if same_data else None, waited, cached, other_data=prev is not None and not same_data,
+                pending=pending)
+    more_trials = st.empty()    # while the other trials run, a spinner; then the page redraws with the intervals
     # The attacker clause comes last (local privacy can take a second): readouts and maps first.
     sentence = st.empty()
-    sentence.markdown(ui.summary_sentence(result))
+    sentence.markdown(ui.summary_sentence(result, pending=pending))
     lines = experiment.guarantee_lines(result)     # the same lines, word for word, as the decision report
     central = bool(lines.model_prefix)
     st.caption((f"**{lines.model_prefix}** " if lines.model_prefix else "") + " ".join([lines.guarantee, *lines.notes]))
@@ -163,6 +166,11 @@ with session.guard("this scenario"):
                                                                      viz.MAX_GRID_LINES else " frames")
                + " the region. Hover a cell for its centre's latitude and longitude. "
                + session.basemap_caption(basemap))
+    if not complete:   # the other trials now, before the slower parts below (the attacker); then the page again
+        with more_trials.container(), st.spinner(f"Running trials 2-{scenario.trials} for the intervals ..."):
+            compute.finish_trials(scenario)
+        st.session_state["explore:finished"] = repr(scenario)
+        session.redraw()
     third = ui.map_size("third", result.grid.region)
     fill_pinned_attacker = pin.section(scenario, result, sigma, basemap, (third["height"], third["width"]))
     if lines.coverage:
@@ -205,7 +213,7 @@ with session.guard("this scenario"):
             "ldpviz-decision-report.html", "text/html", key="dl:report", icon=":material/description:",
             help="One self-contained page for a decision: the setting, its guarantee in plain words, accuracy with "
                  "confidence intervals, the attacker, a quick audit and how to reproduce it.", on_click="ignore")
-    else:
+    elif complete:
         st.caption("The decision report (HTML) needs 2 or more trials for its confidence intervals: raise "
                    "Trials in the sidebar.")
     ui.export_section(cfg, result, {"layers": {"true_share": true_density, "estimated_share": est_density,
@@ -217,7 +225,7 @@ with session.guard("this scenario"):
     sentence.markdown(ui.summary_sentence(result, found, within_r=ui.attacker_within_r(
         scenario.mechanism, result.grid, scenario.epsilon, scenario.params, population), epsilon_text=epsilon_text,
         attacker_note=ui.attacker_method_note(scenario.mechanism, result.grid, scenario.epsilon, scenario.params,
-                                              population)))
+                                              population), pending=pending))
     if fill_pinned_attacker is not None:
         fill_pinned_attacker(found[0])
 session.show_resolved_defaults()
