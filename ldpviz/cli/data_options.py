@@ -29,14 +29,8 @@ from ldpviz.cli import option_checks
 from ldpviz.geo.domain import Region
 from ldpviz.errors import LdpvizInputError, RegionTooLargeError, require
 from ldpviz.geo.region_suggestion import FROM_SUGGESTION, SUGGESTED_DATA_USE
-
-# The region rules' names and default budget, as ldpviz.mechanisms.fo.private_region defines them (a test pins
-# them equal): importing that module loads scipy.stats and the frequency oracles, which a command's --help or
-# refusal should not wait for; its upload_frame is imported where a file is read.
-PRIVATE_TILES = "private-tiles"
-PUBLIC_TILES = "public-tiles"
-REGION_RULES = (PRIVATE_TILES, PUBLIC_TILES)
-DEFAULT_REGION_EPSILON = 0.5
+from ldpviz.cli.option_checks import (DEFAULT_REGION_EPSILON, PRIVATE_TILES, PUBLIC_TILES,  # noqa: F401 (the
+                                      REGION_RULES)                                # rules, light; see there)
 
 POINTS = "points"
 TRAJECTORIES = "trajectories"

@@ -15,7 +15,14 @@ from __future__ import annotations
 import argparse
 
 from ldpviz.errors import LdpvizInputError, require
-from ldpviz.mechanisms.fo.private_region import DEFAULT_REGION_EPSILON, PRIVATE_TILES, PUBLIC_TILES
+
+# The region rules' names and default budget, as ldpviz.mechanisms.fo.private_region defines them (a test pins
+# them equal): importing that module loads scipy.stats and the frequency oracles, which a command's --help or
+# refusal should not wait for; its upload_frame is imported where a file is read.
+PRIVATE_TILES = "private-tiles"
+PUBLIC_TILES = "public-tiles"
+REGION_RULES = (PRIVATE_TILES, PUBLIC_TILES)
+DEFAULT_REGION_EPSILON = 0.5
 from ldpviz.mechanisms.base import validate_epsilon
 
 #: Largest ``--max-bytes``: 1 TiB. The limit guards the disk and the time a read takes (big point files are read
