@@ -15,7 +15,7 @@ with a closed form) this measures
 * **exact W2 at d = 256 on a real city** (issue 28's targets): minneapolis-stops
   against its 1-cell blur (a near-copy, target <= 2 s) and against LDP
   estimates at epsilon = 1 and 3 (GRR, OLH, DAM; target <= 10 s), with BFM alongside and the
-  previous solver (POT's sparse ``ot.emd`` per repair round, ``bench/w2_exact_pot_sparse.py``) as the
+  previous solver (POT's sparse ``ot.emd`` per repair round, ``bench/_w2_exact_pot_sparse.py``) as the
   baseline, within ``--baseline-budget`` seconds;
 * **two Gaussians 256 x 256 shifted by (12, 16) cells** against POT's dense ``ot.emd2`` on the same
   case at 32 x 32 (shift (1.5, 2)), interleaved (issue 28: at most 5x).
@@ -48,7 +48,7 @@ from ldpviz.metrics import w2_back_and_forth as ot_grid  # noqa: E402
 from ldpviz.evidence.reproduce import provenance_markdown  # noqa: E402
 from ldpviz.metrics import w2_exact  # noqa: E402
 import w2_accuracy as acc  # noqa: E402  (shared density cases and machine helpers)
-import w2_exact_pot_sparse as baseline  # noqa: E402  (the solver before issue 28)
+import _w2_exact_pot_sparse as baseline  # noqa: E402  (the solver before issue 28)
 
 CLOSED = {
     "shift-3-4": "4 Gaussian blobs inside the grid vs the same translated by (3, 4) cells: W2 = 5",
