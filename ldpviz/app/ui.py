@@ -357,8 +357,8 @@ def summary_sentence(result: Result, attacker: tuple[float | None, float | None,
     pop, uni, why = attacker
     if pop is not None:
         return text + (f"; an attacker's best guess of one person's location, knowing the population density "
-                       f"(the data set's own density stands in for a census), is off by **{fmt_metres(pop)}** "
-                       f"on average"
+                       f"(the data set's own density stands in for a census), is off by **{fmt_metres(pop)}** from their exact "
+                       f"position on average"
                        + (f" and lands within {fmt_metres(default_r_m(result.grid))} "
                           f"({r_note(result.grid, default_r_m(result.grid))}) of them {share_text(within_r)} of the time"
                           if within_r is not None else "")
