@@ -173,11 +173,13 @@ def fmt_range(key: str, ci: tuple[float, float, float]) -> str:
 
 
 def readouts(result: Result, previous: dict[str, float] | None, seconds: float, cached: bool,
-             other_data: bool = False) -> None:
+             other_data: bool = False, no_privacy: bool = False) -> None:
     """st.metric per headline metric (two rows of three, so labels and values fit a narrow screen): the mean over
     trials with its 95% interval (three trials or more), and the change since the previous setting. ``previous``
     must be None unless it was measured on the same data and region (:func:`data_key`); ``other_data`` says the
-    previous setting used other data or another region (the caption then says why no arrows are shown)."""
+    previous setting used other data or another region (the caption then says why no arrows are shown);
+    ``no_privacy``: this setting gives practically no privacy (:func:`gives_no_privacy`), so a gain in accuracy
+    is not progress: its arrows are grey and say so (issue 27)."""
     means = result.mean()
     keys = [k for k in READOUTS if k in means]
     approximate = result.approximate_readouts() if hasattr(result, "approximate_readouts") else {}
@@ -189,6 +191,8 @@ def readouts(result: Result, previous: dict[str, float] | None, seconds: float, 
         if previous and key in previous and np.isfinite(previous[key]) and np.isfinite(value):
             change = value - previous[key]
             delta = f"{'+' if change >= 0 else '-'}{fmt_metric(key, abs(change))}"
+            if no_privacy:
+                delta += ", at no privacy"
         approx = approximate.get(key)
         ci = interval(result, key)
         shown = fmt_interval(key, ci) if ci else fmt_metric(key, value)
@@ -197,7 +201,7 @@ def readouts(result: Result, previous: dict[str, float] | None, seconds: float, 
                 + f"): {fmt_metric(key, ci[1])} to {fmt_metric(key, ci[2])}. " if ci else
                 f"One value from {trials} trial(s): no interval (it needs {MIN_TRIALS_FOR_INTERVAL} or more trials). ")
         col.metric(SHORT_LABELS.get(key, metric_label(key)), ("≈ " if approx else "") + shown,
-                   delta=delta, delta_color="inverse" if lower_is_better(key) else "normal",
+                   delta=delta, delta_color="off" if no_privacy else ("inverse" if lower_is_better(key) else "normal"),
                    help=explain.readout_help(key, approx.note(metric_label(key), 'm') if approx else "")
                    + "\n\n" + what.strip())
     slots[len(keys)].metric("Run time", f"{result.timings['total']:.2f} s",
@@ -219,8 +223,16 @@ def readouts(result: Result, previous: dict[str, float] | None, seconds: float, 
                      "one (raise Trials in the sidebar)")
     if other_data:
         notes.append("no change arrows: the previous setting used other data or another region")
+    elif previous and no_privacy:
+        notes.append("grey arrows: any better accuracy comes at practically no privacy, which is no progress")
     text = " · ".join(notes)
     st.caption(text[:1].upper() + text[1:] + ".")
+
+
+def gives_no_privacy(mechanism: str, weak_warning: str | None) -> bool:
+    """Whether a setting gives practically no privacy: the no-privacy reference, or a setting that carries
+    :func:`ldpviz.decide.privacy_scale.weak_privacy_warning` (passed in, computed once by the page)."""
+    return bool(weak_warning) or mechanisms.get(mechanism).privacy_model == mechanisms.NO_PRIVACY
 
 
 #: Local privacy is computed on the page only up to these grid sides (larger grids say so instead).

@@ -58,19 +58,21 @@ with session.guard("this scenario"):
         ss["explore_last"] = (repr(scenario), result.mean(), here)
     prev = ss.get("explore_prev")
     same_data = prev is not None and prev[1] == here
-    ui.readouts(result, prev[0] if same_data else None, waited, cached, other_data=prev is not None and not same_data)
+    weak = None
+    with session.guard("the privacy check of this setting"):
+        weak = privacy_scale.weak_privacy_warning(compute.built_mechanism(
+            scenario.mechanism, scenario.grid_side, result.region, float(scenario.epsilon),
+            tuple(sorted(dict(scenario.params).items()))))
+    ui.readouts(result, prev[0] if same_data else None, waited, cached, other_data=prev is not None and not same_data,
+                no_privacy=ui.gives_no_privacy(scenario.mechanism, weak))
     # The attacker clause comes last (local privacy can take a second): readouts and maps first.
     sentence = st.empty()
     sentence.markdown(ui.summary_sentence(result))
     lines = experiment.guarantee_lines(result)     # the same lines, word for word, as the decision report
     central = bool(lines.model_prefix)
     st.caption((f"**{lines.model_prefix}** " if lines.model_prefix else "") + " ".join([lines.guarantee, *lines.notes]))
-    with session.guard("the privacy check of this setting"):
-        weak = privacy_scale.weak_privacy_warning(compute.built_mechanism(
-            scenario.mechanism, scenario.grid_side, result.region, float(scenario.epsilon),
-            tuple(sorted(dict(scenario.params).items()))))
-        if weak:
-            st.warning(weak, icon=":material/warning:")
+    if weak:
+        st.warning(weak, icon=":material/warning:")
     if scenario.mechanism == "srr":
         resolution = compute.srr_resolution_sentence(scenario.mechanism, scenario.grid_side, result.grid.region,
                                                      scenario.epsilon, scenario.params)
