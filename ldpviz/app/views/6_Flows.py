@@ -80,7 +80,7 @@ st.markdown("Each trip reports its **origin** and its **destination** separately
             "location only when they run late, and each update costs ε (L-SRR Sec. 4.2).")
 
 just_loaded = uploads.trip_uploader(st, "flows")
-uploads.show_trip_message(st)
+uploads.show_trip_message(st, cfg.get("flows_dataset"))
 if just_loaded:
     session.set_and_rerun(flows_dataset=just_loaded, flows_region=None)
 
