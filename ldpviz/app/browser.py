@@ -11,8 +11,9 @@ Three small pieces that need the browser (no Python API reaches them):
   been idle for :data:`SETTLE_MS` since it was written): a burst of changes leaves one entry, holding where the
   user settled, however slow the runs. A page switch always pushes.
 * **The window's width** goes into a cookie (``ldpviz_vw``) that :func:`ldpviz.app.ui.map_size` reads when a
-  session starts, so maps on a wide window are framed to their wider column (from the next session on: a
-  session's cookies are read once, when it connects).
+  session starts, and, for the session under way, to the server through a tiny bidirectional component
+  (:func:`report_width`): on a first visit (no cookie yet) or after a resize it sends the width once and the
+  page runs once more, framed to its real columns (issue 27: the cookie alone helped only from the second load).
 * **The basemap offline.** With the basemap on, the browser asks the basemap's host for its style once; if that
   fails (no internet, a blocked host) the note says the tiles could not load. With the basemap off nothing is
   fetched and nothing is checked.
@@ -107,9 +108,67 @@ _BASEMAP_JS = """<div id="ldpviz-basemap-status" style="font-size:0.85rem"></div
 
 
 def page_assets() -> None:
-    """The table style and the history script, once per page run (the script installs itself once per tab)."""
+    """The table style, the history script (it installs itself once per tab) and the width report."""
     st.html(_CSS)
     st.sidebar.html(_HISTORY_JS.replace("SETTLE_MS", str(SETTLE_MS)), unsafe_allow_javascript=True)
+    report_width()
+
+
+#: Session-state key of the window width the browser reported in this session (px).
+WIDTH_KEY = "ldpviz_window_px"
+#: The component sends the width again after a resize once the window has been still this long (ms).
+RESIZE_SETTLE_MS = 400
+
+_WIDTH_JS = """
+export default function (component) {
+  const { setStateValue, data } = component;
+  const send = () => {
+    const w = Math.round(window.innerWidth);
+    if (w !== data.known) setStateValue("width", w);
+  };
+  send();
+  let timer = null;
+  const later = () => { clearTimeout(timer); timer = setTimeout(send, RESIZE_SETTLE_MS); };
+  window.addEventListener("resize", later);
+  return () => { window.removeEventListener("resize", later); clearTimeout(timer); };
+}
+"""
+_width_component = None
+
+
+def _store_width() -> None:
+    value = (st.session_state.get("ldpviz:width") or {}).get("width")
+    if isinstance(value, (int, float)) and 320 <= value <= 10_000:
+        st.session_state[WIDTH_KEY] = int(value)
+
+
+def known_width() -> int | None:
+    """The window's width as the server knows it: reported in this session (:func:`report_width`), else the
+    ``ldpviz_vw`` cookie read when the session started, else None."""
+    try:
+        reported = st.session_state.get(WIDTH_KEY)
+        if reported:
+            return int(reported)
+        value = st.context.cookies.get("ldpviz_vw")
+        return int(value) if value and str(value).isdigit() and 320 <= int(value) <= 10_000 else None
+    except Exception:   # noqa: BLE001 -- no browser (AppTest, bare mode)
+        return None
+
+
+def report_width() -> None:
+    """Mount the width reporter: it sends ``window.innerWidth`` when it differs from the width the server knows
+    (cookie or an earlier report), which reruns the page once; :func:`ldpviz.app.ui.map_size` reads it."""
+    global _width_component
+    try:
+        if _width_component is None:
+            _width_component = st.components.v2.component(
+                "ldpviz_window_width", js=_WIDTH_JS.replace("RESIZE_SETTLE_MS", str(RESIZE_SETTLE_MS)))
+        known = known_width()
+        with st.sidebar:
+            _width_component(key="ldpviz:width", data={"known": known}, default={"width": known},
+                             on_width_change=_store_width, height=0)
+    except Exception:   # noqa: BLE001 -- no browser (AppTest, bare mode): the cookie and the defaults remain
+        return
 
 
 def basemap_check() -> None:

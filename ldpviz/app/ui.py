@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ldpviz.app import compute, state
+from ldpviz.app import browser, compute, state
 from ldpviz.decide import attacker, attacker_monte_carlo as attacker_mc, explain
 from ldpviz.render import export, maps as viz, png as render
 from ldpviz import mechanisms, metrics
@@ -52,13 +52,9 @@ def column_widths(window_px: int | None) -> dict[str, int]:
     return {slot: max(DESKTOP_WIDTHS[slot], int(found[slot])) for slot in DESKTOP_WIDTHS}
 
 
-def _window_width() -> int | None:
-    """The browser window's width from the ``ldpviz_vw`` cookie (:mod:`ldpviz.app.browser`), or None."""
-    try:
-        value = st.context.cookies.get("ldpviz_vw")
-        return int(value) if value and str(value).isdigit() and 320 <= int(value) <= 10_000 else None
-    except Exception:   # no browser (AppTest, bare mode)
-        return None
+def window_width() -> int | None:
+    """The browser window's width (:func:`ldpviz.app.browser.known_width`), or None."""
+    return browser.known_width()
 
 
 def map_size(slot: str, region: Region | None = None) -> dict[str, int]:
@@ -76,7 +72,7 @@ def map_size(slot: str, region: Region | None = None) -> dict[str, int]:
         agent = str(st.context.headers.get("User-Agent") or "")
     except Exception:   # no browser (AppTest, bare mode): a desktop
         agent = ""
-    width = PHONE_WIDTH if "Mobile" in agent else column_widths(_window_width())[slot]
+    width = PHONE_WIDTH if "Mobile" in agent else column_widths(window_width())[slot]
     aspect = viz.mercator_aspect(region) if region is not None else 1.0
     height = int(np.clip(round(0.92 * width * aspect + 2 * MAP_PAD_PX), 0.5 * width, 1.5 * width))
     return {"width": width, "height": height}
