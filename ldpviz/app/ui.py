@@ -102,6 +102,13 @@ def metric_label(key: str) -> str:
     return metrics.METRIC_INFO.get(key, {}).get("label", key)
 
 
+def metric_name(key: str) -> str:
+    """The metric's label without its unit ('W2', not 'W2 (m)'): for headers and labels whose values are written by
+    :func:`fmt_metric`, which carry their own unit (m or km), so 'W2 (m) 69.5 km' cannot happen."""
+    label = metric_label(key)
+    return label[:-4] if label.endswith(" (m)") else label
+
+
 def lower_is_better(key: str) -> bool:
     return bool(metrics.METRIC_INFO.get(key, {}).get("lower_is_better", True))
 
@@ -436,7 +443,7 @@ def confidence_table(df: pd.DataFrame, by: str, metric_keys: list[str]) -> pd.Da
     for key in metric_keys:
         if key in df:
             floor = metric_floor(key)
-            out[metric_label(key)] = [
+            out[metric_name(key)] = [
                 f"{fmt_metric(key, m)} [{fmt_metric(key, lo if floor is None else max(lo, floor))}, "
                 f"{fmt_metric(key, hi)}]" if hi > lo else fmt_metric(key, m)
                 for m, lo, hi in zip(df[key], df[f"{key}_lo"], df[f"{key}_hi"])]

@@ -57,6 +57,7 @@ from ldpviz.decide.cell_distances import rows_times_distance
 from ldpviz.decide.attacker_monte_carlo import MC_MAX_CELLS, MC_SEED, monte_carlo_figures, supports_monte_carlo
 from ldpviz.geo.domain import Grid
 from ldpviz.errors import LdpvizInputError, require
+from ldpviz.wording import length
 from ldpviz.mechanisms.base import CENTRAL_DP, Mechanism
 
 POPULATION = "population"
@@ -117,11 +118,8 @@ class Attack:
 
 
 def _length(metres: float) -> str:
-    """'25 km', '5,983 km', '250 m': three significant digits, never in exponent form."""
-    if metres >= 1000:
-        km = metres / 1000
-        return f"{km:,.0f} km" if km >= 100 else f"{float(f'{km:.3g}'):g} km"
-    return f"{metres:,.0f} m" if metres >= 100 else f"{float(f'{metres:.3g}'):g} m"
+    """'25 km', '5,983 km', '250 m': the one distance formatter (:func:`ldpviz.wording.length`)."""
+    return length(metres)
 
 
 def share_text(p: float) -> str:
