@@ -232,6 +232,25 @@ def readouts(result: Result, previous: dict[str, float] | None, seconds: float, 
     st.caption(text[:1].upper() + text[1:] + ".")
 
 
+#: Fewer users per cell than this, on average over the region, and the map is mostly noise (the Data page's rule).
+FEW_USERS_PER_CELL = 5
+
+
+def few_users_warning(n_users: int, side: int) -> str | None:
+    """A warning when a map rests on too few users for its grid (issue 27: Explore was silent about 1 user), with
+    the numbers that show it; None otherwise."""
+    cells = side * side
+    if n_users >= FEW_USERS_PER_CELL * cells:
+        return None
+    if n_users <= 1:
+        return (f"**Estimates from {explain.plural(n_users, 'user')} say nothing** about where people are: every "
+                "readout and map here is one person's report and the noise around it. Choose more users (sidebar) "
+                "or a region that holds more people.")
+    return (f"**Mostly noise:** {explain.plural(n_users, 'user')} over {side} × {side} = {cells:,} cells is "
+            f"{n_users / cells:.2g} per cell on average; below {FEW_USERS_PER_CELL} per cell the noise drowns the map. "
+            "Choose more users, a larger region or a smaller grid side d.")
+
+
 def gives_no_privacy(mechanism: str, weak_warning: str | None) -> bool:
     """Whether a setting gives practically no privacy: the no-privacy reference, or a setting that carries
     :func:`ldpviz.decide.privacy_scale.weak_privacy_warning` (passed in, computed once by the page)."""

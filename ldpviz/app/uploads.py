@@ -200,7 +200,11 @@ def trip_uploads() -> dict[str, trajectories.Trajectories]:
 def trip_label(name: str) -> str | None:
     """'Your trips: file.csv' for an uploaded trips file, else None."""
     held = trip_uploads().get(name)
-    return f"Your trips: {held.label}" if held is not None else None
+    if held is None:
+        return None
+    if sum(t.label == held.label for t in trip_uploads().values()) > 1:    # one file framed twice: tell them apart
+        return f"Your trips: {held.label} · {held.n_trips:,} trips, {held.default_region.name}"
+    return f"Your trips: {held.label}"
 
 
 def trip_uploader(container: Any, page: str) -> str | None:

@@ -65,6 +65,9 @@ with session.guard("this scenario"):
             tuple(sorted(dict(scenario.params).items()))))
     ui.readouts(result, prev[0] if same_data else None, waited, cached, other_data=prev is not None and not same_data,
                 no_privacy=ui.gives_no_privacy(scenario.mechanism, weak))
+    few = ui.few_users_warning(result.n_users, result.grid.side)
+    if few:
+        st.warning(few, icon=":material/group_off:")
     # The attacker clause comes last (local privacy can take a second): readouts and maps first.
     sentence = st.empty()
     sentence.markdown(ui.summary_sentence(result))

@@ -152,8 +152,8 @@ with session.guard(f"the channel of {cls.label}"):
               help=explain.readout_help("guess_error_m", "Here averaged over the server's posterior for this report: "
                                                          "the distance a guess drawn from it is off by."))
     ratio = column.max() / column[column > 0].min() if np.any(column > 0) else np.nan
-    k4.metric("Max / min report probability", f"{ratio:.3g}",
-              help=explain.readout_help("report_ratio", f"Here e^ε = {np.exp(float(cfg['epsilon'])):.3g}."))
+    k4.metric("Max / min report probability", explain.number(float(ratio)),
+              help=explain.readout_help("report_ratio", f"Here e^ε = {explain.number(float(np.exp(float(cfg['epsilon']))))}."))
 
     pop_err, uni_err, why = ui.attacker_errors_m(name, grid, float(cfg["epsilon"]), params, hist.reshape(grid.side, grid.side))
     if pop_err is not None:

@@ -3,6 +3,7 @@
 An upload is kept in this server's memory only (ldpviz.app.uploads), never written to disk or sent anywhere.
 """
 
+import numpy as np
 import pandas as pd
 import pydeck as pdk
 import streamlit as st
@@ -240,8 +241,10 @@ with session.guard("the preview"):
         rname = c1.text_input("Name", "My area")
         lon = c2.number_input("Centre longitude", -180.0, 180.0, float(region.center_lon), format="%.5f")
         lat = c3.number_input("Centre latitude", -85.0, 85.0, float(region.center_lat), format="%.5f")
-        side_km = c4.number_input("Side (km)", 0.01, MAX_REGION_SIDE_M / 1000, round(region.side_m / 2000, 3),
-                                  format="%.3f")
+        half_km = region.side_m / 2000            # a square half the region's side, to 3 significant digits
+        decimals = max(0, min(3, 2 - int(np.floor(np.log10(max(half_km, 0.01))))))
+        side_km = c4.number_input("Side (km)", 0.01, MAX_REGION_SIDE_M / 1000, round(half_km, decimals),
+                                  format=f"%.{decimals}f")
         save = st.form_submit_button("Save region")
     if save:
         name = rname.strip()
