@@ -105,9 +105,8 @@ def read_points(read_key: tuple, file: object, **kwargs: object) -> datasets.Rea
 
 
 #: How a region reads when its bounds are the box the page suggested from the rows.
-SUGGESTED_USE = ("the box the Data page suggested from where most of the file's rows are (the densest box about "
-                 "{side:,.0f} km across, rounded out to 0.1 degree): it depends on the rows and is not covered by "
-                 "epsilon")
+SUGGESTED_USE = ("the box the Data page suggested from where most of the file's rows are (the densest box, {size}, "
+                 "in whole degrees): it depends on the rows and is not covered by epsilon")
 
 
 def frame(points: datasets.ReadPoints, bounds: tuple[float, float, float, float] | None, rule: str,
@@ -116,7 +115,7 @@ def frame(points: datasets.ReadPoints, bounds: tuple[float, float, float, float]
     """The dataset of ``points``: the rows inside ``bounds`` (as ``ldpviz run --csv --bbox`` keeps), or framed by
     ``rule``; raises :class:`ldpviz.data.datasets.NeedsBounds` when the rule frames nothing. Bounds equal to the
     ``suggested`` box are labelled as read from the rows. Held like any upload."""
-    use = SUGGESTED_USE.format(side=side_km) if bounds is not None and suggested is not None and tuple(
+    use = SUGGESTED_USE.format(size=box_phrase(suggested)) if bounds is not None and suggested is not None and tuple(
         bounds) == tuple(suggested) else ""
     return keep(datasets.frame_points(points, bbox=bounds, frame=upload_frame(rule, epsilon0), bbox_data_use=use))
 
