@@ -65,7 +65,10 @@ def goal_seek_table(table: pd.DataFrame, mode: str, metric: str, target: float, 
     out = pd.DataFrame({
         "mechanism": [controls.short_label(by_name[n]) for n in table["mechanism"]],
         "privacy": [session.model_tag(m) for m in table["privacy_model"]],
-        "reached (95% confidence)": ["yes" if r else "no" for r in table["reached"]],
+        # an answer at the floor of the search meets the target at any ε: the target asks for nothing (issue 27)
+        "reached (95% confidence)": [("at any ε (met at the search floor)" if by_eps and r and e is not None
+                                      and not pd.isna(e) and e <= mechanisms.base.EPSILON_MIN * (1 + 1e-9) else
+                                      "yes" if r else "no") for r, e in zip(table["reached"], table["epsilon"])],
         # the value the 'Use ε' button opens (rounded up to 3 significant figures), never another rounding of it
         ("ε found" if by_eps else "ε (fixed)"): [cell(e, lambda v: (f"{state.epsilon_for_use(v):g}" if by_eps else
                                                                      f"{v:.3g}")
