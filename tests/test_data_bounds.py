@@ -165,3 +165,17 @@ def test_a_new_file_does_not_keep_the_previous_files_bounds(tmp_path):
     held = at.session_state["uploads"][at.session_state["cfg"]["dataset"]]
     assert held.label == "fiji.csv" and held.n == 2000
     assert any("were cleared for this one" in m.value for m in at.success)
+
+
+def test_one_file_framed_twice_is_told_apart_in_the_dataset_list(tmp_path):
+    """Issue 27: two 'Uploaded: nation.csv' entries (the same file under two boxes) read the same; each names its
+    rows and region."""
+    path = national_csv(tmp_path)
+    at = data_page()
+    at.text_input(key="w:upload_bounds").set_value(BOX).run()
+    at.file_uploader[0].set_value(("nation.csv", path.read_bytes(), "text/csv")).run()
+    at.text_input(key="w:upload_bounds").set_value("-90, 30, -80, 40").run()
+    assert not at.exception, [e.message for e in at.exception]
+    options = [o for o in at.selectbox(key="w:dataset").options if o.startswith("Uploaded: nation.csv")]
+    assert len(options) == 2 and len(set(options)) == 2, options
+    assert all("rows, typed bounds" in o for o in options), options

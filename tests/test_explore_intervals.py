@@ -132,3 +132,21 @@ def test_a_switch_to_no_privacy_is_not_shown_as_progress():
     assert w2.delta.startswith("-") and "at no privacy" in w2.delta, w2.delta
     assert colour(at) == "GRAY"
     assert any("grey arrows" in c.value and "practically no privacy" in c.value for c in at.caption)
+
+
+def test_unknown_link_parameters_and_one_user_are_named():
+    """Issue 27: unknown link parameters were dropped silently, and Explore said nothing about an estimate from one
+    user. The page names the parameters it ignored, and warns that one user's estimate says nothing (and that a
+    grid with under 5 users a cell is mostly noise); a well-populated setting carries neither warning."""
+    at = app(mech="grr", users="1", d="4", colour="red", espilon="2")
+    at.run()
+    assert not at.exception
+    warnings = [w.value for w in at.warning]
+    assert any("'colour', 'espilon' ignored" in w for w in warnings), warnings
+    assert any("Estimates from 1 user say nothing" in w for w in warnings), warnings
+    at = app(mech="grr", users="100", d="8")
+    at.run()
+    assert any("Mostly noise" in w.value and "100 users over 8 × 8" in w.value for w in at.warning)
+    at = app(mech="grr")
+    at.run()
+    assert not [w.value for w in at.warning if "ignored" in w.value or "noise" in w.value or "say nothing" in w.value]
