@@ -41,11 +41,28 @@ _CHROME_PX = 460
 _COLUMN_GAP_PX = 16
 
 
+#: Below this window width Streamlit stacks columns (its small-screen breakpoint): every map is the column's width.
+STACKED_BELOW_PX = 640
+#: Main-area padding on a small screen (1 rem each side, plus the scroll bar's allowance): 390 - 356.
+_NARROW_CHROME_PX = 34
+
+
 def column_widths(window_px: int | None) -> dict[str, int]:
-    """Column widths per map slot for a desktop window ``window_px`` wide (the sidebar open), never narrower than
-    :data:`DESKTOP_WIDTHS` (measured at 1024 px, the narrowest desktop): unknown or narrower windows get those."""
-    if not window_px or window_px <= 1024:
+    """Column widths per map slot for a window ``window_px`` wide (the sidebar open on a desktop): the measured
+    :data:`DESKTOP_WIDTHS` at 1024 px or for an unknown width, wider columns on wider windows, and on a window
+    narrower than 1024 px the narrower columns it really has (issue 27: a 390 px window without a phone's
+    User-Agent was framed for 560 px and clipped the outline): stacked full-width columns below
+    :data:`STACKED_BELOW_PX`, else the 1024 px layout shrunk by the missing width. A map framed narrower than its
+    column leaves blank beside it; one framed wider is cut, so a guess errs narrow."""
+    if not window_px or window_px == 1024:
         return dict(DESKTOP_WIDTHS)
+    if window_px < STACKED_BELOW_PX:
+        width = max(200, int(window_px) - _NARROW_CHROME_PX)
+        return {slot: width for slot in DESKTOP_WIDTHS}
+    if window_px < 1024:
+        content = max(window_px - _CHROME_PX, 3 * 120 + 2 * _COLUMN_GAP_PX)
+        return {"full": content - 4, "half": (content - _COLUMN_GAP_PX) // 2,
+                "third": (content - 2 * _COLUMN_GAP_PX) // 3}
     content = window_px - _CHROME_PX
     found = {"full": content - 4, "half": (content - _COLUMN_GAP_PX) // 2,
              "third": (content - 2 * _COLUMN_GAP_PX) // 3}
@@ -72,7 +89,11 @@ def map_size(slot: str, region: Region | None = None) -> dict[str, int]:
         agent = str(st.context.headers.get("User-Agent") or "")
     except Exception:   # no browser (AppTest, bare mode): a desktop
         agent = ""
-    width = PHONE_WIDTH if "Mobile" in agent else column_widths(window_width())[slot]
+    known = window_width()
+    if "Mobile" in agent:           # a phone stacks its columns: the screen's width when known, else PHONE_WIDTH
+        width = min(PHONE_WIDTH, column_widths(known)["full"]) if known and known < STACKED_BELOW_PX else PHONE_WIDTH
+    else:
+        width = column_widths(known)[slot]
     aspect = viz.mercator_aspect(region) if region is not None else 1.0
     height = int(np.clip(round(0.92 * width * aspect + 2 * MAP_PAD_PX), 0.5 * width, 1.5 * width))
     return {"width": width, "height": height}

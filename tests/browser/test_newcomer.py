@@ -144,3 +144,47 @@ def test_a_file_that_only_needs_a_box_is_a_step_on_data_flows_and_people(server,
             shot(walk, f"{page.lower()}-loaded-{width}")
     finally:
         walk.close()
+
+
+def test_a_narrow_window_without_a_phone_agent_keeps_the_us_outline(server, browser, tmp_path):
+    """Issue 27: a 390 px window whose browser does not say 'Mobile' (a desktop browser narrowed, a phone preview)
+    was framed for 560 px columns and cut the contiguous US's outline. The page learns the window's width and
+    frames each stacked map to it: every outline lies wholly inside its map, with little blank above and below."""
+    from urllib.parse import urlencode
+
+    from test_maps_layout import MAX_BLANK_PX
+
+    points = national_points(tmp_path / "us_points.csv")
+    walk = Walk(browser, server, 390, 844)
+    try:
+        walk.page.goto(f"{server}/Data")
+        walk.idle()
+        field = walk.page.locator('input[aria-label^="Bounds W, S, E, N"]').first
+        field.fill("-125,24,-66,50")
+        field.press("Enter")
+        walk.idle()
+        upload(walk, points)
+        walk.page.locator('[data-testid="stAlertContentSuccess"]', has_text="Loaded").first.wait_for(timeout=120_000)
+        walk.idle()
+        query = {**walk.query(), "d": "16", "mech": "grr", "diff": "1"}
+        walk.page.goto(f"{server}/?{urlencode(query)}")
+        walk.page.locator('[data-testid="stDeckGlJsonChart"] canvas').first.wait_for(timeout=180_000)
+        walk.idle()
+        walk.page.wait_for_timeout(1500)
+        walk.idle()
+        maps = walk.page.locator('[data-testid="stDeckGlJsonChart"]')
+        assert maps.count() == 3
+        for i in range(maps.count()):
+            maps.nth(i).scroll_into_view_if_needed()
+            walk.page.wait_for_timeout(400)
+            png = maps.nth(i).screenshot()
+            w, h = Image.open(io.BytesIO(png)).size
+            box = outline_box(png)
+            assert box is not None, f"map {i}: no outline"
+            left, top, right, bottom = box
+            assert left >= 1 and top >= 1 and right <= w - 2 and bottom <= h - 2, f"map {i} cuts the outline {box} ({w}x{h})"
+            assert top <= MAX_BLANK_PX and h - 1 - bottom <= MAX_BLANK_PX, f"map {i}: blank above/below {box} ({w}x{h})"
+        walk.check_clean("Explore, contiguous US in a 390 px window")
+        shot(walk, "narrow-window-us-390")
+    finally:
+        walk.close()
