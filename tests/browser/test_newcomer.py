@@ -167,24 +167,27 @@ def test_a_narrow_window_without_a_phone_agent_keeps_the_us_outline(server, brow
         walk.page.locator('[data-testid="stAlertContentSuccess"]', has_text="Loaded").first.wait_for(timeout=120_000)
         walk.idle()
         query = {**walk.query(), "d": "16", "mech": "grr", "diff": "1"}
-        walk.page.goto(f"{server}/?{urlencode(query)}")
-        walk.page.locator('[data-testid="stDeckGlJsonChart"] canvas').first.wait_for(timeout=180_000)
-        walk.idle()
-        walk.page.wait_for_timeout(1500)
-        walk.idle()
-        maps = walk.page.locator('[data-testid="stDeckGlJsonChart"]')
-        assert maps.count() == 3
-        for i in range(maps.count()):
-            maps.nth(i).scroll_into_view_if_needed()
-            walk.page.wait_for_timeout(400)
-            png = maps.nth(i).screenshot()
-            w, h = Image.open(io.BytesIO(png)).size
-            box = outline_box(png)
-            assert box is not None, f"map {i}: no outline"
-            left, top, right, bottom = box
-            assert left >= 1 and top >= 1 and right <= w - 2 and bottom <= h - 2, f"map {i} cuts the outline {box} ({w}x{h})"
-            assert top <= MAX_BLANK_PX and h - 1 - bottom <= MAX_BLANK_PX, f"map {i}: blank above/below {box} ({w}x{h})"
-        walk.check_clean("Explore, contiguous US in a 390 px window")
-        shot(walk, "narrow-window-us-390")
+        for path, expected in (("Data", 1), ("", 3)):        # the full-width preview, then three stacked maps
+            walk.page.goto(f"{server}/{path}?{urlencode(query)}")
+            walk.page.locator('[data-testid="stDeckGlJsonChart"] canvas').first.wait_for(timeout=180_000)
+            walk.idle()
+            walk.page.wait_for_timeout(1500)
+            walk.idle()
+            maps = walk.page.locator('[data-testid="stDeckGlJsonChart"]')
+            assert maps.count() == expected
+            for i in range(maps.count()):
+                maps.nth(i).scroll_into_view_if_needed()
+                walk.page.wait_for_timeout(400)
+                png = maps.nth(i).screenshot()
+                w, h = Image.open(io.BytesIO(png)).size
+                box = outline_box(png)
+                where = f"{path or 'Explore'} map {i}"
+                assert box is not None, f"{where}: no outline"
+                left, top, right, bottom = box
+                assert left >= 1 and top >= 1 and right <= w - 2 and bottom <= h - 2, \
+                    f"{where} cuts the outline {box} ({w}x{h})"
+                assert top <= MAX_BLANK_PX and h - 1 - bottom <= MAX_BLANK_PX, f"{where}: blank above/below {box} ({w}x{h})"
+            walk.check_clean(f"{path or 'Explore'}, contiguous US in a 390 px window")
+            shot(walk, f"narrow-window-us-{(path or 'explore').lower()}-390")
     finally:
         walk.close()
