@@ -23,3 +23,4 @@ def test_narrow_windows_get_their_own_narrower_columns():
         assert mid[slot] < ui.DESKTOP_WIDTHS[slot]
         assert ui.column_widths(639)[slot] == 639 - (390 - ui.PHONE_WIDTH)       # stacked: the screen's width
     assert mid["full"] > mid["half"] > mid["third"] > 0
+

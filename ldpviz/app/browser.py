@@ -11,9 +11,8 @@ Three small pieces that need the browser (no Python API reaches them):
   been idle for :data:`SETTLE_MS` since it was written): a burst of changes leaves one entry, holding where the
   user settled, however slow the runs. A page switch always pushes.
 * **The window's width** goes into a cookie (``ldpviz_vw``) that :func:`ldpviz.app.ui.map_size` reads when a
-  session starts, and, for the session under way, to the server through a tiny bidirectional component
-  (:func:`report_width`): on a first visit (no cookie yet) or after a resize it sends the width once and the
-  page runs once more, framed to its real columns (issue 27: the cookie alone helped only from the second load).
+  session starts; on a first visit (no cookie yet) the page sets it and loads itself once more
+  (:func:`report_width`), so that visit too is framed to its real columns (issue 27).
 * **The basemap offline.** With the basemap on, the browser asks the basemap's host for its style once; if that
   fails (no internet, a blocked host) the note says the tiles could not load. With the basemap off nothing is
   fetched and nothing is checked.
@@ -50,6 +49,7 @@ div[data-testid="stDataFrame"].ldpviz-more-right::after {
   font-size: 0.7rem; color: #444; background: linear-gradient(to right, rgba(255,255,255,0), rgba(255,255,255,0.95) 60%);
 }
 div[data-testid="stElementContainer"]:has(> div > #ldpviz-history) { display: none; }
+div[data-testid="stElementContainer"]:has(> div > #ldpviz-first-visit) { display: none; }
 </style>"""
 
 _HISTORY_JS = """<div id="ldpviz-history"></div><script>
@@ -114,32 +114,21 @@ def page_assets() -> None:
     report_width()
 
 
-#: Session-state key of the window width the browser reported in this session (px).
+#: Session-state key of a window width reported in this session (px); unused while the cookie does the job.
 WIDTH_KEY = "ldpviz_window_px"
-#: The component sends the width again after a resize once the window has been still this long (ms).
-RESIZE_SETTLE_MS = 400
 
-_WIDTH_JS = """
-export default function (component) {
-  const { setStateValue, data } = component;
-  const send = () => {
-    const w = Math.round(window.innerWidth);
-    if (w !== data.known) setStateValue("width", w);
-  };
-  send();
-  let timer = null;
-  const later = () => { clearTimeout(timer); timer = setTimeout(send, RESIZE_SETTLE_MS); };
-  window.addEventListener("resize", later);
-  return () => { window.removeEventListener("resize", later); clearTimeout(timer); };
-}
-"""
-_width_component = None
-
-
-def _store_width() -> None:
-    value = (st.session_state.get("ldpviz:width") or {}).get("width")
-    if isinstance(value, (int, float)) and 320 <= value <= 10_000:
-        st.session_state[WIDTH_KEY] = int(value)
+#: A first visit (no width cookie when the session started): the page keeps the width in the cookie and loads
+#: itself once more, so this very visit is framed to its real columns. Once per tab (sessionStorage), never a
+#: loop: with cookies blocked the page simply stays framed for the narrowest desktop.
+_FIRST_VISIT_JS = """<div id="ldpviz-first-visit"></div><script>
+(function () {
+  const w = window;
+  if (w.sessionStorage.getItem("ldpviz_vw_reloaded")) return;
+  w.sessionStorage.setItem("ldpviz_vw_reloaded", "1");
+  document.cookie = "ldpviz_vw=" + Math.round(w.innerWidth) + "; path=/; SameSite=Strict";
+  if (document.cookie.indexOf("ldpviz_vw=") >= 0) w.location.reload();
+})();
+</script>"""
 
 
 def known_width() -> int | None:
@@ -156,22 +145,7 @@ def known_width() -> int | None:
 
 
 def report_width() -> None:
-    """Mount the width reporter: it sends ``window.innerWidth`` when it differs from the width the server knows
-    (cookie or an earlier report), which reruns the page once; :func:`ldpviz.app.ui.map_size` reads it."""
-    global _width_component
-    try:
-        if _width_component is None:
-            _width_component = st.components.v2.component(
-                "ldpviz_window_width", js=_WIDTH_JS.replace("RESIZE_SETTLE_MS", str(RESIZE_SETTLE_MS)))
-        known = known_width()
-        with st.sidebar:
-            _width_component(key="ldpviz:width", data={"known": known}, default={"width": known},
-                             on_width_change=_store_width, height=0)
-    except Exception:   # noqa: BLE001 -- no browser (AppTest, bare mode): the cookie and the defaults remain
-        return
-
-
-def basemap_check() -> None:
-    """Under the basemap switch, while it is on: whether the browser can reach the basemap's host."""
-    st.sidebar.html(_BASEMAP_JS.replace("STYLE_URL", json.dumps(viz.BASEMAP_STYLE_URL))
-                    .replace("HOST", viz.BASEMAP_HOST), unsafe_allow_javascript=True)
+    """On a first visit (the session started without the width cookie), set it and load the page once more
+    (issue 27: the cookie alone framed the first visit for a narrower column until a reload)."""
+    if known_width() is None:
+        st.sidebar.html(_FIRST_VISIT_JS, unsafe_allow_javascript=True)
