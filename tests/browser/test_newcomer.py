@@ -1,7 +1,7 @@
 """A newcomer's first visit with files no one tuned for (issue 27), in Debian's headless Chromium.
 
 * First visit: a fresh browser (no cookie yet) opens Explore at 1440 px; its three maps are framed to their
-  real columns on that very load (the page reports the window's width and runs once more), not to the 1024 px
+  real columns on that very visit (the page keeps the window's width in a cookie and loads once more), not to the 1024 px
   column a cookie would only fix on the next load.
 * A file that only needs a box: a national points file on Data, a national trips file on Flows and on People.
   Each page asks for the box as a step (no red error box), shows the suggested box and a button; one click
