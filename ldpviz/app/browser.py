@@ -149,3 +149,9 @@ def report_width() -> None:
     (issue 27: the cookie alone framed the first visit for a narrower column until a reload)."""
     if known_width() is None:
         st.sidebar.html(_FIRST_VISIT_JS, unsafe_allow_javascript=True)
+
+
+def basemap_check() -> None:
+    """Under the basemap switch, while it is on: whether the browser can reach the basemap's host."""
+    st.sidebar.html(_BASEMAP_JS.replace("STYLE_URL", json.dumps(viz.BASEMAP_STYLE_URL))
+                    .replace("HOST", viz.BASEMAP_HOST), unsafe_allow_javascript=True)
