@@ -72,8 +72,9 @@ def main(argv: list[str] | None = None) -> int:
              f"stopping once the standard error of the best-guess error is at most {MC_TARGET_RSE:.0%} of it. "
              f"Load average (1 min) before / after: {load_before[0]:.1f} / {load_after[0]:.1f} on "
              f"{os.cpu_count()} cores.", "",
-             f"'Within r': r = {rows[0][3].r_text if rows else '1% of the region side'}, scored against people's "
-             "positions inside their cells (`ldpviz.decide.cell_distances`).", "",
+             f"'Within r': r = {rows[0][3].r_text if rows else '1% of the region side'}. Both the best guess's "
+             "error and 'within r' are measured from people's exact positions inside their cells to the guess "
+             "(`ldpviz.decide.cell_distances`).", "",
              "| mechanism | d | epsilon | method | best guess off by (m) | standard error (m) | SE / value | "
              "within r | no report (m) | wall s | CPU s |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]

@@ -37,3 +37,20 @@ def capped(asked: int, held: int, noun: str = "users", where: str = "the region"
     """The one sentence every command and page gives when more were asked for than there are: '1,000,000,000 users
     were asked for but the region holds 51,920; all take part.' (nothing the user gave is silently changed)."""
     return f"{int(asked):,} {noun} were asked for but {where} holds {int(held):,}; all take part."
+def length(metres: float) -> str:
+    """A distance for people, one rule everywhere: km from 1,000 m, three significant digits, thousands separators
+    from 100 km, never in exponent form ('250 m', '1.25 km', '104 km', '5,983 km'; issue 27: '1.039e+05 m')."""
+    v = float(metres)
+    if not math.isfinite(v):
+        return "n/a"
+    sign, v = ("-" if v < 0 else ""), abs(v)
+    if v >= 1000:
+        km = v / 1000
+        return sign + (f"{km:,.0f} km" if km >= 100 else f"{float(f'{km:.3g}'):g} km")
+    if v >= 100:
+        return sign + f"{v:,.0f} m"
+    if v == 0:
+        return "0 m"
+    if v < 0.01:
+        return sign + "under 1 cm"
+    return sign + f"{float(f'{v:.3g}'):g} m"

@@ -16,6 +16,9 @@ from ldpviz.mechanisms.fo.oracles import (OLHReports, OUEReports, olh_hash_chann
 
 from test_attacker import REGION, population  # the same test region and population as the exact attacker's
 
+#: Mean distance from a position uniform in a square to its centre, in sides: (sqrt 2 + ln(1 + sqrt 2)) / 6.
+RIGHT_CELL = 0.3825978582
+
 
 FIGURES = (("best_guess_error_m", "best_guess_error_se_m"), ("within_r", "within_r_se"),
            ("posterior_draw_error_m", "posterior_draw_error_se_m"))
@@ -78,18 +81,20 @@ def test_olh_likelihood_is_the_per_hash_channel():
 @pytest.mark.parametrize("name", ["oue", "olh"])
 def test_error_vanishes_at_large_epsilon_and_is_the_no_report_error_at_tiny_epsilon(name):
     """At eps = 0.01 a report says almost nothing: the best guess is the no-report guess (within 0.1%). At
-    eps = 50 OLH's report names the cell (error ~ 0); OUE's own bit is set only with p = 1/2 whatever eps
-    (USENIX'17 Sec. 4.3), and without it the report is uninformative, so its error tends to half the
-    no-report error (within 3 SE), not to 0."""
+    eps = 50 OLH's report names the cell (error: the mean distance from a position in the cell to its centre,
+    RIGHT_CELL of a side, measured from exact positions); OUE's own bit is set only with p = 1/2 whatever eps
+    (USENIX'17 Sec. 4.3), and without it the report is uninformative, so its error tends to the mean of the
+    no-report error and the right-cell error (within 3 SE), not to the right-cell error."""
     g = Grid(REGION, 8)
     pop = population(8)
     tiny = attack(mechanisms.create(name, g, 0.01), population=pop)
     assert tiny.best_guess_error_m == pytest.approx(tiny.no_report_error_m, rel=1e-3)
     big = attack(mechanisms.create(name, g, 50.0), population=pop, r_m=0.7072 * g.cell_m)   # r covers a cell
     if name == "olh":
-        assert big.best_guess_error_m < 0.01 * g.cell_m and big.within_r > 0.999
+        assert big.best_guess_error_m == pytest.approx(RIGHT_CELL * g.cell_m, rel=0.01) and big.within_r > 0.999
     else:
-        assert abs(big.best_guess_error_m - big.no_report_error_m / 2) <= 3 * big.best_guess_error_se_m
+        expected = (big.no_report_error_m + RIGHT_CELL * g.cell_m) / 2
+        assert abs(big.best_guess_error_m - expected) <= 3 * big.best_guess_error_se_m
 
 
 def test_report_likelihood_dispatcher_shape_and_monotone_in_epsilon():

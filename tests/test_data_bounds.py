@@ -46,10 +46,12 @@ def test_national_file_opens_with_a_suggested_box_that_loads_the_cli_rows(tmp_pa
     at = data_page()
     at.file_uploader[0].set_value(("nation.csv", path.read_bytes(), "text/csv")).run()
     assert not at.exception
-    assert any("No region frames nation.csv" in e.value for e in at.error)
-    suggestion = next(i.value for i in at.info if "Suggested bounds" in i.value)
+    assert not at.error, "a file that only needs a box is a step, not an error (issue 27)"
+    suggestion = next(i.value for i in at.info if "Next step: choose the area of nation.csv" in i.value)
     box = suggestion.split("`")[1]
     assert "3,000 of 3,210 rows" in suggestion
+    assert "about 5,060 km wide and 2,670 km tall" in suggestion       # the box's own size, not '6,000 km'
+    assert "6,000 km" not in suggestion
     at.button(key="fix:bounds").click().run()
     assert not at.exception
     name = at.session_state["cfg"]["dataset"]
@@ -133,3 +135,47 @@ def test_sidebar_typed_bounds_keep_the_cli_rows(capsys):
     caption = next(c.value for c in at.sidebar.caption if "typed bounds" in c.value)
     assert f"({expected:,} of 51,920 rows inside)" in caption and "square around the box" in caption
     assert any(f"over {expected:,} users" in m.value for m in at.markdown)
+
+
+def test_a_new_file_does_not_keep_the_previous_files_bounds(tmp_path):
+    """Issue 27: the bounds field kept the previous file's box and the next file then read 'none of the rows has
+    a usable coordinate'. A new file clears bounds typed for the previous one (and says so); bounds typed before
+    the first file stay; a box that holds none of a file's rows is a step that offers the file's own box."""
+    first = national_csv(tmp_path)
+    at = data_page()
+    at.text_input(key="w:upload_bounds").set_value(BOX).run()
+    at.file_uploader[0].set_value(("nation.csv", first.read_bytes(), "text/csv")).run()
+    assert not at.exception and at.session_state["cfg"]["upload_bounds"] == BOX      # typed before: kept
+    rng = np.random.default_rng(4)
+    fiji = tmp_path / "fiji.csv"
+    pd.DataFrame({"lat": rng.uniform(-18.5, -16.0, 2000), "lon": rng.uniform(177.0, 179.9, 2000)}).to_csv(
+        fiji, index=False)
+    at.file_uploader[0].set_value(("fiji.csv", fiji.read_bytes(), "text/csv")).run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.session_state["cfg"]["upload_bounds"] == ""
+    assert not any("usable coordinate" in e.value for e in at.error)
+    assert any("bounds typed for the previous file" in m.value and "were cleared" in m.value for m in at.caption)
+    # a box typed now that misses every row: a step with the file's own suggestion, not a dead end
+    at.text_input(key="w:upload_bounds").set_value(BOX).run()
+    assert not at.exception
+    step = next(i.value for i in at.info if "Next step" in i.value)
+    assert "fiji.csv" in step and "Suggested" in step
+    at.button(key="fix:bounds").click().run()
+    assert not at.exception
+    held = at.session_state["uploads"][at.session_state["cfg"]["dataset"]]
+    assert held.label == "fiji.csv" and held.n == 2000
+    assert any("were cleared for this one" in m.value for m in at.success)
+
+
+def test_one_file_framed_twice_is_told_apart_in_the_dataset_list(tmp_path):
+    """Issue 27: two 'Uploaded: nation.csv' entries (the same file under two boxes) read the same; each names its
+    rows and region."""
+    path = national_csv(tmp_path)
+    at = data_page()
+    at.text_input(key="w:upload_bounds").set_value(BOX).run()
+    at.file_uploader[0].set_value(("nation.csv", path.read_bytes(), "text/csv")).run()
+    at.text_input(key="w:upload_bounds").set_value("-90, 30, -80, 40").run()
+    assert not at.exception, [e.message for e in at.exception]
+    options = [o for o in at.selectbox(key="w:dataset").options if o.startswith("Uploaded: nation.csv")]
+    assert len(options) == 2 and len(set(options)) == 2, options
+    assert all("rows, typed bounds" in o for o in options), options

@@ -105,3 +105,48 @@ def test_summarise_and_mean_ci_clip_non_negative_metrics_at_zero():
     assert out["pearson_lo"].iloc[0] < -0.5
     assert experiment.mean_ci(np.array([0.0, 0.0, 0.3]), floor=0.0)[1] == 0.0
     assert experiment.mean_ci(np.array([0.0, 0.0, 0.3]))[1] < 0.0
+
+
+def test_a_switch_to_no_privacy_is_not_shown_as_progress():
+    """Issue 27: a switch to a setting with practically no privacy read as a green 'better' arrow (-382 km above
+    'Practically no privacy'). The arrows of such a setting are grey, say 'at no privacy', and the caption says
+    why; a move between two private settings keeps its coloured arrow."""
+    from streamlit.proto.Metric_pb2 import Metric as MetricProto
+
+    def colour(at):
+        return MetricProto.MetricColor.Name(metric(at, "W2").proto.color)
+
+    at = app(mech="grr", eps="1")
+    at.run()
+    at.select_slider(key="w:epsilon").set_value(2.0)
+    at.run()
+    assert not at.exception
+    assert colour(at) != "GRAY" and "no privacy" not in metric(at, "W2").delta
+    at.selectbox(key="w:family").set_value("Reference")
+    at.run()
+    mech = at.selectbox(key="w:mechanism")
+    mech.set_value(next(o for o in mech.options if "no privacy" in o.lower()))
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    w2 = metric(at, "W2")
+    assert w2.delta.startswith("-") and "at no privacy" in w2.delta, w2.delta
+    assert colour(at) == "GRAY"
+    assert any("grey arrows" in c.value and "practically no privacy" in c.value for c in at.caption)
+
+
+def test_unknown_link_parameters_and_one_user_are_named():
+    """Issue 27: unknown link parameters were dropped silently, and Explore said nothing about an estimate from one
+    user. The page names the parameters it ignored, and warns that one user's estimate says nothing (and that a
+    grid with under 5 users a cell is mostly noise); a well-populated setting carries neither warning."""
+    at = app(mech="grr", users="1", d="4", colour="red", espilon="2")
+    at.run()
+    assert not at.exception
+    warnings = [w.value for w in at.warning]
+    assert any("'colour', 'espilon' ignored" in w for w in warnings), warnings
+    assert any("Estimates from 1 user say nothing" in w for w in warnings), warnings
+    at = app(mech="grr", users="100", d="8")
+    at.run()
+    assert any("Mostly noise" in w.value and "100 users over 8 × 8" in w.value for w in at.warning)
+    at = app(mech="grr")
+    at.run()
+    assert not [w.value for w in at.warning if "ignored" in w.value or "noise" in w.value or "say nothing" in w.value]

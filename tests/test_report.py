@@ -149,3 +149,68 @@ def test_report_ends_with_a_deploy_command_that_runs(page, tmp_path, capsys):
     args[args.index("--out") + 1] = str(tmp_path / "bundle")
     assert main(args[1:]) == 0, capsys.readouterr().err
     assert (tmp_path / "bundle" / "client.js").exists()
+
+
+def _printed_command(html: str) -> tuple[str, str]:
+    """The report's 'Reproduce' command line and Python snippet, unescaped."""
+    import html as html_lib
+    blocks = re.findall(r"<pre>(.*?)</pre>", html.split("<h2>8. Reproduce</h2>")[1], re.S)
+    return html_lib.unescape(blocks[0]), html_lib.unescape(blocks[1])
+
+
+@pytest.mark.parametrize("framing", ["bbox", "private-tiles"])
+def test_reproduce_command_of_an_upload_runs(tmp_path, framing):
+    """Issue 27: the report of an uploaded file printed `--dataset upload:...`, which exits 2. It now prints
+    `--csv FILE` with the framing the dashboard used (`--bbox=W,S,E,N`, or the region rule and its epsilon0), and
+    that command, run in the file's folder as printed (subprocess; plus --no-audit to keep the test short), writes
+    a report on the same rows; the Python snippet runs too."""
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    import numpy as np
+    import pandas as pd
+
+    from ldpviz.data import datasets
+    from ldpviz.mechanisms.fo.private_region import upload_frame
+
+    rng = np.random.default_rng(3)
+    path = tmp_path / "my trips.csv"
+    pd.DataFrame({"latitude": rng.uniform(44.90, 45.0, 3000),
+                  "longitude": rng.uniform(-93.33, -93.19, 3000)}).to_csv(path, index=False)
+    if framing == "bbox":
+        data = datasets.load_file(path, bbox=(-93.3, 44.92, -93.2, 44.99))
+    else:
+        data = datasets.load_file(path, frame=upload_frame())
+    # the dashboard fingerprints an upload's name (ldpviz.app.uploads): the command must not depend on it
+    import dataclasses
+    data = dataclasses.replace(data, name=f"upload:0123456789abcdef:{data.label}")
+    scenario = SMALL.with_(dataset=data.name, region=data.default_region, n_users=None, grid_side=4)
+    html = report.build_report(scenario, dataset=data, audit=False)
+    cli, py = _printed_command(html)
+    assert "upload:" not in cli and "--csv 'my trips.csv'" in cli
+    assert ("--bbox=-93.3,44.92,-93.2,44.99" in cli) == (framing == "bbox")
+    assert ("--region-rule private-tiles --region-epsilon 0.5" in cli) == (framing != "bbox")
+    args = shlex.split(cli)
+    assert args[0] == "ldpviz"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-m", "ldpviz", *args[1:], "--no-audit"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    again = (tmp_path / "report.html").read_text()
+    n_line = re.search(r"n = [\d,]+ rows inside the region take part", html).group(0)
+    assert n_line in again
+    cwd = os.getcwd()
+    try:
+        os.chdir(tmp_path)
+        exec(compile(py.replace("print(result.summary())", "assert result.n_users > 0"), "snippet", "exec"), {})
+    finally:
+        os.chdir(cwd)
+
+
+def test_reproduce_command_of_typed_bounds_on_bundled_data_names_the_box():
+    """A typed box on a bundled data set is reproduced with --bbox (it used to be left out)."""
+    from ldpviz.geo import region_choice
+    scenario = SMALL.with_(region=region_choice.stated_region((-93.33, 44.95, -93.19, 44.98)))
+    assert "--dataset minneapolis-stops --bbox=-93.33,44.95,-93.19,44.98" in report._reproduction(scenario, 60.0)[0]

@@ -119,16 +119,10 @@ def test_flows_trip_box_suggested_from_the_rows_keeps_its_provenance(tmp_path):
     pd.DataFrame(rows, columns=["person", "trip", "seq", "lon", "lat"]).to_csv(path, index=False)
     at = page("6_Flows.py", d="4")
     at.file_uploader[0].set_value(("two_cities.csv", path.read_bytes(), "text/csv")).run()
-    refusal = " ".join(e.value for e in at.error)
-    assert "needs bounds" in refusal and "Suggested bounds: `" in refusal, refusal
-    box = refusal.split("Suggested bounds: `", 1)[1].split("`", 1)[0]
-    suggested = at.session_state["trip_suggested_bbox"]
-    at = AppTest.from_file(str(ROOT / "ldpviz/app/views/6_Flows.py"), default_timeout=180)   # the same session's
-    at.session_state["trip_suggested_bbox"] = suggested                                    # memory, fresh widgets
-    at.query_params["d"] = "4"
-    at.run()
-    at.text_input(key="w:trip_bounds:flows").set_value(box).run()
-    at.file_uploader[0].set_value(("two_cities.csv", path.read_bytes(), "text/csv")).run()
+    step = next(i.value for i in at.info if "Next step: choose the area of two_cities.csv" in i.value)
+    box = step.split("`")[1]
+    at.button(key="fix:trip_bounds:flows").click().run()          # accept the suggestion: typed back by the page
+    assert not at.exception, [e.message for e in at.exception]
     message = " ".join(s.value for s in at.success)
     assert "the box ldpviz suggested from the file's rows" in message and "not covered by epsilon" in message, message
     at = page("6_Flows.py", d="4")                            # a new session: the same box typed, not suggested
@@ -137,3 +131,47 @@ def test_flows_trip_box_suggested_from_the_rows_keeps_its_provenance(tmp_path):
     message = " ".join(s.value for s in at.success)
     assert "the box you typed: ldpviz read no users' data to use it; if it was read from the data" in message
     assert "suggested from the file's rows" not in message
+
+
+def national_trips_csv(tmp_path: Path) -> Path:
+    """120 people with 2 short trips each in the contiguous US and 10 in Alaska: no rule frames one region."""
+    rng = np.random.default_rng(5)
+    rows = []
+    for person in range(130):
+        lon0, lat0 = (rng.uniform(-124, -67), rng.uniform(25, 49)) if person < 120 else (rng.uniform(-160, -140),
+                                                                                         rng.uniform(60, 68))
+        for trip in range(2):
+            rows += [(f"p{person}", trip, seq, lon0 + 0.01 * seq, lat0 + 0.01 * seq) for seq in range(3)]
+    path = tmp_path / "nation_trips.csv"
+    pd.DataFrame(rows, columns=["person", "trip", "seq", "lon", "lat"]).to_csv(path, index=False)
+    return path
+
+
+def test_trips_that_only_need_a_box_get_it_as_a_step_on_flows_and_people(tmp_path):
+    """Issue 27: a trips file that only needs a box read as a red error ending in 'upload again'. On Flows and on
+    People it is a step: the suggested box with its rows, a button that accepts it, and the file loads with that
+    box without being uploaded again; the 'Loaded' banner shows only while that file is the selected data."""
+    path = national_trips_csv(tmp_path)
+    for name, key in (("6_Flows.py", "flows"), ("7_People.py", "people")):
+        at = page(name, d="8")
+        at.file_uploader[0].set_value(("nation_trips.csv", path.read_bytes(), "text/csv")).run()
+        assert not at.exception, [e.message for e in at.exception]
+        assert not at.error, [e.value for e in at.error]
+        step = next(i.value for i in at.info if "Next step: choose the area of nation_trips.csv" in i.value)
+        assert "upload again" not in step and "Suggested" in step and "km wide" in step
+        at.button(key=f"fix:trip_bounds:{key}").click().run()
+        assert not at.exception, [e.message for e in at.exception]
+        box = step.split("`")[1]
+        assert at.text_input(key=f"w:trip_bounds:{key}").value == box
+        assert any("Loaded **nation_trips.csv**" in s.value for s in at.success)
+        source = "flows_dataset" if key == "flows" else "people_source"
+        assert at.session_state["cfg"][source].endswith(":nation_trips.csv")
+    # People: switch back to the bundled storms; the banner about the uploaded trips goes away
+    at.selectbox(key="w:people_source").set_value(state_sources()[0]).run()
+    assert not at.exception
+    assert not any("Loaded **nation_trips.csv**" in s.value for s in at.success)
+
+
+def state_sources() -> list[str]:
+    from ldpviz.app import state
+    return list(state.PEOPLE_SOURCES)

@@ -11,8 +11,8 @@ Three small pieces that need the browser (no Python API reaches them):
   been idle for :data:`SETTLE_MS` since it was written): a burst of changes leaves one entry, holding where the
   user settled, however slow the runs. A page switch always pushes.
 * **The window's width** goes into a cookie (``ldpviz_vw``) that :func:`ldpviz.app.ui.map_size` reads when a
-  session starts, so maps on a wide window are framed to their wider column (from the next session on: a
-  session's cookies are read once, when it connects).
+  session starts; on a first visit (no cookie yet) the page sets it and loads itself once more
+  (:func:`report_width`), so that visit too is framed to its real columns (issue 27).
 * **The basemap offline.** With the basemap on, the browser asks the basemap's host for its style once; if that
   fails (no internet, a blocked host) the note says the tiles could not load. With the basemap off nothing is
   fetched and nothing is checked.
@@ -49,6 +49,7 @@ div[data-testid="stDataFrame"].ldpviz-more-right::after {
   font-size: 0.7rem; color: #444; background: linear-gradient(to right, rgba(255,255,255,0), rgba(255,255,255,0.95) 60%);
 }
 div[data-testid="stElementContainer"]:has(> div > #ldpviz-history) { display: none; }
+div[data-testid="stElementContainer"]:has(> div > #ldpviz-first-visit) { display: none; }
 </style>"""
 
 _HISTORY_JS = """<div id="ldpviz-history"></div><script>
@@ -107,9 +108,47 @@ _BASEMAP_JS = """<div id="ldpviz-basemap-status" style="font-size:0.85rem"></div
 
 
 def page_assets() -> None:
-    """The table style and the history script, once per page run (the script installs itself once per tab)."""
+    """The table style, the history script (it installs itself once per tab) and the width report."""
     st.html(_CSS)
     st.sidebar.html(_HISTORY_JS.replace("SETTLE_MS", str(SETTLE_MS)), unsafe_allow_javascript=True)
+    report_width()
+
+
+#: Session-state key of a window width reported in this session (px); unused while the cookie does the job.
+WIDTH_KEY = "ldpviz_window_px"
+
+#: A first visit (no width cookie when the session started): the page keeps the width in the cookie and loads
+#: itself once more, so this very visit is framed to its real columns. Once per tab (sessionStorage), never a
+#: loop: with cookies blocked the page simply stays framed for the narrowest desktop.
+_FIRST_VISIT_JS = """<div id="ldpviz-first-visit"></div><script>
+(function () {
+  const w = window;
+  if (w.sessionStorage.getItem("ldpviz_vw_reloaded")) return;
+  w.sessionStorage.setItem("ldpviz_vw_reloaded", "1");
+  document.cookie = "ldpviz_vw=" + Math.round(w.innerWidth) + "; path=/; SameSite=Strict";
+  if (document.cookie.indexOf("ldpviz_vw=") >= 0) w.location.reload();
+})();
+</script>"""
+
+
+def known_width() -> int | None:
+    """The window's width as the server knows it: reported in this session (:func:`report_width`), else the
+    ``ldpviz_vw`` cookie read when the session started, else None."""
+    try:
+        reported = st.session_state.get(WIDTH_KEY)
+        if reported:
+            return int(reported)
+        value = st.context.cookies.get("ldpviz_vw")
+        return int(value) if value and str(value).isdigit() and 320 <= int(value) <= 10_000 else None
+    except Exception:   # noqa: BLE001 -- no browser (AppTest, bare mode)
+        return None
+
+
+def report_width() -> None:
+    """On a first visit (the session started without the width cookie), set it and load the page once more
+    (issue 27: the cookie alone framed the first visit for a narrower column until a reload)."""
+    if known_width() is None:
+        st.sidebar.html(_FIRST_VISIT_JS, unsafe_allow_javascript=True)
 
 
 def basemap_check() -> None:

@@ -15,7 +15,7 @@ import streamlit as st
 from ldpviz.app import browser, compute, state
 from ldpviz.app.ui import fmt_metres
 from ldpviz.app.session import bind, cfg as session_cfg, keep
-from ldpviz.data import datasets
+from ldpviz.data import datasets, synthetic
 from ldpviz.decide import explain
 from ldpviz import mechanisms
 from ldpviz.geo import region_choice as regions
@@ -39,9 +39,13 @@ def dataset_label(name: str, load: bool = True) -> str:
     """'Uploaded: file.csv', the dataset's label when it is loaded (``load``), else its registry name."""
     uploads = st.session_state.get("uploads", {})
     if name in uploads:
-        return f"Uploaded: {uploads[name].label}"
-    if not load:
-        return name
+        held = uploads[name]
+        twins = [n for n, d in uploads.items() if d.label == held.label]
+        if len(twins) > 1:        # the same file framed twice: say which is which, never two identical entries
+            return f"Uploaded: {held.label} · {held.n:,} rows, {held.default_region.name}"
+        return f"Uploaded: {held.label}"
+    if not load:      # the registry's label: never the internal id ('szipf', 'gmm')
+        return datasets.label(name) + (" (synthetic)" if name in synthetic.BUILDERS else "")
     try:
         data = compute.load_bundled(name)
     except (LdpvizInputError, FileNotFoundError):

@@ -50,6 +50,26 @@ def setup_page(title: str) -> dict[str, Any]:
 PAGE_ICON = str(Path(__file__).with_name("icon.png"))
 
 
+class _KeysRead(dict):
+    """A link's query that remembers which keys the decoder looked at (the others are unknown to it)."""
+
+    def __init__(self, query: dict[str, str]) -> None:
+        super().__init__(query)
+        self.keys_read: set[str] = set()
+
+    def __getitem__(self, key: str) -> str:
+        self.keys_read.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.keys_read.add(key)
+        return super().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        self.keys_read.add(str(key))
+        return super().__contains__(key)
+
+
 def current_query() -> dict[str, str]:
     return {k: st.query_params.get(k) for k in st.query_params.keys()}
 
@@ -75,9 +95,15 @@ def init() -> dict[str, Any]:
             held = uploads.get(name)
             if held is not None:
                 ss["uploads"][name] = held
-        cfg, warnings = state.decode(query, state.known_datasets(ss["uploads"]))
-        for ds, (name, region) in state.decode_saved_region(query).items():
+        read = _KeysRead(query)
+        cfg, warnings = state.decode(read, state.known_datasets(ss["uploads"]))
+        for ds, (name, region) in state.decode_saved_region(read).items():
             ss["saved_regions"].setdefault(ds, {})[name] = region
+        unread = [k for k in query if k not in read.keys_read and not k.startswith("p.")]
+        if unread:          # issue 27: never drop a link's parameter silently
+            warnings.append(f"link parameter{'s' if len(unread) > 1 else ''} "
+                            f"{', '.join(repr(k) for k in unread)} ignored: not a setting of this dashboard "
+                            "(a typo, or a link from another version?)")
         ss[CFG] = cfg
         ss[URL_WRITTEN] = query
         ss["link_region"] = cfg.get("region") if "region" in query else None

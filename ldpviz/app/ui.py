@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ldpviz.app import compute, state
+from ldpviz.app import browser, compute, state
 from ldpviz.decide import attacker, attacker_monte_carlo as attacker_mc, explain
 from ldpviz.render import export, maps as viz, png as render
 from ldpviz import mechanisms, metrics
@@ -41,24 +41,37 @@ _CHROME_PX = 460
 _COLUMN_GAP_PX = 16
 
 
+#: Below this window width Streamlit stacks columns (its small-screen breakpoint): every map is the column's width.
+STACKED_BELOW_PX = 640
+#: Main-area padding on a small screen (1 rem each side, plus the scroll bar's allowance): 390 - 356.
+_NARROW_CHROME_PX = 34
+
+
 def column_widths(window_px: int | None) -> dict[str, int]:
-    """Column widths per map slot for a desktop window ``window_px`` wide (the sidebar open), never narrower than
-    :data:`DESKTOP_WIDTHS` (measured at 1024 px, the narrowest desktop): unknown or narrower windows get those."""
-    if not window_px or window_px <= 1024:
+    """Column widths per map slot for a window ``window_px`` wide (the sidebar open on a desktop): the measured
+    :data:`DESKTOP_WIDTHS` at 1024 px or for an unknown width, wider columns on wider windows, and on a window
+    narrower than 1024 px the narrower columns it really has (issue 27: a 390 px window without a phone's
+    User-Agent was framed for 560 px and clipped the outline): stacked full-width columns below
+    :data:`STACKED_BELOW_PX`, else the 1024 px layout shrunk by the missing width. A map framed narrower than its
+    column leaves blank beside it; one framed wider is cut, so a guess errs narrow."""
+    if not window_px or window_px == 1024:
         return dict(DESKTOP_WIDTHS)
+    if window_px < STACKED_BELOW_PX:
+        width = max(200, int(window_px) - _NARROW_CHROME_PX)
+        return {slot: width for slot in DESKTOP_WIDTHS}
+    if window_px < 1024:
+        content = max(window_px - _CHROME_PX, 3 * 120 + 2 * _COLUMN_GAP_PX)
+        return {"full": content - 4, "half": (content - _COLUMN_GAP_PX) // 2,
+                "third": (content - 2 * _COLUMN_GAP_PX) // 3}
     content = window_px - _CHROME_PX
     found = {"full": content - 4, "half": (content - _COLUMN_GAP_PX) // 2,
              "third": (content - 2 * _COLUMN_GAP_PX) // 3}
     return {slot: max(DESKTOP_WIDTHS[slot], int(found[slot])) for slot in DESKTOP_WIDTHS}
 
 
-def _window_width() -> int | None:
-    """The browser window's width from the ``ldpviz_vw`` cookie (:mod:`ldpviz.app.browser`), or None."""
-    try:
-        value = st.context.cookies.get("ldpviz_vw")
-        return int(value) if value and str(value).isdigit() and 320 <= int(value) <= 10_000 else None
-    except Exception:   # no browser (AppTest, bare mode)
-        return None
+def window_width() -> int | None:
+    """The browser window's width (:func:`ldpviz.app.browser.known_width`), or None."""
+    return browser.known_width()
 
 
 def map_size(slot: str, region: Region | None = None) -> dict[str, int]:
@@ -76,7 +89,11 @@ def map_size(slot: str, region: Region | None = None) -> dict[str, int]:
         agent = str(st.context.headers.get("User-Agent") or "")
     except Exception:   # no browser (AppTest, bare mode): a desktop
         agent = ""
-    width = PHONE_WIDTH if "Mobile" in agent else column_widths(_window_width())[slot]
+    known = window_width()
+    if "Mobile" in agent:           # a phone stacks its columns: the screen's width when known, else PHONE_WIDTH
+        width = min(PHONE_WIDTH, column_widths(known)["full"]) if known and known < STACKED_BELOW_PX else PHONE_WIDTH
+    else:
+        width = column_widths(known)[slot]
     aspect = viz.mercator_aspect(region) if region is not None else 1.0
     height = int(np.clip(round(0.92 * width * aspect + 2 * MAP_PAD_PX), 0.5 * width, 1.5 * width))
     return {"width": width, "height": height}
@@ -104,6 +121,13 @@ def fmt_metric(key: str, value: float) -> str:
 
 def metric_label(key: str) -> str:
     return metrics.METRIC_INFO.get(key, {}).get("label", key)
+
+
+def metric_name(key: str) -> str:
+    """The metric's label without its unit ('W2', not 'W2 (m)'): for headers and labels whose values are written by
+    :func:`fmt_metric`, which carry their own unit (m or km), so 'W2 (m) 69.5 km' cannot happen."""
+    label = metric_label(key)
+    return label[:-4] if label.endswith(" (m)") else label
 
 
 def lower_is_better(key: str) -> bool:
@@ -173,12 +197,14 @@ def fmt_range(key: str, ci: tuple[float, float, float]) -> str:
 
 
 def readouts(result: Result, previous: dict[str, float] | None, seconds: float, cached: bool,
-             other_data: bool = False, pending: int = 0) -> None:
+             other_data: bool = False, pending: int = 0, no_privacy: bool = False) -> None:
     """st.metric per headline metric (two rows of three, so labels and values fit a narrow screen): the mean over
     trials with its 95% interval (three trials or more), and the change since the previous setting. ``previous``
     must be None unless it was measured on the same data and region (:func:`data_key`); ``other_data`` says the
     previous setting used other data or another region (the caption then says why no arrows are shown);
-    ``pending``: trials still running after this first one (the caption says the intervals follow)."""
+    ``pending``: trials still running after this first one (the caption says the intervals follow);
+    ``no_privacy``: this setting gives practically no privacy (:func:`gives_no_privacy`), so a gain in accuracy
+    is not progress: its arrows are grey and say so (issue 27)."""
     means = result.mean()
     keys = [k for k in READOUTS if k in means]
     approximate = result.approximate_readouts() if hasattr(result, "approximate_readouts") else {}
@@ -190,6 +216,8 @@ def readouts(result: Result, previous: dict[str, float] | None, seconds: float, 
         if previous and key in previous and np.isfinite(previous[key]) and np.isfinite(value):
             change = value - previous[key]
             delta = f"{'+' if change >= 0 else '-'}{fmt_metric(key, abs(change))}"
+            if no_privacy:
+                delta += ", at no privacy"
         approx = approximate.get(key)
         ci = interval(result, key)
         shown = fmt_interval(key, ci) if ci else fmt_metric(key, value)
@@ -198,7 +226,7 @@ def readouts(result: Result, previous: dict[str, float] | None, seconds: float, 
                 + f"): {fmt_metric(key, ci[1])} to {fmt_metric(key, ci[2])}. " if ci else
                 f"One value from {trials} trial(s): no interval (it needs {MIN_TRIALS_FOR_INTERVAL} or more trials). ")
         col.metric(SHORT_LABELS.get(key, metric_label(key)), ("≈ " if approx else "") + shown,
-                   delta=delta, delta_color="inverse" if lower_is_better(key) else "normal",
+                   delta=delta, delta_color="off" if no_privacy else ("inverse" if lower_is_better(key) else "normal"),
                    help=explain.readout_help(key, approx.note(metric_label(key), 'm') if approx else "")
                    + "\n\n" + what.strip())
     slots[len(keys)].metric("Run time", f"{result.timings['total']:.2f} s",
@@ -222,8 +250,37 @@ def readouts(result: Result, previous: dict[str, float] | None, seconds: float, 
                      "one (raise Trials in the sidebar)")
     if other_data:
         notes.append("no change arrows: the previous setting used other data or another region")
+    elif previous and no_privacy:
+        notes.append("grey arrows: any better accuracy comes at practically no privacy, which is no progress")
     text = " · ".join(notes)
     st.caption(text[:1].upper() + text[1:] + ".")
+
+
+#: Fewer users per cell than this, on average over the region, and the map is mostly noise (the Data page's rule).
+FEW_USERS_PER_CELL = 5
+
+
+def few_users_warning(n_users: int, side: int) -> str | None:
+    """A warning when a map rests on too few users for its grid (issue 27: Explore was silent about 1 user), with
+    the numbers that show it; None otherwise."""
+    cells = side * side
+    if n_users >= FEW_USERS_PER_CELL * cells:
+        return None
+    if n_users <= 1:
+        return (f"**Estimates from {explain.plural(n_users, 'user')} say nothing** about where people are: every "
+                "readout and map here is one person's report and the noise around it. Choose more users (sidebar) "
+                "or a region that holds more people.")
+    return (f"**Mostly noise:** {explain.plural(n_users, 'user')} over {side} × {side} = {cells:,} cells is "
+            f"{n_users / cells:.2g} per cell on average; below {FEW_USERS_PER_CELL} per cell the noise drowns the map. "
+            "Choose more users, a larger region or a smaller grid side d.")
+
+
+def gives_no_privacy(mechanism: str, weak_warning: str | None) -> bool:
+    """Whether a setting gives practically no privacy: the no-privacy reference, or a setting that carries
+    :func:`ldpviz.decide.privacy_scale.weak_privacy_warning` at its "practically no privacy" level (passed in,
+    computed once by the page; a merely weak setting, between 5 and 10, still counts its gains)."""
+    return (bool(weak_warning) and weak_warning.startswith("Practically no privacy")) or \
+        mechanisms.get(mechanism).privacy_model == mechanisms.NO_PRIVACY
 
 
 #: Local privacy is computed on the page only up to these grid sides (larger grids say so instead).
@@ -367,8 +424,8 @@ def summary_sentence(result: Result, attacker: tuple[float | None, float | None,
     pop, uni, why = attacker
     if pop is not None:
         return text + (f"; an attacker's best guess of one person's location, knowing the population density "
-                       f"(the data set's own density stands in for a census), is off by **{fmt_metres(pop)}** "
-                       f"on average"
+                       f"(the data set's own density stands in for a census), is off by **{fmt_metres(pop)}** from their exact "
+                       f"position on average"
                        + (f" and lands within {fmt_metres(default_r_m(result.grid))} "
                           f"({r_note(result.grid, default_r_m(result.grid))}) of them {share_text(within_r)} of the time"
                           if within_r is not None else "")
@@ -438,7 +495,7 @@ def confidence_table(df: pd.DataFrame, by: str, metric_keys: list[str]) -> pd.Da
     for key in metric_keys:
         if key in df:
             floor = metric_floor(key)
-            out[metric_label(key)] = [
+            out[metric_name(key)] = [
                 f"{fmt_metric(key, m)} [{fmt_metric(key, lo if floor is None else max(lo, floor))}, "
                 f"{fmt_metric(key, hi)}]" if hi > lo else fmt_metric(key, m)
                 for m, lo, hi in zip(df[key], df[f"{key}_lo"], df[f"{key}_hi"])]

@@ -19,7 +19,7 @@ import streamlit as st
 
 from ldpviz.data import datasets, trajectories
 from ldpviz.errors import LdpvizInputError, RegionTooLargeError
-from ldpviz.geo.region_suggestion import SUGGESTED_DATA_USE, suggest_bbox
+from ldpviz.geo.region_suggestion import SUGGESTED_DATA_USE, box_size_km, suggest_bbox
 from ldpviz.mechanisms.fo.private_region import upload_frame
 
 PREFIX = "upload:"
@@ -105,9 +105,8 @@ def read_points(read_key: tuple, file: object, **kwargs: object) -> datasets.Rea
 
 
 #: How a region reads when its bounds are the box the page suggested from the rows.
-SUGGESTED_USE = ("the box the Data page suggested from where most of the file's rows are (the densest box about "
-                 "{side:,.0f} km across, rounded out to 0.1 degree): it depends on the rows and is not covered by "
-                 "epsilon")
+SUGGESTED_USE = ("the box the Data page suggested from where most of the file's rows are (the densest box, {size}, "
+                 "in whole degrees): it depends on the rows and is not covered by epsilon")
 
 
 def frame(points: datasets.ReadPoints, bounds: tuple[float, float, float, float] | None, rule: str,
@@ -116,7 +115,7 @@ def frame(points: datasets.ReadPoints, bounds: tuple[float, float, float, float]
     """The dataset of ``points``: the rows inside ``bounds`` (as ``ldpviz run --csv --bbox`` keeps), or framed by
     ``rule``; raises :class:`ldpviz.data.datasets.NeedsBounds` when the rule frames nothing. Bounds equal to the
     ``suggested`` box are labelled as read from the rows. Held like any upload."""
-    use = SUGGESTED_USE.format(side=side_km) if bounds is not None and suggested is not None and tuple(
+    use = SUGGESTED_USE.format(size=box_phrase(suggested)) if bounds is not None and suggested is not None and tuple(
         bounds) == tuple(suggested) else ""
     return keep(datasets.frame_points(points, bbox=bounds, frame=upload_frame(rule, epsilon0), bbox_data_use=use))
 
@@ -127,6 +126,51 @@ def suggestion(points: datasets.ReadPoints, side_km: float) -> tuple[tuple[float
     scale on the page."""
     box = suggest_bbox(points.lon, points.lat)
     return box.bbox, box.rows_inside
+
+
+def bbox_text(box: tuple[float, float, float, float]) -> str:
+    """'W, S, E, N' as a bounds field reads it."""
+    return ", ".join(f"{v:g}" for v in box)
+
+
+def box_phrase(box: tuple[float, float, float, float]) -> str:
+    """'about 5,060 km wide and 2,670 km tall': the box's own size (never a fixed scale), 3 significant digits."""
+    width, height = box_size_km(box)
+    return f"about {float(f'{width:.3g}'):,g} km wide and {float(f'{height:.3g}'):,g} km tall"
+
+
+def bounds_step(container: Any, *, filename: str, why: str, box: tuple[float, float, float, float] | None,
+                inside: int, total: int, key: str, on_accept: Any, field: str) -> None:
+    """Ask for the box a file needs as the next step (not an error): what to do, the suggested box with its rows,
+    a button that accepts it, and the reason in the tool's own words folded away (issue 27: six of ten error
+    boxes a newcomer met were this). ``field`` names the bounds field to type into; ``on_accept`` gets the box's
+    text."""
+    text = bbox_text(box) if box is not None else ""
+    lines = [f"**Next step: choose the area of {filename} to study.** ldpviz could not pick a region from the rows "
+             f"by itself, so the map needs a box (west, south, east, north in degrees) typed in '{field}'."]
+    if box is not None:
+        lines.append(f"Suggested: `{text}`, {box_phrase(box)}, holds **{inside:,} of {total:,} rows** "
+                     f"({100 * inside / max(total, 1):.0f}%). It is read from where most of your rows are; accept "
+                     "it, or type your own box.")
+    container.info("\n\n".join(lines), icon=":material/crop_free:")
+    if box is not None:
+        container.button("Use the suggested bounds", key=key, type="primary", on_click=on_accept, args=(text,))
+    with container.expander("Why ldpviz asks"):
+        st.caption(why)
+
+
+def clear_bounds_for_a_new_file(file: Any, seen_key: str, bounds: str) -> str | None:
+    """The bounds typed for the previous file, when ``file`` is another one (the caller clears them); else None.
+
+    Bounds typed before the first file stay (they were meant for it). Issue 27: the field kept the last file's box
+    and the new file then read "none of the rows has a usable coordinate"."""
+    ss = st.session_state
+    fid = getattr(file, "file_id", getattr(file, "name", None)) if file is not None else None
+    seen = ss.get(seen_key)
+    if fid is None or fid == seen:
+        return None
+    ss[seen_key] = fid
+    return bounds if seen is not None and str(bounds or "").strip() else None
 
 
 def _typed_bounds(text: str) -> tuple[float, float, float, float] | None:
@@ -160,7 +204,11 @@ def trip_uploads() -> dict[str, trajectories.Trajectories]:
 def trip_label(name: str) -> str | None:
     """'Your trips: file.csv' for an uploaded trips file, else None."""
     held = trip_uploads().get(name)
-    return f"Your trips: {held.label}" if held is not None else None
+    if held is None:
+        return None
+    if sum(t.label == held.label for t in trip_uploads().values()) > 1:    # one file framed twice: tell them apart
+        return f"Your trips: {held.label} · {held.n_trips:,} trips, {held.default_region.name}"
+    return f"Your trips: {held.label}"
 
 
 def trip_uploader(container: Any, page: str) -> str | None:
@@ -171,6 +219,7 @@ def trip_uploader(container: Any, page: str) -> str | None:
     :func:`show_trip_message`.
     """
     ss = st.session_state
+    bounds_key = f"w:trip_bounds:{page}"
     file = container.file_uploader("Your trips (CSV or Parquet: person, trip, seq, lon, lat)",
                                    type=TRIP_FILE_TYPES, key=f"w:trip_upload:{page}",
                                    help="One row per point. Within each trip the points are put in order by the "
@@ -180,12 +229,15 @@ def trip_uploader(container: Any, page: str) -> str | None:
                                         "columns used. Read with the same checks as `ldpviz od --file`; kept in "
                                         "this server's memory only, for this session and the Flows and People "
                                         "pages.")
-    container.text_input("Bounds for your trips (W,S,E,N, optional)", key=f"w:trip_bounds:{page}",
+    cleared = clear_bounds_for_a_new_file(file, f"trip_file_seen:{page}", ss.get(bounds_key, ""))
+    if cleared:
+        ss[bounds_key] = ""
+    container.text_input("Bounds for your trips (W,S,E,N, optional)", key=bounds_key,
                          placeholder="e.g. -93.33,44.89,-93.19,45.05",
                          help="Only the rows inside this box are kept (counted), and the box is the region, exactly "
                               "as `ldpviz od --file F --bbox W,S,E,N`: ldpviz reads no users' data to use it (the "
                               "box suggested from your rows is labelled as read from them). Empty: the Data page's "
-                              "rule for uploads (private map tiles paid with ε0 per row by default).")
+                              "rule for uploads (private map tiles paid with ε0 once per person by default).")
     if file is None:
         return None
     attempt = (page, getattr(file, "file_id", file.name), ss.get(f"w:trip_bounds:{page}", ""))
@@ -202,11 +254,11 @@ def trip_uploader(container: Any, page: str) -> str | None:
             file, filename=file.name, max_bytes=MAX_TRIP_BYTES, bbox=bbox, bbox_data_use=use,
             frame=upload_frame(cfg.get("upload_rule", "private-tiles"), float(cfg.get("upload_epsilon0", 0.5))))
     except RegionTooLargeError as exc:
-        box = f" Suggested bounds: `{exc.suggestion.as_text()}`." if exc.suggestion is not None else ""
-        ss["trip_suggested_bbox"] = exc.suggestion.bbox if exc.suggestion is not None else None
-        ss["trip_message"] = ("error", f"**The trips file needs bounds:** {exc} Type W,S,E,N in 'Bounds for your "
-                                       f"trips' above and upload again.{box}")
-        ss["trip_attempt"] = None
+        sug = exc.suggestion
+        ss["trip_suggested_bbox"] = sug.bbox if sug is not None else None    # its provenance, if typed back
+        ss["trip_message"] = ("bounds", {"filename": file.name, "why": str(exc), "page": page,
+                                         "box": sug.bbox if sug is not None else None,
+                                         "inside": getattr(sug, "rows_inside", 0), "total": getattr(sug, "rows_total", 0)})
         return None
     except LdpvizInputError as exc:
         ss["trip_message"] = ("error", f"**The trips file could not be used:** {exc}")
@@ -215,7 +267,8 @@ def trip_uploader(container: Any, page: str) -> str | None:
     _store().put(trips)
     trip_uploads()[trips.name] = trips
     region = trips.default_region
-    ss["trip_message"] = ("success", f"Loaded **{trips.label}**: {trips.n_people:,} "
+    ss["trip_message"] = ("success", trips.name, (f"The bounds typed for the previous file ({cleared}) were cleared "
+                                                  "for this one. " if cleared else "") + f"Loaded **{trips.label}**: {trips.n_people:,} "
                                      f"{'person' if trips.n_people == 1 else 'people'}, {trips.n_trips:,} "
                                      f"{'trip' if trips.n_trips == 1 else 'trips'}, {trips.n_points:,} points. "
                                      f"{trips.report.summary()} Region '{region.name}': "
@@ -223,8 +276,17 @@ def trip_uploader(container: Any, page: str) -> str | None:
     return trips.name
 
 
-def show_trip_message(container: Any) -> None:
-    kind, message = st.session_state.get("trip_message", (None, None))
-    if kind:
-        {"error": container.error, "success": container.success}[kind](
-            message, icon=":material/error:" if kind == "error" else ":material/check_circle:")
+def show_trip_message(container: Any, selected: str | None = None) -> None:
+    """The last trips upload's outcome: the bounds step, an error, or 'Loaded' -- the latter only while that file is
+    the ``selected`` data (issue 27: the banner stayed over the bundled storms)."""
+    ss = st.session_state
+    kind, *rest = ss.get("trip_message", (None, None))
+    if kind == "bounds":
+        m = rest[0]
+        bounds_step(container, filename=m["filename"], why=m["why"], box=m["box"], inside=m["inside"],
+                    total=m["total"], key=f"fix:trip_bounds:{m['page']}", field="Bounds for your trips",
+                    on_accept=lambda text: st.session_state.update({f"w:trip_bounds:{m['page']}": text}))
+    elif kind == "error":
+        container.error(rest[0], icon=":material/error:")
+    elif kind == "success" and (selected is None or selected == rest[0]):
+        container.success(rest[1], icon=":material/check_circle:")

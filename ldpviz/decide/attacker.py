@@ -14,11 +14,15 @@ posterior pi(x | y) ~ P(y | x) pi(x). Two priors, always named:
 * **uniform prior**: an attacker who thinks people could be anywhere in the region
   (the DAM paper's LP assumption).
 
-For each, with D(x, x') the distance between cell centres:
+For each, with D(x, x') the expected distance between a person *at an exact position*
+uniformly inside cell x and the centre of cell x' (:mod:`ldpviz.decide.cell_distances`; issue
+27: never centre to centre, which scored a right cell as 0 m while "within r" measured real
+positions, so the two readings contradicted each other on large cells):
 
-* ``best_guess_error_m``: expected distance between a person's cell and the
+* ``best_guess_error_m``: expected distance between a person's position and the
   attacker's *best guess* x_hat(y) = argmin_x' sum_x pi(x|y) D(x, x') (the guess that
   minimises the expected error: Shokri et al.'s optimal attack for the distance loss);
+  even a right guess is off by 0.38 of a cell side on average;
 * ``within_r``: probability that an attacker *aiming* to get within ``r_m`` metres
   (guessing the cell centre whose r-disc holds the most posterior mass) lands within
   ``r_m`` of the person's *position*: people sit uniformly inside their cell, and the
@@ -27,7 +31,9 @@ For each, with D(x, x') the distance between cell centres:
   than r says nothing about distance. ``r_m`` scales with the region: by default
   :data:`DEFAULT_R_SHARE` of its side (:func:`default_r_m`), or the user's choice;
 * ``posterior_draw_error_m``: expected distance when the guess is drawn from the
-  posterior -- with the uniform prior this is exactly the DAM paper's LP (eq. 16);
+  posterior -- with the uniform prior this is the DAM paper's LP (eq. 16) measured from
+  positions instead of cell centres (never below the paper's figure, at most 0.38 of a
+  cell side above it);
 * ``no_report_*``: the same for the prior alone (what the attacker knows without the
   report), so the report's contribution is visible.
 
@@ -51,6 +57,7 @@ from ldpviz.decide.cell_distances import rows_times_distance
 from ldpviz.decide.attacker_monte_carlo import MC_MAX_CELLS, MC_SEED, monte_carlo_figures, supports_monte_carlo
 from ldpviz.geo.domain import Grid
 from ldpviz.errors import LdpvizInputError, require
+from ldpviz.wording import length
 from ldpviz.mechanisms.base import CENTRAL_DP, Mechanism
 
 POPULATION = "population"
@@ -103,18 +110,16 @@ class Attack:
         return (f"For {self.prior_label}, the best guess of a person's location from their report is off by "
                 f"{_length(self.best_guess_error_m)} on average and lands within {self.r_text} of them "
                 f"{share_text(self.within_r)} of the time{precision} (without the report: "
-                f"{_length(self.no_report_error_m)}, {share_text(self.no_report_within_r)}).")
+                f"{_length(self.no_report_error_m)}, {share_text(self.no_report_within_r)}; both measured from "
+                f"the person's exact position, anywhere in their cell).")
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "sentence": self.sentence()}
 
 
 def _length(metres: float) -> str:
-    """'25 km', '5,983 km', '250 m': three significant digits, never in exponent form."""
-    if metres >= 1000:
-        km = metres / 1000
-        return f"{km:,.0f} km" if km >= 100 else f"{float(f'{km:.3g}'):g} km"
-    return f"{metres:,.0f} m" if metres >= 100 else f"{float(f'{metres:.3g}'):g} m"
+    """'25 km', '5,983 km', '250 m': the one distance formatter (:func:`ldpviz.wording.length`)."""
+    return length(metres)
 
 
 def share_text(p: float) -> str:

@@ -3,10 +3,15 @@ expected error and within-r probability are made of (shared by the exact and Mon
 :mod:`ldpviz.decide.attacker` and :mod:`ldpviz.decide.attacker_monte_carlo`).
 
 A person sits anywhere inside their grid cell (uniformly: the modelling choice both
-attackers state); the attacker's guess is a cell centre. Two kernels of the offset
-(i, j) (in cells) between the person's cell and the guessed centre:
+attackers state); the attacker's guess is a cell centre. Both figures are measured from the
+person's *exact position* to the guessed point (issue 27: the mean error used to be
+centre-to-centre, 0 m for a right cell, while "within r" used positions, so on large cells
+the two readings contradicted each other). Two kernels of the offset (i, j) (in cells)
+between the person's cell and the guessed centre:
 
-* :func:`distance_kernel`: the centre-to-centre distance |(i, j)| (cells);
+* :func:`distance_kernel`: the expected distance from a position uniform in the unit
+  square centred at (i, j) to the origin (cells; closed form, below) -- 0.383 of a cell
+  side for the right cell, never 0, and |(i, j)| plus a little further away;
 * :func:`within_kernel`: the probability that the person is within ``r`` of the
   guessed centre, i.e. the area of the unit square centred at (i, j) that lies inside
   the disc of radius ``r`` around the origin -- computed exactly (closed form, below).
@@ -32,10 +37,37 @@ def offsets(side: int) -> np.ndarray:
     return np.arange(-(side - 1), side, dtype=float)
 
 
-def distance_kernel(side: int) -> np.ndarray:
+def centre_distance_kernel(side: int) -> np.ndarray:
     """Centre-to-centre distances (cells) for offsets -(d-1)..(d-1) on both axes, a (2d-1, 2d-1) array."""
     r = offsets(side)
     return np.hypot(r[:, None], r[None, :])
+
+
+def _quadrant_distance_integral(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The integral of sqrt(x^2 + y^2) over [0, a] x [0, b], a, b >= 0 (closed form):
+    (a b h) / 3 + (a^3 / 6) ln((b + h) / a) + (b^3 / 6) ln((a + h) / b), with h = sqrt(a^2 + b^2)
+    (each log term tends to 0 with its cube)."""
+    h = np.hypot(a, b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ta = np.where(a > 0, a ** 3 / 6 * np.log((b + h) / np.where(a > 0, a, 1.0)), 0.0)
+        tb = np.where(b > 0, b ** 3 / 6 * np.log((a + h) / np.where(b > 0, b, 1.0)), 0.0)
+    return a * b * h / 3 + np.nan_to_num(ta) + np.nan_to_num(tb)
+
+
+def mean_distance_from_square(cx: np.ndarray, cy: np.ndarray) -> np.ndarray:
+    """E|p| for p uniform in the unit square centred at (cx, cy): the mean distance (cells) from a position
+    spread uniformly in that cell to the origin (inclusion-exclusion over the square's corners)."""
+    def signed(x, y):
+        return np.sign(x) * np.sign(y) * _quadrant_distance_integral(np.abs(x), np.abs(y))
+    x0, x1, y0, y1 = cx - 0.5, cx + 0.5, cy - 0.5, cy + 0.5
+    return signed(x1, y1) - signed(x0, y1) - signed(x1, y0) + signed(x0, y0)
+
+
+def distance_kernel(side: int) -> np.ndarray:
+    """Expected distances (cells) from a position uniform in the cell at offset (i, j) to the origin (a guessed
+    centre), for offsets -(d-1)..(d-1) on both axes, a (2d-1, 2d-1) array."""
+    r = offsets(side)
+    return mean_distance_from_square(r[:, None], r[None, :])
 
 
 def _quadrant_area(x: np.ndarray, y: np.ndarray, rho: float) -> np.ndarray:
@@ -96,7 +128,8 @@ def rows_times_kernel(J: np.ndarray, side: int, kernel: np.ndarray) -> np.ndarra
 
 
 def rows_times_distance(J: np.ndarray, side: int, within: float | None = None) -> np.ndarray:
-    """E = J @ K for K[x, x'] = |c_x - c_x'| (cells), or, with ``within`` (cells), the probability that a person
-    uniform in cell x is within that distance of the centre of x' (:func:`within_kernel`)."""
+    """E = J @ K for K[x, x'] = the expected distance (cells) from a person uniform in cell x to the centre of x'
+    (:func:`distance_kernel`), or, with ``within`` (cells), the probability that such a person is within that
+    distance of the centre of x' (:func:`within_kernel`): both from the person's exact position."""
     kernel = distance_kernel(side) if within is None else within_kernel(side, within)
     return rows_times_kernel(J, side, kernel)

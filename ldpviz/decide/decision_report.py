@@ -31,6 +31,8 @@ from ldpviz.mechanisms import accounting
 from ldpviz.decide.explain import epsilon_plain, metric_explanation, metric_readout
 from ldpviz.metrics import METRIC_INFO
 from ldpviz.decide.privacy_scale import common_terms
+from ldpviz.geo.domain import Region, bounds_text
+from ldpviz.mechanisms.fo.private_region import PRIVATE_TILES, PUBLIC_TILES
 
 #: The quick audit: a 4 x 4 grid over a nominal 10 km square, this many samples per input.
 AUDIT_SIDE = 4
@@ -77,17 +79,58 @@ def _figure(png: bytes, caption: str, alt: str) -> str:
             f"<figcaption>{_e(caption)}</figcaption></figure>")
 
 
-def _reproduction(scenario: experiment.Scenario, r_m: float) -> str:
-    args = ["ldpviz", "report", "--dataset", scenario.dataset, "--mechanism", scenario.mechanism,
+def is_upload(dataset: datasets.Dataset | None, name: str) -> bool:
+    """Whether the scenario's data is a user's file (``upload:...``), not a bundled data set."""
+    return name.startswith("upload:") or (dataset is not None and dataset.report is not None)
+
+
+def data_arguments(scenario: experiment.Scenario, dataset: datasets.Dataset | None = None) -> list[str]:
+    """The ``ldpviz`` options that load the scenario's data and frame its region as the scenario did.
+
+    A bundled data set is ``--dataset NAME``; a user's file is ``--csv FILE`` (its name as uploaded, with the
+    columns read) and its framing: ``--bbox=W,S,E,N`` for a typed or accepted box, else the region rule and its
+    epsilon0 (``--dataset upload:...`` names a file only this session held: the command line cannot load it).
+    """
+    region = scenario.region
+    if is_upload(dataset, scenario.dataset):
+        filename = dataset.label if dataset is not None else scenario.dataset.split(":")[-1]
+        args = ["--csv", filename]
+        if dataset is not None and dataset.report is not None:
+            args += ["--lat-column", dataset.report.lat_column, "--lon-column", dataset.report.lon_column]
+        if isinstance(region, Region) and region.bounds is not None:
+            return args + [f"--bbox={bounds_text(region.bounds)}"]
+        if isinstance(region, Region) and region.epsilon_spent > 0:
+            return args + ["--region-rule", PRIVATE_TILES, "--region-epsilon", f"{region.epsilon_spent:g}"]
+        return args + ["--region-rule", PUBLIC_TILES]
+    args = ["--dataset", scenario.dataset]
+    if isinstance(region, str):
+        return args + ["--region", region]
+    if isinstance(region, Region) and region.bounds is not None:
+        return args + [f"--bbox={bounds_text(region.bounds)}"]
+    return args
+
+
+def _reproduction(scenario: experiment.Scenario, r_m: float,
+                  dataset: datasets.Dataset | None = None) -> tuple[str, str]:
+    args = ["ldpviz", "report", *data_arguments(scenario, dataset), "--mechanism", scenario.mechanism,
             "--epsilon", f"{scenario.epsilon:g}", "--grid", str(scenario.grid_side), "--seed", str(scenario.seed),
             "--trials", str(scenario.trials), "--r", f"{r_m:g}"]
-    if isinstance(scenario.region, str):
-        args += ["--region", scenario.region]
     if scenario.n_users is not None:
         args += ["--users", str(scenario.n_users)]
     for key, value in scenario.params:
         args += ["--param", f"{key}={value}"]
     args += ["--out", "report.html"]
+    if is_upload(dataset, scenario.dataset):
+        filename = dataset.label if dataset is not None else scenario.dataset.split(":")[-1]
+        load = ("from ldpviz.data import datasets\n"
+                "from ldpviz.mechanisms.fo.private_region import upload_frame\n"
+                f"data = datasets.load_file({filename!r}" + _python_framing(scenario.region) + ")   # your file\n")
+        py = (f"from ldpviz import Scenario, run\n{load}"
+              f"result = run(Scenario(dataset=data.name, mechanism={scenario.mechanism!r}, "
+              f"epsilon={scenario.epsilon!r}, grid_side={scenario.grid_side}, region=data.default_region, "
+              f"params={dict(scenario.params)!r}, n_users={scenario.n_users!r}, seed={scenario.seed}, "
+              f"trials={scenario.trials}), data)\nprint(result.summary())")
+        return " ".join(shlex.quote(a) for a in args), py
     py = (f"from ldpviz import Scenario, run\n"
           f"result = run(Scenario(dataset={scenario.dataset!r}, mechanism={scenario.mechanism!r}, "
           f"epsilon={scenario.epsilon!r}, grid_side={scenario.grid_side}, region={scenario.region!r}, "
@@ -131,6 +174,15 @@ def _deploy_section(scenario: experiment.Scenario, region: Any, presets: dict) -
     cmd = (f"<pre>{_e(command)}</pre>" if command else
            "<p class=\"note\">This region was not typed or chosen from a preset; give its bounds with --bbox.</p>")
     return f"<p>{_e(what)}</p>{cmd}"
+
+
+def _python_framing(region: Any) -> str:
+    """The load_file arguments that frame a file as ``region`` was framed (its box, or the region rule)."""
+    if isinstance(region, Region) and region.bounds is not None:
+        return f", bbox={region.bounds!r}"
+    if isinstance(region, Region) and region.epsilon_spent > 0:
+        return f", frame=upload_frame({PRIVATE_TILES!r}, {region.epsilon_spent!r})"
+    return f", frame=upload_frame({PUBLIC_TILES!r})"
 
 
 def _audit_section(scenario: experiment.Scenario, run_audit: bool) -> str:
@@ -241,14 +293,15 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
                                f"within {r_m:,.0f} m without the report"], rows, {1, 2, 3, 4}) +
                        "<p class='note'>The attacker knows the mechanism, sees one person's report and makes the "
                        "guess that minimises the expected distance (Bayes' rule; Shokri et al. S&amp;P'11). "
-                       "Errors are distances between cell centres; 'within " + _e(r_text) + "' is scored against "
-                       "people's positions inside their cells (spread uniformly), aiming at a cell centre, so naming "
-                       "the right cell counts only for the part of it within r. Modelling choice: the population prior is the data "
+                       "Both the errors and 'within " + _e(r_text) + "' are measured from people's exact positions "
+                       "inside their cells (spread uniformly) to the attacker's guess (a cell centre), so a right "
+                       "cell is still off by 0.38 of a cell side on average and counts as 'within' only for the part "
+                       "of it within r. Modelling choice: the population prior is the data "
                        "set's own density, standing in for a census. " + how + "</p>")
     else:
         attack_html = f"<p>{_e(attack['sentence'])}</p>"
 
-    cli, py = _reproduction(scenario, r_m)
+    cli, py = _reproduction(scenario, r_m, dataset)
     params = mech.effective_params()
     scenario_rows = [
         ["Data set", f"{dataset.label} ({dataset.name})"],

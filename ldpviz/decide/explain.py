@@ -16,7 +16,7 @@ import math
 from typing import Any
 
 from ldpviz.errors import require
-from ldpviz.wording import number, plural  # noqa: F401 -- the pages' wording helpers, re-exported
+from ldpviz.wording import length, number, plural  # noqa: F401 -- the pages' wording helpers, re-exported
 from ldpviz.mechanisms.base import CENTRAL_DP, GEO_I, GEO_I_UNIT, GEO_I_UNIT_M, LDP, NO_PRIVACY
 from ldpviz.metrics import METRIC_INFO
 from ldpviz.decide.privacy_scale import ratio_text
@@ -68,7 +68,7 @@ def exp_ratio_text(exponent: float) -> str:
 
 
 def _length(metres: float) -> str:
-    return f"{metres / 1000:.3g} km" if metres >= 1000 else f"{metres:.3g} m"
+    return length(metres)
 
 
 def epsilon_plain(epsilon: float, model: str = LDP, *, distances_m: tuple[float, ...] = (500.0, 1000.0, 5000.0),

@@ -38,6 +38,7 @@ from ldpviz.mechanisms.accounting import (LOG_RATIO_TEXT_LIMIT, NO_PRIVACY_LOG_R
                                           collection_ledger, ratio_text)
 from ldpviz.mechanisms.base import (CENTRAL_DP, GEO_I, GEO_I_UNIT, GEO_I_UNIT_M, LDP, NO_PRIVACY, Mechanism,
                                     validate_epsilon)
+from ldpviz.wording import length
 
 #: The unit every guarantee in this tool protects.
 PROTECTED_UNIT = "one person's location in one collection (one report per person)"
@@ -59,9 +60,7 @@ def ratio_from_log(log_ratio: float) -> float:
 
 
 def _length(metres: float) -> str:
-    if metres >= 100_000:
-        return f"{metres / 1000:,.0f} km"
-    return f"{metres / 1000:.3g} km" if metres >= 1000 else f"{metres:.3g} m"
+    return length(metres)
 
 
 def _up_to(log_ratio: float) -> str:

@@ -379,6 +379,12 @@ def od_l1(true: np.ndarray, est: np.ndarray) -> float:
     return float(np.abs(_normalise(np.asarray(true, float)) - _normalise(np.asarray(est, float))).sum())
 
 
+def flat_l1(true: np.ndarray) -> float:
+    """The L1 of a flat guess (every OD pair equally likely, knowing nothing) from ``true``: the bar an estimate
+    must beat to say anything (issue 27: a 300-trip estimate that was pure noise carried no word)."""
+    return od_l1(true, np.ones_like(np.asarray(true, dtype=float)))
+
+
 def top_k_precision(true: np.ndarray, est: np.ndarray, k: int) -> float:
     """Of the k largest true OD pairs (ties by index), the share that are among the estimate's k largest."""
     t, e = np.asarray(true, float).ravel(), np.asarray(est, float).ravel()

@@ -56,6 +56,10 @@ class SuggestedBox:
         """``W,S,E,N`` as the command line and the Data page take it."""
         return ",".join(f"{v:g}" for v in self.bbox)
 
+    def size_km(self) -> tuple[float, float]:
+        """(width, height) of the box in km: its width along its middle latitude, its height north to south."""
+        return box_size_km(self.bbox)
+
     def as_option(self) -> str:
         """``--bbox=W,S,E,N --bbox-from suggestion``: pastes as is (the ``=`` keeps a west longitude from reading as
         an option), and the second flag keeps the box's provenance: the run then states that its region was read
@@ -66,6 +70,14 @@ class SuggestedBox:
         share = 100.0 * self.rows_inside / max(self.rows_total, 1)
         return (f"the densest continent-sized box, {self.as_text()} (W,S,E,N), holds {self.rows_inside:,} of the "
                 f"{self.rows_total:,} rows ({share:.0f}%)")
+
+
+def box_size_km(bbox: tuple[float, float, float, float]) -> tuple[float, float]:
+    """(width, height) in km of a W, S, E, N box (W > E crosses 180): the width along its middle latitude."""
+    west, south, east, north = (float(v) for v in bbox)
+    width_deg = (float(wrap_lon(east)) - float(wrap_lon(west))) % 360.0 or 360.0
+    mid = math.radians((south + north) / 2.0)
+    return width_deg * _KM_PER_DEG * math.cos(mid), abs(north - south) * _KM_PER_DEG
 
 
 def _occupancy(lon: np.ndarray, lat: np.ndarray) -> np.ndarray:

@@ -34,6 +34,7 @@ import numpy as np
 from ldpviz.geo.domain import Binned, Grid
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.geo.partition import Partition
+from ldpviz.wording import length
 
 #: Privacy models a mechanism may declare.
 LDP = "LDP"
@@ -275,7 +276,7 @@ class Mechanism:
             return "no privacy: reports are the true cells"
         if self.privacy_model == GEO_I:
             return (f"epsilon-geo-indistinguishability with epsilon = {self.epsilon:g} per {GEO_I_UNIT} "
-                    f"({self.epsilon_per_cell:.3g} per cell side of {self.grid.cell_m:.4g} m)")
+                    f"({self.epsilon_per_cell:.3g} per cell side of {length(self.grid.cell_m)})")
         return f"epsilon-{self.privacy_model} with epsilon = {self.epsilon:g}"
 
     def geo_slack_m(self) -> float:

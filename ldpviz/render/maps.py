@@ -391,6 +391,24 @@ def mechanism_colour(name: str) -> str:
     return _MECHANISM_PALETTE[sum(name.encode("utf-8")) % len(_MECHANISM_PALETTE)]
 
 
+#: Distances at or above this many metres are drawn in km on chart axes, as the readouts write them (ui.fmt_metres).
+KM_FROM_M = 1000.0
+
+
+def in_km(table: pd.DataFrame, columns: list[str], label: str) -> tuple[pd.DataFrame, str]:
+    """``table`` with ``columns`` (metres) in km, and ``label`` with '(m)' as '(km)', when their largest value is at
+    least :data:`KM_FROM_M`; else both unchanged. One rule for every chart axis (issue 27: metre axes reading
+    100000)."""
+    present = [c for c in columns if c in table]
+    values = pd.concat([pd.to_numeric(table[c], errors="coerce") for c in present]) if present else pd.Series([], dtype=float)
+    if not len(values) or not (values.abs().max() >= KM_FROM_M):
+        return table, label
+    out = table.copy()
+    for c in present:
+        out[c] = pd.to_numeric(out[c], errors="coerce") / 1000.0
+    return out, (label.replace("(m)", "(km)") if "(m)" in label else f"{label} (km)")
+
+
 def sweep_figure(summary: pd.DataFrame, x: str, metric: str, *, group: str = "mechanism",
                  current: float | None = None, metric_label: str | None = None, x_label: str | None = None,
                  log_x: bool = False, floor: float | None = None,
@@ -403,6 +421,8 @@ def sweep_figure(summary: pd.DataFrame, x: str, metric: str, *, group: str = "me
     Lines take their mechanism's colour (:func:`mechanism_colour`); ``mechanism_of`` maps a group value that is a
     display label to its registry name.
     """
+    if metric.endswith("_m"):
+        summary, metric_label = in_km(summary, [metric, f"{metric}_lo", f"{metric}_hi"], metric_label or metric)
     fig = go.Figure()
     for name, part in summary.groupby(group, sort=False):
         part = part.sort_values(x)
@@ -438,6 +458,8 @@ def compare_figure(table: pd.DataFrame, metric: str, metric_label: str | None = 
 
     ``floor`` clips the intervals below (0 for metrics that cannot be negative).
     """
+    if metric.endswith("_m"):
+        table, metric_label = in_km(table, [metric, f"{metric}_lo", f"{metric}_hi"], metric_label or metric)
     lo = table[f"{metric}_lo"] if floor is None else table[f"{metric}_lo"].clip(lower=floor)
     err_plus = (table[f"{metric}_hi"] - table[metric]).clip(lower=0)
     err_minus = (table[metric] - lo).clip(lower=0)
@@ -469,6 +491,12 @@ def frontier_figure(table: pd.DataFrame, metric: str, *, metric_label: str | Non
     (with its CI as error bars, clipped at ``floor``). Points without an attacker error (no explicit channel) are
     left out. Only each curve's smallest and largest epsilon are written on the chart (labels of every point
     pile up); every point's epsilon is in its hover text."""
+    x_title = "attacker's expected error, population prior (m) → more private"
+    if "attacker_error_m" in table:
+        table, x_title = in_km(table, ["attacker_error_m"], x_title)
+    if metric.endswith("_m"):
+        table, metric_label = in_km(table, [metric, f"{metric}_lo", f"{metric}_hi"], metric_label or metric)
+    x_unit = "km" if "(km)" in x_title else "m"
     fig = go.Figure()
     shown = table[table["attacker_error_m"].notna()] if "attacker_error_m" in table else table.iloc[0:0]
     for name, part in shown.groupby(group, sort=False):
@@ -485,11 +513,11 @@ def frontier_figure(table: pd.DataFrame, metric: str, *, metric_label: str | Non
             x=part["attacker_error_m"].astype(float).tolist(), y=y.tolist(), mode="lines+markers+text",
             name=(labels or {}).get(str(name), str(name)), line={"color": mechanism_colour(str(name))},
             text=[f"ε={e:g}" if i in ends else "" for i, e in enumerate(eps)], textposition="top center",
-            customdata=eps, hovertemplate="ε = %{customdata:g}<br>attacker error %{x:,.0f} m<br>%{y:.4g}"
+            customdata=eps, hovertemplate="ε = %{customdata:g}<br>attacker error %{x:,.3~r} " + x_unit + "<br>%{y:.4g}"
                                           "<extra>%{fullData.name}</extra>",
             error_y={"type": "data", "array": hi.fillna(0).tolist(), "arrayminus": lo.fillna(0).tolist(),
                      "visible": bool((hi.fillna(0) > 0).any())}))
-    fig.update_layout(xaxis_title="attacker's expected error, population prior (m) → more private",
+    fig.update_layout(xaxis_title=x_title,
                       yaxis_title=(metric_label or metric) + " → less accurate", height=380,
                       margin={"l": 10, "r": 10, "t": 30, "b": 10}, legend={"orientation": "h", "y": -0.25},
                       template="plotly_white")

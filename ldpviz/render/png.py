@@ -31,6 +31,7 @@ from PIL import Image, ImageDraw, ImageFont
 from ldpviz.render import maps as viz
 from ldpviz.geo.domain import Grid
 from ldpviz.errors import require
+from ldpviz.wording import length
 
 #: Cell borders are drawn for grids of at most this side (and cells of at least 4 pixels).
 MAX_SIDE_WITH_LINES = 64
@@ -97,9 +98,7 @@ def _over_white(rgba: np.ndarray) -> np.ndarray:
 
 
 def _length(metres: float) -> str:
-    if metres >= 1000:
-        return f"{metres / 1000:.3g} km"
-    return f"{metres:.3g} m"
+    return length(metres)
 
 
 def _value_label(value: float, as_percent: bool) -> str:

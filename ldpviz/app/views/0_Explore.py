@@ -58,9 +58,17 @@ with session.guard("this scenario"):
     ss["explore_last"] = (repr(scenario), result.mean(), here)   # the first trial's means, then all trials' 
     prev = ss.get("explore_prev")
     same_data = prev is not None and prev[1] == here
+    weak = None
+    with session.guard("the privacy check of this setting"):
+        weak = privacy_scale.weak_privacy_warning(compute.built_mechanism(
+            scenario.mechanism, scenario.grid_side, result.region, float(scenario.epsilon),
+            tuple(sorted(dict(scenario.params).items()))), result.ledger)   # the per-row total (region included)
     pending = 0 if complete else int(scenario.trials) - 1   # trials still to run after the first one shown
     ui.readouts(result, prev[0] if same_data else None, waited, cached, other_data=prev is not None and not same_data,
-                pending=pending)
+                pending=pending, no_privacy=ui.gives_no_privacy(scenario.mechanism, weak))
+    few = ui.few_users_warning(result.n_users, result.grid.side)
+    if few:
+        st.warning(few, icon=":material/group_off:")
     more_trials = st.empty()    # while the other trials run, a spinner; then the page redraws with the intervals
     # The attacker clause comes last (local privacy can take a second): readouts and maps first.
     sentence = st.empty()
@@ -68,12 +76,8 @@ with session.guard("this scenario"):
     lines = experiment.guarantee_lines(result)     # the same lines, word for word, as the decision report
     central = bool(lines.model_prefix)
     st.caption((f"**{lines.model_prefix}** " if lines.model_prefix else "") + " ".join([lines.guarantee, *lines.notes]))
-    with session.guard("the privacy check of this setting"):
-        weak = privacy_scale.weak_privacy_warning(compute.built_mechanism(
-            scenario.mechanism, scenario.grid_side, result.region, float(scenario.epsilon),
-            tuple(sorted(dict(scenario.params).items()))), result.ledger)   # the per-row total (region included)
-        if weak:
-            st.warning(weak, icon=":material/warning:")
+    if weak:
+        st.warning(weak, icon=":material/warning:")
     if result.ledger is not None and len(result.ledger.charges) > 1:   # a paid region: what a row pays in all
         ui.show_ledger(result.ledger, "this collection")
     if scenario.mechanism == "srr":

@@ -68,13 +68,18 @@ def goal_seek_table(table: pd.DataFrame, mode: str, metric: str, target: float, 
     out = pd.DataFrame({
         "mechanism": [controls.short_label(by_name[n]) for n in table["mechanism"]],
         "privacy": [session.model_tag(m) for m in table["privacy_model"]],
-        "one collection meets it": ["yes" if r else "no" for r in table["reached"]],
+        # an answer at the floor of the search meets the target at any ε: the target asks for nothing (issue 27)
+        "one collection meets it": [("at any ε (met at the search floor)" if by_eps and r and e is not None
+                                     and not pd.isna(e) and e <= mechanisms.base.EPSILON_MIN * (1 + 1e-9) else
+                                     "yes" if r else "no") for r, e in zip(table["reached"], table["epsilon"])],
         "chance one misses (at most)": [cell(q, one_collection.chance_text) for q in table["miss_chance_max"]],
-        ("ε found" if by_eps else "ε (fixed)"): [cell(e, lambda v: f"{v:.3g}" + (" per km" if m == mechanisms.GEO_I
-                                                                                  else ""))
+        # the value the 'Use ε' button opens (rounded up to 3 significant figures), never another rounding of it
+        ("ε found" if by_eps else "ε (fixed)"): [cell(e, lambda v: (f"{state.epsilon_for_use(v):g}" if by_eps else
+                                                                     f"{v:.3g}")
+                                                      + (" per km" if m == mechanisms.GEO_I else ""))
                                                  for e, m in zip(table["epsilon"], table["privacy_model"])],
         ("users (fixed)" if by_eps else "users needed"): [cell(n, lambda v: f"{int(v):,}") for n in table["n_users"]],
-        unit: [cell(m, lambda v: ui.fmt_metric(metric, v)) for m in table["mean"]],
+        ui.metric_name(metric): [cell(m, lambda v: ui.fmt_metric(metric, v)) for m in table["mean"]],
         "mean's 95% CI": [(f"[{ui.fmt_metric(metric, lo)}, {ui.fmt_metric(metric, hi)}]" if lo is not None
                            and not pd.isna(lo) else "—") for lo, hi in zip(table["ci_low"], table["ci_high"])],
         "fresh collections": table["trials"], "collections simulated": table["runs"],
@@ -172,7 +177,7 @@ if mode != "at_epsilon":
         seeks = [session.scenario(cfg, data, mechanism=n).with_(trials=trials) for n in chosen]
         per_run = sum(compute.predicted_seconds(sc.with_(trials=1))[0] for sc in seeks)
         what = "smallest ε found" if mode == "target_epsilon" else "users needed"
-        if not compute.approved_if_long(f"the {what} search for {len(chosen)} mechanisms",
+        if not compute.approved_if_long(f"the {what} search for {explain.plural(len(chosen), 'mechanism')}",
                                         per_run * compute.goal_runs(trials), "the runs timed so far",
                                         f"goal:{mode}:{metric}:{target}:" + "|".join(map(repr, seeks))):
             st.stop()
@@ -194,7 +199,7 @@ if mode != "at_epsilon":
 longrun.stopped_notice()
 with session.guard("the comparison"):
     outcomes = compute.results_or_announce([session.scenario(cfg, data, mechanism=n) for n in chosen],
-                                           f"this comparison of {len(chosen)} mechanisms",
+                                           f"this comparison of {explain.plural(len(chosen), 'mechanism')}",
                                            describe=lambda sc: by_name[sc.mechanism]["label"])
 if outcomes is None:
     st.stop()
@@ -270,7 +275,7 @@ if results:
                     else:
                         deck = viz.estimate_deck(res.grid, res.estimate.density, res.estimate.partition,
                                                  vmax=vmax, basemap=basemap, **px)
-                        st.caption(f"{ui.metric_label(metric)} {ui.fmt_metric(metric, res.mean()[metric])}")
+                        st.caption(f"{ui.metric_name(metric)} {ui.fmt_metric(metric, res.mean()[metric])}")
                     st.pydeck_chart(deck, height=px["height"], key=f"map:{title}")
         st.html(viz.legend_html(vmax))
         r1, r2 = st.columns([2, 1])

@@ -9,6 +9,7 @@ import streamlit as st
 from ldpviz.app import compute, session, ui
 from ldpviz.evidence import citations
 from ldpviz.decide import explain
+from ldpviz.decide.cell_distances import mean_distance_from_square
 from ldpviz import mechanisms
 from ldpviz.render import maps as viz
 from ldpviz.geo.domain import Grid
@@ -137,8 +138,10 @@ with session.guard(f"the channel of {cls.label}"):
         st.pydeck_chart(viz.column_deck(grid, posterior, marks={x: RED}, label="posterior", basemap=basemap, **px),
                         height=px["height"],
                         key="map:posterior")
-    centres = grid.cell_centers_m()
-    dist = np.linalg.norm(centres - centres[x], axis=1)
+    # from a position anywhere in the true cell to each guessed centre: the attacker's one way of measuring (issue 27)
+    rows, cols = np.divmod(np.arange(grid.n_cells), grid.side)
+    tr, tc = divmod(x, grid.side)
+    dist = mean_distance_from_square((rows - tr).astype(float), (cols - tc).astype(float)) * grid.cell_m
     best = int(np.argmax(posterior))
     k1, k2, k3, k4 = st.columns(4)
     k1.metric("Posterior on the true cell", f"{posterior[x]:.1%}",
@@ -149,8 +152,8 @@ with session.guard(f"the channel of {cls.label}"):
               help=explain.readout_help("guess_error_m", "Here averaged over the server's posterior for this report: "
                                                          "the distance a guess drawn from it is off by."))
     ratio = column.max() / column[column > 0].min() if np.any(column > 0) else np.nan
-    k4.metric("Max / min report probability", f"{ratio:.3g}",
-              help=explain.readout_help("report_ratio", f"Here e^ε = {np.exp(float(cfg['epsilon'])):.3g}."))
+    k4.metric("Max / min report probability", explain.number(float(ratio)),
+              help=explain.readout_help("report_ratio", f"Here e^ε = {explain.number(float(np.exp(float(cfg['epsilon']))))}."))
 
     pop_err, uni_err, why = ui.attacker_errors_m(name, grid, float(cfg["epsilon"]), params, hist.reshape(grid.side, grid.side))
     if pop_err is not None:

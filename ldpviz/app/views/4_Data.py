@@ -3,6 +3,7 @@
 An upload is kept in this server's memory only (ldpviz.app.uploads), never written to disk or sent anywhere.
 """
 
+import numpy as np
 import pandas as pd
 import pydeck as pdk
 import streamlit as st
@@ -48,9 +49,7 @@ RULE_LABELS = {"private-tiles": "Private map tiles (costs ε0 per row, added to 
                "public-tiles": "Public tiles (not private: an outlier row moves it)"}
 
 
-def bbox_text(box: tuple[float, float, float, float]) -> str:
-    """'W, S, E, N' as the bounds field reads it."""
-    return ", ".join(f"{v:g}" for v in box)
+bbox_text = uploads.bbox_text
 
 
 def upload_verdict(loaded: datasets.Dataset) -> tuple[str, str]:
@@ -107,11 +106,18 @@ wrap = session.bind(cfg, "wrap_lon", st.checkbox, "Wrap longitudes past 180° in
 ss = st.session_state
 st.markdown("**Region of the file.** The region defines the grid sent to every phone, so it must not be read "
             "from people's exact points for free.")
+cleared = uploads.clear_bounds_for_a_new_file(file, "upload_file_seen", cfg.get("upload_bounds", ""))
+if cleared:
+    cfg["upload_bounds"] = ""
+    ss["upload_bounds_cleared"] = cleared
 bounds_text = session.bind(cfg, "upload_bounds", st.text_input, "Bounds W, S, E, N in degrees (blank: use the "
                            "rule below)", placeholder="e.g. -80.5, 38.5, -70.5, 43.5",
                            help="Only the rows inside this box are studied, exactly the rows `ldpviz run --csv "
                                 "FILE --bbox W,S,E,N` keeps; the grid covers the square around the box. West > "
                                 "east crosses 180°. Typed bounds read no data.")
+if ss.get("upload_bounds_cleared") and not str(bounds_text).strip():
+    st.caption(f"The bounds typed for the previous file ({ss['upload_bounds_cleared']}) were cleared for this one: "
+               "a new file starts from its own region.")
 r1, r2 = st.columns([3, 1])
 rule = session.bind(cfg, "upload_rule", r1.radio, "Without bounds, frame the file by", state.UPLOAD_RULES,
                     valid=state.UPLOAD_RULES, horizontal=True, format_func=RULE_LABELS.get,
@@ -152,29 +158,36 @@ if bounds_ok and (file is not None or (uploads.held_points() is not None
         except datasets.NeedsBounds as exc:
             bar.empty()
             ss["upload_suggestion"] = uploads.suggestion(exc.points, state.SUGGEST_SIDE_KM) + (exc.points.lon.size,)
-            ss["upload_message"] = ("error", f"**No region frames {exc.points.filename} yet:** {exc}\n\nGive "
-                                              "bounds above (a suggestion is below). The previous data "
-                                              f"({controls.dataset_label(cfg['dataset'])}) stays selected.")
+            ss["upload_message"] = ("bounds", (exc.points.filename, f"{exc}"))
         except LdpvizInputError as exc:
             bar.empty()
-            ss["upload_message"] = ("error", f"**{file.name} could not be used:** {exc}\n\nThe previous data "
-                                              f"({controls.dataset_label(cfg['dataset'])}) stays selected.")
+            name = file.name if file is not None else (points.filename if points is not None else "the file")
+            if bounds is not None and points is not None and "inside the bbox" in str(exc):
+                # the box holds none of the rows (often the previous file's box): offer the file's own box
+                ss["upload_suggestion"] = uploads.suggestion(points, state.SUGGEST_SIDE_KM) + (points.lon.size,)
+                ss["upload_message"] = ("bounds", (name, f"The bounds {bbox_text(bounds)} hold none of the rows of "
+                                                         f"{name}. {exc}"))
+            else:
+                ss["upload_message"] = ("error", f"**{name} could not be used:** {exc}\n\nThe previous data "
+                                                  f"({controls.dataset_label(cfg['dataset'])}) stays selected.")
         else:
             bar.empty()
-            ss["upload_message"] = upload_verdict(loaded)
+            kind_, text_ = upload_verdict(loaded)
+            if ss.pop("upload_bounds_cleared", None):
+                text_ = "The bounds typed for the previous file were cleared for this one. " + text_
+            ss["upload_message"] = (kind_, text_)
             session.set_and_rerun(dataset=loaded.name, region=next(iter(loaded.presets)))
 kind, message = ss.get("upload_message", (None, None))
-if kind:
+if kind == "bounds":      # a step, not an error: the file only needs a box
+    box, inside, total = ss.get("upload_suggestion") or (None, 0, 0)
+    uploads.bounds_step(st, filename=message[0], why=message[1], box=box, inside=inside, total=total,
+                        key="fix:bounds", field="Bounds W, S, E, N",
+                        on_accept=lambda text: session.cfg().update(upload_bounds=text))
+    st.caption(f"Until then the previous data ({controls.dataset_label(cfg['dataset'])}) stays selected.")
+elif kind:
     {"error": st.error, "warning": st.warning, "success": st.success}[kind](
         message, icon={"error": ":material/error:", "warning": ":material/warning:",
                        "success": ":material/check_circle:"}[kind])
-if ss.get("upload_suggestion") and kind == "error":
-    box, inside, total = ss["upload_suggestion"]
-    text = bbox_text(box)
-    st.info(f"**Suggested bounds:** `{text}`: the densest box about {state.SUGGEST_SIDE_KM:,.0f} km across holds "
-            f"**{inside:,} of {total:,} rows**. It is read from your rows (where most of them are); accept it or "
-            "type your own above.", icon=":material/crop_free:")
-    st.button("Use the suggested bounds", key="fix:bounds", on_click=lambda: cfg.update(upload_bounds=text))
 
 data = session.data_controls(cfg, show_users=False)
 basemap = session.map_controls(cfg)
@@ -183,7 +196,7 @@ if data is None:
     st.stop()
 
 report = data.dataset.report
-if kind == "error":      # the last upload failed: no report of the previous file under the new file's name
+if kind in ("error", "bounds"):      # the last upload failed: no report of the previous file under the new name
     st.subheader("Validation report")
     st.caption(f"None for the file that could not be used (see above). The selected data is still "
                f"{controls.dataset_label(data.name)}.")
@@ -228,8 +241,10 @@ with session.guard("the preview"):
         rname = c1.text_input("Name", "My area")
         lon = c2.number_input("Centre longitude", -180.0, 180.0, float(region.center_lon), format="%.5f")
         lat = c3.number_input("Centre latitude", -85.0, 85.0, float(region.center_lat), format="%.5f")
-        side_km = c4.number_input("Side (km)", 0.01, MAX_REGION_SIDE_M / 1000, round(region.side_m / 2000, 3),
-                                  format="%.3f")
+        half_km = region.side_m / 2000            # a square half the region's side, to 3 significant digits
+        decimals = max(0, min(3, 2 - int(np.floor(np.log10(max(half_km, 0.01))))))
+        side_km = c4.number_input("Side (km)", 0.01, MAX_REGION_SIDE_M / 1000, round(half_km, decimals),
+                                  format=f"%.{decimals}f")
         save = st.form_submit_button("Save region")
     if save:
         name = rname.strip()

@@ -80,7 +80,7 @@ st.markdown("Each trip reports its **origin** and its **destination** separately
             "location only when they run late, and each update costs ε (L-SRR Sec. 4.2).")
 
 just_loaded = uploads.trip_uploader(st, "flows")
-uploads.show_trip_message(st)
+uploads.show_trip_message(st, cfg.get("flows_dataset"))
 if just_loaded:
     session.set_and_rerun(flows_dataset=just_loaded, flows_region=None)
 
@@ -139,6 +139,12 @@ with session.guard("the OD flows"):
     c3.metric("L1 over OD pairs", f"{s['l1']:.3f}", help=explain.readout_help("od_l1"))
     c4.metric(f"Top-{s['top_k']} precision", f"{s['top_k_precision']:.0%}",
               help=explain.readout_help("top_k_precision", f"Here k = {s['top_k']}."))
+    flat = od.flat_l1(res.true)
+    if s["l1"] >= flat:       # the noise floor dominates: say so, with the numbers that show it
+        st.warning(f"**This estimate says nothing yet.** With {s['n_users']:,} trips at ε = {eps:g} over "
+                   f"{res.true.size:,} OD pairs ({res.grid.side} × {res.grid.side} cells), its L1 ({s['l1']:.3f}) is "
+                   f"no better than spreading the trips evenly over every pair ({flat:.3f}): the noise dominates. "
+                   "More trips, a larger ε or a coarser OD grid would help.", icon=":material/blur_on:")
     st.caption(f"Guarantee: {res.guarantee}")
     if region_use and not presets_of(dataset)[region].epsilon_spent:    # a paid region is in the ledger
         st.caption(f"Not covered by ε: the region '{region}' was {region_use}.")

@@ -137,7 +137,7 @@ st.markdown("Here every person contributes **many** locations (a storm's track, 
             "Every guarantee below names what it protects: one location, one trajectory or one person.")
 
 just_loaded = uploads.trip_uploader(st, "people")
-uploads.show_trip_message(st)
+uploads.show_trip_message(st, cfg.get("people_source"))
 if just_loaded:
     session.set_and_rerun(people_source=just_loaded, people_region=None)
 

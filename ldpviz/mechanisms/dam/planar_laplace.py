@@ -65,6 +65,7 @@ from ldpviz.mechanisms.dam.disk_area import FAMILY_SPATIAL, POSTPROCESS_PARAM
 from ldpviz.mechanisms.fo.oracles import ReportHistogram, report_histogram
 from ldpviz.mechanisms.path_cost import AUTO, PER_USER
 from ldpviz.mechanisms.collection_paths import PATHS, TwoPaths
+from ldpviz.wording import length
 
 #: Midpoint nodes per cell side of the server model's quadrature (at least; more at large eps per cell).
 QUADRATURE_NODES = 8
@@ -176,7 +177,7 @@ class PlanarLaplace(TwoPaths, Mechanism):
             least = TAIL_NATS / (MAX_KERNEL_RADIUS - 1 - 1.42 * d) * GEO_I_UNIT_M / self.grid.cell_m if \
                 MAX_KERNEL_RADIUS - 1 > 1.42 * d else math.inf
             require(False, f"planar Laplace at epsilon = {self.epsilon:g} per {GEO_I_UNIT} on cells of "
-                           f"{self.grid.cell_m:.4g} m spreads reports over more than {MAX_KERNEL_RADIUS} cells; "
+                           f"{length(self.grid.cell_m)} spreads reports over more than {MAX_KERNEL_RADIUS} cells; "
                            f"use a larger epsilon (e.g. >= {least:.2g} per {GEO_I_UNIT}), larger cells or a "
                            f"smaller grid")
         self.kernel_radius = radius
@@ -325,5 +326,5 @@ class PlanarLaplace(TwoPaths, Mechanism):
     def guarantee(self) -> str:
         return (f"epsilon-geo-indistinguishability between exact positions with epsilon = {self.epsilon:g} per "
                 f"{GEO_I_UNIT} ({self.epsilon / GEO_I_UNIT_M:.3g} per metre, {self.epsilon_per_cell:.3g} per cell "
-                f"side of {self.grid.cell_m:.4g} m): P(report | x) <= e^(epsilon x |x - x'|) P(report | x') for "
+                f"side of {length(self.grid.cell_m)}): P(report | x) <= e^(epsilon x |x - x'|) P(report | x') for "
                 f"any two real positions x, x', no slack")

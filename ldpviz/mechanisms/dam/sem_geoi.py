@@ -98,6 +98,7 @@ from ldpviz.mechanisms.dam.local_privacy import cell_distances, lp_from_channel,
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import GEO_I, GEO_I_UNIT, GEO_I_UNIT_M, Estimate, Mechanism, Param, TrialRun
 from ldpviz.mechanisms.dam.disk_area import DAM, FAMILY_SPATIAL, POSTPROCESS_PARAM
+from ldpviz.wording import length
 from ldpviz.mechanisms.fo.oracles import ReportHistogram, report_histogram
 from ldpviz.mechanisms.path_cost import AGGREGATE, PER_USER
 from ldpviz.mechanisms.collection_paths import TwoPaths, path_param
@@ -517,9 +518,9 @@ class SEMGeoI(TwoPaths, Mechanism):
     def guarantee(self) -> str:
         per_km = self.eps_prime_per_km
         slack = self.geo_slack_m()
-        slack_text = f"{slack / 1000:.3g} km" if slack >= 1000 else f"{slack:.3g} m"
+        slack_text = length(slack)
         text = (f"epsilon'-geo-indistinguishability with epsilon' = {per_km:.3g} per {GEO_I_UNIT} "
-                f"({self.eps_prime:.3g} per cell side of {self.grid.cell_m:.4g} m) between cell centres; between "
+                f"({self.eps_prime:.3g} per cell side of {length(self.grid.cell_m)}) between cell centres; between "
                 f"real positions x, x' P(report | x) <= e^(epsilon' x (|x - x'| + {slack_text})) P(report | x'), "
                 f"{slack_text} being the snapping slack (the cell diagonal: each position is snapped to its cell "
                 f"centre)")
