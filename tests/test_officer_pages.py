@@ -191,7 +191,7 @@ def test_compare_target_met_at_the_search_floor_is_not_called_reached():
     at.run()
     assert_clean(at)
     row = at.dataframe[0].value.iloc[0]
-    assert row["reached (95% confidence)"] == "at any ε (met at the search floor)", row.to_dict()
+    assert row["one collection meets it"] == "at any ε (met at the search floor)", row.to_dict()
 
 
 def test_epsilon_for_use_rounds_up():

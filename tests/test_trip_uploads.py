@@ -50,7 +50,8 @@ def test_flows_upload_counts_the_trips_the_cli_counts(tmp_path, capsys):
     expected = json.loads(capsys.readouterr().out)["n_users"]
     first = page("6_Flows.py", d="4")
     first.file_uploader[0].set_value(("my_trips.csv", path.read_bytes(), "text/csv")).run()
-    assert any("needs bounds" in m.value and "of the 300 people" in m.value for m in first.error)
+    assert any("Next step: choose the area of my_trips.csv" in i.value for i in first.info)
+    assert any("of the 300 people" in c.value for c in first.caption)        # 'Why ldpviz asks', folded away
     at = page("6_Flows.py", d="4")
     at.text_input(key="w:trip_bounds:flows").set_value(BOX)
     at.file_uploader[0].set_value(("my_trips.csv", path.read_bytes(), "text/csv")).run()
