@@ -145,3 +145,13 @@ def test_flows_page_link_round_trip_and_flow_csv():
     assert abs(table["true_share"].sum() - 1) < 1e-6
     assert not table.duplicated(["origin_cell", "destination_cell"]).any()
     assert table["true_share"].is_monotonic_decreasing
+
+
+def test_people_page_says_when_the_heatmap_is_pure_noise():
+    """Issue 27: a heatmap no closer to the truth than a flat map (W2) says so, with both numbers; a setting that
+    beats the flat map does not."""
+    noisy = run_page(PEOPLE, {"pmeth": "laplace", "pd": "16", "pk": "2", "eps": "0.1"})
+    text = " ".join(w.value for w in noisy.warning)
+    assert "This heatmap says nothing yet" in text and "flat map" in text
+    clear = run_page(PEOPLE, {"pmeth": "laplace", "pd": "8", "pk": "2", "eps": "8"})
+    assert not any("says nothing yet" in w.value for w in clear.warning)

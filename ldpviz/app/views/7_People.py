@@ -95,8 +95,10 @@ def compute_people(source: str, region_name: str, method: str, epsilon: float, s
     true = dists.aggregate() / dists.n_people
     rng = np.random.default_rng(seed)
     result = uh.user_level_heatmap(dists, method, epsilon, rng, shuffle=uh.ShuffleSpec() if shuffle else None)
+    flat = np.full_like(true, 1.0 / true.size)      # the zero-information answer: every cell alike
     readouts = {"w2": metrics.w2(true, result.density, cell_m=grid.cell_m),
-                "emd": metrics.emd_l1(true, result.density, cell_m=grid.cell_m)}
+                "emd": metrics.emd_l1(true, result.density, cell_m=grid.cell_m),
+                "w2_flat": metrics.w2(true, flat, cell_m=grid.cell_m)}
     centres = uh.dp_kmedian_centres(dists, grid, k, epsilon, np.random.default_rng([seed, 1]))
     sequences, _ = trajgen.to_cells(frame, grid)
     person_points = tm.person_density(sequences, side)
@@ -192,6 +194,11 @@ with session.guard("the user-level heatmap"):
                                                 "estimate."))
     c4.metric("EMD", fmt_metres(out["readouts"]["emd"]),
               help=explain.readout_help("emd_l1_m", "The metric of the dp-heatmaps paper."))
+    if out["readouts"]["w2"] >= out["readouts"]["w2_flat"]:   # the noise floor dominates: say so, with the numbers
+        st.warning(f"**This heatmap says nothing yet.** With {res.info['people']:,} people at ε = {epsilon:g} on "
+                   f"{side} × {side} cells, its W2 ({fmt_metres(out['readouts']['w2'])}) is no better than a flat map "
+                   f"that spreads everyone evenly ({fmt_metres(out['readouts']['w2_flat'])}): the noise dominates. "
+                   "More people, a larger ε or a coarser grid would help.", icon=":material/blur_on:")
     if shuffle:
         s1, s2 = st.columns(2)
         s1.metric("Messages per person", f"{res.info['messages_per_person']:,}",
