@@ -8,6 +8,7 @@ Started by ``ldpviz app`` (:mod:`ldpviz.app.launch`) or, from a checkout, ``stre
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import streamlit as st
@@ -27,6 +28,17 @@ PAGES = [
     ("6_Flows.py", "Flows", "Flows"),
     ("7_People.py", "People", "People"),
 ]
+
+
+def _warm_metrics() -> None:
+    from ldpviz import metrics       # numba's kernels, compiled or loaded from its cache, off the first page's path
+    metrics.warm_up()
+
+
+#: Once per server process (this module is imported once): the metrics' numba kernels warm up in the background,
+#: so a person never waits for numba on a first page (``make install`` also compiles them into numba's cache).
+_WARM = threading.Thread(target=_warm_metrics, name="ldpviz-warm-metrics", daemon=True)
+_WARM.start()
 
 
 def main() -> None:

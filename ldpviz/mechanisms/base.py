@@ -240,6 +240,22 @@ class Mechanism:
             estimate_s += time.perf_counter() - b
         return TrialRun(estimates, first, perturb_s, estimate_s)
 
+    def stacked_trials(self, users: Binned, rngs: Sequence[np.random.Generator], estimate_all: Any,
+                       draw: Any = None) -> TrialRun:
+        """:meth:`run_trials` for a mechanism whose server estimates every trial in one pass: each trial's reports
+        drawn with its own generator (``draw``, :meth:`collect` by default) and reduced to its statistic, then
+        ``estimate_all(statistics)`` on all of them at once (a stacked EM), so trial t equals a one-trial run."""
+        draw = draw or self.collect
+        a = time.perf_counter()
+        first, stats = None, []
+        for trial, rng in enumerate(rngs):
+            reports = draw(users, rng)
+            first = reports if trial == 0 else first
+            stats.append(self.statistic(reports))
+        b = time.perf_counter()
+        estimates = estimate_all(stats)
+        return TrialRun(estimates, first, b - a, time.perf_counter() - b, batched=True)
+
     def channel(self) -> np.ndarray:
         """Dense transition matrix ``P[y, x]`` = P(report y | true cell x); columns sum to 1."""
         raise NotImplementedError(f"{self.name} has no explicit channel")

@@ -49,7 +49,6 @@ half, and the estimate's ``info`` says so (``path note``).
 from __future__ import annotations
 
 import math
-import time
 from typing import Sequence
 
 import numpy as np
@@ -240,15 +239,7 @@ class PlanarLaplace(TwoPaths, Mechanism):
         aggregate path) with its own generator, as :meth:`collect` draws them, then EM on the ``(T, d, d)`` stack
         of report histograms; a one-trial :meth:`estimate` runs the same code on a stack of one, so trial t
         equals a one-trial run with ``rngs[t]``."""
-        a = time.perf_counter()
-        first, hists = None, []
-        for trial, rng in enumerate(rngs):
-            reports = self.per_user(users, rng)
-            first = reports if trial == 0 else first
-            hists.append(self.statistic(reports))
-        b = time.perf_counter()
-        estimates = self._estimates(hists)
-        return TrialRun(estimates, first, b - a, time.perf_counter() - b, batched=True)
+        return self.stacked_trials(users, rngs, self._estimates, draw=self.per_user)
 
     def em_maps(self):
         """EM's stacked forward and adjoint maps and its latent shape: the report channel from sub-cells

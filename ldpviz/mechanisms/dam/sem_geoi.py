@@ -84,7 +84,6 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-import time
 from typing import Sequence
 
 import numpy as np
@@ -459,15 +458,7 @@ class SEMGeoI(TwoPaths, Mechanism):
         one EM on the ``(T, d, d)`` stack of membership histograms (stacked products with the membership
         matrix, each trial with its own held-out split and stopping); a one-trial :meth:`estimate` runs the
         same code on a stack of one, so trial t equals a one-trial run with ``rngs[t]``."""
-        a = time.perf_counter()
-        first, hists = None, []
-        for trial, rng in enumerate(rngs):
-            reports = self.collect(users, rng)
-            first = reports if trial == 0 else first
-            hists.append(self.statistic(reports))
-        b = time.perf_counter()
-        estimates = self._estimates(hists)
-        return TrialRun(estimates, first, b - a, time.perf_counter() - b, batched=True)
+        return self.stacked_trials(users, rngs, self._estimates)
 
     def _estimates(self, hists: Sequence[ReportHistogram]) -> list[Estimate]:
         d, k = self.grid.side, self.k

@@ -42,7 +42,6 @@ import numpy as np
 
 from ldpviz.geo.domain import Binned
 from ldpviz.errors import require
-import time
 from typing import Sequence
 
 from ldpviz.mechanisms.estimation import expectation_maximisation, expectation_maximisation_batch, matrix_maps
@@ -176,15 +175,7 @@ class MDSW(Mechanism):
         held-out split and stopping (:func:`~ldpviz.mechanisms.estimation.expectation_maximisation_batch`). A
         one-trial :meth:`estimate` runs the same code on its 2 marginals, so trial t equals a one-trial run
         with ``rngs[t]`` up to the round-off of the wider matrix products."""
-        a = time.perf_counter()
-        first, hists = None, []
-        for trial, rng in enumerate(rngs):
-            reports = self.collect(users, rng)
-            first = reports if trial == 0 else first
-            hists.append(self.statistic(reports))
-        b = time.perf_counter()
-        estimates = self._estimates(hists)
-        return TrialRun(estimates, first, b - a, time.perf_counter() - b, batched=True)
+        return self.stacked_trials(users, rngs, self._estimates)
 
     def _marginals(self, hist: ReportHistogram) -> tuple[np.ndarray, np.ndarray]:
         B = self.sw.out_buckets
