@@ -181,6 +181,22 @@ def test_compare_target_follows_the_metric_and_opens_explore_at_the_answer():
     use[0].click().run()
     cfg = at.session_state["cfg"]
     assert cfg["epsilon"] == eps and cfg["mechanism"] == "grr"
+    fresh = int(at.dataframe[0].value.iloc[0]["fresh collections"])
+    assert cfg["trials"] == fresh           # the answer's collections come along into Explore (issue 27)
+
+
+def test_explore_opened_from_a_goal_seek_states_the_target():
+    """Explore with the goal seek's target in the state reads its collections against it; without one it is
+    silent."""
+    at = app("ldpviz/app/views/0_Explore.py", mech="grr", eps="4", d="16", users="4000", cmode="target_epsilon",
+             metric="w2_m", tgt="1500", trials="4")
+    at.run()
+    assert_clean(at)
+    line = next(i.value for i in at.info if "Target from Compare's goal seek" in i.value)
+    assert "of 4 collections meet it" in line and "≤ 1.50 km" in line and "(m)" not in line
+    plain = app("ldpviz/app/views/0_Explore.py", mech="grr", eps="4", d="16", users="4000")
+    plain.run()
+    assert not any("Target from Compare" in i.value for i in plain.info)
 
 
 def test_compare_target_met_at_the_search_floor_is_not_called_reached():

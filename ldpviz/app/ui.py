@@ -514,3 +514,18 @@ def show_ledger(ledger: Any, what: str) -> None:
         head += f" (the median {unit}: {median.text()})"
     st.markdown(head)
     st.markdown("\n".join(f"- {line}" for line in ledger.lines()))
+
+
+def target_line(cfg: dict, result: Result) -> str | None:
+    """Explore opened from Compare's goal seek (a target set there): the target and how this setting's collections
+    read against it, per collection and for the mean, so the interval shown is never silent about it."""
+    metric, target = cfg.get("metric"), float(cfg.get("target") or 0.0)
+    if cfg.get("compare_mode") == "at_epsilon" or target <= 0 or metric not in result.metrics.columns:
+        return None
+    values = result.metrics[metric].to_numpy(dtype=float)
+    lower = lower_is_better(metric)
+    met = int((values <= target).sum() if lower else (values >= target).sum())
+    sign = "≤" if lower else "≥"
+    return (f"Target from Compare's goal seek: {metric_name(metric)} {sign} {fmt_metric(metric, target)}. Here "
+            f"{met} of {len(values)} collections meet it (each trial is one collection); the goal seek's answer "
+            "was decided on fresh collections with the probability and confidence it states.")

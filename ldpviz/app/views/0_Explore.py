@@ -78,6 +78,9 @@ with session.guard("this scenario"):
     st.caption((f"**{lines.model_prefix}** " if lines.model_prefix else "") + " ".join([lines.guarantee, *lines.notes]))
     if weak:
         st.warning(weak, icon=":material/warning:")
+    target_line = ui.target_line(cfg, result)
+    if target_line:          # opened from a goal seek: the target it answered, read on this collection
+        st.info(target_line, icon=":material/flag:")
     if result.ledger is not None and len(result.ledger.charges) > 1:   # a paid region: what a row pays in all
         ui.show_ledger(result.ledger, "this collection")
     if scenario.mechanism == "srr":
