@@ -223,7 +223,7 @@ def trip_uploader(container: Any, page: str) -> str | None:
     file = container.file_uploader("Your trips (CSV or Parquet: person, trip, seq, lon, lat)",
                                    type=TRIP_FILE_TYPES, key=f"w:trip_upload:{page}",
                                    help="One row per point. Within each trip the points are put in order by the "
-                                        "seq column (seq, sequence, step, ...), else by a time column (ISO dates "
+                                        "seq column (seq, sequence or step), else by a time column (ISO dates "
                                         "or seconds), else kept in file order; rows with no order value are "
                                         "dropped and counted, repeated values counted, and the message names the "
                                         "columns used. Read with the same checks as `ldpviz od --file`; kept in "
