@@ -235,7 +235,7 @@ def test_upload_save_region_and_exports(server, browser, tmp_path):
         bounds.fill("-93.30,44.94,-93.26,44.98")
         bounds.press("Enter")
         walk.idle()
-        walk.page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(upload_csv(tmp_path)))
+        walk.page.locator('[data-testid="stFileUploader"] input[type="file"]').first.set_input_files(str(upload_csv(tmp_path)))
         walk.page.locator('[data-testid="stAlert"]', has_text="Loaded").first.wait_for(timeout=60_000)
         walk.idle()
         text = walk.main_text()

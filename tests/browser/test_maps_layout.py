@@ -107,7 +107,7 @@ def upload(page, server: str, path: Path, bbox: str) -> str:
     bounds.fill(bbox)
     bounds.press("Enter")
     serve.wait_until_idle(page, 120_000)
-    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(path))
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').first.set_input_files(str(path))
     page.locator('[data-testid="stAlert"]').first.wait_for(timeout=120_000)
     serve.wait_until_idle(page, 120_000)
     ds = parse_qs(urlparse(page.url).query).get("ds", [""])[0]
