@@ -32,7 +32,7 @@ from ldpviz.errors import LdpvizInputError, require
 from ldpviz import wording
 from ldpviz.wording import plural
 from ldpviz.mechanisms import accounting
-from ldpviz.mechanisms.base import CENTRAL_DP, Estimate
+from ldpviz.mechanisms.base import Estimate
 from ldpviz.experiment.report_description import describe as describe_reports
 
 MAX_TRIALS = 100
@@ -272,10 +272,7 @@ def _ldp_total(ledger: Any) -> float | None:
     None otherwise (Geo-I and central DP totals are not one number: see ``ledger``)."""
     if ledger is None or len(ledger.charges) < 2:
         return None
-    total = ledger.total("worst")
-    if total.geo_per_km > 0 or total.central > 0 or total.exposed:
-        return None
-    return total.ldp
+    return ledger.total("worst").ldp_only()
 
 
 def guarantee_with_region(mech: mechanisms.Mechanism, region: Region, epsilon: float, ledger: Any = None) -> str:

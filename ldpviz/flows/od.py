@@ -95,18 +95,6 @@ def trips_per_person(person: np.ndarray | None) -> tuple[int, int] | None:
     return int(counts.max()), int(len(counts))
 
 
-def per_person_sentence(epsilon: float, trips: tuple[int, int] | None, unit: str = "") -> str:
-    """The per-person total of a per-trip guarantee: a person with k trips is at k x epsilon (composition)."""
-    base = (f"Per person: a person with k trips is at k x {epsilon:g}{unit} (sequential composition over their "
-            "trips)")
-    if trips is None:
-        return base + "; these pairs are synthetic, one per synthetic person, so each is at " \
-                      f"{epsilon:g}{unit}."
-    k, people = trips
-    return (base + f"; here the most trips by one person is {k} (of {people:,} people), so that person is at "
-            f"{k} x {epsilon:g} = {k * epsilon:g}{unit}.")
-
-
 def region_sentence(region: Region) -> str:
     """How the region was chosen, for every OD and navigation guarantee (never 'independent' when fitted)."""
     from ldpviz.geo.region_choice import region_covers
@@ -115,14 +103,10 @@ def region_sentence(region: Region) -> str:
             + region_covers(region))
 
 
-def od_guarantee(mechanism: str, epsilon: float, region: Region | None = None,
-                 trips: tuple[int, int] | None = None, ledger: accounting.Ledger | None = None) -> str:
-    """The OD guarantee in words: budget split, privacy unit, the per-person total and how the region was chosen.
-
-    ``trips``: (most trips by one person, people) among the pairs (:func:`trips_per_person`), None for
-    synthetic pairs. ``ledger`` (:func:`od_ledger`): the per-person total, region included, from the accountant.
-    """
-    person = ledger.sentence() if ledger is not None else per_person_sentence(epsilon, trips)
+def od_guarantee(mechanism: str, epsilon: float, ledger: accounting.Ledger, region: Region | None = None) -> str:
+    """The OD guarantee in words: budget split, privacy unit, the per-person total (``ledger``, :func:`od_ledger`:
+    region included, from the accountant) and how the region was chosen."""
+    person = ledger.sentence()
     text = (f"epsilon-LDP with epsilon = {epsilon:g} per trip's origin-destination pair (L-SRR Def. 4.1): "
             f"{mechanism} reports the origin at epsilon/2 = {epsilon / 2:g} and the destination at "
             f"epsilon/2 = {epsilon / 2:g}, and sequential composition adds them. Privacy unit: one trip's OD "
@@ -429,16 +413,10 @@ class ODResult:
                 "guarantee": self.guarantee, "seconds": dict(self.seconds), "info": dict(self.info),
                 "max_trips_per_person": self.max_trips_per_person, "people": self.people,
                 "persons_known": self.persons_known,
-                "max_person_epsilon": (_ldp_total(self.ledger) if self.ledger is not None
-                                       else self.max_trips_per_person * self.epsilon),
+                "max_person_epsilon": self.ledger.total("worst").ldp_only(),
                 "region_chosen": self.region_chosen,
                 "ledger": self.ledger.to_dict() if self.ledger is not None else None}
 
-
-def _ldp_total(ledger: accounting.Ledger) -> float | None:
-    """The worst person's total as one number where it is pure LDP (None otherwise: read the ledger)."""
-    total = ledger.total("worst")
-    return None if (total.geo_per_km or total.central or total.exposed) else total.ldp
 
 
 def check_od_grid(grid_side: Any) -> int:
@@ -547,7 +525,7 @@ def run_od(o_lon: np.ndarray, o_lat: np.ndarray, d_lon: np.ndarray, d_lat: np.nd
     return ODResult(mechanism=name, estimator=estimator, epsilon=epsilon, grid=grid, true=true, estimate=est,
                     l1=od_l1(true, est), top_k=top_k, top_k_precision=top_k_precision(true, est, top_k),
                     n_users=int(len(bo.cells)), left_out=left,
-                    guarantee=od_guarantee(name, epsilon, grid.region, trips, ledger),
+                    guarantee=od_guarantee(name, epsilon, ledger, grid.region),
                     seconds={"perturb": t1 - t0, "statistic": t2 - t1, "estimate": t3 - t2},
                     info={**info, "report_symbols": int(stat.A_o.shape[0]), "exact_likelihood": stat.exact,
                           "path": path},

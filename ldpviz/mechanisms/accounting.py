@@ -176,6 +176,11 @@ class Total:
         model = "LDP" if self.geo_per_km == 0 else ("Geo-I" if self.ldp == 0 else "LDP + Geo-I")
         return f"ε = {local} ({model})"
 
+    def ldp_only(self) -> float | None:
+        """The total as one number where it is pure LDP (the JSON's single figure); None where Geo-I or central DP
+        take part or a step sends the exact value (read the ledger's text instead)."""
+        return None if (self.geo_per_km or self.central or self.exposed) else self.ldp
+
     def headline(self) -> str:
         """A short figure for a metric box: '182' (LDP), '0.855/km + 3.54 km' (Geo-I), 'central 2' ..."""
         if self.exposed:
