@@ -147,6 +147,18 @@ def test_decide_from_a_national_file_to_a_signed_decision(server, browser, tmp_p
                      "What this does not cover", "Left out, and why not"):
             assert text in record, text
         walk.check_clean("Decide after the download")
+        # step 6: the collection bundle, opened offline: its spec carries the ledger the page shows
+        with walk.page.expect_download(timeout=120_000) as info:
+            walk.page.get_by_text("Download the collection bundle (ZIP)").first.click()
+        bundle = DOWNLOADS / "decide-journey-bundle.zip"
+        info.value.save_as(str(bundle))
+        import zipfile
+        with zipfile.ZipFile(bundle) as zf:
+            names = zf.namelist()
+            spec = json.loads(zf.read(next(n for n in names if n.endswith("collection.json"))))
+        assert any(n.endswith("client.js") for n in names) and any(n.endswith("client.py") for n in names)
+        assert spec["ledger"]["repeats"] == 52 and spec["ledger"]["sentence"] in walk.main_text()
+        walk.shot("decide-deploy")
         # the answer equals `ldpviz target` on the same file, box and target
         cli = re.search(r"<pre>(ldpviz target .*?)</pre>", record, re.S).group(1).replace("&#x27;", "'")
         argv = cli.split()[2:]

@@ -102,7 +102,6 @@ def compute_people(source: str, region_name: str, method: str, epsilon: float, s
     centres = uh.dp_kmedian_centres(dists, grid, k, epsilon, np.random.default_rng([seed, 1]))
     sequences, _ = trajgen.to_cells(frame, grid)
     person_points = tm.person_density(sequences, side)
-    longest = max(len(seq) for seq in sequences)
     lengths = [len(seq) for seq in sequences]
     region = grid.region
     ledgers = {name: tm.trajectory_ledger(name, epsilon, lengths, region) for name in tm.MECHANISMS}
