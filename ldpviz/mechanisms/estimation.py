@@ -283,18 +283,36 @@ def _accelerated(counts: np.ndarray, forward, adjoint, f: np.ndarray, smoothing:
 # Stacked EM: several trials' report counts at once (issues 23 and 28, "trials in one pass")
 # ---------------------------------------------------------------------------
 
+def _predict(forward, f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Predicted report probabilities of a stack (floored at 1e-300) and their logarithm."""
+    pred = forward(f)
+    np.maximum(pred, 1e-300, out=pred)
+    return pred, np.log(pred)
+
+
 def _step_batch(counts: np.ndarray, n: np.ndarray, forward, adjoint, f: np.ndarray, smoothing: bool,
-                held_out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+                held_out: np.ndarray | None = None,
+                known: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """One EM/EMS update of every slice of a stack: (next f, log-likelihood of f, held-out log-likelihood of f).
 
     One forward and one adjoint map of the whole stack; one logarithm of the predicted report probabilities
     serves both likelihoods (cells without reports contribute exact zeros, so a trial's sums do not depend on
-    the other trials in the stack)."""
-    pred = np.maximum(forward(f), 1e-300)
-    log_pred = np.log(pred)
-    loglik = _rowsum(counts * log_pred)
+    the other trials in the stack). ``known`` = (pred, log pred, which) gives the floored forward map and its
+    logarithm already computed for the slices ``which`` (SQUAREM's accepted jumps): only the others are mapped."""
+    if known is None:
+        pred, log_pred = _predict(forward, f)
+    else:
+        pred, log_pred, have = known
+        miss = ~have
+        if miss.any():
+            pred[miss], log_pred[miss] = _predict(forward, f[miss])
     held = _rowsum(held_out * log_pred) if held_out is not None else None
-    g = f * adjoint(counts / pred)
+    np.multiply(counts, log_pred, out=log_pred)
+    loglik = _rowsum(log_pred)
+    np.divide(counts, pred, out=pred)
+    g = adjoint(pred)
+    g *= f
     g /= _per_trial(n, g.ndim)
     np.maximum(g, 0.0, out=g)
     if smoothing:
@@ -331,8 +349,10 @@ def _squarem_batch(counts: np.ndarray, forward, adjoint, f: np.ndarray, smoothin
     active = np.arange(T)
     c, nn, h, fa = counts, n_all, held_out, f
     evaluations, step = 0, 0
+    known = None                  # the forward map of fa where a SQUAREM jump computed it (accepted jumps)
     while active.size:
-        x1, ll, held = _step_batch(c, nn, forward, adjoint, fa, smoothing, h)
+        x1, ll, held = _step_batch(c, nn, forward, adjoint, fa, smoothing, h, known)
+        known = None
         loglik[active] = ll
         evaluations += 1
         stop = np.zeros(active.size, bool)
@@ -376,8 +396,10 @@ def _squarem_batch(counts: np.ndarray, forward, adjoint, f: np.ndarray, smoothin
         jump = np.maximum(fa - 2.0 * a * r + a * a * v, 0.0)
         jump /= _per_trial(_rowsum(jump), nd)
         evaluations += 2
-        accepted = _rowsum(c * np.log(np.maximum(forward(jump), 1e-300))) >= loglik1
+        pred_jump, log_jump = _predict(forward, jump)
+        accepted = _rowsum(c * log_jump) >= loglik1
         fa = np.where(_per_trial(accepted, nd), jump, x2)
+        known = (pred_jump, log_jump, accepted)       # the next step's forward map of an accepted jump
         progress[active] += np.where(accepted, -2.0 * alpha, 2.0)
     infos = [{"iterations": int(done_evaluations[t]), "steps": int(done_steps[t]), "converged": bool(converged[t]),
               "loglik": float(loglik[t]), "best_iteration": int(best_step[t])} for t in range(T)]

@@ -18,9 +18,15 @@ a cell has side 1 and offsets ``(dy, dx)`` are integer row/column differences.
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 from scipy import fft as sfft
+
+try:  # the pocketfft bindings scipy.fft runs, called with preallocated outputs (see _Convolver)
+    from scipy.fft._pocketfft import pypocketfft as _pfft
+except ImportError:  # pragma: no cover - a scipy without them: the public scipy.fft functions
+    _pfft = None
 
 from ldpviz.errors import require
 
@@ -154,8 +160,12 @@ class _Convolver:
     The kernel's transform is computed once, at a fast size (``scipy.fft.next_fast_len``). Each 2-D transform
     is two passes of 1-D transforms that skip what is known to be zero or not needed: a d x d input padded to
     S x S is transformed along its rows only where it has rows, and a valid correlation inverts only the
-    rows it returns. ``dtype`` float32 halves the work where the caller's dynamic range allows it
-    (:data:`FLOAT32_MAX_RANGE`); results are returned in float64 either way.
+    rows it returns. The passes run on zero-padded work arrays kept between calls (per thread; their padding
+    is written once), so a call copies its input once and allocates nothing of the transform's size: the
+    same pocketfft transforms :mod:`scipy.fft` runs, on the same numbers, without its per-call padding copies
+    (issue 28: at d = 256 those copies and zero fills were ~15% of DAM's EM). ``dtype`` float32 halves the
+    work where the caller's dynamic range allows it (:data:`FLOAT32_MAX_RANGE`); results are returned in
+    float64 either way.
     """
 
     def __init__(self, kernel: np.ndarray, max_len: int, dtype: type = np.float64) -> None:
@@ -163,38 +173,99 @@ class _Convolver:
         self.size = sfft.next_fast_len(max_len, real=True)
         self.shape = (self.size,) * 2
         self.dtype = np.dtype(dtype)
-        complex_dtype = np.complex64 if self.dtype == np.float32 else np.complex128
-        self.k_fft = sfft.rfft2(self.kernel, self.shape).astype(complex_dtype)
-        self.k_flip_fft = sfft.rfft2(self.kernel[::-1, ::-1], self.shape).astype(complex_dtype)
+        self.complex_dtype = np.dtype(np.complex64 if self.dtype == np.float32 else np.complex128)
+        self.k_fft = sfft.rfft2(self.kernel, self.shape).astype(self.complex_dtype)
+        self.k_flip_fft = sfft.rfft2(self.kernel[::-1, ::-1], self.shape).astype(self.complex_dtype)
         self.workers = 2 if self.size * self.size >= PARALLEL_FFT_POINTS else 1
+        self._local = threading.local()
 
-    def _spectrum(self, a: np.ndarray) -> np.ndarray:
-        """rfft2 of ``a`` zero-padded to S x S (last two axes): rows first, then columns with the padding."""
-        S, w = self.size, self.workers
-        half = sfft.rfft(np.asarray(a, dtype=self.dtype), n=S, axis=-1, workers=w)
-        return sfft.fft(half, n=S, axis=-2, overwrite_x=True, workers=w)
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_local", None)                    # work arrays are per thread and rebuilt on demand
+        return state
 
-    def _inverse(self, spec: np.ndarray, rows: slice, cols: slice) -> np.ndarray:
-        """irfft2 of ``spec`` (S x S real result), only ``rows`` x ``cols`` computed and returned (float64)."""
-        S, w = self.size, self.workers
-        half = sfft.ifft(spec, axis=-2, overwrite_x=True, workers=w)[..., rows, :]
-        return np.asarray(sfft.irfft(half, n=S, axis=-1, workers=w)[..., cols], dtype=float)
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._local = threading.local()
+
+    def _work(self, key: str, T: int, rows: int, cols: int, dtype: np.dtype) -> np.ndarray:
+        """A ``(T, rows, cols)`` work array kept between calls (zeros when first made; callers keep the parts
+        they rely on being zero untouched). Made for the largest stack asked for; a smaller stack uses its
+        leading slices, which are contiguous."""
+        store = getattr(self._local, "arrays", None)
+        if store is None:
+            store = self._local.arrays = {}
+        arr = store.get(key)
+        if arr is None or arr.shape[0] < T or arr.shape[1:] != (rows, cols) or arr.dtype != dtype:
+            arr = store[key] = np.zeros((T, rows, cols), dtype)
+        return arr[:T]
+
+    def _input(self, key: str, T: int, rows: int, cols: int) -> np.ndarray:
+        """The ``(T, rows, cols)`` corner of a zero-padded ``(T, rows, S)`` real work array, to be filled with
+        the input of :meth:`_transform`."""
+        return self._work(key, T, rows, self.size, self.dtype)[..., :cols]
+
+    def _transform(self, key: str, T: int, rows: int, kernel_fft: np.ndarray, keep: slice) -> np.ndarray:
+        """The filled ``_input(key, T, rows, .)`` transformed (rows, then columns padded to S), multiplied by
+        ``kernel_fft`` and inverted on the rows ``keep``: a ``(T, len(keep), S)`` view of a work array (valid
+        until the next call)."""
+        S, H, w = self.size, self.size // 2 + 1, self.workers
+        real = self._work(key, T, rows, S, self.dtype)
+        half = self._work(key + "/half", T, S, H, self.complex_dtype)      # rows >= `rows` stay zero (key
+                                                                            # names rows and columns)
+        spec = self._work("spec", T, S, H, self.complex_dtype)
+        if _pfft is None:                                                   # scipy without its pocketfft module
+            spec[...] = sfft.fft(sfft.rfft(real, axis=-1, workers=w), n=S, axis=-2, workers=w)
+            spec *= kernel_fft
+            inv = sfft.ifft(spec, axis=-2, workers=w)[:, keep, :]
+            return sfft.irfft(inv, n=S, axis=-1, workers=w)
+        _pfft.r2c(real, (2,), True, 0, half[:, :rows, :], w)                # as scipy.fft.rfft
+        _pfft.c2c(half, (1,), True, 0, spec, w)                             # as scipy.fft.fft (norm "backward")
+        spec *= kernel_fft
+        _pfft.c2c(spec, (1,), False, 2, spec, w)                            # as scipy.fft.ifft
+        n = keep.stop - keep.start
+        out = self._work("out", T, n, S, self.dtype)
+        _pfft.c2r(spec[:, keep, :], (2,), S, False, 2, out, w)              # as scipy.fft.irfft(n=S)
+        return out
+
+    @staticmethod
+    def _stack(a: np.ndarray) -> np.ndarray:
+        return a.reshape((-1,) + a.shape[-2:])
+
+    def full_view(self, a: np.ndarray) -> np.ndarray:
+        """:meth:`full` of a ``(T, d, d)`` stack as a view into a work array, valid until the next call."""
+        T, rows, cols = a.shape
+        n = cols + self.kernel.shape[0] - 1
+        key = f"full {rows}x{cols}"
+        np.copyto(self._input(key, T, rows, cols), a, casting="same_kind")
+        return self._transform(key, T, rows, self.k_fft, slice(0, n))[..., :n]
+
+    def corr_view(self, T: int, rows: int, cols: int) -> tuple[np.ndarray, object]:
+        """For :meth:`valid_corr` without a copy: the ``(T, rows, cols)`` array to fill, and a function that
+        then returns the correlation as a view into a work array (valid until the next call)."""
+        m = self.kernel.shape[0] - 1
+        n = cols - m
+        key = f"corr {rows}x{cols}"
+
+        def run() -> np.ndarray:
+            return self._transform(key, T, rows, self.k_flip_fft, slice(m, m + n))[..., m:m + n]
+        return self._input(key, T, rows, cols), run
 
     def full(self, a: np.ndarray) -> np.ndarray:
         """Full linear convolution a * kernel (size len(a) + len(kernel) - 1) over the last two axes (a leading
         axis is a stack of trials, transformed in one call)."""
-        n = a.shape[-1] + self.kernel.shape[0] - 1
-        spec = self._spectrum(a)
-        spec *= self.k_fft
-        return self._inverse(spec, slice(0, n), slice(0, n))
+        a = np.asarray(a)
+        out = self.full_view(self._stack(a))
+        return np.array(out, dtype=float).reshape(a.shape[:-2] + out.shape[-2:])
 
     def valid_corr(self, a: np.ndarray) -> np.ndarray:
         """Valid correlation: out[i] = sum_k kernel[k] a[i + k] (size len(a) - len(kernel) + 1), last two axes."""
-        m = self.kernel.shape[0] - 1
-        n = a.shape[-1] - m
-        spec = self._spectrum(a)
-        spec *= self.k_flip_fft
-        return self._inverse(spec, slice(m, m + n), slice(m, m + n))
+        a = np.asarray(a)
+        s = self._stack(a)
+        target, run = self.corr_view(*s.shape)
+        np.copyto(target, s, casting="same_kind")
+        out = run()
+        return np.array(out, dtype=float).reshape(a.shape[:-2] + out.shape[-2:])
 
 
 def _precision(kernel: np.ndarray, floor: float = 0.0) -> type:
@@ -263,6 +334,7 @@ class DiskChannel:
         self.bump = np.maximum(bump, 0.0)
         self.mask = output_support(self.side, np.asarray(footprint, bool))
         self.mask_cells = np.flatnonzero(self.mask)
+        self._mask_f = self.mask.astype(float)
         self.z = float(self.mask.sum() + self.bump.sum())
         self.weight = 1.0 + self.bump
         self.conv = _Convolver(self.bump, self.out_side, _precision(self.bump, floor=1.0))
@@ -286,23 +358,32 @@ class DiskChannel:
 
     def forward(self, f: np.ndarray) -> np.ndarray:
         """Output probabilities ``(D, D)`` for an input distribution ``f`` ``(d, d)``."""
-        return (self.mask * f.sum() + np.maximum(self.conv.full(f), 0.0) * self.mask) / self.z
+        return self.forward_batch(np.asarray(f)[None])[0]
 
     def adjoint(self, r: np.ndarray) -> np.ndarray:
         """sum_y P(y | x) r(y) for every input x, ``(d, d)``."""
-        r = r * self.mask
-        return (r.sum() + self.conv.valid_corr(r)) / self.z
+        return self.adjoint_batch(np.asarray(r)[None])[0]
 
     def forward_batch(self, f: np.ndarray) -> np.ndarray:
-        """:meth:`forward` of a ``(T, d, d)`` stack in one pass of FFTs (totals summed per trial as there)."""
+        """:meth:`forward` of a ``(T, d, d)`` stack in one pass of FFTs: (mask x total + max(conv, 0) x mask) / z
+        per trial, computed in place on one output array as ((max(conv, 0) + total) / z) x mask (the same
+        numbers: the mask is 0 or 1)."""
         totals = np.array([float(x.sum()) for x in f]).reshape(-1, 1, 1)
-        return (self.mask * totals + np.maximum(self.conv.full(f), 0.0) * self.mask) / self.z
+        out = np.maximum(self.conv.full_view(f), 0.0)
+        out += totals
+        out /= self.z
+        out *= self._mask_f
+        return out
 
     def adjoint_batch(self, r: np.ndarray) -> np.ndarray:
-        """:meth:`adjoint` of a ``(T, D, D)`` stack in one pass of FFTs."""
-        r = r * self.mask
-        totals = np.array([float(x.sum()) for x in r]).reshape(-1, 1, 1)
-        return (totals + self.conv.valid_corr(r)) / self.z
+        """:meth:`adjoint` of a ``(T, D, D)`` stack in one pass of FFTs (r masked straight into the transform's
+        padded input)."""
+        target, run = self.conv.corr_view(*r.shape)
+        np.multiply(r, self._mask_f, out=target)
+        totals = np.array([float(x.sum()) for x in target]).reshape(-1, 1, 1)
+        out = run() + totals
+        out /= self.z
+        return out
 
     def sample(self, cells: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """One report per input cell: flat index into the ``(D, D)`` box.
@@ -430,7 +511,9 @@ class ClampedChannel:
         return a
 
     def forward(self, f: np.ndarray) -> np.ndarray:
-        return np.maximum(self._fold(self.conv.full(f)), 0.0)
+        f = np.asarray(f)
+        out = np.maximum(self._fold(self.conv.full_view(f.reshape((-1,) + f.shape[-2:]))), 0.0)
+        return out.reshape(f.shape[:-2] + out.shape[-2:])
 
     def adjoint(self, r: np.ndarray) -> np.ndarray:
         padded = np.pad(r, self._r, mode="edge")
