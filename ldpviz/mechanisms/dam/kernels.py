@@ -376,11 +376,14 @@ class DiskChannel:
         return out
 
     def adjoint_batch(self, r: np.ndarray) -> np.ndarray:
-        """:meth:`adjoint` of a ``(T, D, D)`` stack in one pass of FFTs (r masked straight into the transform's
-        padded input)."""
+        """:meth:`adjoint` of a ``(T, D, D)`` stack in one pass of FFTs. Each trial's total is summed over its
+        masked reports as one contiguous array (the same bits whatever the stack), then copied into the
+        transform's padded input."""
         target, run = self.conv.corr_view(*r.shape)
-        np.multiply(r, self._mask_f, out=target)
-        totals = np.array([float(x.sum()) for x in target]).reshape(-1, 1, 1)
+        masked = self.conv._work("masked", r.shape[0], *r.shape[1:], np.dtype(float))
+        np.multiply(r, self._mask_f, out=masked)
+        totals = np.array([float(x.sum()) for x in masked]).reshape(-1, 1, 1)
+        np.copyto(target, masked, casting="same_kind")
         out = run() + totals
         out /= self.z
         return out
