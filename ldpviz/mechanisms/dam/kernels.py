@@ -519,16 +519,23 @@ class ClampedChannel:
         return out.reshape(f.shape[:-2] + out.shape[-2:])
 
     def adjoint(self, r: np.ndarray) -> np.ndarray:
-        padded = np.pad(r, self._r, mode="edge")
-        return self.conv.valid_corr(padded)
+        return self.adjoint_batch(np.asarray(r)[None])[0]
 
     #: Both maps act on the last two axes, so a ``(T, d, d)`` stack of trials goes through in one pass.
     forward_batch = forward
 
     def adjoint_batch(self, r: np.ndarray) -> np.ndarray:
-        """:meth:`adjoint` of a ``(T, d, d)`` stack."""
-        K = self._r
-        return self.conv.valid_corr(np.pad(r, ((0, 0), (K, K), (K, K)), mode="edge"))
+        """:meth:`adjoint` of a ``(T, d, d)`` stack: ``r`` edge-padded by the kernel's radius (every clamped
+        lattice cell reads its border cell, as ``np.pad(mode="edge")``) straight into the transform's input."""
+        K, d = self._r, self.side
+        T = r.shape[0]
+        target, run = self.conv.corr_view(T, d + 2 * K, d + 2 * K)
+        target[:, K:K + d, K:K + d] = r
+        target[:, :K, K:K + d] = r[:, :1, :]
+        target[:, K + d:, K:K + d] = r[:, -1:, :]
+        target[:, :, :K] = target[:, :, K:K + 1]
+        target[:, :, K + d:] = target[:, :, K + d - 1:K + d]
+        return np.array(run(), dtype=float)
 
     def sample(self, cells: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         cells = np.asarray(cells, dtype=np.int64)

@@ -142,9 +142,16 @@ def planar_laplace_kernel(epsilon: float, radius: int, nodes: int | None = None)
     for y0 in range(0, R + 1, block):
         y1 = min(R + 1, y0 + block)
         rows = coords[y0 * n:(y1 + 1) * n]                     # lattice rows y0 n - n ... y1 n + n - 1
-        dens = np.exp(-epsilon * np.hypot(rows[:, None], coords[None, :]))
-        cols = sum(w[j] * dens[:, j::n][:, :R + 1] for j in range(2 * n))            # (fine rows, R + 1)
-        quadrant[y0:y1] = sum(w[i] * cols[i::n][:y1 - y0] for i in range(2 * n))
+        dens = np.hypot(rows[:, None], coords[None, :])
+        dens *= -epsilon
+        np.exp(dens, out=dens)
+        # tent-weighted sums over each cell's 2n x 2n nodes: node j of column c is lattice column c n + j, so
+        # with the lattice folded to (R + 2, n) the sums are two small matrix-vector products per axis
+        cells = dens.reshape(len(rows), R + 2, n)
+        cols = cells[:, :R + 1] @ w[:n] + cells[:, 1:] @ w[n:]                           # (fine rows, R + 1)
+        cells = cols.reshape(y1 - y0 + 1, n, R + 1)
+        quadrant[y0:y1] = (np.einsum("ynx,n->yx", cells[:-1], w[:n])
+                           + np.einsum("ynx,n->yx", cells[1:], w[n:]))
     quadrant *= epsilon * epsilon / (2.0 * math.pi)
     k = np.concatenate([quadrant[:0:-1], quadrant], axis=0)
     return np.concatenate([k[:, :0:-1], k], axis=1)
