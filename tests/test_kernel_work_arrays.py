@@ -94,3 +94,16 @@ def test_maps_match_the_dense_channel():
         f, r = _inputs(chan, 1, 11)
         np.testing.assert_allclose(chan.forward(f[0]).ravel()[chan.mask_cells], P @ f[0].ravel(), atol=1e-13)
         np.testing.assert_allclose(chan.adjoint(r[0]).ravel(), P.T @ r[0].ravel()[chan.mask_cells], atol=1e-12)
+
+
+def test_a_tiny_work_budget_changes_nothing(monkeypatch):
+    """Arrays dropped from the per-thread store (beyond kernels.WORK_BYTES) are made afresh: same numbers."""
+    chans = _channels()
+    inputs = [_inputs(c, 2, 5) for c in chans]
+    want = [_maps(c, f, r) for c, (f, r) in zip(chans, inputs)]
+    monkeypatch.setattr(kernels, "WORK_BYTES", 1)
+    for _ in range(2):
+        for c, (f, r), (wf, wa) in zip(chans, inputs, want):
+            gf, ga = _maps(c, f, r)
+            np.testing.assert_array_equal(gf, wf)
+            np.testing.assert_array_equal(ga, wa)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections import OrderedDict
 
 import numpy as np
 from scipy import fft as sfft
@@ -154,18 +155,42 @@ PARALLEL_FFT_POINTS = 256 * 256
 FLOAT32_MAX_RANGE = 0.0
 
 
+#: Bytes of FFT work arrays kept per thread between calls (:func:`_work_array`), least recently used dropped
+#: first: DAM at d = 256 with 5 trials needs about 130 MB; beyond the budget arrays are simply made per call.
+WORK_BYTES = 192 * 2 ** 20
+_WORK = threading.local()
+
+
+def _work_array(key: tuple, T: int, rows: int, cols: int, dtype: np.dtype) -> np.ndarray:
+    """A ``(T, rows, cols)`` array kept between calls in this thread (zeros when first made). ``key`` names
+    what its users keep zero: every user of one key writes the same parts, so an array can serve any channel
+    with that key. Made for the largest stack asked for; a smaller stack uses its leading slices (contiguous)."""
+    store = getattr(_WORK, "arrays", None)
+    if store is None:
+        store = _WORK.arrays = OrderedDict()
+    full = (key, rows, cols, np.dtype(dtype).str)
+    arr = store.pop(full, None)
+    if arr is None or arr.shape[0] < T:
+        arr = np.zeros((T, rows, cols), dtype)
+    store[full] = arr
+    total = sum(a.nbytes for a in store.values())
+    while total > WORK_BYTES and len(store) > 1:
+        total -= store.popitem(last=False)[1].nbytes
+    return arr[:T]
+
+
 class _Convolver:
     """Linear convolution / correlation with one fixed kernel via cached real FFTs.
 
     The kernel's transform is computed once, at a fast size (``scipy.fft.next_fast_len``). Each 2-D transform
     is two passes of 1-D transforms that skip what is known to be zero or not needed: a d x d input padded to
     S x S is transformed along its rows only where it has rows, and a valid correlation inverts only the
-    rows it returns. The passes run on zero-padded work arrays kept between calls (per thread; their padding
-    is written once), so a call copies its input once and allocates nothing of the transform's size: the
-    same pocketfft transforms :mod:`scipy.fft` runs, on the same numbers, without its per-call padding copies
-    (issue 28: at d = 256 those copies and zero fills were ~15% of DAM's EM). ``dtype`` float32 halves the
-    work where the caller's dynamic range allows it (:data:`FLOAT32_MAX_RANGE`); results are returned in
-    float64 either way.
+    rows it returns. The passes run on zero-padded work arrays kept between calls (per thread, within
+    :data:`WORK_BYTES`; their padding is written once), so a call copies its input once and allocates nothing
+    of the transform's size: the same pocketfft transforms :mod:`scipy.fft` runs, on the same numbers, without
+    its per-call padding copies and zero fills (issue 28, d = 256). ``dtype`` float32 halves the work where
+    the caller's dynamic range allows it (:data:`FLOAT32_MAX_RANGE`); results are returned in float64 either
+    way.
     """
 
     def __init__(self, kernel: np.ndarray, max_len: int, dtype: type = np.float64) -> None:
@@ -177,43 +202,23 @@ class _Convolver:
         self.k_fft = sfft.rfft2(self.kernel, self.shape).astype(self.complex_dtype)
         self.k_flip_fft = sfft.rfft2(self.kernel[::-1, ::-1], self.shape).astype(self.complex_dtype)
         self.workers = 2 if self.size * self.size >= PARALLEL_FFT_POINTS else 1
-        self._local = threading.local()
-
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        state.pop("_local", None)                    # work arrays are per thread and rebuilt on demand
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._local = threading.local()
 
     def _work(self, key: str, T: int, rows: int, cols: int, dtype: np.dtype) -> np.ndarray:
-        """A ``(T, rows, cols)`` work array kept between calls (zeros when first made; callers keep the parts
-        they rely on being zero untouched). Made for the largest stack asked for; a smaller stack uses its
-        leading slices, which are contiguous."""
-        store = getattr(self._local, "arrays", None)
-        if store is None:
-            store = self._local.arrays = {}
-        arr = store.get(key)
-        if arr is None or arr.shape[0] < T or arr.shape[1:] != (rows, cols) or arr.dtype != dtype:
-            arr = store[key] = np.zeros((T, rows, cols), dtype)
-        return arr[:T]
+        return _work_array((key, self.size), T, rows, cols, dtype)
 
-    def _input(self, key: str, T: int, rows: int, cols: int) -> np.ndarray:
-        """The ``(T, rows, cols)`` corner of a zero-padded ``(T, rows, S)`` real work array, to be filled with
-        the input of :meth:`_transform`."""
-        return self._work(key, T, rows, self.size, self.dtype)[..., :cols]
+    def _input(self, key: str, T: int, rows: int) -> np.ndarray:
+        """A zero-padded ``(T, rows, S)`` real work array: its first columns are filled with the input of
+        :meth:`_transform`, the rest stay zero."""
+        return self._work(key, T, rows, self.size, self.dtype)
 
-    def _transform(self, key: str, T: int, rows: int, kernel_fft: np.ndarray, keep: slice) -> np.ndarray:
-        """The filled ``_input(key, T, rows, .)`` transformed (rows, then columns padded to S), multiplied by
+    def _transform(self, key: str, real: np.ndarray, kernel_fft: np.ndarray, keep: slice) -> np.ndarray:
+        """``real`` (a filled :meth:`_input`) transformed (rows, then columns padded to S), multiplied by
         ``kernel_fft`` and inverted on the rows ``keep``: a ``(T, len(keep), S)`` view of a work array (valid
         until the next call)."""
         S, H, w = self.size, self.size // 2 + 1, self.workers
-        real = self._work(key, T, rows, S, self.dtype)
-        half = self._work(key + "/half", T, S, H, self.complex_dtype)      # rows >= `rows` stay zero (key
-                                                                            # names rows and columns)
-        spec = self._work("spec", T, S, H, self.complex_dtype)
+        T, rows = real.shape[:2]
+        half = self._work(key + " half", T, S, H, self.complex_dtype)      # rows >= `rows` stay zero (the key
+        spec = self._work("spec", T, S, H, self.complex_dtype)              # names rows and columns)
         if _pfft is None:                                                   # scipy without its pocketfft module
             spec[...] = sfft.fft(sfft.rfft(real, axis=-1, workers=w), n=S, axis=-2, workers=w)
             spec *= kernel_fft
@@ -237,8 +242,9 @@ class _Convolver:
         T, rows, cols = a.shape
         n = cols + self.kernel.shape[0] - 1
         key = f"full {rows}x{cols}"
-        np.copyto(self._input(key, T, rows, cols), a, casting="same_kind")
-        return self._transform(key, T, rows, self.k_fft, slice(0, n))[..., :n]
+        real = self._input(key, T, rows)
+        np.copyto(real[..., :cols], a, casting="same_kind")
+        return self._transform(key, real, self.k_fft, slice(0, n))[..., :n]
 
     def corr_view(self, T: int, rows: int, cols: int) -> tuple[np.ndarray, object]:
         """For :meth:`valid_corr` without a copy: the ``(T, rows, cols)`` array to fill, and a function that
@@ -246,10 +252,11 @@ class _Convolver:
         m = self.kernel.shape[0] - 1
         n = cols - m
         key = f"corr {rows}x{cols}"
+        real = self._input(key, T, rows)
 
         def run() -> np.ndarray:
-            return self._transform(key, T, rows, self.k_flip_fft, slice(m, m + n))[..., m:m + n]
-        return self._input(key, T, rows, cols), run
+            return self._transform(key, real, self.k_flip_fft, slice(m, m + n))[..., m:m + n]
+        return real[..., :cols], run
 
     def full(self, a: np.ndarray) -> np.ndarray:
         """Full linear convolution a * kernel (size len(a) + len(kernel) - 1) over the last two axes (a leading
