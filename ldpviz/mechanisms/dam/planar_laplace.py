@@ -145,13 +145,16 @@ def planar_laplace_kernel(epsilon: float, radius: int, nodes: int | None = None)
         dens = np.hypot(rows[:, None], coords[None, :])
         dens *= -epsilon
         np.exp(dens, out=dens)
-        # tent-weighted sums over each cell's 2n x 2n nodes: node j of column c is lattice column c n + j, so
-        # with the lattice folded to (R + 2, n) the sums are two small matrix-vector products per axis
-        cells = dens.reshape(len(rows), R + 2, n)
-        cols = cells[:, :R + 1] @ w[:n] + cells[:, 1:] @ w[n:]                           # (fine rows, R + 1)
-        cells = cols.reshape(y1 - y0 + 1, n, R + 1)
-        quadrant[y0:y1] = (np.einsum("ynx,n->yx", cells[:-1], w[:n])
-                           + np.einsum("ynx,n->yx", cells[1:], w[n:]))
+        # tent-weighted sums over each cell's 2n x 2n nodes, accumulated in place in the order j = 0, 1, ...
+        cols = np.multiply(dens[:, 0::n][:, :R + 1], w[0])                              # (fine rows, R + 1)
+        term = np.empty_like(cols)
+        for j in range(1, 2 * n):
+            cols += np.multiply(dens[:, j::n][:, :R + 1], w[j], out=term)
+        out = quadrant[y0:y1]
+        np.multiply(cols[0::n][:y1 - y0], w[0], out=out)
+        term = np.empty_like(out)
+        for i in range(1, 2 * n):
+            out += np.multiply(cols[i::n][:y1 - y0], w[i], out=term)
     quadrant *= epsilon * epsilon / (2.0 * math.pi)
     k = np.concatenate([quadrant[:0:-1], quadrant], axis=0)
     return np.concatenate([k[:, :0:-1], k], axis=1)
