@@ -218,7 +218,8 @@ def expectation_maximisation(counts: np.ndarray, forward, adjoint, input_shape: 
 
     ``counts``: report counts over the output domain; ``forward(f)`` gives the output
     probabilities for an input distribution ``f`` of ``input_shape``; ``adjoint(r)`` gives
-    sum_y P(y|x) r(y) for every input x. One step (Li et al. SIGMOD'20, Alg. EMS):
+    sum_y P(y|x) r(y) for every input x; both must return new arrays (EM works on them in place). One step
+    (Li et al. SIGMOD'20, Alg. EMS):
     f <- f * adjoint(counts / forward(f)) / n, then (EMS) binomial smoothing. ``rule`` is the
     stopping rule (see EM_RULES above; default: the one set by :func:`em_stopping_rule`,
     normally ``"holdout"``). ``initial`` is the starting distribution (default uniform). ``accelerate``
@@ -448,7 +449,8 @@ def expectation_maximisation_batch(counts: np.ndarray, forward, adjoint, input_s
                                    max_iterations: int = MAX_EM_ITERATIONS) -> tuple[np.ndarray, list[dict]]:
     """:func:`expectation_maximisation` for a stack of T report-count arrays (leading axis), in one pass.
 
-    ``forward`` and ``adjoint`` must map stacks to stacks (leading axis kept): FFT convolutions over the last
+    ``forward`` and ``adjoint`` must map stacks to new stacks (leading axis kept; EM works on the arrays they
+    return in place): FFT convolutions over the last
     two axes (:class:`ldpviz.mechanisms.dam.kernels.DiskChannel`,
     :class:`ldpviz.mechanisms.dam.kernels.ClampedChannel`) or one matrix-matrix product (``F @ M.T``). Each
     trial takes exactly the steps, the held-out split, the stopping decision and the step count it takes
