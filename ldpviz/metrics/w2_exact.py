@@ -43,11 +43,15 @@ import numpy as np
 
 from ldpviz.metrics.envelope import sq_distance_transform
 from ldpviz.metrics.network_simplex import TransportSimplex
+from ldpviz.metrics.plan_refine import leaf_order, refine_plan
 
 __all__ = ["ExactW2", "solve", "sq_distance_transform", "coarsen_2x2", "warm_up"]
 
 #: Grids up to this side are solved on every pair of their supports (the simplex with all arcs).
 _BASE_SIDE = 16
+#: Start each fine level from the coarse plan spread over the children (plan_refine); False: the greedy crash on
+#: the coarse duals' reduced costs alone (the solver before; kept for the benchmark's comparison).
+WARM_PLAN = True
 #: Largest all-pairs problem (support pairs) solved directly at any side.
 _DENSE_MAX_PAIRS = 70_000
 #: The bounds agree when upper - lower <= _GAP_TOL * max(1, upper) (squared cells).
@@ -157,9 +161,13 @@ class _Problem:
         ok = (x >= 0) & (y >= 0)
         return self.pair_keys(x[ok], y[ok])
 
-    def start(self, keys: np.ndarray, coarse_duals: tuple[np.ndarray, np.ndarray] | None) -> None:
+    def start(self, keys: np.ndarray, coarse_duals: tuple[np.ndarray, np.ndarray] | None,
+              coarse_plan: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+              p: np.ndarray | None = None, q: np.ndarray | None = None) -> None:
         """The simplex over ``keys`` (sorted, distinct), its crash basis ordered by the reduced costs under the
-        coarse level's duals (``(U, V)`` on the coarse grid, NaN off the supports) when given."""
+        coarse level's duals (``(U, V)`` on the coarse grid, NaN off the supports) when given; with the coarse
+        plan ``(ci, cj, mass)`` (and the fine masses ``p``, ``q``), the crash first takes the plan's refinement
+        (:mod:`ldpviz.metrics.plan_refine`) in leaf order, so the first basis is feasible."""
         self.keys = keys
         la, lb = np.divmod(keys, len(self.ib))
         cost = _cost(self.ia[la], self.ib[lb], self.d)
@@ -172,6 +180,16 @@ class _Problem:
             ua = 4.0 * U[(ra // 2) * dc + ca // 2]
             vb = 4.0 * V[(rb // 2) * dc + cb // 2]
             order = cost - ua[la] - vb[lb]
+        if coarse_plan is not None:
+            if order is None:
+                order = cost.copy()
+            fi, fj, _ = refine_plan(self.d, *coarse_plan, p, q)
+            kk = self.pair_keys(fi, fj)
+            at = np.minimum(np.searchsorted(keys, kk), max(len(keys) - 1, 0))
+            at = at[keys[at] == kk] if len(keys) else at[:0]
+            ra, rb = np.divmod(keys[at], len(self.ib))
+            lo = leaf_order(len(self.ia) + len(self.ib), ra, len(self.ia) + rb)
+            order[at[lo]] = -1e15 + np.arange(len(lo), dtype=float)
         self.simplex = TransportSimplex(self.a, self.b, la, lb, cost, max_cost=2.0 * (self.d - 1) ** 2,
                                         order_key=order)
 
@@ -237,11 +255,11 @@ def _solve_level(p: np.ndarray, q: np.ndarray, radius: int, deadline: float, sta
     if d <= _BASE_SIDE or n_pairs <= _DENSE_MAX_PAIRS:
         prob.start(prob.all_keys(), None)
     else:
-        cx, cy, _, _, _, _, cduals = _coarse_level(coarsen_2x2(p), coarsen_2x2(q), radius, deadline, stats)
+        cx, cy, cm, _, _, _, cduals = _coarse_level(coarsen_2x2(p), coarsen_2x2(q), radius, deadline, stats)
         if time.perf_counter() > deadline and not finest:
             raise _OutOfTime
         keys = _unique(np.concatenate([prob.children_keys(cx, cy), prob.local_keys(radius)]))
-        prob.start(keys, cduals)
+        prob.start(keys, cduals, (cx, cy, cm) if WARM_PLAN else None, p, q)
     sx = prob.simplex
     rounds = 0
     while True:
@@ -300,6 +318,8 @@ def solve(p: np.ndarray, q: np.ndarray, *, radius: int = 1, time_budget: float |
 def warm_up() -> None:
     """Compile (or load from numba's on-disk cache) the solver's kernels on a tiny problem, so that the first
     real solve does not wait for numba (the app calls this at start; see ldpviz.metrics.warm_up)."""
+    from ldpviz.metrics import plan_refine
+    plan_refine.warm_up()
     p = np.zeros((20, 20))
     p[2:6, 3:7] = 1.0
     q = np.roll(p, 3, axis=1)
