@@ -244,4 +244,4 @@ def warm_up() -> None:
     q = np.zeros((4, 4))
     q[3, 2:] = 0.5
     fi, fj, fm = refine_plan(4, np.array([0]), np.array([3]), np.array([1.0]), p, q)
-    leaf_order(4, fi % 4, fj % 4 + 2)
+    leaf_order(32, fi, 16 + fj)

@@ -8,14 +8,17 @@ duality:
    J. Math. Imaging Vis. 56 (2016), Sec. 4; Oberman & Ruan 2015): the 2 x 2-coarsened problem is solved first
    (recursively, densely at side <= ``_BASE_SIDE``); every coarse plan arc (I, J) contributes its children
    pairs (children of I) x (children of J, widened by ``_CHILD_RING`` fine cells), which admit a feasible
-   plan (spread each coarse transfer in proportion to the children's masses), so the restricted problem is
-   always feasible. To these we add every
+   plan (each coarse transfer spread over the children, :mod:`ldpviz.metrics.plan_refine`), so the restricted
+   problem is always feasible. To these we add every
    source's local arcs to the destinations within ``radius`` cells (Chebyshev): near-copies move most mass
    by about a cell, and the local arcs carry it.
 2. **Restricted optimum.** Our network simplex (:mod:`ldpviz.metrics.network_simplex`, LEMON's algorithm) returns
-   the plan and the duals ``(u, v)``. Its first basis is a greedy crash over the candidate arcs ordered by their
+   the plan and the duals ``(u, v)``. Its first basis is the coarse plan's refinement (that feasible plan,
+   a forest, taken first in leaf order), completed greedily over the other candidate arcs ordered by their
    reduced cost under the coarse level's duals (times 4: costs scale with the square of the cell side), so it
-   starts near the coarse optimum. (Until issue 28 this was POT's ``ot.emd`` with a sparse cost, which in POT
+   starts feasible and near the coarse optimum (issue 28: "start from a basis ordered by the coarse level's
+   duals"; a greedy crash on those reduced costs alone left mass on the artificial root wherever mass travels
+   far, and the simplex spent most of its pivots driving it out). (Until issue 28 this was POT's ``ot.emd`` with a sparse cost, which in POT
    0.9.x ignores ``potentials_init``: every repair round re-solved from scratch.)
 3. **Certificate.** The restricted optimum is the global one iff every reduced cost is non-negative,
    ``|x - y|^2 - u(x) - v(y) >= 0`` for all d^2 x d^2 pairs. ``H(x) = min_y |x - y|^2 - v(y)`` is a
@@ -58,8 +61,11 @@ _DENSE_MAX_PAIRS = 70_000
 _GAP_TOL = 1e-10
 #: Repair arcs reach the cells within this Chebyshev radius of a violating arc's far end.
 _WIDEN = 1
-#: Coarse arcs' destination children are widened by this many fine cells.
-_CHILD_RING = 1
+#: Coarse arcs' destination children are widened by this many fine cells. 0 since the fine level starts from
+#: the coarse plan's refinement (plan_refine): widening to 4 x 4 children quadrupled the arcs (2.2 M for two
+#: shifted Gaussians at d = 256) and doubled their time, while the certificate's repair rounds add the few
+#: arcs the optimum needs beyond the 2 x 2 children (one-off measurement during issue 28).
+_CHILD_RING = 0
 #: A reduced cost below -_VIOLATION is a violation. Costs are whole squared cells and the simplex's duals are
 #: exact whole numbers (network_simplex), so a true violation is at least 1 and round-off cannot fake one.
 _VIOLATION = 0.5
