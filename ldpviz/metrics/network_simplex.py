@@ -199,7 +199,7 @@ def _recompute_potentials(R, cost, parent, pred, up, thread, pi):
 
 @numba.njit(cache=True, nogil=True)
 def _simplex(N, m_end, tail, head, cost, flow, state, parent, pred, up, thread, rev_thread, depth, pi,
-             block, next_arc, max_pivots, tol, snodes, order, stack, first_child, next_sib):
+             block, next_arc, max_pivots, tol, snodes, start, stack, stem_at, end):
     """Pivot until no real arc prices below ``-tol`` or ``max_pivots`` pivots: ``(optimal, pivots, next_arc)``."""
     n_real = m_end - N
     if n_real <= 0:
@@ -300,19 +300,70 @@ def _simplex(N, m_end, tail, head, cost, flow, state, parent, pred, up, thread, 
             v_in = first
         rc_in = cost[e_in] + pi[first] - pi[second]
         sigma = rc_in if u_in == second else -rc_in
+        # the stem u_in = x_0, x_1 = parent(x_0), ..., x_k = u_out (old parents); stem_at[x] = its index
+        k = 0
+        x = u_in
+        stack[0] = x
+        stem_at[x] = 0
+        while x != u_out:
+            x = parent[x]
+            k += 1
+            stack[k] = x
+            stem_at[x] = k
+        # pass 1: the subtree in its old preorder (snodes) and each stem node's old subtree as the range
+        # [start[i], end[i]) of it (nested: x_i's range holds x_(i-1)'s)
         d0 = depth[u_out]
         s = 0
+        lo = k
         x = u_out
-        snodes[s] = x
-        s += 1
+        start[k] = 0
+        snodes[0] = x
+        s = 1
         x = thread[x]
         while depth[x] > d0:
+            dx = depth[x]
+            while lo < k and depth[stack[lo]] >= dx:
+                end[lo] = s
+                lo += 1
+            j = stem_at[x]
+            if j >= 0:
+                start[j] = s
+                lo = j
             snodes[s] = x
             s += 1
             x = thread[x]
+        for j in range(lo, k + 1):
+            end[j] = s
         prev = rev_thread[u_out]
         thread[prev] = x
         rev_thread[x] = prev
+        nxt = thread[v_in]
+        # pass 2: the new preorder hangs x_0's old subtree from v_in, then each x_i (i >= 1) with its old
+        # subtree less x_(i-1)'s; depths shift by a constant per segment, potentials by sigma
+        prev = v_in
+        base = depth[v_in] + 1
+        for i in range(k + 1):
+            shift = base + i - depth[stack[i]]
+            if i == 0:
+                a0, a1, b0, b1 = start[0], end[0], 0, 0
+            else:
+                a0, a1, b0, b1 = start[i], start[i - 1], end[i - 1], end[i]
+            for r in range(a0, a1):
+                y = snodes[r]
+                depth[y] += shift
+                pi[y] += sigma
+                thread[prev] = y
+                rev_thread[y] = prev
+                prev = y
+            for r in range(b0, b1):
+                y = snodes[r]
+                depth[y] += shift
+                pi[y] += sigma
+                thread[prev] = y
+                rev_thread[y] = prev
+                prev = y
+        thread[prev] = nxt
+        rev_thread[nxt] = prev
         # reverse the path u_in .. u_out
         x = u_in
         new_par = v_in
@@ -331,40 +382,8 @@ def _simplex(N, m_end, tail, head, cost, flow, state, parent, pred, up, thread, 
             new_pred = old_pred
             new_up = not old_up
             x = old_par
-        # children lists of the subtree, then its new preorder, depths and potentials
-        for k in range(s):
-            first_child[snodes[k]] = -1
-        for k in range(s):
-            x = snodes[k]
-            if x != u_in:
-                p = parent[x]
-                next_sib[x] = first_child[p]
-                first_child[p] = x
-        depth[u_in] = depth[v_in] + 1
-        top = 0
-        stack[0] = u_in
-        top = 1
-        cnt_o = 0
-        while top > 0:
-            top -= 1
-            x = stack[top]
-            order[cnt_o] = x
-            cnt_o += 1
-            pi[x] += sigma
-            c = first_child[x]
-            while c >= 0:
-                depth[c] = depth[x] + 1
-                stack[top] = c
-                top += 1
-                c = next_sib[c]
-        nxt = thread[v_in]
-        thread[v_in] = order[0]
-        rev_thread[order[0]] = v_in
-        for k in range(cnt_o - 1):
-            thread[order[k]] = order[k + 1]
-            rev_thread[order[k + 1]] = order[k]
-        thread[order[cnt_o - 1]] = nxt
-        rev_thread[nxt] = order[cnt_o - 1]
+        for i in range(k + 1):
+            stem_at[stack[i]] = -1
         it += 1
 
 
@@ -414,7 +433,7 @@ class TransportSimplex:
         self.rev_thread = np.empty(n, np.int64)
         self.depth = np.empty(n, np.int64)
         self.pi = np.zeros(n, np.float64)
-        self._work = tuple(np.empty(n, np.int64) for _ in range(5))
+        self._work = tuple(np.full(n, -1, np.int64) for _ in range(5))   # stem_at must start at -1
         self.next_arc = N
         self.pivots = 0
         key = costs if order_key is None else np.asarray(order_key, dtype=np.float64)

@@ -106,9 +106,10 @@ SUPPORT_EXACT_MAX_PAIRS = 8_000_000
 #: ``"auto"`` gives the certified W2 solver (ldpviz.metrics.w2_exact) this many seconds before falling back to BFM
 #: (checked every few million simplex pivots and between repair rounds). Measured on 2 shared cores
 #: (docs/w2-speed.md, issue 28): every case at d <= 64 certifies in under a second, a 1-cell blur of a city at
-#: d = 256 in about 2 s of CPU, while LDP estimates of a city at d = 256 need tens of seconds; 5 s lets the first
-#: through and stops 'auto' from spending half a minute on the others before BFM (accurate to ~0.3% that far from
-#: the truth). 0: BFM at once. A page that must answer at once uses :func:`w2_progressive` instead.
+#: d = 256 in under 2 s of CPU, LDP estimates of a city at d = 256 in several seconds (warm-started levels); 5 s
+#: lets the near-copies through, and above AUTO_CERTIFY_ALWAYS_SIDE 'auto' tries the exact solver only where BFM
+#: reads a near-copy, so it never spends its budget on far estimates (BFM is accurate to ~0.3% there) before
+#: falling back. 0: BFM at once. A page that must answer at once uses :func:`w2_progressive` instead.
 AUTO_W2_BUDGET_S = 5.0
 #: Below this W2 (in cells) a BFM readout carries a caveat: near-copies, where BFM reads low against the
 #: discrete optimum (the continuous relaxation differs; measured in docs/w2-speed.md, "Diagnosis").

@@ -8,14 +8,17 @@ duality:
    J. Math. Imaging Vis. 56 (2016), Sec. 4; Oberman & Ruan 2015): the 2 x 2-coarsened problem is solved first
    (recursively, densely at side <= ``_BASE_SIDE``); every coarse plan arc (I, J) contributes its children
    pairs (children of I) x (children of J, widened by ``_CHILD_RING`` fine cells), which admit a feasible
-   plan (spread each coarse transfer in proportion to the children's masses), so the restricted problem is
-   always feasible. To these we add every
+   plan (each coarse transfer spread over the children, :mod:`ldpviz.metrics.plan_refine`), so the restricted
+   problem is always feasible. To these we add every
    source's local arcs to the destinations within ``radius`` cells (Chebyshev): near-copies move most mass
    by about a cell, and the local arcs carry it.
 2. **Restricted optimum.** Our network simplex (:mod:`ldpviz.metrics.network_simplex`, LEMON's algorithm) returns
-   the plan and the duals ``(u, v)``. Its first basis is a greedy crash over the candidate arcs ordered by their
+   the plan and the duals ``(u, v)``. Its first basis is the coarse plan's refinement (that feasible plan,
+   a forest, taken first in leaf order), completed greedily over the other candidate arcs ordered by their
    reduced cost under the coarse level's duals (times 4: costs scale with the square of the cell side), so it
-   starts near the coarse optimum. (Until issue 28 this was POT's ``ot.emd`` with a sparse cost, which in POT
+   starts feasible and near the coarse optimum (issue 28: "start from a basis ordered by the coarse level's
+   duals"; a greedy crash on those reduced costs alone left mass on the artificial root wherever mass travels
+   far, and the simplex spent most of its pivots driving it out). (Until issue 28 this was POT's ``ot.emd`` with a sparse cost, which in POT
    0.9.x ignores ``potentials_init``: every repair round re-solved from scratch.)
 3. **Certificate.** The restricted optimum is the global one iff every reduced cost is non-negative,
    ``|x - y|^2 - u(x) - v(y) >= 0`` for all d^2 x d^2 pairs. ``H(x) = min_y |x - y|^2 - v(y)`` is a
@@ -43,19 +46,26 @@ import numpy as np
 
 from ldpviz.metrics.envelope import sq_distance_transform
 from ldpviz.metrics.network_simplex import TransportSimplex
+from ldpviz.metrics.plan_refine import leaf_order, refine_plan
 
 __all__ = ["ExactW2", "solve", "sq_distance_transform", "coarsen_2x2", "warm_up"]
 
 #: Grids up to this side are solved on every pair of their supports (the simplex with all arcs).
 _BASE_SIDE = 16
+#: Start each fine level from the coarse plan spread over the children (plan_refine); False: the greedy crash on
+#: the coarse duals' reduced costs alone (the solver before; kept for the benchmark's comparison).
+WARM_PLAN = True
 #: Largest all-pairs problem (support pairs) solved directly at any side.
 _DENSE_MAX_PAIRS = 70_000
 #: The bounds agree when upper - lower <= _GAP_TOL * max(1, upper) (squared cells).
 _GAP_TOL = 1e-10
 #: Repair arcs reach the cells within this Chebyshev radius of a violating arc's far end.
 _WIDEN = 1
-#: Coarse arcs' destination children are widened by this many fine cells.
-_CHILD_RING = 1
+#: Coarse arcs' destination children are widened by this many fine cells. 0 since the fine level starts from
+#: the coarse plan's refinement (plan_refine): widening to 4 x 4 children quadrupled the arcs (2.2 M for two
+#: shifted Gaussians at d = 256) and doubled their time, while the certificate's repair rounds add the few
+#: arcs the optimum needs beyond the 2 x 2 children (one-off measurement during issue 28).
+_CHILD_RING = 0
 #: A reduced cost below -_VIOLATION is a violation. Costs are whole squared cells and the simplex's duals are
 #: exact whole numbers (network_simplex), so a true violation is at least 1 and round-off cannot fake one.
 _VIOLATION = 0.5
@@ -157,9 +167,13 @@ class _Problem:
         ok = (x >= 0) & (y >= 0)
         return self.pair_keys(x[ok], y[ok])
 
-    def start(self, keys: np.ndarray, coarse_duals: tuple[np.ndarray, np.ndarray] | None) -> None:
+    def start(self, keys: np.ndarray, coarse_duals: tuple[np.ndarray, np.ndarray] | None,
+              coarse_plan: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+              p: np.ndarray | None = None, q: np.ndarray | None = None) -> None:
         """The simplex over ``keys`` (sorted, distinct), its crash basis ordered by the reduced costs under the
-        coarse level's duals (``(U, V)`` on the coarse grid, NaN off the supports) when given."""
+        coarse level's duals (``(U, V)`` on the coarse grid, NaN off the supports) when given; with the coarse
+        plan ``(ci, cj, mass)`` (and the fine masses ``p``, ``q``), the crash first takes the plan's refinement
+        (:mod:`ldpviz.metrics.plan_refine`) in leaf order, so the first basis is feasible."""
         self.keys = keys
         la, lb = np.divmod(keys, len(self.ib))
         cost = _cost(self.ia[la], self.ib[lb], self.d)
@@ -172,6 +186,16 @@ class _Problem:
             ua = 4.0 * U[(ra // 2) * dc + ca // 2]
             vb = 4.0 * V[(rb // 2) * dc + cb // 2]
             order = cost - ua[la] - vb[lb]
+        if coarse_plan is not None:
+            if order is None:
+                order = cost.copy()
+            fi, fj, _ = refine_plan(self.d, *coarse_plan, p, q)
+            kk = self.pair_keys(fi, fj)
+            at = np.minimum(np.searchsorted(keys, kk), max(len(keys) - 1, 0))
+            at = at[keys[at] == kk] if len(keys) else at[:0]
+            ra, rb = np.divmod(keys[at], len(self.ib))
+            lo = leaf_order(len(self.ia) + len(self.ib), ra, len(self.ia) + rb)
+            order[at[lo]] = -1e15 + np.arange(len(lo), dtype=float)
         self.simplex = TransportSimplex(self.a, self.b, la, lb, cost, max_cost=2.0 * (self.d - 1) ** 2,
                                         order_key=order)
 
@@ -234,14 +258,16 @@ def _solve_level(p: np.ndarray, q: np.ndarray, radius: int, deadline: float, sta
     d = p.shape[0]
     prob = _Problem(p, q)
     n_pairs = len(prob.ia) * len(prob.ib)
+    cpu0 = time.process_time()          # this level's own work (the coarser levels' is taken out below)
     if d <= _BASE_SIDE or n_pairs <= _DENSE_MAX_PAIRS:
         prob.start(prob.all_keys(), None)
     else:
-        cx, cy, _, _, _, _, cduals = _coarse_level(coarsen_2x2(p), coarsen_2x2(q), radius, deadline, stats)
+        cx, cy, cm, _, _, _, cduals = _coarse_level(coarsen_2x2(p), coarsen_2x2(q), radius, deadline, stats)
+        cpu0 = time.process_time()
         if time.perf_counter() > deadline and not finest:
             raise _OutOfTime
         keys = _unique(np.concatenate([prob.children_keys(cx, cy), prob.local_keys(radius)]))
-        prob.start(keys, cduals)
+        prob.start(keys, cduals, (cx, cy, cm) if WARM_PLAN else None, p, q)
     sx = prob.simplex
     rounds = 0
     while True:
@@ -253,7 +279,8 @@ def _solve_level(p: np.ndarray, q: np.ndarray, radius: int, deadline: float, sta
         cost = sx.cost_value if feasible else float("inf")
         certified = done and feasible and (n_bad == 0 or cost - lower <= _GAP_TOL * max(1.0, cost))
         stats.setdefault("levels", {})[d] = dict(rounds=rounds, arcs=int(sx.n_arcs), violations=n_bad,
-                                                 lower=lower, upper=cost, pivots=int(sx.pivots))
+                                                 lower=lower, upper=cost, pivots=int(sx.pivots),
+                                                 cpu_s=time.process_time() - cpu0)
         if certified:
             break
         if time.perf_counter() > deadline:
@@ -300,6 +327,8 @@ def solve(p: np.ndarray, q: np.ndarray, *, radius: int = 1, time_budget: float |
 def warm_up() -> None:
     """Compile (or load from numba's on-disk cache) the solver's kernels on a tiny problem, so that the first
     real solve does not wait for numba (the app calls this at start; see ldpviz.metrics.warm_up)."""
+    from ldpviz.metrics import plan_refine
+    plan_refine.warm_up()
     p = np.zeros((20, 20))
     p[2:6, 3:7] = 1.0
     q = np.roll(p, 3, axis=1)
