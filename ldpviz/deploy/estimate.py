@@ -398,6 +398,18 @@ def _histogram_bootstrap(mech: Mechanism, reports: Any, B: int, rng: np.random.G
     return np.percentile(draws, 2.5, axis=0), np.percentile(draws, 97.5, axis=0)
 
 
+def _containing(estimate: np.ndarray, low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """``[low, high]`` widened where needed so that every cell's interval holds its own estimate, and how many were.
+
+    A percentile bootstrap of a shrinking estimator (EM stopped early, clipping) is centred on the resamples'
+    mean, which can miss the estimate itself; a readout must never print a value outside its own interval, so
+    such cells are widened to the estimate and counted (said in the interval's method)."""
+    est = np.asarray(estimate, float).ravel()
+    low, high = np.asarray(low, float).ravel(), np.asarray(high, float).ravel()
+    outside = int(np.count_nonzero((est < low) | (est > high)))
+    return np.minimum(low, est), np.maximum(high, est), outside
+
+
 def _report_bootstrap(mech: Mechanism, reports: Any, B: int, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
     """Percentile intervals from B resamples of the reports themselves (OLH-H: its estimate is not a function of
     one additive histogram)."""
@@ -472,6 +484,10 @@ def estimate_reports(spec: dict | str | Path, reports: str | Path, *, bootstrap:
         low, high = _histogram_bootstrap(mech, obj, bootstrap, rng)
         method = f"95%: bootstrap percentiles, {bootstrap} multinomial resamples of the report histogram"
     warnings = []
+    low, high, widened = _containing(est.density.ravel(), low, high)
+    if widened:
+        method += (f"; in {widened:,} of {low.size:,} cells the estimate lay outside the bootstrap's percentiles "
+                   f"(the estimator's shrinkage shifts its resamples), and those intervals were widened to reach it")
     total = out.accepted + out.n_rejected
     if out.n_rejected and out.n_rejected > LOSS_WARNING_SHARE * total:
         warnings.append(f"{out.n_rejected:,} of {total:,} report lines ({100 * out.n_rejected / total:.1f}%) were "
@@ -500,6 +516,9 @@ def _curator_release(spec: dict, mech: Mechanism, cells: np.ndarray, out: Collec
     low, high = np.percentile(sims, 2.5, axis=0), np.percentile(sims, 97.5, axis=0)
     method = (f"95%: {bootstrap} re-runs of the mechanism on users drawn from the released distribution "
               "(post-processing: no further privacy spent)")
+    low, high, widened = _containing(est.density.ravel(), low, high)
+    if widened:
+        method += f"; {widened:,} cells' intervals widened to reach the release itself"
     return DeployedEstimate(spec, mech, est, low, high, method, out, [])
 
 
