@@ -108,8 +108,9 @@ SUPPORT_EXACT_MAX_PAIRS = 8_000_000
 #: (docs/w2-speed.md, issue 28): every case at d <= 64 certifies in under a second, a 1-cell blur of a city at
 #: d = 256 in under 2 s of CPU, LDP estimates of a city at d = 256 in several seconds (warm-started levels); 5 s
 #: lets the near-copies through, and above AUTO_CERTIFY_ALWAYS_SIDE 'auto' tries the exact solver only where BFM
-#: reads a near-copy, so it never spends its budget on far estimates (BFM is accurate to ~0.3% there) before
-#: falling back. 0: BFM at once. A page that must answer at once uses :func:`w2_progressive` instead.
+#: reads a near-copy, so it never spends its budget on far estimates before falling back. BFM there is an
+#: approximation with a certified interval, not a guarantee of a small error: ~0.3% on the synthetic cases of
+#: docs/w2-speed.md, but 14% low on a city's DAM estimate at epsilon 3, d = 256 (4.98 against 5.81 cells). 0: BFM at once. A page that must answer at once uses :func:`w2_progressive` instead.
 AUTO_W2_BUDGET_S = 5.0
 #: Below this W2 (in cells) a BFM readout carries a caveat: near-copies, where BFM reads low against the
 #: discrete optimum (the continuous relaxation differs; measured in docs/w2-speed.md, "Diagnosis").
