@@ -112,6 +112,8 @@ if ss.get("decide_suggestion"):
 
 uploads.trip_uploader(st.expander("Or upload trips (one row per point: person, trip, seq, lon, lat)",
                                    expanded=bool(cfg.get("decide_trips", "").startswith(uploads.PREFIX))), "decide")
+if str(cfg.get("decide_trips") or "").startswith(uploads.PREFIX):
+    uploads.held_trips(cfg["decide_trips"])          # a reload or a link: the server may still hold the file
 trip_names = trajectories.names() + list(uploads.trip_uploads())
 just = ss.get("trip_message")
 if just and just[0] == "success" and ss.get("decide_trip_selected") != just[1] and just[1] in trip_names:
