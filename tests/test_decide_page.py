@@ -212,13 +212,26 @@ def test_trips_step_one_answers_per_person_and_reproduces():
     """Step 1 with the bundled trips (Atlantic storms; Geo-I accepted, d = 8, monthly): the unit is a person whatever
     step 2 said for points, the rows are people, trips and points, every ledger is per person with the year's 12
     collections, and the Python the page prints, run, gives the same epsilon for every mechanism."""
-    at = page(dctr="atlantic-storms", d="8", dcm="geoi", dct="300000", dcu="report", dce="monthly", users="0")
-    at.run()
-    for b in at.button:            # the long-run notice: start it as an officer would
-        if b.key and b.key.startswith("longrun:start"):
-            b.click()
-            at.run()
-            break
+    from unittest import mock
+
+    from streamlit.runtime.media_file_manager import MediaFileManager
+
+    class _Manager(MediaFileManager):
+        last = None
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            _Manager.last = self
+
+    at = page(dctr="atlantic-storms", d="8", dcm="geoi", dct="300000", dcu="report", dce="monthly", users="0",
+              dcpur="storm shelters")
+    with mock.patch("streamlit.testing.v1.app_test.MediaFileManager", _Manager):
+        at.run()
+        for b in at.button:            # the long-run notice: start it as an officer would
+            if b.key and b.key.startswith("longrun:start"):
+                b.click()
+                at.run()
+                break
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
     text = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
@@ -231,3 +244,9 @@ def test_trips_step_one_answers_per_person_and_reproduces():
     got = {}
     exec(code, {"print": lambda name, eps: got.__setitem__(name, eps)})
     assert got == {a["mechanism"]: a["epsilon"] for a in answers}
+    button = next(b for b in at.get("download_button") if b.label == "Download the signed decision (HTML)")
+    url = _Manager.last.execute_deferred(button.proto.deferred_file_id)      # built when pressed, as a browser does
+    signed = _Manager.last._storage.get_file(url.rsplit("/", 1)[-1].split(".")[0]).content.decode("utf-8")
+    for text in ("Signed decision", "a person (all their trips", "one point per person", "storm shelters",
+                 "The target and the answer", "4. Maps", "7. Audit", "Sign-off", "from ldpviz.data import trajectories"):
+        assert text in signed, text

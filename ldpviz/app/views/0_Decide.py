@@ -16,7 +16,7 @@ from ldpviz.errors import LdpvizInputError
 from ldpviz.geo import region_choice
 from ldpviz.geo.domain import Grid
 from ldpviz.render import maps as viz
-from ldpviz.decide import decision_report as report
+from ldpviz.decide import decision_report
 from ldpviz.decide.decision_report import deploy_command
 from ldpviz.deploy import bundle
 
@@ -97,7 +97,7 @@ if file is not None:
             loaded = uploads.frame(points, bounds, state.UPLOAD_RULES[0], float(cfg["upload_epsilon0"]))
             ss["uploads"][loaded.name] = loaded
             ss.pop("decide_suggestion", None)
-            session.set_and_rerun(dataset=loaded.name, region=next(iter(loaded.presets)))
+            session.set_and_rerun(dataset=loaded.name, region=next(iter(loaded.presets)), decide_trips="")
     except datasets.NeedsBounds as exc:
         box, inside = uploads.suggestion(exc.points, state.SUGGEST_SIDE_KM)
         ss["decide_suggestion"] = (", ".join(f"{v:g}" for v in box), inside, exc.points.lon.size)
@@ -119,7 +119,7 @@ just = ss.get("trip_message")
 if just and just[0] == "success" and ss.get("decide_trip_selected") != just[1] and just[1] in trip_names:
     ss["decide_trip_selected"] = just[1]           # a trips file just loaded: select it (once)
     session.set_and_rerun(decide_trips=just[1], region=None)
-uploads.show_trip_message(st, flow.TRIPS_PREFIX and cfg.get("decide_trips") or None)
+uploads.show_trip_message(st, cfg.get("decide_trips") or None)
 if cfg.get("decide_trips") and cfg["decide_trips"] not in trip_names:
     st.warning(f"The trips file {cfg['decide_trips'].split(':')[-1]!r} is no longer held by this server (uploads "
                "are kept in memory only): upload it again above. The first dataset is selected meanwhile.",
@@ -349,14 +349,17 @@ sections = flow.record_sections(cfg, data_label=labels.get(name, name), rows_tex
 decision_json = flow.record_json(cfg, ranked, chosen)
 
 
+signed_data = compute.dataset_arg(name) or data     # read now: the button builds the report outside this run
+
+
 def signed_report() -> str:
     """The signed decision: the decision report (maps, the interval, the attacker, the audit, what is not covered)
     of the chosen mechanism at its answer, over as many collections as the answer's fresh decision, with the flow's
     choices, the target and the alternatives first and the sign-off last (built when the button is pressed)."""
     sc = flow.scenario(name, region, chosen, int(side), int(pick["n_users"]) if turn == "users" else n_users,
                        int(cfg["seed"])).with_(epsilon=float(pick["epsilon"]), trials=max(2, int(pick["trials"])))
-    result = compute.cached_run(sc, key, compute.dataset_arg(name) or data)
-    return report.build_report(sc, dataset=compute.dataset_arg(name) or data, result=result, goal=pick,
+    result = compute.cached_run(sc, key, signed_data)
+    return decision_report.build_report(sc, dataset=signed_data, result=result, goal=pick,
                                decision=sections, decision_json=decision_json)
 
 
