@@ -31,12 +31,12 @@ def test_every_step_survives_the_link():
     cfg.update(decide_unit="report", decide_reports=3, decide_every="weekly", decide_models=[LDP, CENTRAL_DP],
                decide_metric="aqe", decide_target=0.02, decide_turn="users", decide_epsilon=2.5,
                decide_pins=["grr", "dam"], decide_probability=0.9, decide_purpose="flood planning",
-               decide_owner="DPO office", decide_retention="30 days")
+               decide_owner="DPO office", decide_retention="30 days", decide_trips="atlantic-storms")
     back, warnings = state.decode(state.encode(cfg))
     assert not warnings
     assert {k: back[k] for k in flow.DEFAULTS} == {k: cfg[k] for k in flow.DEFAULTS}
-    _, warnings = state.decode({"dcm": "ldp,nope", "dcr": "1.5", "dcturn": "sideways"})
-    assert len(warnings) == 3
+    _, warnings = state.decode({"dcm": "ldp,nope", "dcr": "1.5", "dcturn": "sideways", "dctr": "no-such-trips"})
+    assert len(warnings) == 4
 
 
 def test_eligible_says_why_not():
