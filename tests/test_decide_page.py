@@ -250,3 +250,26 @@ def test_trips_step_one_answers_per_person_and_reproduces():
     for text in ("Signed decision", "a person (all their trips", "one point per person", "storm shelters",
                  "The target and the answer", "4. Maps", "7. Audit", "Sign-off", "from ldpviz.data import trajectories"):
         assert text in signed, text
+
+
+def test_report_on_trips_speaks_of_people_and_reproduces():
+    """The report of points taken from trips says each row is a person, prints no `--dataset trips:...` command
+    (no command reads it) and its Python, run, gives the same result; its deploy command carries the box."""
+    import html as html_lib
+    import re
+
+    from ldpviz.data import trajectories
+    from ldpviz.decide import decision_report
+    from ldpviz.experiment import Scenario, run
+
+    storms = trajectories.load("atlantic-storms")
+    points = flow.trips_points(storms, seed=1)
+    sc = Scenario(dataset=points.name, mechanism="grr", epsilon=2.0, grid_side=8, region=storms.default_region,
+                  seed=1, trials=2)
+    html = decision_report.build_report(sc, dataset=points, audit=False)
+    assert "Each row here is one person" in html and "--dataset trips:" not in html
+    code = html_lib.unescape(next(p for p in re.findall(r"<pre>(.*?)</pre>", html, re.S)
+                                  if p.startswith("from ldpviz import Scenario")))
+    ns: dict = {}
+    exec(code.replace("print(result.summary())", ""), ns)
+    assert ns["result"].mean()["w2_m"] == run(sc, points).mean()["w2_m"]

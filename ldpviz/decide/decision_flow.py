@@ -28,7 +28,7 @@ from typing import Any, Mapping
 from ldpviz import __version__, mechanisms
 from ldpviz.data import trajectories
 from ldpviz.data.dataset_types import Dataset
-from ldpviz.decide import one_collection, tradeoff
+from ldpviz.decide import decision_report, one_collection, tradeoff
 from ldpviz.errors import LdpvizInputError
 from ldpviz.experiment import Scenario
 from ldpviz.mechanisms import accounting
@@ -180,7 +180,7 @@ def scenario(dataset: str, region: Any, mechanism: str, grid_side: int, n_users:
 # ---- step 1 with trips: one point per person per collection ------------------------------------------------
 
 #: How the page names a trips source among the datasets (cfg['decide_trips'] holds the name after it).
-TRIPS_PREFIX = "trips:"
+TRIPS_PREFIX = decision_report.TRIPS_PREFIX
 #: What the answer is computed on when the data are trips (the page and the record say it).
 TRIPS_UNIT_TEXT = ("trips: the guarantee protects a person (all their trips). Each person reports one of their points "
                    "per collection, chosen uniformly at random (as Flows' traffic reporters and People's dam-sample), "

@@ -128,8 +128,42 @@ def data_arguments(scenario: experiment.Scenario, dataset: datasets.Dataset | No
     return args
 
 
+#: The name prefix of points taken from trips, one per person (:func:`ldpviz.decide.decision_flow.trips_points`).
+TRIPS_PREFIX = "trips:"
+
+
+def is_trips(name: str) -> bool:
+    """Whether a scenario's data are one point per person taken from trips (Decide's step 1 with trips)."""
+    return str(name).startswith(TRIPS_PREFIX)
+
+
+def _trips_reproduction(scenario: experiment.Scenario, dataset: datasets.Dataset | None) -> tuple[str, str]:
+    """``ldpviz report`` reads points, so trips reproduce through the API: the trips read with the same loader,
+    one point per person with the same seed, the same scenario."""
+    source = scenario.dataset[len(TRIPS_PREFIX):]
+    from ldpviz.data import trajectories
+    region = scenario.region
+    box = getattr(region, "bounds", None)
+    if source in trajectories.names():
+        load = f"trips = trajectories.load({source!r})"
+    else:
+        filename = dataset.label if dataset is not None else source.split(":")[-1]
+        load = (f"trips = trajectories.load_trajectory_file({filename!r}"
+                + (f", bbox={tuple(box)!r}" if box is not None else "") + ")   # your file")
+    py = (f"from ldpviz import Scenario, run\nfrom ldpviz.data import trajectories\n"
+          f"from ldpviz.decide import decision_flow\nfrom ldpviz.geo.domain import Region\n{load}\n"
+          f"points = decision_flow.trips_points(trips, seed={scenario.seed})   # one point per person\n"
+          f"result = run(Scenario(dataset=points.name, mechanism={scenario.mechanism!r}, "
+          f"epsilon={scenario.epsilon!r}, grid_side={scenario.grid_side}, region={region!r}, "
+          f"params={dict(scenario.params)!r}, n_users={scenario.n_users!r}, seed={scenario.seed}, "
+          f"trials={scenario.trials}), points)\nprint(result.summary())")
+    return "(ldpviz report reads points; these trips are reproduced with the Python below)", py
+
+
 def _reproduction(scenario: experiment.Scenario, r_m: float,
                   dataset: datasets.Dataset | None = None) -> tuple[str, str]:
+    if is_trips(scenario.dataset):
+        return _trips_reproduction(scenario, dataset)
     args = ["ldpviz", "report", *data_arguments(scenario, dataset), "--mechanism", scenario.mechanism,
             "--epsilon", f"{scenario.epsilon:g}", "--grid", str(scenario.grid_side), "--seed", str(scenario.seed),
             "--trials", str(scenario.trials), "--r", f"{r_m:g}"]
@@ -164,6 +198,8 @@ def deploy_command(scenario: experiment.Scenario, region: Any, presets: dict | N
             "--grid", str(scenario.grid_side)]
     preset = scenario.region if isinstance(scenario.region, str) else next(
         (name for name, r in (presets or {}).items() if r == region), None)
+    if is_trips(scenario.dataset):          # no --dataset names trips taken one point per person: the box only
+        preset = None
     if preset is not None:
         args += ["--dataset", scenario.dataset, "--region", preset]
     elif getattr(region, "bounds", None) is not None:
@@ -224,6 +260,11 @@ def _audit_section(scenario: experiment.Scenario, run_audit: bool) -> str:
 
 def rows_sentence(dataset: datasets.Dataset, result: experiment.Result) -> str:
     """n as the tool knows it: rows in the file and rows that take part, never a claim about people."""
+    if is_trips(dataset.name):
+        return (f"{dataset.n:,} people, one point each, taken from their trips; n = {result.n_users:,} of them inside "
+                "the region take part, each sending one report. Each row here is one person, so what is said per "
+                "row below is per person, in one collection (the decision above composes the reports and "
+                "repeats of step 2).")
     kind = "synthetic rows" if dataset.synthetic else "rows"
     text = (f"{dataset.n:,} {kind} in the data set; n = {result.n_users:,} rows inside the region take part, each "
             "sending one report.")

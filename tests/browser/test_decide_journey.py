@@ -262,6 +262,7 @@ def test_decide_from_uploaded_trips_to_a_signed_decision(server, browser, tmp_pa
         walk.page.reload()
         wait_for_answers(walk)
         assert "Your trips: city_trips.csv" in walk.main_text() and walk.query() == query
+        assert main_input(walk, "Bounds for your trips").input_value().replace(" ", "") == CITY
         assert main_input(walk, "Owner (who answers for it)").input_value() == "Transit DPO"
         walk.nav("Explore")
         walk.page.go_back()

@@ -110,10 +110,13 @@ if ss.get("decide_suggestion"):
             f"across, holding {inside:,} of {total:,} rows; read from your rows).", icon=":material/crop_free:")
     st.button("Use the suggested bounds", key="decide:suggest", on_click=lambda: cfg.update(upload_bounds=text))
 
+if str(cfg.get("decide_trips") or "").startswith(uploads.PREFIX):
+    held_trips = uploads.held_trips(cfg["decide_trips"])      # a reload or a link: the server may still hold it
+    box = held_trips.default_region.bounds if held_trips is not None else None
+    if box is not None and not ss.get("w:trip_bounds:decide"):
+        ss["w:trip_bounds:decide"] = uploads.bbox_text(box)  # its typed box stays in the field, as for points
 uploads.trip_uploader(st.expander("Or upload trips (one row per point: person, trip, seq, lon, lat)",
                                    expanded=bool(cfg.get("decide_trips", "").startswith(uploads.PREFIX))), "decide")
-if str(cfg.get("decide_trips") or "").startswith(uploads.PREFIX):
-    uploads.held_trips(cfg["decide_trips"])          # a reload or a link: the server may still hold the file
 trip_names = trajectories.names() + list(uploads.trip_uploads())
 just = ss.get("trip_message")
 if just and just[0] == "success" and ss.get("decide_trip_selected") != just[1] and just[1] in trip_names:
