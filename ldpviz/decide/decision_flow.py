@@ -396,12 +396,14 @@ def record_sections(cfg: Mapping[str, Any], *, data_label: str, rows_text: str, 
     if pick is not None and pick.get("reached"):
         verdict = (f"<p class='answer'><strong>Chosen: {_e(pick['mechanism'])} at epsilon {_e(epsilon_text(pick))}"
                    + (f" with {int(pick['n_users']):,} users" if pick.get("n_users") else "") + "</strong>. "
-                   f"One collection meets {_e(metric)} <= {target:g} with probability at least "
+                   f"One collection meets {_e(metric)} ≤ {_e(decision_report.metric_value(metric, target))} with "
+                   f"probability at least "
                    f"{pick['probability']:.0%} ({pick['confidence']:.0%} confidence): the chance that one collection "
                    f"misses it is at most {_e(one_collection.chance_text(pick.get('miss_chance_max')))} "
                    f"({pick.get('misses', 0)} of {pick['trials']} fresh collections missed). Second reading: the "
-                   f"mean over those collections is {pick['mean']:.4g} (95% interval {pick['ci_low']:.4g} to "
-                   f"{pick['ci_high']:.4g}). {_e(pick['message'])}.</p>")
+                   f"mean over those collections is {_e(decision_report.metric_value(metric, pick['mean']))} (95% "
+                   f"interval {_e(decision_report.metric_value(metric, pick['ci_low']))} to "
+                   f"{_e(decision_report.metric_value(metric, pick['ci_high']))}). {_e(pick['message'])}.</p>")
         if pick.get("attacker_error_m") is not None:
             verdict += (f"<p>An attacker who knows the population density and sees one report is off by "
                         f"{pick['attacker_error_m']:,.0f} m on average.</p>")

@@ -300,6 +300,16 @@ def target_reading(goal: Mapping[str, Any] | None, result: experiment.Result, me
     return out
 
 
+def metric_value(metric: str, value: Any) -> str:
+    """A metric's value as a reader reads it: distances in m or km ('70.2 km', '930 m'), others to 4 figures."""
+    if value is None or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
+        return "—"
+    if metric.endswith("_m"):
+        v = float(value)
+        return f"{v / 1000:,.3g} km" if abs(v) >= 10_000 else f"{v:,.0f} m"
+    return _num(value)
+
+
 def _target_html(t: Mapping[str, Any]) -> str:
     from ldpviz.decide.one_collection import chance_text
     sign = "≤" if t["sense"] == "at_most" else "≥"
@@ -316,7 +326,8 @@ def _target_html(t: Mapping[str, Any]) -> str:
             + f". One collection misses the target with a chance of at most "
             f"{_e(chance_text(t.get('miss_chance_max')))} ({t.get('misses', 0)} of {t.get('trials', 0)} fresh "
             "collections missed); second reading: the mean over them is "
-            f"{_num(t.get('mean'))} (95% interval {_num(t.get('ci_low'))} to {_num(t.get('ci_high'))}). "
+            f"{metric_value(t['metric'], t.get('mean'))} (95% interval {metric_value(t['metric'], t.get('ci_low'))} "
+            f"to {metric_value(t['metric'], t.get('ci_high'))}). "
             f"{_e(t.get('message', ''))}</p>")
         if t.get("scan_warning"):
             parts.append(f"<p class='verdict fail'><strong>Warning:</strong> {_e(t['scan_warning'])}</p>")
