@@ -10,8 +10,13 @@ Five steps, as DP Wizard's Select -> Define -> Download, for location LDP (issue
    on :func:`scenario`, the same scenario ``ldpviz target`` builds, so the same inputs and seed give the same
    answer), its ledger (:mod:`ldpviz.mechanisms.accounting`), ranked by the epsilon it needs (:func:`rank`);
    "users needed at a fixed epsilon" is the same step turned around;
-5. *Sign*: :func:`record_html`, the decision record with every choice, the answer and the alternatives, the ledger,
-   the interval and what is not covered, a sign-off block, the link and the command that reproduce it.
+5. *Sign*: :func:`record_sections`, the flow's part of the signed decision -- every choice, the answer and the
+   alternatives, the ledger, what is not covered, a sign-off block, the link and the command that reproduce it --
+   which :func:`ldpviz.decide.decision_report.build_report` wraps around the decision report of the chosen
+   mechanism at its answer (maps, the interval, the attacker, the audit): one document.
+
+Step 1 takes points or trips: trips give one point per person per collection (:func:`trips_points`), the unit is
+then a person and the ledger the accountant's per-person ledger (:func:`ledger_for`).
 
 The choices live in the dashboard's one state layer (:mod:`ldpviz.app.state` calls :func:`encode` / :func:`decode`
 for the keys below), so a reload, a shared link and back/forward keep every step.
@@ -19,13 +24,12 @@ for the keys below), so a reload, a shared link and back/forward keep every step
 
 from __future__ import annotations
 
-import datetime as _dt
 import html
 import math
 import shlex
 from typing import Any, Mapping
 
-from ldpviz import __version__, mechanisms
+from ldpviz import mechanisms
 from ldpviz.data import trajectories
 from ldpviz.data.dataset_types import Dataset
 from ldpviz.decide import decision_report, one_collection, tradeoff
