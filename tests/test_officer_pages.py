@@ -227,6 +227,15 @@ def test_explore_opened_from_a_goal_seek_states_the_target():
     plain = app("ldpviz/app/views/0_Explore.py", mech="grr", eps="4", d="16", users="4000")
     plain.run()
     assert not any("Target from Compare" in i.value for i in plain.info)
+    carried = app("ldpviz/app/views/0_Explore.py", mech="grr", eps="4", d="16", users="4000", cmode="target_epsilon",
+                  metric="w2_m", tgt="1500", trials="4")
+    carried.session_state["goal_answer"] = {"mechanism": "grr", "metric": "w2_m", "target": 1500.0, "epsilon": 3.96,
+                                            "epsilon_used": 4.0, "probability": 0.95, "confidence": 0.95,
+                                            "miss_chance_max": 0.012, "trials": 10}
+    carried.run()
+    assert_clean(carried)
+    line = next(i.value for i in carried.info if "Target from Compare's goal seek" in i.value)
+    assert "Its answer: ε 3.96 found" in line and "at most 1.2%" in line
 
 
 def test_compare_target_met_at_the_search_floor_is_not_called_reached():

@@ -570,6 +570,14 @@ def target_line(cfg: dict, result: Result) -> str | None:
     lower = lower_is_better(metric)
     met = int((values <= target).sum() if lower else (values >= target).sum())
     sign = "≤" if lower else "≥"
-    return (f"Target from Compare's goal seek: {metric_name(metric)} {sign} {fmt_metric(metric, target)}. Here "
+    line = (f"Target from Compare's goal seek: {metric_name(metric)} {sign} {fmt_metric(metric, target)}. Here "
             f"{met} of {len(values)} collections meet it (each trial is one collection); the goal seek's answer "
             "was decided on fresh collections with the probability and confidence it states.")
+    goal = goal_for(cfg, result.scenario)
+    if goal and goal.get("epsilon") is not None and goal.get("probability") is not None:
+        from ldpviz.decide.one_collection import chance_text
+        line += (f" Its answer: ε {float(goal['epsilon']):.3g} found; one collection meets the target with probability "
+                 f"at least {float(goal['probability']):.0%} ({float(goal.get('confidence') or 0.95):.0%} confidence), "
+                 f"missing it with a chance of at most {chance_text(goal.get('miss_chance_max'))}. The decision "
+                 "report states it.")
+    return line
