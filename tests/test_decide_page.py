@@ -116,7 +116,7 @@ def test_record_states_every_choice():
                                         decision_json=flow.record_json(cfg, [row], "grr"))
     for text in ("flood planning", "DPO office", "30 days", "weekly", "ε = 104 (LDP)", "My file", "800",
                  "http://x/Decide?a=1", "--csv f.csv --bbox=1,2,3,4", "exact: no privacy", "at most 1.0%",
-                 "what this does not cover", "smallest found on a scan", "Signed decision",
+                 "what this does not cover", "Smallest found on a scan", "Signed decision",
                  "Target: W2 (m) ≤ 800", "The goal seek's answer for grr: epsilon 2", "4. Maps",
                  "7. Audit", "Sign-off", "Decision: alternatives"):
         assert text in html, text

@@ -407,7 +407,7 @@ def record_sections(cfg: Mapping[str, Any], *, data_label: str, rows_text: str, 
                    f"({pick.get('misses', 0)} of {pick['trials']} fresh collections missed). Second reading: the "
                    f"mean over those collections is {_e(decision_report.metric_value(metric, pick['mean']))} (95% "
                    f"interval {_e(decision_report.metric_value(metric, pick['ci_low']))} to "
-                   f"{_e(decision_report.metric_value(metric, pick['ci_high']))}). {_e(pick['message'])}.</p>")
+                   f"{_e(decision_report.metric_value(metric, pick['ci_high']))}). {_e(decision_report.sentence(pick['message']))}</p>")
         if pick.get("attacker_error_m") is not None:
             verdict += (f"<p>An attacker who knows the population density and sees one report is off by "
                         f"{pick['attacker_error_m']:,.0f} m on average.</p>")

@@ -310,6 +310,14 @@ def metric_value(metric: str, value: Any) -> str:
     return _num(value)
 
 
+def sentence(text: Any) -> str:
+    """A message as a sentence: its first letter capitalised and a full stop at the end ('' stays '')."""
+    text = str(text or "").strip()
+    if not text:
+        return ""
+    return text[:1].upper() + text[1:] + ("" if text.endswith((".", "!", "?")) else ".")
+
+
 def _target_html(t: Mapping[str, Any]) -> str:
     from ldpviz.decide.one_collection import chance_text
     sign = "≤" if t["sense"] == "at_most" else "≥"
@@ -328,7 +336,7 @@ def _target_html(t: Mapping[str, Any]) -> str:
             "collections missed); second reading: the mean over them is "
             f"{metric_value(t['metric'], t.get('mean'))} (95% interval {metric_value(t['metric'], t.get('ci_low'))} "
             f"to {metric_value(t['metric'], t.get('ci_high'))}). "
-            f"{_e(t.get('message', ''))}</p>")
+            f"{_e(sentence(t.get('message', '')))}</p>")
         if t.get("scan_warning"):
             parts.append(f"<p class='verdict fail'><strong>Warning:</strong> {_e(t['scan_warning'])}</p>")
     elif t.get("reached") is False:
