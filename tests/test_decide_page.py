@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from ldpviz.app import state
 from ldpviz.cli.commands import main
 from ldpviz.decide import decision_flow as flow
-from ldpviz.mechanisms.base import CENTRAL_DP, GEO_I, LDP
+from ldpviz.mechanisms.base import CENTRAL_DP, GEO_I, LDP, UNIT_PERSON
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "ldpviz/app/views/0_Decide.py")
@@ -31,12 +31,12 @@ def test_every_step_survives_the_link():
     cfg.update(decide_unit="report", decide_reports=3, decide_every="weekly", decide_models=[LDP, CENTRAL_DP],
                decide_metric="aqe", decide_target=0.02, decide_turn="users", decide_epsilon=2.5,
                decide_pins=["grr", "dam"], decide_probability=0.9, decide_purpose="flood planning",
-               decide_owner="DPO office", decide_retention="30 days")
+               decide_owner="DPO office", decide_retention="30 days", decide_trips="atlantic-storms")
     back, warnings = state.decode(state.encode(cfg))
     assert not warnings
     assert {k: back[k] for k in flow.DEFAULTS} == {k: cfg[k] for k in flow.DEFAULTS}
-    _, warnings = state.decode({"dcm": "ldp,nope", "dcr": "1.5", "dcturn": "sideways"})
-    assert len(warnings) == 3
+    _, warnings = state.decode({"dcm": "ldp,nope", "dcr": "1.5", "dcturn": "sideways", "dctr": "no-such-trips"})
+    assert len(warnings) == 4
 
 
 def test_eligible_says_why_not():
@@ -91,20 +91,72 @@ def test_decide_page_answers_and_matches_the_command_line(capsys):
 
 
 def test_record_states_every_choice():
+    """The signed record IS the decision report (maps, the interval, the attacker, the audit, what is not covered)
+    with the flow's choices, the target, the answer and the alternatives first and the sign-off block last, one
+    page with no external resource; its embedded JSON carries the target, the answer and the choices."""
+    import re
+    from html import unescape as html_unescape
+
+    from ldpviz.decide import decision_report
+    from ldpviz.experiment import Scenario
+
     cfg = {**state.defaults(), "decide_purpose": "flood planning", "decide_owner": "DPO office",
            "decide_retention": "30 days", "decide_every": "weekly", "decide_metric": "w2_m", "decide_target": 800.0}
-    row = {"mechanism": "grr", "privacy_model": LDP, "epsilon": 2.0, "n_users": 1000, "reached": True,
-           "probability": 0.95, "confidence": 0.95, "miss_chance_max": 0.01, "misses": 0, "trials": 10, "mean": 700.0,
-           "ci_low": 650.0, "ci_high": 750.0, "message": "smallest found on a scan of 17 values",
-           "attacker_error_m": 900.0, "ledger": {"lines": ["a location report"], "total": {"text": "ε = 104 (LDP)"}},
+    row = {"mechanism": "grr", "privacy_model": LDP, "metric": "w2_m", "target": 800.0, "epsilon": 2.0,
+           "n_users": 1000, "reached": True, "probability": 0.95, "confidence": 0.95, "miss_chance_max": 0.01,
+           "misses": 0, "trials": 3, "mean": 700.0, "ci_low": 650.0, "ci_high": 750.0,
+           "message": "smallest found on a scan of 17 values", "attacker_error_m": 900.0,
+           "ledger": {"lines": ["a location report"], "total": {"text": "ε = 104 (LDP)"}},
            "ledger_one": "one", "ledger_sentence": "year"}
-    html = flow.record_html(cfg, data_label="My file", rows_text="10 rows", region_text="box", cell_text="8 x 8",
-                            answers=[row], chosen="grr", why_not={"exact": "no privacy"}, link="http://x/Decide?a=1",
-                            cli="ldpviz target --csv f.csv --bbox=1,2,3,4")
+    sections = flow.record_sections(cfg, data_label="My file", rows_text="10 rows", region_text="box",
+                                    cell_text="8 x 8", answers=[row], chosen="grr", why_not={"exact": "no privacy"},
+                                    link="http://x/Decide?a=1", cli="ldpviz target --csv f.csv --bbox=1,2,3,4")
+    sc = Scenario(dataset="normal", mechanism="grr", epsilon=2.0, grid_side=8, n_users=1000, trials=3)
+    html = decision_report.build_report(sc, audit=False, goal=row, decision=sections,
+                                        decision_json=flow.record_json(cfg, [row], "grr"))
     for text in ("flood planning", "DPO office", "30 days", "weekly", "ε = 104 (LDP)", "My file", "800",
                  "http://x/Decide?a=1", "--csv f.csv --bbox=1,2,3,4", "exact: no privacy", "at most 1.0%",
-                 "What this does not cover", "smallest found on a scan"):
+                 "what this does not cover", "Smallest found on a scan", "Signed decision",
+                 "Target: W2 (m) ≤ 800", "The goal seek's answer for grr: epsilon 2", "4. Maps",
+                 "7. Audit", "Sign-off", "Decision: alternatives"):
         assert text in html, text
+    assert html.index("Decision: every choice") < html.index("1. Scenario") < html.index("Sign-off")
+    assert not re.search(r"(src|href)=['\"]https?://", html.split("Reopen the whole flow")[0])
+    data = json.loads(html_unescape(re.search(r'<pre id="ldpviz-report-json">(.*?)</pre>', html, re.S).group(1)))
+    assert data["target"]["target"] == 800.0 and data["target"]["epsilon"] == 2.0
+    assert data["target"]["report_collections"] == 3 and data["decision"]["chosen"] == "grr"
+    assert data["decision"]["choices"]["decide_purpose"] == "flood planning"
+
+
+def test_trips_give_one_point_per_person_and_a_person_ledger():
+    """Trips: one point per person per collection (seeded, among the person's own points); the ledger is the
+    accountant's per-person ledger, the region's tile once per person and the reports of step 2, over the year."""
+    import numpy as np
+
+    from ldpviz import mechanisms
+    from ldpviz.data import trajectories
+    from ldpviz.geo.domain import Grid
+    from ldpviz.geo.domain import Region
+
+    storms = trajectories.load("atlantic-storms")
+    points = flow.trips_points(storms, seed=3)
+    assert points.n == storms.n_people and points.name == "trips:atlantic-storms"
+    own = {(lo, la) for lo, la in zip(storms.lon, storms.lat)}
+    assert all((lo, la) in own for lo, la in zip(points.lon, points.lat))
+    assert np.array_equal(points.lon, flow.trips_points(storms, seed=3).lon)
+    region = storms.default_region
+    assert "people" in flow.trips_rows_text(storms, region) and "trips" in flow.trips_rows_text(storms, region)
+    mech = mechanisms.create("grr", Grid(region, 8), 0.5)
+    cfg = {**flow.DEFAULTS, "decide_reports": 2, "decide_every": "monthly", "decide_unit": "report",
+           "decide_trips": "atlantic-storms"}
+    assert flow.unit_of(cfg) == "person"
+    ledger = flow.ledger_for(mech, region, cfg, people=points.n)
+    assert ledger.unit == UNIT_PERSON and ledger.repeats == 12
+    assert ledger.per_collection().ldp == 1.0 and ledger.total().ldp == 12.0
+    paid = Region(region.center_lon, region.center_lat, region.side_m, "tiles", "read from the tiles",
+                  epsilon_spent=0.25)          # a paid region (private tiles): its epsilon0 once per person
+    paid_ledger = flow.ledger_for(mechanisms.create("grr", Grid(paid, 8), 0.5), paid, cfg, people=points.n)
+    assert paid_ledger.per_collection().ldp == 1.25 and any("tile" in line for line in paid_ledger.lines())
 
 
 def test_readme_states_the_count_of_choices():
@@ -154,3 +206,70 @@ def test_deploy_step_hands_over_the_decided_collection():
     assert spec["ledger"]["total"] == pick["ledger"]["total"]
     assert spec["ledger"]["repeats"] == 52                       # weekly for a year, 2 reports each
     assert any(c.value.startswith("ldpviz deploy --mechanism") for c in at.code)
+
+
+def test_trips_step_one_answers_per_person_and_reproduces():
+    """Step 1 with the bundled trips (Atlantic storms; Geo-I accepted, d = 8, monthly): the unit is a person whatever
+    step 2 said for points, the rows are people, trips and points, every ledger is per person with the year's 12
+    collections, and the Python the page prints, run, gives the same epsilon for every mechanism."""
+    from unittest import mock
+
+    from streamlit.runtime.media_file_manager import MediaFileManager
+
+    class _Manager(MediaFileManager):
+        last = None
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            _Manager.last = self
+
+    at = page(dctr="atlantic-storms", d="8", dcm="geoi", dct="300000", dcu="report", dce="monthly", users="0",
+              dcpur="storm shelters")
+    with mock.patch("streamlit.testing.v1.app_test.MediaFileManager", _Manager):
+        at.run()
+        for b in at.button:            # the long-run notice: start it as an officer would
+            if b.key and b.key.startswith("longrun:start"):
+                b.click()
+                at.run()
+                break
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    text = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
+    assert "655 people, 655 trips, 19,537 points" in text and "The unit is a person" in text
+    answers = at.session_state["decide_answers"]
+    assert {a["mechanism"] for a in answers} == {"planar-laplace", "sem-geoi"}
+    for a in answers:
+        assert a["ledger"]["unit"] == UNIT_PERSON and a["ledger"]["repeats"] == 12
+    code = next(c.value for c in at.code if c.value.startswith("from ldpviz.data import trajectories"))
+    got = {}
+    exec(code, {"print": lambda name, eps: got.__setitem__(name, eps)})
+    assert got == {a["mechanism"]: a["epsilon"] for a in answers}
+    button = next(b for b in at.get("download_button") if b.label == "Download the signed decision (HTML)")
+    url = _Manager.last.execute_deferred(button.proto.deferred_file_id)      # built when pressed, as a browser does
+    signed = _Manager.last._storage.get_file(url.rsplit("/", 1)[-1].split(".")[0]).content.decode("utf-8")
+    for text in ("Signed decision", "a person (all their trips", "one point per person", "storm shelters",
+                 "The target and the answer", "4. Maps", "7. Audit", "Sign-off", "from ldpviz.data import trajectories"):
+        assert text in signed, text
+
+
+def test_report_on_trips_speaks_of_people_and_reproduces():
+    """The report of points taken from trips says each row is a person, prints no `--dataset trips:...` command
+    (no command reads it) and its Python, run, gives the same result; its deploy command carries the box."""
+    import html as html_lib
+    import re
+
+    from ldpviz.data import trajectories
+    from ldpviz.decide import decision_report
+    from ldpviz.experiment import Scenario, run
+
+    storms = trajectories.load("atlantic-storms")
+    points = flow.trips_points(storms, seed=1)
+    sc = Scenario(dataset=points.name, mechanism="grr", epsilon=2.0, grid_side=8, region=storms.default_region,
+                  seed=1, trials=2)
+    html = decision_report.build_report(sc, dataset=points, audit=False)
+    assert "Each row here is one person" in html and "--dataset trips:" not in html
+    code = html_lib.unescape(next(p for p in re.findall(r"<pre>(.*?)</pre>", html, re.S)
+                                  if p.startswith("from ldpviz import Scenario")))
+    ns: dict = {}
+    exec(code.replace("print(result.summary())", ""), ns)
+    assert ns["result"].mean()["w2_m"] == run(sc, points).mean()["w2_m"]

@@ -183,6 +183,36 @@ def test_compare_target_follows_the_metric_and_opens_explore_at_the_answer():
     assert cfg["epsilon"] == eps and cfg["mechanism"] == "grr"
     fresh = int(at.dataframe[0].value.iloc[0]["fresh collections"])
     assert cfg["trials"] == fresh           # the answer's collections come along into Explore (issue 27)
+    goal = at.session_state["goal_answer"]  # and the answer with its reading, for Explore's report and JSON
+    assert goal["epsilon_used"] == eps and goal["metric"] == "w2_m" and goal["target"] == cfg["target"]
+    assert goal["mechanism"] == "grr" and goal["trials"] == fresh and goal["miss_chance_max"] is not None
+
+
+def test_report_from_explore_states_the_goal_seeks_target_and_answer():
+    """Issue 27: the report reached from a goal seek never mentioned the target. With the answer carried (as
+    Compare's 'Use ε' leaves it) the report states the target, the answer, its one-collection reading and how its
+    own collections read against it, in words and in its embedded JSON; with only a target set, the target."""
+    import json
+    import re
+    from html import unescape as html_unescape
+
+    from ldpviz.decide import decision_report
+    from ldpviz.experiment import Scenario
+
+    sc = Scenario(dataset="normal", mechanism="grr", epsilon=4.0, grid_side=8, n_users=2000, trials=3)
+    goal = {"mechanism": "grr", "metric": "w2_m", "target": 2000.0, "reached": True, "epsilon": 3.97,
+            "epsilon_used": 4.0, "probability": 0.95, "confidence": 0.95, "miss_chance_max": 0.004, "misses": 0,
+            "trials": 10, "mean": 1500.0, "ci_low": 1400.0, "ci_high": 1600.0,
+            "message": "smallest found on a scan of 16 values"}
+    html = decision_report.build_report(sc, audit=False, goal=goal)
+    for text in ("The target and the answer", "Target: W2 (m) ≤ 2000", "epsilon 3.97", "this report uses 4",
+                 "at most 0.4%", "0 of 10 fresh collections missed", "This report's own 3 collections"):
+        assert text in html, text
+    data = json.loads(html_unescape(re.search(r'<pre id="ldpviz-report-json">(.*?)</pre>', html, re.S).group(1)))
+    assert data["target"]["epsilon"] == 3.97 and data["target"]["report_collections"] == 3
+    only = decision_report.build_report(sc, audit=False, metric="w2_m", target=2000.0)
+    assert "Target: W2 (m) ≤ 2000" in only and "goal seek's answer" not in only
+    assert "The target and the answer" not in decision_report.build_report(sc, audit=False)
 
 
 def test_explore_opened_from_a_goal_seek_states_the_target():
@@ -197,6 +227,15 @@ def test_explore_opened_from_a_goal_seek_states_the_target():
     plain = app("ldpviz/app/views/0_Explore.py", mech="grr", eps="4", d="16", users="4000")
     plain.run()
     assert not any("Target from Compare" in i.value for i in plain.info)
+    carried = app("ldpviz/app/views/0_Explore.py", mech="grr", eps="4", d="16", users="4000", cmode="target_epsilon",
+                  metric="w2_m", tgt="1500", trials="4")
+    carried.session_state["goal_answer"] = {"mechanism": "grr", "metric": "w2_m", "target": 1500.0, "epsilon": 3.96,
+                                            "epsilon_used": 4.0, "probability": 0.95, "confidence": 0.95,
+                                            "miss_chance_max": 0.012, "trials": 10}
+    carried.run()
+    assert_clean(carried)
+    line = next(i.value for i in carried.info if "Target from Compare's goal seek" in i.value)
+    assert "Its answer: ε 3.96 found" in line and "at most 1.2%" in line
 
 
 def test_compare_target_met_at_the_search_floor_is_not_called_reached():

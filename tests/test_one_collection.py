@@ -75,25 +75,41 @@ def test_miss_chance_bound_is_the_tolerance_rule_turned_around():
     assert oc.read(v, target, True, probability=1 - q).bound == pytest.approx(target, rel=1e-4)
 
 
-# The property that matters, by simulation. Each case: the goal seek's answer, then M collections on streams
-# neither the search nor the fresh decision used (stream 2). With the rule's 95%-of-collections at 95% confidence,
-# the share meeting the target should be >= 95%; the test's own sampling error with M = 100 is a standard error of
-# 2.2 points, so it fails when fewer than 90 of 100 meet it (P(Binomial(100, 0.95) < 90) = 1.1%).
-M = 100
-MIN_MET = 90
-CASES = [("minneapolis-stops", "dam", 900.0), ("minneapolis-stops", "grr", 1500.0),
-         ("minneapolis-stops", "planar-laplace", 600.0), ("gmm", "dam", 900.0), ("gmm", "grr", 1500.0),
-         ("gmm", "planar-laplace", 600.0)]
+# The property that matters, by simulation (issue 27: "at least 95% of 200 fresh collections meet the target, within
+# the test's own sampling error"). Each case: the goal seek's answer, then M = 200 collections on streams neither the
+# search nor the fresh decision used (stream 2). Were the share of single collections meeting the target exactly
+# p = 0.95 (the least the rule promises), the count meeting it would be Binomial(200, 0.95): MIN_MET is the largest
+# threshold whose false-failure probability P(Binomial(200, 0.95) < MIN_MET) is at most 1% -- 182, failing a true
+# 95% with probability 0.58% per case (at most 3.4% over the six cases together, by the union bound). The cases are
+# small (4,000 users, d = 12): the property, not the scale.
+M = 200
+P_MET = 0.95
+FALSE_FAILURE = 0.01
+MIN_MET = max(c for c in range(M + 1) if stats.binom.cdf(c - 1, M, P_MET) <= FALSE_FAILURE)
+USERS, SIDE = 4_000, 12
+CASES = [("minneapolis-stops", "dam", 1100.0), ("minneapolis-stops", "grr", 1800.0),
+         ("minneapolis-stops", "planar-laplace", 700.0), ("gmm", "dam", 1100.0), ("gmm", "grr", 1800.0),
+         ("gmm", "planar-laplace", 700.0)]
+
+
+def test_the_threshold_is_the_binomial_one():
+    """MIN_MET from the binomial at p = 0.95: 182 of 200, false failure 0.58% (the docstring's numbers)."""
+    assert MIN_MET == 182
+    assert stats.binom.cdf(MIN_MET - 1, M, P_MET) == pytest.approx(0.0058, abs=5e-4)
+    assert stats.binom.cdf(MIN_MET, M, P_MET) > FALSE_FAILURE
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("dataset,name,target", CASES)
 def test_one_fresh_collection_meets_the_target_at_the_answer(dataset, name, target):
-    sc = Scenario(dataset=dataset, mechanism=name, epsilon=1.0, grid_side=16, n_users=20_000, seed=7)
-    got = tradeoff.target_epsilon(sc, "w2_m", target, n_users=20_000, attacker=False)
+    """At the epsilon the goal seek returns, at least MIN_MET of M = 200 fresh collections (stream 2, never seen by
+    the search or its fresh decision) meet the target: the rule's "one collection meets it with probability >= 95%",
+    checked within the test's own sampling error (false failure <= 0.58% per case, see above)."""
+    sc = Scenario(dataset=dataset, mechanism=name, epsilon=1.0, grid_side=SIDE, n_users=USERS, seed=7)
+    got = tradeoff.target_epsilon(sc, "w2_m", target, n_users=USERS, attacker=False)
     assert got.reached, got.message
     ev = tradeoff.Evaluator(sc, "w2_m")
-    values = ev.values(got.epsilon, 20_000, M, stream=2)
+    values = ev.values(got.epsilon, USERS, M, stream=2)
     met = int(np.sum(values <= target))
     assert met >= MIN_MET, (met, got.epsilon, got.mean, got.bound)
 

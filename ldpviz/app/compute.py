@@ -54,11 +54,24 @@ def fit_region(dataset_key: str, _dataset: datasets.Dataset) -> Region:
     return Region.fit(_dataset.lon, _dataset.lat)
 
 
+#: Points a page derived from other data in this session (Decide: one point per person of a trips file), by name.
+DERIVED = "derived_datasets"
+
+
+def derive(data: datasets.Dataset) -> datasets.Dataset:
+    """Hold ``data`` (points derived from other data, e.g. trips) under its name for this session's runs."""
+    st.session_state.setdefault(DERIVED, {})[data.name] = data
+    return data
+
+
 def get_dataset(name: str) -> tuple[datasets.Dataset, str]:
-    """(dataset, content key): an upload kept in this session, or a bundled dataset."""
+    """(dataset, content key): an upload kept in this session, points derived from one, or a bundled dataset."""
     uploads = st.session_state.get("uploads", {})
     if name in uploads:
         return uploads[name], uploads[name].key
+    derived = st.session_state.get(DERIVED, {})
+    if name in derived:
+        return derived[name], derived[name].key
     data = load_bundled(name)
     return data, data.key
 
@@ -69,7 +82,7 @@ def is_upload(name: str) -> bool:
 
 def dataset_arg(name: str) -> datasets.Dataset | None:
     """What to pass to ``experiment.run`` besides the scenario: the upload itself, or None."""
-    return st.session_state["uploads"][name] if is_upload(name) else None
+    return st.session_state["uploads"][name] if is_upload(name) else st.session_state.get(DERIVED, {}).get(name)
 
 
 def run_scenario(scenario: Scenario) -> Result:

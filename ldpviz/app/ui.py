@@ -434,18 +434,23 @@ def summary_sentence(result: Result, attacker: tuple[float | None, float | None,
     return text + (f". ({why[0].upper() + why[1:]}.)" if why else ".")
 
 
-def export_section(cfg: dict[str, Any], result: Result, shown: dict[str, Any], upload_filename: str | None) -> None:
+def export_section(cfg: dict[str, Any], result: Result, shown: dict[str, Any], upload_filename: str | None,
+                   target: dict[str, Any] | None = None) -> None:
     """Downloads: configuration (JSON), results (CSV), the grids (CSV, GeoJSON), the maps shown (PNG, rendered on
     the server), and a reproducing Python snippet. Nothing exported loads anything from the network.
 
     ``shown`` holds what the page draws: ``layers`` (name -> (d, d) array: true, estimate or difference, filtered
     when the page filters) and ``maps`` (title -> (array, diverging)) in the order they are on screen.
+    ``target``: the goal seek this setting answers (:func:`ldpviz.decide.decision_report.target_reading`), in the
+    configuration JSON as the report states it.
     """
     with st.expander("Export and reproduce", icon=":material/download:"):
         st.caption("The address bar holds the whole configuration: copy the link to reopen this view "
                    "(an uploaded file is found again while this server holds it).")
         config = {"query": state.encode(cfg, st.session_state.get("saved_regions", {})),
                   "scenario": _jsonable(result.summary())}
+        if target:
+            config["target"] = _jsonable(target)
         grid, layers = result.grid, shown["layers"]
         c1, c2, c3, c4 = st.columns(4)
         # Callables: the files are built when clicked, not on every rerun (keeps slider moves fast).
@@ -516,6 +521,45 @@ def show_ledger(ledger: Any, what: str) -> None:
     st.markdown("\n".join(f"- {line}" for line in ledger.lines()))
 
 
+#: Where Compare's "Use ε" leaves the goal seek's answer (its reading) for Explore's report and JSON.
+GOAL_KEY = "goal_answer"
+
+
+def goal_row(row: Any) -> dict[str, Any]:
+    """A goal seek's answer (a row of Compare's table) as plain values: what Explore's report states."""
+    keys = ("mechanism", "privacy_model", "metric", "target", "reached", "epsilon", "n_users", "probability",
+            "confidence", "miss_chance_max", "misses", "trials", "mean", "ci_low", "ci_high", "message",
+            "scan_warning", "rule", "sense")
+    out = {}
+    for k in keys:
+        if k in row:
+            v = row[k]
+            out[k] = v.item() if hasattr(v, "item") else v
+    return out
+
+
+def goal_for(cfg: dict, scenario: Scenario) -> dict[str, Any] | None:
+    """The goal seek answer Explore was opened with, while Explore still shows it (same mechanism and epsilon,
+    or users): the report and the JSON then state the target, the answer and its one-collection reading. None
+    once the setting moved on (the target alone is then stated: :func:`target_line`)."""
+    goal = st.session_state.get(GOAL_KEY)
+    if not goal or cfg.get("compare_mode") == "at_epsilon" or goal.get("mechanism") != scenario.mechanism:
+        return None
+    if goal.get("metric") != cfg.get("metric") or float(goal.get("target") or 0) != float(cfg.get("target") or 0):
+        return None
+    if "epsilon_used" in goal:
+        return goal if abs(float(goal["epsilon_used"]) - float(scenario.epsilon)) <= 1e-12 else None
+    return goal if scenario.n_users is not None and int(goal.get("n_users") or -1) == int(scenario.n_users) else None
+
+
+def report_target(cfg: dict) -> tuple[str | None, float | None]:
+    """(metric, target) of Compare's goal seek while one is set (else (None, None)): the report states it."""
+    target = float(cfg.get("target") or 0.0)
+    if cfg.get("compare_mode") == "at_epsilon" or target <= 0:
+        return None, None
+    return cfg.get("metric"), target
+
+
 def target_line(cfg: dict, result: Result) -> str | None:
     """Explore opened from Compare's goal seek (a target set there): the target and how this setting's collections
     read against it, per collection and for the mean, so the interval shown is never silent about it."""
@@ -526,6 +570,14 @@ def target_line(cfg: dict, result: Result) -> str | None:
     lower = lower_is_better(metric)
     met = int((values <= target).sum() if lower else (values >= target).sum())
     sign = "≤" if lower else "≥"
-    return (f"Target from Compare's goal seek: {metric_name(metric)} {sign} {fmt_metric(metric, target)}. Here "
+    line = (f"Target from Compare's goal seek: {metric_name(metric)} {sign} {fmt_metric(metric, target)}. Here "
             f"{met} of {len(values)} collections meet it (each trial is one collection); the goal seek's answer "
             "was decided on fresh collections with the probability and confidence it states.")
+    goal = goal_for(cfg, result.scenario)
+    if goal and goal.get("epsilon") is not None and goal.get("probability") is not None:
+        from ldpviz.decide.one_collection import chance_text
+        line += (f" Its answer: ε {float(goal['epsilon']):.3g} found; one collection meets the target with probability "
+                 f"at least {float(goal['probability']):.0%} ({float(goal.get('confidence') or 0.95):.0%} confidence), "
+                 f"missing it with a chance of at most {chance_text(goal.get('miss_chance_max'))}. The decision "
+                 "report states it.")
+    return line

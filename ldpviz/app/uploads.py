@@ -201,6 +201,16 @@ def trip_uploads() -> dict[str, trajectories.Trajectories]:
     return st.session_state.setdefault("trip_uploads", {})
 
 
+def held_trips(name: str) -> trajectories.Trajectories | None:
+    """An uploaded trips file this session or this server still holds (a reload or a link finds it again)."""
+    held = trip_uploads().get(name)
+    if held is None:
+        kept = _store().get(name)
+        if isinstance(kept, trajectories.Trajectories):
+            held = trip_uploads()[name] = kept
+    return held
+
+
 def trip_label(name: str) -> str | None:
     """'Your trips: file.csv' for an uploaded trips file, else None."""
     held = trip_uploads().get(name)

@@ -10,8 +10,13 @@ Five steps, as DP Wizard's Select -> Define -> Download, for location LDP (issue
    on :func:`scenario`, the same scenario ``ldpviz target`` builds, so the same inputs and seed give the same
    answer), its ledger (:mod:`ldpviz.mechanisms.accounting`), ranked by the epsilon it needs (:func:`rank`);
    "users needed at a fixed epsilon" is the same step turned around;
-5. *Sign*: :func:`record_html`, the decision record with every choice, the answer and the alternatives, the ledger,
-   the interval and what is not covered, a sign-off block, the link and the command that reproduce it.
+5. *Sign*: :func:`record_sections`, the flow's part of the signed decision -- every choice, the answer and the
+   alternatives, the ledger, what is not covered, a sign-off block, the link and the command that reproduce it --
+   which :func:`ldpviz.decide.decision_report.build_report` wraps around the decision report of the chosen
+   mechanism at its answer (maps, the interval, the attacker, the audit): one document.
+
+Step 1 takes points or trips: trips give one point per person per collection (:func:`trips_points`), the unit is
+then a person and the ledger the accountant's per-person ledger (:func:`ledger_for`).
 
 The choices live in the dashboard's one state layer (:mod:`ldpviz.app.state` calls :func:`encode` / :func:`decode`
 for the keys below), so a reload, a shared link and back/forward keep every step.
@@ -19,14 +24,15 @@ for the keys below), so a reload, a shared link and back/forward keep every step
 
 from __future__ import annotations
 
-import datetime as _dt
 import html
 import math
 import shlex
 from typing import Any, Mapping
 
-from ldpviz import __version__, mechanisms
-from ldpviz.decide import one_collection, tradeoff
+from ldpviz import mechanisms
+from ldpviz.data import trajectories
+from ldpviz.data.dataset_types import Dataset
+from ldpviz.decide import decision_report, one_collection, tradeoff
 from ldpviz.errors import LdpvizInputError
 from ldpviz.experiment import Scenario
 from ldpviz.mechanisms import accounting
@@ -53,13 +59,13 @@ DEFAULTS: dict[str, Any] = {
     "decide_unit": "person", "decide_reports": 1, "decide_every": "once", "decide_models": [LDP, GEO_I],
     "decide_metric": "w2_m", "decide_target": TARGET_DEFAULTS["w2_m"], "decide_turn": "epsilon",
     "decide_epsilon": 1.0, "decide_pins": [], "decide_probability": one_collection.PROBABILITY,
-    "decide_purpose": "", "decide_owner": "", "decide_retention": "",
+    "decide_purpose": "", "decide_owner": "", "decide_retention": "", "decide_trips": "",
 }
 #: Their link keys.
 KEYS = {"decide_unit": "dcu", "decide_reports": "dcr", "decide_every": "dce", "decide_models": "dcm",
         "decide_metric": "dcmet", "decide_target": "dct", "decide_turn": "dcturn", "decide_epsilon": "dceps",
         "decide_pins": "dcpin", "decide_probability": "dcp", "decide_purpose": "dcpur", "decide_owner": "dcown",
-        "decide_retention": "dcret"}
+        "decide_retention": "dcret", "decide_trips": "dctr"}
 #: Link keys of the shared choices the flow reads (the dataset, region, grid, users and seed are the dashboard's).
 SHARED = ("dataset", "region", "bbox", "grid_side", "n_users", "seed")
 TEXT_MAX = 300
@@ -114,6 +120,11 @@ def decode(query: Mapping[str, str], cfg: dict[str, Any], warnings: list[str]) -
             return names
         if field == "decide_target":
             return _float(text, 1e-9, 1e9, "target")
+        if field == "decide_trips":
+            if text and text not in trajectories.names() and not text.startswith("upload:"):
+                raise LdpvizInputError(f"must be a trips data set ({', '.join(trajectories.names())}) or an "
+                                       "uploaded trips file")
+            return text
         if field == "decide_epsilon":
             return _float(text, 0.001, 50, "epsilon")
         if field == "decide_probability":
@@ -170,27 +181,87 @@ def scenario(dataset: str, region: Any, mechanism: str, grid_side: int, n_users:
 
 # ---- step 4: the answer --------------------------------------------------------------------------------------
 
-def ledger_for(mech: Any, region: Any, cfg: Mapping[str, Any]) -> accounting.Ledger:
+# ---- step 1 with trips: one point per person per collection ------------------------------------------------
+
+#: How the page names a trips source among the datasets (cfg['decide_trips'] holds the name after it).
+TRIPS_PREFIX = decision_report.TRIPS_PREFIX
+#: What the answer is computed on when the data are trips (the page and the record say it).
+TRIPS_UNIT_TEXT = ("trips: the guarantee protects a person (all their trips). Each person reports one of their points "
+                   "per collection, chosen uniformly at random (as Flows' traffic reporters and People's dam-sample), "
+                   "so the map is of people, one point each, and the accuracy is simulated on those points")
+
+
+def trips_points(trips: trajectories.Trajectories, seed: int = 0) -> Dataset:
+    """The points one collection sees from ``trips``: one point per person, uniformly among their points, seeded
+    (:func:`ldpviz.data.trajectories.one_point_per_person`, what Flows' traffic reporters send). Its presets are the
+    trips' regions; ``report`` is None (the trips' own report counts the file's rows)."""
+    lon, lat = trajectories.one_point_per_person(trips.person, trips.lon, trips.lat, seed)
+    return Dataset(name=f"{TRIPS_PREFIX}{trips.name}", label=trips.label,
+                   description=(f"{trips.description} Decide uses one point per person per collection: "
+                                f"{lon.size:,} people, {trips.n_trips:,} trips, {trips.n_points:,} points."),
+                   lon=lon, lat=lat, presets=trips.presets, synthetic=False, report=None)
+
+
+def trips_rows_text(trips: trajectories.Trajectories, region: Any) -> str:
+    """Rows kept and dropped (named, from the trips' report), people, trips and points, and who is in the region."""
+    people = trips_points(trips)
+    inside = int(region.contains(people.lon, people.lat).sum())
+    report = trips.report
+    if report is not None:
+        dropped = ", ".join(f"{n:,} {r}" for r, n in report.dropped.items() if n) or "none"
+        kept = (f"{report.rows_kept:,} of {report.rows_read:,} rows kept, {report.rows_read - report.rows_kept:,} "
+                f"dropped ({dropped}); ")
+    else:
+        kept = ""
+    return (f"{kept}{trips.n_people:,} people, {trips.n_trips:,} trips, {trips.n_points:,} points; one point per "
+            f"person: {inside:,} people inside the region")
+
+
+def unit_of(cfg: Mapping[str, Any]) -> str:
+    """The unit step 2 protects: a trips source always protects a person (its people are named in the file)."""
+    return "person" if cfg.get("decide_trips") else str(cfg.get("decide_unit", "person"))
+
+
+def ledger_for(mech: Any, region: Any, cfg: Mapping[str, Any], people: int | None = None) -> accounting.Ledger:
     """One collection's ledger for the flow's unit and reports per person, repeated as often as step 2 says over
-    a year (the sign-off's 'total epsilon per person over a year')."""
+    a year (the sign-off's 'total epsilon per person over a year').
+
+    ``people``: the data are trips of this many people: the accountant's per-person ledger
+    (:func:`ldpviz.mechanisms.accounting.person_ledger`): the region's tile once per person (where it was paid
+    for) and the reports each person sends, composed there, never added up here."""
+    import numpy as np
+
     reports = int(cfg.get("decide_reports", 1))
-    unit = UNIT_PERSON if cfg.get("decide_unit") == "person" else UNIT_ROW
+    unit = UNIT_PERSON if unit_of(cfg) == "person" else UNIT_ROW
     every = cfg.get("decide_every", "once")
     per_year = EVERY[every]
+    basis = f"{reports} report{'s' if reports != 1 else ''} per person per collection (step 2)"
     notes = [] if reports == 1 else [
         f"the accuracy was simulated with one report per person; {reports} reports per person are charged here"]
+    if people is not None:
+        ones = np.ones(max(int(people), 1))
+        parts = []
+        tiles = accounting.region_charge(region, 1, 1, "each person reports the tile of one of their points, once")
+        if tiles is not None:
+            parts.append((tiles, ones))
+        parts.append((accounting.report_charge(mech, what=f"a location report ({mech.name}) of one of the person's "
+                                                          "points", basis=basis), reports * ones))
+        ledger = accounting.person_ledger(parts, unit=UNIT_PERSON, notes=notes, reference_m=float(
+            mech.grid.cell_m) if mech.privacy_model == GEO_I else 0.0)
+        return ledger.repeated(per_year, f"collected {every} for a year" if every != "once" else "")
     return accounting.collection_ledger(
-        mech, region, reports_worst=reports, reports_median=reports,
-        reports_basis=f"{reports} report{'s' if reports != 1 else ''} per person per collection (step 2)",
+        mech, region, reports_worst=reports, reports_median=reports, reports_basis=basis,
         repeats=per_year, repeats_basis=f"collected {every} for a year" if every != "once" else "",
         unit=unit, notes=notes)
 
 
-def answer(goal: Mapping[str, Any], mech: Any, region: Any, cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """A goal seek's JSON (:meth:`GoalResult.to_dict`) with the flow's ledger at its answer (None when unreached)."""
+def answer(goal: Mapping[str, Any], mech: Any, region: Any, cfg: Mapping[str, Any],
+           people: int | None = None) -> dict[str, Any]:
+    """A goal seek's JSON (:meth:`GoalResult.to_dict`) with the flow's ledger at its answer (None when unreached);
+    ``people``: trips of this many people (:func:`ledger_for`)."""
     row = dict(goal)
     if mech is not None:
-        ledger = ledger_for(mech, region, cfg)
+        ledger = ledger_for(mech, region, cfg, people)
         row["ledger"] = ledger.to_dict()
         row["ledger_sentence"] = ledger.sentence()
         row["ledger_one"] = ledger.repeated(1).sentence()
@@ -250,6 +321,38 @@ def command(cfg: Mapping[str, Any], mechanisms_: list[str], upload_filename: str
     return " ".join(shlex.quote(p) if not p.startswith("--bbox=") else p for p in parts) + " --json"
 
 
+def trips_command(cfg: Mapping[str, Any], mechanisms_: list[str], trips: trajectories.Trajectories, region: Any,
+                  preset: str | None) -> str:
+    """The Python that reproduces step 4 on trips (``ldpviz target`` reads points): the trips file read with the
+    same loader and checks, one point per person (:func:`trips_points`, same seed), the same goal seek."""
+    seed, side = int(cfg.get("seed", 0)), int(cfg["grid_side"])
+    if trips.name in trajectories.names():
+        load = f"trips = trajectories.load({trips.name!r})"
+    else:
+        box = getattr(region, "bounds", None)
+        load = (f"trips = trajectories.load_trajectory_file({trips.label!r}"
+                + (f", bbox={tuple(box)!r}" if box is not None else "") + ")   # your file")
+    where = f"trips.presets[{preset!r}]" if preset else (
+        f"region_choice.stated_region({tuple(region.bounds)!r})" if getattr(region, "bounds", None) is not None
+        else "trips.default_region")
+    users = int(cfg["n_users"]) if cfg.get("n_users") else None
+    lines = ["from ldpviz.data import trajectories", "from ldpviz.decide import decision_flow, tradeoff",
+             "from ldpviz.geo import region_choice", load,
+             f"points = decision_flow.trips_points(trips, seed={seed})   # one point per person per collection",
+             f"region = {where}"]
+    for name in mechanisms_:
+        sc = f"decision_flow.scenario(points.name, region, {name!r}, {side}, {users!r}, {seed})"
+        if cfg.get("decide_turn") == "users":
+            call = (f"tradeoff.users_needed({sc}.with_(epsilon={float(cfg['decide_epsilon'])!r}), "
+                    f"{cfg['decide_metric']!r}, {float(cfg['decide_target'])!r}, dataset=points, "
+                    f"probability={float(cfg.get('decide_probability', 0.95))!r})")
+        else:
+            call = (f"tradeoff.target_epsilon({sc}, {cfg['decide_metric']!r}, {float(cfg['decide_target'])!r}, "
+                    f"n_users={users!r}, dataset=points, probability={float(cfg.get('decide_probability', 0.95))!r})")
+        lines.append(f"print({name!r}, {call}.epsilon)")
+    return "\n".join(lines)
+
+
 #: The officer's choices from file to signed report, in order, when every one is set (the README states the count;
 #: tests/test_decide_page.py checks it). The download is the action that ends the flow, not a choice.
 CHOICES = ("the file", "its bounds", "the unit protected", "reports per person per collection",
@@ -268,18 +371,20 @@ def _rows(rows: list[tuple[str, str]]) -> str:
     return "<table>" + "".join(f"<tr><th>{_e(a)}</th><td>{_e(b)}</td></tr>" for a, b in rows) + "</table>"
 
 
-def record_html(cfg: Mapping[str, Any], *, data_label: str, rows_text: str, region_text: str, cell_text: str,
-                answers: list[dict[str, Any]], chosen: str | None, why_not: Mapping[str, str], link: str,
-                cli: str, signed_by: str = "") -> str:
-    """The signed decision as one self-contained HTML page (no external resource)."""
+def record_sections(cfg: Mapping[str, Any], *, data_label: str, rows_text: str, region_text: str, cell_text: str,
+                    answers: list[dict[str, Any]], chosen: str | None, why_not: Mapping[str, str], link: str,
+                    cli: str, signed_by: str = "") -> tuple[str, str]:
+    """The Decide flow's part of the signed decision report (:func:`ldpviz.decide.decision_report.build_report`
+    puts ``head`` first and ``tail`` last): ``head`` every choice, the answer and the alternatives, the flow's
+    ledger and what is not covered; ``tail`` the sign-off block, the link that reopens the flow and the command
+    that reproduces the answer. HTML fragments, no external resource."""
     turn = cfg.get("decide_turn", "epsilon")
     metric, target = cfg["decide_metric"], float(cfg["decide_target"])
     pick = next((r for r in answers if r["mechanism"] == chosen), None)
-    now = _dt.datetime.now(_dt.timezone.utc)
     choices = [
         ("1. Data", f"{data_label} ({rows_text})"),
         ("1. Region", region_text),
-        ("2. Unit protected", UNITS[cfg["decide_unit"]]),
+        ("2. Unit protected", UNITS[unit_of(cfg)] + ("; " + TRIPS_UNIT_TEXT if cfg.get("decide_trips") else "")),
         ("2. Reports per person per collection", str(cfg["decide_reports"])),
         ("2. How often collected", f"{cfg['decide_every']} ({EVERY[cfg['decide_every']]} collection"
                                    f"{'s' if EVERY[cfg['decide_every']] != 1 else ''} a year)"),
@@ -295,12 +400,14 @@ def record_html(cfg: Mapping[str, Any], *, data_label: str, rows_text: str, regi
     if pick is not None and pick.get("reached"):
         verdict = (f"<p class='answer'><strong>Chosen: {_e(pick['mechanism'])} at epsilon {_e(epsilon_text(pick))}"
                    + (f" with {int(pick['n_users']):,} users" if pick.get("n_users") else "") + "</strong>. "
-                   f"One collection meets {_e(metric)} <= {target:g} with probability at least "
+                   f"One collection meets {_e(metric)} ≤ {_e(decision_report.metric_value(metric, target))} with "
+                   f"probability at least "
                    f"{pick['probability']:.0%} ({pick['confidence']:.0%} confidence): the chance that one collection "
                    f"misses it is at most {_e(one_collection.chance_text(pick.get('miss_chance_max')))} "
                    f"({pick.get('misses', 0)} of {pick['trials']} fresh collections missed). Second reading: the "
-                   f"mean over those collections is {pick['mean']:.4g} (95% interval {pick['ci_low']:.4g} to "
-                   f"{pick['ci_high']:.4g}). {_e(pick['message'])}.</p>")
+                   f"mean over those collections is {_e(decision_report.metric_value(metric, pick['mean']))} (95% "
+                   f"interval {_e(decision_report.metric_value(metric, pick['ci_low']))} to "
+                   f"{_e(decision_report.metric_value(metric, pick['ci_high']))}). {_e(decision_report.sentence(pick['message']))}</p>")
         if pick.get("attacker_error_m") is not None:
             verdict += (f"<p>An attacker who knows the population density and sees one report is off by "
                         f"{pick['attacker_error_m']:,.0f} m on average.</p>")
@@ -340,26 +447,30 @@ def record_html(cfg: Mapping[str, Any], *, data_label: str, rows_text: str, regi
             ("Retention", cfg.get("decide_retention") or "(not given)"),
             ("Total epsilon per person over a year", year_total),
             ("Signed", signed_by or "________________________  date ____________")]
-    css = ("body{font-family:system-ui,sans-serif;max-width:60rem;margin:1.5rem auto;padding:0 1rem;line-height:1.45}"
-           "table{border-collapse:collapse;margin:.5rem 0}th,td{border:1px solid #ccc;padding:.25rem .5rem;"
-           "text-align:left;vertical-align:top}th{background:#f3f3f3}.warn{border-left:4px solid #d7301f;"
-           "padding-left:.5rem}.answer{border-left:4px solid #1b9e77;padding-left:.5rem}pre{background:#f5f5f5;"
-           "padding:.6rem;white-space:pre-wrap}")
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>Decision: location collection</title><style>{css}</style></head>
-<body><h1>Decision: how to collect the locations</h1>
-<p>Generated {now:%Y-%m-%d %H:%M} UTC by ldpviz {_e(__version__)}.</p>
-<h2>Every choice</h2>{_rows(choices)}
-<h2>The answer</h2>{verdict}
-<h2>The ledger (what each person pays)</h2>{ledger_html}
-<h2>Alternatives, ranked by the epsilon they need</h2>
+    head = f"""<h2>Decision: every choice</h2>{_rows(choices)}
+<h2>Decision: the answer</h2>{verdict}
+<h2>Decision: the ledger (what each person pays on the schedule of step 2)</h2>{ledger_html}
+<h2>Decision: alternatives, ranked by the {'epsilon' if turn == 'epsilon' else 'users'} they need</h2>
 <table><tr><th>mechanism</th><th>model</th><th>epsilon</th><th>users</th><th>chance one collection misses (at most)</th>
 <th>attacker off by</th><th>total per person, one collection</th></tr>{alt_rows}</table>
 <h3>Left out, and why not</h3><ul>{left_out or '<li>none</li>'}</ul>
-<h2>What this does not cover</h2><ul>{''.join(f'<li>{_e(t)}</li>' for t in not_covered)}</ul>
-<h2>Sign-off</h2>{_rows(sign)}
-<h2>Reopen and reproduce</h2>
+<h2>Decision: what this does not cover</h2><ul>{''.join(f'<li>{_e(t)}</li>' for t in not_covered)}</ul>
+"""
+    tail = f"""<h2>Sign-off</h2>{_rows(sign)}
+<h2>Reopen and reproduce the decision</h2>
 <p>Reopen the whole flow: <a href="{_e(link)}">{_e(link)}</a></p>
 <p>Command that reproduces the answer:</p><pre>{_e(cli)}</pre>
-</body></html>
 """
+    return head, tail
+
+
+def record_json(cfg: Mapping[str, Any], answers: list[dict[str, Any]], chosen: str | None) -> dict[str, Any]:
+    """The flow's choices and answers as JSON (embedded in the signed report beside its own numbers)."""
+    keep = ("mechanism", "privacy_model", "reached", "epsilon", "n_users", "probability", "confidence",
+            "miss_chance_max", "misses", "trials", "mean", "ci_low", "ci_high", "message", "scan_warning",
+            "attacker_error_m")
+    return {"choices": {k: cfg.get(k) for k in DEFAULTS if k != "decide_pins"} | {
+                k: cfg.get(k) for k in ("dataset", "region", "bbox", "grid_side", "n_users", "seed")},
+            "unit": unit_of(cfg), "chosen": chosen,
+            "answers": [{k: r.get(k) for k in keep} | {"ledger_total": (r.get("ledger") or {}).get("total")}
+                        for r in answers]}

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
+import json
 import math
 import shlex
-from typing import Any
+from typing import Any, Mapping
 
 
 from ldpviz import __version__, experiment, mechanisms
@@ -66,6 +67,23 @@ def _num(value: Any, digits: int = 4) -> str:
     return f"{value:.{digits}g}"
 
 
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        try:
+            return _jsonable(value.item())
+        except (TypeError, ValueError):
+            return str(value)
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
 def _table(header: list[str], rows: list[list[Any]], numeric: set[int] = frozenset()) -> str:
     head = "".join(f"<th>{_e(h)}</th>" for h in header) if any(header) else ""
     body = "".join("<tr>" + "".join(f"<td class='num'>{_e(c)}</td>" if i in numeric else f"<td>{_e(c)}</td>"
@@ -110,8 +128,42 @@ def data_arguments(scenario: experiment.Scenario, dataset: datasets.Dataset | No
     return args
 
 
+#: The name prefix of points taken from trips, one per person (:func:`ldpviz.decide.decision_flow.trips_points`).
+TRIPS_PREFIX = "trips:"
+
+
+def is_trips(name: str) -> bool:
+    """Whether a scenario's data are one point per person taken from trips (Decide's step 1 with trips)."""
+    return str(name).startswith(TRIPS_PREFIX)
+
+
+def _trips_reproduction(scenario: experiment.Scenario, dataset: datasets.Dataset | None) -> tuple[str, str]:
+    """``ldpviz report`` reads points, so trips reproduce through the API: the trips read with the same loader,
+    one point per person with the same seed, the same scenario."""
+    source = scenario.dataset[len(TRIPS_PREFIX):]
+    from ldpviz.data import trajectories
+    region = scenario.region
+    box = getattr(region, "bounds", None)
+    if source in trajectories.names():
+        load = f"trips = trajectories.load({source!r})"
+    else:
+        filename = dataset.label if dataset is not None else source.split(":")[-1]
+        load = (f"trips = trajectories.load_trajectory_file({filename!r}"
+                + (f", bbox={tuple(box)!r}" if box is not None else "") + ")   # your file")
+    py = (f"from ldpviz import Scenario, run\nfrom ldpviz.data import trajectories\n"
+          f"from ldpviz.decide import decision_flow\nfrom ldpviz.geo.domain import Region\n{load}\n"
+          f"points = decision_flow.trips_points(trips, seed={scenario.seed})   # one point per person\n"
+          f"result = run(Scenario(dataset=points.name, mechanism={scenario.mechanism!r}, "
+          f"epsilon={scenario.epsilon!r}, grid_side={scenario.grid_side}, region={region!r}, "
+          f"params={dict(scenario.params)!r}, n_users={scenario.n_users!r}, seed={scenario.seed}, "
+          f"trials={scenario.trials}), points)\nprint(result.summary())")
+    return "(ldpviz report reads points; these trips are reproduced with the Python below)", py
+
+
 def _reproduction(scenario: experiment.Scenario, r_m: float,
                   dataset: datasets.Dataset | None = None) -> tuple[str, str]:
+    if is_trips(scenario.dataset):
+        return _trips_reproduction(scenario, dataset)
     args = ["ldpviz", "report", *data_arguments(scenario, dataset), "--mechanism", scenario.mechanism,
             "--epsilon", f"{scenario.epsilon:g}", "--grid", str(scenario.grid_side), "--seed", str(scenario.seed),
             "--trials", str(scenario.trials), "--r", f"{r_m:g}"]
@@ -146,6 +198,8 @@ def deploy_command(scenario: experiment.Scenario, region: Any, presets: dict | N
             "--grid", str(scenario.grid_side)]
     preset = scenario.region if isinstance(scenario.region, str) else next(
         (name for name, r in (presets or {}).items() if r == region), None)
+    if is_trips(scenario.dataset):          # no --dataset names trips taken one point per person: the box only
+        preset = None
     if preset is not None:
         args += ["--dataset", scenario.dataset, "--region", preset]
     elif getattr(region, "bounds", None) is not None:
@@ -206,6 +260,11 @@ def _audit_section(scenario: experiment.Scenario, run_audit: bool) -> str:
 
 def rows_sentence(dataset: datasets.Dataset, result: experiment.Result) -> str:
     """n as the tool knows it: rows in the file and rows that take part, never a claim about people."""
+    if is_trips(dataset.name):
+        return (f"{dataset.n:,} people, one point each, taken from their trips; n = {result.n_users:,} of them inside "
+                "the region take part, each sending one report. Each row here is one person, so what is said per "
+                "row below is per person, in one collection (the decision above composes the reports and "
+                "repeats of step 2).")
     kind = "synthetic rows" if dataset.synthetic else "rows"
     text = (f"{dataset.n:,} {kind} in the data set; n = {result.n_users:,} rows inside the region take part, each "
             "sending one report.")
@@ -215,21 +274,103 @@ def rows_sentence(dataset: datasets.Dataset, result: experiment.Result) -> str:
     return text
 
 
+def target_reading(goal: Mapping[str, Any] | None, result: experiment.Result, metric: str | None = None,
+                   target: float | None = None) -> dict[str, Any] | None:
+    """The goal seek this setting answers, as the report states it (issue 27: the report reached from a goal seek
+    never mentioned the target): the target, the answer and its one-collection reading (``goal``: a
+    :meth:`ldpviz.decide.tradeoff.GoalResult.to_dict`, or None when only ``metric`` and ``target`` are known), and
+    how this report's own collections read against it. None when no target is given."""
+    metric = (goal or {}).get("metric") or metric
+    target = (goal or {}).get("target") if (goal or {}).get("target") is not None else target
+    if not metric or target is None or not float(target) > 0:
+        return None
+    target = float(target)
+    lower = bool(METRIC_INFO.get(metric, {}).get("lower_is_better", True))
+    out: dict[str, Any] = {"metric": metric, "target": target, "sense": "at_most" if lower else "at_least"}
+    if metric in result.metrics.columns:
+        values = result.metrics[metric].to_numpy(dtype=float)
+        out["report_collections"] = int(values.size)
+        out["report_met"] = int((values <= target).sum() if lower else (values >= target).sum())
+    if goal:
+        for key in ("mechanism", "privacy_model", "reached", "epsilon", "n_users", "probability", "confidence",
+                    "miss_chance_max", "misses", "trials", "mean", "ci_low", "ci_high", "message", "scan_warning",
+                    "rule", "epsilon_used"):
+            if key in goal:
+                out[key] = goal[key]
+    return out
+
+
+def metric_value(metric: str, value: Any) -> str:
+    """A metric's value as a reader reads it: distances in m or km ('70.2 km', '930 m'), others to 4 figures."""
+    if value is None or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
+        return "—"
+    if metric.endswith("_m"):
+        v = float(value)
+        return f"{v / 1000:,.3g} km" if abs(v) >= 10_000 else f"{v:,.0f} m"
+    return _num(value)
+
+
+def sentence(text: Any) -> str:
+    """A message as a sentence: its first letter capitalised and a full stop at the end ('' stays '')."""
+    text = str(text or "").strip()
+    if not text:
+        return ""
+    return text[:1].upper() + text[1:] + ("" if text.endswith((".", "!", "?")) else ".")
+
+
+def _target_html(t: Mapping[str, Any]) -> str:
+    from ldpviz.decide.one_collection import chance_text
+    sign = "≤" if t["sense"] == "at_most" else "≥"
+    label = METRIC_INFO.get(t["metric"], {}).get("label", t["metric"])
+    parts = [f"<p><strong>Target: {_e(label)} {sign} {t['target']:g}</strong>"
+             + (f" in at least {t['probability']:.0%} of single collections ({t['confidence']:.0%} confidence)"
+                if t.get("probability") is not None and t.get("confidence") is not None else "") + ".</p>"]
+    if t.get("epsilon") is not None:
+        used = t.get("epsilon_used")
+        parts.append(
+            f"<p>The goal seek's answer for {_e(t.get('mechanism', ''))}: epsilon {t['epsilon']:.4g}"
+            + (f" (this report uses {float(used):g}, rounded up so the target stays met)" if used is not None
+               and abs(float(used) - float(t['epsilon'])) > 1e-12 else "")
+            + f". One collection misses the target with a chance of at most "
+            f"{_e(chance_text(t.get('miss_chance_max')))} ({t.get('misses', 0)} of {t.get('trials', 0)} fresh "
+            "collections missed); second reading: the mean over them is "
+            f"{metric_value(t['metric'], t.get('mean'))} (95% interval {metric_value(t['metric'], t.get('ci_low'))} "
+            f"to {metric_value(t['metric'], t.get('ci_high'))}). "
+            f"{_e(sentence(t.get('message', '')))}</p>")
+        if t.get("scan_warning"):
+            parts.append(f"<p class='verdict fail'><strong>Warning:</strong> {_e(t['scan_warning'])}</p>")
+    elif t.get("reached") is False:
+        parts.append(f"<p class='verdict fail'>The goal seek did not reach the target: {_e(t.get('message', ''))}</p>")
+    if t.get("report_collections"):
+        parts.append(f"<p class='note'>This report's own {t['report_collections']} collections (section 5): "
+                     f"{t['report_met']} of {t['report_collections']} meet the target. Few collections say little "
+                     "about one collection; the goal seek's reading above is over its fresh collections.</p>")
+    return "".join(parts)
+
+
 def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | None = None, audit: bool = True,
-                 r_m: float | None = None, result: experiment.Result | None = None) -> str:
+                 r_m: float | None = None, result: experiment.Result | None = None,
+                 goal: Mapping[str, Any] | None = None, metric: str | None = None, target: float | None = None,
+                 decision: tuple[str, str] | None = None, decision_json: Mapping[str, Any] | None = None) -> str:
     """The decision report for ``scenario`` as one self-contained HTML string.
 
     ``scenario.trials`` (at least 2) sets the confidence intervals and the spread map;
     ``dataset`` overrides loading by name (uploads); ``result`` reuses a run already made
     (it must be of ``scenario``); ``audit=False`` skips the quick audit (the report then
     says so); ``r_m`` is the distance for "the attacker's guess lands within r metres" (default: 1% of the
-    region's side, :func:`ldpviz.decide.attacker.default_r_m`).
+    region's side, :func:`ldpviz.decide.attacker.default_r_m`). ``goal`` (a goal seek's answer) or ``metric``
+    and ``target``: the target this setting answers, stated with its one-collection reading
+    (:func:`target_reading`). ``decision``: the Decide flow's (head, tail) HTML
+    (:func:`ldpviz.decide.decision_flow.record_sections`): the report is then the signed decision, its
+    choices first and the sign-off last. The numbers stated are also given as JSON (the last section,
+    ``<pre id="ldpviz-report-json">``, no script).
     """
     require(scenario.trials >= 2, "the report needs at least 2 trials for its confidence intervals")
     dataset = dataset if dataset is not None else datasets.load(scenario.dataset)
     if result is None:
         result = experiment.run(scenario, dataset)
     require(result.scenario == scenario, "the result given is not of this scenario")
+    reading = target_reading(goal, result, metric, target)     # before `metric` names the rows of section 5
     grid, region = result.grid, result.region
     mech = mechanisms.create(scenario.mechanism, grid, scenario.epsilon, **scenario.param_dict)
     terms = common_terms(mech)
@@ -302,6 +443,10 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
         attack_html = f"<p>{_e(attack['sentence'])}</p>"
 
     cli, py = _reproduction(scenario, r_m, dataset)
+    target_html = f"<h2>The target and the answer</h2>{_target_html(reading)}" if reading else ""
+    head, tail = decision if decision else ("", "")
+    embedded = json.dumps(_jsonable({"scenario": result.summary(), "target": reading, "decision": decision_json,
+                                     "ledger": ledger.to_dict()}))
     params = mech.effective_params()
     scenario_rows = [
         ["Data set", f"{dataset.label} ({dataset.name})"],
@@ -333,7 +478,8 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
     prefix = f"<strong>{_e(lines.model_prefix)}</strong> " if lines.model_prefix else ""
     readout = (f"<p>{_e(metric_readout('w2_m', w2_mean, cell_m=grid.cell_m, region_side_m=region.side_m))}</p>"
                if w2_mean is not None and math.isfinite(w2_mean) else "")
-    title = f"Decision report: {mech.label} at {accounting.setting_text(mech)}"
+    title = (("Signed decision" if decision else "Decision report") +
+             f": {mech.label} at {accounting.setting_text(mech)}")
 
     total = accounting.region_total_sentence(ledger)
     region_total = f"<p><strong>{_e(total[0].upper() + total[1:])}.</strong></p>" if total else ""
@@ -348,7 +494,8 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
 {warning}
 <p class="meta">Generated {now:%Y-%m-%d %H:%M} UTC by ldpviz {_e(__version__)} (commit {_e(commit)}).
 Data set: {_e(dataset.label)}.</p>
-
+{target_html}
+{head}
 <h2>1. Scenario</h2>
 {_table(["", ""], scenario_rows)}
 
@@ -388,5 +535,7 @@ ldpviz {_e(__version__)}, commit {_e(commit)}.</p>
 
 <h2>9. Deploy</h2>
 {_deploy_section(scenario, result.region, dataset.presets)}
+{tail}
+<details><summary>The numbers stated here, as JSON</summary><pre id="ldpviz-report-json">{_e(embedded)}</pre></details>
 </body></html>
 """

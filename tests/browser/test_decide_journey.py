@@ -5,14 +5,19 @@ equals `ldpviz target` on the same file, box and target. Screenshots: build/scre
 
 from __future__ import annotations
 
+import html as html_lib
 import json
 import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
 
 import pytest
 
 from ldpviz.cli import main as cli_main
 from test_journey import DOWNLOADS, Walk
-from test_regions_journey import NORTH_EAST, national_csv, upload
+from test_regions_journey import CITY, NORTH_EAST, national_csv, upload
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
@@ -144,8 +149,13 @@ def test_decide_from_a_national_file_to_a_signed_decision(server, browser, tmp_p
         for text in ("national.csv", "-80.5", "one location report", "weekly", "Geo-I", f"w2_m &lt;= {TARGET}",
                      "8 × 8", "Storm shelter planning", "Data Protection Office", "90 days", "probability at least 90%",
                      "Total epsilon per person over a year", "--csv", "--bbox=-80.5,38.5,-70.5,43.5",
-                     "What this does not cover", "Left out, and why not"):
+                     "what this does not cover", "Left out, and why not",
+                     # the signed decision IS the decision report: the target, maps, interval, attacker, audit
+                     "Signed decision", "The target and the answer", f"≤ {TARGET}", "4. Maps", "95% CI",
+                     "6. What an attacker learns", "7. Audit", "Sign-off"):
             assert text in record, text
+        assert record.index("Decision: every choice") < record.index("4. Maps") < record.index("Sign-off")
+        assert not re.search(r"(src|href)=['\"]https?://", record.split("Reopen the whole flow")[0])
         walk.check_clean("Decide after the download")
         # step 6: the collection bundle, opened offline: its spec carries the ledger the page shows
         with walk.page.expect_download(timeout=120_000) as info:
@@ -170,5 +180,115 @@ def test_decide_from_a_national_file_to_a_signed_decision(server, browser, tmp_p
         for name, eps in by_cli.items():
             shown = f"{eps:.3g} per km"
             assert shown in record, (name, shown)
+    finally:
+        walk.close()
+
+
+TRIPS_TARGET = "3000"      # W2 at most 3 km on the city box (cells of 2.5 km at d = 8)
+
+
+def trips_csv(path: Path, people: int = 1500) -> Path:
+    """Trips of 1,500 people around Minneapolis (1-3 trips of 5 points each), 40 people far outside the box and 10
+    rows without a latitude (dropped, counted and named)."""
+    rng = np.random.default_rng(31)
+    rows = []
+    for p in range(people):
+        hub = rng.normal([-93.26, 44.97], [0.03, 0.03])
+        for t in range(1 + p % 3):
+            start = hub + rng.normal(0, 0.01, 2)
+            for k in range(5):
+                lon, lat = start + k * rng.normal(0, 0.004, 2)
+                rows.append((f"p{p}", f"t{t}", k, lat, lon))
+    rows += [(f"far{p}", "t0", 0, 46.0 + rng.random(), -94.0) for p in range(40)]
+    rows += [(f"p{p}", "t9", 0, float("nan"), -93.25) for p in range(10)]
+    pd.DataFrame(rows, columns=["person", "trip", "seq", "lat", "lon"]).to_csv(path, index=False)
+    return path
+
+
+def test_decide_from_uploaded_trips_to_a_signed_decision(server, browser, tmp_path):
+    """Step 1 with a trips upload and typed bounds: rows kept and dropped named, the unit a person, non-default
+    choices on every step, reload and back/forward, and a signed decision that states them, whose answer equals
+    the Python it prints run on the same file (``ldpviz target`` reads points)."""
+    path = trips_csv(tmp_path / "city_trips.csv")
+    walk = Walk(browser, server, 1440, 1000)
+    try:
+        walk.page.goto(f"{server}/Decide?d=8&users=0")
+        walk.page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=60_000)
+        walk.idle()
+        # 1. Your data: trips, with typed bounds
+        walk.page.get_by_text("Or upload trips").first.click()
+        walk.idle()
+        fill(walk, "Bounds for your trips", CITY)
+        upload(walk, path, index=1)
+        walk.idle()
+        text = walk.main_text()
+        assert "Your trips: city_trips.csv" in text and "The unit is a person" in text, text[:3000]
+        assert "rows kept" in text and "missing coordinate" in text and "outside the bbox" in text, text[:3000]
+        assert "people" in text and "one point per person" in text
+        # 2. Who is protected: the unit is fixed (a person); 3 reports, monthly, Geo-I only
+        assert walk.page.locator('[data-testid="stMain"] [data-testid="stRadio"]').first.get_by_text(
+            "a person").count()
+        fill(walk, "Reports per person per collection", "3")
+        choose(walk, "How often the collection runs", "monthly")
+        for _ in range(2):
+            models = walk.page.locator('[data-testid="stMain"] [data-testid="stMultiSelect"] input').first
+            models.click()
+            models.press("Backspace")
+            walk.idle()
+        models = walk.page.locator('[data-testid="stMain"] [data-testid="stMultiSelect"] input').first
+        models.click()
+        models.fill("Geo")
+        walk.page.locator('[role="option"]', has_text="Geo-indistinguishability").first.click()
+        walk.page.keyboard.press("Escape")
+        walk.idle()
+        walk.shot("decide-trips-steps")
+        # 3. the target, the grid and the share of collections
+        fill(walk, "x = (", TRIPS_TARGET)
+        fill(walk, "Share of collections that must meet it", "0.9")
+        wait_for_answers(walk)
+        walk.check_clean("Decide on trips after the answers")
+        walk.page.get_by_text("4 · The answer").first.scroll_into_view_if_needed()
+        text = walk.main_text()
+        assert "planar-laplace" in text and "sem-geoi" in text and "of one of the person's points" in text
+        walk.shot("decide-trips-answers")
+        # 5. Sign
+        fill(walk, "Purpose of the collection", "Bus network redesign")
+        fill(walk, "Owner (who answers for it)", "Transit DPO")
+        fill(walk, "Retention (how long the data is kept)", "1 year")
+        wait_for_answers(walk)
+        query = walk.query()
+        assert query.get("dctr", "").startswith("upload:") and query.get("dce") == "monthly", query
+        assert query.get("dcr") == "3" and query.get("dcpur") == "Bus network redesign", query
+        walk.page.reload()
+        wait_for_answers(walk)
+        assert "Your trips: city_trips.csv" in walk.main_text() and walk.query() == query
+        assert main_input(walk, "Bounds for your trips").input_value().replace(" ", "") == CITY
+        assert main_input(walk, "Owner (who answers for it)").input_value() == "Transit DPO"
+        walk.nav("Explore")
+        walk.page.go_back()
+        wait_for_answers(walk)
+        assert walk.query() == query and "The unit is a person" in walk.main_text()
+        walk.shot("decide-trips-sign")
+        DOWNLOADS.mkdir(parents=True, exist_ok=True)
+        with walk.page.expect_download(timeout=180_000) as info:
+            walk.page.get_by_text("Download the signed decision (HTML)").first.click()
+        saved = DOWNLOADS / "decide-trips-journey.html"
+        info.value.save_as(str(saved))
+        record = saved.read_text()
+        for text in ("city_trips.csv", "a person (all their trips", "one point per person", "monthly",
+                     "missing coordinate", "outside the bbox", "Bus network redesign", "Transit DPO", "1 year",
+                     "probability at least 90%", "Total epsilon per person over a year", "Signed decision",
+                     "The target and the answer", f"≤ {TRIPS_TARGET}", "4. Maps", "7. Audit", "Sign-off",
+                     "3 reports per person per collection"):
+            assert text in record, text
+        # the answer equals the Python the record prints, run on the same file
+        code = html_lib.unescape(re.search(r"<pre>(from ldpviz.data import trajectories.*?)</pre>", record,
+                                           re.S).group(1)).replace("'city_trips.csv'", repr(str(path)))
+        got: dict[str, float] = {}
+        exec(code, {"print": lambda name, eps: got.__setitem__(name, eps)})
+        data = json.loads(html_lib.unescape(re.search(r'<pre id="ldpviz-report-json">(.*?)</pre>', record,
+                                                      re.S).group(1)))
+        shown = {a["mechanism"]: a["epsilon"] for a in data["decision"]["answers"]}
+        assert got == shown and len(got) == 2
     finally:
         walk.close()

@@ -4,6 +4,10 @@ Compare's target mode and the Trade-offs frontier render without an exception, a
 
 from __future__ import annotations
 
+import html as html_lib
+import json
+import re
+
 import pytest
 
 from test_journey import DOWNLOADS, Walk
@@ -38,6 +42,36 @@ def test_decision_report_downloads_and_target_mode_and_frontier_render(server, b
         walk.idle()
         assert "Smallest ε found for a target" in walk.main_text()
         walk.check_clean("Compare in target mode")
+        # 'Use ε' opens Explore at the answer; its report and its JSON state the target, the answer and its reading
+        use = walk.page.locator('[data-testid="stMain"] button', has_text="Use ε = ")
+        label = use.first.inner_text()
+        use.first.click()
+        button = walk.page.locator('[data-testid="stDownloadButton"] button', has_text="Decision report (HTML)")
+        button.first.wait_for(state="visible", timeout=180_000)
+        walk.idle()
+        assert "Target from Compare's goal seek" in walk.main_text()
+        walk.shot("officer-explore-from-goal")
+        with walk.page.expect_download(timeout=180_000) as info:
+            button.first.click()
+        path = DOWNLOADS / "officer-goal-report.html"
+        info.value.save_as(str(path))
+        report = html_lib.unescape(path.read_text())
+        eps = label.split("=")[1].split("·")[0].strip()
+        for text in ("The target and the answer", "Target: W2 (m) ≤ 2000", "The goal seek's answer for grr",
+                     f"this report uses {eps}", "fresh collections missed", "collections (section 5)"):
+            assert text in report, text
+        data = json.loads(re.search(r'<pre id="ldpviz-report-json">(.*?)</pre>', report, re.S).group(1))
+        assert data["target"]["target"] == 2000.0 and data["target"]["mechanism"] == "grr"
+        assert data["target"]["epsilon_used"] == float(eps) and data["target"]["trials"] >= 3
+        walk.page.get_by_text("Export and reproduce").first.click()
+        walk.idle()
+        config = walk.page.locator('[data-testid="stDownloadButton"] button', has_text="Configuration (JSON)")
+        with walk.page.expect_download(timeout=120_000) as info:
+            config.first.click()
+        path = DOWNLOADS / "officer-goal-config.json"
+        info.value.save_as(str(path))
+        assert json.loads(path.read_text())["target"]["epsilon_used"] == float(eps)
+        walk.check_clean("Explore opened from the goal seek")
 
         walk.page.goto(f"{server}/Trade-offs?{SMALL}&smech=grr&vary=epsilon&vals=0.5,2&fr=1")
         walk.page.locator('[data-testid="stPlotlyChart"]').first.wait_for(timeout=120_000)

@@ -10,12 +10,13 @@ import streamlit as st
 
 from ldpviz.app import compute, controls, longrun, session, state, ui, uploads
 from ldpviz import mechanisms
-from ldpviz.data import datasets
+from ldpviz.data import datasets, trajectories
 from ldpviz.decide import decision_flow as flow, explain, one_collection, tradeoff
 from ldpviz.errors import LdpvizInputError
 from ldpviz.geo import region_choice
 from ldpviz.geo.domain import Grid
 from ldpviz.render import maps as viz
+from ldpviz.decide import decision_report
 from ldpviz.decide.decision_report import deploy_command
 from ldpviz.deploy import bundle
 
@@ -96,7 +97,7 @@ if file is not None:
             loaded = uploads.frame(points, bounds, state.UPLOAD_RULES[0], float(cfg["upload_epsilon0"]))
             ss["uploads"][loaded.name] = loaded
             ss.pop("decide_suggestion", None)
-            session.set_and_rerun(dataset=loaded.name, region=next(iter(loaded.presets)))
+            session.set_and_rerun(dataset=loaded.name, region=next(iter(loaded.presets)), decide_trips="")
     except datasets.NeedsBounds as exc:
         box, inside = uploads.suggestion(exc.points, state.SUGGEST_SIDE_KM)
         ss["decide_suggestion"] = (", ".join(f"{v:g}" for v in box), inside, exc.points.lon.size)
@@ -109,15 +110,65 @@ if ss.get("decide_suggestion"):
             f"across, holding {inside:,} of {total:,} rows; read from your rows).", icon=":material/crop_free:")
     st.button("Use the suggested bounds", key="decide:suggest", on_click=lambda: cfg.update(upload_bounds=text))
 
+if str(cfg.get("decide_trips") or "").startswith(uploads.PREFIX):
+    held_trips = uploads.held_trips(cfg["decide_trips"])      # a reload or a link: the server may still hold it
+    box = held_trips.default_region.bounds if held_trips is not None else None
+    if box is not None and not ss.get("w:trip_bounds:decide"):
+        ss["w:trip_bounds:decide"] = uploads.bbox_text(box)  # its typed box stays in the field, as for points
+uploads.trip_uploader(st.expander("Or upload trips (one row per point: person, trip, seq, lon, lat)",
+                                   expanded=bool(cfg.get("decide_trips", "").startswith(uploads.PREFIX))), "decide")
+trip_names = trajectories.names() + list(uploads.trip_uploads())
+just = ss.get("trip_message")
+if just and just[0] == "success" and ss.get("decide_trip_selected") != just[1] and just[1] in trip_names:
+    ss["decide_trip_selected"] = just[1]           # a trips file just loaded: select it (once)
+    session.set_and_rerun(decide_trips=just[1], region=None)
+uploads.show_trip_message(st, cfg.get("decide_trips") or None)
+if cfg.get("decide_trips") and cfg["decide_trips"] not in trip_names:
+    st.warning(f"The trips file {cfg['decide_trips'].split(':')[-1]!r} is no longer held by this server (uploads "
+               "are kept in memory only): upload it again above. The first dataset is selected meanwhile.",
+               icon=":material/warning:")
+    cfg["decide_trips"] = ""
+
 names = datasets.names() + list(ss["uploads"])
-labels = {n: controls.dataset_label(n, load=(n == cfg.get("dataset"))) for n in names}
+sources = names + [flow.TRIPS_PREFIX + t for t in trip_names]
+
+
+def source_label(source: str) -> str:
+    if source.startswith(flow.TRIPS_PREFIX):
+        t = source[len(flow.TRIPS_PREFIX):]
+        return uploads.trip_label(t) or f"Trips: {trajectories.load(t).label}"
+    return controls.dataset_label(source, load=(source == cfg.get("dataset")))
+
+
+def pick_source(source: str) -> None:
+    chosen = session.cfg()
+    if source.startswith(flow.TRIPS_PREFIX):
+        chosen["decide_trips"] = source[len(flow.TRIPS_PREFIX):]
+    else:
+        chosen.update(decide_trips="", dataset=source)
+
+
+current = flow.TRIPS_PREFIX + cfg["decide_trips"] if cfg.get("decide_trips") else cfg.get("dataset")
+current = current if current in sources else sources[0]
+labels = {n: source_label(n) for n in sources}
 c1, c2 = st.columns(2)
-name = session.bind(cfg, "dataset", c1.selectbox, "Dataset", names, valid=names, format_func=labels.get)
-try:
-    data, key = compute.get_dataset(name)
-except (LdpvizInputError, FileNotFoundError) as exc:
-    st.error(f"Dataset {name!r} cannot be loaded: {exc}")
-    st.stop()
+source = c1.selectbox("Dataset (points, or trips)", sources, format_func=labels.get,
+                      **session.keep("w:decide_source", current, pick_source))
+trips = None
+if source.startswith(flow.TRIPS_PREFIX):      # trips: one point per person per collection (flow.trips_points)
+    trip_name = source[len(flow.TRIPS_PREFIX):]
+    cfg["decide_trips"] = trip_name
+    trips = uploads.trip_uploads().get(trip_name) or trajectories.load(trip_name)
+    data = compute.derive(flow.trips_points(trips, int(cfg["seed"])))
+    key, name = data.key, data.name
+else:
+    cfg["decide_trips"] = ""
+    name = cfg["dataset"] = source
+    try:
+        data, key = compute.get_dataset(name)
+    except (LdpvizInputError, FileNotFoundError) as exc:
+        st.error(f"Dataset {name!r} cannot be loaded: {exc}")
+        st.stop()
 options = list(data.presets) + [state.REGION_BBOX]
 choice = session.bind(cfg, "region", c2.selectbox, "Region", options, valid=options,
                       help="A preset of the dataset (for an upload: the box you typed or the paid tiles), or "
@@ -134,13 +185,14 @@ if choice == state.REGION_BBOX:
         st.stop()
 else:
     region = data.presets[choice]
-upload_name = data.label if compute.is_upload(name) else None
+upload_name = data.label if trips is None and compute.is_upload(name) else None
 inside = int(region.contains(data.lon, data.lat).sum())
-report = data.report
+report = trips.report if trips is not None else data.report
 kept = (f"{report.rows_kept:,} of {report.rows_read:,} rows kept, {report.rows_read - report.rows_kept:,} dropped "
         f"({', '.join(f'{n:,} {r}' for r, n in report.dropped.items() if n) or 'none'})" if report is not None
         else f"{data.n:,} rows")
-rows_text = f"{kept}; {inside:,} inside the region"
+rows_text = (flow.trips_rows_text(trips, region) if trips is not None else f"{kept}; {inside:,} inside the region")
+people = int(inside) if trips is not None else None     # trips: the ledger is per person (accounting.person_ledger)
 st.markdown(f"**{labels.get(name, name)}** · {rows_text} · region: {region.name} "
             f"({ui.fmt_metres(region.side_m)} square){'; ' + region.data_use if region.data_use else ''}")
 lost = (report.rows_read - report.rows_kept - report.dropped.get("outside the bbox", 0)) if report else 0
@@ -148,13 +200,22 @@ if report is not None and report.rows_read and lost / report.rows_read > 0.05:
     st.warning(f"{lost:,} of the file's {report.rows_read:,} rows ({lost / report.rows_read:.0%}) were dropped for "
                f"reasons other than your bounds: {rows_text}. Check the file on the Data page.",
                icon=":material/warning:")
-in_depth("Data", "Rows, bounds and the map of your data on the Data page")
+if trips is not None:
+    st.caption(f"**The unit is a person.** {flow.TRIPS_UNIT_TEXT[:1].upper()}{flow.TRIPS_UNIT_TEXT[1:]}. "
+               "The region's tile (where it is paid for) is charged once per person.")
+    in_depth("People", "People and their trips in depth on the People page")
+else:
+    in_depth("Data", "Rows, bounds and the map of your data on the Data page")
 
 # ---- 2. Who is protected ---------------------------------------------------------------------------------------
 st.header("2 · Who is protected")
 c1, c2, c3 = st.columns(3)
-session.bind(cfg, "decide_unit", c1.radio, "The guarantee protects", list(flow.UNITS), valid=list(flow.UNITS),
-             format_func=flow.UNITS.get)
+if trips is None:
+    session.bind(cfg, "decide_unit", c1.radio, "The guarantee protects", list(flow.UNITS), valid=list(flow.UNITS),
+                 format_func=flow.UNITS.get)
+else:        # a trips file names its people: the guarantee protects a person, whatever was chosen for points
+    c1.radio("The guarantee protects", [flow.UNITS["person"]], disabled=True, key="w:decide_unit_trips",
+             help="A trips file names each point's person, so the guarantee protects a person (all their trips).")
 session.bind(cfg, "decide_reports", c2.number_input, "Reports per person per collection", min_value=1,
              max_value=10_000, step=1, help="Each report pays ε; the ledger adds them up per person.")
 session.bind(cfg, "decide_every", c3.selectbox, "How often the collection runs", list(flow.EVERY),
@@ -223,7 +284,7 @@ for k, (mech_name, sc, seek_key) in enumerate(zip(eligible, scenarios, seek_keys
         continue
     done().add(seek_key)
     mech = (mechanisms.create(mech_name, grid, float(goal["epsilon"])) if goal.get("reached") else None)
-    rows.append(flow.answer(goal, mech, region, cfg))
+    rows.append(flow.answer(goal, mech, region, cfg, people))
 ranked = flow.rank(rows, turn)
 ss["decide_answers"] = ranked          # the answers as shown (tests compare them with `ldpviz target`)
 status.empty()
@@ -279,17 +340,46 @@ session.sync_url(cfg)
 base_url = str(getattr(st.context, "url", "") or "").split("?")[0]
 link = f"{base_url}?{urlencode(state.encode(cfg))}"
 bbox = cfg["bbox"] if choice == state.REGION_BBOX else (region.bounds if upload_name else None)
-cli = flow.command({**cfg, "region": choice if choice != state.REGION_BBOX else None}, eligible, upload_name, bbox)
-record = flow.record_html(cfg, data_label=labels.get(name, name), rows_text=rows_text,
-                          region_text=f"{region.name} ({ui.fmt_metres(region.side_m)} square)",
-                          cell_text=f"{side} × {side} cells of {ui.fmt_metres(region.side_m / int(side))}",
-                          answers=ranked, chosen=chosen, why_not=why_not, link=link, cli=cli)
-st.download_button("Download the signed decision (HTML)", record, "ldpviz-decision.html", "text/html",
-                   on_click="ignore", type="primary", key="decide:download")
+if trips is None:
+    cli = flow.command({**cfg, "region": choice if choice != state.REGION_BBOX else None}, eligible, upload_name,
+                       bbox)
+else:        # `ldpviz target` reads points; trips reproduce through the API, one point per person as here
+    cli = flow.trips_command(cfg, eligible, trips, region, choice if choice != state.REGION_BBOX else None)
+sections = flow.record_sections(cfg, data_label=labels.get(name, name), rows_text=rows_text,
+                                region_text=f"{region.name} ({ui.fmt_metres(region.side_m)} square)",
+                                cell_text=f"{side} × {side} cells of {ui.fmt_metres(region.side_m / int(side))}",
+                                answers=ranked, chosen=chosen, why_not=why_not, link=link, cli=cli)
+decision_json = flow.record_json(cfg, ranked, chosen)
+
+
+signed_data = compute.dataset_arg(name) or data     # read now: the button builds the report outside this run
+
+
+def signed_report() -> str:
+    """The signed decision: the decision report (maps, the interval, the attacker, the audit, what is not covered)
+    of the chosen mechanism at its answer, over as many collections as the answer's fresh decision, with the flow's
+    choices, the target and the alternatives first and the sign-off last (built when the button is pressed)."""
+    sc = flow.scenario(name, region, chosen, int(side), int(pick["n_users"]) if turn == "users" else n_users,
+                       int(cfg["seed"])).with_(epsilon=float(pick["epsilon"]), trials=max(2, int(pick["trials"])))
+    result = compute.cached_run(sc, key, signed_data)
+    return decision_report.build_report(sc, dataset=signed_data, result=result, goal=pick,
+                               decision=sections, decision_json=decision_json)
+
+
+st.download_button("Download the signed decision (HTML)", signed_report, "ldpviz-decision.html", "text/html",
+                   on_click="ignore", type="primary", key="decide:download",
+                   help="The decision report of the chosen mechanism at its answer (maps, the interval, the attacker, "
+                        "the audit, what is not covered) with every choice above, the target, the answer and the "
+                        "alternatives, and the sign-off block: one page that opens offline.")
 st.markdown("**Reopen this whole flow:**")
 st.code(link, language=None)
-st.markdown("**Reproduce the answer on the command line:**")
-st.code(cli, language="bash")
+if trips is None:
+    st.markdown("**Reproduce the answer on the command line:**")
+    st.code(cli, language="bash")
+else:
+    st.markdown("**Reproduce the answer with the ldpviz API** (`ldpviz target` reads points; this reads the trips "
+                "and takes one point per person, as above):")
+    st.code(cli, language="python")
 
 # ---- 6. Deploy ---------------------------------------------------------------------------------------------------
 st.header("6 · Deploy")
@@ -301,20 +391,22 @@ st.caption("What your engineers build the collection from: collection.json (the 
 
 @st.cache_data(max_entries=16, show_spinner="Writing the collection bundle ...")
 def collection_zip(mechanism: str, epsilon: float, side: int, _region, region_key: str, ledger_cfg: tuple,
-                   expected: int) -> bytes:
+                   expected: int, people: int | None) -> bytes:
     """The deploy bundle (ldpviz.deploy.bundle) of the chosen mechanism at its answer, with the flow's ledger."""
     mech = mechanisms.create(mechanism, Grid(_region, side), epsilon)
-    return bundle.bundle_zip(mech, _region, flow.ledger_for(mech, _region, dict(ledger_cfg)), expected_users=expected)
+    return bundle.bundle_zip(mech, _region, flow.ledger_for(mech, _region, dict(ledger_cfg), people),
+                             expected_users=expected)
 
 
-ledger_cfg = tuple((k, cfg.get(k)) for k in ("decide_reports", "decide_unit", "decide_every"))
+ledger_cfg = tuple((k, cfg.get(k)) for k in ("decide_reports", "decide_unit", "decide_every", "decide_trips"))
 try:
     zipped = collection_zip(chosen, float(pick["epsilon"]), int(side), region, repr(region), ledger_cfg,
-                            int(n_users or inside))
+                            int(n_users or inside), people)
     st.download_button("Download the collection bundle (ZIP)", zipped, f"ldpviz-collection-{chosen}.zip",
                        "application/zip", on_click="ignore", key="decide:deploy")
     command = deploy_command(flow.scenario(name, region, chosen, int(side), n_users, int(cfg["seed"])).with_(
-        epsilon=float(pick["epsilon"])), region, {choice: region} if choice != state.REGION_BBOX else None)
+        epsilon=float(pick["epsilon"])), region,
+        {choice: region} if choice != state.REGION_BBOX and trips is None else None)
     if command:
         st.markdown("**The same bundle on the command line:**")
         st.code(command, language="bash")

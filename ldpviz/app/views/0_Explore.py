@@ -213,10 +213,13 @@ with session.guard("this scenario"):
                   "Estimated density" + filtered: (est_density, False, vmax)}
     if diff:
         shown_maps["Difference: estimate − truth" + filtered] = (difference, True, vabs)
+    goal = ui.goal_for(cfg, scenario)      # opened from a goal seek: the report states its target and answer
+    target_metric, target_value = ui.report_target(cfg)
     if many:
         st.download_button(
             "Decision report (HTML)",
-            lambda: report.build_report(scenario, dataset=data.dataset, result=result),
+            lambda: report.build_report(scenario, dataset=data.dataset, result=result, goal=goal,
+                                        metric=target_metric, target=target_value),
             "ldpviz-decision-report.html", "text/html", key="dl:report", icon=":material/description:",
             help="One self-contained page for a decision: the setting, its guarantee in plain words, accuracy with "
                  "confidence intervals, the attacker, a quick audit and how to reproduce it.", on_click="ignore")
@@ -225,7 +228,7 @@ with session.guard("this scenario"):
                    "Trials in the sidebar.")
     ui.export_section(cfg, result, {"layers": {"true_share": true_density, "estimated_share": est_density,
                                                "difference": difference}, "maps": shown_maps},
-                      data.upload_filename)
+                      data.upload_filename, report.target_reading(goal, result, target_metric, target_value))
     session.show_resolved_defaults()   # builds the mechanism once; the attacker clause reuses it
     population = ui.population_density(data.dataset, result.grid)
     found = ui.attacker_errors_m(scenario.mechanism, result.grid, scenario.epsilon, scenario.params, population)
