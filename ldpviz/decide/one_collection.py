@@ -135,14 +135,17 @@ def read(values: np.ndarray, target: float, lower_better: bool, probability: flo
 class Rule:
     """The rule at any setting x, over ``trials`` collections of one stream family, cached.
 
-    ``values(x, t)`` returns the metric of collections 0 .. t-1 at x. Collections run one at a
-    time; when :func:`early_stop_is_exact`, the first one missing the target ends the decision
-    as "not met" (the full rule would say the same), which makes a scan cheap where it fails.
+    ``values(x, t)`` returns the metric of collections 0 .. t-1 at x. Collections are asked for
+    ``chunk`` at a time (1: one at a time); when :func:`early_stop_is_exact`, the first one missing
+    the target ends the decision as "not met" (the full rule would say the same), which makes a
+    scan cheap where it fails. The reading is the same for every ``chunk`` (it reads the values up
+    to the first miss); a larger chunk only runs collections past that miss, in one pass.
     """
 
     def __init__(self, values: Values, target: float, lower_better: bool, trials: int = DEFAULT_TRIALS,
-                 probability: float = PROBABILITY, confidence: float = CONFIDENCE) -> None:
+                 probability: float = PROBABILITY, confidence: float = CONFIDENCE, chunk: int = 1) -> None:
         self.values, self.target, self.lower_better = values, float(target), lower_better
+        self.chunk = max(1, int(chunk))
         self.trials, self.probability, self.confidence = int(trials), probability, confidence
         self.exact_stop = early_stop_is_exact(self.trials, probability, confidence)
         self.seen: dict[float, Reading] = {}
@@ -171,9 +174,13 @@ class Rule:
             self.seen[x] = r
             return r
         if self.exact_stop:
-            for t in range(1, self.trials + 1):
-                v = self.values(x, t)
-                if self.misses(float(v[-1])):
+            v, t = np.empty(0), 0
+            while t < self.trials:
+                t += 1
+                if t > len(v):          # ask for the next chunk of collections (one pass where batched)
+                    v = self.values(x, min(self.trials, t + self.chunk - 1))
+                if self.misses(float(v[t - 1])):
+                    v = v[:t]
                     r = read(v, self.target, self.lower_better, self.probability, self.confidence) if t > 1 else \
                         Reading(False, math.inf if self.lower_better else -math.inf, float(v[0]), math.nan, math.nan,
                                 1, 1, math.nan, 1.0, False)
