@@ -23,7 +23,7 @@ from typing import Any, Callable, ClassVar, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special   # the t quantile (stdtrit) without scipy.stats' import cost
 
 from ldpviz.data import datasets
 from ldpviz import mechanisms, metrics
@@ -144,7 +144,7 @@ class Result:
         if kind == "sd":
             return sd
         k = len(self.estimates)
-        return 2 * float(stats.t.ppf(0.5 + confidence / 2, k - 1)) * sd / math.sqrt(k)
+        return 2 * float(special.stdtrit(k - 1, 0.5 + confidence / 2)) * sd / math.sqrt(k)
 
     def metric_ci(self, metric: str, confidence: float = 0.95) -> tuple[float, float, float]:
         """(mean, low, high) of a metric over the trials (t interval; low = high = mean for one trial). The
@@ -187,7 +187,7 @@ def mean_ci(values: np.ndarray, confidence: float = 0.95,
     mean = float(values.mean())
     if len(values) < 2:
         return mean, mean, mean
-    half = float(stats.t.ppf(0.5 + confidence / 2, len(values) - 1)) * float(values.std(ddof=1)) / math.sqrt(len(values))
+    half = float(special.stdtrit(len(values) - 1, 0.5 + confidence / 2)) * float(values.std(ddof=1)) / math.sqrt(len(values))
     low = mean - half if floor is None else max(mean - half, floor)
     return mean, low, mean + half
 
@@ -402,7 +402,7 @@ def summarise(df: pd.DataFrame, by: list[str], confidence: float = 0.95) -> pd.D
     counts = groups.size()
     for col in metric_cols:
         sd = groups[col].std(ddof=1).fillna(0.0)
-        t = np.array([stats.t.ppf(0.5 + confidence / 2, k - 1) if k > 1 else math.nan for k in counts])
+        t = np.array([special.stdtrit(k - 1, 0.5 + confidence / 2) if k > 1 else math.nan for k in counts])
         half = t * sd.to_numpy() / np.sqrt(counts.to_numpy())
         out[f"{col}_sd"] = sd
         low = out[col] - np.nan_to_num(half)
