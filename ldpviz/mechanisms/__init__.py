@@ -18,6 +18,7 @@ import ast
 import importlib
 import pkgutil
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,9 @@ from ldpviz.mechanisms.base import (CENTRAL_DP, GEO_I, LDP, NO_PRIVACY, Estimate
 
 _REGISTRY: dict[str, type[Mechanism]] = {}
 _LOADED = False
+#: every registry name in the order a walk of the package registers them (what available() lists)
+_ORDER: list[str] = []
+_LOCK = threading.RLock()
 
 
 def register(cls: type[Mechanism]) -> type[Mechanism]:
@@ -42,16 +46,19 @@ def _load_all() -> None:
     global _LOADED
     if _LOADED:
         return
-    early = bool(_REGISTRY)
-    order = [m.name for m in sorted(pkgutil.walk_packages(__path__, prefix=f"{__name__}."), key=lambda m: m.name)]
-    for module in order:
-        importlib.import_module(module)
-    if early:     # a get() imported some modules first: put the registry in the order a walk alone gives
-        rank = {module: i for i, module in enumerate(_import_order(order))}
-        ordered = sorted(_REGISTRY.items(), key=lambda item: rank.get(item[1].__module__, len(rank)))
-        _REGISTRY.clear()
-        _REGISTRY.update(ordered)      # a stable sort keeps each module's classes in their own order
-    _LOADED = True
+    with _LOCK:
+        if _LOADED:
+            return
+        early = bool(_REGISTRY)
+        order = [m.name for m in sorted(pkgutil.walk_packages(__path__, prefix=f"{__name__}."), key=lambda m: m.name)]
+        for module in order:
+            importlib.import_module(module)
+        names = list(_REGISTRY)
+        if early:     # a get() imported some modules first: list them in the order a walk alone registers them
+            rank = {module: i for i, module in enumerate(_import_order(order))}
+            names.sort(key=lambda name: rank.get(_REGISTRY[name].__module__, len(rank)))   # stable: a module's
+        _ORDER[:] = names                                                                 # classes keep their order
+        _LOADED = True
 
 
 def _import_order(walk: list[str]) -> list[str]:
@@ -119,7 +126,8 @@ def _where() -> dict[str, str]:
 def available() -> list[str]:
     """Registry names of every mechanism, in registration order."""
     _load_all()
-    return list(_REGISTRY)
+    listed = set(_ORDER)
+    return _ORDER + [name for name in list(_REGISTRY) if name not in listed]   # registered later (plug-ins, tests)
 
 
 def get(name: str) -> type[Mechanism]:
@@ -134,7 +142,7 @@ def get(name: str) -> type[Mechanism]:
             return _REGISTRY[name]
     _load_all()
     if name not in _REGISTRY:
-        raise LdpvizInputError(f"unknown mechanism {name!r}; available: {', '.join(_REGISTRY)}")
+        raise LdpvizInputError(f"unknown mechanism {name!r}; available: {', '.join(available())}")
     return _REGISTRY[name]
 
 
