@@ -262,7 +262,8 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None, first: Resu
     trials = len(rngs)                 # the trials run here (all, or all but a reused first)
     timings = {"prepare": t1 - t0, "setup": t2 - t1, "perturb": perturb_s / trials,
                "estimate": estimate_s / trials, "metrics": metrics_s / trials,
-               "total": time.perf_counter() - t0}
+               # the whole result's cost: a reused first trial's run counts too
+               "total": time.perf_counter() - t0 + (float(first.timings["total"]) if reuse else 0.0)}
     for key, r in readouts[0].items():
         if not r.exact:
             notes.append(r.note(metrics.METRIC_INFO[key]["label"], "m") + " (first trial; see Result.readouts)")
