@@ -46,11 +46,12 @@ COMPUTE = ("import sys, io, json, time, importlib, contextlib\n"
            "print(json.dumps({'wall': time.perf_counter() - t, 'cpu': time.process_time() - c}))")
 
 
-def _child(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
-    """Wall and CPU seconds of one fresh process, and its stdout."""
+def _child(argv: list[str], env: dict[str, str], cwd: Path = ROOT) -> tuple[float, float, str]:
+    """Wall and CPU seconds of one fresh process run in ``cwd`` (``python -c`` puts it first on the path, so it
+    decides which code is imported), and its stdout."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT)
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=cwd)
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -66,7 +67,7 @@ def _code_tree(rev: str, into: Path) -> Path:
 
 def measure(code_root: Path, repeats: int) -> dict[str, dict[str, list[float]]]:
     env = {**os.environ, "PYTHONPATH": str(code_root)}
-    modules = json.loads(_child([sys.executable, "-c", PROBE], env)[2].strip().splitlines()[-1])
+    modules = json.loads(_child([sys.executable, "-c", PROBE], env, code_root)[2].strip().splitlines()[-1])
     cases = {"pass": [sys.executable, "-c", "pass"],
              "help": [sys.executable, "-c", RUN, "--help"],
              "refusal": [sys.executable, "-c", RUN, "run", "--epsilon", "-1"],
@@ -76,7 +77,7 @@ def measure(code_root: Path, repeats: int) -> dict[str, dict[str, list[float]]]:
     out["printed"] = {"wall": [], "cpu": []}
     for _ in range(repeats):
         for key, argv in cases.items():
-            wall, cpu, stdout = _child(argv, env)
+            wall, cpu, stdout = _child(argv, env, code_root)
             if key == "compute":
                 inner = json.loads(stdout.strip().splitlines()[-1])
                 wall, cpu = inner["wall"], inner["cpu"]
