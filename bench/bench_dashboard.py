@@ -9,8 +9,9 @@ then the ε slider from START_EPS one step right, ``--moves`` times, so every mo
 computed (no cache hits). On the default's server, Compare with the default four mechanisms (a new seed, so
 computed): page open to its last readout and to every map drawn (a canvas in each). And the command line,
 each a fresh process timed side by side with a bare ``python -c pass``: ``ldpviz --help``, a refusal
-(``ldpviz run --epsilon -1``) and the bundled default ``ldpviz run`` against its own compute time (the
-seconds it prints). No setting is announced: the servers run with the shipped long-run threshold, which no
+(``ldpviz run --epsilon -1``) and the bundled default ``ldpviz run`` against its own compute time (load data,
+run, print, measured in process after its imports: ``bench/bench_cli.py``, which also gives CPU seconds and a
+baseline commit). No setting is announced: the servers run with the shipped long-run threshold, which no
 load changes (issue 28). ``--load N`` runs N busy processes (pure Python loops) for the whole run, a
 stand-in for a team's shared server, and says so in the report. Writes DIR/dashboard-benchmark.md (default
 docs/; with ``--load``, DIR/dashboard-benchmark-load.md).
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -102,22 +102,13 @@ def measure_compare(browser, url: str) -> dict:
 
 
 def measure_cli(repeats: int = 3) -> dict:
-    """The command line as fresh processes, each against a bare interpreter in the same loop (medians)."""
-    python = sys.executable
-    ldpviz = [python, "-m", "ldpviz"]
-    runs: dict[str, list[float]] = {"pass": [], "help": [], "refusal": [], "default": [], "compute": []}
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for _ in range(repeats):
-        for key, argv in (("pass", [python, "-c", "pass"]), ("help", ldpviz + ["--help"]),
-                          ("refusal", ldpviz + ["run", "--epsilon", "-1"]), ("default", ldpviz + ["run"])):
-            start = time.perf_counter()
-            done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT)
-            runs[key].append(time.perf_counter() - start)
-            if key == "default":
-                runs["compute"].append(float(re.search(r"seconds\s+([0-9.]+)", done.stdout).group(1)))
-            if key == "refusal":
-                assert done.returncode == 2 and "epsilon" in done.stderr, done.stderr
-    return {k: statistics.median(v) for k, v in runs.items()}
+    """The command line as fresh processes, each against a bare interpreter in the same loop (medians of wall
+    seconds); the default run's compute time is measured in process after its imports (load data, run, print),
+    as ``bench/bench_cli.py`` defines it, not read from the seconds the command prints."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import bench_cli
+    done = bench_cli.measure(ROOT, repeats)
+    return {k: statistics.median(done[k]["wall"]) for k in ("pass", "help", "refusal", "default", "compute")}
 
 
 def start_load(n: int) -> list[subprocess.Popen]:
@@ -305,7 +296,7 @@ def main() -> int:
         f"| `ldpviz run --epsilon -1` (a refusal) | {cli['refusal']:.3f} ({cli['refusal'] / cli['pass']:.1f}x the floor) "
         "| ≤ 10x the floor |",
         f"| `ldpviz run` (bundled default) | {cli['default']:.2f} ({cli['default'] / cli['compute']:.1f}x its compute "
-        f"time, {cli['compute']:.2f} s as it prints) | ≤ 2x its compute time |",
+        f"time, {cli['compute']:.2f} s: load data, run, print, in process after its imports) | ≤ 2x its compute time |",
         "",
         "Command-line rows: medians of 3 fresh processes each, interleaved with `python -c pass` in one loop.",
         "",

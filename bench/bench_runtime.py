@@ -125,7 +125,9 @@ def fit_calibration(rows: list[dict], measured_on: str,
         if extra and f"{key[0]}|{key[1]}" in extra:
             models[f"{key[0]}|{key[1]}"]["extra"] = (extra[f"{key[0]}|{key[1]}"],)
     metrics = runtime_model.fit([(r["n"], r["D"], r["metrics"]) for r in rows])
-    return runtime_model.Calibration(models, metrics, measured_on)
+    tables = {"*": runtime_model.metrics_table(rows)}
+    tables.update({name: runtime_model.metrics_table(rows, name) for name in sorted({r["mechanism"] for r in rows})})
+    return runtime_model.Calibration(models, metrics, measured_on, tables)
 
 
 def fit_error(cal: runtime_model.Calibration, rows: list[dict]) -> dict[str, float]:
@@ -152,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
                                                             "longer than this many CPU seconds (default 8)")
     ap.add_argument("--install", action="store_true", help="also write the coefficients to "
                                                            "ldpviz/data/runtime_calibration.json (full runs only)")
+    ap.add_argument("--refit", metavar="JSON", help="fit the model again to the runs stored in JSON (a previous "
+                                                    "calibration) instead of measuring them; the held-out runs are "
+                                                    "still measured")
     args = ap.parse_args(argv)
     if args.install and args.quick:
         ap.error("--install takes a full run's coefficients, not --quick ones")
@@ -160,14 +165,20 @@ def main(argv: list[str] | None = None) -> int:
     sizes, checks = (QUICK_SIZES, QUICK_CHECKS) if args.quick else (FULL_SIZES, FULL_CHECKS)
     extra_name, extra_path, extra_sizes = QUICK_METRICS_RUNS if args.quick else FULL_METRICS_RUNS
     started = time.perf_counter()
-    rows, skipped = measure(sizes, args.slow)
-    more, more_skipped = measure(extra_sizes, args.slow, only=(extra_name, extra_path))
-    rows, skipped = rows + more, skipped + more_skipped
-    extra, extra_rows = measure_extra(QUICK_SIZES[0] if args.quick else EXTRA_SIZE,
-                                      sorted({(r["mechanism"], r["path"]) for r in rows}))
+    if args.refit:
+        stored = json.loads(Path(args.refit).read_text(encoding="utf-8"))
+        rows, skipped, extra_rows = stored["runs"], [], stored.get("extra_trial_runs", [])
+        extra = {k: v["extra"][0] for k, v in stored["models"].items() if "extra" in v}
+    else:
+        rows, skipped = measure(sizes, args.slow)
+        more, more_skipped = measure(extra_sizes, args.slow, only=(extra_name, extra_path))
+        rows, skipped = rows + more, skipped + more_skipped
+        extra, extra_rows = measure_extra(QUICK_SIZES[0] if args.quick else EXTRA_SIZE,
+                                          sorted({(r["mechanism"], r["path"]) for r in rows}))
     mean_load = sum(r["load"] for r in rows) / max(len(rows), 1)
     host = machine()
-    measured_on = (f"bench/bench_runtime.py{' --quick' if args.quick else ''}: sizes (n, d) "
+    measured_on = stored["measured_on"].split("; refitted")[0] + f"; refitted {datetime.date.today().isoformat()}" \
+        if args.refit else (f"bench/bench_runtime.py{' --quick' if args.quick else ''}: sizes (n, d) "
                    f"{', '.join(f'({n:,}, {d})' for n, d in sizes)} (and {extra_name} / {extra_path} at "
                    f"{', '.join(f'({n:,}, {d})' for n, d in extra_sizes)} for the metrics), one run each, 'normal' data, on "
                    f"{host.get('processor', 'this machine')} ({runtime_model.cores()} cores, mean load {mean_load:.1f}; "

@@ -13,6 +13,9 @@ mechanism (``--all``) <= 30 s, the first answer <= 3 s, on a quiet 2-core machin
     python bench/target_mode.py                  # writes docs/target-mode.md (d = 32, all users)
     python bench/target_mode.py --all            # also times every LDP mechanism (no check)
     python bench/target_mode.py --quick --out /tmp/t   # smoke run: d = 8, 5,000 users, 20 checks
+
+The speed section has a baseline measured in the same run: the same seeks with every collection run one at a time
+(``Evaluator.batch_trials = False``, the path before issue 28), and whether the answers are identical.
 """
 
 from __future__ import annotations
@@ -41,12 +44,19 @@ def _eps(found) -> str:
     return f"{found.epsilon:.3g}" + (" per km" if found.privacy_model == "Geo-I" else "")
 
 
+def _answer(found) -> dict:
+    """A goal seek's answer without its costs (what must not change when only the speed does)."""
+    return {k: v for k, v in found.to_dict().items() if k not in ("seconds", "runs", "evaluations")}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smoke run: d = 8, 5,000 users, 20 checks")
     ap.add_argument("--all", action="store_true", help="also time every eligible LDP mechanism (issue 28's 30 s)")
     ap.add_argument("--check", type=int, default=100, help="fresh collections checked at each answer (default 100)")
     ap.add_argument("--out", default=str(ROOT / "docs"), help="output directory (default docs/)")
+    ap.add_argument("--no-baseline", action="store_true",
+                    help="skip the baseline (the same 4 seeks, one collection at a time, as before issue 28)")
     ap.add_argument("--target", type=float, default=1000.0, help="W2 target in metres (default 1000)")
     args = ap.parse_args(argv)
     out = Path(args.out)
@@ -66,9 +76,19 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
         return rows, time.perf_counter() - wall0, time.process_time() - cpu0
 
+    seek(MECHANISMS[:1])           # warm-up, not counted: data load and compiled kernels are paid before either path
     load_before = os.getloadavg()
     rows, wall, cpu = seek(MECHANISMS)
     load_after = os.getloadavg()
+    baseline = None
+    if not args.no_baseline:     # the same seeks one collection at a time (before issue 28), in this run
+        tradeoff.Evaluator.batch_trials = False
+        try:
+            base_rows, base_wall, base_cpu = seek(MECHANISMS)
+        finally:
+            tradeoff.Evaluator.batch_trials = True
+        same = all(_answer(a) == _answer(b) for (a, _, _), (b, _, _) in zip(rows, base_rows))
+        baseline = (base_rows, base_wall, base_cpu, same, os.getloadavg())
     checks = {}
     for found, _, _ in rows:
         if found.reached:
@@ -128,6 +148,16 @@ def main(argv: list[str] | None = None) -> int:
               + (f". The machine was not quiet (load {load_before[0]:.1f} / {load_after[0]:.1f} on "
                  f"{os.cpu_count()} cores): wall time here is not the quiet-machine figure; CPU time is the better "
                  "guide" if busy else "") + "."]
+    if baseline:
+        base_rows, base_wall, base_cpu, same, lb = baseline
+        lines += ["", f"Baseline in the same run (the same {len(rows)} seeks with every collection run one at a time, "
+                      f"as before issue 28, the mechanism built once per setting in both, after one uncounted warm-up seek; "
+                      f"load after {lb[0]:.1f}): {base_wall:.1f} s wall, {base_cpu:.1f} s CPU. "
+                      f"This path: {cpu:.1f} s CPU, {cpu / base_cpu:.2f}x the baseline's CPU; answers "
+                      f"{'identical field for field' if same else 'DIFFERENT (a bug)'}.", "",
+                  "| mechanism | baseline CPU s | baseline collections | CPU s | collections |", "|---|---|---|---|---|"]
+        lines += [f"| {f.mechanism} | {bc:.2f} | {b.runs} | {c:.2f} | {f.runs} |"
+                  for (f, _, c), (b, _, bc) in zip(rows, base_rows)]
     if everything:
         names, all_rows, all_wall, all_cpu, la, lb = everything
         lines += ["", f"Every LDP mechanism ({len(names)}) took {all_wall:.1f} s wall and {all_cpu:.1f} s CPU "

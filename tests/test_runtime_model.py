@@ -38,3 +38,21 @@ def test_stored_calibration_covers_every_mechanism_and_path():
     seconds = runtime_model.predict("oue", "auto", 20_000, 256 * 256, 1)
     assert 0 < seconds < np.inf
     assert runtime_model.predict("no-such-mechanism", "auto", 10, 10, 1) is None
+
+
+def test_metrics_table_interpolates_what_was_measured_and_holds_beyond():
+    """The measured metrics table gives back each measured size exactly, lies between its neighbours in log n and
+    log D, holds the nearest size outside the table, and borrows the growth with n of the nearest grid measured at
+    several user counts where a grid was measured at one."""
+    runs = [{"mechanism": "m", "n": n, "D": d, "metrics": t}
+            for n, d, t in [(2000, 1024, 0.02), (20000, 1024, 0.04), (2000, 4096, 0.16), (20000, 4096, 0.32)]]
+    runs.append({"mechanism": "big", "n": 2000, "D": 16384, "metrics": 0.5})
+    table = runtime_model.metrics_table(runs, "m")
+    assert {(n, d) for n, d, _ in table} == {(2000, 1024), (20000, 1024), (2000, 4096), (20000, 4096), (2000, 16384)}
+    for r in runs[:4]:
+        assert runtime_model.interpolate(table, r["n"], r["D"]) == pytest.approx(r["metrics"])
+    mid = runtime_model.interpolate(table, 6325, 2048)
+    assert 0.02 < mid < 0.32
+    assert runtime_model.interpolate(table, 50000, 4096) == pytest.approx(0.32)      # held, not extrapolated
+    assert runtime_model.interpolate(table, 20000, 16384) == pytest.approx(0.5 * 0.32 / 0.16)   # borrowed growth
+

@@ -114,3 +114,22 @@ def test_stacked_matrix_em_stops_each_trial_where_it_stops_alone(rule):
             np.testing.assert_allclose(batched[t], alone, rtol=1e-9, atol=1e-15)
             assert infos[t]["steps"] == info["steps"]
     assert len({i["iterations"] for i in infos}) > 1
+
+
+@pytest.mark.parametrize("name", ["dam", "grr", "planar-laplace", "ug"])
+def test_run_reusing_the_first_trial_equals_the_whole_run(name):
+    """Explore draws trial 0 first, then the intervals: a run given that one-trial result reuses it and runs
+    trials 1 .. T-1 only, and gives the whole run's estimates, metrics, readouts and notes; a result of another
+    scenario is not reused."""
+    scenario = SMALL.with_(mechanism=name)
+    whole = experiment.run(scenario)
+    first = experiment.run(scenario.with_(trials=1))
+    again = experiment.run(scenario, first=first)
+    assert again.estimates[0] is first.estimates[0]            # reused, not run again
+    for got, want in zip(again.estimates, whole.estimates, strict=True):
+        np.testing.assert_array_equal(got.density, want.density)
+    assert again.metrics.equals(whole.metrics)
+    assert again.readouts == whole.readouts and again.notes == whole.notes and again.received == whole.received
+    other = experiment.run(scenario.with_(trials=1, seed=scenario.seed + 1))
+    not_reused = experiment.run(scenario, first=other)
+    assert not_reused.estimates[0] is not other.estimates[0] and not_reused.metrics.equals(whole.metrics)

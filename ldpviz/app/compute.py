@@ -12,7 +12,9 @@ anywhere.
 from __future__ import annotations
 
 import math
+import threading
 import time
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -37,10 +39,27 @@ def cached_run(scenario: Scenario, dataset_key: str, _dataset: datasets.Dataset 
     """``ldpviz.experiment.run`` memoised on (scenario, dataset content key); its timings feed the predictions
     (its CPU seconds: what it costs on a quiet server, whatever the other sessions are doing)."""
     cpu = time.thread_time()
-    result = experiment.run(scenario, _dataset)
-    longrun.timings().record(result, cpu_seconds=time.thread_time() - cpu)
+    first = _FIRST.get((repr(scenario.with_(trials=1)), dataset_key)) if int(scenario.trials) > 1 else None
+    result = experiment.run(scenario, _dataset, first=first)
+    if first is None:        # a run that reused Explore's first trial did not cost a whole run: not a timing
+        longrun.timings().record(result, cpu_seconds=time.thread_time() - cpu)
     longrun.seen().add(longrun.key(scenario, dataset_key))
     return result
+
+
+#: Explore's first-trial results, most recent last (:func:`first_result` draws trial 0 alone, then
+#: :func:`finish_trials` runs the rest: ``experiment.run(first=...)`` reuses trial 0 instead of running it again)
+_FIRST: "OrderedDict[tuple[str, str], Result]" = OrderedDict()
+_FIRST_LOCK = threading.Lock()
+MAX_FIRST = 8
+
+
+def _remember_first(scenario: Scenario, dataset_key: str, result: Result) -> None:
+    with _FIRST_LOCK:
+        _FIRST[(repr(scenario), dataset_key)] = result
+        _FIRST.move_to_end((repr(scenario), dataset_key))
+        while len(_FIRST) > MAX_FIRST:
+            _FIRST.popitem(last=False)
 
 
 @st.cache_resource(max_entries=16, show_spinner="Loading the dataset ...")
@@ -165,11 +184,15 @@ def first_result(scenario: Scenario, label: str) -> tuple[Result | None, bool]:
     if (int(scenario.trials) <= 1 or run_key in longrun.seen() or longrun.kept().get(run_key) is not None
             or predicted_seconds(scenario)[0] > longrun.LONG_S):
         return result_or_announce(scenario, label), True
-    return run_scenario(scenario.with_(trials=1)), False
+    one = scenario.with_(trials=1)
+    result = run_scenario(one)
+    _remember_first(one, key, result)
+    return result, False
 
 
 def finish_trials(scenario: Scenario) -> Result:
-    """All of a scenario's trials (after :func:`first_result` drew the first), into the cache."""
+    """All of a scenario's trials (after :func:`first_result` drew the first, which the run reuses), into the
+    cache."""
     return run_scenario(scenario)
 
 

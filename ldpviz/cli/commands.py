@@ -317,10 +317,9 @@ def build_parser(lazy: bool = False) -> argparse.ArgumentParser:
     officer_cli.add_commands(sub)
     from ldpviz.cli import deploy_commands
     deploy_commands.add_commands(sub)
-    from ldpviz.evidence import reproduce
     rp = sub.add_parser("reproduce", help="regenerate every benchmark and report (bench/*.py) into docs/")
-    reproduce.add_arguments(rp)
-    rp.set_defaults(fn=reproduce.run_from_args)
+    rp.defer(lambda p: _reproduce_module().add_arguments(p))   # its module asks git for the commit when imported
+    rp.set_defaults(fn=lambda args: _reproduce_module().run_from_args(args))
     ap = sub.add_parser("app", help="start the dashboard on the bundled data (http://127.0.0.1:8501 by default)")
     ap.add_argument("--port", type=int, default=8501, help="port to listen on (default 8501)")
     ap.add_argument("--address", default="127.0.0.1",
@@ -331,6 +330,11 @@ def build_parser(lazy: bool = False) -> argparse.ArgumentParser:
         for command in _subcommands(parser).values():
             command.fill()
     return parser
+
+
+def _reproduce_module() -> Any:
+    from ldpviz.evidence import reproduce
+    return reproduce
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, Any]:

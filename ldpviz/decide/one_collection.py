@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
-from scipy import stats
+from scipy import special   # the quantiles scipy.stats.{norm,t,nct} compute, without its import cost
 
 from ldpviz.errors import LdpvizInputError
 
@@ -55,8 +55,8 @@ def k_factor(n: int, probability: float = PROBABILITY, confidence: float = CONFI
     """The one-sided normal tolerance factor k for n collections (eq. 2.2.3 above)."""
     if n < 2:
         return math.inf
-    z = stats.norm.ppf(probability)
-    return float(stats.nct.ppf(confidence, df=n - 1, nc=z * math.sqrt(n)) / math.sqrt(n))
+    z = special.ndtri(probability)
+    return float(special.nctdtrit(n - 1, z * math.sqrt(n), confidence) / math.sqrt(n))
 
 
 def early_stop_is_exact(n: int, probability: float = PROBABILITY, confidence: float = CONFIDENCE) -> bool:
@@ -97,17 +97,17 @@ def miss_chance_bound(values: np.ndarray, target: float, lower_better: bool, con
         return 0.0
     room = gap / s * math.sqrt(n)                  # need nct.ppf(conf, n-1, z sqrt n) <= room
     lo, hi = -8.0, 8.0                             # z range; monotone in z
-    if stats.nct.ppf(confidence, df=n - 1, nc=lo * math.sqrt(n)) > room:
+    if special.nctdtrit(n - 1, lo * math.sqrt(n), confidence) > room:
         return 1.0
-    if stats.nct.ppf(confidence, df=n - 1, nc=hi * math.sqrt(n)) <= room:
-        return float(stats.norm.sf(hi))
+    if special.nctdtrit(n - 1, hi * math.sqrt(n), confidence) <= room:
+        return float(special.ndtr(-hi))
     for _ in range(50):
         mid = (lo + hi) / 2
-        if stats.nct.ppf(confidence, df=n - 1, nc=mid * math.sqrt(n)) <= room:
+        if special.nctdtrit(n - 1, mid * math.sqrt(n), confidence) <= room:
             lo = mid
         else:
             hi = mid
-    return float(stats.norm.sf(lo))
+    return float(special.ndtr(-lo))
 
 
 def read(values: np.ndarray, target: float, lower_better: bool, probability: float = PROBABILITY,
@@ -118,7 +118,7 @@ def read(values: np.ndarray, target: float, lower_better: bool, probability: flo
     mean = float(np.mean(v))
     s = float(np.std(v, ddof=1)) if n > 1 else math.inf
     k = k_factor(n, probability, confidence)
-    half = float(stats.t.ppf(0.975, n - 1) * s / math.sqrt(n)) if n > 1 else math.inf
+    half = float(special.stdtrit(n - 1, 0.975) * s / math.sqrt(n)) if n > 1 else math.inf
     sign = 1.0 if lower_better else -1.0
     bound = mean + sign * k * s if math.isfinite(s) else sign * math.inf
     met = bool(sign * bound <= sign * target)
@@ -127,7 +127,7 @@ def read(values: np.ndarray, target: float, lower_better: bool, probability: flo
                                                                          else -math.inf)
     mean_edge = mean + sign * half
     return Reading(met=met, bound=bound, mean=mean, ci_low=mean - half, ci_high=mean + half, trials=n,
-                   misses=misses, miss_chance=float(stats.norm.sf(z)),
+                   misses=misses, miss_chance=float(special.ndtr(-z)),
                    miss_chance_max=miss_chance_bound(v, target, lower_better, confidence),
                    mean_met=bool(sign * mean_edge <= sign * target))
 
@@ -135,14 +135,17 @@ def read(values: np.ndarray, target: float, lower_better: bool, probability: flo
 class Rule:
     """The rule at any setting x, over ``trials`` collections of one stream family, cached.
 
-    ``values(x, t)`` returns the metric of collections 0 .. t-1 at x. Collections run one at a
-    time; when :func:`early_stop_is_exact`, the first one missing the target ends the decision
-    as "not met" (the full rule would say the same), which makes a scan cheap where it fails.
+    ``values(x, t)`` returns the metric of collections 0 .. t-1 at x. Collections are asked for
+    ``chunk`` at a time (1: one at a time); when :func:`early_stop_is_exact`, the first one missing
+    the target ends the decision as "not met" (the full rule would say the same), which makes a
+    scan cheap where it fails. The reading is the same for every ``chunk`` (it reads the values up
+    to the first miss); a larger chunk only runs collections past that miss, in one pass.
     """
 
     def __init__(self, values: Values, target: float, lower_better: bool, trials: int = DEFAULT_TRIALS,
-                 probability: float = PROBABILITY, confidence: float = CONFIDENCE) -> None:
+                 probability: float = PROBABILITY, confidence: float = CONFIDENCE, chunk: int = 1) -> None:
         self.values, self.target, self.lower_better = values, float(target), lower_better
+        self.chunk = max(1, int(chunk))
         self.trials, self.probability, self.confidence = int(trials), probability, confidence
         self.exact_stop = early_stop_is_exact(self.trials, probability, confidence)
         self.seen: dict[float, Reading] = {}
@@ -171,9 +174,13 @@ class Rule:
             self.seen[x] = r
             return r
         if self.exact_stop:
-            for t in range(1, self.trials + 1):
-                v = self.values(x, t)
-                if self.misses(float(v[-1])):
+            v, t = np.empty(0), 0
+            while t < self.trials:
+                t += 1
+                if t > len(v):          # ask for the next chunk of collections (one pass where batched)
+                    v = self.values(x, min(self.trials, t + self.chunk - 1))
+                if self.misses(float(v[t - 1])):
+                    v = v[:t]
                     r = read(v, self.target, self.lower_better, self.probability, self.confidence) if t > 1 else \
                         Reading(False, math.inf if self.lower_better else -math.inf, float(v[0]), math.nan, math.nan,
                                 1, 1, math.nan, 1.0, False)

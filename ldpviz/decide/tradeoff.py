@@ -73,9 +73,14 @@ def _score(metric: str, grid: Grid, true_density: np.ndarray, users: Binned, est
 class Evaluator:
     """Per-trial values of one metric for a base scenario at any epsilon / number of users.
 
-    Loads the data once and caches the binned users per number of users; the values equal
-    ``experiment.run(scenario).metrics[metric]`` for the same scenario.
+    Loads the data once and caches the binned users per number of users and the mechanism per setting; the
+    values equal ``experiment.run(scenario).metrics[metric]`` for the same scenario. Trials asked for together
+    run in one pass (:meth:`~ldpviz.mechanisms.base.Mechanism.run_trials`, bit for bit the one-at-a-time
+    values; ``batch_trials = False`` runs them one at a time, the benchmark's baseline).
     """
+
+    #: run the trials of one request in one pass (False: one after another, as before issue 28)
+    batch_trials: bool = True
 
     def __init__(self, base: Scenario, metric: str, dataset: datasets.Dataset | None = None) -> None:
         require(metric in metrics.METRIC_INFO, f"unknown metric {metric!r}; choose one of "
@@ -85,6 +90,7 @@ class Evaluator:
         self.queries = metrics.random_queries(base.query_rho, seed=base.seed)
         self._users: dict[int | None, tuple[Grid, Binned, np.ndarray]] = {}
         self._trials: dict[tuple[float, int | None, int], np.ndarray] = {}
+        self._mechanisms: dict[tuple[float, int | None], mechanisms.Mechanism] = {}
         self.evaluations = 0
         #: trials run so far (over every setting)
         self.runs = 0
@@ -100,8 +106,13 @@ class Evaluator:
         return self.users(None)[2]
 
     def mechanism(self, epsilon: float, n_users: int | None = None) -> mechanisms.Mechanism:
-        grid = self.users(n_users)[0]
-        return mechanisms.create(self.base.mechanism, grid, epsilon, **self.base.param_dict)
+        """The mechanism at this setting, built once (its setup, e.g. planar Laplace's kernel, depends only on
+        the grid, epsilon and parameters; the search, the fresh decision and the attacker share it)."""
+        key = (float(epsilon), n_users)
+        if key not in self._mechanisms:
+            grid = self.users(n_users)[0]
+            self._mechanisms[key] = mechanisms.create(self.base.mechanism, grid, epsilon, **self.base.param_dict)
+        return self._mechanisms[key]
 
     def values(self, epsilon: float, n_users: int | None = None, trials: int | None = None,
                stream: int = 0) -> np.ndarray:
@@ -115,11 +126,14 @@ class Evaluator:
         if len(have) < want:
             grid, users, true_density = self.users(n_users)
             mech = self.mechanism(epsilon, n_users)
-            more = []
-            for trial in range(len(have), want):
-                rng = np.random.default_rng([self.base.seed, trial] + ([int(stream)] if stream else []))
-                est = mech.estimate(mech.collect(users, rng)) if mech.has_client else mech.run(users, rng)
-                more.append(_score(self.metric, grid, true_density, users, est, self.queries))
+            rngs = [np.random.default_rng([self.base.seed, trial] + ([int(stream)] if stream else []))
+                    for trial in range(len(have), want)]
+            if self.batch_trials:    # one pass (a stacked EM where the mechanism has one): the same bits per trial
+                estimates = mech.run_trials(users, rngs).estimates
+            else:
+                estimates = [mech.estimate(mech.collect(users, rng)) if mech.has_client else mech.run(users, rng)
+                             for rng in rngs]
+            more = [_score(self.metric, grid, true_density, users, est, self.queries) for est in estimates]
             self.runs += len(more)
             have = np.concatenate([have, np.asarray(more, dtype=float)])
             self._trials[key] = have
@@ -273,6 +287,16 @@ def rule_text(probability: float = one_collection.PROBABILITY, confidence: float
             f"(seeds the search did not use)")
 
 
+def _chunk(mechanism: str, trials: int) -> int:
+    """Collections a decision asks for at once: all of them where the mechanism estimates trials in one pass (a
+    stacked EM costs less per collection than one at a time, more than the collections an early stop would
+    skip); one at a time where it does not (nothing to share) or when :attr:`Evaluator.batch_trials` is off
+    (the benchmark's baseline)."""
+    from ldpviz.mechanisms.base import Mechanism
+    stacked = mechanisms.get(mechanism).run_trials is not Mechanism.run_trials
+    return trials if Evaluator.batch_trials and stacked else 1
+
+
 def _checked_goal(metric: str, at_most: float, trials: int, probability: float, confidence: float) -> None:
     """Validate a goal seek's target (one place for both searches)."""
     require(metric in TARGET_METRICS, f"--metric must be one of {', '.join(TARGET_METRICS)}, got {metric!r}")
@@ -325,7 +349,7 @@ def target_epsilon(base: Scenario, metric: str, at_most: float, *, n_users: int 
     lower_better = _lower_is_better(metric)
     lo_lim, hi_lim = eps_range
     rule = dict(target=at_most, lower_better=lower_better, trials=trials, probability=probability,
-                confidence=confidence)
+                confidence=confidence, chunk=_chunk(base.mechanism, trials))
     search = one_collection.Rule(lambda e, t: ev.values(e, n_users, t), **rule)
     fresh = one_collection.Rule(lambda e, t: ev.values(e, n_users, t, stream=one_collection.FRESH_STREAM), **rule)
     scan = one_collection.scan_epsilon(search, fresh, lo_lim, hi_lim, rtol)
@@ -382,7 +406,7 @@ def users_needed(base: Scenario, metric: str, at_most: float, *, r_m: float | No
         return lambda n, t: ev.values(base.epsilon, None if int(n) >= everyone else int(n), t, stream=stream)
 
     rule = dict(target=at_most, lower_better=_lower_is_better(metric), trials=trials, probability=probability,
-                confidence=confidence)
+                confidence=confidence, chunk=_chunk(base.mechanism, trials))
     search = one_collection.Rule(values(0), **rule)
     fresh = one_collection.Rule(values(one_collection.FRESH_STREAM), **rule)
     low = min(MIN_USERS, everyone)

@@ -23,7 +23,7 @@ from typing import Any, Callable, ClassVar, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special   # the t quantile (stdtrit) without scipy.stats' import cost
 
 from ldpviz.data import datasets
 from ldpviz import mechanisms, metrics
@@ -144,7 +144,7 @@ class Result:
         if kind == "sd":
             return sd
         k = len(self.estimates)
-        return 2 * float(stats.t.ppf(0.5 + confidence / 2, k - 1)) * sd / math.sqrt(k)
+        return 2 * float(special.stdtrit(k - 1, 0.5 + confidence / 2)) * sd / math.sqrt(k)
 
     def metric_ci(self, metric: str, confidence: float = 0.95) -> tuple[float, float, float]:
         """(mean, low, high) of a metric over the trials (t interval; low = high = mean for one trial). The
@@ -187,7 +187,7 @@ def mean_ci(values: np.ndarray, confidence: float = 0.95,
     mean = float(values.mean())
     if len(values) < 2:
         return mean, mean, mean
-    half = float(stats.t.ppf(0.5 + confidence / 2, len(values) - 1)) * float(values.std(ddof=1)) / math.sqrt(len(values))
+    half = float(special.stdtrit(len(values) - 1, 0.5 + confidence / 2)) * float(values.std(ddof=1)) / math.sqrt(len(values))
     low = mean - half if floor is None else max(mean - half, floor)
     return mean, low, mean + half
 
@@ -225,8 +225,10 @@ def prepare_users(scenario: Scenario, dataset: datasets.Dataset) -> tuple[Grid, 
     return grid, binned, notes
 
 
-def run(scenario: Scenario, dataset: datasets.Dataset | None = None) -> Result:
-    """Run ``scenario`` (all its trials). ``dataset`` overrides loading by name (uploads)."""
+def run(scenario: Scenario, dataset: datasets.Dataset | None = None, first: Result | None = None) -> Result:
+    """Run ``scenario`` (all its trials). ``dataset`` overrides loading by name (uploads). ``first``: the result of
+    ``scenario.with_(trials=1)`` already computed (Explore draws it first): its trial 0 is reused and only trials
+    1 .. trials-1 run, giving the same result (trial t always draws from (seed, t)); ignored if it is not that."""
     t0 = time.perf_counter()
     dataset = dataset if dataset is not None else datasets.load(scenario.dataset)
     grid, users, notes = prepare_users(scenario, dataset)
@@ -236,25 +238,32 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None) -> Result:
     mech = mechanisms.create(scenario.mechanism, grid, scenario.epsilon, **scenario.param_dict)
     t2 = time.perf_counter()
     queries = metrics.random_queries(scenario.query_rho, seed=scenario.seed)
+    reuse = (first is not None and scenario.trials > 1 and first.scenario == scenario.with_(trials=1)
+             and len(first.estimates) == 1 and first.n_users == n)
     # All trials in one pass (issue 23): trial t draws from the generator (seed, t), exactly as a run with
     # one trial per seed would, so a result's trial t is the same whatever the number of trials.
-    rngs = [np.random.default_rng([scenario.seed, trial]) for trial in range(scenario.trials)]
+    rngs = [np.random.default_rng([scenario.seed, trial]) for trial in range(1 if reuse else 0, scenario.trials)]
     batch = mech.run_trials(users, rngs)
-    estimates = batch.estimates
-    received = describe_reports(mech, batch.first_reports if mech.has_client else None, n)
+    estimates = ([first.estimates[0]] if reuse else []) + list(batch.estimates)
+    received = first.received if reuse else describe_reports(mech, batch.first_reports if mech.has_client else None,
+                                                              n)
     c = time.perf_counter()
-    rows, readouts = metrics.evaluate_trials(true_density, estimates, cell_m=grid.cell_m, n_users=n,
+    rows, readouts = metrics.evaluate_trials(true_density, batch.estimates, cell_m=grid.cell_m, n_users=n,
                                              true_points=users.unit, queries=queries)
+    if reuse:
+        rows = [{k: v for k, v in first.metrics.iloc[0].items() if k != "trial"}] + rows
+        readouts = [first.readouts[0]] + readouts
     rows = [{"trial": trial, **row} for trial, row in enumerate(rows)]
     perturb_s, estimate_s, metrics_s = batch.perturb_s, batch.estimate_s, time.perf_counter() - c
     paths = sorted({str(e.info["path"]) for e in estimates if "path" in e.info})
     if paths:
         notes.append(f"Reports reached the server on the {' and '.join(paths)} path (requested: "
                      f"{mech.param_values.get('path', 'per-user')}; both give the same distribution).")
-    trials = scenario.trials
+    trials = len(rngs)                 # the trials run here (all, or all but a reused first)
     timings = {"prepare": t1 - t0, "setup": t2 - t1, "perturb": perturb_s / trials,
                "estimate": estimate_s / trials, "metrics": metrics_s / trials,
-               "total": time.perf_counter() - t0}
+               # the whole result's cost: a reused first trial's run counts too
+               "total": time.perf_counter() - t0 + (float(first.timings["total"]) if reuse else 0.0)}
     for key, r in readouts[0].items():
         if not r.exact:
             notes.append(r.note(metrics.METRIC_INFO[key]["label"], "m") + " (first trial; see Result.readouts)")
@@ -402,7 +411,7 @@ def summarise(df: pd.DataFrame, by: list[str], confidence: float = 0.95) -> pd.D
     counts = groups.size()
     for col in metric_cols:
         sd = groups[col].std(ddof=1).fillna(0.0)
-        t = np.array([stats.t.ppf(0.5 + confidence / 2, k - 1) if k > 1 else math.nan for k in counts])
+        t = np.array([special.stdtrit(k - 1, 0.5 + confidence / 2) if k > 1 else math.nan for k in counts])
         half = t * sd.to_numpy() / np.sqrt(counts.to_numpy())
         out[f"{col}_sd"] = sd
         low = out[col] - np.nan_to_num(half)

@@ -35,7 +35,7 @@ import functools
 import json
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -95,6 +95,53 @@ def evaluate(coefficients: Iterable[float], n_users: float, cells: float) -> flo
     return float(np.dot(np.asarray(tuple(coefficients), dtype=float), features(n_users, cells)))
 
 
+def metrics_table(runs: Sequence[dict[str, Any]], mechanism: str | None = None) -> tuple[tuple[float, float, float], ...]:
+    """The measured metrics seconds per size: (n, D, median over the runs at that size), from ``mechanism``'s own
+    runs (its estimates, noisy or smooth, set what exact W2 costs) and, beyond the largest grid it was measured on,
+    the shared larger-grid runs; ``mechanism=None``: every run."""
+    mine = [r for r in runs if mechanism is None or r["mechanism"] == mechanism]
+    top = max((r["D"] for r in mine), default=0)
+    chosen = mine + [r for r in runs if r["D"] > top and r not in mine]
+    by: dict[tuple[float, float], list[float]] = {}
+    for r in chosen:
+        by.setdefault((float(r["n"]), float(r["D"])), []).append(float(r["metrics"]))
+    return tuple((n, d, float(np.median(v))) for (n, d), v in sorted(by.items()))
+
+
+def interpolate(table: Sequence[tuple[float, float, float]], n_users: float, cells: float) -> float:
+    """Seconds at (n, D) from a table of measured (n, D, seconds): linear in log D between the two nearest
+    measured grids and, at each, linear in log n between the two nearest measured user counts (a grid measured at
+    one count only grows with n as the nearest grid measured at several did); held at the nearest measured size
+    outside the table (never extrapolated: the solver behind a metric changes with the grid, so no smooth curve
+    carries it beyond what was measured)."""
+    def along(points: list[tuple[float, float]], x: float) -> float:
+        points = sorted(points)
+        if x <= points[0][0]:
+            return points[0][1]
+        if x >= points[-1][0]:
+            return points[-1][1]
+        for (x0, y0), (x1, y1) in zip(points, points[1:]):
+            if x0 <= x <= x1:
+                w = (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0))
+                return y0 + w * (y1 - y0)
+        return points[-1][1]  # pragma: no cover
+
+    grids = sorted({d for _, d, _ in table})
+    n = max(n_users, 1.0)
+    rows = {d: [(nn, t) for nn, dd, t in table if dd == d] for d in grids}
+    several = [d for d in grids if len(rows[d]) > 1]
+
+    def at(d: float) -> float:
+        if len(rows[d]) > 1 or not several:
+            return along(rows[d], n)
+        # one user count measured on this grid: scale it by how the nearest grid measured at several counts grew
+        near = min(several, key=lambda g: abs(math.log(g) - math.log(d)))
+        (n0, t0), = rows[d]
+        return t0 * along(rows[near], n) / max(along(rows[near], n0), 1e-12)
+
+    return float(along([(d, at(d)) for d in grids], max(cells, 1.0)))
+
+
 @dataclass(frozen=True)
 class Calibration:
     """Fitted models keyed ``mechanism|path`` (each ``{"fixed": coef, "trial": coef}`` and optionally
@@ -104,6 +151,18 @@ class Calibration:
     models: dict[str, dict[str, tuple[float, ...]]]
     metrics: tuple[float, ...]
     measured_on: str
+    #: measured metrics seconds per mechanism (``"*"``: every run), :func:`metrics_table`; read by
+    #: :meth:`metrics_seconds` in place of the fitted ``metrics`` curve when present
+    metrics_tables: dict[str, tuple[tuple[float, float, float], ...]] = field(default_factory=dict)
+
+    def metrics_seconds(self, mechanism: str, n_users: int, cells: int) -> float:
+        """What one trial's metrics cost: interpolated from the measured table of this mechanism (else of every
+        run), else the fitted curve. The fitted curve, shared by every mechanism, missed 3x where exact W2 of a
+        noisy estimate costs more than of a smooth one (OLH at d = 64, docs/runtime-calibration.md)."""
+        table = self.metrics_tables.get(mechanism) or self.metrics_tables.get("*")
+        if table:
+            return interpolate(table, n_users, cells)
+        return evaluate(self.metrics, n_users, cells)
 
     def has(self, mechanism: str) -> bool:
         return any(k.split("|")[0] == mechanism for k in self.models)
@@ -122,7 +181,7 @@ class Calibration:
             chosen = [SINGLE_PATH]
         else:                                   # 'auto': the faster of the calibrated paths
             chosen = known
-        metrics = evaluate(self.metrics, n_users, cells)
+        metrics = self.metrics_seconds(mechanism, n_users, cells)
         best = math.inf
         for p in chosen:
             model = self.models[f"{mechanism}|{p}"]
@@ -134,13 +193,16 @@ class Calibration:
 
     def to_json(self) -> dict[str, Any]:
         return {"measured_on": self.measured_on, "features": list(FEATURE_NAMES), "metrics": list(self.metrics),
-                "models": {k: {part: list(c) for part, c in v.items()} for k, v in self.models.items()}}
+                "models": {k: {part: list(c) for part, c in v.items()} for k, v in self.models.items()},
+                "metrics_tables": {k: [list(row) for row in v] for k, v in self.metrics_tables.items()}}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Calibration":
         require(list(data.get("features", [])) == list(FEATURE_NAMES), "runtime calibration: features differ")
         return cls({k: {part: tuple(c) for part, c in v.items()} for k, v in data["models"].items()},
-                   tuple(data["metrics"]), str(data["measured_on"]))
+                   tuple(data["metrics"]), str(data["measured_on"]),
+                   {k: tuple(tuple(float(x) for x in row) for row in v)
+                    for k, v in data.get("metrics_tables", {}).items()})
 
 
 @functools.lru_cache(maxsize=1)

@@ -75,7 +75,6 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 import numpy as np
-import ot
 import scipy.sparse as sp
 
 from ldpviz.errors import LdpvizInputError, require
@@ -84,10 +83,22 @@ from ldpviz.metrics.envelope import HAVE_NUMBA, sq_distance_transform
 from ldpviz.metrics.inputs import _check_cell_m, _pair
 from ldpviz.metrics.w2_back_and_forth import bfm_w2
 
-try:  # POT's low-level sparse network simplex, used only for its warm start
-    from ot.lp.emd_wrap import emd_c_sparse as _emd_c_sparse
-except ImportError:  # pragma: no cover - older or restructured POT
-    _emd_c_sparse = None
+
+
+def _pot() -> Any:
+    """POT, imported where a solve uses it (its import pulls in scipy.stats: half a second a command need not pay
+    when the exact solver of :mod:`ldpviz.metrics.w2_exact` answers)."""
+    import ot
+    return ot
+
+
+def _pot_sparse() -> Any:
+    """POT's low-level sparse network simplex, used only for its warm start (None where POT lacks it)."""
+    try:
+        from ot.lp.emd_wrap import emd_c_sparse
+    except ImportError:  # pragma: no cover - older or restructured POT
+        return None
+    return emd_c_sparse
 __all__ = ["w2", "w2_readout", "w2_progressive", "emd_l1", "emd_l1_readout", "TransportReadout", "W2_METHODS",
            "EMD_METHODS"]
 
@@ -170,9 +181,9 @@ def _emd_dense(p: np.ndarray, q: np.ndarray, metric: str, want_plan: bool = True
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the result code is checked below
         if want_plan:
-            G, log = ot.emd(a, b, M, numItermax=_NUM_ITER_MAX, log=True)
+            G, log = _pot().emd(a, b, M, numItermax=_NUM_ITER_MAX, log=True)
         else:
-            _, log = ot.emd2(a, b, M, numItermax=_NUM_ITER_MAX, log=True)
+            _, log = _pot().emd2(a, b, M, numItermax=_NUM_ITER_MAX, log=True)
     _result_ok(log, "exact transport")
     cost = max(float(log["cost"]), 0.0)
     if not want_plan:
@@ -217,11 +228,12 @@ def _emd_sparse(a: np.ndarray, b: np.ndarray, ei: np.ndarray, ej: np.ndarray, co
     smaller problem) is passed to POT's warm start when its low-level sparse
     solver offers one (POT >= 0.9.6); otherwise the public ``ot.emd`` is used.
     """
-    if warm is not None and _emd_c_sparse is not None:
+    emd_c_sparse = _pot_sparse() if warm is not None else None
+    if emd_c_sparse is not None:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                fs, ft, fv, cost_, u, v, code = _emd_c_sparse(
+                fs, ft, fv, cost_, u, v, code = emd_c_sparse(
                     a, b, ei.astype(np.uint64), ej.astype(np.uint64), np.ascontiguousarray(cost, dtype=float),
                     _NUM_ITER_MAX, np.ascontiguousarray(warm[0], dtype=float),
                     np.ascontiguousarray(warm[1], dtype=float))
@@ -233,7 +245,7 @@ def _emd_sparse(a: np.ndarray, b: np.ndarray, ei: np.ndarray, ej: np.ndarray, co
     M = sp.coo_array((cost, (ei, ej)), shape=(len(a), len(b)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        G, log = ot.emd(a, b, M, numItermax=_NUM_ITER_MAX, log=True, center_dual=False)
+        G, log = _pot().emd(a, b, M, numItermax=_NUM_ITER_MAX, log=True, center_dual=False)
     _result_ok(log, "sparse transport")
     G = sp.coo_array(G)
     return float(log["cost"]), G.row, G.col, G.data, np.asarray(log["u"]), np.asarray(log["v"])

@@ -156,15 +156,22 @@ class TwoLevelGrid:
     def rects(self) -> np.ndarray:
         """(n_cells, 4) rectangles x0, y0, x1, y1 in unit coordinates, in sub-cell order."""
         g1 = self.first_side
-        out = []
-        for k, (xc, yc) in enumerate(zip(self.x_cuts, self.y_cuts)):
-            row, col = divmod(k, g1)
-            xe = (col + np.concatenate([[0.0], xc, [1.0]])) / g1
-            ye = (row + np.concatenate([[0.0], yc, [1.0]])) / g1
-            x0, y0 = np.meshgrid(xe[:-1], ye[:-1])
-            x1, y1 = np.meshgrid(xe[1:], ye[1:])
-            out.append(np.column_stack([x0.ravel(), y0.ravel(), x1.ravel(), y1.ravel()]))
-        return np.concatenate(out)
+        k = np.arange(g1 * g1)
+        row, col = np.divmod(k, g1)
+        cols, rows = self.columns, self.rows
+        # every first-level cell's edges, back to back: (col + [0, cuts..., 1]) / g1, as one array per axis
+        xe = np.concatenate([e for c in self.x_cuts for e in ([0.0], c, [1.0])])
+        ye = np.concatenate([e for c in self.y_cuts for e in ([0.0], c, [1.0])])
+        xe = (np.repeat(col, cols + 1) + xe) / g1
+        ye = (np.repeat(row, rows + 1) + ye) / g1
+        x_start = np.concatenate([[0], np.cumsum(cols + 1)[:-1]])
+        y_start = np.concatenate([[0], np.cumsum(rows + 1)[:-1]])
+        per = cols * rows
+        owner = np.repeat(k, per)                                   # sub-cells in order, row by row in each cell
+        j = np.arange(int(per.sum())) - np.repeat(np.concatenate([[0], np.cumsum(per)[:-1]]), per)
+        r, c = np.divmod(j, cols[owner])
+        xi, yi = x_start[owner] + c, y_start[owner] + r
+        return np.column_stack([xe[xi], ye[yi], xe[xi + 1], ye[yi + 1]])
 
     def first_level_cells(self, unit: np.ndarray) -> np.ndarray:
         """Flat first-level cell of each position (the far edges belong to the last cell)."""
