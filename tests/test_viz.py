@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -47,7 +49,8 @@ def test_maps_fetch_no_basemap_and_fine_grids_drop_grid_lines():
     coarse, fine = Grid(REGION, viz.MAX_GRID_LINES), Grid(REGION, 2 * viz.MAX_GRID_LINES)
     for grid in (coarse, fine):
         deck = viz.density_deck(grid, np.ones((grid.side, grid.side)) / grid.n_cells)
-        assert '"mapStyle": "__MAP_STYLE__"' in deck.to_json() and "mapProvider" not in deck.to_json()
+        spec = json.loads(deck.to_json())
+        assert spec["mapStyle"] == "__MAP_STYLE__" and "mapProvider" not in spec
     lines = lambda g: len(layer_data(viz.density_deck(g, np.ones((g.side, g.side))), "PathLayer")[0])
     assert lines(coarse) == 2 * (viz.MAX_GRID_LINES + 1)
     assert lines(fine) == 2 * 2
@@ -327,3 +330,20 @@ def test_fine_continental_cells_stay_polygons():
     ring = np.array(viz.record_ring(record))
     assert "polygon" in record and np.allclose(ring, grid.cell_rings_lonlat()[255 * 256], atol=1e-6)
     assert abs(ring[0, 0] - ring[3, 0]) > 1e-3                              # west edge slants in lon/lat
+
+
+def test_decks_ship_compact_json_with_the_same_value():
+    """The page ships each map's JSON: without pydeck's indentation it is the same value at about a third of the
+    size (a 32 x 32 density map)."""
+    import json
+
+    import pydeck as pdk
+
+    from ldpviz.geo.domain import Grid, Region
+    from ldpviz.render import maps
+
+    grid = Grid(Region(-93.3, 44.9, 20_000.0), 32)
+    deck = maps.estimate_deck(grid, np.random.default_rng(0).dirichlet(np.ones(1024)).reshape(32, 32))
+    compact, indented = deck.to_json(), pdk.Deck.to_json(deck)
+    assert json.loads(compact) == json.loads(indented)
+    assert len(compact) < 0.5 * len(indented) and "\n" not in compact

@@ -11,7 +11,7 @@ import pandas as pd
 import pydeck as pdk
 
 from ldpviz.geo.domain import Grid
-from ldpviz.render.maps import NARROWEST_COLUMN_PX, frame_layers, view_state
+from ldpviz.render.maps import NARROWEST_COLUMN_PX, CompactDeck, frame_layers, view_state
 
 TRUE_COLOUR = [33, 102, 172]
 ESTIMATE_COLOUR = [215, 48, 39]
@@ -61,7 +61,7 @@ def arc_deck(grid: Grid, flows: np.ndarray, k: int = 40, colour: list[int] | Non
         pdk.Layer("ScatterplotLayer", staying.to_dict("records"), get_position=["origin_lon", "origin_lat"],
                   get_radius=grid.cell_m / 4, get_fill_color=rgb + [200], pickable=True),
     ]
-    return pdk.Deck(layers=layers, initial_view_state=view_state(grid.region, height, width), height=height,
+    return CompactDeck(layers=layers, initial_view_state=view_state(grid.region, height, width), height=height,
                     tooltip={"text": "share {share}"}, **_provider(basemap))
 
 
@@ -82,5 +82,5 @@ def route_deck(grid: Grid, congested: np.ndarray, routes: dict[str, list[int]], 
                     "path": [[float(lon[c]), float(lat[c])] for c in routes[name]]}
             layers.append(pdk.Layer("PathLayer", [path], get_path="path", get_color=colour,
                                     get_width=grid.cell_m * share, width_min_pixels=least_px, pickable=True))
-    return pdk.Deck(layers=layers, initial_view_state=view_state(grid.region, height, width), height=height,
+    return CompactDeck(layers=layers, initial_view_state=view_state(grid.region, height, width), height=height,
                     tooltip={"text": "{name}"}, **_provider(basemap))
