@@ -48,6 +48,21 @@ def radio(walk: Walk, option: str) -> None:
     walk.idle()
 
 
+def accept_only_geo_i(walk: Walk) -> None:
+    """Step 2's privacy models: remove both default tags (Geo-I, then local DP) and accept Geo-I alone."""
+    for _ in range(2):
+        models = walk.page.locator('[data-testid="stMain"] [data-testid="stMultiSelect"] input').first
+        models.click()
+        models.press("Backspace")
+        walk.idle()
+    models = walk.page.locator('[data-testid="stMain"] [data-testid="stMultiSelect"] input').first
+    models.click()
+    models.fill("Geo")
+    walk.page.locator('[role="option"]', has_text="Geo-indistinguishability").first.click()
+    walk.page.keyboard.press("Escape")
+    walk.idle()
+
+
 def wait_for_answers(walk: Walk) -> None:
     """Start the search when the page asks (a long one waits for the officer), then wait for step 5."""
     walk.idle()
@@ -75,20 +90,7 @@ def test_decide_from_a_national_file_to_a_signed_decision(server, browser, tmp_p
         radio(walk, "one location report")
         fill(walk, "Reports per person per collection", "2")
         choose(walk, "How often the collection runs", "weekly")
-        models = walk.page.locator('[data-testid="stMain"] [data-testid="stMultiSelect"] input').first
-        models.click()
-        models.press("Backspace")          # Geo-I, the last tag
-        walk.idle()
-        models = walk.page.locator('[data-testid="stMain"] [data-testid="stMultiSelect"] input').first
-        models.click()
-        models.press("Backspace")          # Local DP
-        walk.idle()
-        models = walk.page.locator('[data-testid="stMain"] [data-testid="stMultiSelect"] input').first
-        models.click()
-        models.fill("Geo")
-        walk.page.locator('[role="option"]', has_text="Geo-indistinguishability").first.click()
-        walk.page.keyboard.press("Escape")
-        walk.idle()
+        accept_only_geo_i(walk)
         walk.shot("decide-steps")
         # 3. What the map must show: the target and the share of collections
         fill(walk, "x = (", TARGET)
@@ -230,17 +232,7 @@ def test_decide_from_uploaded_trips_to_a_signed_decision(server, browser, tmp_pa
             "a person").count()
         fill(walk, "Reports per person per collection", "3")
         choose(walk, "How often the collection runs", "monthly")
-        for _ in range(2):
-            models = walk.page.locator('[data-testid="stMain"] [data-testid="stMultiSelect"] input').first
-            models.click()
-            models.press("Backspace")
-            walk.idle()
-        models = walk.page.locator('[data-testid="stMain"] [data-testid="stMultiSelect"] input').first
-        models.click()
-        models.fill("Geo")
-        walk.page.locator('[role="option"]', has_text="Geo-indistinguishability").first.click()
-        walk.page.keyboard.press("Escape")
-        walk.idle()
+        accept_only_geo_i(walk)
         walk.shot("decide-trips-steps")
         # 3. the target, the grid and the share of collections
         fill(walk, "x = (", TRIPS_TARGET)
