@@ -85,22 +85,12 @@ def decode(query: Mapping[str, str], cfg: dict[str, Any], warnings: list[str]) -
     """Read the flow's link keys into ``cfg``; a bad value is left at its default with a warning."""
     codes = {v: k for k, v in MODEL_CODES.items()}
 
+    choices = {"decide_unit": UNITS, "decide_every": EVERY, "decide_metric": NEEDS, "decide_turn": TURNS}
+
     def parse(field: str, text: str) -> Any:
-        if field == "decide_unit":
-            if text not in UNITS:
-                raise LdpvizInputError(f"must be one of {', '.join(UNITS)}")
-            return text
-        if field == "decide_every":
-            if text not in EVERY:
-                raise LdpvizInputError(f"must be one of {', '.join(EVERY)}")
-            return text
-        if field == "decide_metric":
-            if text not in NEEDS:
-                raise LdpvizInputError(f"must be one of {', '.join(NEEDS)}")
-            return text
-        if field == "decide_turn":
-            if text not in TURNS:
-                raise LdpvizInputError(f"must be one of {', '.join(TURNS)}")
+        if field in choices:
+            if text not in choices[field]:
+                raise LdpvizInputError(f"must be one of {', '.join(choices[field])}")
             return text
         if field == "decide_reports":
             value = _float(text, 1, 10_000, "reports per person")
