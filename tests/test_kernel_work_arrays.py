@@ -107,3 +107,28 @@ def test_a_tiny_work_budget_changes_nothing(monkeypatch):
             gf, ga = _maps(c, f, r)
             np.testing.assert_array_equal(gf, wf)
             np.testing.assert_array_equal(ga, wa)
+
+
+def test_kept_work_arrays_stay_within_their_budget_and_count_their_bytes(monkeypatch):
+    """The store's running byte count (kept, not re-summed per call) equals its arrays' bytes, the store stays
+    within WORK_BYTES (dropping the least recently used), and an array reused or grown still gives zeros where
+    its users expect them."""
+    monkeypatch.setattr(kernels, "WORK_BYTES", 3 * 8 * 10 * 10)           # room for three (1, 10, 10) arrays
+    result = {}
+
+    def run():
+        first = kernels._work_array(("a",), 1, 10, 10, np.float64)
+        for name in ("b", "c", "d"):
+            kernels._work_array((name,), 1, 10, 10, np.float64)
+        grown = kernels._work_array(("c",), 2, 10, 10, np.float64)     # a larger stack: a new zeroed array
+        store = kernels._WORK.arrays
+        result.update(count=kernels._WORK.nbytes, summed=sum(a.nbytes for a in store.values()),
+                      keys=[k[0][0] for k in store], first_kept=any(a is first.base for a in store.values()),
+                      grown=grown.shape, zeros=not grown.any())
+
+    thread = threading.Thread(target=run)      # a fresh thread: its own, empty store
+    thread.start()
+    thread.join()
+    assert result["count"] == result["summed"] <= kernels.WORK_BYTES
+    assert result["keys"] == ["d", "c"] and not result["first_kept"]     # a and b dropped, oldest first
+    assert result["grown"] == (2, 10, 10) and result["zeros"]

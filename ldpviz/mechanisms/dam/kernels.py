@@ -168,14 +168,18 @@ def _work_array(key: tuple, T: int, rows: int, cols: int, dtype: np.dtype) -> np
     store = getattr(_WORK, "arrays", None)
     if store is None:
         store = _WORK.arrays = OrderedDict()
+        _WORK.nbytes = 0                      # the store's total, kept as arrays come and go (not re-summed)
     full = (key, rows, cols, np.dtype(dtype).str)
-    arr = store.pop(full, None)
-    if arr is None or arr.shape[0] < T:
-        arr = np.zeros((T, rows, cols), dtype)
-    store[full] = arr
-    total = sum(a.nbytes for a in store.values())
-    while total > WORK_BYTES and len(store) > 1:
-        total -= store.popitem(last=False)[1].nbytes
+    arr = store.get(full)
+    if arr is not None and arr.shape[0] >= T:
+        store.move_to_end(full)               # the common case: reuse, now the most recently used
+        return arr[:T]
+    if arr is not None:
+        _WORK.nbytes -= store.pop(full).nbytes
+    arr = store[full] = np.zeros((T, rows, cols), dtype)
+    _WORK.nbytes += arr.nbytes
+    while _WORK.nbytes > WORK_BYTES and len(store) > 1:
+        _WORK.nbytes -= store.popitem(last=False)[1].nbytes
     return arr[:T]
 
 
