@@ -11,16 +11,22 @@ machine's load (the machine may be shared). Speed goals (issue 28): 4 mechanisms
 mechanism (``--all``) <= 30 s, the first answer <= 3 s, on a quiet 2-core machine.
 
     python bench/target_mode.py                  # writes docs/target-mode.md (d = 32, all users)
-    python bench/target_mode.py --all            # also times every LDP mechanism (no check)
+    python bench/target_mode.py --all            # also times every LDP mechanism, and each LDP / Geo-I seek alone
+    python bench/target_mode.py --all --install  # ... and installs each seek's cost in one-trial runs
     python bench/target_mode.py --quick --out /tmp/t   # smoke run: d = 8, 5,000 users, 20 checks
 
-The speed section has a baseline measured in the same run: the same seeks with every collection run one at a time
-(``Evaluator.batch_trials = False``, the path before issue 28), and whether the answers are identical.
+The seeks run as the Decide page and ``ldpviz target`` run them: side by side, one per core
+(:func:`ldpviz.decide.tradeoff.seeks_side_by_side`). The speed section has a baseline measured in the same run:
+the same seeks one after another (the path before), and whether the answers are identical. ``--all`` also times
+every LDP and Geo-I seek alone and writes its cost in one-trial runs of its mechanism (seconds over
+:func:`ldpviz.experiment.runtime_model.predict` at one trial) to DIR/goal-seek-runs.json; ``--install`` copies it
+to ldpviz/data/goal_seek_runs.json, which the pages' time predictions read.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -56,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", type=int, default=100, help="fresh collections checked at each answer (default 100)")
     ap.add_argument("--out", default=str(ROOT / "docs"), help="output directory (default docs/)")
     ap.add_argument("--no-baseline", action="store_true",
-                    help="skip the baseline (the same 4 seeks, one collection at a time, as before issue 28)")
+                    help="skip the baseline (the same 4 seeks one after another, the path before)")
+    ap.add_argument("--install", action="store_true", help="with --all: install each seek's cost in one-trial runs "
+                                                           "as ldpviz/data/goal_seek_runs.json")
     ap.add_argument("--target", type=float, default=1000.0, help="W2 target in metres (default 1000)")
     args = ap.parse_args(argv)
     out = Path(args.out)
@@ -65,28 +73,45 @@ def main(argv: list[str] | None = None) -> int:
     check = 20 if args.quick else args.check
     target = args.target * (3.0 if args.quick else 1.0)   # coarse grid: W2 cannot be as small
 
-    def seek(names):
+    from ldpviz.data import datasets
+    from ldpviz.experiment import runtime_model
+    data = datasets.load(DATASET)
+    n_seen = min(users or data.n, data.n)
+
+    def call(name):
+        base = Scenario(dataset=DATASET, mechanism=name, epsilon=1.0, grid_side=grid, n_users=users, seed=seed)
+        return lambda: tradeoff.target_epsilon(base, "w2_m", target, n_users=users, dataset=data)
+
+    def one_run(name):
+        return runtime_model.predict(name, runtime_model.path_of({}), n_seen, grid * grid, 1)
+
+    def side_by_side(names):
+        """The product path: one seek per core, answers as they finish."""
+        got, wall0, cpu0, first = {}, time.perf_counter(), time.process_time(), None
+        costs = [one_run(n) for n in names]
+        for i, future in tradeoff.seeks_side_by_side([call(n) for n in names], costs):
+            got[i] = (future.result(), time.perf_counter() - wall0)
+            first = first or (names[i], got[i][1])
+            print(f"{names[i]}: epsilon {got[i][0].epsilon}, answered after {got[i][1]:.1f} s", file=sys.stderr)
+        rows = [(got[i][0], got[i][1], None) for i in range(len(names))]
+        return rows, time.perf_counter() - wall0, time.process_time() - cpu0, first
+
+    def one_after_another(names):
         rows, wall0, cpu0 = [], time.perf_counter(), time.process_time()
         for name in names:
             w, c = time.perf_counter(), time.process_time()
-            base = Scenario(dataset=DATASET, mechanism=name, epsilon=1.0, grid_side=grid, n_users=users, seed=seed)
-            found = tradeoff.target_epsilon(base, "w2_m", target, n_users=users)
+            found = call(name)()
             rows.append((found, time.perf_counter() - w, time.process_time() - c))
-            print(f"{name}: epsilon {found.epsilon}, {found.runs} collections, {rows[-1][1]:.1f} s wall",
-                  file=sys.stderr)
+            print(f"{name} alone: {rows[-1][1]:.1f} s wall", file=sys.stderr)
         return rows, time.perf_counter() - wall0, time.process_time() - cpu0
 
-    seek(MECHANISMS[:1])           # warm-up, not counted: data load and compiled kernels are paid before either path
+    one_after_another(MECHANISMS[:1])  # warm-up, not counted: data load and compiled kernels are paid first
     load_before = os.getloadavg()
-    rows, wall, cpu = seek(MECHANISMS)
+    rows, wall, cpu, first = side_by_side(MECHANISMS)
     load_after = os.getloadavg()
     baseline = None
-    if not args.no_baseline:     # the same seeks one collection at a time (before issue 28), in this run
-        tradeoff.Evaluator.batch_trials = False
-        try:
-            base_rows, base_wall, base_cpu = seek(MECHANISMS)
-        finally:
-            tradeoff.Evaluator.batch_trials = True
+    if not args.no_baseline:     # the same seeks one after another (the path before), in this run
+        base_rows, base_wall, base_cpu = one_after_another(MECHANISMS)
         same = all(_answer(a) == _answer(b) for (a, _, _), (b, _, _) in zip(rows, base_rows))
         baseline = (base_rows, base_wall, base_cpu, same, os.getloadavg())
     checks = {}
@@ -96,13 +121,25 @@ def main(argv: list[str] | None = None) -> int:
                                              n_users=users, seed=seed), "w2_m")
             values = ev.values(found.epsilon, users, check, stream=2)
             checks[found.mechanism] = (int((values <= target).sum()), values)
-    everything = None
+    everything = alone = None
     if args.all:
         from ldpviz.decide import decision_flow
         names, _ = decision_flow.eligible(["LDP"])
         la = os.getloadavg()
-        all_rows, all_wall, all_cpu = seek(names)
-        everything = (names, all_rows, all_wall, all_cpu, la, os.getloadavg())
+        all_rows, all_wall, all_cpu, all_first = side_by_side(names)
+        everything = (names, all_rows, all_wall, all_cpu, all_first, la, os.getloadavg())
+        alone_names, _ = decision_flow.eligible(["LDP", "Geo-I"])
+        la = os.getloadavg()
+        alone_rows, _, _ = one_after_another(alone_names)
+        ratios = {f.mechanism: w / one_run(f.mechanism) for f, w, _ in alone_rows if one_run(f.mechanism)}
+        median = float(sorted(ratios.values())[len(ratios) // 2]) if ratios else None
+        alone = (alone_rows, ratios, median, la, os.getloadavg())
+        table = {"measured_on": f"bench/target_mode.py --all: {DATASET}, d = {grid}, W2 <= {target:g} m, "
+                                f"{tradeoff.DEFAULT_TRIALS} collections per decision, seeks one at a time",
+                 "runs": {**{k: round(v, 2) for k, v in ratios.items()}, **({"*": round(median, 2)} if median else {})}}
+        (out / "goal-seek-runs.json").write_text(json.dumps(table, indent=1) + "\n")
+        if args.install:
+            runtime_model.GOAL_SEEK_FILE.write_text(json.dumps(table, indent=1) + "\n")
 
     lines = ["# Target mode (goal seek): one collection, speed and answers", "",
              provenance_markdown(seeds=f"{seed} (search: default_rng([{seed}, t]); fresh decision: "
@@ -119,8 +156,8 @@ def main(argv: list[str] | None = None) -> int:
              "## How often one collection meets the target", "",
              f"| mechanism | model | epsilon found | of {check} new collections meeting W2 <= {target:g} m | "
              "tolerance bound (m) | chance one misses, at most | mean W2 (m), 95% CI (the second reading) | "
-             "values scanned | collections simulated | attacker off by (m) | wall s | CPU s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "values scanned | collections simulated | attacker off by (m) | answered after s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for found, w, c in rows:
         attacker = f"{found.attacker_error_m:,.0f}" if found.attacker_error_m is not None else \
             f"— ({found.attacker_note})" if found.attacker_note else "—"
@@ -130,10 +167,9 @@ def main(argv: list[str] | None = None) -> int:
         from ldpviz.decide.one_collection import chance_text
         lines.append(f"| {found.mechanism} | {found.privacy_model} | {_eps(found)} | {met} | {bound} | "
                      f"{chance_text(found.miss_chance_max)} | {found.mean:,.0f} ({found.ci_low:,.0f} to "
-                     f"{found.ci_high:,.0f}) | {found.scanned} | {found.runs} | {attacker} | {w:.1f} | {c:.1f} |")
+                     f"{found.ci_high:,.0f}) | {found.scanned} | {found.runs} | {attacker} | {w:.1f} |")
     warnings = [f"- {found.mechanism}: {found.scan_warning}" for found, _, _ in rows if found.scan_warning]
     met_all = [checks[m][0] / check for m in checks]
-    first = rows[0][1]
     busy = load_before[0] > 1.5 or load_after[0] > 1.5
     lines += ["", f"At the epsilon found, between {min(met_all):.0%} and {max(met_all):.0%} of {check} new "
                   f"collections per mechanism met the target (the rule promises at least 95% with 95% confidence; a "
@@ -141,29 +177,42 @@ def main(argv: list[str] | None = None) -> int:
                   "at 95%)." if met_all else "",
               "", "Where the scan saw the metric turn (met, then missed at a larger epsilon):", ""]
     lines += warnings or ["- none of these mechanisms"]
+    threads = tradeoff.seek_threads(len(MECHANISMS))
     lines += ["", "## Speed", "",
-              f"All {len(rows)} goal seeks took {wall:.1f} s wall-clock and {cpu:.1f} s CPU "
+              f"The {len(rows)} goal seeks side by side ({threads} at a time, as the Decide page and `ldpviz target` "
+              f"run them) took {wall:.1f} s wall-clock and {cpu:.1f} s CPU "
               f"({'within' if wall <= TARGET_S else 'over'} issue 28's {TARGET_S:g} s); the first answer "
-              f"({rows[0][0].mechanism}) came after {first:.1f} s ({'within' if first <= 3 else 'over'} 3 s)"
+              f"({first[0]}) came after {first[1]:.1f} s ({'within' if first[1] <= 3 else 'over'} 3 s)"
               + (f". The machine was not quiet (load {load_before[0]:.1f} / {load_after[0]:.1f} on "
-                 f"{os.cpu_count()} cores): wall time here is not the quiet-machine figure; CPU time is the better "
-                 "guide" if busy else "") + "."]
+                 f"{os.cpu_count()} cores): wall time here is not the quiet-machine figure" if busy else "") + ".",
+              "", "The answered-after column of the first table is when each answer came, counted from the start."]
     if baseline:
         base_rows, base_wall, base_cpu, same, lb = baseline
-        lines += ["", f"Baseline in the same run (the same {len(rows)} seeks with every collection run one at a time, "
-                      f"as before issue 28, the mechanism built once per setting in both, after one uncounted warm-up seek; "
-                      f"load after {lb[0]:.1f}): {base_wall:.1f} s wall, {base_cpu:.1f} s CPU. "
-                      f"This path: {cpu:.1f} s CPU, {cpu / base_cpu:.2f}x the baseline's CPU; answers "
-                      f"{'identical field for field' if same else 'DIFFERENT (a bug)'}.", "",
-                  "| mechanism | baseline CPU s | baseline collections | CPU s | collections |", "|---|---|---|---|---|"]
-        lines += [f"| {f.mechanism} | {bc:.2f} | {b.runs} | {c:.2f} | {f.runs} |"
-                  for (f, _, c), (b, _, bc) in zip(rows, base_rows)]
+        lines += ["", f"Baseline in the same run: the same {len(rows)} seeks one after another (the path before; "
+                      f"after one uncounted warm-up seek; load after {lb[0]:.1f}): {base_wall:.1f} s wall, "
+                      f"{base_cpu:.1f} s CPU. Side by side: {wall:.1f} s wall ({wall / base_wall:.2f}x), {cpu:.1f} s "
+                      f"CPU; answers {'identical field for field' if same else 'DIFFERENT (a bug)'}.", "",
+                  "| mechanism | alone: wall s | alone: CPU s | collections |", "|---|---|---|---|"]
+        lines += [f"| {b.mechanism} | {bw:.2f} | {bc:.2f} | {b.runs} |" for b, bw, bc in base_rows]
     if everything:
-        names, all_rows, all_wall, all_cpu, la, lb = everything
-        lines += ["", f"Every LDP mechanism ({len(names)}) took {all_wall:.1f} s wall and {all_cpu:.1f} s CPU "
-                      f"({'within' if all_wall <= 30 else 'over'} issue 28's 30 s; load {la[0]:.1f} / {lb[0]:.1f}):", "",
-                  "| mechanism | epsilon found | collections simulated | wall s | CPU s |", "|---|---|---|---|---|"]
-        lines += [f"| {f.mechanism} | {_eps(f)} | {f.runs} | {w:.1f} | {c:.1f} |" for f, w, c in all_rows]
+        names, all_rows, all_wall, all_cpu, all_first, la, lb = everything
+        lines += ["", f"Every LDP mechanism ({len(names)}) side by side took {all_wall:.1f} s wall and {all_cpu:.1f} s "
+                      f"CPU ({'within' if all_wall <= 30 else 'over'} issue 28's 30 s; first answer {all_first[0]} "
+                      f"after {all_first[1]:.1f} s; load {la[0]:.1f} / {lb[0]:.1f}):", "",
+                  "| mechanism | epsilon found | collections simulated | answered after s |", "|---|---|---|---|"]
+        lines += [f"| {f.mechanism} | {_eps(f)} | {f.runs} | {w:.1f} |" for f, w, _ in all_rows]
+    if alone:
+        alone_rows, ratios, median, la, lb = alone
+        lines += ["", "### What a goal seek costs, for the pages' time predictions", "",
+                  f"Each LDP and Geo-I seek alone (load {la[0]:.1f} / {lb[0]:.1f}), over the run-time model's "
+                  "prediction of one run of its mechanism at one trial (runtime-calibration.md): the pages predict a "
+                  "seek as that many one-trial runs"
+                  + (" (installed as `ldpviz/data/goal_seek_runs.json`)" if args.install else "")
+                  + f"; a mechanism not listed uses the median, {median:.0f}. Measured here, so these predictions "
+                  "are in-sample for this data set and grid; elsewhere they rest on the one-run model.", "",
+                  "| mechanism | alone: wall s | one run predicted s | seek / one run |", "|---|---|---|---|"]
+        lines += [f"| {f.mechanism} | {w:.2f} | {w / ratios[f.mechanism]:.3f} | {ratios[f.mechanism]:.1f} |"
+                  if f.mechanism in ratios else f"| {f.mechanism} | {w:.2f} | — | — |" for f, w, _ in alone_rows]
     lines += ["", "Notes: a collection missing the target at a scanned value fails the rule there at once (with 10 "
                   "collections the tolerance factor k = 2.91 exceeds (n-1)/sqrt(n) = 2.85, so one value beyond the "
                   "target puts the bound beyond it: Samuelson's inequality), so the scan costs one collection where "

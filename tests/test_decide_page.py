@@ -273,3 +273,72 @@ def test_report_on_trips_speaks_of_people_and_reproduces():
     ns: dict = {}
     exec(code.replace("print(result.summary())", ""), ns)
     assert ns["result"].mean()["w2_m"] == run(sc, points).mean()["w2_m"]
+
+
+def test_start_now_takes_the_shortest_within_the_budget_and_always_one():
+    """Step 4 starts without a click the shortest seeks whose side-by-side wall time fits the budget; a first
+    answer always comes (the shortest runs even when it alone is over), and the rest wait for Start."""
+    predicted = {0: 6.0, 1: 1.0, 2: 30.0, 3: 2.0, 4: 9.0}
+    assert flow.start_now(predicted, 2, 10.0) == [1, 3, 0, 4]       # total 18 s over 2 threads = 9 s
+    assert flow.start_now(predicted, 1, 10.0) == [1, 3, 0]
+    assert flow.start_now({5: 50.0, 6: 70.0}, 2, 10.0) == [5]
+    assert flow.start_now({}, 2, 10.0) == []
+
+
+def test_the_quick_answers_show_without_a_click_and_the_rest_wait_for_start(monkeypatch):
+    """With a 0 s budget only the shortest predicted seek runs at once; the others are named in the Start
+    notice and in 'why not', and Start answers them too (AppTest on a d = 8 synthetic subsample)."""
+    from ldpviz.app import longrun
+    monkeypatch.setattr(longrun, "LONG_S", 0.0)
+    # a question no other test asks: answers are held server-wide, and a held one never waits for Start
+    at = page(ds="normal", users="2000", d="8", dcm="geoi", dcmet="w2_m", dct="1700")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    first = [a["mechanism"] for a in at.session_state["decide_answers"]]
+    assert len(first) == 1 and first[0] in ("planar-laplace", "sem-geoi")
+    notice = " ".join(i.value for i in at.info)
+    other = ({"planar-laplace", "sem-geoi"} - set(first)).pop()
+    assert "1 more mechanism" in notice and other in notice
+    starts = [b for b in at.button if b.key and b.key.startswith("longrun:start")]
+    assert len(starts) == 1
+    starts[0].click()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert {a["mechanism"] for a in at.session_state["decide_answers"]} == {"planar-laplace", "sem-geoi"}
+
+
+def test_a_search_started_without_a_click_that_runs_long_is_stopped_and_waits_for_start(monkeypatch):
+    """A seek predicted quick that runs past its limit (flow.quick_limit) is stopped, not left holding the
+    server: the page re-runs, names it in the Start notice, and Start runs it with no limit."""
+    from ldpviz.app import longrun
+    monkeypatch.setattr(flow, "quick_limit", lambda predicted: 0.0)     # every quick search overruns
+    monkeypatch.setattr(longrun, "LONG_S", 1e6)                                  # ... though all predicted quick
+    at = page(ds="normal", users="2000", d="8", dcm="geoi", dcmet="w2_m", dct="1900")   # a question of its own
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["decide_answers"] == []
+    notice = " ".join(i.value for i in at.info)
+    assert "2 more mechanisms" in notice and "planar-laplace" in notice and "sem-geoi" in notice
+    next(b for b in at.button if b.key and b.key.startswith("longrun:start")).click()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert {a["mechanism"] for a in at.session_state["decide_answers"]} == {"planar-laplace", "sem-geoi"}
+
+
+def test_stop_after_stops_em_on_its_own_thread_only():
+    """estimation.stop_after: EM raises Stopped once the time is up, on the thread that set it; other threads
+    and code outside the block run on."""
+    import threading
+
+    import pytest
+
+    from ldpviz.mechanisms import estimation
+    with estimation.stop_after(-1.0):
+        with pytest.raises(estimation.Stopped):
+            estimation.check_time()
+        other = []
+        t = threading.Thread(target=lambda: other.append(estimation.check_time()))
+        t.start()
+        t.join()
+        assert other == [None]
+    estimation.check_time()                  # outside the block: no limit

@@ -56,3 +56,12 @@ def test_metrics_table_interpolates_what_was_measured_and_holds_beyond():
     assert runtime_model.interpolate(table, 50000, 4096) == pytest.approx(0.32)      # held, not extrapolated
     assert runtime_model.interpolate(table, 20000, 16384) == pytest.approx(0.5 * 0.32 / 0.16)   # borrowed growth
 
+
+
+def test_goal_seek_prediction_scales_with_its_collections_and_side_by_side_wall_is_bounded():
+    from ldpviz.experiment import runtime_model as rm
+    assert rm.goal_seek_runs(10) == rm.GOAL_SEEK_RUNS
+    assert rm.goal_seek_runs(3) < rm.goal_seek_runs(10) < rm.goal_seek_runs(20)
+    assert rm.side_by_side_seconds([8.0, 1.0, 1.0], 2) == 8.0          # the longest bounds it
+    assert rm.side_by_side_seconds([4.0, 4.0, 4.0, 4.0], 2) == 8.0     # the total over the threads
+    assert rm.side_by_side_seconds([], 2) == 0.0

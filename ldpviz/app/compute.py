@@ -495,23 +495,37 @@ def blackbox_row(mechanism: str, grid_side: int, region: Region, epsilon: float,
             "seconds": float(res.seconds), "summary": res.summary(), "confidence": float(res.confidence)}
 
 
-def goal_runs(trials: int) -> int:
-    """Collections a goal seek typically runs (tradeoff.target_epsilon): about 15 one-collection scan values,
-    then about 6 settings near the answer at ``trials`` each (search and fresh) -- for its time prediction."""
-    return 15 + 6 * int(trials)
+def goal_runs(trials: int, mechanism: str | None = None) -> float:
+    """One-trial runs a goal seek costs, for its time prediction (:func:`runtime_model.goal_seek_runs`)."""
+    return runtime_model.goal_seek_runs(trials, mechanism)
+
+
+def goal_answer(mode: str, scenario: Scenario, metric: str, target: float,
+                dataset: datasets.Dataset | None = None) -> dict[str, Any]:
+    """Compare's target mode: ``tradeoff.target_epsilon`` ("target_epsilon": the smallest epsilon found
+    meeting ``metric <= target``) or ``tradeoff.users_needed`` ("users_needed", at the scenario's epsilon).
+    No Streamlit calls: it runs on a seek thread (:func:`tradeoff.seeks_side_by_side`)."""
+    from ldpviz.decide import tradeoff
+    if mode == "target_epsilon":   # at the scenario's users (None there would mean everyone in the region)
+        found = tradeoff.target_epsilon(scenario, metric, float(target), n_users=scenario.n_users, dataset=dataset)
+    else:
+        found = tradeoff.users_needed(scenario, metric, float(target), dataset=dataset)
+    return found.to_dict()
 
 
 @st.cache_data(max_entries=64, ttl=RESULT_TTL_S, show_spinner=False, hash_funcs={Scenario: repr})
 def goal_seek(mode: str, scenario: Scenario, metric: str, target: float, dataset_key: str,
-              _dataset: datasets.Dataset | None = None) -> dict[str, Any]:
-    """Compare's target mode, memoised: ``tradeoff.target_epsilon`` ("target_epsilon": the smallest epsilon found
-    meeting ``metric <= target``) or ``tradeoff.users_needed`` ("users_needed", at the scenario's epsilon)."""
-    from ldpviz.decide import tradeoff
-    if mode == "target_epsilon":   # at the scenario's users (None there would mean everyone in the region)
-        found = tradeoff.target_epsilon(scenario, metric, float(target), n_users=scenario.n_users, dataset=_dataset)
-    else:
-        found = tradeoff.users_needed(scenario, metric, float(target), dataset=_dataset)
-    return found.to_dict()
+              _dataset: datasets.Dataset | None = None, _found: dict[str, Any] | None = None) -> dict[str, Any]:
+    """:func:`goal_answer` memoised; ``_found`` when a seek thread computed it. Its key joins
+    :func:`goal_seeks_held` (held answers are read back here, not searched on a thread again)."""
+    goal_seeks_held().add(repr((mode, scenario, metric, float(target), dataset_key)))
+    return _found if _found is not None else goal_answer(mode, scenario, metric, target, _dataset)
+
+
+@st.cache_resource
+def goal_seeks_held() -> set:
+    """Keys of the goal seeks this server has answered (:func:`goal_seek`)."""
+    return set()
 
 
 @st.cache_data(max_entries=16, ttl=RESULT_TTL_S, show_spinner=False, hash_funcs={Scenario: repr})

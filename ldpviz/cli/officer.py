@@ -50,6 +50,7 @@ def cmd_target(args: argparse.Namespace) -> int:
     from ldpviz import experiment, mechanisms     # the compute core: imported when a command runs, not for --help
     from ldpviz.data import datasets
     from ldpviz.decide import tradeoff
+    from ldpviz.experiment import runtime_model
     require(args.mechanism, "target needs at least one --mechanism")
     require(args.at_most is not None and math.isfinite(args.at_most) and args.at_most > 0,
             f"--at-most must be a number > 0, got {args.at_most!r}")
@@ -77,31 +78,42 @@ def cmd_target(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     results = []
     lines = []
-    with cli_input.Heartbeat("target") as beat:
-        for k, name in enumerate(args.mechanism, 1):
-            beat.step(f"target: {name} ({k}/{len(args.mechanism)})")
-            base = experiment.Scenario(dataset=user.name, mechanism=name,
-                                       epsilon=1.0 if args.epsilon is None else args.epsilon,   # 1: where the search starts
-                                       grid_side=args.grid, region=user.region, n_users=args.users, seed=args.seed,
-                                       trials=trials)
-            rule = dict(trials=trials, probability=args.probability, confidence=args.confidence)
-            if mode == "epsilon":
-                found = tradeoff.target_epsilon(base, args.metric, args.at_most, n_users=args.users, dataset=data,
-                                                attacker=not args.no_attacker, r_m=args.r, **rule)
-            else:
-                found = tradeoff.users_needed(base, args.metric, args.at_most, dataset=data,
-                                              attacker=not args.no_attacker, r_m=args.r, **rule)
-            row = found.to_dict()
-            row["epsilon_unit"] = f"per {GEO_I_UNIT}" if found.privacy_model == GEO_I else ""
-            eps_found = row.get("epsilon")
-            # tradeoff's warning is privacy_scale.weak_privacy_warning at the answer (the one source of the text)
-            row["privacy_warning"] = (row.get("warning") or None) if row.get("reached") and eps_found else None
-            if args.json:                                   # the text lines carry it as WARNING: ...
-                print_privacy_warning(row["privacy_warning"], name)
-            results.append(row)
-            lines.append(_line(row, mode))
-            if row.get("reached") and row.get("ledger"):       # what a row pays at the answer (the accountant)
-                lines.append(f"  privacy: {row['ledger']['sentence']}")
+    rule = dict(trials=trials, probability=args.probability, confidence=args.confidence)
+
+    def seek(name: str):
+        base = experiment.Scenario(dataset=user.name, mechanism=name,
+                                   epsilon=1.0 if args.epsilon is None else args.epsilon,   # 1: where the search starts
+                                   grid_side=args.grid, region=user.region, n_users=args.users, seed=args.seed,
+                                   trials=trials)
+        if mode == "epsilon":
+            return lambda: tradeoff.target_epsilon(base, args.metric, args.at_most, n_users=args.users, dataset=data,
+                                                   attacker=not args.no_attacker, r_m=args.r, **rule)
+        return lambda: tradeoff.users_needed(base, args.metric, args.at_most, dataset=data,
+                                             attacker=not args.no_attacker, r_m=args.r, **rule)
+
+    n_seen = min(args.users or data.n, data.n)
+    costs = [runtime_model.predict(name, runtime_model.path_of({}), n_seen, args.grid ** 2, 1) for name in
+             args.mechanism]
+    found_by_index: dict[int, Any] = {}
+    with cli_input.Heartbeat("target") as beat:      # one seek per core, the longest predicted first
+        beat.step(f"target: {len(args.mechanism)} mechanisms, {tradeoff.seek_threads(len(args.mechanism))} at a time")
+        for i, future in tradeoff.seeks_side_by_side([seek(name) for name in args.mechanism], costs):
+            found_by_index[i] = future.result()
+            beat.step(f"target: {len(found_by_index)} of {len(args.mechanism)} answered "
+                      f"({args.mechanism[i]} last)")
+    for i, name in enumerate(args.mechanism):        # printed in the order asked, whichever finished first
+        found = found_by_index[i]
+        row = found.to_dict()
+        row["epsilon_unit"] = f"per {GEO_I_UNIT}" if found.privacy_model == GEO_I else ""
+        eps_found = row.get("epsilon")
+        # tradeoff's warning is privacy_scale.weak_privacy_warning at the answer (the one source of the text)
+        row["privacy_warning"] = (row.get("warning") or None) if row.get("reached") and eps_found else None
+        if args.json:                                   # the text lines carry it as WARNING: ...
+            print_privacy_warning(row["privacy_warning"], name)
+        results.append(row)
+        lines.append(_line(row, mode))
+        if row.get("reached") and row.get("ledger"):       # what a row pays at the answer (the accountant)
+            lines.append(f"  privacy: {row['ledger']['sentence']}")
     notes = _capped_notes(args.users, results) if mode == "epsilon" else []
     if not args.json:
         print("\n".join(lines + [f"  note: {note}" for note in notes]))

@@ -263,6 +263,31 @@ def answer(goal: Mapping[str, Any], mech: Any, region: Any, cfg: Mapping[str, An
     return row
 
 
+def start_now(predicted_s: Mapping[int, float], threads: int, budget_s: float) -> list[int]:
+    """Step 4's seeks that start without a click: shortest predicted first while the group's wall time, run
+    ``threads`` at a time, stays within ``budget_s`` (at least the shortest one, so a first answer always comes
+    without a click); the rest wait for Start (issue 28: what a person does every minute never waits)."""
+    from ldpviz.experiment.runtime_model import side_by_side_seconds
+    chosen: list[int] = []
+    for k in sorted(predicted_s, key=lambda i: (float(predicted_s[i] or 0.0), i)):
+        if chosen and side_by_side_seconds([predicted_s[i] or 0.0 for i in chosen + [k]], threads) > budget_s:
+            break
+        chosen.append(k)
+    return chosen
+
+
+#: A search started without a click may always run this long before it is stopped (:func:`quick_limit`).
+QUICK_LIMIT_FLOOR_S = 10.0
+
+
+def quick_limit(predicted_s: float) -> float:
+    """How long a seek started without a click may run before it is stopped and waits for Start instead:
+    three times its prediction (predictions are within 2x where calibrated), at least
+    :data:`QUICK_LIMIT_FLOOR_S`. A seek far past that is one the model did not foresee (planar Laplace at
+    large epsilon per cell with a handful of users runs EM on a fine latent grid for minutes)."""
+    return max(3.0 * float(predicted_s or 0.0), QUICK_LIMIT_FLOOR_S)
+
+
 def rank(rows: list[dict[str, Any]], turn: str = "epsilon") -> list[dict[str, Any]]:
     """Reached first, by the epsilon (or users) needed; unreached after, in their order."""
     key = "epsilon" if turn == "epsilon" else "n_users"

@@ -15,6 +15,7 @@
   again is named. An answer beyond meaningful privacy carries a warning
   (:func:`ldpviz.decide.privacy_scale.weak_privacy_warning`).
 * :func:`users_needed`: the fewest users found meeting the same rule at a given epsilon.
+* :func:`seeks_side_by_side`: one goal seek per mechanism on the machine's cores, answers as they finish.
 
 Every evaluation is the same computation as :func:`ldpviz.experiment.run` (same users,
 same per-trial random streams ``default_rng([seed, trial])``), scoring only the chosen
@@ -24,9 +25,11 @@ metric; fresh collections draw from ``default_rng([seed, trial, 1])``.
 from __future__ import annotations
 
 import math
+import os
 import time
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -40,6 +43,7 @@ from ldpviz.experiment import Scenario, mean_ci, prepare_users
 from ldpviz.mechanisms.base import EPSILON_MAX, EPSILON_MIN, GEO_I_UNIT
 from ldpviz.decide import one_collection
 from ldpviz.decide.privacy_scale import weak_privacy_warning
+from ldpviz.mechanisms import estimation
 from ldpviz.mechanisms.accounting import collection_ledger
 
 #: Metrics the goal seek accepts (lower is better for all of them).
@@ -124,6 +128,7 @@ class Evaluator:
         key = (float(epsilon), n_users, int(stream))
         have = self._trials.get(key, np.empty(0))
         if len(have) < want:
+            estimation.check_time()          # a caller's time limit (estimation.stop_after), between collections
             grid, users, true_density = self.users(n_users)
             mech = self.mechanism(epsilon, n_users)
             rngs = [np.random.default_rng([self.base.seed, trial] + ([int(stream)] if stream else []))
@@ -331,7 +336,7 @@ def target_epsilon(base: Scenario, metric: str, at_most: float, *, n_users: int 
                    eps_range: tuple[float, float] = (EPSILON_MIN, EPSILON_MAX), rtol: float = EPS_RTOL,
                    r_m: float | None = None, attacker: bool = True, trials: int = one_collection.DEFAULT_TRIALS,
                    probability: float = one_collection.PROBABILITY, confidence: float = one_collection.CONFIDENCE,
-                   dataset: datasets.Dataset | None = None) -> GoalResult:
+                   dataset: datasets.Dataset | None = None, time_limit_s: float | None = None) -> GoalResult:
     """The smallest epsilon *found* at which one collection meets ``at_most`` with probability ``probability``.
 
     :func:`ldpviz.decide.one_collection.scan_epsilon`: one collection per value of a log grid over
@@ -340,7 +345,8 @@ def target_epsilon(base: Scenario, metric: str, at_most: float, *, n_users: int 
     ``rtol`` below the first value meeting it, then the same rule on ``trials`` fresh collections
     (``default_rng([seed, t, 1])``), stepping up until it holds. ``base.trials`` is not used: the rule
     sets its own count. The answer is the smallest found on the scan, stated so; a larger scanned value
-    that misses the target again is named in ``scan_warning``.
+    that misses the target again is named in ``scan_warning``. ``time_limit_s``: raise
+    :class:`ldpviz.mechanisms.estimation.Stopped` once the search has run that long (a page's quick start).
     """
     _checked_goal(metric, at_most, trials, probability, confidence)
     t0 = time.perf_counter()
@@ -352,7 +358,8 @@ def target_epsilon(base: Scenario, metric: str, at_most: float, *, n_users: int 
                 confidence=confidence, chunk=_chunk(base.mechanism, trials))
     search = one_collection.Rule(lambda e, t: ev.values(e, n_users, t), **rule)
     fresh = one_collection.Rule(lambda e, t: ev.values(e, n_users, t, stream=one_collection.FRESH_STREAM), **rule)
-    scan = one_collection.scan_epsilon(search, fresh, lo_lim, hi_lim, rtol)
+    with estimation.stop_after(time_limit_s):
+        scan = one_collection.scan_epsilon(search, fresh, lo_lim, hi_lim, rtol)
     unit = f" per {GEO_I_UNIT}" if model == mechanisms.GEO_I else ""
 
     def fmt(e: float) -> str:
@@ -387,7 +394,7 @@ def target_epsilon(base: Scenario, metric: str, at_most: float, *, n_users: int 
 def users_needed(base: Scenario, metric: str, at_most: float, *, r_m: float | None = None, attacker: bool = True,
                  trials: int = one_collection.DEFAULT_TRIALS, probability: float = one_collection.PROBABILITY,
                  confidence: float = one_collection.CONFIDENCE,
-                 dataset: datasets.Dataset | None = None) -> GoalResult:
+                 dataset: datasets.Dataset | None = None, time_limit_s: float | None = None) -> GoalResult:
     """The fewest users found (within the data set) at which one collection at ``base.epsilon`` meets
     ``at_most`` with probability ``probability`` -- the same rule as :func:`target_epsilon`, the other way round
     (:func:`ldpviz.decide.one_collection.scan_users`: bisection on log n over the search's streams, then
@@ -410,7 +417,8 @@ def users_needed(base: Scenario, metric: str, at_most: float, *, r_m: float | No
     search = one_collection.Rule(values(0), **rule)
     fresh = one_collection.Rule(values(one_collection.FRESH_STREAM), **rule)
     low = min(MIN_USERS, everyone)
-    scan = one_collection.scan_users(search, fresh, low, everyone, EPS_RTOL)
+    with estimation.stop_after(time_limit_s):       # as target_epsilon
+        scan = one_collection.scan_users(search, fresh, low, everyone, EPS_RTOL)
     result = GoalResult(mechanism=base.mechanism, privacy_model=model, metric=metric, target=float(at_most),
                         epsilon=float(base.epsilon), sense="at_most" if _lower_is_better(metric) else "at_least",
                         search_range=f"{low:,} to {everyone:,} users (everyone in the region)",
@@ -432,3 +440,68 @@ def users_needed(base: Scenario, metric: str, at_most: float, *, r_m: float | No
     result.evaluations, result.runs = ev.evaluations, ev.runs
     result.seconds = time.perf_counter() - t0
     return result
+
+
+#: Threads for goal seeks run side by side: at most one per core this process may use, and at most this many.
+MAX_SEEK_THREADS = 4
+
+
+def seek_threads(n_seeks: int) -> int:
+    """How many of ``n_seeks`` independent goal seeks run at once: one per core this process may use (its CPU
+    affinity, as a container or ``taskset`` sets it), at most :data:`MAX_SEEK_THREADS`, at most one per seek."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):      # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(int(n_seeks), cores, MAX_SEEK_THREADS))
+
+
+def start_order(costs: Sequence[float | None], threads: int) -> list[int]:
+    """The order seeks start in. One thread: shortest predicted first (the first answer comes soonest; the
+    total is the same). Several: longest, shortest, second longest, second shortest, ... -- the first threads
+    start the longest seek (which would otherwise finish last) and the shortest (a first answer within
+    seconds), and the rest alternate as threads free up. An unknown cost (None) counts as 0."""
+    by_cost = sorted(range(len(costs)), key=lambda i: float(costs[i] or 0.0))
+    if threads <= 1:
+        return by_cost
+    order, lo, hi = [], 0, len(by_cost) - 1
+    while lo <= hi:
+        order.append(by_cost[hi])
+        hi -= 1
+        if lo <= hi:
+            order.append(by_cost[lo])
+            lo += 1
+    return order
+
+
+def seeks_side_by_side(seeks: Sequence[Callable[[], Any]], costs: Sequence[float] | None = None,
+                       threads: int | None = None) -> Iterator[tuple[int, Future]]:
+    """Run independent goal seeks (:func:`target_epsilon` / :func:`users_needed` calls, one per mechanism) on
+    threads and yield ``(index, future)`` as each finishes; ``future.result()`` returns its answer or raises
+    its error. ``costs`` (predicted seconds, e.g. :func:`ldpviz.experiment.runtime_model.predict`) set the
+    order (:func:`start_order`): a first answer soon, and no long seek started late.
+
+    Threads, not processes: the seeks' heavy parts release the GIL (numpy's BLAS and FFTs, the numba solvers
+    are ``nogil``; the FFT work arrays are per thread), so on 2 cores two seeks run in about the time of the
+    longer, with no process start-up or copy of the data. Every seek draws from its own seeded streams, so the
+    answers are the same as one after another (tested). If the caller stops early (a page re-run), seeks not
+    started are cancelled; those running finish on their threads and are dropped.
+    """
+    threads = seek_threads(len(seeks)) if threads is None else max(1, int(threads))
+    order = list(range(len(seeks))) if costs is None else start_order(costs, threads)
+    if threads == 1 or len(seeks) <= 1:
+        for i in order:
+            done: Future = Future()
+            try:
+                done.set_result(seeks[i]())
+            except Exception as exc:         # the caller decides: .result() raises it as a direct call would
+                done.set_exception(exc)
+            yield i, done
+        return
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="ldpviz-seek")
+    try:
+        futures = {pool.submit(seeks[i]): i for i in order}
+        for future in as_completed(futures):
+            yield futures[future], future
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)

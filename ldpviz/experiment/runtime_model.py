@@ -233,6 +233,42 @@ def predict(mechanism: str, path: str, n_users: int, cells: int, trials: int) ->
     return cal.idle_seconds(mechanism, path, max(int(n_users), 1), max(int(cells), 1), max(int(trials), 1))
 
 
+#: What a goal seek costs in one-trial runs of its mechanism, per mechanism: written by
+#: ``bench/target_mode.py --all --install`` (its seek time over its one-run prediction, docs/target-mode.md).
+GOAL_SEEK_FILE = Path(__file__).resolve().parents[1] / "data" / "goal_seek_runs.json"
+#: The same for a mechanism the file does not name (or without the file): the measured median, else this.
+GOAL_SEEK_RUNS = 26.0
+
+
+@functools.lru_cache(maxsize=1)
+def goal_seek_table() -> dict[str, float]:
+    """``{mechanism: one-trial runs a goal seek costs}`` from :data:`GOAL_SEEK_FILE` (``"*"``: the median);
+    empty when the file is missing or unreadable."""
+    try:
+        data = json.loads(GOAL_SEEK_FILE.read_text(encoding="utf-8"))
+        return {str(k): float(v) for k, v in data["runs"].items() if float(v) > 0}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def goal_seek_runs(trials: int = 10, mechanism: str | None = None) -> float:
+    """One-trial runs a goal seek of ``mechanism`` costs at ``trials`` collections per decision: the measured
+    figure at 10 (:func:`goal_seek_table`; it simulates 60-140 collections, but stacked trials and the one scored
+    metric make each cost a fraction of a full run, and the scan reaches epsilons where some mechanisms cost
+    more), scaled by the collections it simulates: about 15 scan values at one collection, then about 6
+    settings at ``trials``."""
+    table = goal_seek_table()
+    runs = table.get(str(mechanism), table.get("*", GOAL_SEEK_RUNS))
+    return runs * (15 + 6 * int(trials)) / (15 + 6 * 10)
+
+
+def side_by_side_seconds(seconds: Sequence[float], threads: int) -> float:
+    """Wall time of seeks predicted at ``seconds`` run ``threads`` at a time: at least the longest, at least
+    their total shared over the threads (a lower bound that the start order nears)."""
+    seconds = [float(s) for s in seconds]
+    return max(max(seconds, default=0.0), sum(seconds) / max(int(threads), 1))
+
+
 def seconds_range(seconds: float) -> tuple[float, float]:
     """The range a quiet-machine prediction of ``seconds`` is shown as."""
     return seconds / RANGE, seconds * RANGE

@@ -14,10 +14,39 @@ Post-processing never touches raw data, so it costs no privacy.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
+
+
+class Stopped(RuntimeError):
+    """A computation ran past the time its caller allowed (:func:`stop_after`); nothing it made is kept."""
+
+
+_DEADLINE = threading.local()
+
+
+@contextmanager
+def stop_after(seconds: float | None) -> Iterator[None]:
+    """Within the block, on this thread only, EM (and any caller of :func:`check_time`) raises :class:`Stopped`
+    once ``seconds`` have passed: a page can start a computation predicted short without a runaway one holding
+    a shared server (issue 28). None: no limit. Blocks nest; the inner limit applies inside."""
+    before = getattr(_DEADLINE, "at", None)
+    _DEADLINE.at = None if seconds is None else time.perf_counter() + float(seconds)
+    try:
+        yield
+    finally:
+        _DEADLINE.at = before
+
+
+def check_time() -> None:
+    """Raise :class:`Stopped` when this thread is inside :func:`stop_after` and its time is up."""
+    at = getattr(_DEADLINE, "at", None)
+    if at is not None and time.perf_counter() > at:
+        raise Stopped("stopped: it took longer than the time allowed")
 
 
 def norm_sub(counts: np.ndarray, total: float | None = None) -> np.ndarray:
@@ -352,6 +381,7 @@ def _squarem_batch(counts: np.ndarray, forward, adjoint, f: np.ndarray, smoothin
     evaluations, step = 0, 0
     known = None                  # the forward map of fa where a SQUAREM jump computed it (accepted jumps)
     while active.size:
+        check_time()
         x1, ll, held = _step_batch(c, nn, forward, adjoint, fa, smoothing, h, known)
         known = None
         loglik[active] = ll

@@ -13,6 +13,8 @@ from ldpviz import mechanisms
 from ldpviz.data import datasets, trajectories
 from ldpviz.decide import decision_flow as flow, explain, one_collection, tradeoff
 from ldpviz.errors import LdpvizInputError
+from ldpviz.experiment import runtime_model
+from ldpviz.mechanisms import estimation
 from ldpviz.geo import region_choice
 from ldpviz.geo.domain import Grid
 from ldpviz.render import maps as viz
@@ -21,27 +23,37 @@ from ldpviz.decide.decision_report import deploy_command
 from ldpviz.deploy import bundle
 
 MAX_UPLOAD_BYTES = 1024 * 2**20
-#: Step 4 starts by itself for at most this many mechanisms still to answer (and a short prediction); more wait
-#: for the officer's Start, so a page opened with every model accepted does not occupy a shared server for minutes.
-AUTO_MECHANISMS = 4
+
+
+def answer(turn: str, metric: str, target: float, probability: float, epsilon: float, scenario, dataset,
+           time_limit_s: float | None = None) -> dict:
+    """One mechanism's answer (the same call ``ldpviz target`` makes); thread-safe, no Streamlit calls.
+    ``time_limit_s``: stop (:class:`estimation.Stopped`) a search started without a click that runs long."""
+    if turn == "epsilon":
+        found = tradeoff.target_epsilon(scenario, metric, target, n_users=scenario.n_users, dataset=dataset,
+                                        probability=probability, time_limit_s=time_limit_s)
+    else:
+        found = tradeoff.users_needed(scenario.with_(epsilon=epsilon), metric, target, dataset=dataset,
+                                      probability=probability, time_limit_s=time_limit_s)
+    return found.to_dict()
 
 
 @st.cache_data(max_entries=256, ttl=compute.RESULT_TTL_S, show_spinner=False)
 def seek(turn: str, scenario_key: str, metric: str, target: float, probability: float, epsilon: float,
-         _scenario, _dataset) -> dict:
-    """One mechanism's answer, memoised (the same call ``ldpviz target`` makes)."""
-    if turn == "epsilon":
-        found = tradeoff.target_epsilon(_scenario, metric, target, n_users=_scenario.n_users, dataset=_dataset,
-                                        probability=probability)
-    else:
-        found = tradeoff.users_needed(_scenario.with_(epsilon=epsilon), metric, target, dataset=_dataset,
-                                      probability=probability)
-    return found.to_dict()
+         _scenario, _dataset, _found: dict | None = None) -> dict:
+    """One mechanism's answer, memoised: ``_found`` when a seek thread computed it (:func:`answer`)."""
+    return _found if _found is not None else answer(turn, metric, target, probability, epsilon, _scenario, _dataset)
 
 
 @st.cache_resource
 def done() -> set:
     """The answers this server holds already (their keys): coming back to them never asks to start again."""
+    return set()
+
+
+@st.cache_resource
+def overran() -> set:
+    """Searches started without a click that ran past their time (their keys): they wait for Start next time."""
     return set()
 
 
@@ -261,30 +273,67 @@ grid = Grid(region, int(side))
 scenarios = [flow.scenario(name, region, m, int(side), n_users, int(cfg["seed"])) for m in eligible]
 question = (turn, metric, float(target), float(probability), float(cfg["decide_epsilon"]) if turn == "users" else 0.0)
 seek_keys = [repr((sc, key, question)) for sc in scenarios]
-todo = [sc for sc, k in zip(scenarios, seek_keys) if k not in done()]
-if todo:     # a long search (many mechanisms, a fine grid, many users) starts when the officer says so
-    predicted = sum(compute.predicted_seconds(sc.with_(trials=1))[0] for sc in todo) * compute.goal_runs(
-        tradeoff.DEFAULT_TRIALS)
-    short = predicted <= longrun.LONG_S and len(todo) <= AUTO_MECHANISMS
-    if not short and not longrun.announce(f"the answer for {explain.plural(len(todo), 'mechanism')}", predicted,
-                                          "the runs timed so far", "decide:" + str(hash(tuple(seek_keys)))):
-        st.stop()
+pending = [k for k, seek_key in enumerate(seek_keys) if seek_key not in done()]
+seek_s = {k: compute.predicted_seconds(scenarios[k].with_(trials=1))[0]
+          * compute.goal_runs(tradeoff.DEFAULT_TRIALS, eligible[k]) for k in pending}
+for k in pending:     # stopped before when started without a click: it takes at least that long
+    if seek_keys[k] in overran():
+        seek_s[k] = max(seek_s[k], flow.quick_limit(seek_s[k]))
+threads = tradeoff.seek_threads(len(pending))
+now = flow.start_now({k: v for k, v in seek_s.items() if seek_keys[k] not in overran()}, threads,
+                     longrun.LONG_S)             # the quick ones run at once, shortest first
+later = [k for k in pending if k not in now]
+started_by_click: set[int] = set()
+if later:     # the long rest (many mechanisms, a fine grid, many users) starts when the officer says so
+    names_later = [eligible[k] for k in later]
+    if longrun.announce(f"{explain.plural(len(later), 'more mechanism')} ({', '.join(names_later)})",
+                        runtime_model.side_by_side_seconds([seek_s[k] for k in later], threads),
+                        "the runs timed so far", "decide:" + str(hash(tuple(seek_keys[k] for k in later)))):
+        started_by_click = set(later)
+        now, later = pending, []
+    else:
+        for k in later:
+            why_not[eligible[k]] = "not searched yet: its search waits for Start in step 4"
 table_slot, status = st.empty(), st.empty()
-rows: list[dict] = []
-for k, (mech_name, sc, seek_key) in enumerate(zip(eligible, scenarios, seek_keys), 1):   # each answer shows as
-    if rows:                                                                              # its mechanism is done
-        table_slot.dataframe(answer_table(flow.rank(rows, turn), turn), hide_index=True)
-    if seek_key not in done():
-        status.caption(f"Searching {mech_name} ({k} of {len(eligible)}) ...")
+data_arg = compute.dataset_arg(name) or data
+question_args = (metric, float(target), float(probability), float(cfg["decide_epsilon"]))
+answered: dict[int, dict] = {}      # scenario index -> the answer's row (goal seek, ledger at its answer)
+
+
+def take(k: int, goal: dict) -> None:
+    done().add(seek_keys[k])
+    mech = (mechanisms.create(eligible[k], grid, float(goal["epsilon"])) if goal.get("reached") else None)
+    answered[k] = flow.answer(goal, mech, region, cfg, people)
+
+
+for k, seek_key in enumerate(seek_keys):          # held already: shown at once, no thread
+    if seek_key in done():
+        take(k, seek(turn, seek_key, *question_args, scenarios[k], data_arg))
+pending = [k for k in now if k not in answered]
+if pending:
+    status.caption(f"Searching {explain.plural(len(pending), 'mechanism')}, "
+                   f"{tradeoff.seek_threads(len(pending))} at a time; each answer shows as it is found ...")
+costs = [seek_s.get(k) for k in pending]
+limits = {k: None if k in started_by_click else flow.quick_limit(seek_s[k]) for k in pending}
+calls = [lambda k=k: answer(turn, *question_args, scenarios[k], data_arg, limits[k]) for k in pending]
+stopped = []
+for j, future in tradeoff.seeks_side_by_side(calls, costs):       # one seek per core, the longest first
+    k = pending[j]
     try:
-        goal = seek(turn, seek_key, metric, float(target), float(probability), float(cfg["decide_epsilon"]),
-                    sc, compute.dataset_arg(name) or data)
+        take(k, seek(turn, seek_keys[k], *question_args, scenarios[k], data_arg, _found=future.result()))
     except LdpvizInputError as exc:
-        why_not[mech_name] = f"cannot run here: {exc}"
-        continue
-    done().add(seek_key)
-    mech = (mechanisms.create(mech_name, grid, float(goal["epsilon"])) if goal.get("reached") else None)
-    rows.append(flow.answer(goal, mech, region, cfg, people))
+        why_not[eligible[k]] = f"cannot run here: {exc}"
+    except estimation.Stopped:
+        overran().add(seek_keys[k])
+        stopped.append(k)
+    left = sum(1 for i in pending if i not in answered and i not in stopped and eligible[i] not in why_not)
+    if left:
+        table_slot.dataframe(answer_table(flow.rank([answered[i] for i in sorted(answered)], turn), turn),
+                             hide_index=True)
+        status.caption(f"{explain.plural(left, 'mechanism')} still searching ...")
+if stopped:       # predicted quick but not: they join the ones that wait for Start (named there)
+    st.rerun()
+rows = [answered[k] for k in sorted(answered)]    # the eligible list's order, whichever finished first
 ranked = flow.rank(rows, turn)
 ss["decide_answers"] = ranked          # the answers as shown (tests compare them with `ldpviz target`)
 status.empty()

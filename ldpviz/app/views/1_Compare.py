@@ -9,6 +9,7 @@ from ldpviz.decide import explain, one_collection, privacy_scale, decision_repor
 from ldpviz.render import maps as viz
 from ldpviz.geo.domain import Grid
 from ldpviz.errors import LdpvizInputError, require
+from ldpviz.experiment import runtime_model
 from ldpviz.mechanisms.accounting import collection_ledger
 
 MODES = {"at_epsilon": "Compare at ε", "target_epsilon": "Smallest ε found for a target",
@@ -181,22 +182,34 @@ if mode != "at_epsilon":
         require(float(target) > 0, "the target must be a number above 0")
         trials = tradeoff.DEFAULT_TRIALS   # the one-collection rule sets its own count (not the sidebar's trials)
         seeks = [session.scenario(cfg, data, mechanism=n).with_(trials=trials) for n in chosen]
-        per_run = sum(compute.predicted_seconds(sc.with_(trials=1))[0] for sc in seeks)
+        seek_s = [compute.predicted_seconds(sc.with_(trials=1))[0] * compute.goal_runs(trials, sc.mechanism)
+                  for sc in seeks]
         what = "smallest ε found" if mode == "target_epsilon" else "users needed"
         if not compute.approved_if_long(f"the {what} search for {explain.plural(len(chosen), 'mechanism')}",
-                                        per_run * compute.goal_runs(trials), "the runs timed so far",
+                                        runtime_model.side_by_side_seconds(seek_s, tradeoff.seek_threads(len(seeks))),
+                                        "the runs timed so far",
                                         f"goal:{mode}:{metric}:{target}:" + "|".join(map(repr, seeks))):
             st.stop()
-        rows = []
-        with st.spinner(f"Searching the {what} for each mechanism (one collection, 95%) ..."):
-            for sc in seeks:
-                dataset, key = compute.get_dataset(sc.dataset)
+        keys = [compute.get_dataset(sc.dataset)[1] for sc in seeks]
+        held = {i for i, sc in enumerate(seeks)
+                if repr((mode, sc, metric, float(target), keys[i])) in compute.goal_seeks_held()}
+        todo = [i for i in range(len(seeks)) if i not in held]
+        calls = [lambda sc=seeks[i]: compute.goal_answer(mode, sc, metric, float(target),
+                                                         compute.dataset_arg(sc.dataset)) for i in todo]
+        found: dict[int, dict] = {}
+        with st.spinner(f"Searching the {what} for {explain.plural(len(seeks), 'mechanism')} (one collection, "
+                        f"95%), {tradeoff.seek_threads(len(todo))} at a time ..."):
+            for i in held:         # answered before on this server: read back
+                sc = seeks[i]
+                found[i] = compute.goal_seek(mode, sc, metric, float(target), keys[i], compute.dataset_arg(sc.dataset))
+            for j, future in tradeoff.seeks_side_by_side(calls, [seek_s[i] for i in todo]):
+                i, sc = todo[j], seeks[todo[j]]
                 try:
-                    found = compute.goal_seek(mode, sc, metric, float(target), key, compute.dataset_arg(sc.dataset))
+                    found[i] = compute.goal_seek(mode, sc, metric, float(target), keys[i],
+                                                 compute.dataset_arg(sc.dataset), _found=future.result())
                 except LdpvizInputError as exc:
                     st.error(f"{by_name[sc.mechanism]['label']}: {exc}")
-                    continue
-                rows.append(found)
+        rows = [found[i] for i in sorted(found)]
         if not rows:
             st.stop()
         goal_seek_table(pd.DataFrame(rows), mode, metric, float(target), trials)
