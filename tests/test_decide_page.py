@@ -289,7 +289,7 @@ def test_the_quick_answers_show_without_a_click_and_the_rest_wait_for_start(monk
     """With a 0 s budget only the shortest predicted seek runs at once; the others are named in the Start
     notice and in 'why not', and Start answers them too (AppTest on a d = 8 synthetic subsample)."""
     from ldpviz.app import longrun
-    monkeypatch.setattr(longrun, "LONG_S", 0.0)
+    monkeypatch.setattr(longrun, "DECIDE_QUICK_S", 0.0)
     # a question no other test asks: answers are held server-wide, and a held one never waits for Start
     at = page(ds="normal", users="2000", d="8", dcm="geoi", dcmet="w2_m", dct="1700")
     at.run()
@@ -312,7 +312,7 @@ def test_a_search_started_without_a_click_that_runs_long_is_stopped_and_waits_fo
     server: the page re-runs, names it in the Start notice, and Start runs it with no limit."""
     from ldpviz.app import longrun
     monkeypatch.setattr(flow, "quick_limit", lambda predicted: 0.0)     # every quick search overruns
-    monkeypatch.setattr(longrun, "LONG_S", 1e6)                                  # ... though all predicted quick
+    monkeypatch.setattr(longrun, "DECIDE_QUICK_S", 1e6)                          # ... though all predicted quick
     at = page(ds="normal", users="2000", d="8", dcm="geoi", dcmet="w2_m", dct="1900")   # a question of its own
     at.run()
     assert not at.exception, [e.value for e in at.exception]

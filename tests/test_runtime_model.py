@@ -60,7 +60,10 @@ def test_metrics_table_interpolates_what_was_measured_and_holds_beyond():
 
 def test_goal_seek_prediction_scales_with_its_collections_and_side_by_side_wall_is_bounded():
     from ldpviz.experiment import runtime_model as rm
-    assert rm.goal_seek_runs(10) == rm.GOAL_SEEK_RUNS
+    table = rm.goal_seek_table()             # the installed file (bench/target_mode.py --all --install)
+    assert table and all(v > 0 for v in table.values())
+    assert rm.goal_seek_runs(10, "aag") == table["aag"]
+    assert rm.goal_seek_runs(10, "no-such-mechanism") == table.get("*", rm.GOAL_SEEK_RUNS)
     assert rm.goal_seek_runs(3) < rm.goal_seek_runs(10) < rm.goal_seek_runs(20)
     assert rm.side_by_side_seconds([8.0, 1.0, 1.0], 2) == 8.0          # the longest bounds it
     assert rm.side_by_side_seconds([4.0, 4.0, 4.0, 4.0], 2) == 8.0     # the total over the threads

@@ -32,6 +32,10 @@ from ldpviz.experiment import Result, Scenario
 #: Runs predicted to take longer than this many quiet-machine seconds are announced and wait for the user (the
 #: environment variable LDPVIZ_LONG_RUN_S overrides it; tests of the announcement set it).
 LONG_S = float(os.environ.get("LDPVIZ_LONG_RUN_S", "10"))
+#: Decide's searches that start without a click fit this many seconds together (run side by side); the rest
+#: wait for Start. A setting of its own: the tests raise LONG_S so that nothing else waits for a click, not so
+#: that every Decide page they open searches all 18 mechanisms.
+DECIDE_QUICK_S = float(os.environ.get("LDPVIZ_DECIDE_QUICK_S", "10"))
 #: Before anything was measured on this server: seconds per user-trial and per cell-trial (a rough prior from
 #: this repository's benchmarks on a 2-core machine; replaced by measured timings after the first run).
 PRIOR_S_PER_USER, PRIOR_S_PER_CELL = 2e-6, 2e-5

@@ -80,3 +80,21 @@ def test_decision_report_downloads_and_target_mode_and_frontier_render(server, b
         walk.check_clean("Trade-offs with the frontier")
     finally:
         walk.close()
+
+
+def test_compare_target_mode_answers_every_mechanism_side_by_side(server, browser):
+    """Compare's target mode with three mechanisms (their seeks run side by side on threads): one 'Use ε' button
+    per answer and a clean page (no exception, console error or traceback in the log)."""
+    walk = Walk(browser, server)
+    try:
+        names = ("grr", "oue", "dam")
+        walk.page.goto(f"{server}/Compare?{SMALL}&cmp={','.join(names)}&cmode=target_epsilon&metric=w2_m&tgt=2500")
+        use = walk.page.locator('[data-testid="stMain"] button', has_text="Use ε = ")
+        use.nth(len(names) - 1).wait_for(state="visible", timeout=180_000)
+        walk.idle()
+        labels = [use.nth(i).inner_text() for i in range(use.count())]
+        assert len(labels) == len(names), labels
+        walk.check_clean("Compare in target mode, three mechanisms")
+        walk.page.screenshot(path=str(DOWNLOADS.parent / "compare-target-three.png"), full_page=True)
+    finally:
+        walk.close()

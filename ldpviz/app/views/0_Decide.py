@@ -281,7 +281,7 @@ for k in pending:     # stopped before when started without a click: it takes at
         seek_s[k] = max(seek_s[k], flow.quick_limit(seek_s[k]))
 threads = tradeoff.seek_threads(len(pending))
 now = flow.start_now({k: v for k, v in seek_s.items() if seek_keys[k] not in overran()}, threads,
-                     longrun.LONG_S)             # the quick ones run at once, shortest first
+                     longrun.DECIDE_QUICK_S)     # the quick ones run at once, shortest first
 later = [k for k in pending if k not in now]
 started_by_click: set[int] = set()
 if later:     # the long rest (many mechanisms, a fine grid, many users) starts when the officer says so
