@@ -129,7 +129,7 @@ def test_target_takes_a_file(points_csv, capsys, loud):
     out = json.loads(captured.out)
     assert out["dataset"] == "upload:points.csv" and out["rows"]["kept"] == 300
     assert out["results"][0]["mechanism"] == "grr"
-    assert "target: grr (1/1)" in captured.err and "done in" in captured.err
+    assert "target: grr answered (1/1)" in captured.err and "done in" in captured.err
 
 
 def test_report_takes_a_file(points_csv, tmp_path, capsys, loud):

@@ -99,8 +99,7 @@ def cmd_target(args: argparse.Namespace) -> int:
         beat.step(f"target: {len(args.mechanism)} mechanisms, {tradeoff.seek_threads(len(args.mechanism))} at a time")
         for i, future in tradeoff.seeks_side_by_side([seek(name) for name in args.mechanism], costs):
             found_by_index[i] = future.result()
-            beat.step(f"target: {len(found_by_index)} of {len(args.mechanism)} answered "
-                      f"({args.mechanism[i]} last)")
+            beat.step(f"target: {args.mechanism[i]} answered ({len(found_by_index)}/{len(args.mechanism)})")
     for i, name in enumerate(args.mechanism):        # printed in the order asked, whichever finished first
         found = found_by_index[i]
         row = found.to_dict()
