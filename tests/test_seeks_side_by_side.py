@@ -78,3 +78,15 @@ def test_a_time_limit_stops_a_seek_and_no_limit_answers():
     ident = lambda f: f    # noqa: E731 -- the identity channel: EM would run its steps
     with estimation.stop_after(0.0), pytest.raises(estimation.Stopped):
         estimation.expectation_maximisation_batch(counts, ident, ident, (4, 4))
+
+
+def test_goal_seek_asks_either_question_and_refuses_another():
+    """tradeoff.goal_seek: "epsilon" is target_epsilon at the scenario's users, "users" is users_needed at its
+    epsilon (the same answers as calling them), anything else a clear input error."""
+    base = Scenario(dataset="normal", mechanism="grr", epsilon=2.0, grid_side=8, n_users=2000, seed=0)
+    want = tradeoff.target_epsilon(base, "w2_m", 1500.0, n_users=2000, attacker=False).epsilon
+    assert tradeoff.goal_seek("epsilon", base, "w2_m", 1500.0, attacker=False).epsilon == want
+    want = tradeoff.users_needed(base, "w2_m", 1500.0, attacker=False).n_users
+    assert tradeoff.goal_seek("users", base, "w2_m", 1500.0, attacker=False).n_users == want
+    with pytest.raises(LdpvizInputError, match="'epsilon' or 'users'"):
+        tradeoff.goal_seek("sideways", base, "w2_m", 1500.0)

@@ -505,12 +505,14 @@ def goal_answer(mode: str, scenario: Scenario, metric: str, target: float,
     """Compare's target mode: ``tradeoff.target_epsilon`` ("target_epsilon": the smallest epsilon found
     meeting ``metric <= target``) or ``tradeoff.users_needed`` ("users_needed", at the scenario's epsilon).
     No Streamlit calls: it runs on a seek thread (:func:`tradeoff.seeks_side_by_side`)."""
-    from ldpviz.decide import tradeoff
-    if mode == "target_epsilon":   # at the scenario's users (None there would mean everyone in the region)
-        found = tradeoff.target_epsilon(scenario, metric, float(target), n_users=scenario.n_users, dataset=dataset)
-    else:
-        found = tradeoff.users_needed(scenario, metric, float(target), dataset=dataset)
-    return found.to_dict()
+    from ldpviz.decide import tradeoff     # at the scenario's users (None there means everyone in the region)
+    question = "epsilon" if mode == "target_epsilon" else "users"
+    return tradeoff.goal_seek(question, scenario, metric, float(target), dataset=dataset).to_dict()
+
+
+def goal_seek_key(mode: str, scenario: Scenario, metric: str, target: float, dataset_key: str) -> str:
+    """The key a goal seek is held under (:func:`goal_seeks_held`)."""
+    return repr((mode, scenario, metric, float(target), dataset_key))
 
 
 @st.cache_data(max_entries=64, ttl=RESULT_TTL_S, show_spinner=False, hash_funcs={Scenario: repr})
@@ -518,7 +520,7 @@ def goal_seek(mode: str, scenario: Scenario, metric: str, target: float, dataset
               _dataset: datasets.Dataset | None = None, _found: dict[str, Any] | None = None) -> dict[str, Any]:
     """:func:`goal_answer` memoised; ``_found`` when a seek thread computed it. Its key joins
     :func:`goal_seeks_held` (held answers are read back here, not searched on a thread again)."""
-    goal_seeks_held().add(repr((mode, scenario, metric, float(target), dataset_key)))
+    goal_seeks_held().add(goal_seek_key(mode, scenario, metric, target, dataset_key))
     return _found if _found is not None else goal_answer(mode, scenario, metric, target, _dataset)
 
 

@@ -85,15 +85,12 @@ def cmd_target(args: argparse.Namespace) -> int:
                                    epsilon=1.0 if args.epsilon is None else args.epsilon,   # 1: where the search starts
                                    grid_side=args.grid, region=user.region, n_users=args.users, seed=args.seed,
                                    trials=trials)
-        if mode == "epsilon":
-            return lambda: tradeoff.target_epsilon(base, args.metric, args.at_most, n_users=args.users, dataset=data,
-                                                   attacker=not args.no_attacker, r_m=args.r, **rule)
-        return lambda: tradeoff.users_needed(base, args.metric, args.at_most, dataset=data,
-                                             attacker=not args.no_attacker, r_m=args.r, **rule)
+        return lambda: tradeoff.goal_seek(mode, base, args.metric, args.at_most, dataset=data,
+                                          attacker=not args.no_attacker, r_m=args.r, **rule)
 
-    n_seen = min(args.users or data.n, data.n)
-    costs = [runtime_model.predict(name, runtime_model.path_of({}), n_seen, args.grid ** 2, 1) for name in
-             args.mechanism]
+    n_seen = min(args.users or data.n, data.n)       # each seek's predicted seconds, as the pages predict them
+    costs = [(runtime_model.predict(name, runtime_model.path_of({}), n_seen, args.grid ** 2, 1) or 0.0)
+             * runtime_model.goal_seek_runs(trials, name) for name in args.mechanism]
     found_by_index: dict[int, Any] = {}
     with cli_input.Heartbeat("target") as beat:      # one seek per core, the longest predicted first
         beat.step(f"target: {len(args.mechanism)} mechanisms, {tradeoff.seek_threads(len(args.mechanism))} at a time")

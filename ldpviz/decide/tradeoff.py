@@ -15,6 +15,7 @@
   again is named. An answer beyond meaningful privacy carries a warning
   (:func:`ldpviz.decide.privacy_scale.weak_privacy_warning`).
 * :func:`users_needed`: the fewest users found meeting the same rule at a given epsilon.
+* :func:`goal_seek`: either, as the pages and ``ldpviz target`` ask it.
 * :func:`seeks_side_by_side`: one goal seek per mechanism on the machine's cores, answers as they finish.
 
 Every evaluation is the same computation as :func:`ldpviz.experiment.run` (same users,
@@ -440,6 +441,15 @@ def users_needed(base: Scenario, metric: str, at_most: float, *, r_m: float | No
     result.evaluations, result.runs = ev.evaluations, ev.runs
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def goal_seek(question: str, base: Scenario, metric: str, at_most: float, **options: Any) -> GoalResult:
+    """One goal seek, as every caller asks it: ``question`` "epsilon" is :func:`target_epsilon` at
+    ``base.n_users`` users, "users" is :func:`users_needed` at ``base.epsilon``; ``options`` go to either."""
+    if question == "epsilon":
+        return target_epsilon(base, metric, at_most, n_users=base.n_users, **options)
+    require(question == "users", f"a goal seek asks 'epsilon' or 'users', got {question!r}")
+    return users_needed(base, metric, at_most, **options)
 
 
 #: Threads for goal seeks run side by side: at most one per core this process may use, and at most this many.

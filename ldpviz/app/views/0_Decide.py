@@ -29,13 +29,9 @@ def answer(turn: str, metric: str, target: float, probability: float, epsilon: f
            time_limit_s: float | None = None) -> dict:
     """One mechanism's answer (the same call ``ldpviz target`` makes); thread-safe, no Streamlit calls.
     ``time_limit_s``: stop (:class:`estimation.Stopped`) a search started without a click that runs long."""
-    if turn == "epsilon":
-        found = tradeoff.target_epsilon(scenario, metric, target, n_users=scenario.n_users, dataset=dataset,
-                                        probability=probability, time_limit_s=time_limit_s)
-    else:
-        found = tradeoff.users_needed(scenario.with_(epsilon=epsilon), metric, target, dataset=dataset,
-                                      probability=probability, time_limit_s=time_limit_s)
-    return found.to_dict()
+    base = scenario if turn == "epsilon" else scenario.with_(epsilon=epsilon)
+    return tradeoff.goal_seek(turn, base, metric, target, dataset=dataset, probability=probability,
+                              time_limit_s=time_limit_s).to_dict()
 
 
 @st.cache_data(max_entries=256, ttl=compute.RESULT_TTL_S, show_spinner=False)
@@ -276,9 +272,9 @@ seek_keys = [repr((sc, key, question)) for sc in scenarios]
 pending = [k for k, seek_key in enumerate(seek_keys) if seek_key not in done()]
 seek_s = {k: compute.predicted_seconds(scenarios[k].with_(trials=1))[0]
           * compute.goal_runs(tradeoff.DEFAULT_TRIALS, eligible[k]) for k in pending}
-for k in pending:     # stopped before when started without a click: it takes at least that long
+for k in pending:     # stopped before when started without a click: it takes at least its limit
     if seek_keys[k] in overran():
-        seek_s[k] = max(seek_s[k], flow.quick_limit(seek_s[k]))
+        seek_s[k] = flow.quick_limit(seek_s[k])
 threads = tradeoff.seek_threads(len(pending))
 now = flow.start_now({k: v for k, v in seek_s.items() if seek_keys[k] not in overran()}, threads,
                      longrun.DECIDE_QUICK_S)     # the quick ones run at once, shortest first

@@ -192,7 +192,7 @@ if mode != "at_epsilon":
             st.stop()
         keys = [compute.get_dataset(sc.dataset)[1] for sc in seeks]
         held = {i for i, sc in enumerate(seeks)
-                if repr((mode, sc, metric, float(target), keys[i])) in compute.goal_seeks_held()}
+                if compute.goal_seek_key(mode, sc, metric, target, keys[i]) in compute.goal_seeks_held()}
         todo = [i for i in range(len(seeks)) if i not in held]
         calls = [lambda sc=seeks[i]: compute.goal_answer(mode, sc, metric, float(target),
                                                          compute.dataset_arg(sc.dataset)) for i in todo]
