@@ -43,6 +43,25 @@ def test_one_mechanism_imports_its_module_only_and_the_order_is_unchanged():
         assert _fresh(code.format(args=repr(first)))["order"] == plain["order"] == alone["order"]
 
 
+def test_the_walk_order_builds_no_ast(monkeypatch):
+    """Listing mechanisms after some were asked for reads the imports from bytecode, never ``ast.parse``: the
+    dashboard's pages run on threads and CPython 3.11 cannot build ASTs on two at once (tests/test_launch.py).
+    The order is the order of the modules' imports: a module comes after every ldpviz module it imports."""
+    import ast
+    import pkgutil
+
+    walk = [m.name for m in sorted(pkgutil.walk_packages(mechanisms.__path__, prefix="ldpviz.mechanisms."),
+                                   key=lambda m: m.name)]
+    parsed, real = [], ast.parse
+    monkeypatch.setattr(ast, "parse", lambda *args, **kwargs: parsed.append(args[1:2]) or real(*args, **kwargs))
+    order = mechanisms._import_order(walk)
+    monkeypatch.undo()
+    assert parsed == []
+    assert sorted(order) == sorted(set(order)) and set(walk) <= set(order)
+    rank = {module: i for i, module in enumerate(order)}
+    assert rank["ldpviz.mechanisms.estimation"] < rank["ldpviz.mechanisms.fo.oracles"]
+    assert rank["ldpviz.mechanisms.dam.kernels"] < rank["ldpviz.mechanisms.dam.disk_area"]
+
 def test_light_quantiles_equal_scipy_stats():
     """k_factor, the miss chance and the mean's t interval read scipy.special; they equal what scipy.stats'
     norm, t and nct give, bit for bit."""

@@ -2,6 +2,12 @@
 
 No Streamlit import here (the command runs it in a new process). The options repeat the checkout's
 ``.streamlit/config.toml`` as flags, so an installed wheel started from any folder behaves the same.
+
+Streamlit's "magic" is off (no page relies on it): with it on, every page's first run builds a Python AST
+(``ast.parse``), and CPython 3.11 keeps that constructor's recursion count per interpreter, not per thread, so two
+threads building ASTs at once can fail with ``SystemError: AST constructor recursion depth mismatch`` (CPython
+gh-106905; it reached this project's CI as a page that never drew). Without magic a page compiles from source and
+the server builds no AST while it serves.
 """
 
 from __future__ import annotations
@@ -24,4 +30,4 @@ def streamlit_command(port: int = DEFAULT_PORT, address: str = DEFAULT_ADDRESS, 
             "--server.port", str(port), "--server.address", address, "--server.headless", "true",
             "--server.runOnSave", "false", "--server.maxUploadSize", str(MAX_UPLOAD_MB),
             "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal",
-            "--theme.base", "light", *(extra or [])]
+            "--theme.base", "light", "--runner.magicEnabled", "false", *(extra or [])]

@@ -14,7 +14,7 @@ by reading the sources), :func:`available` and :func:`describe` every module.
 
 from __future__ import annotations
 
-import ast
+import dis
 import importlib
 import pkgutil
 import re
@@ -81,18 +81,31 @@ def _import_order(walk: list[str]) -> list[str]:
         path = source(module)
         if path is None:
             return
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and \
-                    node.module.startswith(__name__):
-                visit(node.module)
-                for alias in node.names:                     # "from package import submodule"
-                    if source(f"{node.module}.{alias.name}") is not None:
-                        visit(f"{node.module}.{alias.name}")
+        for imported, names in _from_imports(path):
+            if imported.startswith(__name__):
+                visit(imported)
+                for name in names:                           # "from package import submodule"
+                    if source(f"{imported}.{name}") is not None:
+                        visit(f"{imported}.{name}")
         out.append(module)
 
     for module in walk:
         visit(module)
     return out
+
+
+def _from_imports(path: Path) -> list[tuple[str, tuple[str, ...]]]:
+    """``(module, names)`` of each absolute ``from module import names`` that importing ``path`` runs (its body's,
+    not its functions'), in order, read from the bytecode compiled from its source. Not from an AST: CPython 3.11
+    cannot build ASTs on two threads at once (``ast.parse`` fails with "AST constructor recursion depth mismatch",
+    CPython gh-106905), and the dashboard lists mechanisms on its pages' threads."""
+    code = compile(path.read_text(encoding="utf-8"), str(path), "exec", dont_inherit=True)
+    steps = list(dis.get_instructions(code))
+    found = []
+    for before_level, before_names, step in zip(steps, steps[1:], steps[2:]):
+        if step.opname == "IMPORT_NAME" and before_level.argval == 0 and isinstance(before_names.argval, tuple):
+            found.append((step.argval, before_names.argval))
+    return found
 
 
 #: ``name = "grr"`` inside a class that ``@register`` decorates (how every mechanism declares its name)
