@@ -91,7 +91,7 @@ def scale_measure(name: str, side: int, users: int, epsilon: float, seeds: list[
         out["iterations"].append(int(est.info.get("iterations", 0)))
         if w2:
             truth = grid.histogram(binned.cells) / len(binned.cells)
-            try:   # exact (POT's dense network simplex), never "auto": its time budget may fall back to an
+            try:   # exact (dense network simplex), never "auto": its time budget may fall back to an
                    # approximation in one code and not the other (a fresh baseline tree compiles numba first)
                 w2_m = metrics.w2(truth, est.density, cell_m=grid.cell_m, method="exact")
             except TypeError:  # a baseline without the method argument

@@ -6,7 +6,7 @@ with a closed form) this measures
 * **BFM** -- ``ldpviz.metrics.w2_back_and_forth.bfm_w2`` (``metrics.w2(method="bfm")``): its value
   (a certified lower bound), its certified upper bound, and its time;
 * the **exact** value -- POT's network simplex ``ot.emd2`` on the dense cost
-  matrix (``metrics.w2(method="exact")``) up to ``--pot-max-side``, and at every
+  matrix (``w2_accuracy.pot_exact``, called directly) up to ``--pot-max-side``, and at every
   side the certified sparse solver (``ldpviz.metrics.w2_exact``, ``method="certified"``,
   issue 23) within ``--budget`` seconds, side by side with POT where both ran;
 * the **closed form** where one exists: a translation by (3, 4) cells (W2 = 5)
@@ -111,7 +111,7 @@ def measure(sides: list[int], seeds: list[int], pot_max: int, budget: float, log
                 exact = None
                 row.update(certified(p, q, budget))
                 if d <= pot_max:
-                    exact, w, _ = acc.timed(lambda: metrics.w2(p, q, method="exact"))
+                    exact, w, _ = acc.timed(lambda: acc.pot_exact(p, q))
                     row.update(exact=exact, exact_s=w, exact_by="POT ot.emd2", pot=exact, pot_s=w)
                 elif row["certified"]:
                     exact = row["cert"]
@@ -179,7 +179,7 @@ def diagnose(sides: list[int], seed: int, log, max_refined: int = 64) -> list[di
     for d in sides:
         for name in NEAR:
             p, q = metrics._pair(*near_case(name, d, seed))
-            exact = metrics.w2(p, q, method="exact" if d <= 32 else "certified")
+            exact = acc.pot_exact(p, q) if d <= 32 else metrics.w2(p, q, method="certified")
             row = {"d": d, "case": name, "exact": exact,
                    "bfm": ot_grid.bfm_w2(p, q, with_upper=False).value,
                    "bfm_long": ot_grid.bfm_w2(p, q, rtol=1e-9, max_iter=2000, with_upper=False).value,
@@ -236,7 +236,7 @@ DIAG_SEED = 0
 def speed_ratio(d_big: int, d_small: int, reps: int, log) -> dict:
     """BFM at ``d_big`` against POT's exact solver at ``d_small`` on the same cases, interleaved.
 
-    Each repetition times, for every case, POT's ``ot.emd2`` (``metrics.w2(method="exact")``) at
+    Each repetition times, for every case, POT's ``ot.emd2`` (``w2_accuracy.pot_exact``) at
     ``d_small`` and then ``ot_grid.bfm_w2`` at ``d_big``, so both see the same machine load. Returns
     the per-call CPU and wall times (CPU time is what the ratio uses: the machine is shared).
     """
@@ -249,7 +249,7 @@ def speed_ratio(d_big: int, d_small: int, reps: int, log) -> dict:
            "reps": reps, "d_big": d_big, "d_small": d_small}
     for rep in range(reps):
         for name, (p, q), (pb, qb) in cases:
-            _, w, c = acc.timed(lambda: metrics.w2(p, q, method="exact"))
+            _, w, c = acc.timed(lambda: acc.pot_exact(p, q))
             out["pot_cpu"].append(c)
             out["pot_wall"].append(w)
             _, w2_, c2 = acc.timed(lambda: ot_grid.bfm_w2(pb, qb))
@@ -350,7 +350,7 @@ def gaussian_goal(reps: int, log, budget: float) -> dict:
     small, big = pair(32), pair(256)
     out = {"pot_cpu": [], "ours_cpu": [], "ours_wall": [], "pot_wall": [], "reps": reps}
     for rep in range(reps):
-        v, w, c = acc.timed(lambda: metrics.w2(*small, method="exact"))
+        v, w, c = acc.timed(lambda: acc.pot_exact(*small))
         out["pot_cpu"].append(c)
         out["pot_wall"].append(w)
         r, w2_, c2 = acc.timed(lambda: w2_exact.solve(*big, time_budget=budget))

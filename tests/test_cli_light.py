@@ -71,3 +71,14 @@ def test_deferred_options_are_there_when_used(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["target", "--metric", "nope", "--at-most", "1", "--mechanism", "grr"])
     assert exc.value.code == 2 and "--metric" in capsys.readouterr().err
+
+
+def test_the_bundled_run_imports_no_pot():
+    """``ldpviz run`` on the bundled default computes W2 and EMD-L1 with our own network simplex: POT (and the
+    scipy.stats its import pulls in) stay out of the process (issue 28: half a second of a one-second command)."""
+    done = subprocess.run([sys.executable, "-c", PROBE.replace(repr(HEAVY), repr(("ot", "scipy.stats"))), "run"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    code, heavy, out, err = eval(done.stdout.strip().splitlines()[-1])  # noqa: S307 -- our own repr
+    assert code == 0 and "emd_l1_m" in out and "w2_m" in out, (out, err)
+    assert heavy == [], f"ldpviz run imported {heavy}"

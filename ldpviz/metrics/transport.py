@@ -3,8 +3,11 @@
 Exact transport on a d x d grid
 -------------------------------
 ``w2`` and ``emd_l1`` solve the discrete transport problem between the cell
-centres exactly. For small supports this is POT's network simplex on the dense
-cost matrix (``method="exact"``). A dense cost matrix has (d^2)^2 entries, which
+centres exactly. For small supports this is a network simplex over every pair
+(``method="exact"``): our own (:mod:`ldpviz.metrics.network_simplex`) up to :data:`OWN_DENSE_MAX_PAIRS`
+pairs, POT's on the dense cost matrix above (it stores a full bipartite graph implicitly, so it needs less
+memory there). The same optimum either way; ours keeps POT's import (half a second with the scipy.stats it
+pulls in) out of a command that needs none (issue 28). A dense cost matrix has (d^2)^2 entries, which
 at d = 64 is 16.8 M pairs and up to ~19 s of network simplex, and at d = 128
 (268 M pairs, 2 GB) does not fit comfortably in memory. ``method="multiscale"`` (formerly ``"fast"``,
 still accepted) is a *multiscale, certified* solver (:func:`_ot_multiscale`) that returns the same optimum:
@@ -13,9 +16,9 @@ still accepted) is a *multiscale, certified* solver (:func:`_ot_multiscale`) tha
    ``_BASE_SIDE``), which says roughly where every cell's mass goes;
 2. on the fine grid, keep only the pairs (i, j) whose coarse parents are
    matched by the coarse plan, widened to the 3x3 coarse neighbourhood of the
-   destination, and solve that *sparse* transport problem exactly with POT's
-   sparse network simplex (``ot.emd`` with a ``scipy.sparse`` cost; later
-   rounds warm-start from the previous duals). The restricted problem is
+   destination, and solve that *sparse* transport problem exactly with our
+   network simplex (:class:`~ldpviz.metrics.network_simplex.TransportSimplex`;
+   later rounds add their pairs to the live solve, which continues from its basis). The restricted problem is
    always feasible: spreading each coarse transfer over the children in
    proportion to their mass is a feasible plan;
 3. check the dual solution (u, v) against *all* d^2 x d^2 pairs at once: the
@@ -75,30 +78,23 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 import numpy as np
-import scipy.sparse as sp
 
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.metrics import w2_exact
 from ldpviz.metrics.envelope import HAVE_NUMBA, sq_distance_transform
 from ldpviz.metrics.inputs import _check_cell_m, _pair
+from ldpviz.metrics.network_simplex import TransportSimplex
 from ldpviz.metrics.w2_back_and_forth import bfm_w2
 
 
 
 def _pot() -> Any:
     """POT, imported where a solve uses it (its import pulls in scipy.stats: half a second a command need not pay
-    when the exact solver of :mod:`ldpviz.metrics.w2_exact` answers)."""
+    when our own network simplex answers)."""
     import ot
     return ot
 
 
-def _pot_sparse() -> Any:
-    """POT's low-level sparse network simplex, used only for its warm start (None where POT lacks it)."""
-    try:
-        from ot.lp.emd_wrap import emd_c_sparse
-    except ImportError:  # pragma: no cover - older or restructured POT
-        return None
-    return emd_c_sparse
 __all__ = ["w2", "w2_readout", "w2_progressive", "emd_l1", "emd_l1_readout", "TransportReadout", "W2_METHODS",
            "EMD_METHODS"]
 
@@ -131,6 +127,9 @@ BFM_NEAR_COPY_CELLS = 3.0
 AUTO_CERTIFY_ALWAYS_SIDE = 64
 #: ``method="exact"`` refuses dense cost matrices larger than this (8 bytes each).
 EXACT_MAX_PAIRS = 64_000_000
+#: Up to this many pairs the dense exact solve is our own network simplex (about 40 bytes a pair held); above,
+#: POT's (a full bipartite graph stored implicitly: about half the memory at EXACT_MAX_PAIRS).
+OWN_DENSE_MAX_PAIRS = 4_000_000
 #: Largest number of network-simplex iterations allowed (a cap, not a target).
 _NUM_ITER_MAX = 100_000_000
 #: Recursion base of the multiscale solver: grids this small are solved densely.
@@ -166,8 +165,24 @@ def _result_ok(log: dict, what: str) -> None:
                            f"(result code {code}: {log.get('warning')})")
 
 
+def _simplex(a: np.ndarray, b: np.ndarray, ei: np.ndarray, ej: np.ndarray, cost: np.ndarray, d: int,
+             metric: str, what: str) -> TransportSimplex:
+    """Our network simplex over the pairs ``(ei, ej)``, solved; refuses a plan that still routes mass through
+    its artificial root (the pairs given admit no feasible plan)."""
+    top = float(_axis_cost(np.array([d - 1]), metric)[0]) * 2.0      # the largest cost any later pair can have
+    sx = TransportSimplex(a, b, ei, ej, cost, max_cost=top)
+    _run(sx, what)
+    return sx
+
+
+def _run(sx: TransportSimplex, what: str) -> None:
+    if not sx.run() or sx.artificial_flow > 1e-12:
+        raise RuntimeError(f"{what}: network simplex did not reach a feasible optimum "
+                           f"(mass {sx.artificial_flow:.3g} left on the artificial root)")
+
+
 def _emd_dense(p: np.ndarray, q: np.ndarray, metric: str, want_plan: bool = True):
-    """Exact OT between ``(d, d)`` distributions on their supports (dense cost matrix).
+    """Exact OT between ``(d, d)`` distributions on their supports (every pair of support cells).
 
     Returns ``(cost, i, j, mass)``: the optimal cost and the optimal plan's
     non-zero entries as flat grid indices.
@@ -177,6 +192,12 @@ def _emd_dense(p: np.ndarray, q: np.ndarray, metric: str, want_plan: bool = True
     ib = np.flatnonzero(q.ravel() > 0)
     a = p.ravel()[ia]
     b = q.ravel()[ib]
+    if len(ia) * len(ib) <= OWN_DENSE_MAX_PAIRS:
+        ei, ej = np.divmod(np.arange(len(ia) * len(ib), dtype=np.int64), len(ib))
+        sx = _simplex(a, b, ei, ej, _pair_cost(ia[ei], ib[ej], d, metric), d, metric, "exact transport")
+        r, c, m = sx.plan()
+        keep = m > 0
+        return max(sx.cost_value, 0.0), ia[r[keep]], ib[c[keep]], m[keep]
     M = _pair_cost(ia[:, None], ib[None, :], d, metric)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the result code is checked below
@@ -218,37 +239,6 @@ def _certificate_transform(w: np.ndarray, metric: str) -> np.ndarray:
     if metric == "sqeuclidean" and HAVE_NUMBA:
         return sq_distance_transform(w)[0]
     return _ctransform(w, metric)
-
-
-def _emd_sparse(a: np.ndarray, b: np.ndarray, ei: np.ndarray, ej: np.ndarray, cost: np.ndarray,
-                warm: tuple[np.ndarray, np.ndarray] | None = None):
-    """Exact OT restricted to the pairs ``(ei[k], ej[k])`` (POT's sparse network simplex).
-
-    Returns ``(cost, rows, cols, mass, u, v)``. ``warm`` (duals of a previous,
-    smaller problem) is passed to POT's warm start when its low-level sparse
-    solver offers one (POT >= 0.9.6); otherwise the public ``ot.emd`` is used.
-    """
-    emd_c_sparse = _pot_sparse() if warm is not None else None
-    if emd_c_sparse is not None:
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                fs, ft, fv, cost_, u, v, code = emd_c_sparse(
-                    a, b, ei.astype(np.uint64), ej.astype(np.uint64), np.ascontiguousarray(cost, dtype=float),
-                    _NUM_ITER_MAX, np.ascontiguousarray(warm[0], dtype=float),
-                    np.ascontiguousarray(warm[1], dtype=float))
-        except TypeError:  # a POT without the warm-start arguments
-            pass
-        else:
-            _result_ok({"result_code": code}, "sparse transport")
-            return float(cost_), fs.astype(np.int64), ft.astype(np.int64), fv, np.asarray(u), np.asarray(v)
-    M = sp.coo_array((cost, (ei, ej)), shape=(len(a), len(b)))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        G, log = _pot().emd(a, b, M, numItermax=_NUM_ITER_MAX, log=True, center_dual=False)
-    _result_ok(log, "sparse transport")
-    G = sp.coo_array(G)
-    return float(log["cost"]), G.row, G.col, G.data, np.asarray(log["u"]), np.asarray(log["v"])
 
 
 def _unique_sorted(x: np.ndarray) -> np.ndarray:
@@ -318,12 +308,12 @@ def _certified_sparse(p: np.ndarray, q: np.ndarray, ia: np.ndarray, ib: np.ndarr
     a, b = p.ravel()[ia], q.ravel()[ib]
     rows_b, cols_b = np.divmod(ib, d)
     rounds = 0
-    warm = None
+    ei, ej = np.divmod(keys, len(ib))
+    sx = _simplex(a, b, ei, ej, _pair_cost(ia[ei], ib[ej], d, metric), d, metric, "sparse transport")
     while True:
         rounds += 1
-        ei, ej = np.divmod(keys, len(ib))
-        cost, gi, gj, gm, u, v = _emd_sparse(a, b, ei, ej, _pair_cost(ia[ei], ib[ej], d, metric), warm)
-        warm = (u, v)
+        cost = sx.cost_value
+        u, v = sx.duals()
         # 3. certificate: min_j c_ij - v_j >= u_i for every source cell i
         w = np.full(d * d, np.inf)
         w[ib] = -v
@@ -354,9 +344,14 @@ def _certified_sparse(p: np.ndarray, q: np.ndarray, ia: np.ndarray, ib: np.ndarr
             if stats is not None:
                 stats["roundoff_stop"] = True
             break
+        added = np.setdiff1d(grown, keys, assume_unique=True)
         keys = grown
+        ai, aj = np.divmod(added, len(ib))
+        sx.add_arcs(ai, aj, _pair_cost(ia[ai], ib[aj], d, metric))    # the solve continues from its basis
+        _run(sx, "sparse transport")
     if stats is not None:
         stats.update(rounds=rounds, pairs=int(len(keys)), gap=float(cost - (a @ u + b @ v)))
+    gi, gj, gm = sx.plan()
     keep = gm > 0
     return max(cost, 0.0), ia[gi[keep]], ib[gj[keep]], gm[keep]
 
@@ -532,9 +527,9 @@ def w2(true: Any, est: Any, *, cell_m: float = 1.0, method: str = "auto",
     ``true`` and ``est`` (DAM paper, dam-disk-area-mechanism.md eq. 17 and
     Sec. VII-C, where W2 = sqrt(W2^2) is the headline metric).
 
-    ``method`` (module docstring, "Choosing a solver"): ``"exact"`` -- POT's
-    network simplex (``ot.emd2``) on the dense cost matrix between the two
-    supports (zero-mass cells dropped); ``"certified"`` -- :mod:`ldpviz.metrics.w2_exact`, coarse-to-fine sparse
+    ``method`` (module docstring, "Choosing a solver"): ``"exact"`` -- a
+    network simplex over every pair of the two supports (zero-mass cells dropped;
+    ours up to :data:`OWN_DENSE_MAX_PAIRS` pairs, POT's ``ot.emd2`` above); ``"certified"`` -- :mod:`ldpviz.metrics.w2_exact`, coarse-to-fine sparse
     network simplex with local arcs and an O(d^2) global certificate (exact; seconds at d = 256 on
     near-copies); ``"multiscale"`` (alias ``"fast"``) --
     the certified multiscale solver, the same optimum (to 1e-9 squared cells)
