@@ -135,21 +135,26 @@ def planar_laplace_kernel(epsilon: float, radius: int, nodes: int | None = None)
     R = int(radius)
     a = (np.arange(2 * n) + 0.5) / n - 1.0
     w = (1.0 - np.abs(a)) / n
-    # lattice index m (coordinate (m + 1/2)/n) runs over [-n, (R + 1) n); padded index = m + n
+    # lattice index m (coordinate (m + 1/2)/n) runs over [-n, (R + 1) n); padded index = m + n = b n + j
     coords = (np.arange(-n, (R + 1) * n) + 0.5) / n
+    by_node = np.ascontiguousarray(coords.reshape(R + 2, n).T)      # [j, b] = coords[b n + j]
     quadrant = np.empty((R + 1, R + 1))
     block = max(1, (1 << 22) // (len(coords) * n) - 2)
     for y0 in range(0, R + 1, block):
         y1 = min(R + 1, y0 + block)
         rows = coords[y0 * n:(y1 + 1) * n]                     # lattice rows y0 n - n ... y1 n + n - 1
-        dens = np.hypot(rows[:, None], coords[None, :])
+        # D at (row, column b n + j) held at [j, row, b]: each node offset j is one contiguous (rows, R + 2) slab,
+        # so the tent sums below read memory in order (the same products and sums, in the same order, as
+        # reading every n-th column of a (rows, (R + 2) n) array: the same bits, about 25% faster at large R)
+        dens = np.hypot(rows[None, :, None], by_node[:, None, :])
         dens *= -epsilon
         np.exp(dens, out=dens)
         # tent-weighted sums over each cell's 2n x 2n nodes, accumulated in place in the order j = 0, 1, ...
-        cols = np.multiply(dens[:, 0::n][:, :R + 1], w[0])                              # (fine rows, R + 1)
+        cols = np.multiply(dens[0][:, :R + 1], w[0])                                    # (fine rows, R + 1)
         term = np.empty_like(cols)
         for j in range(1, 2 * n):
-            cols += np.multiply(dens[:, j::n][:, :R + 1], w[j], out=term)
+            shift = j // n                                     # nodes n..2n-1 of cell c are nodes 0..n-1 of c + 1
+            cols += np.multiply(dens[j % n][:, shift:shift + R + 1], w[j], out=term)
         out = quadrant[y0:y1]
         np.multiply(cols[0::n][:y1 - y0], w[0], out=out)
         term = np.empty_like(out)
