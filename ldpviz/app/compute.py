@@ -495,9 +495,11 @@ def blackbox_row(mechanism: str, grid_side: int, region: Region, epsilon: float,
             "seconds": float(res.seconds), "summary": res.summary(), "confidence": float(res.confidence)}
 
 
-def goal_runs(trials: int, mechanism: str | None = None) -> float:
-    """One-trial runs a goal seek costs, for its time prediction (:func:`runtime_model.goal_seek_runs`)."""
-    return runtime_model.goal_seek_runs(trials, mechanism)
+def goal_seek_seconds(scenario: Scenario, trials: int) -> float:
+    """Quiet-machine seconds a goal seek of ``scenario`` is predicted to take at ``trials`` collections per
+    decision: one one-trial run (:func:`predicted_seconds`) times the seek's cost in such runs
+    (:func:`runtime_model.goal_seek_runs`). Decide and Compare both predict with it."""
+    return predicted_seconds(scenario.with_(trials=1))[0] * runtime_model.goal_seek_runs(trials, scenario.mechanism)
 
 
 def goal_answer(mode: str, scenario: Scenario, metric: str, target: float,

@@ -505,17 +505,20 @@ class TransportSimplex:
 
     # ---- the solution -----------------------------------------------------------------------------------------
 
+    def _flow_arcs(self) -> np.ndarray:
+        """Indices of the real arcs carrying flow."""
+        return self.N + np.flatnonzero((self.state[self.N:self.m_end] == _TREE) & (self.flow[self.N:self.m_end] > 0))
+
     def plan(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(tails, heads, mass)`` of the real arcs carrying flow."""
-        idx = self.N + np.flatnonzero((self.state[self.N:self.m_end] == _TREE) & (self.flow[self.N:self.m_end] > 0))
+        idx = self._flow_arcs()
         return self.tail[idx], self.head[idx] - self.n1, self.flow[idx]
 
     @property
     def cost_value(self) -> float:
         """Total cost of the real arcs' flow."""
-        t, h, m = self.plan()
-        idx = self.N + np.flatnonzero((self.state[self.N:self.m_end] == _TREE) & (self.flow[self.N:self.m_end] > 0))
-        return float(m @ self.cost[idx])
+        idx = self._flow_arcs()
+        return float(self.flow[idx] @ self.cost[idx])
 
     @property
     def artificial_flow(self) -> float:

@@ -270,8 +270,7 @@ scenarios = [flow.scenario(name, region, m, int(side), n_users, int(cfg["seed"])
 question = (turn, metric, float(target), float(probability), float(cfg["decide_epsilon"]) if turn == "users" else 0.0)
 seek_keys = [repr((sc, key, question)) for sc in scenarios]
 pending = [k for k, seek_key in enumerate(seek_keys) if seek_key not in done()]
-seek_s = {k: compute.predicted_seconds(scenarios[k].with_(trials=1))[0]
-          * compute.goal_runs(tradeoff.DEFAULT_TRIALS, eligible[k]) for k in pending}
+seek_s = {k: compute.goal_seek_seconds(scenarios[k], tradeoff.DEFAULT_TRIALS) for k in pending}
 for k in pending:     # stopped before when started without a click: it takes at least its limit
     if seek_keys[k] in overran():
         seek_s[k] = flow.quick_limit(seek_s[k])
