@@ -512,21 +512,29 @@ class ClampedChannel:
         return self.side * self.side
 
     def _fold(self, a: np.ndarray) -> np.ndarray:
-        """Clamp the last two axes into the grid (a leading axis is a stack of trials)."""
+        """Clamp the last two axes into the grid (a leading axis is a stack of trials): lattice rows 0..K sum
+        into grid row 0, rows K+d-1.. into row d-1, the rest shift by K; then the same for columns. Written
+        into new arrays by slices (no axis moves or concatenations: EM folds every forward step), each border
+        sum over the same memory along the same axis as a plain ``a[:K+1].sum(axis)``."""
         d, K = self.side, self._r
-        lead = a.ndim - 2
-        for axis in (lead, lead + 1):
-            a = np.moveaxis(a, axis, 0)
-            low = a[:K + 1].sum(axis=0)
-            high = a[K + d - 1:].sum(axis=0)
-            mid = a[K + 1:K + d - 1]
-            a = np.moveaxis(np.concatenate([low[None], mid, high[None]]) if d > 1 else (low + high - a[K])[None],
-                            0, axis)
-        return a
+        lead = a.shape[:-2]
+        if d == 1:                                          # one cell: both borders are it (counted once)
+            rows = a[..., :K + 1, :].sum(axis=-2) + a[..., K:, :].sum(axis=-2) - a[..., K, :]
+            return (rows[..., :K + 1].sum(axis=-1) + rows[..., K:].sum(axis=-1) - rows[..., K])[..., None, None]
+        rows = np.empty(lead + (d, a.shape[-1]))
+        np.sum(a[..., :K + 1, :], axis=-2, out=rows[..., 0, :])
+        rows[..., 1:d - 1, :] = a[..., K + 1:K + d - 1, :]
+        np.sum(a[..., K + d - 1:, :], axis=-2, out=rows[..., d - 1, :])
+        out = np.empty(lead + (d, d))
+        np.sum(rows[..., :K + 1], axis=-1, out=out[..., 0])
+        out[..., 1:d - 1] = rows[..., K + 1:K + d - 1]
+        np.sum(rows[..., K + d - 1:], axis=-1, out=out[..., d - 1])
+        return out
 
     def forward(self, f: np.ndarray) -> np.ndarray:
         f = np.asarray(f)
-        out = np.maximum(self._fold(self.conv.full_view(f.reshape((-1,) + f.shape[-2:]))), 0.0)
+        out = self._fold(self.conv.full_view(f.reshape((-1,) + f.shape[-2:])))
+        np.maximum(out, 0.0, out=out)
         return out.reshape(f.shape[:-2] + out.shape[-2:])
 
     def adjoint(self, r: np.ndarray) -> np.ndarray:

@@ -52,7 +52,6 @@ import math
 from typing import Sequence
 
 import numpy as np
-from scipy.special import lambertw
 
 from ldpviz.geo.domain import Binned
 from ldpviz.errors import require
@@ -99,12 +98,47 @@ def subcells_per_side(epsilon_per_cell: float, side: int) -> int:
     return max(1, min(s, MAX_SUBCELL_SIDE // max(int(side), 1)))
 
 
+def _gap(t: np.ndarray) -> np.ndarray:
+    """t - log(1 + t) for t >= 0, by its Taylor series below 0.01 (where the difference cancels; the series'
+    first dropped term is t^10 / 10, below 2e-17 of the value there)."""
+    g = t - np.log1p(t)
+    small = t < 0.01
+    if small.any():
+        s = t[small]
+        poly = 1.0 / 9.0
+        for k in range(8, 1, -1):            # t^2/2 - t^3/3 + ... + t^9/9, by Horner
+            poly = 1.0 / k - s * poly
+        g[small] = s * s * poly
+    return g
+
+
+#: Halley steps of :func:`planar_laplace_radius` from its starting guess (two already reach round-off; one more
+#: for margin).
+RADIUS_STEPS = 3
+
+
 def planar_laplace_radius(epsilon: float, p: np.ndarray) -> np.ndarray:
     """Andres et al. Sec. 4.1: C_eps^{-1}(p) = -(1/eps) (W_{-1}((p - 1)/e) + 1), the inverse CDF of the radius
-    (density eps^2 r e^{-eps r}), for p in [0, 1)."""
+    (density eps^2 r e^{-eps r}), for p in [0, 1).
+
+    Solved directly rather than through a general Lambert W: with t = -(W_{-1} + 1) = eps r the CDF
+    1 - (1 + t) e^{-t} = p reads t - log(1 + t) = L with L = -log(1 - p), solved by Halley's method from the
+    series t ~ s + s^2/3 + s^3/36 (s = sqrt(2L)) for L < 1 and t ~ L + log(1 + L + log(1 + L)) above. Accurate
+    to round-off at every p, including p -> 0 where forming (p - 1)/e first loses the digits of p
+    (scipy.special.lambertw there gave NaN at p = 0 and 3e-12 instead of 1.4e-6 at p = 1e-12), and about ten
+    times faster (planar Laplace draws one radius per report)."""
     p = np.asarray(p, dtype=float)
-    w = lambertw((p - 1.0) / math.e, k=-1).real
-    return np.maximum(-(w + 1.0) / epsilon, 0.0)
+    shape, p = p.shape, p.reshape(-1)
+    L = -np.log1p(-p)
+    s = np.sqrt(2.0 * L)
+    t = np.where(L < 1.0, s * (1.0 + s * (1.0 / 3.0 + s / 36.0)), L + np.log1p(L + np.log1p(L)))
+    for _ in range(RADIUS_STEPS):
+        h = _gap(t) - L                               # h(t); h'(t) = t / (1 + t), h''(t) = 1 / (1 + t)^2
+        u = 1.0 + t
+        slope = t / u
+        denom = 2.0 * slope * slope - h / (u * u)
+        t = t - np.divide(2.0 * h * slope, denom, out=np.zeros_like(t), where=denom > 0)
+    return (np.maximum(t, 0.0) / epsilon).reshape(shape)
 
 
 def planar_laplace_noise(epsilon: float, n: int, rng: np.random.Generator) -> np.ndarray:
