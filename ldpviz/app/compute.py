@@ -15,7 +15,7 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -513,22 +513,24 @@ def goal_answer(mode: str, scenario: Scenario, metric: str, target: float,
 
 
 def goal_seek_key(mode: str, scenario: Scenario, metric: str, target: float, dataset_key: str) -> str:
-    """The key a goal seek is held under (:func:`goal_seeks_held`)."""
-    return repr((mode, scenario, metric, float(target), dataset_key))
+    """The key Compare holds a goal seek under (:func:`held_goal_seek`)."""
+    return repr(("compare", mode, scenario, metric, float(target), dataset_key))
 
 
-@st.cache_data(max_entries=64, ttl=RESULT_TTL_S, show_spinner=False, hash_funcs={Scenario: repr})
-def goal_seek(mode: str, scenario: Scenario, metric: str, target: float, dataset_key: str,
-              _dataset: datasets.Dataset | None = None, _found: dict[str, Any] | None = None) -> dict[str, Any]:
-    """:func:`goal_answer` memoised; ``_found`` when a seek thread computed it. Its key joins
-    :func:`goal_seeks_held` (held answers are read back here, not searched on a thread again)."""
-    goal_seeks_held().add(goal_seek_key(mode, scenario, metric, target, dataset_key))
-    return _found if _found is not None else goal_answer(mode, scenario, metric, target, _dataset)
+@st.cache_data(max_entries=256, ttl=RESULT_TTL_S, show_spinner=False)
+def held_goal_seek(key: str, _compute: Callable[[], dict[str, Any]],
+                   _found: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A goal seek's answer memoised under ``key`` (a repr of everything the answer depends on): ``_found`` when a
+    seek thread computed it (:func:`ldpviz.decide.tradeoff.seeks_side_by_side`), else ``_compute()`` here. The key
+    joins :func:`goal_seeks_held`, so Decide and Compare read a held answer back at once instead of searching on a
+    thread again (and never ask to start it again)."""
+    goal_seeks_held().add(key)
+    return _found if _found is not None else _compute()
 
 
 @st.cache_resource
 def goal_seeks_held() -> set:
-    """Keys of the goal seeks this server has answered (:func:`goal_seek`)."""
+    """Keys of the goal seeks this server has answered (:func:`held_goal_seek`)."""
     return set()
 
 

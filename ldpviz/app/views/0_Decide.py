@@ -34,19 +34,6 @@ def answer(turn: str, metric: str, target: float, probability: float, epsilon: f
                               time_limit_s=time_limit_s).to_dict()
 
 
-@st.cache_data(max_entries=256, ttl=compute.RESULT_TTL_S, show_spinner=False)
-def seek(turn: str, scenario_key: str, metric: str, target: float, probability: float, epsilon: float,
-         _scenario, _dataset, _found: dict | None = None) -> dict:
-    """One mechanism's answer, memoised: ``_found`` when a seek thread computed it (:func:`answer`)."""
-    return _found if _found is not None else answer(turn, metric, target, probability, epsilon, _scenario, _dataset)
-
-
-@st.cache_resource
-def done() -> set:
-    """The answers this server holds already (their keys): coming back to them never asks to start again."""
-    return set()
-
-
 @st.cache_resource
 def overran() -> set:
     """Searches started without a click that ran past their time (their keys): they wait for Start next time."""
@@ -268,8 +255,8 @@ n_users = int(cfg["n_users"]) if inside > int(cfg["n_users"] or 0) > 0 else None
 grid = Grid(region, int(side))
 scenarios = [flow.scenario(name, region, m, int(side), n_users, int(cfg["seed"])) for m in eligible]
 question = (turn, metric, float(target), float(probability), float(cfg["decide_epsilon"]) if turn == "users" else 0.0)
-seek_keys = [repr((sc, key, question)) for sc in scenarios]
-pending = [k for k, seek_key in enumerate(seek_keys) if seek_key not in done()]
+seek_keys = [repr(("decide", sc, key, question)) for sc in scenarios]      # held by compute.held_goal_seek
+pending = [k for k, seek_key in enumerate(seek_keys) if seek_key not in compute.goal_seeks_held()]
 seek_s = {k: compute.goal_seek_seconds(scenarios[k], tradeoff.DEFAULT_TRIALS) for k in pending}
 for k in pending:     # stopped before when started without a click: it takes at least its limit
     if seek_keys[k] in overran():
@@ -296,26 +283,30 @@ answered: dict[int, dict] = {}      # scenario index -> the answer's row (goal s
 
 
 def take(k: int, goal: dict) -> None:
-    done().add(seek_keys[k])
     mech = (mechanisms.create(eligible[k], grid, float(goal["epsilon"])) if goal.get("reached") else None)
     answered[k] = flow.answer(goal, mech, region, cfg, people)
 
 
+def search(k: int, time_limit_s: float | None = None):
+    """Scenario k's goal seek, as a call for a seek thread (or for reading back a held answer)."""
+    return lambda: answer(turn, *question_args, scenarios[k], data_arg, time_limit_s)
+
+
 for k, seek_key in enumerate(seek_keys):          # held already: shown at once, no thread
-    if seek_key in done():
-        take(k, seek(turn, seek_key, *question_args, scenarios[k], data_arg))
+    if seek_key in compute.goal_seeks_held():
+        take(k, compute.held_goal_seek(seek_key, search(k)))
 pending = [k for k in now if k not in answered]
 if pending:
     status.caption(f"Searching {explain.plural(len(pending), 'mechanism')}, "
                    f"{tradeoff.seek_threads(len(pending))} at a time; each answer shows as it is found ...")
 costs = [seek_s.get(k) for k in pending]
 limits = {k: None if k in started_by_click else flow.quick_limit(seek_s[k]) for k in pending}
-calls = [lambda k=k: answer(turn, *question_args, scenarios[k], data_arg, limits[k]) for k in pending]
+calls = [search(k, limits[k]) for k in pending]
 stopped = []
 for j, future in tradeoff.seeks_side_by_side(calls, costs):       # one seek per core, the longest first
     k = pending[j]
     try:
-        take(k, seek(turn, seek_keys[k], *question_args, scenarios[k], data_arg, _found=future.result()))
+        take(k, compute.held_goal_seek(seek_keys[k], search(k), _found=future.result()))
     except LdpvizInputError as exc:
         why_not[eligible[k]] = f"cannot run here: {exc}"
     except estimation.Stopped:

@@ -189,25 +189,22 @@ if mode != "at_epsilon":
                                         "the runs timed so far",
                                         f"goal:{mode}:{metric}:{target}:" + "|".join(map(repr, seeks))):
             st.stop()
-        keys = [compute.get_dataset(sc.dataset)[1] for sc in seeks]
-        held = {i for i, sc in enumerate(seeks)
-                if compute.goal_seek_key(mode, sc, metric, target, keys[i]) in compute.goal_seeks_held()}
+        keys = [compute.goal_seek_key(mode, sc, metric, target, compute.get_dataset(sc.dataset)[1]) for sc in seeks]
+        calls = [lambda sc=sc: compute.goal_answer(mode, sc, metric, float(target), compute.dataset_arg(sc.dataset))
+                 for sc in seeks]
+        held = {i for i in range(len(seeks)) if keys[i] in compute.goal_seeks_held()}
         todo = [i for i in range(len(seeks)) if i not in held]
-        calls = [lambda sc=seeks[i]: compute.goal_answer(mode, sc, metric, float(target),
-                                                         compute.dataset_arg(sc.dataset)) for i in todo]
         found: dict[int, dict] = {}
         with st.spinner(f"Searching the {what} for {explain.plural(len(seeks), 'mechanism')} (one collection, "
                         f"95%), {tradeoff.seek_threads(len(todo))} at a time ..."):
             for i in held:         # answered before on this server: read back
-                sc = seeks[i]
-                found[i] = compute.goal_seek(mode, sc, metric, float(target), keys[i], compute.dataset_arg(sc.dataset))
-            for j, future in tradeoff.seeks_side_by_side(calls, [seek_s[i] for i in todo]):
-                i, sc = todo[j], seeks[todo[j]]
+                found[i] = compute.held_goal_seek(keys[i], calls[i])
+            for j, future in tradeoff.seeks_side_by_side([calls[i] for i in todo], [seek_s[i] for i in todo]):
+                i = todo[j]
                 try:
-                    found[i] = compute.goal_seek(mode, sc, metric, float(target), keys[i],
-                                                 compute.dataset_arg(sc.dataset), _found=future.result())
+                    found[i] = compute.held_goal_seek(keys[i], calls[i], _found=future.result())
                 except LdpvizInputError as exc:
-                    st.error(f"{by_name[sc.mechanism]['label']}: {exc}")
+                    st.error(f"{by_name[seeks[i].mechanism]['label']}: {exc}")
         rows = [found[i] for i in sorted(found)]
         if not rows:
             st.stop()
