@@ -84,6 +84,7 @@ from ldpviz.metrics import w2_exact
 from ldpviz.metrics.envelope import HAVE_NUMBA, sq_distance_transform
 from ldpviz.metrics.inputs import _check_cell_m, _pair
 from ldpviz.metrics.network_simplex import TransportSimplex
+from ldpviz.metrics.sparse_pairs import SparsePairs, unique_sorted
 from ldpviz.metrics.w2_back_and_forth import bfm_w2
 
 
@@ -165,12 +166,17 @@ def _result_ok(log: dict, what: str) -> None:
                            f"(result code {code}: {log.get('warning')})")
 
 
-def _simplex(a: np.ndarray, b: np.ndarray, ei: np.ndarray, ej: np.ndarray, cost: np.ndarray, d: int,
-             metric: str, what: str) -> TransportSimplex:
-    """Our network simplex over the pairs ``(ei, ej)``, solved; refuses a plan that still routes mass through
-    its artificial root (the pairs given admit no feasible plan)."""
+def _pairs(p: np.ndarray, q: np.ndarray, metric: str) -> SparsePairs:
+    """The supports of ``p`` and ``q`` under the metric's ground cost, no pairs yet (:meth:`SparsePairs.start`)."""
+    d = p.shape[0]
     top = float(_axis_cost(np.array([d - 1]), metric)[0]) * 2.0      # the largest cost any later pair can have
-    sx = TransportSimplex(a, b, ei, ej, cost, max_cost=top)
+    return SparsePairs(p, q, lambda x, y: _pair_cost(x, y, d, metric), top)
+
+
+def _solved(prob: SparsePairs, keys: np.ndarray, what: str) -> TransportSimplex:
+    """Our network simplex over the pairs ``keys`` of ``prob``, solved; refuses a plan that still routes mass
+    through its artificial root (the pairs given admit no feasible plan)."""
+    sx = prob.start(keys)
     _run(sx, what)
     return sx
 
@@ -188,16 +194,13 @@ def _emd_dense(p: np.ndarray, q: np.ndarray, metric: str, want_plan: bool = True
     non-zero entries as flat grid indices.
     """
     d = p.shape[0]
-    ia = np.flatnonzero(p.ravel() > 0)
-    ib = np.flatnonzero(q.ravel() > 0)
-    a = p.ravel()[ia]
-    b = q.ravel()[ib]
+    prob = _pairs(p, q, metric)
+    ia, ib, a, b = prob.ia, prob.ib, prob.a, prob.b
     if len(ia) * len(ib) <= OWN_DENSE_MAX_PAIRS:
-        ei, ej = np.divmod(np.arange(len(ia) * len(ib), dtype=np.int64), len(ib))
-        sx = _simplex(a, b, ei, ej, _pair_cost(ia[ei], ib[ej], d, metric), d, metric, "exact transport")
-        r, c, m = sx.plan()
+        sx = _solved(prob, prob.all_keys(), "exact transport")
+        r, c, m = prob.plan()
         keep = m > 0
-        return max(sx.cost_value, 0.0), ia[r[keep]], ib[c[keep]], m[keep]
+        return max(sx.cost_value, 0.0), r[keep], c[keep], m[keep]
     M = _pair_cost(ia[:, None], ib[None, :], d, metric)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the result code is checked below
@@ -241,14 +244,6 @@ def _certificate_transform(w: np.ndarray, metric: str) -> np.ndarray:
     return _ctransform(w, metric)
 
 
-def _unique_sorted(x: np.ndarray) -> np.ndarray:
-    """Sorted unique values (sort + diff; faster here than numpy's hash-based unique)."""
-    x = np.sort(x, kind="stable")
-    if x.size:
-        x = x[np.concatenate([[True], x[1:] != x[:-1]])]
-    return x
-
-
 def _ot_multiscale(p: np.ndarray, q: np.ndarray, metric: str, stats: dict | None = None):
     """Exact OT by coarse-to-fine sparse network simplex with a global dual certificate.
 
@@ -278,38 +273,24 @@ def _ot_multiscale(p: np.ndarray, q: np.ndarray, metric: str, stats: dict | None
               (fc_j[:, None, :] >= 0) & (fc_j[:, None, :] < d))
     dst = np.where(dst_ok, fr_j[:, :, None] * d + fc_j[:, None, :], -1).reshape(len(ci), -1)
 
-    pf, qf = p.ravel(), q.ravel()
-    ia = np.flatnonzero(pf > 0)
-    ib = np.flatnonzero(qf > 0)
-    a, b = pf[ia], qf[ib]
-    pos_a = np.full(d * d, -1, dtype=np.int64)
-    pos_a[ia] = np.arange(len(ia))
-    pos_b = np.full(d * d, -1, dtype=np.int64)
-    pos_b[ib] = np.arange(len(ib))
+    prob = _pairs(p, q, metric)
     S = np.broadcast_to(src[:, :, None], (len(ci), src.shape[1], dst.shape[1])).ravel()
     T = np.broadcast_to(dst[:, None, :], (len(ci), src.shape[1], dst.shape[1])).ravel()
     ok = (S >= 0) & (T >= 0)
-    S, T = S[ok], T[ok]
-    li, lj = pos_a[S], pos_b[T]
-    ok = (li >= 0) & (lj >= 0)
-    keys = _unique_sorted(li[ok] * len(ib) + lj[ok])
-    return _certified_sparse(p, q, ia, ib, keys, metric, stats)
+    return _certified_sparse(prob, unique_sorted(prob.pair_keys(S[ok], T[ok])), metric, stats)
 
 
-def _certified_sparse(p: np.ndarray, q: np.ndarray, ia: np.ndarray, ib: np.ndarray, keys: np.ndarray,
-                      metric: str, stats: dict | None = None):
+def _certified_sparse(prob: SparsePairs, keys: np.ndarray, metric: str, stats: dict | None = None):
     """Exact OT from an initial set of candidate pairs: sparse network simplex, then column generation
     until the global dual certificate holds (steps 2-4 of the module docstring).
 
-    ``keys`` are ``i * len(ib) + j`` over the supports ``ia`` (of p) and ``ib`` (of q); the initial
-    set must admit a feasible plan.
+    ``keys`` are pairs of ``prob`` (:class:`~ldpviz.metrics.sparse_pairs.SparsePairs`); the initial set must admit
+    a feasible plan. Each round's pairs join the live solve, which continues from its basis.
     """
-    d = p.shape[0]
-    a, b = p.ravel()[ia], q.ravel()[ib]
+    d, ia, ib, a, b = prob.d, prob.ia, prob.ib, prob.a, prob.b
     rows_b, cols_b = np.divmod(ib, d)
     rounds = 0
-    ei, ej = np.divmod(keys, len(ib))
-    sx = _simplex(a, b, ei, ej, _pair_cost(ia[ei], ib[ej], d, metric), d, metric, "sparse transport")
+    sx = _solved(prob, keys, "sparse transport")
     while True:
         rounds += 1
         cost = sx.cost_value
@@ -325,7 +306,7 @@ def _certified_sparse(p: np.ndarray, q: np.ndarray, ia: np.ndarray, ib: np.ndarr
         if rounds >= _MAX_ROUNDS and len(ia) * len(ib) <= EXACT_MAX_PAIRS:
             if stats is not None:
                 stats["fallback"] = True
-            return _emd_dense(p, q, metric)
+            return _emd_dense(prob.p, prob.q, metric)
         # 4. add, for every violated row, its most negative reduced costs
         new = []
         step = max(1, (1 << 22) // max(len(ib), 1))
@@ -339,21 +320,16 @@ def _certified_sparse(p: np.ndarray, q: np.ndarray, ia: np.ndarray, ib: np.ndarr
             vals = np.take_along_axis(red, top, axis=1)
             sel = vals < -_CERT_TOL
             new.append((rows[:, None] * len(ib) + top)[sel])
-        grown = _unique_sorted(np.concatenate([keys, *new]))
-        if len(grown) == len(keys):  # only round-off violations on pairs already in: optimal
+        if prob.add(np.concatenate(new)) == 0:  # only round-off violations on pairs already in: optimal
             if stats is not None:
                 stats["roundoff_stop"] = True
             break
-        added = np.setdiff1d(grown, keys, assume_unique=True)
-        keys = grown
-        ai, aj = np.divmod(added, len(ib))
-        sx.add_arcs(ai, aj, _pair_cost(ia[ai], ib[aj], d, metric))    # the solve continues from its basis
-        _run(sx, "sparse transport")
+        _run(sx, "sparse transport")                                   # the solve continues from its basis
     if stats is not None:
-        stats.update(rounds=rounds, pairs=int(len(keys)), gap=float(cost - (a @ u + b @ v)))
-    gi, gj, gm = sx.plan()
+        stats.update(rounds=rounds, pairs=int(len(prob.keys)), gap=float(cost - (a @ u + b @ v)))
+    gi, gj, gm = prob.plan()
     keep = gm > 0
-    return max(cost, 0.0), ia[gi[keep]], ib[gj[keep]], gm[keep]
+    return max(cost, 0.0), gi[keep], gj[keep], gm[keep]
 
 
 def _coarsen_by(p: np.ndarray, factor: int) -> np.ndarray:

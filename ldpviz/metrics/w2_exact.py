@@ -45,8 +45,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ldpviz.metrics.envelope import sq_distance_transform
-from ldpviz.metrics.network_simplex import TransportSimplex
 from ldpviz.metrics.plan_refine import leaf_order, refine_plan
+from ldpviz.metrics.sparse_pairs import SparsePairs, unique_sorted
 
 __all__ = ["ExactW2", "solve", "sq_distance_transform", "coarsen_2x2", "warm_up"]
 
@@ -114,35 +114,14 @@ def _neighbours(cells: np.ndarray, d: int, radius: int) -> tuple[np.ndarray, np.
     return k[ok], (rr * d + cc)[ok]
 
 
-def _unique(x: np.ndarray) -> np.ndarray:
-    x = np.sort(x)
-    return x[np.concatenate([[True], x[1:] != x[:-1]])] if x.size else x
-
-
-class _Problem:
-    """One level: supports, flat-index maps, the candidate arcs (sorted keys ``la * nb + lb``) and the live
-    simplex over them."""
+class _Problem(SparsePairs):
+    """One level: the supports and candidate arcs of :class:`~ldpviz.metrics.sparse_pairs.SparsePairs` under the
+    squared Euclidean cost, with the arcs this solver proposes (local, children of coarse arcs) and its
+    certificate."""
 
     def __init__(self, p: np.ndarray, q: np.ndarray):
-        self.d = d = p.shape[0]
-        self.ia = np.flatnonzero(p.ravel() > 0)
-        self.ib = np.flatnonzero(q.ravel() > 0)
-        self.a, self.b = p.ravel()[self.ia], q.ravel()[self.ib]
-        self.pos_a = np.full(d * d, -1, dtype=np.int64)
-        self.pos_a[self.ia] = np.arange(len(self.ia))
-        self.pos_b = np.full(d * d, -1, dtype=np.int64)
-        self.pos_b[self.ib] = np.arange(len(self.ib))
-        self.keys = np.empty(0, dtype=np.int64)
-        self.simplex: TransportSimplex | None = None
-
-    def pair_keys(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """Keys of the grid pairs (x, y) with both ends in the supports."""
-        lx, ly = self.pos_a[x], self.pos_b[y]
-        ok = (lx >= 0) & (ly >= 0)
-        return lx[ok] * len(self.ib) + ly[ok]
-
-    def all_keys(self) -> np.ndarray:
-        return np.arange(len(self.ia) * len(self.ib), dtype=np.int64)
+        d = p.shape[0]
+        super().__init__(p, q, lambda x, y: _cost(x, y, d), max_cost=2.0 * (d - 1) ** 2)
 
     def local_keys(self, radius: int) -> np.ndarray:
         k, y = _neighbours(self.ia, self.d, radius)
@@ -167,16 +146,14 @@ class _Problem:
         ok = (x >= 0) & (y >= 0)
         return self.pair_keys(x[ok], y[ok])
 
-    def start(self, keys: np.ndarray, coarse_duals: tuple[np.ndarray, np.ndarray] | None,
-              coarse_plan: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-              p: np.ndarray | None = None, q: np.ndarray | None = None) -> None:
+    def start_warm(self, keys: np.ndarray, coarse_duals: tuple[np.ndarray, np.ndarray] | None,
+                   coarse_plan: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+                   p: np.ndarray | None = None, q: np.ndarray | None = None) -> None:
         """The simplex over ``keys`` (sorted, distinct), its crash basis ordered by the reduced costs under the
         coarse level's duals (``(U, V)`` on the coarse grid, NaN off the supports) when given; with the coarse
         plan ``(ci, cj, mass)`` (and the fine masses ``p``, ``q``), the crash first takes the plan's refinement
         (:mod:`ldpviz.metrics.plan_refine`) in leaf order, so the first basis is feasible."""
-        self.keys = keys
-        la, lb = np.divmod(keys, len(self.ib))
-        cost = _cost(self.ia[la], self.ib[lb], self.d)
+        costed = la, lb, cost = self.key_cost(keys)
         order = None
         if coarse_duals is not None:
             d, dc = self.d, (self.d + 1) // 2
@@ -196,23 +173,7 @@ class _Problem:
             ra, rb = np.divmod(keys[at], len(self.ib))
             lo = leaf_order(len(self.ia) + len(self.ib), ra, len(self.ia) + rb)
             order[at[lo]] = -1e15 + np.arange(len(lo), dtype=float)
-        self.simplex = TransportSimplex(self.a, self.b, la, lb, cost, max_cost=2.0 * (self.d - 1) ** 2,
-                                        order_key=order)
-
-    def add(self, new: np.ndarray) -> int:
-        """Add the keys not held yet to the live simplex; the number added."""
-        new = _unique(new)
-        if new.size == 0:
-            return 0
-        at = np.searchsorted(self.keys, new)
-        held = at < len(self.keys)
-        held[held] = self.keys[at[held]] == new[held]
-        new, at = new[~held], at[~held]
-        if new.size:
-            self.keys = np.insert(self.keys, at, new)
-            la, lb = np.divmod(new, len(self.ib))
-            self.simplex.add_arcs(la, lb, _cost(self.ia[la], self.ib[lb], self.d))
-        return int(new.size)
+        self.start(keys, order, costed)
 
     def certificate(self, u: np.ndarray, v: np.ndarray):
         """Lower bound and the repair arcs: ``(lower, keys of violating arcs, number of violations)``."""
@@ -266,8 +227,8 @@ def _solve_level(p: np.ndarray, q: np.ndarray, radius: int, deadline: float, sta
         cpu0 = time.process_time()
         if time.perf_counter() > deadline and not finest:
             raise _OutOfTime
-        keys = _unique(np.concatenate([prob.children_keys(cx, cy), prob.local_keys(radius)]))
-        prob.start(keys, cduals, (cx, cy, cm) if WARM_PLAN else None, p, q)
+        keys = unique_sorted(np.concatenate([prob.children_keys(cx, cy), prob.local_keys(radius)]))
+        prob.start_warm(keys, cduals, (cx, cy, cm) if WARM_PLAN else None, p, q)
     sx = prob.simplex
     rounds = 0
     while True:
@@ -294,8 +255,8 @@ def _solve_level(p: np.ndarray, q: np.ndarray, radius: int, deadline: float, sta
     stats["rounds"] = stats.get("rounds", 0) + rounds
     stats["arcs"] = int(sx.n_arcs)
     stats["pivots"] = stats.get("pivots", 0) + int(sx.pivots)
-    x, y, m = sx.plan()
-    return prob.ia[x], prob.ib[y], m, lower, cost, certified, prob.grid_duals(u, v)
+    x, y, m = prob.plan()
+    return x, y, m, lower, cost, certified, prob.grid_duals(u, v)
 
 
 def _coarse_level(pc: np.ndarray, qc: np.ndarray, radius: int, deadline: float, stats: dict):
