@@ -49,3 +49,24 @@ def test_above_the_own_dense_limit_pot_answers(monkeypatch):
     monkeypatch.setattr(tr, "OWN_DENSE_MAX_PAIRS", 10)
     assert tr._emd_dense(p, q, "cityblock")[0] == pytest.approx(own, rel=1e-12)
     assert tr._emd_dense(p, q, "cityblock", want_plan=False)[0] == pytest.approx(own, rel=1e-12)
+
+
+@pytest.mark.parametrize("metric", ["sqeuclidean", "cityblock"])
+def test_pairs_added_to_a_live_solve_reach_pots_optimum(metric):
+    """SparsePairs (the candidate pairs both certified solvers grow): a solve started on every other pair, then
+    given all pairs again (duplicates included), adds exactly the missing ones, keeps its keys sorted and
+    distinct, and continues from its basis to POT's optimum (1e-9) with a feasible plan."""
+    from ldpviz.metrics.sparse_pairs import SparsePairs
+    p, q = _case(7, 0.7, 11)
+    prob = SparsePairs(p, q, lambda x, y: tr._pair_cost(x, y, 7, metric), max_cost=2.0 * 36)
+    every = prob.all_keys()
+    sx = prob.start(every[::2])
+    sx.run()
+    assert prob.add(np.concatenate([every, every[::3]])) == len(every) - len(every[::2])
+    assert np.array_equal(prob.keys, every)
+    assert prob.add(every) == 0
+    assert sx.run() and sx.artificial_flow <= 1e-12
+    assert sx.cost_value == pytest.approx(_pot(p, q, metric), abs=1e-9)
+    rows, cols, mass = prob.plan()
+    np.testing.assert_allclose(np.bincount(rows, mass, minlength=49), p.ravel(), atol=1e-12)
+    np.testing.assert_allclose(np.bincount(cols, mass, minlength=49), q.ravel(), atol=1e-12)
