@@ -55,6 +55,36 @@ def _answer(found) -> dict:
     return {k: v for k, v in found.to_dict().items() if k not in ("seconds", "runs", "evaluations")}
 
 
+#: One process's share of the seeks, for the processes comparison: import, load the data, the same uncounted
+#: warm-up seek as the threads had, then its seeks one after another; prints the seconds of seeking and answers.
+PROCESS_SHARE = r"""
+import json, sys, time
+from ldpviz.data import datasets
+from ldpviz.decide import tradeoff
+from ldpviz.experiment import Scenario
+names, warm, dataset, grid, users, seed, target = json.loads(sys.argv[1])
+data = datasets.load(dataset)
+def call(name):
+    base = Scenario(dataset=dataset, mechanism=name, epsilon=1.0, grid_side=grid, n_users=users, seed=seed)
+    return tradeoff.target_epsilon(base, "w2_m", target, n_users=users, dataset=data)
+call(warm)
+t = time.perf_counter()
+answers = {name: call(name).epsilon for name in names}
+print(json.dumps({"seconds": time.perf_counter() - t, "answers": answers}))
+"""
+
+
+def share_by_cost(costs: list[float], parts: int) -> list[list[int]]:
+    """Seeks dealt to ``parts`` processes, longest predicted first, each to the least loaded so far."""
+    shares: list[list[int]] = [[] for _ in range(max(1, parts))]
+    load = [0.0] * len(shares)
+    for i in sorted(range(len(costs)), key=lambda k: -float(costs[k] or 0.0)):
+        j = load.index(min(load))
+        shares[j].append(i)
+        load[j] += float(costs[i] or 0.0)
+    return [s for s in shares if s]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smoke run: d = 8, 5,000 users, 20 checks")
@@ -114,6 +144,25 @@ def main(argv: list[str] | None = None) -> int:
         base_rows, base_wall, base_cpu = one_after_another(MECHANISMS)
         same = all(_answer(a) == _answer(b) for (a, _, _), (b, _, _) in zip(rows, base_rows))
         baseline = (base_rows, base_wall, base_cpu, same, os.getloadavg())
+    processes = None
+    if not args.no_baseline:     # the same seeks as separate processes: what the GIL costs the threads
+        import subprocess
+        seek_cost = [one_run(n) * runtime_model.goal_seek_runs(tradeoff.DEFAULT_TRIALS, n) for n in MECHANISMS]
+        shares = share_by_cost(seek_cost, tradeoff.seek_threads(len(MECHANISMS)))
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        wall0 = time.perf_counter()
+        procs = [subprocess.Popen([sys.executable, "-c", PROCESS_SHARE,
+                                   json.dumps([[MECHANISMS[i] for i in share], MECHANISMS[0], DATASET, grid, users,
+                                               seed, target])], stdout=subprocess.PIPE, text=True, env=env)
+                 for share in shares]
+        outs = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in procs]
+        launch_wall = time.perf_counter() - wall0
+        by_name = {f.mechanism: f.epsilon for f, _, _ in rows}
+        same_proc = all(by_name[n] == e for o in outs for n, e in o["answers"].items())
+        processes = ([[MECHANISMS[i] for i in share] for share in shares], [o["seconds"] for o in outs],
+                     launch_wall, same_proc, os.getloadavg())
+        print(f"as processes: {max(o['seconds'] for o in outs):.1f} s of seeking, {launch_wall:.1f} s from launch",
+              file=sys.stderr)
     checks = {}
     for found, _, _ in rows:
         if found.reached:
@@ -194,6 +243,22 @@ def main(argv: list[str] | None = None) -> int:
                       f"CPU; answers {'identical field for field' if same else 'DIFFERENT (a bug)'}.", "",
                   "| mechanism | alone: wall s | alone: CPU s | collections |", "|---|---|---|---|"]
         lines += [f"| {b.mechanism} | {bw:.2f} | {bc:.2f} | {b.runs} |" for b, bw, bc in base_rows]
+    if processes:
+        shares, seconds, launch_wall, same_proc, lp = processes
+        longest = max(bw for _, bw, _ in baseline[0]) if baseline else None
+        lines += ["", f"The same {len(rows)} seeks as {len(shares)} processes instead of threads (not how the product "
+                      f"runs them; what the threads lose to each other): each process imported ldpviz, loaded the "
+                      f"data, ran the same uncounted warm-up seek, then its share one after another ("
+                      + "; ".join(", ".join(sh) for sh in shares)
+                      + f"). The slower process's seeking took {max(seconds):.1f} s "
+                      f"({launch_wall:.1f} s from launch, start-up included; load after {lp[0]:.1f}) against "
+                      f"{wall:.1f} s as threads"
+                      + (f" and {longest:.1f} s for the longest seek alone" if longest else "")
+                      + f"; answers {'the same' if same_proc else 'DIFFERENT (a bug)'}."
+                      + (f" The threads' extra {wall - max(seconds):.1f} s is their EM loops waiting on each other for "
+                         "the GIL: between the calls that release it (FFTs, numba solvers, large numpy operations) are "
+                         "many small Python and numpy steps." if max(seconds) < 0.9 * wall else
+                         " Processes were not faster here: the threads lost nothing measurable to the GIL.")]
     if everything:
         names, all_rows, all_wall, all_cpu, all_first, la, lb = everything
         lines += ["", f"Every LDP mechanism ({len(names)}) side by side took {all_wall:.1f} s wall and {all_cpu:.1f} s "

@@ -492,10 +492,14 @@ def seeks_side_by_side(seeks: Sequence[Callable[[], Any]], costs: Sequence[float
     order (:func:`start_order`): a first answer soon, and no long seek started late.
 
     Threads, not processes: the seeks' heavy parts release the GIL (numpy's BLAS and FFTs, the numba solvers
-    are ``nogil``; the FFT work arrays are per thread), so on 2 cores two seeks run in about the time of the
-    longer, with no process start-up or copy of the data. Every seek draws from its own seeded streams, so the
-    answers are the same as one after another (tested). If the caller stops early (a page re-run), seeks not
-    started are cancelled; those running finish on their threads and are dropped.
+    are ``nogil``; the FFT work arrays are per thread), with no process start-up or copy of the data. They do
+    not run fully in parallel: the EM loops between those calls are many small Python and numpy steps, so two
+    threads wait on each other for the GIL: docs/target-mode.md times four seeks as threads, as processes and
+    one after another in one run (bench/target_mode.py; about 30% over the longest seek alone as threads, 10%
+    as processes, on 2 cores).
+    Every seek draws from its own seeded streams, so the answers are the same as one after another (tested). If
+    the caller stops early (a page re-run), seeks not started are cancelled; those running finish on their
+    threads and are dropped.
     """
     threads = seek_threads(len(seeks)) if threads is None else max(1, int(threads))
     order = list(range(len(seeks))) if costs is None else start_order(costs, threads)
