@@ -17,10 +17,362 @@
 // The projection lon/lat -> metres is ldpviz's: local equirectangular, or azimuthal equidistant on WGS 84
 // (Vincenty's inverse formula, within about 0.5 mm of PROJ's geodesics).
 
-export const SCHEMA = "ldpviz-collection/1";
+export const SCHEMA = "ldpviz-collection/2";
 const DEG = Math.PI / 180;
 const TWO32 = 4294967296;
 const TWO53 = 9007199254740992;
+
+// ---------------------------------------------------------------------------------------------------------------
+// The spec: its canonical form, its digest, its shape and its channel (docs/deploy.md, "What the digest protects").
+// Byte for byte the same as client.py's canonical_json / check_shape / check_channel.
+// ---------------------------------------------------------------------------------------------------------------
+
+/** Integers travel in JSON only below this magnitude. */
+const INT_LIMIT = 9007199254740992;
+const WEIGHT_LIMIT = 4503599627370496;
+const OLH_PRIME = 2147483647;
+const OLH_MAX_BUCKETS = 1048576;
+const GEO_I_UNIT_M = 1000;
+
+/** A spec this client refuses to report from; the message says why in one sentence. */
+export class SpecError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "SpecError";
+  }
+}
+
+function refuse(why) {
+  const reason = "the spec" + (why.startsWith("'s ") ? "" : " ") + why;
+  throw new SpecError(`ldpviz client: ${reason}; refusing to report (use the collection.json made by ` +
+    "'ldpviz deploy', unchanged)");
+}
+
+const NAMED_ESCAPES = { '"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+
+/** A JSON string of ASCII only: the named escapes, every other UTF-16 code unit outside 0x20..0x7e as \uXXXX. */
+function canonicalString(text) {
+  let out = '"';
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i], code = text.charCodeAt(i);
+    if (NAMED_ESCAPES[ch] !== undefined) out += NAMED_ESCAPES[ch];
+    else if (code >= 0x20 && code <= 0x7e) out += ch;
+    else out += "\\u" + code.toString(16).padStart(4, "0");
+  }
+  return out + '"';
+}
+
+/** A number by its value: integral below 2^53 as digits, any other as its shortest round-trip digits d[.ddd]e<exp>. */
+function canonicalNumber(x) {
+  if (!Number.isFinite(x)) refuse(`holds ${x}, not a JSON number`);
+  if (Number.isInteger(x) && Math.abs(x) < INT_LIMIT) return x === 0 ? "0" : String(x);
+  const text = String(Math.abs(x));              // Number::toString: the shortest digits that round-trip
+  const [mantissa, exp = "0"] = text.split("e");
+  const [whole, frac = ""] = mantissa.split(".");
+  const digits = (whole + frac).replace(/^0+/, "");
+  let exponent = Number(exp) - frac.length;
+  const stripped = digits.replace(/0+$/, "");
+  exponent += digits.length - stripped.length;
+  const sci = exponent + stripped.length - 1;
+  const body = stripped[0] + (stripped.length > 1 ? "." + stripped.slice(1) : "");
+  return (x < 0 ? "-" : "") + body + "e" + sci;
+}
+
+function compareUnits(a, b) {                     // UTF-16 code unit order (JavaScript's own string order)
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** The canonical JSON text of a parsed value (ASCII only: its bytes are its characters). */
+export function canonicalJson(value) {
+  if (value === null) return "null";
+  if (value === true) return "true";
+  if (value === false) return "false";
+  if (typeof value === "string") return canonicalString(value);
+  if (typeof value === "number") return canonicalNumber(value);
+  if (Array.isArray(value)) return "[" + value.map(canonicalJson).join(",") + "]";
+  if (typeof value === "object") {
+    const keys = Object.keys(value).sort(compareUnits);
+    return "{" + keys.map((k) => canonicalString(k) + ":" + canonicalJson(value[k])).join(",") + "}";
+  }
+  refuse(`holds a value of type ${typeof value}, not JSON`);
+}
+
+const SHA256_K = new Uint32Array([
+  0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98,
+  0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
+  0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8,
+  0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
+  0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819,
+  0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
+  0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+  0xc67178f2]);
+
+/** SHA-256 (FIPS 180-4) of an ASCII string, as lowercase hex; synchronous, so createClient stays synchronous. */
+export function sha256Hex(text) {
+  const n = text.length, total = Math.ceil((n + 9) / 64) * 64;
+  const bytes = new Uint8Array(total);
+  for (let i = 0; i < n; i++) bytes[i] = text.charCodeAt(i);
+  bytes[n] = 0x80;
+  const bits = n * 8;
+  for (let i = 0; i < 8; i++) bytes[total - 1 - i] = Math.floor(bits / 2 ** (8 * i)) & 0xff;
+  const H = new Uint32Array([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
+    0x5be0cd19]);
+  const W = new Uint32Array(64);
+  const rotr = (x, k) => (x >>> k) | (x << (32 - k));
+  for (let off = 0; off < total; off += 64) {
+    for (let t = 0; t < 16; t++) {
+      const j = off + 4 * t;
+      W[t] = (bytes[j] << 24) | (bytes[j + 1] << 16) | (bytes[j + 2] << 8) | bytes[j + 3];
+    }
+    for (let t = 16; t < 64; t++) {
+      const s0 = rotr(W[t - 15], 7) ^ rotr(W[t - 15], 18) ^ (W[t - 15] >>> 3);
+      const s1 = rotr(W[t - 2], 17) ^ rotr(W[t - 2], 19) ^ (W[t - 2] >>> 10);
+      W[t] = (W[t - 16] + s0 + W[t - 7] + s1) >>> 0;
+    }
+    let [a, b, c, d, e, f, g, h] = H;
+    for (let t = 0; t < 64; t++) {
+      const t1 = (h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + SHA256_K[t] + W[t]) >>> 0;
+      const t2 = ((rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c))) >>> 0;
+      h = g; g = f; f = e; e = (d + t1) >>> 0; d = c; c = b; b = a; a = (t1 + t2) >>> 0;
+    }
+    H[0] += a; H[1] += b; H[2] += c; H[3] += d; H[4] += e; H[5] += f; H[6] += g; H[7] += h;
+  }
+  return Array.from(H, (w) => w.toString(16).padStart(8, "0")).join("");
+}
+
+/** "sha256:<hex>" of the canonical JSON of the spec without its digest key. */
+export function specDigest(spec) {
+  const body = {};
+  for (const k of Object.keys(spec)) if (k !== "digest") body[k] = spec[k];
+  return "sha256:" + sha256Hex(canonicalJson(body));
+}
+
+const isWhole = (v) => typeof v === "number" && Number.isInteger(v) && v >= 0 && v < INT_LIMIT;
+const isNum = (v) => typeof v === "number" && Number.isFinite(v);
+const TYPES = {
+  int: [isWhole, "a whole number below 2^53"],
+  num: [isNum, "a finite number"],
+  str: [(v) => typeof v === "string", "a string"],
+  ints: [(v) => Array.isArray(v) && v.every(isWhole), "a list of whole numbers"],
+  rows: [(v) => Array.isArray(v) && v.every((r) => Array.isArray(r) && r.every(isWhole)),
+    "a list of lists of whole numbers"],
+  pairs: [(v) => Array.isArray(v) && v.every((p) => Array.isArray(p) && p.length === 2 && isWhole(p[0]) &&
+    isWhole(p[1])), "a list of [offset, weight] pairs"],
+  digits: [(v) => Array.isArray(v) && v.every((x) => typeof x === "string" && /^[0-9]+$/.test(x)),
+    "a list of decimal-digit strings"],
+};
+/** The fields of each sampler (client.kind) and value map (client.map), with their JSON types (as client.py). */
+export const KIND_FIELDS = {
+  grr: { D: "int", keep: "int", other: "int" },
+  olh: { D: "int", g: "int", prime: "int", keep: "int", other: "int" },
+  oue: { D: "int", q_numerator: "int", q_bits: "int" },
+  hr: { D: "int", blocks: "int", block_size: "int", in_set: "int", other: "int" },
+  disk: { box_side: "int", radius: "int", mask: "ints", base: "int", bump: "pairs" },
+  "planar-laplace": { eps_cell: "num", float_bits: "int" },
+  staircase: { m: "int", levels: "ints", lo: "rows", hi: "rows" },
+  "square-wave": { split: "str", b: "num", near_probability: "num", out_buckets: "int" },
+  "olh-h": { g: "int", prime: "int", keep: "int", other: "int", level_sizes: "ints", level_index: "rows" },
+  subset: { k: "int", n: "int", decay: "digits", eps_prime_per_cell: "num" },
+  curator: { D: "int" },
+};
+const MAP_FIELDS = { cell: {}, position: {}, domain: { block: "int", domain_cells: "ints" },
+  "uniform-grid": { side: "int" } };
+const KIND_MAPS = { grr: ["cell", "domain", "uniform-grid"], olh: ["cell", "uniform-grid"],
+  oue: ["cell", "uniform-grid"], hr: ["cell", "domain", "uniform-grid"], disk: ["cell"],
+  "planar-laplace": ["position"], staircase: ["domain"], "square-wave": ["position"], "olh-h": ["domain"],
+  subset: ["cell"], curator: ["cell"] };
+const REGION_FIELDS = { center_lon: "num", center_lat: "num", side_m: "num", grid_side: "int", projection: "str" };
+const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+const has = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
+
+function checkFields(section, fields, name) {
+  for (const [key, type] of Object.entries(fields)) {
+    if (!has(section, key)) refuse(`'s ${name} section has no '${key}'`);
+    if (!TYPES[type][0](section[key])) refuse(`'s ${name}.${key} is not ${TYPES[type][1]}`);
+  }
+}
+
+/** Every section and field the client reads is there with its JSON type; one clear SpecError if not. */
+export function checkShape(spec) {
+  if (!isObject(spec)) refuse("is not a JSON object");
+  if (spec.schema !== SCHEMA) refuse(`has schema ${JSON.stringify(spec.schema ?? null)}; this client reads '${SCHEMA}'`);
+  for (const section of ["mechanism", "region", "client", "report"]) {
+    if (!isObject(spec[section])) refuse(has(spec, section) ? `'s '${section}' is not an object` : `has no '${section}' section`);
+  }
+  if (!(typeof spec.digest === "string" && spec.digest.startsWith("sha256:"))) refuse("has no digest");
+  if (!(isNum(spec.epsilon) && spec.epsilon > 0)) refuse("has no positive 'epsilon'");
+  if (typeof spec.epsilon_unit !== "string") refuse("has no 'epsilon_unit'");
+  const region = spec.region, c = spec.client;
+  checkFields(region, REGION_FIELDS, "region");
+  if (region.projection === "aeqd") {
+    const e = region.ellipsoid;
+    if (!(isObject(e) && isNum(e.a) && isNum(e.f))) refuse("'s aeqd region has no ellipsoid {a, f}");
+  } else if (region.projection === "local") {
+    checkFields(region, { earth_radius_m: "num" }, "region");
+  } else {
+    refuse(`'s region has projection '${region.projection}' (expected 'aeqd' or 'local')`);
+  }
+  const bounds = region.bounds;
+  if (bounds != null && !(Array.isArray(bounds) && bounds.length === 4 && bounds.every(isNum))) {
+    refuse("'s region bounds are not four numbers (west, south, east, north)");
+  }
+  if (!(region.side_m > 0 && region.grid_side >= 1)) refuse("'s region has no positive side or grid");
+  if (!has(KIND_FIELDS, c.kind)) refuse(`names an unknown sampler client.kind ${JSON.stringify(c.kind ?? null)}`);
+  if (!KIND_MAPS[c.kind].includes(c.map)) {
+    refuse(`runs sampler '${c.kind}' on value map ${JSON.stringify(c.map ?? null)} (expected ${KIND_MAPS[c.kind].join(" or ")})`);
+  }
+  checkFields(c, { ...KIND_FIELDS[c.kind], ...MAP_FIELDS[c.map], epsilon_deployed: "num" }, "client");
+}
+
+/** num / den is target up to the floor that made num (num = floor(target den), never above it). */
+function ratioIs(num, den, target) {
+  const r = num / den;
+  return r <= target * (1 + 1e-12) && r >= target * (1 - 1e-9) - 2 / den;
+}
+
+const logRatio = (num, den) => (num > 0 && den > 0 ? Math.log(num / den).toPrecision(4) : "?");
+const g6 = (x) => String(Number(x.toPrecision(6)));
+
+/** The natural log of a whole number written in decimal digits (any size). */
+function logDigits(text) {
+  text = text.replace(/^0+/, "");
+  if (text === "") return -Infinity;
+  return Math.log(Number("0." + text.slice(0, 17))) + text.length * Math.log(10);
+}
+
+/** b of the square wave (Li et al. SIGMOD'20): (eps e^eps - e^eps + 1) / (2 e^eps (e^eps - 1 - eps)). */
+export function squareWaveRadius(eps) {
+  const e = Math.exp(eps);
+  return (eps * e - e + 1) / (2 * e * (e - 1 - eps));
+}
+
+/** Every parameter that sets the sampler's privacy, derived here from the mechanism's epsilon (and the grid), equals
+ * the spec's up to the one unit an integer weight is floored by; sizes and indices are consistent (as client.py). */
+export function checkChannel(spec) {
+  const c = spec.client, region = spec.region, eps = spec.epsilon, unit = spec.epsilon_unit, kind = c.kind;
+  const d = region.grid_side, cellM = region.side_m / d, e = Math.exp(eps);
+  let D = 0;
+  if (c.map === "cell") D = d * d;
+  else if (c.map === "domain") {
+    const blocks = c.block >= 1 ? Math.ceil(d / c.block) : 0, cells = c.domain_cells;
+    if (!(c.block >= 1 && cells.length && cells.every((x) => x < blocks * blocks) && new Set(cells).size === cells.length)) {
+      refuse("'s domain cells do not fit its grid");
+    }
+    D = cells.length;
+  } else if (c.map === "uniform-grid") {
+    if (!(c.side >= 1 && c.side <= 4096)) refuse("'s uniform grid side is out of range");
+    D = c.side * c.side;
+  }
+  if (has(c, "D") && c.D !== D) refuse(`'s client.D is ${c.D} but its value map has ${D} values`);
+  const geo = kind === "planar-laplace" || kind === "subset";
+  if (!geo && unit !== "per report") refuse(`states its LDP epsilon '${unit}', not 'per report'`);
+  if (kind === "grr" || kind === "olh" || kind === "olh-h") {
+    const g = kind === "grr" ? D : c.g;
+    if (kind !== "grr") {
+      if (c.prime !== OLH_PRIME) refuse(`'s OLH prime is ${c.prime}, not 2^31 - 1`);
+      const want = eps > Math.log(OLH_MAX_BUCKETS) ? OLH_MAX_BUCKETS : Math.max(2, e + 1);
+      if (!(g >= 2 && g <= OLH_MAX_BUCKETS && Math.abs(g - want) <= 0.5 + 1e-9)) {
+        refuse(`has ${g} OLH buckets where epsilon ${g6(eps)} gives round(e^eps + 1) = ${Math.round(want)}`);
+      }
+    }
+    if (g > 1 && !(c.other >= 1 && ratioIs(c.keep, c.other, e))) {
+      refuse(`'s weights keep/other = ${c.keep}/${c.other} give e^${logRatio(c.keep, c.other)} where epsilon ${g6(eps)} gives e^${g6(eps)}`);
+    }
+    if (g > 1 && c.keep + (g - 1) * c.other > WEIGHT_LIMIT) refuse("'s weights exceed 2^52");
+    if (kind === "olh-h") {
+      const sizes = c.level_sizes, index = c.level_index;
+      if (!(sizes.length && index.length === sizes.length &&
+            index.every((row, l) => row.length === D && row.every((v) => v < sizes[l])))) {
+        refuse("'s hierarchy (level_sizes, level_index) does not fit its domain");
+      }
+    }
+  } else if (kind === "oue") {
+    const q = 1 / (e + 1), Q = c.q_numerator;
+    if (!(c.q_bits === 53 && Q >= q * TWO53 * (1 - 1e-12) && Q <= q * TWO53 * (1 + 1e-12) + 1)) {
+      refuse(`'s OUE threshold ${Q} / 2^${c.q_bits} is not q = 1/(e^eps + 1) = ${g6(q)} at epsilon ${g6(eps)}`);
+    }
+  } else if (kind === "hr") {
+    const B = c.blocks, b = c.block_size, E = c.in_set, S = c.other;
+    const pow2 = (x) => x >= 1 && Number.isInteger(Math.log2(x));
+    if (!(pow2(B) && b >= 2 && pow2(b) && B * (b - 1) >= D)) refuse("'s Hadamard code (blocks, block_size) does not cover its domain");
+    if (!(S >= 1 && ratioIs(E, S, e))) refuse(`'s weights in_set/other give e^${logRatio(E, S)} where epsilon ${g6(eps)} gives e^${g6(eps)}`);
+    if ((b / 2) * (E + S) + (B * b - b) * S > WEIGHT_LIMIT) refuse("'s weights exceed 2^52");
+  } else if (kind === "disk") {
+    const r = c.radius, box = c.box_side, base = c.base, bump = c.bump, w = 2 * r + 1;
+    if (!(box === d + 2 * r && base >= 1 && bump.length && bump.every(([o]) => o < w * w) && c.mask.every((x) => x < box * box))) {
+      refuse("'s disk (radius, box_side, mask, bump) does not fit its grid");
+    }
+    const top = bump.reduce((acc, [, wt]) => Math.max(acc, wt), 0);
+    const centre = bump.find(([o]) => o === r * w + r);
+    // the own cell has weight e^eps (DAM paper Def. 8), every other at most that: the ratio bound is the signed one
+    if (!(centre && centre[1] === top && ratioIs(base + top, base, e))) {
+      refuse(`'s disk weights give e^${logRatio(base + top, base)} where epsilon ${g6(eps)} gives e^${g6(eps)} at the own cell`);
+    }
+    if (c.mask.length * base + bump.reduce((acc, [, wt]) => acc + wt, 0) > WEIGHT_LIMIT) refuse("'s weights exceed 2^52");
+  } else if (kind === "staircase") {
+    const m = c.m, L = c.levels, lo = c.lo, hi = c.hi;
+    const fits = (a, z) => a.length === m + 1 && z.length === m + 1 && a.every((v, j) => v >= 0 && z[j] <= D);
+    if (!(m >= 1 && L.length === m && L.every((v) => v >= 1) && lo.length === D && hi.length === D && lo.every((a, i) => fits(a, hi[i])))) {
+      refuse("'s staircase (m, levels, lo, hi) does not fit its domain");
+    }
+    let dmin = Infinity, dmax = 0;
+    for (let i = 0; i < D; i++) {
+      let dens = 0;
+      for (let j = 0; j < m; j++) {
+        const size = (hi[i][j + 1] - lo[i][j + 1]) - (hi[i][j] - lo[i][j]);
+        if (size < 0) refuse("'s staircase groups have negative sizes");
+        dens += size * L[j];
+      }
+      dmin = Math.min(dmin, dens);
+      dmax = Math.max(dmax, dens);
+    }
+    if (dmin < 1 || dmax > WEIGHT_LIMIT) refuse("'s staircase weights are empty or exceed 2^52");
+    const got = Math.log(Math.max(...L) / Math.min(...L)) + Math.log(dmax / dmin);   // L-SRR Theorem 3.3's ratio
+    if (got > eps * (1 + 1e-9) + 1e-12) refuse(`'s staircase weights give epsilon ${g6(got)}, above its epsilon ${g6(eps)}`);
+  } else if (kind === "square-wave") {
+    if (c.split !== "users" && c.split !== "budget") refuse(`'s square wave split is '${c.split}'`);
+    const se = c.split === "users" ? eps : eps / 2, b = squareWaveRadius(se), ee = Math.exp(se);
+    const near = 2 * b * ee / (2 * b * ee + 1);
+    if (!(Math.abs(c.b - b) <= 1e-9 * b && Math.abs(c.near_probability - near) <= 1e-9 * near && c.out_buckets >= 1)) {
+      refuse(`'s square wave (b, near_probability) = (${g6(c.b)}, ${g6(c.near_probability)}) is not (${g6(b)}, ${g6(near)}) that epsilon ${g6(eps)} gives`);
+    }
+  } else if (kind === "planar-laplace") {
+    if (unit !== "per km") refuse(`states planar Laplace's epsilon '${unit}', not 'per km'`);
+    const want = eps * cellM / GEO_I_UNIT_M;
+    if (!(Math.abs(c.eps_cell - want) <= 1e-9 * want && c.float_bits === 53)) {
+      refuse(`'s noise scale eps_cell ${g6(c.eps_cell)} is not ${g6(want)} (epsilon ${g6(eps)} per km on ${g6(cellM)} m cells)`);
+    }
+  } else if (kind === "subset") {
+    const n = c.n, k = c.k, decay = c.decay, ep = c.eps_prime_per_cell;
+    const perKm = unit === "per km" ? eps : c.epsilon_deployed, want = perKm * cellM / GEO_I_UNIT_M;
+    const smax = 2 * (d - 1) ** 2;
+    if (!(n === d * d && k >= 1 && k <= Math.max(1, n - 1) && decay.length === smax + 1)) {
+      refuse("'s subset sampler (n, k, decay) does not fit its grid");
+    }
+    if (!(Math.abs(ep - want) <= 1e-9 * want)) refuse(`'s eps' per cell ${g6(ep)} is not ${g6(want)} (${g6(perKm)} per km on ${g6(cellM)} m cells)`);
+    const rmax = Math.sqrt(smax), lim = 52 * Math.log(2);
+    decay.forEach((text, s) => {
+      if (Math.abs(logDigits(text) - (ep * (rmax - Math.sqrt(s)) / 2 + lim)) > 1e-9) {
+        refuse(`'s decay weight ${s} is not e^(eps' (r_max - r) / 2) 2^52`);
+      }
+    });
+  }
+}
+
+/** Check a parsed spec before any report (shape, digest recomputed over the canonical form, the pinned digest when
+ * given, the channel); return the verified digest. */
+export function verifySpec(spec, expectedDigest = null) {
+  checkShape(spec);
+  const actual = specDigest(spec);
+  if (actual !== spec.digest) {
+    refuse(`was changed after it was made: it states digest ${spec.digest.slice(0, 19)}... but its content hashes to ${actual.slice(0, 19)}...`);
+  }
+  if (expectedDigest != null && actual !== expectedDigest) {
+    refuse(`is not the one this app was built for: its digest is ${actual.slice(0, 19)}..., the app expects ${String(expectedDigest).slice(0, 19)}...`);
+  }
+  checkChannel(spec);
+  return actual;
+}
 
 /** Python's float modulo (the sign of the divisor), which ldpviz's projections use. */
 function pymod(a, n) {
@@ -183,11 +535,13 @@ export class CollectionClient {
   /**
    * @param spec the parsed collection.json, unchanged
    * @param options.fillRandom (testing only) fills a Uint32Array with random words; default crypto.getRandomValues
+   * @param options.expectedDigest the digest the app was built for (printed by 'ldpviz deploy'): a spec replaced
+   *   together with its digest is refused too
+   * Throws a SpecError (one sentence) when the spec's shape, digest or channel does not verify.
    */
   constructor(spec, options = {}) {
-    if (!spec || spec.schema !== SCHEMA) throw new Error(`ldpviz client: not a collection spec of schema ${SCHEMA}`);
+    this.digest = verifySpec(spec, options.expectedDigest ?? null);
     this.spec = spec;
-    this.digest = spec.digest;
     this.c = spec.client;
     this.d = spec.region.grid_side;
     this.random = new RandomSource(options.fillRandom);

@@ -20,13 +20,14 @@ about a millimetre of a cell edge).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import secrets
 import sys
 from typing import Callable
 
-SCHEMA = "ldpviz-collection/1"
+SCHEMA = "ldpviz-collection/2"
 TWO53 = float(1 << 53)
 
 
@@ -53,6 +54,401 @@ class RandomSource:
     def open53(self) -> float:
         """Uniform on (0, 1] with 53 random bits."""
         return (self.randbits(53) + 1) / TWO53
+
+
+# ---------------------------------------------------------------------------
+# The spec: its canonical form, its digest, its shape and its channel (docs/deploy.md, "What the digest protects")
+# ---------------------------------------------------------------------------
+
+class SpecError(ValueError):
+    """A spec this client refuses to report from; the message says why in one sentence (``reason``: the why alone)."""
+
+    def __init__(self, reason: str, message: str | None = None) -> None:
+        super().__init__(message or reason)
+        self.reason = reason
+
+
+#: Integers travel in JSON only below this magnitude (JavaScript numbers are exact only there).
+INT_LIMIT = 1 << 53
+#: Largest total integer weight of one draw (the spec's weights stay below it).
+WEIGHT_LIMIT = 1 << 52
+OLH_PRIME = (1 << 31) - 1
+OLH_MAX_BUCKETS = 1 << 20
+GEO_I_UNIT_M = 1000.0
+_NAMED_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _canonical_string(text: str) -> str:
+    """A JSON string of ASCII only: the named escapes, every other UTF-16 code unit outside 0x20..0x7e as \\uXXXX
+    (lowercase hex; characters beyond U+FFFF as their surrogate pair)."""
+    out = ['"']
+    for ch in text:
+        if ch in _NAMED_ESCAPES:
+            out.append(_NAMED_ESCAPES[ch])
+        elif " " <= ch <= "~":
+            out.append(ch)
+        else:
+            units = ch.encode("utf-16-be", "surrogatepass")
+            out.extend(f"\\u{units[i]:02x}{units[i + 1]:02x}" for i in range(0, len(units), 2))
+    out.append('"')
+    return "".join(out)
+
+
+def _canonical_number(x: int | float) -> str:
+    """A number by its value (1 and 1.0 are the same number): an integral value below 2^53 in magnitude as its
+    decimal digits; any other as the shortest digits that round-trip (Python's repr, JavaScript's toString),
+    written d[.ddd]e<exponent> (no '+', no leading zeros, '-' only when negative)."""
+    if isinstance(x, int):
+        if abs(x) >= INT_LIMIT:
+            raise SpecError(f"the integer {x} is beyond 2^53: JSON cannot carry it exactly to JavaScript (write it as "
+                            "a string)")
+        return str(x)
+    if not math.isfinite(x):
+        raise SpecError(f"{x} is not a JSON number")
+    if x.is_integer() and abs(x) < INT_LIMIT:
+        return str(int(x))
+    text = repr(abs(x))
+    mantissa, _, exp = text.partition("e")
+    whole, _, frac = mantissa.partition(".")
+    digits = (whole + frac).lstrip("0")
+    exponent = int(exp or 0) - len(frac)
+    stripped = digits.rstrip("0")
+    exponent += len(digits) - len(stripped)
+    sci = exponent + len(stripped) - 1
+    body = stripped[0] + ("." + stripped[1:] if len(stripped) > 1 else "")
+    return ("-" if x < 0 else "") + f"{body}e{sci}"
+
+
+def _utf16_key(key: str) -> bytes:
+    return key.encode("utf-16-be", "surrogatepass")
+
+
+def canonical_json(obj: object) -> bytes:
+    """The bytes a spec's digest is taken over (the same bytes client.js makes, docs/deploy.md): objects with their
+    keys sorted by UTF-16 code units, no whitespace, strings in ASCII (:func:`_canonical_string`), numbers by value
+    (:func:`_canonical_number`), true / false / null; NaN, infinities and non-string keys are refused."""
+    parts: list[str] = []
+
+    def emit(v: object) -> None:
+        if v is None:
+            parts.append("null")
+        elif v is True:
+            parts.append("true")
+        elif v is False:
+            parts.append("false")
+        elif isinstance(v, str):
+            parts.append(_canonical_string(v))
+        elif isinstance(v, (int, float)):
+            parts.append(_canonical_number(v))
+        elif isinstance(v, dict):
+            if not all(isinstance(k, str) for k in v):
+                raise SpecError("an object key is not a string")
+            parts.append("{")
+            for i, k in enumerate(sorted(v, key=_utf16_key)):
+                if i:
+                    parts.append(",")
+                parts.append(_canonical_string(k))
+                parts.append(":")
+                emit(v[k])
+            parts.append("}")
+        elif isinstance(v, (list, tuple)):
+            parts.append("[")
+            for i, item in enumerate(v):
+                if i:
+                    parts.append(",")
+                emit(item)
+            parts.append("]")
+        else:
+            raise SpecError(f"a value of type {type(v).__name__} is not JSON")
+
+    emit(obj)
+    return "".join(parts).encode("ascii")
+
+
+def spec_digest(spec: dict) -> str:
+    """``sha256:<hex>`` of the canonical JSON of ``spec`` without its ``digest`` key."""
+    return "sha256:" + hashlib.sha256(canonical_json({k: v for k, v in spec.items() if k != "digest"})).hexdigest()
+
+
+def _refuse(why: str) -> None:
+    reason = "the spec" + ("" if why.startswith("'s ") else " ") + why
+    raise SpecError(reason, f"ldpviz client: {reason}; refusing to report (use the collection.json made by "
+                            "'ldpviz deploy', unchanged)")
+
+
+def _whole(v: object) -> bool:
+    """A whole number in [0, 2^53) (an integral float too, as JavaScript cannot tell 5 from 5.0)."""
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, float):
+        return math.isfinite(v) and v.is_integer() and 0 <= v < INT_LIMIT
+    return isinstance(v, int) and 0 <= v < INT_LIMIT
+
+
+def _number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _typed(v: object, kind: str) -> bool:
+    if kind == "int":
+        return _whole(v)
+    if kind == "num":
+        return _number(v)
+    if kind == "str":
+        return isinstance(v, str)
+    if kind == "ints":
+        return isinstance(v, list) and all(_whole(x) for x in v)
+    if kind == "rows":
+        return isinstance(v, list) and all(isinstance(r, list) and all(_whole(x) for x in r) for r in v)
+    if kind == "pairs":
+        return isinstance(v, list) and all(isinstance(p, list) and len(p) == 2 and _whole(p[0]) and _whole(p[1])
+                                           for p in v)
+    if kind == "digits":
+        return isinstance(v, list) and all(isinstance(x, str) and x.isascii() and x.isdigit() for x in v)
+    raise AssertionError(kind)
+
+
+#: The fields of each sampler (``client.kind``) and of each value map (``client.map``), with their JSON types.
+KIND_FIELDS = {
+    "grr": {"D": "int", "keep": "int", "other": "int"},
+    "olh": {"D": "int", "g": "int", "prime": "int", "keep": "int", "other": "int"},
+    "oue": {"D": "int", "q_numerator": "int", "q_bits": "int"},
+    "hr": {"D": "int", "blocks": "int", "block_size": "int", "in_set": "int", "other": "int"},
+    "disk": {"box_side": "int", "radius": "int", "mask": "ints", "base": "int", "bump": "pairs"},
+    "planar-laplace": {"eps_cell": "num", "float_bits": "int"},
+    "staircase": {"m": "int", "levels": "ints", "lo": "rows", "hi": "rows"},
+    "square-wave": {"split": "str", "b": "num", "near_probability": "num", "out_buckets": "int"},
+    "olh-h": {"g": "int", "prime": "int", "keep": "int", "other": "int", "level_sizes": "ints",
+              "level_index": "rows"},
+    "subset": {"k": "int", "n": "int", "decay": "digits", "eps_prime_per_cell": "num"},
+    "curator": {"D": "int"},
+}
+MAP_FIELDS = {"cell": {}, "position": {}, "domain": {"block": "int", "domain_cells": "ints"},
+              "uniform-grid": {"side": "int"}}
+#: Which value maps each sampler runs on.
+KIND_MAPS = {"grr": ("cell", "domain", "uniform-grid"), "olh": ("cell", "uniform-grid"),
+             "oue": ("cell", "uniform-grid"), "hr": ("cell", "domain", "uniform-grid"), "disk": ("cell",),
+             "planar-laplace": ("position",), "staircase": ("domain",), "square-wave": ("position",),
+             "olh-h": ("domain",), "subset": ("cell",), "curator": ("cell",)}
+REGION_FIELDS = {"center_lon": "num", "center_lat": "num", "side_m": "num", "grid_side": "int",
+                 "projection": "str"}
+
+
+def check_shape(spec: object) -> None:
+    """Every section and field the client reads is there with its JSON type; one clear :class:`SpecError` if not."""
+    if not isinstance(spec, dict):
+        _refuse("is not a JSON object")
+    if spec.get("schema") != SCHEMA:
+        _refuse(f"has schema {spec.get('schema')!r}; this client reads {SCHEMA!r}")
+    for section in ("mechanism", "region", "client", "report"):
+        if not isinstance(spec.get(section), dict):
+            _refuse(f"has no {section!r} section" if section not in spec else f"'s {section!r} is not an object")
+    digest = spec.get("digest")
+    if not (isinstance(digest, str) and digest.startswith("sha256:")):
+        _refuse("has no digest")
+    if not (_number(spec.get("epsilon")) and spec["epsilon"] > 0):
+        _refuse("has no positive 'epsilon'")
+    if not isinstance(spec.get("epsilon_unit"), str):
+        _refuse("has no 'epsilon_unit'")
+    region, c = spec["region"], spec["client"]
+    _check_fields(region, REGION_FIELDS, "region")
+    if region["projection"] == "aeqd":
+        e = region.get("ellipsoid")
+        if not (isinstance(e, dict) and _number(e.get("a")) and _number(e.get("f"))):
+            _refuse("'s aeqd region has no ellipsoid {a, f}")
+    elif region["projection"] == "local":
+        _check_fields(region, {"earth_radius_m": "num"}, "region")
+    else:
+        _refuse(f"'s region has projection {region['projection']!r} (expected 'aeqd' or 'local')")
+    bounds = region.get("bounds")
+    if bounds is not None and not (isinstance(bounds, list) and len(bounds) == 4 and all(map(_number, bounds))):
+        _refuse("'s region bounds are not four numbers (west, south, east, north)")
+    if not (region["side_m"] > 0 and region["grid_side"] >= 1):
+        _refuse("'s region has no positive side or grid")
+    kind, mp = c.get("kind"), c.get("map")
+    if kind not in KIND_FIELDS:
+        _refuse(f"names an unknown sampler client.kind {kind!r}")
+    if mp not in KIND_MAPS[kind]:
+        _refuse(f"runs sampler {kind!r} on value map {mp!r} (expected {' or '.join(KIND_MAPS[kind])})")
+    _check_fields(c, {**KIND_FIELDS[kind], **MAP_FIELDS[mp], "epsilon_deployed": "num"}, "client")
+
+
+def _check_fields(section: dict, fields: dict, name: str) -> None:
+    for key, kind in fields.items():
+        if key not in section:
+            _refuse(f"'s {name} section has no {key!r}")
+        if not _typed(section[key], kind):
+            _refuse(f"'s {name}.{key} is not {_TYPE_TEXT[kind]}")
+
+
+_TYPE_TEXT = {"int": "a whole number below 2^53", "num": "a finite number", "str": "a string",
+              "ints": "a list of whole numbers", "rows": "a list of lists of whole numbers",
+              "pairs": "a list of [offset, weight] pairs", "digits": "a list of decimal-digit strings"}
+
+
+def _log_digits(text: str) -> float:
+    """The natural log of a whole number written in decimal digits (any size)."""
+    text = text.lstrip("0") or "0"
+    if text == "0":
+        return -math.inf
+    head = text[:17]
+    return math.log(float("0." + head)) + len(text) * math.log(10.0)
+
+
+def _ratio_is(num: int, den: int, target: float) -> bool:
+    """num / den is ``target`` up to the floor that made num (num = floor(target den), never above it)."""
+    r = num / den
+    return r <= target * (1 + 1e-12) and r >= target * (1 - 1e-9) - 2.0 / den
+
+
+def square_wave_radius(eps: float) -> float:
+    """b of the square wave (Li et al. SIGMOD'20): (eps e^eps - e^eps + 1) / (2 e^eps (e^eps - 1 - eps))."""
+    e = math.exp(eps)
+    return (eps * e - e + 1.0) / (2.0 * e * (e - 1.0 - eps))
+
+
+def check_channel(spec: dict) -> None:
+    """Every parameter that sets the privacy of the sampler, derived here from the mechanism's epsilon (and the
+    grid), equals the spec's, up to the one unit an integer weight is floored by; the structural ones (sizes,
+    indices) are consistent, so no index can leave its table. A :class:`SpecError` names the first that is not."""
+    c, region = spec["client"], spec["region"]
+    eps, unit, kind, mp = float(spec["epsilon"]), spec["epsilon_unit"], c["kind"], c["map"]
+    d = int(region["grid_side"])
+    cell_m = float(region["side_m"]) / d
+    e = math.exp(eps)
+    if mp == "cell":
+        D = d * d
+    elif mp == "domain":
+        blocks = -(-d // int(c["block"])) if c["block"] >= 1 else 0
+        cells = c["domain_cells"]
+        if not (c["block"] >= 1 and cells and all(x < blocks * blocks for x in cells)
+                and len(set(cells)) == len(cells)):
+            _refuse("'s domain cells do not fit its grid")
+        D = len(cells)
+    elif mp == "uniform-grid":
+        if not 1 <= c["side"] <= 1 << 12:
+            _refuse("'s uniform grid side is out of range")
+        D = int(c["side"]) ** 2
+    else:
+        D = 0
+    if "D" in c and c["D"] != D:
+        _refuse(f"'s client.D is {c['D']} but its value map has {D} values")
+    geo = kind in ("planar-laplace", "subset")
+    if not geo and unit != "per report":
+        _refuse(f"states its LDP epsilon {unit!r}, not 'per report'")
+    if kind in ("grr", "olh", "olh-h"):
+        g = D if kind == "grr" else int(c["g"])
+        if kind != "grr":
+            if c["prime"] != OLH_PRIME:
+                _refuse(f"'s OLH prime is {c['prime']}, not 2^31 - 1")
+            want = OLH_MAX_BUCKETS if eps > math.log(OLH_MAX_BUCKETS) else max(2.0, e + 1.0)
+            if not (2 <= g <= OLH_MAX_BUCKETS and abs(g - want) <= 0.5 + 1e-9):
+                _refuse(f"has {g} OLH buckets where epsilon {eps:g} gives round(e^eps + 1) = {round(want)}")
+        if g > 1 and not (c["other"] >= 1 and _ratio_is(c["keep"], c["other"], e)):
+            _refuse(f"'s weights keep/other = {c['keep']}/{c['other']} give e^{_log_ratio(c['keep'], c['other'])} "
+                    f"where epsilon {eps:g} gives e^{eps:g}")
+        if g > 1 and c["keep"] + (g - 1) * c["other"] > WEIGHT_LIMIT:
+            _refuse("'s weights exceed 2^52")
+        if kind == "olh-h":
+            sizes, index = c["level_sizes"], c["level_index"]
+            if not (sizes and len(index) == len(sizes) and
+                    all(len(row) == D and all(v < size for v in row) for row, size in zip(index, sizes))):
+                _refuse("'s hierarchy (level_sizes, level_index) does not fit its domain")
+    elif kind == "oue":
+        q = 1.0 / (e + 1.0)
+        Q = c["q_numerator"]
+        if not (c["q_bits"] == 53 and q * TWO53 * (1 - 1e-12) <= Q <= q * TWO53 * (1 + 1e-12) + 1):
+            _refuse(f"'s OUE threshold {Q} / 2^{c['q_bits']} is not q = 1/(e^eps + 1) = {q:.6g} at epsilon {eps:g}")
+    elif kind == "hr":
+        B, b, E, S = c["blocks"], c["block_size"], c["in_set"], c["other"]
+        if not (B >= 1 and B & (B - 1) == 0 and b >= 2 and b & (b - 1) == 0 and B * (b - 1) >= D):
+            _refuse("'s Hadamard code (blocks, block_size) does not cover its domain")
+        if not (S >= 1 and _ratio_is(E, S, e)):
+            _refuse(f"'s weights in_set/other give e^{_log_ratio(E, S)} where epsilon {eps:g} gives e^{eps:g}")
+        if (b // 2) * (E + S) + (B * b - b) * S > WEIGHT_LIMIT:
+            _refuse("'s weights exceed 2^52")
+    elif kind == "disk":
+        r, box, base, bump = c["radius"], c["box_side"], c["base"], c["bump"]
+        w = 2 * r + 1
+        if not (box == d + 2 * r and base >= 1 and all(o < w * w for o, _ in bump)
+                and all(x < box * box for x in c["mask"]) and bump):
+            _refuse("'s disk (radius, box_side, mask, bump) does not fit its grid")
+        centre = [wt for o, wt in bump if o == r * w + r]
+        top = max(wt for _, wt in bump)
+        # the own cell has weight e^eps (DAM paper Def. 8), every other at most that: the ratio bound is the signed one
+        if not (centre and centre[0] == top and _ratio_is(base + top, base, e)):
+            _refuse(f"'s disk weights give e^{_log_ratio(base + top, base)} where epsilon {eps:g} gives e^{eps:g} "
+                    "at the own cell")
+        if len(c["mask"]) * base + sum(wt for _, wt in bump) > WEIGHT_LIMIT:
+            _refuse("'s weights exceed 2^52")
+    elif kind == "staircase":
+        m, L, lo, hi = c["m"], c["levels"], c["lo"], c["hi"]
+        if not (m >= 1 and len(L) == m and min(L) >= 1 and len(lo) == D and len(hi) == D and
+                all(len(a) == m + 1 and len(z) == m + 1 and all(0 <= a[j] and z[j] <= D for j in range(m + 1))
+                    for a, z in zip(lo, hi))):
+            _refuse("'s staircase (m, levels, lo, hi) does not fit its domain")
+        dens = []
+        for a, z in zip(lo, hi):
+            sizes = [(z[j + 1] - a[j + 1]) - (z[j] - a[j]) for j in range(m)]
+            if min(sizes) < 0:
+                _refuse("'s staircase groups have negative sizes")
+            dens.append(sum(s * lv for s, lv in zip(sizes, L)))
+        if min(dens) < 1 or max(dens) > WEIGHT_LIMIT:
+            _refuse("'s staircase weights are empty or exceed 2^52")
+        got = math.log(max(L) / min(L)) + math.log(max(dens) / min(dens))      # L-SRR Theorem 3.3's ratio
+        if got > eps * (1 + 1e-9) + 1e-12:
+            _refuse(f"'s staircase weights give epsilon {got:.6g}, above its epsilon {eps:g}")
+    elif kind == "square-wave":
+        if c["split"] not in ("users", "budget"):
+            _refuse(f"'s square wave split is {c['split']!r}")
+        se = eps if c["split"] == "users" else eps / 2
+        b = square_wave_radius(se)
+        ee = math.exp(se)
+        near = 2 * b * ee / (2 * b * ee + 1)
+        if not (abs(c["b"] - b) <= 1e-9 * b and abs(c["near_probability"] - near) <= 1e-9 * near
+                and c["out_buckets"] >= 1):
+            _refuse(f"'s square wave (b, near_probability) = ({c['b']:.6g}, {c['near_probability']:.6g}) is not "
+                    f"({b:.6g}, {near:.6g}) that epsilon {eps:g} gives")
+    elif kind == "planar-laplace":
+        if unit != "per km":
+            _refuse(f"states planar Laplace's epsilon {unit!r}, not 'per km'")
+        want = eps * cell_m / GEO_I_UNIT_M
+        if not (abs(c["eps_cell"] - want) <= 1e-9 * want and c["float_bits"] == 53):
+            _refuse(f"'s noise scale eps_cell {c['eps_cell']:.6g} is not {want:.6g} (epsilon {eps:g} per km on "
+                    f"{cell_m:.6g} m cells)")
+    elif kind == "subset":
+        n, k, decay, ep = c["n"], c["k"], c["decay"], float(c["eps_prime_per_cell"])
+        per_km = eps if unit == "per km" else float(c["epsilon_deployed"])
+        want = per_km * cell_m / GEO_I_UNIT_M
+        smax = 2 * (d - 1) ** 2
+        if not (n == d * d and 1 <= k <= max(1, n - 1) and len(decay) == smax + 1):
+            _refuse("'s subset sampler (n, k, decay) does not fit its grid")
+        if not abs(ep - want) <= 1e-9 * want:
+            _refuse(f"'s eps' per cell {ep:.6g} is not {want:.6g} ({per_km:g} per km on {cell_m:.6g} m cells)")
+        rmax, lim = math.sqrt(smax), 52 * math.log(2.0)
+        for s, text in enumerate(decay):
+            if abs(_log_digits(text) - (ep * (rmax - math.sqrt(s)) / 2 + lim)) > 1e-9:
+                _refuse(f"'s decay weight {s} is not e^(eps' (r_max - r) / 2) 2^52")
+
+
+def _log_ratio(num: int, den: int) -> str:
+    return f"{math.log(num / den):.4g}" if num > 0 and den > 0 else "?"
+
+
+def verify_spec(spec: object, expected_digest: str | None = None) -> str:
+    """Check a parsed spec before any report (:func:`check_shape`, its digest recomputed over the canonical form,
+    the pinned digest when one is given, :func:`check_channel`); return the verified digest."""
+    check_shape(spec)
+    assert isinstance(spec, dict)
+    actual = spec_digest(spec)
+    if actual != spec["digest"]:
+        _refuse(f"was changed after it was made: it states digest {spec['digest'][:19]}... but its content hashes "
+                f"to {actual[:19]}...")
+    if expected_digest is not None and actual != expected_digest:
+        _refuse(f"is not the one this app was built for: its digest is {actual[:19]}..., the app expects "
+                f"{str(expected_digest)[:19]}...")
+    check_channel(spec)
+    return actual
 
 
 # ---------------------------------------------------------------------------
@@ -157,11 +553,13 @@ def _parity(a: int) -> int:
 class Client:
     """The phone's half of one collection. Holds the spec only; never a location."""
 
-    def __init__(self, spec: dict, randbits: Callable[[int], int] | None = None) -> None:
-        if not isinstance(spec, dict) or spec.get("schema") != SCHEMA:
-            raise ValueError(f"not an ldpviz collection spec of schema {SCHEMA}")
+    def __init__(self, spec: dict, randbits: Callable[[int], int] | None = None,
+                 expected_digest: str | None = None) -> None:
+        """``spec``: the parsed collection.json, unchanged; refused with a :class:`SpecError` (one sentence) when its
+        shape, digest or channel does not verify (:func:`verify_spec`). ``expected_digest``: the digest the app was
+        built for (printed by 'ldpviz deploy'), so a spec replaced together with its digest is refused too."""
+        self.digest = verify_spec(spec, expected_digest)
         self.spec = spec
-        self.digest = spec["digest"]
         self.c = spec["client"]
         self.d = int(spec["region"]["grid_side"])
         self.random = RandomSource(randbits)
@@ -367,12 +765,21 @@ class Client:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 3:
-        print("usage: python client.py collection.json LON LAT", file=sys.stderr)
+    if len(argv) not in (3, 4):
+        print("usage: python client.py collection.json LON LAT [EXPECTED_DIGEST]", file=sys.stderr)
         return 2
-    with open(argv[0], encoding="utf-8") as fh:
-        client = Client(json.load(fh))
-    report = client.report(float(argv[1]), float(argv[2]))
+    try:
+        with open(argv[0], encoding="utf-8") as fh:
+            spec = json.load(fh)
+        client = Client(spec, expected_digest=argv[3] if len(argv) == 4 else None)
+        lon, lat = float(argv[1]), float(argv[2])
+    except SpecError as err:
+        print(err, file=sys.stderr)
+        return 2
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        print(f"ldpviz client: cannot read {argv[0]!r} or the location: {err}", file=sys.stderr)
+        return 2
+    report = client.report(lon, lat)
     if report is not None:
         print(json.dumps(report, separators=(",", ":")))
     return 0

@@ -3,7 +3,8 @@
 A spec holds the mechanism and its parameters, epsilon and the ledger of what each person pays
 (:mod:`ldpviz.mechanisms.accounting`), the region with its projection, the grid, the value domain, the
 report encoding, ldpviz's version, and a sha256 digest of all of it over a canonical JSON
-(:func:`canonical_json`: sorted keys, no spaces, ASCII; the ``digest`` key itself left out).
+(:func:`canonical_json`, defined once in ``client.py`` and mirrored byte for byte by ``client.js``; the ``digest``
+key itself left out).
 
 The ``client`` section is the exact sampler a phone follows. Every discrete choice is one uniform integer
 in ``[0, N)``, ``N <= 2^52``, drawn by rejection from the platform's cryptographic random bits, against
@@ -32,11 +33,12 @@ import numpy as np
 
 import ldpviz
 from ldpviz import mechanisms
+from ldpviz.deploy import client as _client
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.geo.domain import AEQD, EARTH_RADIUS_M, Grid, Region
 from ldpviz.mechanisms.base import CENTRAL_DP, GEO_I, NO_PRIVACY, Mechanism
 
-SCHEMA = "ldpviz-collection/1"
+SCHEMA = _client.SCHEMA
 #: Largest total integer weight of one draw (uniform integers are drawn below it by rejection).
 WEIGHT_LIMIT = 1 << 52
 WGS84_A = 6_378_137.0
@@ -51,8 +53,14 @@ NOT_YET: dict[str, str] = {}
 # ---------------------------------------------------------------------------
 
 def canonical_json(obj: Any) -> bytes:
-    """The bytes the digest is taken over: sorted keys, no whitespace, ASCII, no NaN."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode()
+    """The bytes the digest is taken over, the same in client.py and client.js (docs/deploy.md, "The canonical
+    form"): keys sorted by UTF-16 code units, no whitespace, ASCII strings, numbers by value (an integral value
+    below 2^53 as digits, any other as its shortest round-trip digits in ``d.ddde<exp>``), no NaN. Any new field
+    of any JSON type is covered without change here."""
+    try:
+        return _client.canonical_json(obj)
+    except _client.SpecError as err:
+        raise LdpvizInputError(f"the spec cannot be put in canonical form: {err}") from None
 
 
 def spec_digest(spec: dict) -> str:
@@ -62,20 +70,46 @@ def spec_digest(spec: dict) -> str:
 
 
 def verify_spec(spec: Any, source: str = "the spec") -> dict:
-    """Check a loaded spec's schema and digest; return it. Clear messages, never a traceback."""
+    """Check a loaded spec as a phone does (its shape, its digest recomputed over the canonical form, every channel
+    parameter derived from the mechanism and epsilon), and, with the whole of ldpviz at hand, that its ``client``
+    section is exactly the one this mechanism, epsilon and grid give (:func:`client_section`); return it. Clear
+    messages, never a traceback."""
     require(isinstance(spec, dict), f"{source} is not a JSON object; expected an ldpviz collection.json")
     require(spec.get("schema") == SCHEMA,
             f"{source} has schema {spec.get('schema')!r}; this ldpviz reads {SCHEMA!r}")
     stated = spec.get("digest")
     require(isinstance(stated, str) and stated.startswith("sha256:"), f"{source} has no digest")
-    try:
-        actual = spec_digest(spec)
-    except (TypeError, ValueError) as err:
-        raise LdpvizInputError(f"{source} cannot be digested: {err}") from None
+    actual = spec_digest(spec)
     require(actual == stated, f"{source} was changed after it was made: its digest says {stated[:19]}..., its "
                               f"content hashes to {actual[:19]}...; phones and server must use the same unchanged "
                               f"collection.json (make a new one with 'ldpviz deploy')")
+    try:
+        _client.check_shape(spec)
+        _client.check_channel(spec)
+    except _client.SpecError as err:
+        raise LdpvizInputError(f"{source} is refused ({err.reason}); phones refuse it too. Make a new spec with "
+                               "'ldpviz deploy'") from None
+    _check_rebuilt_client(spec, source)
     return spec
+
+
+def _check_rebuilt_client(spec: dict, source: str) -> None:
+    """The spec's sampler equals the one :func:`client_section` builds from its mechanism, epsilon and grid."""
+    try:
+        mech = mechanism_from_spec(spec)
+        if spec["client"].get("kind") == "curator":
+            return
+        rebuilt = _jsonable(client_section(mech))
+    except LdpvizInputError as err:
+        raise LdpvizInputError(f"{source}: its mechanism cannot be rebuilt ({err})") from None
+    except (KeyError, TypeError, ValueError) as err:
+        raise LdpvizInputError(f"{source}: its mechanism cannot be rebuilt ({type(err).__name__}: {err})") from None
+    if canonical_json(rebuilt) != canonical_json(spec["client"]):
+        keys = sorted(set(rebuilt) | set(spec["client"]))
+        differ = [k for k in keys if canonical_json([rebuilt.get(k)]) != canonical_json([spec["client"].get(k)])]
+        raise LdpvizInputError(f"{source}: its client section differs from the sampler its mechanism, epsilon and "
+                               f"grid give (in {', '.join(differ[:5])}); phones would not run the channel that was "
+                               "signed. Make a new spec with 'ldpviz deploy'")
 
 
 def load_spec(path: str | Path) -> dict:
