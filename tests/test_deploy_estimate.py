@@ -322,3 +322,122 @@ def test_an_interval_always_holds_its_own_estimate_and_says_when_it_was_widened(
     assert widened == 3
     assert np.all(low <= est) and np.all(est <= high)
     assert low.tolist() == [0.05, 0.20, 0.1, 0.40] and high.tolist() == [0.2, 0.3, 0.30, 0.5]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The input's format and the vectorised reader (issue 37 items 11-13, issue 38 item 5)
+# ---------------------------------------------------------------------------------------------------------------
+
+def _same(a, b):
+    """Two Collected are the same account: every count, reason, example line and accepted value, in file order."""
+    for name in ("lines", "blank", "accepted", "rejected", "examples"):
+        assert getattr(a, name) == getattr(b, name), name
+    assert bytes(a.y) == bytes(b.y) and bytes(a.seeds) == bytes(b.seeds) and bytes(a.buckets) == bytes(b.buckets)
+
+
+def _hostile_mix(spec, reports, rng):
+    """Valid reports in several layouts with every kind of bad line between them, as JSON-lines text."""
+    field = spec["report"]["fields"][-1]
+    other = "sha256:" + "0" * 64
+    bad = ["{not json", "[1, 2]", '"a string"', json.dumps({**reports[0], "spec": other}),
+           json.dumps({k: v for k, v in reports[0].items() if k != "spec"}), json.dumps({"spec": spec["digest"]}),
+           json.dumps({**reports[0], "lat": 44.97}), json.dumps({**reports[0], field: "12x"}),
+           json.dumps({**reports[0], field: 1.5}), json.dumps({**reports[0], field: 10 ** 9}),
+           json.dumps({**reports[0], field: -3}), json.dumps({**reports[0], field: True}),
+           json.dumps(reports[0], separators=(",", ":"))[:-1] + ',"' + field + '":7}',     # a repeated key
+           json.dumps(reports[0], separators=(",", ":")).replace(":", ": "),           # valid, another layout
+           json.dumps(reports[0], separators=(",", ":")) + "   ",                        # valid, trailing blanks
+           json.dumps(reports[0], separators=(",", ":")).replace('":', '":0'),         # leading zeros: malformed
+           json.dumps({**reports[0], field: 10 ** 25}), json.dumps({**reports[0], field: str(reports[0][field])}),
+           "", "   ", "\x00\x00"]
+    lines = []
+    for i, r in enumerate(reports):
+        lines.append(json.dumps(r, separators=(",", ":")))
+        if rng.random() < 0.02:
+            lines.append(bad[int(rng.integers(len(bad)))])
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("name", ["grr", "olh", "dam", "olh-h", "mdsw"])
+def test_the_vectorised_reader_gives_the_line_by_line_account(tmp_path, name, monkeypatch):
+    """On a file mixing valid reports with every kind of bad line (and small 4 kB blocks, so many block edges and a
+    template learnt mid-block), the vectorised reader's account equals the line-by-line reader's exactly: counts,
+    reasons, example line numbers and every accepted value in file order; and most lines took the fast path."""
+    monkeypatch.setattr(deployed, "CHUNK_BYTES", 4096)
+    spec, spec_path, reports = _setup(tmp_path, name, n=3000)
+    text = _hostile_mix(spec, reports, np.random.default_rng(1))
+    for suffix, data in (("lf", text), ("crlf", text.replace("\n", "\r\n"))):
+        path = tmp_path / f"mix-{suffix}.jsonl"
+        path.write_text(data)
+        fast = deployed.collect(spec, path)
+        slow = deployed.collect(spec, path, fast=False)
+        _same(fast, slow)
+        assert fast.accepted >= 3000 and fast.fast_lines > 0.9 * fast.accepted and slow.fast_lines == 0
+        assert fast.rejected[deployed.REPEATED] >= 1 and fast.rejected[deployed.MALFORMED] >= 1
+
+
+@pytest.mark.parametrize("name", ["grr", "olh"])
+def test_the_vectorised_reader_reads_csv_the_same(tmp_path, name, monkeypatch):
+    monkeypatch.setattr(deployed, "CHUNK_BYTES", 4096)
+    spec, spec_path, reports = _setup(tmp_path, name, n=2000)
+    fields = spec["report"]["fields"]
+    rows = [",".join(str(r[f]) for f in fields) for r in reports]
+    rows[100:100] = [f"{spec['digest']},1", "garbage,,", json.dumps(reports[0]), f"{spec['digest']}," + ",".join(
+        ["007"] * (len(fields) - 1)), f"{spec['digest']}, " + ", ".join(["5"] * (len(fields) - 1))]
+    path = tmp_path / "r.csv"
+    path.write_text(",".join(fields) + "\n" + "\n".join(rows) + "\n")
+    fast, slow = deployed.collect(spec, path), deployed.collect(spec, path, fast=False)
+    _same(fast, slow)
+    assert fast.accepted == 2002 + (len(fields) == 2) and fast.fast_lines >= 1900     # "digest,1" is a GRR row
+
+
+def test_a_byte_order_mark_is_read(tmp_path):
+    """A CSV saved by a spreadsheet starts with the UTF-8 BOM: every report is read, nothing rejected; JSON too."""
+    spec, spec_path, reports = _setup(tmp_path)
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + ("spec,y\n" + "".join(f"{r['spec']},{r['y']}\n" for r in reports)).encode())
+    result = deployed.estimate_reports(spec_path, path, bootstrap=5)
+    assert result.collected.accepted == len(reports) and result.collected.rejected == {}
+    jpath = tmp_path / "bom.jsonl"
+    jpath.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(r) + "\n" for r in reports).encode())
+    assert deployed.collect(spec, jpath).accepted == len(reports)
+
+
+def test_one_garbage_first_line_does_not_refuse_the_file(tmp_path):
+    """The format is decided on the first line that is a JSON object or a CSV header naming the fields: garbage
+    before it is counted malformed and every valid report after it is kept (JSON lines and CSV)."""
+    spec, spec_path, reports = _setup(tmp_path)
+    path = _write(tmp_path / "r.jsonl", [], ["garbage line", "another, one"] +
+                  [json.dumps(r) for r in reports])
+    out = deployed.collect(spec, path)
+    assert out.accepted == len(reports) and out.rejected == {deployed.MALFORMED: 2}
+    assert out.examples[deployed.MALFORMED] == [1, 2]
+    csv_path = tmp_path / "r.csv"
+    csv_path.write_text("exported by the backend\nspec,y\n" + "".join(f"{r['spec']},{r['y']}\n" for r in reports))
+    out = deployed.collect(spec, csv_path)
+    assert out.accepted == len(reports) and out.rejected == {deployed.MALFORMED: 1}
+
+
+def test_repeated_names_are_refused_counted_and_named(tmp_path, capsys):
+    """A CSV header naming a column twice (spec,y,y) and a JSON line naming a key twice ("y":5,"y":7): which value is
+    the report's is ambiguous, so they are counted under their own reason, never resolved to the last one."""
+    spec, spec_path, reports = _setup(tmp_path)
+    path = tmp_path / "dup.csv"
+    path.write_text("spec,y,y\n" + "".join(f"{r['spec']},{r['y']},{r['y']}\n" for r in reports[:50]))
+    out = deployed.collect(spec, path)
+    assert out.accepted == 0 and out.rejected == {deployed.REPEATED: 51}
+    assert main(["estimate", "--spec", str(spec_path), "--reports", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "51 a field named twice" in err and "Traceback" not in err
+    jpath = _write(tmp_path / "dup.jsonl", reports[:50], [f'{{"spec":"{spec["digest"]}","y":5,"y":7}}'])
+    out = deployed.collect(spec, jpath)
+    assert out.accepted == 50 and out.rejected == {deployed.REPEATED: 1} and out.examples[deployed.REPEATED] == [51]
+
+
+def test_json_lines_under_a_csv_header_are_malformed(tmp_path):
+    """A CSV header followed by JSON lines: the JSON lines are malformed rows of that CSV, not 'from another spec'."""
+    spec, spec_path, reports = _setup(tmp_path)
+    path = _write(tmp_path / "r.csv", [], ["spec,y"] + [f"{r['spec']},{r['y']}" for r in reports[:10]] +
+                  [json.dumps(r) for r in reports[10:40]])
+    out = deployed.collect(spec, path)
+    assert out.accepted == 10 and out.rejected == {deployed.MALFORMED: 30}

@@ -42,6 +42,8 @@ CHUNK_BYTES = 1 << 20
 #: A loss above this share of lines is a warning, not a success.
 LOSS_WARNING_SHARE = 0.05
 DEFAULT_BOOTSTRAP = 40
+#: The UTF-8 byte-order mark spreadsheets write at the start of a CSV file.
+BOM = b"\xef\xbb\xbf"
 
 # Rejection reasons (named in every summary)
 MALFORMED = "malformed line (not a JSON object / not a CSV row of the header's fields)"
@@ -52,6 +54,12 @@ MISSING = "a report field is missing"
 EXTRA = "carries fields the spec does not name (never store such a report)"
 BAD_VALUE = "a field is not a whole number / hex string of the right form"
 OUT_OF_DOMAIN = "value outside the spec's domain"
+REPEATED = "a field named twice (a repeated JSON key or CSV header column): which value is the report's is ambiguous"
+#: Kinds whose every report field is one whole number: their lines are read by the vectorised path.
+FAST_KINDS = frozenset({"grr", "curator", "hr", "disk", "planar-laplace", "staircase", "square-wave", "olh",
+                        "olh-h"})
+#: Longest digit run the vectorised path parses (an OLH seed is below (2^31 - 2)(2^31 - 1) < 10^19).
+_MAX_DIGITS = 19
 
 
 @dataclass
@@ -68,6 +76,8 @@ class Collected:
     seeds: array = field(default_factory=lambda: array("Q"))
     buckets: array = field(default_factory=lambda: array("q"))
     bits: bytearray = field(default_factory=bytearray)
+    #: Lines read by the vectorised path (the rest went line by line).
+    fast_lines: int = 0
 
     def reject(self, reason: str, line_no: int) -> None:
         self.rejected[reason] = self.rejected.get(reason, 0) + 1
@@ -75,57 +85,84 @@ class Collected:
         if len(ex) < 5:
             ex.append(line_no)
 
+    def add(self, values: tuple) -> None:
+        """One accepted report's values, as :meth:`Checker.check` returns them."""
+        kind = self.kind
+        if kind in ("olh", "olh-h"):
+            self.seeds.append(values[-2])
+            self.buckets.append(values[-1])
+            if kind == "olh-h":
+                self.y.append(values[0])
+        elif kind == "subset":
+            self.y.extend(values[0])
+        elif kind == "oue":
+            self.bits += values[0]
+        else:
+            self.y.append(values[0])
+        self.accepted += 1
+
+    def add_columns(self, columns: list[np.ndarray]) -> None:
+        """Many accepted reports at once: one array per value of :meth:`Checker.check`'s tuple (fast kinds)."""
+        if self.kind in ("olh", "olh-h"):
+            self.seeds.frombytes(np.ascontiguousarray(columns[-2], dtype="<u8").tobytes())
+            self.buckets.frombytes(np.ascontiguousarray(columns[-1], dtype="<i8").tobytes())
+            if self.kind == "olh-h":
+                self.y.frombytes(np.ascontiguousarray(columns[0], dtype="<i8").tobytes())
+        else:
+            self.y.frombytes(np.ascontiguousarray(columns[0], dtype="<i8").tobytes())
+        self.accepted += len(columns[0])
+
     @property
     def n_rejected(self) -> int:
         return sum(self.rejected.values())
 
 
-def iter_lines(source: Any) -> Iterator[tuple[int, bytes | None]]:
-    """(line number, bytes) for every line of a path or a binary file object, streamed in 1 MB chunks; a line
-    longer than MAX_LINE_BYTES is yielded once as None (and skipped to its end without being held in memory)."""
+def iter_blocks(source: Any) -> Iterator[bytes | None]:
+    """Whole lines of a path or a binary file object, each ending in a newline, streamed in ~1 MB blocks; a UTF-8
+    byte-order mark at the start of the file is dropped. A line longer than MAX_LINE_BYTES that does not fit a
+    block is yielded alone as None, skipped to its end without being held in memory."""
     if hasattr(source, "read"):
         source.seek(0)
-        yield from _lines_of(source)
+        yield from _blocks_of(source)
         return
     with open(source, "rb") as fh:
-        yield from _lines_of(fh)
+        yield from _blocks_of(fh)
 
 
-def _lines_of(fh: Any) -> Iterator[tuple[int, bytes | None]]:
-    buf = bytearray()
-    skipping = False
-    line_no = 0
+def _blocks_of(fh: Any) -> Iterator[bytes | None]:
+    carry, skipping, first = b"", False, True
     while True:
         chunk = fh.read(CHUNK_BYTES)
+        if first:
+            first = False
+            while len(chunk) < len(BOM) and chunk and BOM.startswith(chunk):   # a short read inside the mark
+                more = fh.read(CHUNK_BYTES)
+                if not more:
+                    break
+                chunk += more
+            chunk = chunk[len(BOM):] if chunk.startswith(BOM) else chunk
         if not chunk:
             break
-        start = 0
-        while True:
-            nl = chunk.find(b"\n", start)
+        if skipping:
+            nl = chunk.find(b"\n")
             if nl < 0:
-                if not skipping:
-                    buf += chunk[start:]
-                    if len(buf) > MAX_LINE_BYTES:
-                        skipping = True
-                        buf.clear()
-                break
-            if skipping:
-                line_no += 1
-                yield line_no, None
-                skipping = False
-            else:
-                buf += chunk[start:nl]
-                line_no += 1
-                if len(buf) > MAX_LINE_BYTES:
-                    yield line_no, None
-                else:
-                    yield line_no, bytes(buf)
-                buf.clear()
-            start = nl + 1
+                continue
+            yield None
+            skipping = False
+            chunk = chunk[nl + 1:]
+        data = carry + chunk if carry else chunk
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            carry = data
+        else:
+            yield data[:cut + 1]
+            carry = data[cut + 1:]
+        if len(carry) > MAX_LINE_BYTES:
+            carry, skipping = b"", True
     if skipping:
-        yield line_no + 1, None
-    elif buf:
-        yield line_no + 1, bytes(buf)
+        yield None
+    elif carry:
+        yield carry + b"\n"
 
 
 def _int(value: Any) -> int | None:
@@ -138,6 +175,17 @@ def _int(value: Any) -> int | None:
     return None
 
 
+class _Repeated(ValueError):
+    """A JSON object names a key twice."""
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise _Repeated
+    return out
+
+
 class Checker:
     """The spec's report rules: fields, digest, domain."""
 
@@ -148,21 +196,27 @@ class Checker:
         self.fields = list(spec["report"]["fields"])
         self.payload = [f for f in self.fields if f != "spec"]
         d = int(spec["region"]["grid_side"])
+        #: For the vectorised path: y < y_limit, and y_table[y] when there is a table.
+        self.y_limit: int = 0
+        self.y_table: np.ndarray | None = None
         if self.kind in ("grr", "curator"):
-            self.y_ok = range(int(c["D"])).__contains__
+            self.y_limit = int(c["D"])
         elif self.kind == "hr":
-            self.y_ok = range(int(c["blocks"]) * int(c["block_size"])).__contains__
+            self.y_limit = int(c["blocks"]) * int(c["block_size"])
         elif self.kind == "disk":
-            self.y_ok = frozenset(int(v) for v in c["mask"]).__contains__
+            box = int(c["box_side"])
+            self.y_limit = box * box
+            self.y_table = np.zeros(self.y_limit, dtype=bool)
+            self.y_table[np.asarray(c["mask"], dtype=np.int64)] = True
         elif self.kind == "planar-laplace":
-            self.y_ok = range(d * d).__contains__
+            self.y_limit = d * d
         elif self.kind == "staircase":
-            self.y_ok = range(len(c["lo"])).__contains__
+            self.y_limit = len(c["lo"])
         elif self.kind == "subset":
             self.k, self.n_cells = int(c["k"]), int(c["n"])
         elif self.kind == "square-wave":
             B = int(c["out_buckets"])
-            self.y_ok = range(2 * B if c["split"] == "users" else B * B).__contains__
+            self.y_limit = 2 * B if c["split"] == "users" else B * B
         elif self.kind in ("olh", "olh-h"):
             self.seed_max = (int(c["prime"]) - 1) * int(c["prime"])
             self.g = int(c["g"])
@@ -172,61 +226,349 @@ class Checker:
             self.nbytes = (self.D + 7) // 8
             self.pad_mask = (1 << (8 * self.nbytes - self.D)) - 1
 
-    def add(self, rec: dict, out: Collected, line_no: int) -> None:
+    def y_ok(self, y: int) -> bool:
+        return 0 <= y < self.y_limit and (self.y_table is None or bool(self.y_table[y]))
+
+    def check(self, rec: dict) -> tuple[str | None, tuple]:
+        """(the rejection reason, or None and the report's values) of one parsed line."""
         if "spec" not in rec or rec["spec"] in ("", None):
-            return out.reject(NO_DIGEST, line_no)
+            return NO_DIGEST, ()
         if rec["spec"] != self.digest:
-            return out.reject(OTHER_SPEC, line_no)
+            return OTHER_SPEC, ()
         if any(f not in rec or rec[f] in ("", None) for f in self.payload):
-            return out.reject(MISSING, line_no)
+            return MISSING, ()
         if len(rec) != len(self.fields):
-            return out.reject(EXTRA, line_no)
+            return EXTRA, ()
         if self.kind in ("olh", "olh-h"):
             seed, bucket = _int(rec["seed"]), _int(rec["bucket"])
             level = _int(rec["level"]) if self.kind == "olh-h" else 0
             if seed is None or bucket is None or level is None:
-                return out.reject(BAD_VALUE, line_no)
+                return BAD_VALUE, ()
             if not (0 <= seed < self.seed_max and 0 <= bucket < self.g and 0 <= level < self.levels):
-                return out.reject(OUT_OF_DOMAIN, line_no)
-            out.seeds.append(seed)
-            out.buckets.append(bucket)
-            if self.kind == "olh-h":
-                out.y.append(level)
-        elif self.kind == "subset":
+                return OUT_OF_DOMAIN, ()
+            return None, ((level, seed, bucket) if self.kind == "olh-h" else (seed, bucket))
+        if self.kind == "subset":
             cells = rec["cells"]
             if isinstance(cells, str):
                 cells = [_int(t) for t in cells.split()]
             if not isinstance(cells, list) or any(_int(v) is None for v in cells):
-                return out.reject(BAD_VALUE, line_no)
+                return BAD_VALUE, ()
             cells = [_int(v) for v in cells]
             if len(cells) != self.k or any(b <= a for a, b in zip(cells, cells[1:])) or \
                     not all(0 <= v < self.n_cells for v in cells):
-                return out.reject(OUT_OF_DOMAIN, line_no)
-            out.y.extend(cells)
-        elif self.kind == "oue":
+                return OUT_OF_DOMAIN, ()
+            return None, (cells,)
+        if self.kind == "oue":
             text = rec["bits"]
             if not isinstance(text, str) or len(text) != 2 * self.nbytes:
-                return out.reject(BAD_VALUE, line_no)
+                return BAD_VALUE, ()
             try:
                 raw = bytes.fromhex(text)
             except ValueError:
-                return out.reject(BAD_VALUE, line_no)
+                return BAD_VALUE, ()
             if raw[-1] & self.pad_mask:
-                return out.reject(OUT_OF_DOMAIN, line_no)
-            out.bits += raw
+                return OUT_OF_DOMAIN, ()
+            return None, (raw,)
+        y = _int(rec["y"])
+        if y is None:
+            return BAD_VALUE, ()
+        if not self.y_ok(y):
+            return OUT_OF_DOMAIN, ()
+        return None, (y,)
+
+    def add(self, rec: dict, out: Collected, line_no: int) -> None:
+        """Check one parsed line: accepted into ``out``, or counted there under its reason."""
+        reason, values = self.check(rec)
+        if reason is not None:
+            out.reject(reason, line_no)
         else:
-            y = _int(rec["y"])
-            if y is None:
-                return out.reject(BAD_VALUE, line_no)
-            if not self.y_ok(y):
-                return out.reject(OUT_OF_DOMAIN, line_no)
-            out.y.append(y)
-        out.accepted += 1
+            out.add(values)
+
+    def domain_ok(self, columns: list[np.ndarray]) -> np.ndarray:
+        """The vectorised domain check of many reports' values (fast kinds; the values are whole numbers >= 0)."""
+        if self.kind in ("olh", "olh-h"):
+            ok = (columns[-2] < np.uint64(self.seed_max)) & (columns[-1] < np.uint64(self.g))
+            if self.kind == "olh-h":
+                ok &= columns[0] < np.uint64(self.levels)
+            return ok
+        y = columns[0]
+        ok = y < np.uint64(self.y_limit)
+        if self.y_table is not None:
+            ok[ok] = self.y_table[y[ok].astype(np.int64)]
+        return ok
 
 
-def collect(spec: dict, reports: Any, max_bytes: int | None = None) -> Collected:
+class Template:
+    """The byte layout of a report line with its whole-number values cut out: ``segments[0] value segments[1] ...``.
+
+    Learnt from a line the line-by-line path accepted, so every line of this exact layout is a valid JSON object (or
+    CSV row) with the same fields in the same order; a line that matches it is read by :meth:`match` (vectorised
+    over a block) to the same values the line-by-line path would give, and every other line goes line by line."""
+
+    def __init__(self, segments: list[bytes], order: list[int]) -> None:
+        self.segments = segments
+        self.order = order                      # which value of Checker.check's tuple each hole holds
+        self._words = [np.frombuffer(s + b"\0" * (-len(s) % 8), dtype="<u8") for s in segments]
+
+    @classmethod
+    def learn(cls, raw: bytes, rec: dict, fmt: str, header: list[str] | None, checker: Checker) -> Template | None:
+        """The template of ``raw`` (an accepted line, parsed to ``rec``), or None if its layout is not one the
+        vectorised path reads: compact or spaced JSON with values as numbers or digit strings, or plain CSV."""
+        names = ["level", "seed", "bucket"] if checker.kind == "olh-h" else \
+            ["seed", "bucket"] if checker.kind == "olh" else ["y"]
+        digest = checker.digest.encode()
+
+        def hole(value: Any) -> bytes | None:
+            if isinstance(value, bool) or not isinstance(value, (int, str)):
+                return None
+            return b"\x00" if isinstance(value, int) else b'"\x00"'
+
+        if fmt == "json":
+            keys = list(rec)
+            for item_sep, key_sep in ((b",", b":"), (b", ", b": ")):
+                parts = []
+                for k in keys:
+                    if k == "spec":
+                        value = b'"' + digest + b'"'
+                    else:
+                        value = hole(rec[k])
+                        if value is None:
+                            return None
+                    parts.append(json.dumps(k).encode() + key_sep + value)
+                pattern = b"{" + item_sep.join(parts) + b"}"
+                made = cls._fill(pattern, [str(_int(rec[k])).encode() for k in keys if k != "spec"])
+                if made == raw:
+                    return cls(pattern.split(b"\x00"), [names.index(k) for k in keys if k != "spec"])
+            return None
+        if header is None or any("," in str(rec[h]) or '"' in str(rec[h]) for h in header):
+            return None
+        pattern = b",".join(digest if h == "spec" else b"\x00" for h in header)
+        made = cls._fill(pattern, [str(_int(rec[h])).encode() for h in header if h != "spec"])
+        if made != raw:
+            return None
+        return cls(pattern.split(b"\x00"), [names.index(h) for h in header if h != "spec"])
+
+    @staticmethod
+    def _fill(pattern: bytes, values: list[bytes]) -> bytes:
+        parts = pattern.split(b"\x00")
+        if len(parts) != len(values) + 1 or any(v == b"None" for v in values):
+            return b""
+        return parts[0] + b"".join(v + p for v, p in zip(values, parts[1:]))
+
+    def match(self, block: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Which lines ``block[starts[i]:ends[i]]`` have this layout, and their values (one uint64 array per hole,
+        in Checker.check's order). A value must be 1-19 digits without a leading zero (else: line by line)."""
+        arr = np.frombuffer(block, dtype=np.uint8)
+        size = len(arr)
+        pad = np.frombuffer(block + b"\0" * 8, dtype=np.uint8)
+        words = np.ndarray((size + 1,), dtype="<u8", buffer=pad, offset=0, strides=(1,))   # words[i]: bytes i..i+7
+        pos = starts.astype(np.int64)
+        ok = np.ones(len(pos), dtype=bool)
+        values: list[np.ndarray | None] = [None] * len(self.order)
+        for h, seg in enumerate(self.segments):
+            L = len(seg)
+            if L:
+                ok &= pos + L <= ends
+                w = self._words[h]
+                for j in range(len(w)):
+                    at = np.minimum(pos + 8 * j, size)
+                    got = words[at]
+                    tail = L - 8 * j
+                    if tail < 8:
+                        got = got & np.uint64((1 << (8 * tail)) - 1)
+                    ok &= got == w[j]
+                pos = pos + L
+            if h == len(self.segments) - 1:
+                break
+            length = np.zeros(len(pos), dtype=np.int64)
+            value = np.zeros(len(pos), dtype=np.uint64)
+            running = ok.copy()
+            for k in range(_MAX_DIGITS + 1):             # the digit run at pos: its length and value
+                byte = arr[np.minimum(pos + k, size - 1)]
+                digit = (byte >= 48) & (byte <= 57) & running & (pos + k < size)
+                running = digit
+                if not digit.any():
+                    break
+                value[digit] = value[digit] * np.uint64(10) + (byte[digit] - 48)
+                length += digit
+            ok &= (length >= 1) & (length <= _MAX_DIGITS) & ~running
+            ok &= (length == 1) | (arr[np.minimum(pos, size - 1)] != 48)
+            values[self.order[h]] = value
+            run_end = pos + length
+            pos = np.where(ok, run_end, pos)
+        ok &= pos == ends
+        return ok, values  # type: ignore[return-value]
+
+
+class _Reader:
+    """One pass over a reports file: the format decided on the first line that is a JSON object or a CSV header
+    naming the spec's fields (earlier lines are counted malformed), every line checked and counted."""
+
+    def __init__(self, checker: Checker, fast: bool) -> None:
+        self.checker = checker
+        self.out = Collected(checker.kind)
+        self.fmt: str | None = None
+        self.header: list[str] | None = None
+        self.header_repeats: list[str] = []
+        self.template: Template | None = None
+        self.first_text: str | None = None
+        self.json_like = False
+        self.next_line = 1
+        self.fast = fast and checker.kind in FAST_KINDS
+
+    def block(self, block: bytes | None) -> None:
+        """Check every line of one block (or count a skipped overlong line)."""
+        out, first = self.out, self.next_line
+        if block is None:
+            out.lines += 1
+            self.next_line += 1
+            out.reject(TOO_LONG, first)
+            return
+        arr = np.frombuffer(block, dtype=np.uint8)
+        ends = np.flatnonzero(arr == 10)
+        starts = np.empty_like(ends)
+        starts[:1] = 0
+        starts[1:] = ends[:-1] + 1
+        cr = ends > starts
+        cr[cr] = arr[ends[cr] - 1] == 13
+        ends = ends - cr
+        n = len(ends)
+        out.lines += n
+        self.next_line += n
+        i = 0
+        while i < n and (self.template is None or not self.fast):
+            self.line(block[starts[i]:ends[i]], first + i, None)
+            i += 1
+        if i < n:
+            self._fast(block, starts[i:], ends[i:], first + i)
+
+    def _fast(self, block: bytes, starts: np.ndarray, ends: np.ndarray, first: int) -> None:
+        """Lines of the learnt layout read at once; the others line by line, merged back in file order."""
+        out = self.out
+        assert self.template is not None
+        ok, columns = self.template.match(block, starts, ends)
+        if ok.any():
+            ok[ok] = self.checker.domain_ok([c[ok] for c in columns])
+        slow = np.flatnonzero(~ok)
+        out.fast_lines += len(ok) - len(slow)
+        if len(slow) == 0:
+            out.add_columns(columns)
+            return
+        kept: list[tuple[int, tuple]] = []
+        for i in slow.tolist():
+            self.line(block[starts[i]:ends[i]], first + i, (kept, i))
+        if not kept:
+            out.add_columns([c[ok] for c in columns])
+            return
+        index = np.concatenate([np.flatnonzero(ok), np.array([i for i, _ in kept], dtype=np.int64)])
+        order = np.argsort(index, kind="stable")
+        out.add_columns([np.concatenate([c[ok], np.array([v[j] for _, v in kept], dtype=np.uint64)])[order]
+                         for j, c in enumerate(columns)])
+
+    def line(self, raw: bytes, line_no: int, keep: tuple[list, int] | None) -> None:
+        """One line the line-by-line way; accepted values go to ``keep`` (a block's list, to merge in file order) or
+        straight into the output."""
+        out, checker = self.out, self.checker
+        if len(raw) > MAX_LINE_BYTES:
+            out.reject(TOO_LONG, line_no)
+            return
+        try:
+            text = raw.decode("utf-8").strip()
+        except UnicodeDecodeError:
+            out.reject(MALFORMED, line_no)
+            return
+        if not text or text.strip("\x00") == "":
+            out.blank += 1
+            return
+        if self.first_text is None:
+            self.first_text = text
+        rec: Any
+        if self.fmt is None:
+            if text.startswith("{"):
+                self.json_like = True
+                try:
+                    rec = json.loads(text, object_pairs_hook=_pairs)
+                except _Repeated:
+                    self.fmt = "json"
+                    out.reject(REPEATED, line_no)
+                    return
+                except (ValueError, RecursionError):
+                    out.reject(MALFORMED, line_no)
+                    return
+                if not isinstance(rec, dict):
+                    out.reject(MALFORMED, line_no)
+                    return
+                self.fmt = "json"
+            else:
+                header = self._header(text)
+                if header is None:
+                    out.reject(MALFORMED, line_no)
+                    return
+                self.fmt, self.header = "csv", header
+                self.header_repeats = sorted({h for h in header if header.count(h) > 1})
+                if self.header_repeats:
+                    out.reject(REPEATED, line_no)
+                return
+        elif self.fmt == "json":
+            if not text.startswith("{"):
+                out.reject(MALFORMED, line_no)
+                return
+            try:
+                rec = json.loads(text, object_pairs_hook=_pairs)
+            except _Repeated:
+                out.reject(REPEATED, line_no)
+                return
+            except (ValueError, RecursionError):
+                out.reject(MALFORMED, line_no)
+                return
+            if not isinstance(rec, dict):
+                out.reject(MALFORMED, line_no)
+                return
+        else:
+            if self.header_repeats:
+                out.reject(REPEATED, line_no)
+                return
+            if text.startswith("{"):                       # a JSON line in a CSV file
+                out.reject(MALFORMED, line_no)
+                return
+            try:
+                row = next(csv.reader([text]))
+            except csv.Error:
+                out.reject(MALFORMED, line_no)
+                return
+            assert self.header is not None
+            if len(row) != len(self.header):
+                out.reject(MALFORMED, line_no)
+                return
+            rec = {h: v.strip() for h, v in zip(self.header, row)}
+        reason, values = checker.check(rec)
+        if reason is not None:
+            out.reject(reason, line_no)
+            return
+        if keep is None:
+            out.add(values)
+        else:
+            keep[0].append((keep[1], values))
+        if self.fast and self.template is None:
+            self.template = Template.learn(raw, rec, self.fmt, self.header, checker)
+
+    def _header(self, text: str) -> list[str] | None:
+        """The CSV header this line is, if it names the spec's digest and every report field."""
+        try:
+            header = [h.strip() for h in next(csv.reader([text]))]
+        except (csv.Error, StopIteration):
+            return None
+        if "spec" not in header or not set(self.checker.payload) <= set(header):
+            return None
+        return header
+
+
+def collect(spec: dict, reports: Any, max_bytes: int | None = None, *, fast: bool = True) -> Collected:
     """Read and check every line of ``reports`` (a path, or a binary file object such as an upload; JSON lines or
-    CSV with a header); see the module docstring."""
+    CSV with a header; a UTF-8 byte-order mark is dropped); see the module docstring. The format is decided on the
+    first line that is a JSON object or a CSV header naming the report fields (lines before it count as malformed).
+    ``fast``: read lines of the layout learnt from the first accepted line by the vectorised :class:`Template`
+    (same checks, same values; ``False`` reads every line one by one, as a reference)."""
     if hasattr(reports, "read"):
         path = reports
         size = getattr(reports, "size", None)
@@ -243,59 +585,18 @@ def collect(spec: dict, reports: Any, max_bytes: int | None = None) -> Collected
         raise LdpvizInputError(f"the reports file is {size:,} bytes, above the limit of {max_bytes:,} "
                                f"(--max-bytes); nothing was read. Raise the limit or split the file")
     require(size > 0, f"the reports file {_name(reports)!r} is empty: no reports to estimate from")
-    checker = Checker(spec)
-    out = Collected(checker.kind)
-    header: list[str] | None = None
-    fmt: str | None = None
+    reader = _Reader(Checker(spec), fast)
     try:
-        for line_no, raw in iter_lines(path):
-            out.lines += 1
-            if raw is None:
-                out.reject(TOO_LONG, line_no)
-                continue
-            try:
-                text = raw.decode("utf-8").strip()
-            except UnicodeDecodeError:
-                out.reject(MALFORMED, line_no)
-                continue
-            if not text or text.strip("\x00") == "":
-                out.blank += 1
-                continue
-            if fmt is None:
-                fmt = "json" if text.startswith("{") else "csv"
-                if fmt == "csv":
-                    try:
-                        header = next(csv.reader([text]))
-                    except csv.Error:
-                        header = []
-                    header = [h.strip() for h in header]
-                    if "spec" not in header or not set(checker.payload) <= set(header):
-                        raise LdpvizInputError(
-                            f"the reports file is neither JSON lines nor a CSV whose header names the spec's report "
-                            f"fields ({', '.join(checker.fields)}); its first line is {text[:80]!r}")
-                    continue
-            if fmt == "json":
-                try:
-                    rec = json.loads(text)
-                except (ValueError, RecursionError):
-                    out.reject(MALFORMED, line_no)
-                    continue
-                if not isinstance(rec, dict):
-                    out.reject(MALFORMED, line_no)
-                    continue
-            else:
-                try:
-                    row = next(csv.reader([text]))
-                except csv.Error:
-                    out.reject(MALFORMED, line_no)
-                    continue
-                if len(row) != len(header):
-                    out.reject(MALFORMED, line_no)
-                    continue
-                rec = {h: v.strip() for h, v in zip(header, row)}
-            checker.add(rec, out, line_no)
+        for block in iter_blocks(path):
+            reader.block(block)
     except OSError as err:
         raise LdpvizInputError(f"cannot read the reports file {_name(reports)!r}: {err.strerror or err}") from None
+    out = reader.out
+    if reader.fmt is None and out.lines > out.blank and not reader.json_like:
+        raise LdpvizInputError(
+            f"the reports file is neither JSON lines nor a CSV whose header names the spec's report fields "
+            f"({', '.join(reader.checker.fields)}): no line is a JSON object or such a header; its first line is "
+            f"{(reader.first_text or '')[:80]!r}")
     return out
 
 
@@ -315,19 +616,19 @@ def reports_object(mech: Mechanism, spec: dict, out: Collected) -> Any:
     if kind == "olh-h":
         from ldpviz.mechanisms.srr.olh_h import OLHHReports
         from ldpviz.mechanisms.srr.staircase import grid_domain
-        return OLHHReports(grid_domain(mech.grid), np.frombuffer(out.y, dtype=np.int64).copy(),
-                           np.frombuffer(out.seeds, dtype=np.uint64).copy(),
-                           np.frombuffer(out.buckets, dtype=np.int64).copy(), int(spec["client"]["g"]))
+        return OLHHReports(grid_domain(mech.grid), np.frombuffer(out.y, dtype=np.int64),
+                           np.frombuffer(out.seeds, dtype=np.uint64),
+                           np.frombuffer(out.buckets, dtype=np.int64), int(spec["client"]["g"]))
     if kind == "olh":
-        inner = OLHReports(np.frombuffer(out.seeds, dtype=np.uint64).copy(),
-                           np.frombuffer(out.buckets, dtype=np.int64).copy(), int(spec["client"]["g"]))
+        inner = OLHReports(np.frombuffer(out.seeds, dtype=np.uint64),
+                           np.frombuffer(out.buckets, dtype=np.int64), int(spec["client"]["g"]))
     elif kind == "oue":
         D = int(spec["client"]["D"])
         inner = OUEReports(np.frombuffer(bytes(out.bits), dtype=np.uint8).reshape(-1, (D + 7) // 8).copy(), D)
     elif kind == "subset":
-        inner = np.frombuffer(out.y, dtype=np.int64).copy().reshape(-1, int(spec["client"]["k"]))
+        inner = np.frombuffer(out.y, dtype=np.int64).reshape(-1, int(spec["client"]["k"]))
     else:
-        inner = np.frombuffer(out.y, dtype=np.int64).copy()
+        inner = np.frombuffer(out.y, dtype=np.int64)
     if name == "ug":
         from ldpviz.mechanisms.grids.decompositions import UGReports
         return UGReports(int(spec["client"]["side"]), False, out.accepted, inner)
