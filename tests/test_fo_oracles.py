@@ -221,3 +221,15 @@ def test_bad_values_and_oracles_are_refused():
         fo.oracle_counts("rappor", np.array([0]), 2, 1.0, rng)
     with pytest.raises(LdpvizInputError, match="path"):
         mechanisms.create("olh", Grid(Region(0, 0, 1000), 2), 1.0, path="fast")
+
+
+def test_compiled_olh_support_counts_equal_numpys():
+    """The numba support-count loop (ldpviz.mechanisms.fo.olh_kernel) gives exactly the numpy loop's counts: random
+    seeds and buckets over several (D, g), including g = 2 and a block boundary (n not a multiple of 1,024)."""
+    from ldpviz.mechanisms.fo.oracles import OLH_PRIME, OLHReports, olh_support_counts
+    rng = np.random.default_rng(5)
+    for n, D, g in ((5000, 300, 8), (3001, 64, 2), (2049, 17, 1000)):
+        seeds = rng.integers(0, (OLH_PRIME - 1) * OLH_PRIME, n, dtype=np.uint64)
+        reports = OLHReports(seeds, rng.integers(0, g, n), g)
+        assert np.array_equal(olh_support_counts(reports, D, compiled=True),
+                              olh_support_counts(reports, D, compiled=False))

@@ -407,24 +407,35 @@ def _olh_support_chunk(a: np.ndarray, b: np.ndarray, buckets: np.ndarray, starts
 
 
 def olh_support_counts(reports: OLHReports, domain_size: int, chunk: int = 1 << 17,
-                       threads: int = 2) -> np.ndarray:
+                       threads: int = 2, compiled: bool | None = None) -> np.ndarray:
     """Sup(v) for every v in [0, D): how many users' reports satisfy x'_u = H_u(v) (grid paper Sec. 2.3).
 
     Exact: every user's own hash function is evaluated on every value (n x D
-    evaluations in uint32 integer arithmetic, chunked over users, chunks spread
-    over ``threads`` threads; numpy releases the GIL inside each operation).
+    evaluations in integer arithmetic, chunked over users, chunks spread over
+    ``threads`` threads). ``compiled`` (default: from 2^16 users on): the fused
+    numba loop of :mod:`~ldpviz.mechanisms.fo.olh_kernel` (same counts); else
+    numpy, which releases the GIL inside each operation.
     """
-    a, b = _olh_decode(reports.seeds)
+    if compiled is None:
+        compiled = len(reports.buckets) >= 1 << 16
     buckets = np.asarray(reports.buckets, dtype=np.int64)
     starts = _bucket_starts(reports.g)
     n = len(buckets)
     bounds = [(s, min(s + chunk, n)) for s in range(0, n, chunk)]
     if not bounds:
         return np.zeros(domain_size, dtype=np.int64)
+    if compiled:
+        from ldpviz.mechanisms.fo import olh_kernel
 
     def work(bound: tuple[int, int]) -> np.ndarray:
         s, e = bound
-        return _olh_support_chunk(a[s:e], b[s:e], buckets[s:e], starts, domain_size)
+        a, b = _olh_decode(reports.seeds[s:e])
+        if not compiled:
+            return _olh_support_chunk(a, b, buckets[s:e], starts, domain_size)
+        lo = starts[buckets[s:e]]
+        width = (starts[buckets[s:e] + 1] - lo).astype(np.uint32)
+        z0 = ((b + np.uint64(OLH_PRIME) - lo) % np.uint64(OLH_PRIME)).astype(np.uint32)
+        return olh_kernel.support_counts(z0, a.astype(np.uint32), width, domain_size, OLH_PRIME)
 
     if threads > 1 and len(bounds) > 1:
         with ThreadPoolExecutor(max_workers=threads) as pool:
