@@ -99,6 +99,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
         print(f"  each person pays: {sentence}")
     if spec["client"]["kind"] == "curator":
         print("  central DP: the trusted curator's side only (phones send true cells to the curator; no phone client)")
+    print(f"  spec digest (build it into the app: createClient(spec, {{expectedDigest}})): {spec['digest']}")
     print(f"  estimate with: ldpviz estimate --spec {out / 'collection.json'} --reports REPORTS --out RESULT")
     if spec["ledger"].get("warning"):
         print(f"ldpviz: warning: {spec['ledger']['warning']}", file=sys.stderr)
