@@ -4,7 +4,7 @@ The floor is what any reader of the same file must at least do: ``pyarrow.json.r
 (multi-threaded C++) and ``np.bincount`` of its report column (``y`` for GRR, ``bucket`` for OLH). The row is
 ``ldpviz.deploy.estimate.estimate_reports`` on the same file: every line checked (format, digest, fields, domain),
 every rejection counted under its reason, the mechanism's own estimate and its 95% intervals. Each measurement runs
-in a fresh process (so its peak memory is its own, ``ru_maxrss``), estimate and floor interleaved, medians over
+in a fresh process (so its peak memory is its own: VmHWM of /proc/self/status), estimate and floor interleaved, medians over
 ``--repeats``; the load average is read before and after.
 
 Reports are made the way phones make them (client.py's compact JSON: ``{"spec":"sha256:...","y":17}``), from the
@@ -34,13 +34,15 @@ GRID = 64
 EPSILON = 2.0
 BOX = (-93.33, 44.89, -93.19, 45.05)
 
+#: The process's own peak resident memory (VmHWM: unlike ru_maxrss it is not inherited from the parent across exec).
+PEAK = "[int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')][0] / 1024"
 ESTIMATE = ("import json, resource, sys, time\n"
             "from ldpviz.deploy.estimate import estimate_reports\n"
             "t = time.perf_counter()\n"
             "r = estimate_reports(sys.argv[1], sys.argv[2])\n"
             "wall = time.perf_counter() - t\n"
             "print(json.dumps({'wall': wall, 'accepted': r.collected.accepted, 'rejected': r.collected.n_rejected,\n"
-            "                  'maxrss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))")
+            "                  'maxrss_mb': " + PEAK + "}))")
 FLOOR = ("import json, resource, sys, time\n"
          "import numpy as np, pyarrow.json as pj\n"
          "t = time.perf_counter()\n"
@@ -48,7 +50,7 @@ FLOOR = ("import json, resource, sys, time\n"
          "counts = np.bincount(table.column(sys.argv[2]).to_numpy())\n"
          "wall = time.perf_counter() - t\n"
          "print(json.dumps({'wall': wall, 'rows': int(counts.sum()),\n"
-         "                  'maxrss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))")
+         "                  'maxrss_mb': " + PEAK + "}))")
 
 
 def make_files(kind: str, n: int, folder: Path, seed: int = 0) -> tuple[Path, Path]:

@@ -441,3 +441,19 @@ def test_json_lines_under_a_csv_header_are_malformed(tmp_path):
                   [json.dumps(r) for r in reports[10:40]])
     out = deployed.collect(spec, path)
     assert out.accepted == 10 and out.rejected == {deployed.MALFORMED: 30}
+
+
+def test_olh_support_counts_summed_while_reading_give_the_same_estimate(tmp_path, monkeypatch):
+    """OLH over the grid's cells keeps running support counts (flushed every SUPPORT_FLUSH reports, here 300) instead
+    of every report: the estimate, its intervals and the account equal those from all reports held at once."""
+    monkeypatch.setattr(deployed, "SUPPORT_FLUSH", 300)
+    spec, spec_path, reports = _setup(tmp_path, "olh", n=2000)
+    path = _write(tmp_path / "r.jsonl", reports, ["{bad"])
+    streamed = deployed.estimate_reports(spec_path, path, bootstrap=5)
+    assert streamed.collected.support is not None and len(streamed.collected.seeds) == 0
+    held = deployed.collect(spec, path)
+    assert held.support is None and held.accepted == streamed.collected.accepted == 2000
+    mech = specs.mechanism_from_spec(spec)
+    direct = mech.estimate(deployed.reports_object(mech, spec, held))
+    assert np.array_equal(direct.density, streamed.density)
+    assert np.array_equal(np.asarray(direct.raw), np.asarray(streamed.estimate.raw))

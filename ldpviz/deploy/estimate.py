@@ -35,6 +35,7 @@ import numpy as np
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.deploy import spec as specs
 from ldpviz.mechanisms.base import Estimate, Mechanism
+from ldpviz.mechanisms.path_cost import PER_USER
 
 #: Longest report line read (an OUE report on a 1,024 x 1,024 grid is 262,144 hex characters plus the digest).
 MAX_LINE_BYTES = 300_000
@@ -58,6 +59,8 @@ REPEATED = "a field named twice (a repeated JSON key or CSV header column): whic
 #: Kinds whose every report field is one whole number: their lines are read by the vectorised path.
 FAST_KINDS = frozenset({"grr", "curator", "hr", "disk", "planar-laplace", "staircase", "square-wave", "olh",
                         "olh-h"})
+#: OLH reports held before their support counts are added up (16 MB).
+SUPPORT_FLUSH = 1 << 20
 #: Longest digit run the vectorised path parses (an OLH seed is below (2^31 - 2)(2^31 - 1) < 10^19).
 _MAX_DIGITS = 19
 
@@ -78,6 +81,11 @@ class Collected:
     bits: bytearray = field(default_factory=bytearray)
     #: Lines read by the vectorised path (the rest went line by line).
     fast_lines: int = 0
+    #: OLH over the grid's cells: the support counts are summed as reports arrive (``support_domain`` values), so
+    #: only the last ``SUPPORT_FLUSH`` seeds and buckets are ever held (memory does not grow with the file).
+    support_domain: int = 0
+    support: np.ndarray | None = None
+    support_g: int = 0
 
     def reject(self, reason: str, line_no: int) -> None:
         self.rejected[reason] = self.rejected.get(reason, 0) + 1
@@ -100,6 +108,7 @@ class Collected:
         else:
             self.y.append(values[0])
         self.accepted += 1
+        self._maybe_flush()
 
     def add_columns(self, columns: list[np.ndarray]) -> None:
         """Many accepted reports at once: one array per value of :meth:`Checker.check`'s tuple (fast kinds)."""
@@ -111,10 +120,28 @@ class Collected:
         else:
             self.y.frombytes(np.ascontiguousarray(columns[0], dtype="<i8").tobytes())
         self.accepted += len(columns[0])
+        self._maybe_flush()
 
     @property
     def n_rejected(self) -> int:
         return sum(self.rejected.values())
+
+    def _maybe_flush(self) -> None:
+        if self.support_domain and len(self.seeds) >= SUPPORT_FLUSH:
+            self.flush_support()
+
+    def flush_support(self) -> None:
+        """Add the held OLH reports' support counts (:func:`~ldpviz.mechanisms.fo.oracles.olh_support_counts`, the
+        mechanism's own count) to the running total and let them go."""
+        from ldpviz.mechanisms.fo.oracles import OLHReports, olh_support_counts
+        if self.support is None:
+            self.support = np.zeros(self.support_domain, dtype=np.int64)
+        if len(self.seeds):
+            held = OLHReports(np.frombuffer(self.seeds, dtype=np.uint64), np.frombuffer(self.buckets, dtype=np.int64),
+                              self.support_g)
+            self.support += olh_support_counts(held, self.support_domain)
+            del held
+            self.seeds, self.buckets = array("Q"), array("q")
 
 
 def iter_blocks(source: Any) -> Iterator[bytes | None]:
@@ -404,9 +431,11 @@ class _Reader:
     """One pass over a reports file: the format decided on the first line that is a JSON object or a CSV header
     naming the spec's fields (earlier lines are counted malformed), every line checked and counted."""
 
-    def __init__(self, checker: Checker, fast: bool) -> None:
+    def __init__(self, checker: Checker, fast: bool, support_domain: int = 0) -> None:
         self.checker = checker
         self.out = Collected(checker.kind)
+        if support_domain:
+            self.out.support_domain, self.out.support_g = support_domain, checker.g
         self.fmt: str | None = None
         self.header: list[str] | None = None
         self.header_repeats: list[str] = []
@@ -563,12 +592,14 @@ class _Reader:
         return header
 
 
-def collect(spec: dict, reports: Any, max_bytes: int | None = None, *, fast: bool = True) -> Collected:
+def collect(spec: dict, reports: Any, max_bytes: int | None = None, *, fast: bool = True,
+            stream_support: bool = False) -> Collected:
     """Read and check every line of ``reports`` (a path, or a binary file object such as an upload; JSON lines or
     CSV with a header; a UTF-8 byte-order mark is dropped); see the module docstring. The format is decided on the
     first line that is a JSON object or a CSV header naming the report fields (lines before it count as malformed).
     ``fast``: read lines of the layout learnt from the first accepted line by the vectorised :class:`Template`
-    (same checks, same values; ``False`` reads every line one by one, as a reference)."""
+    (same checks, same values; ``False`` reads every line one by one, as a reference). ``stream_support``: for OLH
+    over the grid's cells keep the running support counts (``Collected.support``) instead of every report."""
     if hasattr(reports, "read"):
         path = reports
         size = getattr(reports, "size", None)
@@ -585,13 +616,17 @@ def collect(spec: dict, reports: Any, max_bytes: int | None = None, *, fast: boo
         raise LdpvizInputError(f"the reports file is {size:,} bytes, above the limit of {max_bytes:,} "
                                f"(--max-bytes); nothing was read. Raise the limit or split the file")
     require(size > 0, f"the reports file {_name(reports)!r} is empty: no reports to estimate from")
-    reader = _Reader(Checker(spec), fast)
+    streamed = int(spec["client"]["D"]) if stream_support and spec["client"]["kind"] == "olh" and \
+        spec["client"]["map"] == "cell" else 0
+    reader = _Reader(Checker(spec), fast, streamed)
     try:
         for block in iter_blocks(path):
             reader.block(block)
     except OSError as err:
         raise LdpvizInputError(f"cannot read the reports file {_name(reports)!r}: {err.strerror or err}") from None
     out = reader.out
+    if streamed:
+        out.flush_support()
     if reader.fmt is None and out.lines > out.blank and not reader.json_like:
         raise LdpvizInputError(
             f"the reports file is neither JSON lines nor a CSV whose header names the spec's report fields "
@@ -619,7 +654,10 @@ def reports_object(mech: Mechanism, spec: dict, out: Collected) -> Any:
         return OLHHReports(grid_domain(mech.grid), np.frombuffer(out.y, dtype=np.int64),
                            np.frombuffer(out.seeds, dtype=np.uint64),
                            np.frombuffer(out.buckets, dtype=np.int64), int(spec["client"]["g"]))
-    if kind == "olh":
+    if kind == "olh" and out.support is not None:
+        from ldpviz.mechanisms.fo.oracles import SupportCounts
+        inner = SupportCounts(out.support, out.accepted, PER_USER)
+    elif kind == "olh":
         inner = OLHReports(np.frombuffer(out.seeds, dtype=np.uint64),
                            np.frombuffer(out.buckets, dtype=np.int64), int(spec["client"]["g"]))
     elif kind == "oue":
@@ -762,7 +800,7 @@ def estimate_reports(spec: dict | str | Path, reports: str | Path, *, bootstrap:
     require(isinstance(bootstrap, int) and 2 <= bootstrap <= 10_000,
             f"--bootstrap must be a whole number from 2 to 10,000, got {bootstrap!r}")
     mech = specs.mechanism_from_spec(spec)
-    out = collect(spec, reports, max_bytes)
+    out = collect(spec, reports, max_bytes, stream_support=True)
     if out.accepted == 0:
         raise LdpvizInputError(f"no valid reports in {_name(reports)!r}: {out.lines:,} lines, rejected: "
                                f"{_lost_text(out)}")
