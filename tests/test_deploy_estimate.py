@@ -457,3 +457,15 @@ def test_olh_support_counts_summed_while_reading_give_the_same_estimate(tmp_path
     direct = mech.estimate(deployed.reports_object(mech, spec, held))
     assert np.array_equal(direct.density, streamed.density)
     assert np.array_equal(np.asarray(direct.raw), np.asarray(streamed.estimate.raw))
+
+
+def test_the_reader_relearns_a_layout_that_changes(tmp_path, monkeypatch):
+    """A first line in one layout (spaced JSON) and the rest in another (compact): after one block mostly read line by
+    line, the layout is learnt again and the rest is read by the vectorised path; the account is the reference's."""
+    monkeypatch.setattr(deployed, "CHUNK_BYTES", 4096)
+    spec, spec_path, reports = _setup(tmp_path, "grr", n=3000)
+    path = _write(tmp_path / "r.jsonl", [], [json.dumps(reports[0])] +
+                  [json.dumps(r, separators=(",", ":")) for r in reports[1:]])
+    fast, slow = deployed.collect(spec, path), deployed.collect(spec, path, fast=False)
+    _same(fast, slow)
+    assert fast.accepted == 3000 and fast.fast_lines > 2500

@@ -480,6 +480,8 @@ class _Reader:
             ok[ok] = self.checker.domain_ok([c[ok] for c in columns])
         slow = np.flatnonzero(~ok)
         out.fast_lines += len(ok) - len(slow)
+        if 2 * len(slow) > len(ok):                 # most lines have another layout: learn it from the next one
+            self.template = None
         if len(slow) == 0:
             out.add_columns(columns)
             return
