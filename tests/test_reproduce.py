@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
@@ -179,3 +180,11 @@ def test_every_claims_bench_names_its_privacy_unit():
     with _pytest.raises(LdpvizInputError, match="privacy unit"):
         summaries.write_summary(Path("/tmp"), "x.md", "X", ["s."], unit=" ")
     assert "Privacy unit: one trip" in summaries.render({"report": "flows-claims.md", "area": "A", "sentences": ["s."]})
+
+
+def test_provenance_states_the_load_beside_the_commit():
+    """Every bench report's provenance carries the machine's load (issue 38: a shared machine's seconds are the
+    load's as much as the code's), at the run's start and when the report was written."""
+    text = reproduce.provenance_markdown()
+    (line,) = [x for x in text.splitlines() if x.startswith("- Load: ")]
+    assert "when the run started" in line and f"on {os.cpu_count()} cores" in line

@@ -166,7 +166,8 @@ def provenance_markdown(seeds: str = "", trials: str = "", quick: bool = False, 
              f" ({'quick smoke run' if quick else 'full run'})",
              f"- Machine: {info['processor']}, {info['cores']} cores, {info.get('memory', '?')} RAM; "
              f"{info['platform']}; Python {info['python']}, numpy {info['numpy']}",
-             f"- Code: commit {_code_line(repo)}"]
+             f"- Code: commit {_code_line(repo)}",
+             f"- Load: {_load_line()}"]
     if seeds:
         lines.append(f"- Seeds: {seeds}")
     if trials:
@@ -190,6 +191,18 @@ def _code_line(repo: Path | None) -> str:
 
 
 COMMIT_AT_START = _commit_now()
+#: The 1-minute load average when this module was first imported (a bench run's start), for :func:`_load_line`.
+LOAD_AT_START: float | None = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+
+
+def _load_line() -> str:
+    """The machine's load beside every speed figure (issue 38): the 1-minute load average when the run started and
+    when its report was written, against the cores (a shared machine's seconds are the load's as much as the
+    code's)."""
+    if LOAD_AT_START is None:
+        return "not available on this system"
+    return (f"1-minute load average {LOAD_AT_START:.1f} when the run started, {os.getloadavg()[0]:.1f} when this "
+            f"report was written, on {os.cpu_count()} cores")
 
 
 # ------------------------------------------------------------------ running
