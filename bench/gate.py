@@ -435,6 +435,31 @@ def report(out_dir: Path, results: dict, verdicts: dict | None, args, elapsed: f
     return path
 
 
+def measure_report(out_dir: Path, rounds: list[dict], suggested: dict, meta: dict, args, elapsed: float) -> Path:
+    """DIR/bench-gate.md for a ``--measure`` run: each benchmark's ratios per round and the threshold they give."""
+    lines = ["# Benchmark gate: thresholds measured", "",
+             provenance_markdown(seeds="38 (W2 pairs, GRR estimate, runs, reports)",
+                                 trials=f"{args.rounds} whole runs x {args.repeats} repeats", quick=args.quick),
+             f"`bench/gate.py --measure --rounds {args.rounds} --repeats {args.repeats}`: {elapsed:.0f} s wall; load "
+             f"average (1 min) {meta['load'][0]} at the start, {meta['load'][1]} at the end, on {os.cpu_count()} cores"
+             + (f"; {meta['note']}" if meta.get("note") else "") + f". Rule: {meta['rule']}. CPU seconds over the "
+             "reference's CPU seconds, measured right before it in the same run.", "",
+             "| benchmark | reference | median CPU s | ratios (every repeat of every run) | median ratio | threshold "
+             "| set by |", "|---|---|---:|---|---:|---:|---|"]
+    for name, sug in suggested.items():
+        every = [x for r in rounds for x in r[name]["ratio"]]
+        cpu = statistics.median(x for r in rounds for x in r[name]["cpu"])
+        lines.append(f"| {name} | {sug['reference']} | {cpu:.2f} | {', '.join(f'{x:.2f}' for x in every)} | "
+                     f"{sug['median']:.2f} | {sug['threshold']:.3g} | "
+                     f"{'the spread' if sug['raised_by_spread'] else f'{FACTOR:g}x the median'} |")
+    lines += ["", "What each benchmark and reference runs:", ""]
+    lines += [f"- **{b.name}**: {b.what}; reference **{b.reference}**: {REFERENCES[b.reference].what}."
+              for b in BENCHES if b.name in suggested]
+    path = out_dir / REPORT
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (about a minute), not judged")
@@ -481,6 +506,7 @@ def main(argv: list[str] | None = None) -> int:
                "benchmarks": merged}
         path = out_dir / "bench-gate-suggested.json"
         path.write_text(json.dumps(doc, indent=1) + "\n")
+        measure_report(out_dir, rounds, suggested, doc["measured"], args, time.perf_counter() - started)
         for name, s in suggested.items():
             print(f"{name:24s} median {s['median']:8.2f} (runs {s['run_medians']}, range {s['min']:.2f}-"
                   f"{s['max']:.2f}) -> threshold {s['threshold']:.3g}")

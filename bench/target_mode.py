@@ -14,6 +14,13 @@ mechanism (``--all``) <= 30 s, the first answer <= 3 s, on a quiet 2-core machin
     python bench/target_mode.py --all            # also times every LDP mechanism, and each LDP / Geo-I seek alone
     python bench/target_mode.py --all --install  # ... and installs each seek's cost in one-trial runs
     python bench/target_mode.py --quick --out /tmp/t   # smoke run: d = 8, 5,000 users, 20 checks
+    python bench/target_mode.py --command [--hog 2]   # only the section on `ldpviz target` as typed (issue 38)
+
+``--command`` measures the command a user types, ``ldpviz target --mechanism planar-laplace --at-most 1000`` on
+the bundled city, as a fresh process (wall, and the child's CPU from ``getrusage``), interleaved with the same seek
+in a process that imported, loaded the data and ran a warm-up seek first (the "alone" rows above), and replaces
+only its own section of DIR/target-mode.md. ``--hog N`` runs the same pairs again with N busy processes (the
+machine loaded on purpose) and reports both readings with the load average.
 
 The seeks run as the Decide page and ``ldpviz target`` run them: side by side, one per core
 (:func:`ldpviz.decide.tradeoff.seeks_side_by_side`). The speed section has a baseline measured in the same run:
@@ -74,6 +81,104 @@ print(json.dumps({"seconds": time.perf_counter() - t, "answers": answers}))
 """
 
 
+COMMAND_SECTION = "## The command as typed: `ldpviz target` in a fresh process (issue 38)"
+COMMAND_MECHANISM = "planar-laplace"
+#: The same seek in a warmed process: import, load, a warm-up seek (grr, uncounted), then the seek timed.
+WARM_SEEK = r"""
+import json, sys, time
+from ldpviz.data import datasets
+from ldpviz.decide import tradeoff
+from ldpviz.experiment import Scenario
+name, dataset, grid, users, target = json.loads(sys.argv[1])
+data = datasets.load(dataset)
+def call(m):
+    base = Scenario(dataset=dataset, mechanism=m, epsilon=1.0, grid_side=grid, n_users=users, seed=0)
+    return tradeoff.target_epsilon(base, "w2_m", target, n_users=users, dataset=data)
+call("grr")
+t, c = time.perf_counter(), time.process_time()
+found = call(name)
+print(json.dumps({"wall": time.perf_counter() - t, "cpu": time.process_time() - c, "epsilon": found.epsilon}))
+"""
+
+
+def _child(argv: list[str]) -> tuple[float, float, str]:
+    """Wall and CPU (user + system of the finished child) seconds of a fresh process, and its stdout."""
+    import resource
+    import subprocess
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, check=True)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done.stdout
+
+
+def command_section(out: Path, repeats: int, hogs: int, quick: bool) -> None:
+    """``ldpviz target --mechanism planar-laplace`` as typed (fresh process) against the same seek warmed, interleaved
+    ``repeats`` times, quiet (as the machine is) and with ``hogs`` busy processes; replaces COMMAND_SECTION."""
+    import statistics
+    import subprocess
+    grid, users, target = (8, 5000, 3000.0) if quick else (32, None, 1000.0)
+    typed = ["ldpviz", "target", "--mechanism", COMMAND_MECHANISM, "--at-most", f"{target:g}"]
+    if quick:
+        typed += ["--grid", str(grid), "--users", str(users)]
+    readings = {}
+    for label, n_hogs in (("as found", 0),) + ((("with hogs", hogs),) if hogs else ()):
+        hog_procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n_hogs)]
+        try:
+            time.sleep(2.0 if n_hogs else 0.0)
+            rows = []
+            for rep in range(repeats):
+                load0 = os.getloadavg()[0]
+                cw, cc, _ = _child([sys.executable, "-m", *typed, "--json"])
+                ww, wc, text = _child([sys.executable, "-c", WARM_SEEK,
+                                       json.dumps([COMMAND_MECHANISM, DATASET, grid, users, target])])
+                warm = json.loads(text.strip().splitlines()[-1])
+                rows.append({"cmd_wall": cw, "cmd_cpu": cc, "seek_wall": warm["wall"], "seek_cpu": warm["cpu"],
+                             "proc_cpu": wc, "load": (load0 + os.getloadavg()[0]) / 2})
+                print(f"{label} [{rep + 1}/{repeats}] command {cw:.1f} s wall {cc:.1f} s CPU; warmed seek "
+                      f"{warm['wall']:.1f} s wall {warm['cpu']:.1f} s CPU; load {rows[-1]['load']:.1f}", file=sys.stderr)
+        finally:
+            for h in hog_procs:
+                h.kill()
+                h.wait()
+        readings[label] = ({k: statistics.median(r[k] for r in rows) for k in rows[0]}, n_hogs)
+    lines = [COMMAND_SECTION, "",
+             provenance_markdown(seeds="0 (the command's default)", trials=f"median of {repeats} fresh processes "
+                                 "per reading", quick=quick),
+             f"Generated by `bench/target_mode.py --command{f' --hog {hogs}' if hogs else ''}`: the command "
+             f"`{' '.join(typed)}` as a fresh process (start-up, data loading and every seek included; CPU is the "
+             "child's user + system time), interleaved with the same seek in a process that had imported, loaded "
+             "the data and run an uncounted warm-up seek (how the seek-alone rows above are measured).", "",
+             "| reading | load (1 min) | command: wall s | command: CPU s | warmed seek: wall s | warmed seek: CPU s "
+             "| command CPU / warmed seek CPU |", "|---|---|---|---|---|---|---|"]
+    for label, (m, n_hogs) in readings.items():
+        lines.append(f"| {label}{f' ({n_hogs} busy processes added)' if n_hogs else ''} | {m['load']:.1f} | "
+                     f"{m['cmd_wall']:.1f} | {m['cmd_cpu']:.1f} | {m['seek_wall']:.1f} | {m['seek_cpu']:.1f} | "
+                     f"{m['cmd_cpu'] / m['seek_cpu']:.2f} |")
+    m, _ = readings["as found"]
+    lines += ["", f"At load {m['load']:.1f} on {os.cpu_count()} cores the command took {m['cmd_wall']:.1f} s wall for "
+                  f"{m['cmd_cpu']:.1f} s of CPU: {m['cmd_wall'] / m['cmd_cpu']:.1f}x its CPU, the rest waiting for a "
+                  f"core. Its CPU is {m['cmd_cpu'] - m['seek_cpu']:.1f} s more than the warmed seek's "
+                  f"{m['seek_cpu']:.1f} s: start-up, data loading and the first calls' compiled kernels "
+                  f"({m['cmd_cpu'] / m['seek_cpu']:.2f}x). A wall-clock figure from this machine is therefore a "
+                  "reading of its load as much as of the code: the seek-alone rows above are the work on a quiet "
+                  "machine (load below 1.5), and the command as typed adds its start-up to them."]
+    if "with hogs" in readings:
+        h, n_hogs = readings["with hogs"]
+        lines += ["", f"With {n_hogs} busy processes added (load {h['load']:.1f}) the command took "
+                      f"{h['cmd_wall']:.1f} s wall and {h['cmd_cpu']:.1f} s CPU "
+                      f"({h['cmd_cpu'] / m['cmd_cpu']:.2f}x the CPU as found, {h['cmd_wall'] / m['cmd_wall']:.2f}x "
+                      "the wall): load stretches the wall far more than the CPU."]
+    path = out / "target-mode.md"
+    text = path.read_text() if path.exists() else "# Target mode (goal seek): one collection, speed and answers\n"
+    if COMMAND_SECTION in text:
+        text = text[:text.index(COMMAND_SECTION)].rstrip() + "\n"
+    path.write_text(text.rstrip() + "\n\n" + "\n".join(lines) + "\n")
+    print(f"wrote {path}")
+
+
 def share_by_cost(costs: list[float], parts: int) -> list[list[int]]:
     """Seeks dealt to ``parts`` processes, longest predicted first, each to the least loaded so far."""
     shares: list[list[int]] = [[] for _ in range(max(1, parts))]
@@ -96,9 +201,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--install", action="store_true", help="with --all: install each seek's cost in one-trial runs "
                                                            "as ldpviz/data/goal_seek_runs.json")
     ap.add_argument("--target", type=float, default=1000.0, help="W2 target in metres (default 1000)")
+    ap.add_argument("--command", action="store_true",
+                    help="only the section on `ldpviz target --mechanism planar-laplace` as typed (fresh processes)")
+    ap.add_argument("--hog", type=int, default=0, help="--command: also measure with this many busy processes")
+    ap.add_argument("--repeats", type=int, default=3, help="--command: fresh processes per reading (default 3)")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.command:
+        command_section(out, 1 if args.quick else args.repeats, args.hog, args.quick)
+        return 0
     grid, users, seed = (8, 5000, 0) if args.quick else (32, None, 0)
     check = 20 if args.quick else args.check
     target = args.target * (3.0 if args.quick else 1.0)   # coarse grid: W2 cannot be as small
@@ -285,7 +397,11 @@ def main(argv: list[str] | None = None) -> int:
                   "never used, stepping up where they do not meet it, so the answer is not the search's lucky draw. "
                   "Most of the time goes to the EM estimators (DAM, planar Laplace) and to W2 at large epsilon."]
     path = out / "target-mode.md"
-    path.write_text("\n".join(lines) + "\n")
+    kept = ""
+    if path.exists() and COMMAND_SECTION in path.read_text():      # the --command section is its own run's
+        old = path.read_text()
+        kept = "\n" + old[old.index(COMMAND_SECTION):]
+    path.write_text("\n".join(lines) + "\n" + kept)
     print(f"wrote {path}")
     return 0
 
