@@ -173,10 +173,42 @@ def command_section(out: Path, repeats: int, hogs: int, quick: bool) -> None:
                       "the wall): load stretches the wall far more than the CPU."]
     path = out / "target-mode.md"
     text = path.read_text() if path.exists() else "# Target mode (goal seek): one collection, speed and answers\n"
+    lines += _against_main_run(text.split(COMMAND_SECTION)[0], m)
     if COMMAND_SECTION in text:
         text = text[:text.index(COMMAND_SECTION)].rstrip() + "\n"
     path.write_text(text.rstrip() + "\n\n" + "\n".join(lines) + "\n")
     print(f"wrote {path}")
+
+
+def _against_main_run(main: str, m: dict) -> list[str]:
+    """Sentences comparing this run's warmed seek with the main report's seek-alone row of the same mechanism (its
+    speed table: wall, CPU), and the code under ldpviz/ of the two runs."""
+    import re
+    import subprocess
+    row = re.search(rf"^\| {re.escape(COMMAND_MECHANISM)} \| ([0-9.]+) \| ([0-9.]+) \| [0-9]+ \|$", main, re.M)
+    commit = re.search(r"^- Code: commit ([0-9a-f]{7,40})", main, re.M)
+    load = re.search(r"Load average \(1 min\) before / after: ([0-9.]+) / ([0-9.]+)", main)
+    if not row:
+        return []
+    wall, cpu = float(row.group(1)), float(row.group(2))
+    out = ["", f"The report's own seek-alone row for {COMMAND_MECHANISM} above took {wall:.2f} s wall and {cpu:.2f} s "
+               f"CPU" + (f" (load {load.group(1)} / {load.group(2)})" if load else "") + f"; the same seek warmed here "
+               f"took {m['seek_cpu']:.1f} s CPU, {m['seek_cpu'] / cpu:.1f}x that, at load {m['load']:.1f}: on a shared "
+               "machine the CPU seconds of the same work can grow with the load as well (caches and cores shared "
+               "with the other work), not only the wall seconds."]
+    machine = re.search(r"^- Machine: ([^,]+),", main, re.M)
+    from ldpviz.evidence.reproduce import machine as this_machine
+    now = this_machine()["processor"]
+    if machine and machine.group(1) != now:
+        out[-1] += f" The machine differs too: the main run's processor was {machine.group(1)}, this run's {now}."
+    if commit:
+        diff = subprocess.run(["git", "-C", str(ROOT), "diff", "--stat", commit.group(1), "--", "ldpviz"],
+                              capture_output=True, text=True)
+        files = [x for x in diff.stdout.splitlines() if "|" in x]
+        out[-1] += (f" The main run's code was commit {commit.group(1)}; ldpviz/ differs from it now in "
+                    f"{len(files)} file{'s' if len(files) != 1 else ''}"
+                    + (f" ({', '.join(x.split('|')[0].strip() for x in files)})" if files else "") + ".")
+    return out
 
 
 def share_by_cost(costs: list[float], parts: int) -> list[list[int]]:
