@@ -129,9 +129,9 @@ class Charge:
         rep = f" x {repeats} collections" if repeats > 1 else ""
         basis = f" ({self.basis})" if self.basis else ""
         total = self.epsilon * uses
-        unit = " per km" if self.model == GEO_I else ""
-        return (f"{self.what}: {model} {self.unit_text()}, {_number(self.uses_worst)} per {_unit_noun(unit)}{rep}{basis} "
-                f"= {_number(total)}{unit}")
+        per_km = " per km" if self.model == GEO_I else ""
+        return (f"{self.what}: {model} {self.unit_text()}, {_number(self.uses_worst)} per {_unit_noun(unit)}{rep}"
+                f"{basis} = {_number(total)}{per_km}")
 
 
 @dataclass(frozen=True)
