@@ -270,10 +270,24 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None, first: Resu
     if grid.region.scale_error > 0.01:
         notes.append(f"Distances in metres are accurate to within {100 * grid.region.scale_error:.2g}% across "
                      f"this region ({grid.region.projection} projection centred on it).")
-    ledger = accounting.collection_ledger(mech, grid.region)
+    ledger = run_ledger(mech, grid.region, scenario.dataset)
     return Result(scenario, grid.region, grid, true_density, estimates, pd.DataFrame(rows), timings, n,
                   users.n_outside, guarantee_with_region(mech, grid.region, scenario.epsilon, ledger), notes, received,
                   coverage(mech, grid.region, n, users.n_outside), readouts, batch.batched, ledger)
+
+
+#: The name prefix of points taken one per person from trips (Decide's trips, ``ldpviz report`` on a trips file).
+ONE_POINT_PER_PERSON_PREFIX = "trips:"
+
+
+def run_ledger(mech: mechanisms.Mechanism, region: Region, dataset: str) -> accounting.Ledger:
+    """One collection's ledger for a run: per row (event-level) for points; per person where every row is one
+    person, one point of their trips chosen at random (a dataset named ``trips:...``)."""
+    if str(dataset).startswith(ONE_POINT_PER_PERSON_PREFIX):
+        return accounting.collection_ledger(
+            mech, region, unit=accounting.UNIT_PERSON, reports_basis="one of the person's points, chosen at random",
+            region_basis="each person reports the tile of one of their points, once")
+    return accounting.collection_ledger(mech, region)
 
 
 def _ldp_total(ledger: Any) -> float | None:
@@ -289,7 +303,11 @@ def guarantee_with_region(mech: mechanisms.Mechanism, region: Region, epsilon: f
     spent epsilon0."""
     ledger = ledger if ledger is not None else accounting.collection_ledger(mech, region)
     extra = accounting.region_total_sentence(ledger)
-    return f"{mech.stated_guarantee()}; {extra}" if extra and mech.privacy_model != "none" else mech.stated_guarantee()
+    stated = mech.stated_guarantee()
+    if ledger.unit == accounting.UNIT_PERSON and mech.privacy_model != "none":   # each row is a person's one point
+        stated = (f"{mech.guarantee()}, per person: each person sends one report (one of their points, chosen at "
+                  "random), so everything a person sends in one collection is protected together")
+    return f"{stated}; {extra}" if extra and mech.privacy_model != "none" else stated
 
 
 def region_line(region: Region, n_users: int) -> str:
