@@ -493,6 +493,8 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
     title = (("Signed decision" if decision else "Decision report") +
              f": {mech.label} at {accounting.setting_text(mech)}")
 
+    start = result.start_map_note()          # an EM estimate that never left its start says so (issue 37.14)
+    start_html = (f"<p class='verdict fail'><strong>Not an estimate:</strong> {_e(start)}</p>" if start else "")
     total = accounting.region_total_sentence(ledger)
     region_total = f"<p><strong>{_e(total[0].upper() + total[1:])}.</strong></p>" if total else ""
     yearly = ledger.repeated(365, "daily for a year")
@@ -527,7 +529,7 @@ Data set: {_e(dataset.label)}.</p>
 {_e(yearly.total().text())} (sequential composition; see ldpviz.mechanisms.accounting).</p>
 
 <h2>4. Maps</h2>
-<div class="maps">{''.join(maps)}</div>
+{start_html}<div class="maps">{''.join(maps)}</div>
 
 <h2>5. Accuracy ({scenario.trials} trials, 95% confidence intervals)</h2>
 {readout}
