@@ -12,6 +12,7 @@ from ldpviz import experiment, mechanisms, metrics
 from ldpviz.render import maps as viz
 from ldpviz.errors import LdpvizInputError
 from ldpviz.mechanisms.accounting import collection_ledger, setting_text
+from ldpviz.mechanisms.base import UNIT_PERSON
 
 
 cfg = session.setup_page("Trade-offs")
@@ -76,7 +77,8 @@ def budget_panel() -> None:
         ledger = None
         if chosen and data is not None:       # what one collection charges (region's ε0 included): the accountant
             mech = compute.built_mechanism(chosen[0], int(cfg["grid_side"]), data.region, float(cfg["epsilon"]), ())
-            ledger = collection_ledger(mech, data.region)
+            ledger = collection_ledger(mech, data.region, unit=UNIT_PERSON, reports_basis="one report per person per "
+                                       "collection", region_basis="each person reports their map tile once")
             if from_total and not math.isclose(ledger.charges[-1].epsilon, float(cfg["epsilon"]), rel_tol=1e-9):
                 st.info(f"{chosen[0]}'s slider is not the ε it is charged ({setting_text(mech)}), so a total cannot be "
                         "split into a slider value; give the ε per collection instead.")
