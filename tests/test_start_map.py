@@ -97,3 +97,24 @@ def test_ldpviz_estimate_says_so(tmp_path):
     assert result.summary()["estimate_informative"] is False
     assert any(line.startswith("  NOT AN ESTIMATE: the reports carry too little information")
                for line in deployed.summary_text(result))
+
+
+def test_compare_never_ranks_a_start_map():
+    """Compare at 0.5 per km on d = 32: SEM-Geo-I's map is the uniform start in every trial, so it is named as not
+    ranked and the best planar-Laplace-or-SEM-Geo-I line names the other."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "ldpviz/app/views/1_Compare.py"),
+                           default_timeout=300)
+    for key, value in {"ds": "minneapolis-stops", "users": "20000", "d": "32", "eps": "0.5", "trials": "2",
+                       "cmp": "sem-geoi,grr", "metric": "w2_m"}.items():
+        at.query_params[key] = value
+    at.run()
+    start = [b for b in at.button if b.label.startswith("Start (")]
+    if start:
+        start[0].click().run()
+    assert not at.exception
+    assert any(w.value.startswith("Not ranked: SEM-Geo-I") and estimation.START_MAP_TEXT in w.value
+               for w in at.warning), [w.value for w in at.warning]
+    assert not any("SEM-Geo-I" in s.value for s in at.success), [s.value for s in at.success]

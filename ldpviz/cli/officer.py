@@ -192,7 +192,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         html = report.build_report(scenario, dataset=user.data, audit=not args.no_audit, r_m=args.r)
     data = user.data if user.data is not None else datasets.load(user.name)
     region = user.region if isinstance(user.region, Region) else experiment.resolve_region(data, user.region)
-    print_privacy_warning(privacy_warning(args.mechanism, Grid(region, args.grid), args.epsilon, params, region))
+    print_privacy_warning(privacy_warning(args.mechanism, Grid(region, args.grid), args.epsilon, params, region,
+                                          dataset=user.name))
     cli_input.write_text(args.out, html)
     print(f"wrote {args.out} ({len(html) / 1024:,.0f} KiB)", file=sys.stderr)
     return 0
