@@ -1,5 +1,6 @@
 """Issue 37 in a real browser: the Trade-offs budget panel splits a total through the accountant, Explore says when
-an estimate never left its uniform start, and Flows' worst-trip metric is the ledger's figure.
+an estimate never left its uniform start and Compare does not rank it, and Flows' worst-trip metric is the ledger's
+figure.
 Screenshots: build/screenshots/journey-totals-*.png.
 """
 
@@ -40,6 +41,20 @@ def test_budget_start_map_and_worst_trip(server, browser):
         walk.page.goto(f"{server}/?ds=minneapolis-stops&users=20000&d=16&mech=dam&eps=1&trials=1")
         walk.idle()
         assert "Not an estimate" not in walk.main_text()
+
+        # Compare at the same uninformative setting: SEM-Geo-I is not ranked, GRR is named best
+        walk.page.goto(f"{server}/Compare?ds=minneapolis-stops&users=20000&d=32&eps=0.5&trials=2&cmp=sem-geoi,grr")
+        walk.idle()
+        start = walk.page.get_by_role("button", name=re.compile(r"^Start \("))
+        if start.count():
+            start.first.click()
+            walk.idle()
+        walk.check_clean("Compare with a start map")
+        walk.page.get_by_text("Not ranked: SEM-Geo-I").first.wait_for(timeout=120_000)
+        text = walk.main_text()
+        assert "Best for this data at ε = 0.5 by W2: GRR" in text, text[:3000]
+        walk.page.get_by_text("Not ranked: SEM-Geo-I").first.scroll_into_view_if_needed()
+        walk.shot("totals-compare")
 
         # Flows: the worst trip's total is the ledger's figure, beside its mean
         walk.page.goto(f"{server}/Flows?eps=1&fd=4")
