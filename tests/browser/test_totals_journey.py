@@ -52,7 +52,7 @@ def test_budget_start_map_and_worst_trip(server, browser):
         walk.check_clean("Compare with a start map")
         walk.page.get_by_text("Not ranked: SEM-Geo-I").first.wait_for(timeout=120_000)
         text = walk.main_text()
-        assert "Best for this data at ε = 0.5 by W2: GRR" in text, text[:3000]
+        assert "Best for this data at ε = 0.5 by W2 (m): GRR" in text, text[:3000]
         walk.page.get_by_text("Not ranked: SEM-Geo-I").first.scroll_into_view_if_needed()
         walk.shot("totals-compare")
 
