@@ -21,7 +21,6 @@ import math
 from typing import Any
 
 from ldpviz.errors import require
-from ldpviz.decide.explain import exp_ratio_text
 from ldpviz.mechanisms import accounting
 from ldpviz.mechanisms.base import EPSILON_MAX, EPSILON_MIN, GEO_I, LDP
 
@@ -137,9 +136,10 @@ def plan(*, every: str = "day", period: float = 1.0, period_unit: str = "year", 
     judged = max(every_total.log_ratio(over.reference_m), every_total.central)
     apart = (f" for places {accounting.length_text(over.reference_m)} apart" if every_total.geo_per_km > 0 else "")
     sentence = (f"Collecting {span} is {n:,} collections. Each charges a person {one.text()}; over the period "
-                f"they add up to {every_total.text()} for one person's reports (sequential composition): together "
-                f"they can make one location up to e^{judged:.3g} = {exp_ratio_text(judged)} times likelier than "
-                f"another{apart}.")
+                f"they add up to {every_total.text()} for one person's reports (sequential composition)")
+    sentence += (": nothing is protected." if every_total.exposed else
+                 f": together they can make one location up to e^{judged:.3g} = {accounting.ratio_text(judged)} "
+                 f"times likelier than another{apart}.")
     return {"every": every, "times_per": times_per, "period": float(period), "period_unit": period_unit,
             "collections": n, "per_collection_epsilon": per, "total_epsilon": every_total.figure(),
             "per_collection_text": one.headline(), "total_text": every_total.headline(),

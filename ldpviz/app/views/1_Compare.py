@@ -242,9 +242,9 @@ if results:
         if flat:
             st.warning("Not ranked: " + ", ".join(by_name[n]["label"] for n in flat) + f": {START_MAP_TEXT} in "
                        "every trial.", icon=":material/blur_on:")
-            table = table[~table["mechanism"].isin(flat)].reset_index(drop=True)
+        ranked = table[~table["mechanism"].isin(flat)].reset_index(drop=True)
         lines = []
-        for model, group in table.groupby("model", sort=False):   # best first within each privacy model
+        for model, group in ranked.groupby("model", sort=False):   # best first within each privacy model
             best = group.iloc[0]
             line = f"**{best['label']}** ({ui.fmt_metric(metric, best[metric])})"
             if len(group) > 1 and int(cfg["trials"]) > 1:
