@@ -184,6 +184,8 @@ _UNIT_NAME = re.compile(r"cell_m|_m$|^m$|metres|km|GEO_I_UNIT|side_m|distance|di
 _CHANNEL_ARITHMETIC = {
     ("people/trajectory_mechanisms.py", "budgets"): "LDPTrace splits its one epsilon among its reports (Sec. 4)",
     ("flows/od_lasso_solver.py", "nonnegative_kron_qp"): "eps_active is the solver's active-set tolerance, not a privacy epsilon",
+    ("deploy/client.py", "square_wave_radius"): "the Square Wave's radius b from its epsilon (Li et al. SIGMOD'20), "
+                                                "a channel parameter the phone re-derives",
 }
 
 
