@@ -87,7 +87,8 @@ def test_compare_and_tradeoffs_for_every_mechanism(mechanism):
     at = app("ldpviz/app/views/1_Compare.py", cmp=mechanism)
     at.run()
     assert_clean(at)
-    assert any("Best for this data" in s.value for s in at.success) or at.error
+    # (a mechanism whose map never left its uniform start, e.g. HUEM on 3,000 users, is named as not ranked)
+    assert any("Best for this data" in s.value or "left its uniform start" in s.value for s in at.success) or at.error
     at = app("ldpviz/app/views/2_Trade-offs.py", smech=mechanism, vary="epsilon", vals="0.5,2")
     at.run()
     assert_clean(at)

@@ -7,6 +7,7 @@ Every ``import`` counts, including those inside functions: a cycle hidden in a f
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -169,3 +170,117 @@ def test_importing_the_core_loads_no_streamlit(entry):
                          cwd=PACKAGE.parent)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+# ------------------------------------------------------------------ no epsilon total outside the accountant (issue 37.7)
+#: A name that carries a privacy epsilon (epsilon, eps, e0, epsilon0, eps_len, total_epsilon, ...).
+_EPS_NAME = re.compile(r"(?:^|_)(?:eps|epsilon\w*|e0|epsilon0)(?:_|$)|epsilon", re.I)
+#: Multiplying an epsilon by one of these converts its unit (per km -> per cell, x a distance) or splits it (a share):
+#: a channel's own arithmetic, never a composition.
+_UNIT_NAME = re.compile(r"cell_m|_m$|^m$|metres|km|GEO_I_UNIT|side_m|distance|dist|slack|radius|share|fraction|half|"
+                        r"scale|^d$|^r$|log|ratio", re.I)
+#: Where arithmetic on an epsilon is a mechanism's own channel, not a total: (module path, function) -> why.
+#: ``ldpviz/mechanisms/`` is the mechanisms' layer (their channels) and holds the accountant itself.
+_CHANNEL_ARITHMETIC = {
+    ("people/trajectory_mechanisms.py", "budgets"): "LDPTrace splits its one epsilon among its reports (Sec. 4)",
+    ("flows/od_lasso_solver.py", "nonnegative_kron_qp"): "eps_active is the solver's active-set tolerance, not a privacy epsilon",
+    ("deploy/client.py", "square_wave_radius"): "the Square Wave's radius b from its epsilon (Li et al. SIGMOD'20), "
+                                                "a channel parameter the phone re-derives",
+}
+
+
+def _name_of(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Subscript):
+        key = node.slice
+        return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else _name_of(node.value)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("float", "int", "abs") \
+            and node.args:
+        return _name_of(node.args[0])
+    return ""
+
+
+def epsilon_arithmetic(source: str) -> list[tuple[int, str, str]]:
+    """(line, enclosing function, what) for every place ``source`` composes epsilons by hand: adds one (+, +=,
+    sum()), or multiplies one by anything but a constant, a distance or a share (a count: uses, trips, windows).
+    A name bound from an epsilon (``per = float(charge.epsilon)``) carries it."""
+    tree = ast.parse(source)
+    tainted: set[str] = set()
+
+    def eps(node: ast.AST) -> bool:
+        name = _name_of(node)
+        return (isinstance(node, ast.Name) and node.id in tainted) or bool(name and _EPS_NAME.search(name))
+
+    def plain(node: ast.AST) -> bool:
+        if isinstance(node, ast.Constant) or (isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant)):
+            return True
+        if isinstance(node, ast.BinOp):
+            return plain(node.left) and plain(node.right)
+        return bool(_UNIT_NAME.search(_name_of(node) or "\0"))
+
+    for _ in range(3):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                value = node.value
+                if eps(value) or (isinstance(value, ast.IfExp) and (eps(value.body) or eps(value.orelse))):
+                    tainted.add(node.targets[0].id)
+    found = []
+
+    def visit(node: ast.AST, function: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            where = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
+            what = None
+            if isinstance(child, ast.BinOp) and isinstance(child.op, ast.Add) and (eps(child.left) or eps(child.right)):
+                what = "adds an epsilon"
+            elif isinstance(child, ast.BinOp) and isinstance(child.op, ast.Mult) and (
+                    (eps(child.left) and not plain(child.right)) or (eps(child.right) and not plain(child.left))):
+                what = "multiplies an epsilon by a count"
+            elif isinstance(child, ast.AugAssign) and isinstance(child.op, (ast.Add, ast.Mult)) \
+                    and (eps(child.target) or eps(child.value)):
+                what = "accumulates an epsilon"
+            elif isinstance(child, ast.Call) and _name_of(child.func) in ("sum", "fsum"):
+                args = [*child.args, *([child.func.value] if isinstance(child.func, ast.Attribute) else [])]
+                if any(eps(n) for a in args for n in ast.walk(a)):
+                    what = "sums epsilons"
+            if what:
+                found.append((child.lineno, where, what))
+            visit(child, where)
+
+    visit(tree, "")
+    return found
+
+
+def test_no_epsilon_total_outside_the_accountant():
+    """Every total a person pays is composed by ldpviz/mechanisms/accounting.py (docs/privacy-accounting.md): no
+    module above the mechanisms' layer (pages included) adds epsilons or multiplies one by a count."""
+    bad = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.startswith("mechanisms/"):
+            continue
+        for line, function, what in epsilon_arithmetic(path.read_text(encoding="utf-8")):
+            if (rel, function) not in _CHANNEL_ARITHMETIC:
+                bad.append(f"ldpviz/{rel}:{line} ({function or 'module'}) {what}")
+    assert not bad, "compose these through ldpviz.mechanisms.accounting (a Ledger):\n" + "\n".join(bad)
+
+
+def test_the_epsilon_check_can_fail():
+    """Planted hand totals are caught (the ones issue 37 found, in their shapes); a unit conversion is not."""
+    planted = '''
+def worst(lam, per, e0, epsilon, charges, reports_per_person):
+    worst_trip = lam.max() * per                       # navigation's old worst trip (per bound from an epsilon)
+    total = e0 + float(epsilon)                        # region_choice's old total_epsilon_sentence
+    people = sum(c.epsilon * c.uses for c in charges)  # a ledger by hand
+    run = 0.0
+    for c in charges:
+        run += c.epsilon
+    return epsilon * reports_per_person, total, people, worst_trip, run
+'''
+    assert {what for _, _, what in epsilon_arithmetic(planted.replace("per, e0", "e0").replace(
+        "lam.max() * per", "lam.max() * epsilon"))} == {"multiplies an epsilon by a count", "adds an epsilon",
+                                                          "sums epsilons", "accumulates an epsilon"}
+    assert len(epsilon_arithmetic("per = float(charge.epsilon)\nworst = per * trips\n")) == 1   # carried by a name
+    assert epsilon_arithmetic("per_cell = epsilon * cell_m / 1000\nhalf = epsilon / 2\n") == []

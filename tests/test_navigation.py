@@ -9,7 +9,8 @@ import pytest
 
 from ldpviz.flows import navigation as N
 from ldpviz.cli.commands import main
-from ldpviz.geo.domain import Region
+from ldpviz import mechanisms
+from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError
 
 REGION = Region(0.0, 0.0, 4_000.0, "test square")
@@ -62,9 +63,10 @@ def test_no_congestion_means_the_free_flow_route_is_best():
 def test_budget_accounting_and_theta_monotone():
     """Total privacy bound is lambda x epsilon; fewer updates at a larger theta (exact congestion, same trips)."""
     low, high = _run("exact", eps=2.0, theta=0.0), _run("exact", eps=2.0, theta=60.0)
-    assert low.summary()["mean_total_epsilon"] == pytest.approx(low.updates.mean() * 2.0)
+    assert low.summary()["mean_total_epsilon"] is None          # exact sends the true value: no epsilon to state
     assert high.updates.mean() <= low.updates.mean()
     srr = _run("srr", eps=2.0, theta=0.0)
+    assert srr.summary()["mean_total_epsilon"] == pytest.approx(srr.updates.mean() * 2.0)   # by hand: mean lambda x eps
     assert "within lambda x 2 for that trip" in srr.guarantee and "Privacy unit: one trip" in srr.guarantee
     assert low.guarantee.startswith("no privacy")
 
@@ -113,6 +115,7 @@ def test_worst_trip_is_the_headline_and_mean_is_beside_it(capsys):
     line = next(t for t in text.splitlines() if "total privacy per trip" in t)
     assert line.index("worst trip") < line.index("mean")
     assert f"worst trip {out['max_total_epsilon']:g} ({out['max_updates']} updates)" in line
+    assert out["trip_total_text"] == f"{out['max_updates'] * 0.5:g}" == f"{out['max_total_epsilon']:g}"
 
 
 def test_client_side_cap_bounds_every_trip_and_the_reporters():
@@ -179,14 +182,19 @@ def test_per_person_total_adds_a_persons_trips():
     assert s["worst_person_epsilon"] > s["max_total_epsilon"]
     synthetic = _run("srr", eps=0.5, theta=0.0, seed=1)
     assert "a synthetic driver may also report traffic" in synthetic.guarantee
-    assert s["worst_person_epsilon"] <= 0.5 * res.updates.sum()
-    # the ledger (every row of the city a reporter, anonymous: charged as a driver who also reports)
+    # the ledger (every row of the city a reporter, anonymous: a driver charged as also reporting): W windows plus
+    # the person's summed updates, times 0.5; a person's trips add up (more than any one trip's updates)
+    drives = res.ledger.charges[-1].uses_worst
     total = res.ledger.total().ldp
-    assert total == pytest.approx(0.5 * (s["reporter_windows"] + res.updates.max()))
+    assert total == pytest.approx(0.5 * (s["reporter_windows"] + drives))
+    assert res.updates.max() < drives <= res.updates.sum()
+    assert s["worst_person_epsilon"] == pytest.approx(total) and s["worst_person_total"]["ldp_epsilon"] == total
 
 
 def test_person_totals_sum_each_persons_trips():
-    """person_totals: a with 3 trips (1 + 2 + 0 updates), b with 1 trip (4 updates) at eps 0.5: a has the most trips,
-    b the largest total (2.0)."""
-    out = N.person_totals(np.array(["a", "b", "a", "a"]), np.array([1, 4, 2, 0]), 0.5)
-    assert out == {"max_trips_per_person": 3, "people": 2, "worst_person_epsilon": 2.0}
+    """person_totals: a with 3 trips (1 + 2 + 0 updates), b with 1 trip (4 updates) at eps 0.5: a has the most trips;
+    the ledger gives b the largest total (2.0)."""
+    assert N.person_totals(np.array(["a", "b", "a", "a"])) == {"max_trips_per_person": 3, "people": 2}
+    mech = mechanisms.create("srr", Grid(REGION, 8), 0.5)
+    ledger = N.navigation_ledger(mech, REGION, 0, None, np.array(["a", "b", "a", "a"]), np.array([1, 4, 2, 0]))
+    assert ledger.total().ldp == pytest.approx(2.0)        # b: 4 updates x 0.5 (a: 3 x 0.5), no windows

@@ -218,7 +218,8 @@ def test_region_spent_from_a_stated_budget():
     same_tile = np.all(np.array(quadkey.lonlat_to_tile_xy(lon[:1], moved[:1], 6))
                        == np.array(quadkey.lonlat_to_tile_xy(lon[:1], lat[:1], 6)))
     assert same_tile and private_region.private_tile_region(lon, moved, epsilon0=1.0, seed=3) == region
-    assert "1 + epsilon (sequential composition)" in regions.region_covers(region)
+    covers = regions.region_covers(region)      # the figure is the ledger's alone (issue 37.4): no second total here
+    assert "ε0 = 1 per row is a line of the ledger" in covers and "+ epsilon" not in covers
 
 
 def test_private_region_keeps_noise_tiles_with_probability_at_most_alpha():
@@ -270,7 +271,7 @@ def test_private_region_epsilon_is_added_to_the_guarantee(tmp_path):
     assert "ε0 + ε = 0.8 + 1 = 1.8 in total" in result.guarantee
     summary = result.summary()
     assert summary["region_epsilon"] == 0.8 and summary["total_epsilon"] == pytest.approx(1.8)
-    assert any("0.8 + epsilon" in line for line in result.coverage)
+    assert any("ε0 = 0.8 per row is a line of the ledger" in line for line in result.coverage)
     geo = experiment.run(experiment.Scenario(dataset=ds.name, mechanism="planar-laplace", epsilon=1.0,
                                              grid_side=8), ds)
     assert "ε = 0.8 + 1 per km × d (LDP + Geo-I)" in geo.guarantee and geo.summary()["total_epsilon"] is None

@@ -386,8 +386,8 @@ def cmd_navigate(args: argparse.Namespace) -> int:
           f"theta = {out['theta_s']:g} s, {out['trips']} trips on a {out['grid']} x {out['grid']} grid ({cap})")
     print(f"  {out['guarantee']}")
     print(f"  {out['region']}")
-    print(f"  total privacy per trip lambda x epsilon: worst trip {out['max_total_epsilon']:.4g}{unit} "
-          f"({out['max_updates']} updates), mean {out['mean_total_epsilon']:.2f}{unit} "
+    print(f"  total privacy per trip lambda x epsilon (the accountant's): worst trip {out['trip_total_text']} "
+          f"({out['max_updates']} updates), mean {out['mean_trip_total_text']} "
           f"({out['mean_updates']:.2f} updates)"
           + (f"; {out['capped_trips']} trips hit the cap" if out["update_cap"] is not None else ""))
     ledger = out["ledger"]            # the accountant's per-person total: never summed here

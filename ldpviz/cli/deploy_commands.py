@@ -93,10 +93,10 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     paths = bundle.write_bundle(target, ledger=ledger, out_dir=out, expected_users=args.expected_users)
     spec = json.loads(paths["collection.json"].read_text(encoding="utf-8"))
     print(f"wrote {len(paths)} files to {out}/: {', '.join(sorted(paths))}")
-    print(f"  {spec['mechanism']['guarantee']}")
+    print(f"  one report: {bundle.report_guarantee(spec)}")
     sentence = spec["ledger"].get("sentence")
     if sentence:
-        print(f"  each person pays: {sentence}")
+        print(f"  each person pays (a phone is one person): {sentence}")
     if spec["client"]["kind"] == "curator":
         print("  central DP: the trusted curator's side only (phones send true cells to the curator; no phone client)")
     print(f"  spec digest (build it into the app: createClient(spec, {{expectedDigest}})): {spec['digest']}")

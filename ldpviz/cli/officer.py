@@ -183,7 +183,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         params[key.strip()] = value.strip()
     mechanisms.get(args.mechanism)
     mechanisms.validate_epsilon(args.epsilon)
-    user = cli_input.load_data(args)
+    user = _report_data(args)
     scenario = experiment.Scenario(dataset=user.name, mechanism=args.mechanism, epsilon=args.epsilon,
                                    grid_side=args.grid, region=user.region, params=params, n_users=args.users,
                                    seed=args.seed, trials=args.trials)
@@ -192,10 +192,55 @@ def cmd_report(args: argparse.Namespace) -> int:
         html = report.build_report(scenario, dataset=user.data, audit=not args.no_audit, r_m=args.r)
     data = user.data if user.data is not None else datasets.load(user.name)
     region = user.region if isinstance(user.region, Region) else experiment.resolve_region(data, user.region)
-    print_privacy_warning(privacy_warning(args.mechanism, Grid(region, args.grid), args.epsilon, params, region))
+    print_privacy_warning(privacy_warning(args.mechanism, Grid(region, args.grid), args.epsilon, params, region,
+                                          dataset=user.name))
     cli_input.write_text(args.out, html)
     print(f"wrote {args.out} ({len(html) / 1024:,.0f} KiB)", file=sys.stderr)
     return 0
+
+
+#: Column names that mark a file as trips of named people for ``ldpviz report`` (the trip loader's, less the
+#: generic 'id' and 'name', which a points file often has for its rows).
+REPORT_PERSON_NAMES = ("person", "person_id", "user", "user_id", "uid", "userid", "individual", "vehicle",
+                       "vehicle_id", "taxi_id", "driver", "storm")
+
+
+def _person_column(args: argparse.Namespace) -> str | None:
+    """The file's person column (``--person-column``, else one named as od and navigate find it), or None."""
+    if not args.csv:
+        return None
+    if args.person_column:
+        return args.person_column
+    from ldpviz.data.file_formats import find_column
+    try:
+        if str(args.csv).lower().endswith((".parquet", ".pq")):
+            import pyarrow.parquet as pq
+            columns = list(pq.read_schema(args.csv).names)
+        else:
+            import pandas as pd
+            columns = [str(c) for c in pd.read_csv(args.csv, nrows=0, compression="infer").columns]
+    except Exception:               # unreadable here: the points loader gives the clear message
+        return None
+    idx = find_column(columns, None, REPORT_PERSON_NAMES)
+    return None if idx is None else columns[idx]
+
+
+def _report_data(args: argparse.Namespace) -> Any:
+    """The report's data: points, or for a file with a person column (as od and navigate read it) the trips,
+    one point per person chosen at random (seeded, as Decide and navigate's traffic reporters), so the ledger is
+    per person (issue 37.6)."""
+    person = _person_column(args)
+    if person is None:
+        return cli_input.load_data(args)
+    from ldpviz.decide.decision_flow import trips_points
+    for role in ("trip_column", "time_column", "seq_column"):
+        setattr(args, role, None)
+    args.person_column = person
+    trips = cli_input.load_data(args, cli_input.TRAJECTORIES)
+    points = trips_points(trips.data, args.seed)
+    print(f"Person column '{person}': one point per person ({trips.data.n_people:,} people), as Decide, od and "
+          "navigate read trips; the ledger is per person.", file=sys.stderr)
+    return cli_input.UserData(points.name, points, trips.region)
 
 
 def add_commands(sub: Any) -> None:
@@ -245,5 +290,7 @@ def _report_options(rp: argparse.ArgumentParser) -> None:
     rp.add_argument("--r", type=float, help="distance r (m) for 'the attacker lands within r of the person' "
                                            "(default: 1%% of the region's side)")
     rp.add_argument("--no-audit", action="store_true", dest="no_audit", help="skip the quick audit")
+    rp.add_argument("--person-column", help="the file's person column (auto-detected: person, user, ...): the "
+                                            "report then takes one point per person and its ledger is per person")
     rp.add_argument("--out", required=True, help="HTML file to write")
     rp.set_defaults(fn=cmd_report)

@@ -129,7 +129,7 @@ def data_arguments(scenario: experiment.Scenario, dataset: datasets.Dataset | No
 
 
 #: The name prefix of points taken from trips, one per person (:func:`ldpviz.decide.decision_flow.trips_points`).
-TRIPS_PREFIX = "trips:"
+TRIPS_PREFIX = experiment.ONE_POINT_PER_PERSON_PREFIX
 
 
 def is_trips(name: str) -> bool:
@@ -256,6 +256,16 @@ def _audit_section(scenario: experiment.Scenario, run_audit: bool) -> str:
             f"inputs, {res.confidence:.0%} confidence, seed {res.seed} ({res.seconds:.1f} s). It certifies a lower "
             f"bound on the privacy loss from the mechanism's client code; passing means no violation was found, "
             f"not a proof.</p>{notes}")
+
+
+def _protects(ledger: Any) -> str:
+    """What the report's totals protect, in the ledger's unit (issue 37.6: never 'per person' beside a per-row
+    ledger)."""
+    from ldpviz.mechanisms.base import UNIT_ROW
+    if ledger.unit == UNIT_ROW:
+        return ("one row (one location) in one collection: event-level; a person with m rows pays m times (the "
+                "ledger counts per row, as ldpviz cannot tell which rows are one person's)")
+    return f"{ledger.unit}: all of their reports in one collection (the ledger counts them)"
 
 
 def rows_sentence(dataset: datasets.Dataset, result: experiment.Result) -> str:
@@ -445,7 +455,8 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
     cli, py = _reproduction(scenario, r_m, dataset)
     target_html = f"<h2>The target and the answer</h2>{_target_html(reading)}" if reading else ""
     head, tail = decision if decision else ("", "")
-    embedded = json.dumps(_jsonable({"scenario": result.summary(), "target": reading, "decision": decision_json,
+    embedded = json.dumps(_jsonable({"scenario": {**result.summary(), "ledger": ledger.to_dict()}, "target": reading,
+                                     "decision": decision_json,
                                      "ledger": ledger.to_dict()}))
     params = mech.effective_params()
     scenario_rows = [
@@ -461,7 +472,8 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
         ["Epsilon", accounting.setting_text(mech)],
         ["Trials, seed", f"{scenario.trials} trials, seed {scenario.seed}"],
     ]
-    scale_rows = [["Privacy model", model], ["Protects", terms["protects"]],
+    noun = accounting.unit_noun(ledger)
+    scale_rows = [["Privacy model", model], ["Protects", _protects(ledger)],
                   ["Largest probability ratio between two places (one report)", terms["max_ratio_text"]],
                   ["LDP-equivalent epsilon over this region", _num(terms["ldp_equivalent_epsilon"])]]
     if "ratio_at_r" in terms:
@@ -481,10 +493,12 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
     title = (("Signed decision" if decision else "Decision report") +
              f": {mech.label} at {accounting.setting_text(mech)}")
 
+    start = result.start_map_note()          # an EM estimate that never left its start says so (issue 37.14)
+    start_html = (f"<p class='verdict fail'><strong>Not an estimate:</strong> {_e(start)}</p>" if start else "")
     total = accounting.region_total_sentence(ledger)
     region_total = f"<p><strong>{_e(total[0].upper() + total[1:])}.</strong></p>" if total else ""
     yearly = ledger.repeated(365, "daily for a year")
-    ledger_html = ("<h3>What each row pays (the ledger)</h3><ul class='ledger'>" +
+    ledger_html = (f"<h3>What each {noun} pays (the ledger)</h3><ul class='ledger'>" +
                    "".join(f"<li>{_e(line)}</li>" for line in ledger.lines()) +
                    f"</ul><p><strong>{_e(ledger.sentence())}</strong></p>")
     return f"""<!DOCTYPE html>
@@ -511,11 +525,11 @@ Data set: {_e(dataset.label)}.</p>
 <p>{_e(epsilon_plain(terms['epsilon'], model, slack_m=terms.get('slack_m', 0.0)))}</p>
 {_table(["On the common scale", ""], scale_rows)}
 {ledger_html}
-<p class="note">Repeated collections add up: collecting daily for a year (365 collections) gives a total per row of
+<p class="note">Repeated collections add up: collecting daily for a year (365 collections) gives a total per {noun} of
 {_e(yearly.total().text())} (sequential composition; see ldpviz.mechanisms.accounting).</p>
 
 <h2>4. Maps</h2>
-<div class="maps">{''.join(maps)}</div>
+{start_html}<div class="maps">{''.join(maps)}</div>
 
 <h2>5. Accuracy ({scenario.trials} trials, 95% confidence intervals)</h2>
 {readout}

@@ -41,7 +41,8 @@ from ldpviz.mechanisms.base import (CENTRAL_DP, GEO_I, GEO_I_UNIT, GEO_I_UNIT_M,
 from ldpviz.wording import length
 
 #: The unit every guarantee in this tool protects.
-PROTECTED_UNIT = "one person's location in one collection (one report per person)"
+PROTECTED_UNIT = ("one report (one location) in one collection; whoever sends several reports pays for each (the "
+                  "ledger counts them per row, or per person where persons are known)")
 #: Default distance for the Geo-I "two places r metres apart" figure.
 DEFAULT_R_M = 1000.0
 

@@ -76,6 +76,12 @@ def _mechanism_of(target: Any, region: Region | None, expected_users: int | None
                                       expected_users or target.n_users)
 
 
+def report_guarantee(spec: dict) -> str:
+    """The guarantee of one report from ``spec`` without the simulator's per-row wording: in a deployment a phone is a
+    person, and what a person pays over their reports is the spec's ledger (issue 37.6)."""
+    return str(spec["mechanism"]["guarantee"]).split(", per row (event-level)")[0]
+
+
 def readme_text(spec: dict) -> str:
     """The engineers' README (also in docs/deploy.md in more words)."""
     m, c, r = spec["mechanism"], spec["client"], spec["region"]
@@ -85,8 +91,9 @@ def readme_text(spec: dict) -> str:
     lines = [
         f"# Collection bundle: {m['label']}", "",
         f"Made by ldpviz {spec['ldpviz_version']}; spec digest `{spec['digest']}`.", "",
-        f"- Guarantee: {m['guarantee']}.",
-        f"- What each person pays (the ledger): {pays}" if pays else "- Ledger: see collection.json",
+        f"- Guarantee of one report: {report_guarantee(spec)}.",
+        f"- What each person pays over all their reports (the ledger; the unit is the person, each phone one "
+        f"person): {pays}" if pays else "- Ledger: see collection.json",
         *([f"- **{ledger['warning']}**"] if ledger.get("warning") else []),
         f"- Region: {r['name'] or 'unnamed'}, a {r['side_m'] / 1000:,.4g} km square centred at "
         f"({r['center_lon']:.6g}, {r['center_lat']:.6g}), projection {r['projection_text']}; "

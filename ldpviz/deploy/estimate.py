@@ -32,6 +32,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from ldpviz.mechanisms.estimation import start_map_text, stayed_at_start
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.deploy import spec as specs
 from ldpviz.mechanisms.base import Estimate, Mechanism
@@ -708,6 +709,9 @@ class DeployedEstimate:
             "rejected_by_reason": dict(c.rejected), "rejected_examples_line_numbers": c.examples,
             "interval": self.interval_method, "warnings": self.warnings, "ledger": self.spec["ledger"],
             "region": self.spec["region"]["name"], "grid_side": self.spec["region"]["grid_side"],
+            # an EM estimate that never left its uniform start says so (issue 37.14; None: it left it, or no test)
+            "estimate_informative": not stayed_at_start(self.estimate.info),
+            "start_map": start_map_text(self.estimate.info),
         }
 
 
@@ -891,6 +895,8 @@ def summary_text(result: DeployedEstimate) -> list[str]:
     sentence = s["ledger"].get("sentence") if isinstance(s["ledger"], dict) else None
     if sentence:
         lines.append(f"  each person pays: {sentence}")
+    if s["start_map"]:
+        lines.append(f"  NOT AN ESTIMATE: {s['start_map']}")
     if s["rejected"]:
         lines.append(f"  rejected {s['rejected']:,} lines: {_lost_text(result.collected)}")
     else:

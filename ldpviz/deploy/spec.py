@@ -36,7 +36,7 @@ from ldpviz import mechanisms
 from ldpviz.deploy import client as _client
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.geo.domain import AEQD, EARTH_RADIUS_M, Grid, Region
-from ldpviz.mechanisms.base import CENTRAL_DP, GEO_I, NO_PRIVACY, Mechanism
+from ldpviz.mechanisms.base import CENTRAL_DP, GEO_I, GEO_I_UNIT_M, NO_PRIVACY, Mechanism
 
 SCHEMA = _client.SCHEMA
 #: Largest total integer weight of one draw (uniform integers are drawn below it by rejection).
@@ -402,6 +402,17 @@ def check_deployable(mech: Mechanism, curator: bool = False) -> None:
     if name in NOT_YET:
         raise LdpvizInputError(f"'{name}' has no client in this bundle yet: {NOT_YET[name]}. Clients exist for: "
                                f"{', '.join(supported())}")
+    if name == "sem-geoi" and getattr(mech, "calibration", "raw") != "raw":
+        # Refused, not deployed at its epsilon' (issue 37.8): the slider of this mode is DAM's LDP level and the
+        # epsilon' it gives is not monotone in it (2.01 -> 3.82 -> 8.13 per km for 4 -> 2 -> 1 on one grid), so a
+        # signed "epsilon = 2" would not say whether it is more or less private than "epsilon = 4". The guarantee a
+        # phone runs is the epsilon' per km: deploy that number as the slider itself (calibration=raw).
+        per_km = mech.epsilon_per_cell * GEO_I_UNIT_M / mech.grid.cell_m
+        raise LdpvizInputError(
+            f"'sem-geoi' with calibration={mech.calibration} is a comparison with DAM, not a setting to deploy: its "
+            f"slider (DAM's epsilon = {mech.epsilon:g}) is not monotone in the guarantee it gives (here epsilon' = "
+            f"{per_km:.4g} per km), so a smaller slider can mean less privacy. Deploy the guarantee itself: "
+            f"--mechanism sem-geoi --epsilon {per_km:.4g} (calibration=raw, the default: the slider is epsilon' per km)")
     if not mech.has_client or name not in supported():
         raise LdpvizInputError(f"'{name}' has no single phone-side report (multi-round, or its domain is built "
                                f"from the users' data); clients exist for: {', '.join(supported())}")

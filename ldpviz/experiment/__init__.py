@@ -31,7 +31,7 @@ from ldpviz.geo.domain import Binned, Grid, Region
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz import wording
 from ldpviz.wording import plural
-from ldpviz.mechanisms import accounting
+from ldpviz.mechanisms import accounting, estimation
 from ldpviz.mechanisms.base import Estimate
 from ldpviz.experiment.report_description import describe as describe_reports
 
@@ -116,6 +116,24 @@ class Result:
     #: what each row pays, composed once (:class:`ldpviz.mechanisms.accounting.Ledger`): every total printed reads it
     ledger: Any = None
 
+    def start_map_trials(self) -> list[bool]:
+        """Per trial, whether its EM estimate never left the uniform starting map (or stayed within noise of it:
+        :func:`ldpviz.mechanisms.estimation.start_map_tests`); all False for estimators without that test."""
+        return [estimation.stayed_at_start(e.info) for e in self.estimates]
+
+    def start_map_note(self) -> str | None:
+        """One sentence where some trials' estimates stayed at their start, naming whether the map shown did."""
+        stayed = self.start_map_trials()
+        if not any(stayed):
+            return None
+        first = estimation.start_map_text(self.estimates[0].info)
+        k, t = sum(stayed), len(stayed)
+        if first:
+            head = first[0].upper() + first[1:]
+            return head + (f"; so did {k - 1} of the other {t - 1} trials." if t > 1 else ".")
+        return (f"In {k} of {t} trials {estimation.START_MAP_TEXT.replace('the map shown', 'the estimate')}; the map "
+                "shown (trial 1) left it.")
+
     def approximate_readouts(self) -> dict[str, Any]:
         """The first trial's transport readouts that are approximate (empty when every value is exact)."""
         return {k: r for k, r in (self.readouts[0] if self.readouts else {}).items() if not r.exact}
@@ -173,6 +191,9 @@ class Result:
         out["seconds"] = self.timings["total"]
         out["timings"] = self.timings
         out["notes"] = self.notes
+        stayed = self.start_map_trials()
+        out["start_map_trials"] = int(sum(stayed))       # trials whose estimate is (within noise of) the uniform start
+        out["estimate_informative"] = not stayed[0] if stayed else True     # trial 1, the map shown
         return out
 
 
@@ -270,10 +291,28 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None, first: Resu
     if grid.region.scale_error > 0.01:
         notes.append(f"Distances in metres are accurate to within {100 * grid.region.scale_error:.2g}% across "
                      f"this region ({grid.region.projection} projection centred on it).")
-    ledger = accounting.collection_ledger(mech, grid.region)
-    return Result(scenario, grid.region, grid, true_density, estimates, pd.DataFrame(rows), timings, n,
-                  users.n_outside, guarantee_with_region(mech, grid.region, scenario.epsilon, ledger), notes, received,
-                  coverage(mech, grid.region, n, users.n_outside), readouts, batch.batched, ledger)
+    ledger = run_ledger(mech, grid.region, scenario.dataset)
+    result = Result(scenario, grid.region, grid, true_density, estimates, pd.DataFrame(rows), timings, n,
+                    users.n_outside, guarantee_with_region(mech, grid.region, scenario.epsilon, ledger), notes, received,
+                    coverage(mech, grid.region, n, users.n_outside), readouts, batch.batched, ledger)
+    start = result.start_map_note()
+    if start:                  # first: every readout of an estimate that never left its start says so (issue 37.14)
+        result.notes.insert(0, start)
+    return result
+
+
+#: The name prefix of points taken one per person from trips (Decide's trips, ``ldpviz report`` on a trips file).
+ONE_POINT_PER_PERSON_PREFIX = "trips:"
+
+
+def run_ledger(mech: mechanisms.Mechanism, region: Region, dataset: str) -> accounting.Ledger:
+    """One collection's ledger for a run: per row (event-level) for points; per person where every row is one
+    person, one point of their trips chosen at random (a dataset named ``trips:...``)."""
+    if str(dataset).startswith(ONE_POINT_PER_PERSON_PREFIX):
+        return accounting.collection_ledger(
+            mech, region, unit=accounting.UNIT_PERSON, reports_basis="one of the person's points, chosen at random",
+            region_basis="each person reports the tile of one of their points, once")
+    return accounting.collection_ledger(mech, region)
 
 
 def _ldp_total(ledger: Any) -> float | None:
@@ -289,7 +328,11 @@ def guarantee_with_region(mech: mechanisms.Mechanism, region: Region, epsilon: f
     spent epsilon0."""
     ledger = ledger if ledger is not None else accounting.collection_ledger(mech, region)
     extra = accounting.region_total_sentence(ledger)
-    return f"{mech.stated_guarantee()}; {extra}" if extra and mech.privacy_model != "none" else mech.stated_guarantee()
+    stated = mech.stated_guarantee()
+    if ledger.unit == accounting.UNIT_PERSON and mech.privacy_model != "none":   # each row is a person's one point
+        stated = (f"{mech.guarantee()}, per person: each person sends one report (one of their points, chosen at "
+                  "random), so everything a person sends in one collection is protected together")
+    return f"{stated}; {extra}" if extra and mech.privacy_model != "none" else stated
 
 
 def region_line(region: Region, n_users: int) -> str:

@@ -62,6 +62,8 @@ from ldpviz.errors import require
 from ldpviz.mechanisms.base import validate_epsilon
 
 MAX_NAV_GRID_SIDE = 64
+#: The unit of a per-trip total (the location updates of one trip).
+UNIT_TRIP = "one trip"
 MAX_TRIPS = 5_000
 
 
@@ -97,8 +99,7 @@ def navigation_guarantee(mech: Any, max_updates: int | None = None, windows: int
         person += "; these trips are synthetic, one per synthetic person."
     else:
         person += (f"; here the most trips by one person is {people['max_trips_per_person']} (of "
-                   f"{people['people']:,} people among the simulated trips) and the largest person total is "
-                   f"{people['worst_person_epsilon']:g}{unit}.")
+                   f"{people['people']:,} people among the simulated trips).")
     reporters = ("" if windows is None else
                  f" Traffic reporters are people, each re-sending one location in every time window: with W = "
                  f"{windows} windows a reporter pays {windows} reports; a person who both reports traffic and "
@@ -122,11 +123,16 @@ def navigation_ledger(mech: Any, region: Region, windows: int, reporter_person: 
     one per synthetic person, who may also be a reporter: charged as both, the worst case)."""
     lam = np.asarray(updates, dtype=float)
     if reporter_person is None or trip_person is None:
+        if trip_person is not None:        # drivers known, reporters anonymous rows: a driver's trips add up
+            _, inverse = np.unique(np.asarray(trip_person).astype(str), return_inverse=True)
+            lam = np.bincount(inverse, weights=lam)
         people = max(len(lam), 1)
         reports = np.full(people, float(windows))
         drives = np.zeros(people)
         drives[:len(lam)] = lam
-        basis_r = f"W = {windows} windows; a synthetic driver may also report traffic (counted as both)"
+        basis_r = (f"W = {windows} windows; a driver may also report traffic (counted as both)" if trip_person
+                   is not None else f"W = {windows} windows; a synthetic driver may also report traffic (counted as "
+                   "both)")
     else:
         labels, inverse = np.unique(np.concatenate([np.asarray(reporter_person).astype(str),
                                                     np.asarray(trip_person).astype(str)]), return_inverse=True)
@@ -146,12 +152,18 @@ def navigation_ledger(mech: Any, region: Region, windows: int, reporter_person: 
                                     else 0.0)
 
 
-def person_totals(person: np.ndarray, updates: np.ndarray, epsilon: float) -> dict[str, Any]:
-    """Most trips by one person, number of people, and the largest sum of lambda x epsilon over a person's trips."""
-    labels, inverse, counts = np.unique(np.asarray(person).astype(str), return_inverse=True, return_counts=True)
-    totals = np.bincount(inverse, weights=np.asarray(updates, dtype=float), minlength=len(labels)) * epsilon
-    return {"max_trips_per_person": int(counts.max()), "people": int(len(labels)),
-            "worst_person_epsilon": float(totals.max())}
+def person_totals(person: np.ndarray) -> dict[str, Any]:
+    """Most trips by one person and the number of people among the simulated trips (what they pay: the ledger)."""
+    labels, counts = np.unique(np.asarray(person).astype(str), return_counts=True)
+    return {"max_trips_per_person": int(counts.max()), "people": int(len(labels))}
+
+
+def trip_ledger(ledger: accounting.Ledger, updates: np.ndarray) -> accounting.Ledger:
+    """What one trip's location updates cost (the accountant: the update charge of ``ledger`` paid lambda times):
+    the worst trip (most updates) and, as its 'median', the median trip. Unit: one trip."""
+    lam = np.asarray(updates, dtype=float)
+    return accounting.uses_ledger(ledger.charges[-1], float(lam.max()), float(np.median(lam)), unit=UNIT_TRIP,
+                                  basis="lambda updates of one trip", reference_m=ledger.reference_m)
 
 
 def levenshtein(a: list[int] | np.ndarray, b: list[int] | np.ndarray) -> int:
@@ -202,24 +214,31 @@ class NavigationResult:
     ledger: Any = None        #: what each person pays (:func:`navigation_ledger`, the accountant's ledger)
 
     def summary(self) -> dict[str, Any]:
-        """Means and worst cases; ``max_total_epsilon`` (the worst trip) is the guarantee, the mean is not."""
+        """Means and worst cases; the worst trip's total is the per-trip guarantee, the mean is not. Every total is
+        read from the accountant's ledgers (:func:`navigation_ledger`, :func:`trip_ledger`): a figure is the
+        total in its own unit (``epsilon_unit``: 'per km' for Geo-I, whose slack is in ``*_total``), None where
+        it mixes models (see the text)."""
         lam = self.updates
         windows = int(self.settings.get("windows_collected", 0))
-        # One update's charge in its own model (Geo-I: epsilon' per km, e.g. SEM-Geo-I's calibrated one), read
-        # from the ledger rather than the slider's epsilon.
-        update = self.ledger.charges[-1] if self.ledger is not None else None
-        per = float(update.epsilon) if update is not None and update.model != mechanisms.NO_PRIVACY else self.epsilon
+        update = self.ledger.charges[-1]      # one update's charge in its own model (SEM-Geo-I: its epsilon')
+        per = float(update.epsilon) if update.model != mechanisms.NO_PRIVACY else self.epsilon
+        trip = trip_ledger(self.ledger, lam)
+        mean_trip = accounting.uses_ledger(update, float(lam.mean()), unit=UNIT_TRIP,
+                                           reference_m=self.ledger.reference_m).total()
+        reporter = accounting.uses_ledger(self.ledger.charges[-2], windows, unit="one traffic reporter",
+                                          reference_m=self.ledger.reference_m).total()
+        person, worst_trip = self.ledger.total(), trip.total()
         return {"mechanism": self.mechanism, "epsilon_per_update": per, "epsilon_slider": self.epsilon, "theta_s": self.theta_s,
                 "grid": self.grid.side, "trips": int(len(lam)), "mean_updates": float(lam.mean()),
-                "max_updates": int(lam.max()), "mean_total_epsilon": float(lam.mean() * per),
-                "max_total_epsilon": float(lam.max() * per),
+                "max_updates": int(lam.max()), "mean_total_epsilon": mean_trip.figure(),
+                "max_total_epsilon": worst_trip.figure(), "max_trip_total": worst_trip.to_dict(),
+                "trip_total_text": worst_trip.local_text() or "0", "mean_trip_total_text": mean_trip.local_text() or "0",
                 "update_cap": self.settings.get("max_updates"),
                 "max_trips_per_person": (self.settings.get("people") or {}).get("max_trips_per_person", 1),
-                "worst_person_epsilon": (self.settings.get("people") or {}).get(
-                    "worst_person_epsilon", float(lam.max() * per)),
+                "worst_person_epsilon": person.figure(), "worst_person_total": person.to_dict(),
                 "persons_known": self.settings.get("people") is not None,
                 "capped_trips": int(self.settings.get("capped_trips", 0)),
-                "reporter_windows": windows, "reporter_total_epsilon": float(windows * per),
+                "reporter_windows": windows, "reporter_total_epsilon": reporter.figure(),
                 "epsilon_unit": self.settings.get("epsilon_unit", ""),
                 "reporter_accounting": "repeat: the same reporters send in every window, charged W x epsilon",
                 "rel_levenshtein": float(self.rel_levenshtein.mean()),
@@ -227,7 +246,7 @@ class NavigationResult:
                 "trip_time_deviation_rel": float((self.time_deviation_s / self.optimal_time_s).mean()),
                 "guarantee": self.guarantee, "notes": list(self.settings.get("notes", [])),
                 "settings": {k: v for k, v in self.settings.items() if k != "reports_sent_by_reporter"},
-                "ledger": self.ledger.to_dict() if self.ledger is not None else None}
+                "ledger": self.ledger.to_dict()}
 
 
 def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon: np.ndarray,
@@ -333,7 +352,7 @@ def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon
         opt.append(best_time)
         if t == 0:
             example = {"driven": driven, "best": best}
-    people = None if trip_person is None else person_totals(np.asarray(trip_person)[both][pick], updates, epsilon)
+    people = None if trip_person is None else person_totals(np.asarray(trip_person)[both][pick])
     reporting = grid.region.contains(users_lon, users_lat)    # the traffic reporters: those bin_lonlat kept
     ledger = navigation_ledger(mech, region, len(windows),
                                None if users_person is None else np.asarray(users_person)[reporting],

@@ -122,26 +122,12 @@ def upload_region(lon: np.ndarray, lat: np.ndarray, filename: str, bbox: Sequenc
                                   suggestion) from None
 
 
-def total_epsilon_sentence(region: Region, epsilon: float, per_distance: bool = False) -> str:
-    """'' for a region that spent nothing; else the per-row total the guarantee must carry (sequential
-    composition: the region's epsilon0 plus the mechanism's epsilon). ``per_distance``: the mechanism's
-    epsilon is Geo-I's, per km, so the total is epsilon0 + epsilon x distance."""
-    e0 = region.epsilon_spent
-    if e0 <= 0:
-        return ""
-    if per_distance:
-        return (f"choosing the region spent ε0 = {e0:g} (LDP) per row, so between two positions x, x' a row is "
-                f"protected at {e0:g} + {float(epsilon):g} per km × d(x, x') in total (sequential composition)")
-    return (f"choosing the region spent ε0 = {e0:g} per row, so each row is protected at "
-            f"ε0 + ε = {e0:g} + {float(epsilon):g} = {e0 + float(epsilon):g} in total (sequential composition)")
-
-
 def region_covers(region: Region) -> str:
     """One sentence for a guarantee: what choosing this region revealed, if anything."""
     if region.epsilon_spent > 0:
         who = "person" if "each person reported" in region.data_use else "row"
-        return (f"The region was {region.data_use}; together with the mechanism a {who} is protected at "
-                f"{region.epsilon_spent:g} + epsilon (sequential composition).")
+        return (f"The region was {region.data_use}; that ε0 = {region.epsilon_spent:g} per {who} is a line of the "
+                "ledger, which adds it to the reports in the one total it states (sequential composition).")
     if region.bounds is not None and not region.data_use:
         return (f"The region is the box you gave ({region.typed_bounds.split(' ', 2)[-1]}, W,S,E,N): ldpviz read no "
                 "users' data to choose it, but cannot tell where the box came from; if it was read from the users' "

@@ -119,8 +119,9 @@ class Charge:
             return f"{_number(self.epsilon)} per km{slack}"
         return _number(self.epsilon)
 
-    def line(self, repeats: int = 1) -> str:
-        """'a location report (grr): ε-LDP 1 x 25 uses (the most points one person has: 25) = 25'."""
+    def line(self, repeats: int = 1, unit: str = UNIT_PERSON) -> str:
+        """'a location report (grr): ε-LDP 1, 25 per person (the most points one person has: 25) = 25'; the uses
+        are counted per ``unit`` (the ledger's: a person, or a row in an event-level ledger)."""
         if self.model == NO_PRIVACY:
             return f"{self.what}: no privacy (the exact value is sent)"
         model = {LDP: "ε-LDP", GEO_I: "Geo-I ε", CENTRAL_DP: "central ε-DP"}[self.model]
@@ -128,9 +129,9 @@ class Charge:
         rep = f" x {repeats} collections" if repeats > 1 else ""
         basis = f" ({self.basis})" if self.basis else ""
         total = self.epsilon * uses
-        unit = " per km" if self.model == GEO_I else ""
-        return (f"{self.what}: {model} {self.unit_text()}, {_number(self.uses_worst)} per person{rep}{basis} "
-                f"= {_number(total)}{unit}")
+        per_km = " per km" if self.model == GEO_I else ""
+        return (f"{self.what}: {model} {self.unit_text()}, {_number(self.uses_worst)} per {_unit_noun(unit)}{rep}"
+                f"{basis} = {_number(total)}{per_km}")
 
 
 @dataclass(frozen=True)
@@ -155,10 +156,9 @@ class Total:
         """The Geo-I slack as one distance: the total bound is geo_per_km x (D + this)."""
         return self.geo_slack_log / self.geo_per_km * GEO_I_UNIT_M if self.geo_per_km > 0 else 0.0
 
-    def text(self) -> str:
-        """'ε = 14.5 (LDP)', 'ε = 0.5 + 3.2 per km × (d + 19.9 km)', ... (d: how far the person's positions move)."""
-        if self.exposed:
-            return "no privacy: a step sends the exact value"
+    def local_text(self) -> str:
+        """The local part (what the collector sees) without 'ε =': '14.5', '0.5 + 3.2 per km × (d + 19.9 km)'; ''
+        where no local charge is paid."""
         parts = []
         if self.ldp > 0:
             parts.append(_number(self.ldp))
@@ -166,7 +166,13 @@ class Total:
             slack = f" + {_length(self.geo_slack_m)}" if self.geo_slack_log > 0 else ""
             parts.append(f"{_number(self.geo_per_km)} per km × (d{slack})" if slack else
                          f"{_number(self.geo_per_km)} per km × d")
-        local = " + ".join(parts)
+        return " + ".join(parts)
+
+    def text(self) -> str:
+        """'ε = 14.5 (LDP)', 'ε = 0.5 + 3.2 per km × (d + 19.9 km)', ... (d: how far the person's positions move)."""
+        if self.exposed:
+            return "no privacy: a step sends the exact value"
+        local = self.local_text()
         if self.central > 0:
             central = f"central ε-DP {_number(self.central)} for the published map"
             return f"ε = {local} against the collector; {central} (+ {local} for a reader of it)" if local \
@@ -180,6 +186,21 @@ class Total:
         """The total as one number where it is pure LDP (the JSON's single figure); None where Geo-I or central DP
         take part or a step sends the exact value (read the ledger's text instead)."""
         return None if (self.geo_per_km or self.central or self.exposed) else self.ldp
+
+    def figure(self) -> float | None:
+        """The total as one number in its own unit, for JSON: the ε of a pure LDP (or pure central-DP) total, the ε per
+        km of a pure Geo-I one (its slack is :attr:`geo_slack_m`); None where models mix or the exact value is sent
+        (one number would add ε-LDP and ε per km: read :meth:`text`)."""
+        if self.exposed:
+            return None
+        parts = [v for v in (self.ldp, self.geo_per_km, self.central) if v > 0]
+        if len(parts) > 1:
+            return None
+        return parts[0] if parts else 0.0
+
+    def figure_unit(self) -> str:
+        """The unit of :meth:`figure`: 'per km' for Geo-I, else ''."""
+        return "per km" if self.geo_per_km > 0 and not self.ldp and not self.central else ""
 
     def headline(self) -> str:
         """A short figure for a metric box: '182' (LDP), '0.855/km + 3.54 km' (Geo-I), 'central 2' ..."""
@@ -251,54 +272,63 @@ class Ledger:
 
     def lines(self) -> list[str]:
         """One plain-words line per charge (the worst-off person), repetitions included."""
-        return [c.line(self.repeats) for c in self.charges]
+        return [c.line(self.repeats, self.unit) for c in self.charges]
 
     def sentence(self) -> str:
         """The per-person total in words: what every page, command and report prints."""
         worst, median = self.total("worst"), self.total("median")
         over = (f" over {self.repeats} collections ({self.repeats_basis})" if self.repeats > 1 and self.repeats_basis
                 else f" over {self.repeats} collections" if self.repeats > 1 else " in one collection")
-        text = f"Total per {_unit_noun(self.unit)}{over}: {worst.text()}"
+        event = " (event-level: a person with m rows pays m times)" if self.unit == UNIT_ROW else ""
+        text = f"Total per {_unit_noun(self.unit)}{event}{over}: {worst.text()}"
         if median != worst:
             text += f"; the median {_unit_noun(self.unit)}: {median.text()}"
         if len(self.charges) > 1 or self.repeats > 1 or any(c.uses_worst != 1 for c in self.charges):
             text += " (sequential composition of: " + "; ".join(self.lines()) + ")"
         return text + "."
 
-    def warning(self) -> str | None:
-        """The weak- or no-privacy warning on the per-person total, per collection and over the repetitions;
-        None where every total is within :data:`WEAK_LOG_RATIO` (thresholds: the module docstring)."""
-        checks = [(self.per_collection("worst"), "in one collection")]
+    def judged(self) -> tuple[Total, str]:
+        """The total the warning judges and its name: the largest one shown (over every repetition where there
+        are several; a repeated total is never below one collection's), e.g. 'the total per person over 2
+        collections'."""
+        noun = _unit_noun(self.unit)
         if self.repeats > 1:
-            checks.append((self.total("worst"), f"over {self.repeats} collections" +
-                           (f" ({self.repeats_basis})" if self.repeats_basis else "")))
-        for total, when in checks:
-            local = total.log_ratio(self.reference_m)
-            worst = max(local, total.central)
-            if total.exposed or worst <= WEAK_LOG_RATIO:
-                continue
-            head = "Practically no privacy" if worst > NO_PRIVACY_LOG_RATIO else "Weak privacy"
-            advice = (f"Above about {_number(WEAK_LOG_RATIO)} the guarantee is weak, and above about "
-                      f"{_number(NO_PRIVACY_LOG_RATIO)} it protects practically nothing")
-            single = len(self.charges) == 1 and self.repeats == 1 and self.charges[0].uses_worst == 1
-            if single and total.geo_per_km > 0:
-                cell = self.reference_m
-                return (f"{head}: at epsilon = {total.geo_per_km:.3g} per km on cells of {_length(cell)}, one report "
-                        f"can make a person's cell e^{local:,.3g} = {ratio_text(local)} times likelier than the "
-                        "neighbouring cell, so the report all but reveals the cell (accuracy figures such as W2 = 0 m "
-                        f"or an attacker's error of 0 m say the same). {advice}: keep epsilon per km x cell side in "
-                        "km (plus any slack) below it, with a smaller epsilon or smaller cells.")
-            if single:
-                what = "the published map" if total.central > local else "one report"
-                return (f"{head}: epsilon = {_number(worst)} lets {what} make one location e^{_number(worst)} = "
-                        f"{ratio_text(worst)} times likelier than another. {advice}; choose a smaller epsilon.")
-            where = (f" between positions {_length(self.reference_m)} apart (neighbouring cells)"
-                     if total.geo_per_km > 0 and self.reference_m > 0 else "")
-            what = "the published map" if total.central > local else f"one {_unit_noun(self.unit)}'s reports"
-            return (f"{head}: the total per {_unit_noun(self.unit)} {when} is {total.text()}{where}, so {what} can "
-                    f"make one place e^{worst:.3g} = {ratio_text(worst)} times likelier than another. {advice}; "
-                    "choose a smaller epsilon or fewer reports per person.")
-        return None
+            basis = f" ({self.repeats_basis})" if self.repeats_basis else ""
+            return self.total("worst"), f"the total per {noun} over {self.repeats} collections{basis}"
+        return self.per_collection("worst"), f"the total per {noun} in one collection"
+
+    def warning(self) -> str | None:
+        """The weak- or no-privacy warning on the largest per-person total shown (:meth:`judged`: over the
+        repetitions where there are several), naming the total it judged; None where it is within
+        :data:`WEAK_LOG_RATIO` (thresholds: the module docstring)."""
+        total, named = self.judged()
+        local = total.log_ratio(self.reference_m)
+        worst = max(local, total.central)
+        if total.exposed or worst <= WEAK_LOG_RATIO:
+            return None
+        head = "Practically no privacy" if worst > NO_PRIVACY_LOG_RATIO else "Weak privacy"
+        advice = (f"Above about {_number(WEAK_LOG_RATIO)} the guarantee is weak, and above about "
+                  f"{_number(NO_PRIVACY_LOG_RATIO)} it protects practically nothing")
+        single = len(self.charges) == 1 and self.repeats == 1 and self.charges[0].uses_worst == 1
+        if single and total.geo_per_km > 0:
+            cell = self.reference_m
+            return (f"{head} (judged on {named}): at epsilon = {total.geo_per_km:.3g} per km on cells of "
+                    f"{_length(cell)}, one report can make a person's cell e^{local:,.3g} = {ratio_text(local)} "
+                    "times likelier than the neighbouring cell, so the report all but reveals the cell (accuracy "
+                    f"figures such as W2 = 0 m or an attacker's error of 0 m say the same). {advice}: keep epsilon "
+                    "per km x cell side in km (plus any slack) below it, with a smaller epsilon or smaller cells.")
+        if single:
+            what = "the published map" if total.central > local else "one report"
+            return (f"{head} (judged on {named}): epsilon = {_number(worst)} lets {what} make one location "
+                    f"e^{_number(worst)} = {ratio_text(worst)} times likelier than another. {advice}; choose a "
+                    "smaller epsilon.")
+        where = (f" between positions {_length(self.reference_m)} apart (neighbouring cells)"
+                 if total.geo_per_km > 0 and self.reference_m > 0 else "")
+        what = "the published map" if total.central > local else f"one {_unit_noun(self.unit)}'s reports"
+        fewer = "fewer collections, " if self.repeats > 1 else ""
+        return (f"{head}: {named} is {total.text()}{where}, so {what} can make one place e^{worst:.3g} = "
+                f"{ratio_text(worst)} times likelier than another. {advice}; choose a smaller epsilon, {fewer}or "
+                f"fewer reports per {_unit_noun(self.unit)}.")
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: every line, the totals of the worst-off and the median person, the warning."""
@@ -313,6 +343,11 @@ class Ledger:
 
 def _unit_noun(unit: str) -> str:
     return {UNIT_ROW: "row", UNIT_PERSON: "person"}.get(unit, unit.replace("one ", ""))
+
+
+def unit_noun(ledger: Ledger) -> str:
+    """What one line of ``ledger`` is counted per, in one word: 'person', 'row' (event-level), 'trip'."""
+    return _unit_noun(ledger.unit)
 
 
 # ------------------------------------------------------------------ builders every shell uses
@@ -357,6 +392,62 @@ def collection_ledger(mech: Any, region: Any = None, *, reports_worst: float = 1
     reference = float(mech.grid.cell_m) if mech.privacy_model == GEO_I else 0.0
     return Ledger(tuple(charges), unit=unit, repeats=int(repeats), repeats_basis=repeats_basis,
                   reference_m=reference, notes=tuple(notes))
+
+
+def uses_ledger(charge: Charge, uses_worst: float, uses_median: float | None = None, *, unit: str = UNIT_PERSON,
+                basis: str = "", reference_m: float = 0.0) -> Ledger:
+    """The ledger of one charge paid ``uses_worst`` times (the median: ``uses_median``), e.g. the lambda location
+    updates of the worst trip (``unit`` 'one trip') or the W windows of a traffic reporter: the only way a count
+    times an epsilon is made outside this module."""
+    median = uses_worst if uses_median is None else uses_median
+    return Ledger((replace(charge, uses_worst=float(uses_worst), uses_median=float(median),
+                           basis=basis or charge.basis),), unit=unit, reference_m=reference_m)
+
+
+def _model_part(total: Total, model: str) -> float:
+    """The part of ``total`` in ``model`` (LDP: its ε, with the region's ε0; Geo-I: its ε per km; central DP)."""
+    return {LDP: total.ldp, GEO_I: total.geo_per_km, CENTRAL_DP: total.central}.get(model, 0.0)
+
+
+def spend_total(ledger: Ledger, total: float, repeats: int, basis: str = "") -> Ledger | None:
+    """``ledger`` (one collection; its last charge the mechanism's report) over ``repeats`` collections, with the
+    report's epsilon set so the total in the report's model is exactly ``total`` (sequential composition solved
+    for the report: ``repeats x (fixed + uses x eps) = total``, the region's ε0 among the fixed charges); None when
+    the other charges alone already spend it. Geo-I: ``total`` is per km (the region's LDP ε0, another model, is
+    stated beside it, never added in)."""
+    require(math.isfinite(float(total)) and float(total) > 0, f"a total budget must be a number > 0, got {total!r}")
+    require(isinstance(repeats, int) and repeats >= 1, f"repeats must be a whole number >= 1, got {repeats!r}")
+    report = ledger.charges[-1]
+    require(report.model in (LDP, GEO_I, CENTRAL_DP) and report.uses_worst > 0,
+            "the last charge of the ledger must be a report with a privacy model to spend a total on")
+    fixed = _model_part(_compose(ledger.charges[:-1], "worst", repeats), report.model)
+    left = float(total) - fixed
+    if left <= 0:
+        return None
+    charge = replace(report, epsilon=left / (report.uses_worst * repeats))
+    return replace(ledger, charges=ledger.charges[:-1] + (charge,), repeats=int(repeats), repeats_basis=basis)
+
+
+def single_report_ledger(epsilon: float, model: str = LDP, unit: str = UNIT_PERSON) -> Ledger:
+    """The ledger of one report at ``epsilon`` in ``model`` (no region, no slack): a budget without a mechanism
+    (Geo-I judged between places 1 km apart)."""
+    return Ledger((Charge("a report", model, float(epsilon), 1, 1),), unit=unit,
+                  reference_m=GEO_I_UNIT_M if model == GEO_I else 0.0)
+
+
+def length_text(metres: float) -> str:
+    """A distance in words: '598 m', '3.2 km', '1,200 km'."""
+    return _length(metres)
+
+
+def advanced_composition(epsilon: float, repeats: int, delta: float = 1e-6) -> float:
+    """Advanced composition (Dwork & Roth Thm 3.20), for comparison only: ``repeats`` epsilon-DP steps are
+    (eps', delta)-DP with eps' = sqrt(2 k ln(1/delta)) eps + k eps (e^eps - 1). ldpviz's totals use the basic
+    theorem (tight for pure epsilon); this is smaller only for many collections at small epsilon."""
+    require(0 < delta < 1, f"delta must be in (0, 1), got {delta!r}")
+    require(isinstance(repeats, int) and repeats >= 1, f"repeats must be a whole number >= 1, got {repeats!r}")
+    k, eps = repeats, float(epsilon)
+    return math.sqrt(2 * k * math.log(1 / delta)) * eps + k * eps * math.expm1(eps)
 
 
 def counts_per_person(person: Sequence[Any]) -> tuple[int, float]:

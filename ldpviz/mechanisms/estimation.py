@@ -15,8 +15,9 @@ Post-processing never touches raw data, so it costs no privacy.
 from __future__ import annotations
 
 import threading
+from typing import Any
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 import numpy as np
@@ -215,7 +216,7 @@ def _em_loop(counts: np.ndarray, forward, adjoint, f: np.ndarray, smoothing: boo
     observed = counts > 0
     watch = held_out > 0 if held_out is not None else None
     old, loglik, converged, iterations = -np.inf, -np.inf, False, 0
-    best, best_it = -np.inf, 0
+    best, best_it, best_f = -np.inf, 0, f.copy()
     for iterations in range(1, max_iterations + 1):
         pred = forward(f)
         safe = np.where(observed, pred, 1.0)
@@ -223,7 +224,7 @@ def _em_loop(counts: np.ndarray, forward, adjoint, f: np.ndarray, smoothing: boo
         if watch is not None:
             held = float(np.sum(held_out[watch] * np.log(np.maximum(pred[watch], 1e-300))))
             if held > best:
-                best, best_it = held, iterations - 1          # f after (iterations - 1) updates
+                best, best_it, best_f = held, iterations - 1, f.copy()     # f after (iterations - 1) updates
             elif iterations - 1 > 1.5 * best_it + 50:
                 break
         if abs(loglik - old) < threshold:
@@ -236,7 +237,80 @@ def _em_loop(counts: np.ndarray, forward, adjoint, f: np.ndarray, smoothing: boo
         if smoothing:
             f = binomial_smooth(f)
         f /= f.sum()
-    return f, {"iterations": iterations, "converged": converged, "loglik": loglik, "best_iteration": best_it}
+    out = {"iterations": iterations, "converged": converged, "loglik": loglik, "best_iteration": best_it}
+    if watch is not None:
+        out["best_f"] = best_f
+    return f, out
+
+
+# ---------------------------------------------------------------------------
+# Did the estimate leave its start? (issue 37.14)
+# ---------------------------------------------------------------------------
+#: An EM estimate is *informative* only if the map its held-out search kept predicts the held-out reports better
+#: than the starting map by more than this many standard errors of that gain (one-sided, about 97.7%).
+START_MAP_Z = 2.0
+#: What every readout says of an estimate that is not informative.
+START_MAP_TEXT = ("the reports carry too little information at these settings: the map shown is the uniform "
+                  "starting map")
+
+
+def start_map_text(info: Mapping[str, Any] | None) -> str | None:
+    """The words for an estimate that did not leave its start (None where it did, or where no test ran): the
+    start itself where no held-out step beat it, else within noise of it (with the gain and its noise)."""
+    if not stayed_at_start(info):
+        return None
+    test = info["start_map"]
+    if test["best_step"] == 0:
+        return START_MAP_TEXT + " (no EM step predicted the held-out reports better than it)"
+    return (START_MAP_TEXT.replace("is the uniform starting map", "is within noise of the uniform starting map")
+            + f" (it predicts the held-out reports {test['gain_nats']:.3g} nats better, within {START_MAP_Z:g} x "
+            f"its noise of {test['noise_nats']:.3g})")
+
+
+def start_map_tests(forward, start: np.ndarray, best: np.ndarray, held_out: np.ndarray,
+                    best_steps: Sequence[int]) -> list[dict]:
+    """Whether each trial's estimate left its starting map, judged on its held-out reports (a stack).
+
+    The held-out search (``"holdout"``) fits EM on 80% of the reports and keeps the step whose map best predicts
+    the other 20%. Its gain over the start is G = sum_y h_y log(p_best(y) / p_start(y)) in nats over the m
+    held-out reports; its standard error, the reports being independent draws, is sqrt(m) x the standard
+    deviation of the per-report log-ratio. The estimate is informative when G > :data:`START_MAP_Z` x that error;
+    otherwise (G = 0 exactly where no step beat the start: ``best_step`` 0) the data do not tell the map from the
+    start, and the map shown is (within noise of) the start. Returns one dict per trial: ``informative``,
+    ``gain_nats``, ``noise_nats`` (the standard error), ``held_out_reports``, ``best_step``."""
+    _, log_start = _predict(forward, start)
+    _, log_best = _predict(forward, best)
+    out = []
+    for t in range(held_out.shape[0]):
+        h = held_out[t].reshape(-1)
+        r = (log_best[t] - log_start[t]).reshape(-1)
+        seen = h > 0
+        m = float(h.sum())
+        gain = float(np.sum(h[seen] * r[seen]))
+        mean = gain / m if m > 0 else 0.0
+        noise = float(np.sqrt(np.sum(h[seen] * (r[seen] - mean) ** 2))) if m > 0 else 0.0
+        informative = bool(int(best_steps[t]) > 0 and gain > START_MAP_Z * noise)
+        out.append({"informative": informative, "gain_nats": gain, "noise_nats": noise,
+                    "held_out_reports": int(m), "best_step": int(best_steps[t])})
+    return out
+
+
+def stayed_at_start(info: Mapping[str, Any] | None) -> bool:
+    """True where an estimate's ``info`` says its map never left the start (:func:`start_map_tests`); False where
+    it left it or no test ran (a rule without a held-out search)."""
+    test = (info or {}).get("start_map")
+    return isinstance(test, Mapping) and test.get("informative") is False
+
+
+def combine_start_maps(tests: Sequence[Mapping[str, Any] | None]) -> dict | None:
+    """One test for a map built from several EM fits (MDSW's two margins): informative if any part is."""
+    known = [t for t in tests if isinstance(t, Mapping)]
+    if not known:
+        return None
+    return {"informative": any(t["informative"] for t in known), "gain_nats": sum(t["gain_nats"] for t in known),
+            "noise_nats": float(np.sqrt(sum(t["noise_nats"] ** 2 for t in known))),
+            "held_out_reports": max(t["held_out_reports"] for t in known),
+            "best_step": max(t["best_step"] for t in known)}
 
 
 def expectation_maximisation(counts: np.ndarray, forward, adjoint, input_shape: tuple[int, ...],
@@ -284,13 +358,16 @@ def expectation_maximisation(counts: np.ndarray, forward, adjoint, input_shape: 
         if train.sum() <= 0 or held_out.sum() <= 0:           # too few reports to split: converge
             f, info = _em_loop(counts, forward, adjoint, f, smoothing, EM_TOLERANCE * n, max_iterations)
         else:
+            start = f.copy()
             _, trial = _em_loop(train, forward, adjoint, f.copy(), smoothing, EM_TOLERANCE * train.sum(),
                                 max_iterations, held_out)
             chosen = max(trial["best_iteration"], 1)
+            test = start_map_tests(lambda x: forward(x[0])[None], start[None], trial.pop("best_f")[None],
+                                   held_out[None], [trial["best_iteration"]])[0]
             f, info = _em_loop(counts, forward, adjoint, f, smoothing, 0.0, chosen)
             # "converged": the rule, not the iteration cap, ended the search for t*.
             info.update(converged=bool(trial["converged"] or trial["iterations"] < max_iterations),
-                        iterations=chosen)
+                        iterations=chosen, start_map=test)
     info.pop("best_iteration", None)
     info["stopping"] = rule
     if accelerate and rule != "legacy":
@@ -353,7 +430,7 @@ def _step_batch(counts: np.ndarray, n: np.ndarray, forward, adjoint, f: np.ndarr
 
 def _squarem_batch(counts: np.ndarray, forward, adjoint, f: np.ndarray, smoothing: bool, threshold: np.ndarray,
                    max_evaluations: int, held_out: np.ndarray | None = None,
-                   steps: np.ndarray | None = None) -> tuple[np.ndarray, list[dict]]:
+                   steps: np.ndarray | None = None, best_f: np.ndarray | None = None) -> tuple[np.ndarray, list[dict]]:
     """EM from ``f`` for T problems at once (leading axis): PLAIN_WARMUP single EM/EMS steps, then SQUAREM
     cycles (S3, Varadhan & Roland 2008).
 
@@ -362,7 +439,8 @@ def _squarem_batch(counts: np.ndarray, forward, adjoint, f: np.ndarray, smoothin
     ``held_out``) once its evaluations exceed 1.5 x those at its best held-out step + 50 (the plain rule's
     patience). Every active trial is at the same step, so one pass of the forward and adjoint maps serves
     them all; a trial that stops is frozen and drops out of the stack. Each decision uses that trial's numbers
-    only, so a trial takes the same steps and stops where it would alone."""
+    only, so a trial takes the same steps and stops where it would alone. ``best_f`` (with ``held_out``): filled
+    with each trial's map at its best held-out step (the start where no step beat it)."""
     T = counts.shape[0]
     nd = f.ndim
     n_all = _rowsum(counts)
@@ -391,6 +469,8 @@ def _squarem_batch(counts: np.ndarray, forward, adjoint, f: np.ndarray, smoothin
             better = held > best[active]
             improved = active[better]
             best[improved], best_step[improved], best_evaluations[improved] = held[better], step, evaluations - 1
+            if best_f is not None:
+                best_f[improved] = fa[better]
             stop = ~better & (evaluations - 1 > 1.5 * best_evaluations[active] + 50)
         conv = ~stop & (np.abs(ll - old[active]) < threshold[active])
         converged[active[conv]] = True
@@ -454,8 +534,10 @@ def _accelerated_batch(counts: np.ndarray, forward, adjoint, f: np.ndarray, smoo
     f = f.copy()
     fit = np.flatnonzero(split)
     if fit.size:
+        start, best_f = f[fit].copy(), f[fit].copy()
         _, trials = _squarem_batch(train[fit], forward, adjoint, f[fit], smoothing,
-                                   EM_TOLERANCE * _rowsum(train[fit]), max_iterations, held_out[fit])
+                                   EM_TOLERANCE * _rowsum(train[fit]), max_iterations, held_out[fit], best_f=best_f)
+        tests = start_map_tests(forward, start, best_f, held_out[fit], [t["best_iteration"] for t in trials])
         chosen = np.array([max(t["best_iteration"], 1) for t in trials])
         f_fit, final = _squarem_batch(counts[fit], forward, adjoint, f[fit], smoothing, np.zeros(fit.size),
                                       max_iterations, steps=chosen)
@@ -463,6 +545,7 @@ def _accelerated_batch(counts: np.ndarray, forward, adjoint, f: np.ndarray, smoo
         for k, t in enumerate(fit):
             # "converged": the rule, not the iteration cap, ended the search for t*.
             final[k]["converged"] = bool(trials[k]["converged"] or trials[k]["iterations"] + 3 <= max_iterations)
+            final[k]["start_map"] = tests[k]
             infos[t] = final[k]
     rest = np.flatnonzero(~split)                  # too few reports to split: converge
     if rest.size:

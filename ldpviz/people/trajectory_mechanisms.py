@@ -187,8 +187,9 @@ class DAMEveryPoint(TrajectoryMechanism):
         mech = dam_module.DAM(self.grid, self.epsilon)
         cells = np.concatenate(seqs)
         est = mech.estimate(mech.perturb(_binned(cells), rng))
+        # what a person pays is the ledger's (trajectory_ledger), never a total made here
         est.info.update({"people": len(seqs), "reports": int(cells.size),
-                         "largest_per_person_epsilon": self.epsilon * max(s.size for s in seqs)})
+                         "most_points_per_person": int(max(s.size for s in seqs))})
         return est
 
 

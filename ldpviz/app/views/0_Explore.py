@@ -66,6 +66,9 @@ with session.guard("this scenario"):
     pending = 0 if complete else int(scenario.trials) - 1   # trials still to run after the first one shown
     ui.readouts(result, prev[0] if same_data else None, waited, cached, other_data=prev is not None and not same_data,
                 pending=pending, no_privacy=ui.gives_no_privacy(scenario.mechanism, weak))
+    start_map = result.start_map_note()      # an EM estimate that never left its start says so (issue 37.14)
+    if start_map:
+        st.warning(f"**Not an estimate.** {start_map}", icon=":material/blur_on:")
     few = ui.few_users_warning(result.n_users, result.grid.side)
     if few:
         st.warning(few, icon=":material/group_off:")

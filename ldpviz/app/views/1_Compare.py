@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from ldpviz.mechanisms.estimation import START_MAP_TEXT
 from ldpviz.app import compute, controls, longrun, session, state, ui
 from ldpviz import experiment, mechanisms, metrics
 from ldpviz.decide import explain, one_collection, privacy_scale, decision_report as report, tradeoff
@@ -236,8 +237,14 @@ if results:
         table["label"] = [by_name[n]["label"] for n in table["mechanism"]]
         table["model"] = [by_name[n]["privacy_model"] for n in table["mechanism"]]
         caveat = privacy_scale.like_for_like(set(table["model"]))
+        # a mechanism whose map never left its uniform start is not an estimate: never ranked (issue 37.14)
+        flat = [n for n, r in results.items() if r.start_map_trials() and all(r.start_map_trials())]
+        if flat:
+            st.warning("Not ranked: " + ", ".join(by_name[n]["label"] for n in flat) + f": {START_MAP_TEXT} in "
+                       "every trial.", icon=":material/blur_on:")
+        ranked = table[~table["mechanism"].isin(flat)].reset_index(drop=True)
         lines = []
-        for model, group in table.groupby("model", sort=False):   # best first within each privacy model
+        for model, group in ranked.groupby("model", sort=False):   # best first within each privacy model
             best = group.iloc[0]
             line = f"**{best['label']}** ({ui.fmt_metric(metric, best[metric])})"
             if len(group) > 1 and int(cfg["trials"]) > 1:
@@ -247,7 +254,9 @@ if results:
                 if overlap:
                     line += f", though its confidence interval overlaps {second['label']}'s"
             lines.append((session.model_tag(model), line, len(group)))
-        if len(lines) == 1:
+        if not lines:
+            msg = "No mechanism's estimate left its uniform start at these settings, so none is named best."
+        elif len(lines) == 1:
             msg = (f"Best for this data at ε = {cfg['epsilon']:g} by {ui.metric_label(metric)}: {lines[0][1]}.")
         else:
             msg = (f"Best within each privacy model at ε = {cfg['epsilon']:g} by {ui.metric_label(metric)}: "

@@ -1,6 +1,8 @@
 """Trade-offs: sweeps over epsilon, d, the number of users or any mechanism parameter, with confidence bands;
 the privacy-accuracy frontier (ldpviz.decide.tradeoff.frontier) and the budget over time (ldpviz.decide.budget.plan)."""
 
+import math
+
 import pandas as pd
 import streamlit as st
 
@@ -9,7 +11,8 @@ from ldpviz.decide import budget, explain, tradeoff
 from ldpviz import experiment, mechanisms, metrics
 from ldpviz.render import maps as viz
 from ldpviz.errors import LdpvizInputError
-from ldpviz.mechanisms.accounting import collection_ledger
+from ldpviz.mechanisms.accounting import collection_ledger, setting_text
+from ldpviz.mechanisms.base import UNIT_PERSON
 
 
 cfg = session.setup_page("Trade-offs")
@@ -66,21 +69,28 @@ def budget_panel() -> None:
                               help="Off: the sidebar's ε is spent at every collection and the total is what "
                                    "they add up to. On: give the total for the whole period; the ε per "
                                    "collection is derived.")
-    total = (session.bind(cfg, "budget_total", st.number_input, f"Total ε for one person over the period {unit}",
+    label = ("Total ε per km for one person over the period (Geo-I; a paid region's ε0 is LDP, stated beside it)"
+             if unit else "Total ε for one person over the period (the region's ε0 included)")
+    total = (session.bind(cfg, "budget_total", st.number_input, label,
                           min_value=0.001, max_value=100_000.0, format="%g") if from_total else None)
     with session.guard("the budget over time", where="above"):
         ledger = None
-        if chosen and data is not None and not from_total:   # what one collection charges, from the accountant
+        if chosen and data is not None:       # what one collection charges (region's ε0 included): the accountant
             mech = compute.built_mechanism(chosen[0], int(cfg["grid_side"]), data.region, float(cfg["epsilon"]), ())
-            ledger = collection_ledger(mech, data.region)
+            ledger = collection_ledger(mech, data.region, unit=UNIT_PERSON, reports_basis="one report per person per "
+                                       "collection", region_basis="each person reports their map tile once")
+            if from_total and not math.isclose(ledger.charges[-1].epsilon, float(cfg["epsilon"]), rel_tol=1e-9):
+                st.info(f"{chosen[0]}'s slider is not the ε it is charged ({setting_text(mech)}), so a total cannot be "
+                        "split into a slider value; give the ε per collection instead.")
+                return
         found = budget.plan(every=every, period=float(period), period_unit=period_unit, times_per=int(times),
                             per_collection_epsilon=None if from_total else float(cfg["epsilon"]),
                             total_epsilon=float(total) if from_total else None, epsilon_unit=unit, ledger=ledger)
         k1, k2, k3 = st.columns(3)
         k1.metric("Collections", f"{found['collections']:,}", help=explain.readout_help("collections"))
-        k2.metric("ε per collection", found.get("per_collection_text") or f"{found['per_collection_epsilon']:.3g}",
+        k2.metric("ε per collection", found["per_collection_text"],
                   help=explain.readout_help("epsilon_per_collection"))
-        k3.metric("Total ε (one person, whole period)", found.get("total_text") or f"{found['total_epsilon']:.3g}",
+        k3.metric("Total ε (one person, whole period)", found["total_text"],
                   help=explain.readout_help("total_epsilon"))
         st.markdown(found["sentence"])
         for warning in found["warnings"]:

@@ -169,7 +169,7 @@ with session.guard("the OD flows"):
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Updates per trip λ", f"{n['mean_updates']:.2f}",
               help=explain.readout_help("updates_per_trip", f"Largest: {n['max_updates']}."))
-    c2.metric("Total privacy λ·ε (worst trip)", f"{n['max_total_epsilon']:g} (mean {n['mean_total_epsilon']:.2f})",
+    c2.metric("Total privacy λ·ε (worst trip)", f"{n['trip_total_text']} (mean {n['mean_trip_total_text']})",
               help=explain.readout_help("trip_total_epsilon", "The worst trip's total is the guarantee; the mean "
                                                               "is what an average trip spends."))
     c3.metric("Route difference", f"{n['rel_levenshtein']:.1%}", help=explain.readout_help("route_difference"))

@@ -44,7 +44,8 @@ from ldpviz.geo.domain import Binned
 from ldpviz.errors import require
 from typing import Sequence
 
-from ldpviz.mechanisms.estimation import expectation_maximisation, expectation_maximisation_batch, matrix_maps
+from ldpviz.mechanisms.estimation import (combine_start_maps, expectation_maximisation, expectation_maximisation_batch,
+                                          matrix_maps)
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param, TrialRun
 from ldpviz.mechanisms.dam.disk_area import FAMILY_SPATIAL
@@ -199,7 +200,8 @@ class MDSW(Mechanism):
                 "reports": int(hist.n), "split": self.split, "sw_radius": self.sw.b,
                 "output_buckets_per_axis": self.sw.out_buckets, "iterations": max(ix["iterations"], iy["iterations"]),
                 "converged": bool(ix["converged"] and iy["converged"]), "postprocess": self.postprocess,
-                "path": "per-user"}))
+                "path": "per-user", **({"start_map": test} if (test := combine_start_maps(
+                    [ix.get("start_map"), iy.get("start_map")])) is not None else {})}))
         return out
 
     def channel(self) -> np.ndarray:
