@@ -30,16 +30,20 @@ _DEADLINE = threading.local()
 
 
 @contextmanager
-def stop_after(seconds: float | None) -> Iterator[None]:
+def stop_after(seconds: float | None, cpu: bool = False) -> Iterator[None]:
     """Within the block, on this thread only, EM (and any caller of :func:`check_time`) raises :class:`Stopped`
     once ``seconds`` have passed: a page can start a computation predicted short without a runaway one holding
-    a shared server (issue 28). None: no limit. Blocks nest; the inner limit applies inside."""
-    before = getattr(_DEADLINE, "at", None)
-    _DEADLINE.at = None if seconds is None else time.perf_counter() + float(seconds)
+    a shared server (issue 28). ``cpu``: seconds of this thread's CPU time (``time.thread_time``: what the
+    computation costs the server, whatever else runs) instead of wall time. None: no limit of its own (an
+    enclosing block's limit still applies). Blocks nest; the inner limit applies inside."""
+    before = getattr(_DEADLINE, "at", None), getattr(_DEADLINE, "clock", time.perf_counter)
+    if seconds is not None:
+        clock = time.thread_time if cpu else time.perf_counter
+        _DEADLINE.at, _DEADLINE.clock = clock() + float(seconds), clock
     try:
         yield
     finally:
-        _DEADLINE.at = before
+        _DEADLINE.at, _DEADLINE.clock = before
 
 
 class Cancelled(RuntimeError):
@@ -67,7 +71,7 @@ def check_time() -> None:
     if cancel is not None and cancel.is_set():
         raise Cancelled("cancelled: its inputs changed")
     at = getattr(_DEADLINE, "at", None)
-    if at is not None and time.perf_counter() > at:
+    if at is not None and getattr(_DEADLINE, "clock", time.perf_counter)() > at:
         raise Stopped("stopped: it took longer than the time allowed")
 
 

@@ -42,7 +42,7 @@ Channels.
   ``UNDERFLOW_NATS / eps_cell`` cells every quadrature node's density ``e^{-eps |z|}`` is exactly 0 in float64,
   so the entries cut off there were exact zeros (issue 38.6: on 40 km cells at large epsilon the window was
   ~185 cells of which all but 2-80 were zeros, and building it took 1-7 s per epsilon of a goal seek).
-* Channels are built once per (d, eps_cell, window, nodes) and shared (a bounded cache, :func:`clamped_channel`):
+* Channels are built once per (d, eps_cell, window) and shared (a bounded cache, :func:`clamped_channel`):
   a goal seek's runs at one epsilon (the search, its fresh decision, users_needed's every user count, the
   attacker) and every session asking the same setting use one kernel and one transform.
 
@@ -73,7 +73,8 @@ from ldpviz.mechanisms.path_cost import AUTO, PER_USER
 from ldpviz.mechanisms.collection_paths import PATHS, TwoPaths
 from ldpviz.wording import length
 
-#: Midpoint nodes per cell side of the server model's quadrature (at least; more at large eps per cell).
+#: Midpoint nodes per cell side of the server model's quadrature where the noise is about a cell wide (fewer
+#: for broader noise, :data:`NODE_EPSILON`; more at large eps per cell).
 QUADRATURE_NODES = 8
 #: Largest fine lattice side (nodes) of the server model's quadrature: bounds its cost on wide kernels.
 MAX_LATTICE_SIDE = 12_000
