@@ -499,7 +499,7 @@ def goal_seek_seconds(scenario: Scenario, trials: int) -> float:
     """Quiet-machine seconds a goal seek of ``scenario`` is predicted to take at ``trials`` collections per
     decision: one one-trial run (:func:`predicted_seconds`) times the seek's cost in such runs and the data's shape
     (:func:`runtime_model.goal_seek_seconds`). Decide and Compare both predict with it."""
-    one, _ = predicted_seconds(scenario.with_(trials=1))
+    one, basis = predicted_seconds(scenario.with_(trials=1))
     cell_m = None
     if one > 0:
         try:
@@ -508,7 +508,7 @@ def goal_seek_seconds(scenario: Scenario, trials: int) -> float:
         except LdpvizInputError:
             cell_m = None                  # a region that cannot be resolved: predicted without the shape
     return runtime_model.goal_seek_seconds(scenario.mechanism, 1, int(scenario.grid_side) ** 2, trials,
-                                           cell_m=cell_m, one_run_s=one)
+                                           cell_m=cell_m, one_run_s=one, measured=basis.startswith("measured"))
 
 
 def goal_answer(mode: str, scenario: Scenario, metric: str, target: float,
