@@ -114,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
              "nodes for every offset keeps k(delta) <= e^(eps |delta - delta'|) k(delta') at any node count, and the "
              "cut window drops only entries that were exact zeros (tests/test_planar_laplace_window.py; the Geo-I "
              "tests in tests/test_geoi.py and tests/test_privacy_at_the_edges.py pass on the new rules).", "",
-             "| file | ε per km | ε per cell | window before → now (cells) | nodes before → now | kernel build "
+             "| file | ε per km | ε per cell | cell-grid window before → now (cells) | cell-grid nodes before → now "
+             "| kernel build "
              "before / now (s CPU) | W2 before (m) | W2 now (m) | trials' sd (m) | largest change of one trial (m) "
              "| largest density change |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:

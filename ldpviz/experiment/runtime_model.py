@@ -283,9 +283,11 @@ def shape_factor(mechanism: str, side: int, cell_m: float | None, measured: bool
     bundled city, :data:`REFERENCE_CELL_M`): with ``measured`` False the one run is the calibrated model's, which
     knows users and cells but not sub-cells, so the factor is the scan-averaged latent cells per cell here over
     the reference's; with ``measured`` True the one run was timed at epsilon 1 here (its sub-cells included), so
-    the factor is the scan's average over the latent grid at epsilon 1, here over the reference's. 1 for other
-    mechanisms, whose cost does not depend on the cell size."""
-    if mechanism != "planar-laplace" or not cell_m:
+    the factor is the scan's average over the latent grid at epsilon 1, here over the reference's. 1 on cells no
+    larger than the reference's (measured, docs/goal-seek-shapes.md: the city at d = 64 and a small file cost what
+    the reference's runs say; fewer sub-cells there did not make the seek cheaper) and for other mechanisms, whose
+    cost does not depend on the cell size."""
+    if mechanism != "planar-laplace" or not cell_m or float(cell_m) <= REFERENCE_CELL_M:
         return 1.0
     side, cell_m = int(side), float(cell_m)
     here = _latent_cells(side, cell_m) / (_latent_cells(side, cell_m, (1.0,)) if measured else side ** 2)
