@@ -25,6 +25,17 @@ def page(**query: str) -> AppTest:
     return at
 
 
+def run_all(at: AppTest) -> AppTest:
+    """Run the page and press Start when it asks, as an officer would: opening Decide searches only a quick group
+    within its CPU budget (issue 36), and one Start answers every remaining mechanism."""
+    at.run()
+    start = next((b for b in at.button if b.key and b.key.startswith("longrun:start")), None)
+    if start is not None:
+        start.click()
+        at.run()
+    return at
+
+
 def test_every_step_survives_the_link():
     """Non-default choices on every step go into the link and come back; junk is dropped with a warning."""
     cfg = state.defaults()
@@ -63,7 +74,7 @@ def test_decide_page_answers_and_matches_the_command_line(capsys):
     mechanism (same inputs, same seed, same answer) and the record states the choices."""
     at = page(ds="normal", users="2000", d="8", dcm="geoi", dcmet="w2_m", dct="1500", dcu="report", dce="daily",
               dcpur="noise map", dcown="DPO")
-    at.run()
+    run_all(at)
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
     answers = at.session_state["decide_answers"]
@@ -170,7 +181,7 @@ def test_users_needed_is_the_same_page_turned_around():
     """Step 4 turned around (central DP accepted, epsilon fixed at 2): each mechanism answers with the fewest users
     found, the epsilon column gives way to users, and the command carries --epsilon."""
     at = page(ds="normal", users="0", d="8", dcm="cdp", dcmet="w2_m", dct="1500", dcturn="users", dceps="2")
-    at.run()
+    run_all(at)
     assert not at.exception, [e.value for e in at.exception]
     answers = at.session_state["decide_answers"]
     assert {a["mechanism"] for a in answers} == {"dp-heatmap", "laplace", "laplace-top"}
@@ -193,7 +204,7 @@ def test_deploy_step_hands_over_the_decided_collection():
     at = page(ds="normal", users="2000", d="8", dcm="geoi", dcmet="w2_m", dct="1500", dcu="report",
               dce="weekly", dcr="2")
     with mock.patch("streamlit.testing.v1.app_test.MemoryMediaFileStorage", _Storage):
-        at.run()
+        run_all(at)
     assert not at.exception, [e.value for e in at.exception]
     button = next(b for b in at.get("download_button") if b.label == "Download the collection bundle (ZIP)")
     data = _Storage.last.get_file(button.proto.url.rsplit("/", 1)[-1]).content

@@ -90,3 +90,85 @@ def test_goal_seek_asks_either_question_and_refuses_another():
     assert tradeoff.goal_seek("users", base, "w2_m", 1500.0, attacker=False).n_users == want
     with pytest.raises(LdpvizInputError, match="'epsilon' or 'users'"):
         tradeoff.goal_seek("sideways", base, "w2_m", 1500.0)
+
+
+class _Rerun(Exception):
+    """What a page's framework raises in ``poll`` when its inputs changed."""
+
+
+def _seek_until_cancelled(ended: dict, k: int):
+    """A stand-in seek: 'EM iterations' of 10 ms, each checking for cancellation, for at most 30 s."""
+    import time as _time
+    from ldpviz.mechanisms import estimation
+
+    def run():
+        started = _time.perf_counter()
+        try:
+            while _time.perf_counter() - started < 30:
+                estimation.check_time()
+                _time.sleep(0.01)
+            return "finished"
+        except estimation.Cancelled:
+            ended[k] = _time.perf_counter()
+            raise
+    return run
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_superseded_search_stops_within_a_second(threads):
+    """Issue 36: when the caller's inputs change (``poll`` raises, as a page re-run does), every running seek
+    raises Cancelled at its next check, within a second, and seeks not started never start."""
+    import time as _time
+    ended: dict[int, float] = {}
+    polls = []
+
+    def poll():
+        polls.append(_time.perf_counter())
+        if len(polls) >= 2:
+            raise _Rerun()
+
+    gen = tradeoff.seeks_side_by_side([_seek_until_cancelled(ended, k) for k in range(4)], costs=[1, 1, 1, 1],
+                                      threads=threads, poll=poll)
+    with pytest.raises(_Rerun):
+        for _ in gen:
+            pass
+    stopped_at = polls[-1]
+    deadline = _time.perf_counter() + 5
+    while len(ended) < threads and _time.perf_counter() < deadline:
+        _time.sleep(0.01)
+    assert len(ended) == threads, "a running seek went on after its caller moved on"
+    assert max(ended.values()) - stopped_at < 1.0
+    _time.sleep(0.2)
+    assert len(ended) == threads, "a seek that had not started ran after the caller moved on"
+
+
+def test_closing_the_generator_cancels_a_real_goal_seek():
+    """A planar Laplace goal seek (EM on every scan value) stops within a second of the caller closing the
+    generator, by Cancelled from inside EM or between collections."""
+    import time as _time
+    from ldpviz.mechanisms import estimation
+    base = Scenario(dataset="normal", mechanism="planar-laplace", epsilon=1.0, grid_side=32, seed=0)
+    outcome: dict[str, object] = {}
+
+    def seek():
+        try:
+            return tradeoff.target_epsilon(base, "w2_m", 1.0, attacker=False)
+        except estimation.Cancelled as exc:
+            outcome["cancelled"] = _time.perf_counter()
+            raise
+
+    polls = []
+
+    def poll():
+        polls.append(_time.perf_counter())
+        if len(polls) * tradeoff.POLL_S >= 1.0:
+            raise _Rerun()
+
+    with pytest.raises(_Rerun):
+        for _ in tradeoff.seeks_side_by_side([seek], threads=1, poll=poll):
+            pass
+    deadline = _time.perf_counter() + 10
+    while "cancelled" not in outcome and _time.perf_counter() < deadline:
+        _time.sleep(0.01)
+    assert "cancelled" in outcome
+    assert float(outcome["cancelled"]) - polls[-1] < 1.0

@@ -497,9 +497,18 @@ def blackbox_row(mechanism: str, grid_side: int, region: Region, epsilon: float,
 
 def goal_seek_seconds(scenario: Scenario, trials: int) -> float:
     """Quiet-machine seconds a goal seek of ``scenario`` is predicted to take at ``trials`` collections per
-    decision: one one-trial run (:func:`predicted_seconds`) times the seek's cost in such runs
-    (:func:`runtime_model.goal_seek_runs`). Decide and Compare both predict with it."""
-    return predicted_seconds(scenario.with_(trials=1))[0] * runtime_model.goal_seek_runs(trials, scenario.mechanism)
+    decision: one one-trial run (:func:`predicted_seconds`) times the seek's cost in such runs and the data's shape
+    (:func:`runtime_model.goal_seek_seconds`). Decide and Compare both predict with it."""
+    one, basis = predicted_seconds(scenario.with_(trials=1))
+    cell_m = None
+    if one > 0:
+        try:
+            cell_m = Grid(experiment.resolve_region(get_dataset(scenario.dataset)[0], scenario.region),
+                          int(scenario.grid_side)).cell_m
+        except LdpvizInputError:
+            cell_m = None                  # a region that cannot be resolved: predicted without the shape
+    return runtime_model.goal_seek_seconds(scenario.mechanism, 1, int(scenario.grid_side) ** 2, trials,
+                                           cell_m=cell_m, one_run_s=one, measured=basis.startswith("measured"))
 
 
 def goal_answer(mode: str, scenario: Scenario, metric: str, target: float,
@@ -526,6 +535,18 @@ def held_goal_seek(key: str, _compute: Callable[[], dict[str, Any]],
     thread again (and never ask to start it again)."""
     goal_seeks_held().add(key)
     return _found if _found is not None else _compute()
+
+
+def seek_poll(slot: Any, seeks: int) -> Callable[[], None]:
+    """``poll`` for :func:`ldpviz.decide.tradeoff.seeks_side_by_side` on a page: writes the seconds so far into
+    ``slot`` (an ``st.empty``). Each write is a message to the browser, and sending one is where Streamlit stops a
+    script whose inputs changed: the page's re-run then ends the seeks instead of waiting for them (issue 36)."""
+    started = time.perf_counter()
+
+    def poll() -> None:
+        slot.caption(f"Searching {seeks} mechanism{'s' if seeks != 1 else ''}: {time.perf_counter() - started:.1f} s "
+                     "so far; each answer shows as it is found ...")
+    return poll
 
 
 @st.cache_resource

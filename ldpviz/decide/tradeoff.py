@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
@@ -142,8 +143,11 @@ class Evaluator:
             # a collection whose EM estimate never left its uniform start answers nothing, whatever its metric:
             # it counts as a miss (issue 37.14; estimation.start_map_tests)
             miss = math.inf if _lower_is_better(self.metric) else -math.inf
-            more = [miss if estimation.stayed_at_start(est.info) else
-                    _score(self.metric, grid, true_density, users, est, self.queries) for est in estimates]
+            more = []
+            for est in estimates:            # a W2 readout can take a second: cancellation is checked between them
+                estimation.check_time()
+                more.append(miss if estimation.stayed_at_start(est.info) else
+                            _score(self.metric, grid, true_density, users, est, self.queries))
             self.runs += len(more)
             have = np.concatenate([have, np.asarray(more, dtype=float)])
             self._trials[key] = have
@@ -488,8 +492,13 @@ def start_order(costs: Sequence[float | None], threads: int) -> list[int]:
     return order
 
 
+#: How often :func:`seeks_side_by_side` calls its ``poll`` while it waits for an answer (seconds).
+POLL_S = 0.25
+
+
 def seeks_side_by_side(seeks: Sequence[Callable[[], Any]], costs: Sequence[float] | None = None,
-                       threads: int | None = None) -> Iterator[tuple[int, Future]]:
+                       threads: int | None = None, poll: Callable[[], None] | None = None,
+                       cancel: threading.Event | None = None) -> Iterator[tuple[int, Future]]:
     """Run independent goal seeks (:func:`target_epsilon` / :func:`users_needed` calls, one per mechanism) on
     threads and yield ``(index, future)`` as each finishes; ``future.result()`` returns its answer or raises
     its error. ``costs`` (predicted seconds, e.g. :func:`ldpviz.experiment.runtime_model.predict`) set the
@@ -501,25 +510,54 @@ def seeks_side_by_side(seeks: Sequence[Callable[[], Any]], costs: Sequence[float
     threads wait on each other for the GIL: docs/target-mode.md times four seeks as threads, as processes and
     one after another in one run (bench/target_mode.py; about 30% over the longest seek alone as threads, 10%
     as processes, on 2 cores).
-    Every seek draws from its own seeded streams, so the answers are the same as one after another (tested). If
-    the caller stops early (a page re-run), seeks not started are cancelled; those running finish on their
-    threads and are dropped.
+    Every seek draws from its own seeded streams, so the answers are the same as one after another (tested).
+
+    Cancellation (issue 36): when the caller stops early (it closes the generator, or ``poll`` raises, as a
+    page's re-run does for a new file, bounds or target), seeks not started are dropped and those running stop
+    at their next EM iteration or collection (:func:`ldpviz.mechanisms.estimation.cancel_on`: they raise
+    :class:`~ldpviz.mechanisms.estimation.Cancelled` on their thread, which nobody reads), so a superseded search
+    burns no more CPU. ``poll`` is called every :data:`POLL_S` seconds while waiting (a page passes a call that
+    lets its framework interrupt it); ``cancel`` (optional) is the event set then, for a caller that wants to
+    cancel from elsewhere too. With ``poll`` the seeks always run on worker threads, even one at a time, so the
+    caller's thread stays free to notice a change.
     """
+    from ldpviz.mechanisms.estimation import cancel_on
     threads = seek_threads(len(seeks)) if threads is None else max(1, int(threads))
     order = list(range(len(seeks))) if costs is None else start_order(costs, threads)
-    if threads == 1 or len(seeks) <= 1:
-        for i in order:
-            done: Future = Future()
-            try:
-                done.set_result(seeks[i]())
-            except Exception as exc:         # the caller decides: .result() raises it as a direct call would
-                done.set_exception(exc)
-            yield i, done
+    cancel = cancel if cancel is not None else threading.Event()
+
+    def guarded(call: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            with cancel_on(cancel):
+                return call()
+        return run
+
+    if poll is None and (threads == 1 or len(seeks) <= 1):
+        try:
+            for i in order:
+                done: Future = Future()
+                try:
+                    done.set_result(guarded(seeks[i])())
+                except Exception as exc:         # the caller decides: .result() raises it as a direct call would
+                    done.set_exception(exc)
+                yield i, done
+        finally:
+            cancel.set()
         return
     pool = ThreadPoolExecutor(threads, thread_name_prefix="ldpviz-seek")
     try:
-        futures = {pool.submit(seeks[i]): i for i in order}
-        for future in as_completed(futures):
-            yield futures[future], future
+        futures = {pool.submit(guarded(seeks[i])): i for i in order}
+        if poll is None:
+            for future in as_completed(futures):
+                yield futures[future], future
+            return
+        waiting = set(futures)
+        while waiting:
+            finished, waiting = wait(waiting, timeout=POLL_S, return_when=FIRST_COMPLETED)
+            for future in sorted(finished, key=lambda f: order.index(futures[f])):
+                yield futures[future], future
+            if waiting:
+                poll()
     finally:
+        cancel.set()                              # running seeks stop at their next EM iteration
         pool.shutdown(wait=False, cancel_futures=True)

@@ -262,6 +262,54 @@ def goal_seek_runs(trials: int = 10, mechanism: str | None = None) -> float:
     return runs * (15 + 6 * int(trials)) / (15 + 6 * 10)
 
 
+#: Where goal_seek_runs.json was measured: cells of this many metres at d = REFERENCE_SIDE (minneapolis-stops).
+REFERENCE_CELL_M, REFERENCE_SIDE = 20_000.0 / 32, 32
+#: The goal seek's scan: epsilon per km from EPSILON_MIN doubling up to EPSILON_MAX (one_collection.scan_epsilon).
+SCAN_EPSILONS = tuple(0.001 * 2.0 ** k for k in range(16))
+
+
+def _latent_cells(side: int, cell_m: float, epsilons: Sequence[float] = SCAN_EPSILONS) -> float:
+    """Planar Laplace's EM latent cells averaged over ``epsilons`` (per km; default the scan's): (d s)^2 with s
+    sub-cells per cell side where the noise is narrower than a cell
+    (:func:`ldpviz.mechanisms.dam.planar_laplace.subcells_per_side`)."""
+    from ldpviz.mechanisms.dam.planar_laplace import subcells_per_side
+    return float(np.mean([(side * subcells_per_side(e * cell_m / 1000.0, side)) ** 2 for e in epsilons]))
+
+
+def shape_factor(mechanism: str, side: int, cell_m: float | None, measured: bool = False) -> float:
+    """How much more a goal seek costs than its one-trial runs at epsilon 1 say, from the noise scale against the
+    cell size (issue 36): planar Laplace's EM runs on s x s sub-cells wherever its noise is narrower than a cell,
+    so its cost follows the scan-averaged latent grid. Against the seek where its cost in runs was measured (the
+    bundled city, :data:`REFERENCE_CELL_M`): with ``measured`` False the one run is the calibrated model's, which
+    knows users and cells but not sub-cells, so the factor is the scan-averaged latent cells per cell here over
+    the reference's; with ``measured`` True the one run was timed at epsilon 1 here (its sub-cells included), so
+    the factor is the scan's average over the latent grid at epsilon 1, here over the reference's. 1 on cells no
+    larger than the reference's (measured, docs/goal-seek-shapes.md: the city at d = 64 and a small file cost what
+    the reference's runs say; fewer sub-cells there did not make the seek cheaper) and for other mechanisms, whose
+    cost does not depend on the cell size."""
+    if mechanism != "planar-laplace" or not cell_m or float(cell_m) <= REFERENCE_CELL_M:
+        return 1.0
+    side, cell_m = int(side), float(cell_m)
+    here = _latent_cells(side, cell_m) / (_latent_cells(side, cell_m, (1.0,)) if measured else side ** 2)
+    ref = _latent_cells(REFERENCE_SIDE, REFERENCE_CELL_M) / (
+        _latent_cells(REFERENCE_SIDE, REFERENCE_CELL_M, (1.0,)) if measured else REFERENCE_SIDE ** 2)
+    return here / ref
+
+
+def goal_seek_seconds(mechanism: str, n_users: int, cells: int, trials: int = 10, cell_m: float | None = None,
+                      one_run_s: float | None = None, path: str = "auto", measured: bool = False) -> float:
+    """Quiet-machine seconds of a goal seek: one one-trial run at epsilon 1 (``one_run_s``, timed on this server
+    when ``measured``, else the calibrated model's) times the seek's cost in such runs (:func:`goal_seek_runs`)
+    times the data's shape (:func:`shape_factor`: the noise scale against the cell size). Every page and bench
+    predicts with it."""
+    if one_run_s is None:
+        one_run_s, measured = predict(mechanism, path, n_users, cells, 1), False
+        if one_run_s is None:                # not calibrated: the median mechanism's cost per user-cell
+            one_run_s = 2e-6 * n_users + 2e-5 * cells
+    side = int(round(math.sqrt(max(int(cells), 1))))
+    return float(one_run_s) * goal_seek_runs(trials, mechanism) * shape_factor(mechanism, side, cell_m, measured)
+
+
 def side_by_side_seconds(seconds: Sequence[float], threads: int) -> float:
     """Wall time of seeks predicted at ``seconds`` run ``threads`` at a time: at least the longest, at least
     their total shared over the threads (a lower bound that the start order nears)."""

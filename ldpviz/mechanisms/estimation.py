@@ -31,22 +31,48 @@ _DEADLINE = threading.local()
 
 
 @contextmanager
-def stop_after(seconds: float | None) -> Iterator[None]:
+def stop_after(seconds: float | None, cpu: bool = False) -> Iterator[None]:
     """Within the block, on this thread only, EM (and any caller of :func:`check_time`) raises :class:`Stopped`
     once ``seconds`` have passed: a page can start a computation predicted short without a runaway one holding
-    a shared server (issue 28). None: no limit. Blocks nest; the inner limit applies inside."""
-    before = getattr(_DEADLINE, "at", None)
-    _DEADLINE.at = None if seconds is None else time.perf_counter() + float(seconds)
+    a shared server (issue 28). ``cpu``: seconds of this thread's CPU time (``time.thread_time``: what the
+    computation costs the server, whatever else runs) instead of wall time. None: no limit of its own (an
+    enclosing block's limit still applies). Blocks nest; the inner limit applies inside."""
+    before = getattr(_DEADLINE, "at", None), getattr(_DEADLINE, "clock", time.perf_counter)
+    if seconds is not None:
+        clock = time.thread_time if cpu else time.perf_counter
+        _DEADLINE.at, _DEADLINE.clock = clock() + float(seconds), clock
     try:
         yield
     finally:
-        _DEADLINE.at = before
+        _DEADLINE.at, _DEADLINE.clock = before
+
+
+class Cancelled(RuntimeError):
+    """A computation whose caller no longer wants it (its inputs changed: a new file, new bounds, a new target):
+    raised by :func:`check_time` once the event of :func:`cancel_on` is set; nothing it made is kept."""
+
+
+@contextmanager
+def cancel_on(event: threading.Event | None) -> Iterator[None]:
+    """Within the block, on this thread only, EM (and any caller of :func:`check_time`) raises :class:`Cancelled`
+    as soon as ``event`` is set: checked between EM iterations and between collections, so a superseded search
+    stops within milliseconds of an EM step, not at its end (issue 36). None: never cancelled. Blocks nest."""
+    before = getattr(_DEADLINE, "cancel", None)
+    _DEADLINE.cancel = event
+    try:
+        yield
+    finally:
+        _DEADLINE.cancel = before
 
 
 def check_time() -> None:
-    """Raise :class:`Stopped` when this thread is inside :func:`stop_after` and its time is up."""
+    """Raise :class:`Cancelled` when this thread's :func:`cancel_on` event is set, :class:`Stopped` when it is
+    inside :func:`stop_after` and its time is up."""
+    cancel = getattr(_DEADLINE, "cancel", None)
+    if cancel is not None and cancel.is_set():
+        raise Cancelled("cancelled: its inputs changed")
     at = getattr(_DEADLINE, "at", None)
-    if at is not None and time.perf_counter() > at:
+    if at is not None and getattr(_DEADLINE, "clock", time.perf_counter)() > at:
         raise Stopped("stopped: it took longer than the time allowed")
 
 

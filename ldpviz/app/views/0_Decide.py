@@ -28,10 +28,11 @@ MAX_UPLOAD_BYTES = 1024 * 2**20
 def answer(turn: str, metric: str, target: float, probability: float, epsilon: float, scenario, dataset,
            time_limit_s: float | None = None) -> dict:
     """One mechanism's answer (the same call ``ldpviz target`` makes); thread-safe, no Streamlit calls.
-    ``time_limit_s``: stop (:class:`estimation.Stopped`) a search started without a click that runs long."""
+    ``time_limit_s``: stop (:class:`estimation.Stopped`) a search started without a click once it has used that
+    many seconds of its thread's CPU (what it costs the server, however busy)."""
     base = scenario if turn == "epsilon" else scenario.with_(epsilon=epsilon)
-    return tradeoff.goal_seek(turn, base, metric, target, dataset=dataset, probability=probability,
-                              time_limit_s=time_limit_s).to_dict()
+    with estimation.stop_after(time_limit_s, cpu=True):
+        return tradeoff.goal_seek(turn, base, metric, target, dataset=dataset, probability=probability).to_dict()
 
 
 @st.cache_resource
@@ -262,20 +263,32 @@ for k in pending:     # stopped before when started without a click: it takes at
     if seek_keys[k] in overran():
         seek_s[k] = flow.quick_limit(seek_s[k])
 threads = tradeoff.seek_threads(len(pending))
-now = flow.start_now({k: v for k, v in seek_s.items() if seek_keys[k] not in overran()}, threads,
-                     longrun.DECIDE_QUICK_S)     # the quick ones run at once, shortest first
-later = [k for k in pending if k not in now]
-started_by_click: set[int] = set()
+# Seeks the officer started (Start) run until answered, without a limit, through any re-run (a stopped quick seek, a
+# widget): one click answers every remaining mechanism. The rest: the quick ones start at once within a CPU budget
+# (flow.quick_limits: opening the page costs a bounded share of the server), the others wait for Start.
+clicked = ss.setdefault("decide:started", set())
+by_click = [k for k in pending if seek_keys[k] in clicked]
+# The quick group is chosen from every eligible mechanism, answered or not, so it is the same on every run of this
+# question: a re-run (or the next visitor) starts only what is left of it, never the next-quickest ones in turn
+# (which cascaded: 107 s of CPU before any input, issue 36).
+every_s = {k: compute.goal_seek_seconds(scenarios[k], tradeoff.DEFAULT_TRIALS) for k in range(len(scenarios))}
+quick = flow.quick_group(every_s, min(longrun.DECIDE_OPEN_CPU_S, longrun.DECIDE_QUICK_S * threads))
+now = [k for k in quick if k in seek_s and seek_keys[k] not in overran() and k not in by_click]
+later = [k for k in pending if k not in now and k not in by_click]
 if later:     # the long rest (many mechanisms, a fine grid, many users) starts when the officer says so
     names_later = [eligible[k] for k in later]
     if longrun.announce(f"{explain.plural(len(later), 'more mechanism')} ({', '.join(names_later)})",
                         runtime_model.side_by_side_seconds([seek_s[k] for k in later], threads),
                         "the runs timed so far", "decide:" + str(hash(tuple(seek_keys[k] for k in later)))):
-        started_by_click = set(later)
-        now, later = pending, []
+        clicked.update(seek_keys[k] for k in pending)
+        by_click, later = list(pending), []
     else:
         for k in later:
             why_not[eligible[k]] = "not searched yet: its search waits for Start in step 4"
+limits: dict[int, float | None] = flow.quick_limits({k: seek_s[k] for k in now if k not in by_click},
+                                                    longrun.DECIDE_OPEN_CPU_S)
+limits.update({k: None for k in by_click})
+now = [k for k in pending if k in limits]
 table_slot, status = st.empty(), st.empty()
 data_arg = compute.dataset_arg(name) or data
 question_args = (metric, float(target), float(probability), float(cfg["decide_epsilon"]))
@@ -300,10 +313,11 @@ if pending:
     status.caption(f"Searching {explain.plural(len(pending), 'mechanism')}, "
                    f"{tradeoff.seek_threads(len(pending))} at a time; each answer shows as it is found ...")
 costs = [seek_s.get(k) for k in pending]
-limits = {k: None if k in started_by_click else flow.quick_limit(seek_s[k]) for k in pending}
 calls = [search(k, limits[k]) for k in pending]
 stopped = []
-for j, future in tradeoff.seeks_side_by_side(calls, costs):       # one seek per core, the longest first
+# One seek per core, the longest first. The poll shows the time so far, and through it a re-run (a new file, bounds,
+# target) interrupts this loop at once: the seeks then stop at their next EM iteration (tradeoff.seeks_side_by_side).
+for j, future in tradeoff.seeks_side_by_side(calls, costs, poll=compute.seek_poll(status, len(pending))):
     k = pending[j]
     try:
         take(k, compute.held_goal_seek(seek_keys[k], search(k), _found=future.result()))

@@ -200,12 +200,15 @@ if mode != "at_epsilon":
                         f"95%), {tradeoff.seek_threads(len(todo))} at a time ..."):
             for i in held:         # answered before on this server: read back
                 found[i] = compute.held_goal_seek(keys[i], calls[i])
-            for j, future in tradeoff.seeks_side_by_side([calls[i] for i in todo], [seek_s[i] for i in todo]):
+            waiting = st.empty()         # the time so far; a re-run (new inputs) stops the seeks through it
+            for j, future in tradeoff.seeks_side_by_side([calls[i] for i in todo], [seek_s[i] for i in todo],
+                                                         poll=compute.seek_poll(waiting, len(todo))):
                 i = todo[j]
                 try:
                     found[i] = compute.held_goal_seek(keys[i], calls[i], _found=future.result())
                 except LdpvizInputError as exc:
                     st.error(f"{by_name[seeks[i].mechanism]['label']}: {exc}")
+            waiting.empty()
         rows = [found[i] for i in sorted(found)]
         if not rows:
             st.stop()

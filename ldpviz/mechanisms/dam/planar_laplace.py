@@ -38,7 +38,13 @@ Channels.
   sub-cells summed into cells. The cell-level channel above is that model with the mass spread evenly over
   a cell's sub-cells, so :meth:`PlanarLaplace.channel` and the audit are unchanged.
 * The kernel window reaches ``1.42 d + 40 / eps_cell + 1`` cells, beyond which the dropped mass is below
-  e^-40 relative to any kept probability.
+  e^-40 relative to any kept probability, but no further than :func:`underflow_radius`: beyond
+  ``UNDERFLOW_NATS / eps_cell`` cells every quadrature node's density ``e^{-eps |z|}`` is exactly 0 in float64,
+  so the entries cut off there were exact zeros (issue 38.6: on 40 km cells at large epsilon the window was
+  ~185 cells of which all but 2-80 were zeros, and building it took 1-7 s per epsilon of a goal seek).
+* Channels are built once per (d, eps_cell, window) and shared (a bounded cache, :func:`clamped_channel`):
+  a goal seek's runs at one epsilon (the search, its fresh decision, users_needed's every user count, the
+  attacker) and every session asking the same setting use one kernel and one transform.
 
 No aggregate path: each user's report distribution depends on their exact position, so the report
 histogram is a sum of differently distributed draws with no exact shortcut. The ``path`` parameter is kept
@@ -49,13 +55,15 @@ half, and the estimate's ``info`` says so (``path note``).
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from typing import Sequence
 
 import numpy as np
 
 from ldpviz.geo.domain import Binned
 from ldpviz.errors import require
-from ldpviz.mechanisms.estimation import expectation_maximisation_batch
+from ldpviz.mechanisms.estimation import check_time, expectation_maximisation_batch
 from ldpviz.mechanisms.dam.kernels import ClampedChannel
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import GEO_I, GEO_I_UNIT, GEO_I_UNIT_M, Estimate, Mechanism, Param, TrialRun
@@ -65,7 +73,8 @@ from ldpviz.mechanisms.path_cost import AUTO, PER_USER
 from ldpviz.mechanisms.collection_paths import PATHS, TwoPaths
 from ldpviz.wording import length
 
-#: Midpoint nodes per cell side of the server model's quadrature (at least; more at large eps per cell).
+#: Midpoint nodes per cell side of the server model's quadrature where the noise is about a cell wide (fewer
+#: for broader noise, :data:`NODE_EPSILON`; more at large eps per cell).
 QUADRATURE_NODES = 8
 #: Largest fine lattice side (nodes) of the server model's quadrature: bounds its cost on wide kernels.
 MAX_LATTICE_SIDE = 12_000
@@ -148,12 +157,74 @@ def planar_laplace_noise(epsilon: float, n: int, rng: np.random.Generator) -> np
     return np.column_stack([radius * np.cos(theta), radius * np.sin(theta)])
 
 
+#: Broad noise needs fewer nodes: below QUADRATURE_NODES, a node every NODE_EPSILON / eps cell (at least 2). The
+#: midpoint rule's error is set by the density's cusp at 0 and falls as (eps / nodes)^2: the report distribution's
+#: total variation from a 48-node reference is about 0.02 (eps / nodes)^2 (eps 0.04-2.4 per cell, nodes 2-8), so
+#: eps / nodes <= 0.075 keeps it below 1.2e-4, under what 8 nodes gave at eps 1.2 (3.1e-4) and 4 eps nodes give
+#: above 2 (1.2e-3). Issue 38.6: at the goal seek's smallest epsilon on 40 km cells (0.04 per cell, a
+#: 1,100-cell window) 8 nodes cost 2 s per build; 2 nodes cost 1/16 of that.
+NODE_EPSILON = 0.075
+
+
 def _nodes_for(epsilon: float, radius: int) -> int:
-    """Nodes per cell side: QUADRATURE_NODES, more where the density is sharp (a node every 1/(4 eps) cell),
-    capped so the fine lattice stays within MAX_LATTICE_SIDE nodes."""
+    """Nodes per cell side: a node every NODE_EPSILON / eps cell up to QUADRATURE_NODES (broad noise: 2 nodes at
+    eps <= 0.15 per cell), more where the density is sharp (a node every 1/(4 eps) cell), capped so the fine
+    lattice stays within MAX_LATTICE_SIDE nodes. The node-wise Geo-I bound of the model holds at any count."""
+    broad = min(QUADRATURE_NODES, int(math.ceil(epsilon / NODE_EPSILON - 1e-9)))
     sharp = int(math.ceil(4.0 * epsilon))
     cap = max(2, MAX_LATTICE_SIDE // (radius + 2))
-    return int(max(2, min(max(QUADRATURE_NODES, sharp), 64, cap)))
+    return int(max(2, min(max(broad, sharp), 64, cap)))
+
+
+#: exp(-x) is exactly 0 in float64 for x above ~745.13 (half the smallest subnormal, 4.9e-324 = e^-744.4); a
+#: little margin above it. A kernel entry at offset delta with max(|dy|, |dx|) = m >= 1 reads nodes at least
+#: m - 1 + 1/(2 nodes) cells away, so every entry beyond radius R is an exact 0 when eps_cell R >= this.
+UNDERFLOW_NATS = 750.0
+
+
+def underflow_radius(epsilon: float) -> int:
+    """The window beyond which every kernel entry is exactly 0 in float64 (:data:`UNDERFLOW_NATS`), at least 1."""
+    return max(1, int(math.ceil(UNDERFLOW_NATS / float(epsilon))))
+
+
+def kernel_radius(epsilon: float, side: int) -> int:
+    """The kernel window (cells) for ``side`` x ``side`` cells at ``epsilon`` per cell: ``1.42 d + 40 / eps + 1``
+    (the dropped mass below e^-40 of any kept probability), cut at :func:`underflow_radius` (entries beyond it
+    were exact zeros)."""
+    wide = int(math.ceil(1.42 * int(side) + TAIL_NATS / float(epsilon))) + 1
+    return min(wide, underflow_radius(epsilon))
+
+
+#: Channels kept (:func:`clamped_channel`): at most this many, and at most this many bytes of kernels.
+MAX_CHANNELS, MAX_CHANNEL_BYTES = 48, 256 * 2 ** 20
+_CHANNELS: "OrderedDict[tuple, ClampedChannel]" = OrderedDict()
+_CHANNELS_LOCK = threading.Lock()
+
+
+def _channel_bytes(chan: ClampedChannel) -> int:
+    return int(chan.kernel.nbytes + chan._k.nbytes + chan.conv.k_fft.nbytes * 2)
+
+
+def clamped_channel(side: int, epsilon: float, radius: int) -> ClampedChannel:
+    """``ClampedChannel(side, planar_laplace_kernel(epsilon, radius))``, built once per (side, epsilon, radius)
+    and shared (least recently used dropped first, within :data:`MAX_CHANNELS` and :data:`MAX_CHANNEL_BYTES`).
+    Read-only after construction (its FFT work arrays are per thread), so threads and sessions share it; the
+    same arrays as a fresh build, so estimates stay bit for bit."""
+    key = (int(side), float(epsilon), int(radius))
+    with _CHANNELS_LOCK:
+        chan = _CHANNELS.get(key)
+        if chan is not None:
+            _CHANNELS.move_to_end(key)
+            return chan
+    chan = ClampedChannel(side, planar_laplace_kernel(epsilon, radius))    # built outside the lock
+    chan.kernel.setflags(write=False)
+    with _CHANNELS_LOCK:
+        _CHANNELS[key] = chan
+        _CHANNELS.move_to_end(key)
+        total = sum(_channel_bytes(c) for c in _CHANNELS.values())
+        while len(_CHANNELS) > 1 and (len(_CHANNELS) > MAX_CHANNELS or total > MAX_CHANNEL_BYTES):
+            total -= _channel_bytes(_CHANNELS.popitem(last=False)[1])
+    return chan
 
 
 def planar_laplace_kernel(epsilon: float, radius: int, nodes: int | None = None) -> np.ndarray:
@@ -175,6 +246,7 @@ def planar_laplace_kernel(epsilon: float, radius: int, nodes: int | None = None)
     quadrant = np.empty((R + 1, R + 1))
     block = max(1, (1 << 22) // (len(coords) * n) - 2)
     for y0 in range(0, R + 1, block):
+        check_time()                                               # a superseded search stops here too
         y1 = min(R + 1, y0 + block)
         rows = coords[y0 * n:(y1 + 1) * n]                     # lattice rows y0 n - n ... y1 n + n - 1
         # D at (row, column b n + j) held at [j, row, b]: each node offset j is one contiguous (rows, R + 2) slab,
@@ -220,7 +292,7 @@ class PlanarLaplace(TwoPaths, Mechanism):
     def setup(self) -> None:
         d = self.grid.side
         eps_cell = self.epsilon_per_cell
-        radius = int(math.ceil(1.42 * d + TAIL_NATS / eps_cell)) + 1
+        radius = kernel_radius(eps_cell, d)
         if radius > MAX_KERNEL_RADIUS:
             least = TAIL_NATS / (MAX_KERNEL_RADIUS - 1 - 1.42 * d) * GEO_I_UNIT_M / self.grid.cell_m if \
                 MAX_KERNEL_RADIUS - 1 > 1.42 * d else math.inf
@@ -229,14 +301,13 @@ class PlanarLaplace(TwoPaths, Mechanism):
                            f"use a larger epsilon (e.g. >= {least:.2g} per {GEO_I_UNIT}), larger cells or a "
                            f"smaller grid")
         self.kernel_radius = radius
-        self.chan = ClampedChannel(d, planar_laplace_kernel(eps_cell, radius))
+        self.chan = clamped_channel(d, eps_cell, radius)
         self.subcells = subcells_per_side(eps_cell, d)
         if self.subcells == 1:
             self.fine = self.chan
         else:
             s = self.subcells
-            fine_radius = int(math.ceil(1.42 * d * s + TAIL_NATS * s / eps_cell)) + 1
-            self.fine = ClampedChannel(d * s, planar_laplace_kernel(eps_cell / s, fine_radius))
+            self.fine = clamped_channel(d * s, eps_cell / s, kernel_radius(eps_cell / s, d * s))
 
     # ---- client half ---------------------------------------------------------------------------------------
     def positions(self, users: Binned) -> np.ndarray:
