@@ -35,3 +35,13 @@ class RegionTooLargeError(LdpvizInputError):
     def __init__(self, message: str, suggestion: object = None) -> None:
         super().__init__(message)
         self.suggestion = suggestion
+
+
+class TooFewToFrame(LdpvizInputError):
+    """Too few rows or people for the private map tiles to frame a region: even all of them in one tile would not be
+    told apart from noise. ``needed`` is how many more than that the rule needs; the caller asks for a box."""
+
+    def __init__(self, message: str, needed: int = 0, have: int = 0) -> None:
+        super().__init__(message)
+        self.needed = int(needed)
+        self.have = int(have)

@@ -29,6 +29,10 @@ EPSILON_OPTIONS: tuple[float, ...] = tuple(
     [round(0.1 * k, 2) for k in range(1, 10)] + [round(1 + 0.25 * k, 2) for k in range(8)]
     + [round(3 + 0.5 * k, 2) for k in range(15)])
 EPSILON_RANGE = (0.1, 10.0)
+#: What a link (and so a page handing an answer to another) may set: any epsilon a mechanism accepts, so an answer
+#: found off the slider's range (Geo-I's epsilon per km on cells of tens of km) still opens where it was found;
+#: the slider then shows it among its steps.
+EPSILON_LINK_RANGE = (mechanisms.base.EPSILON_MIN, mechanisms.base.EPSILON_MAX)
 GRID_OPTIONS: tuple[int, ...] = (4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 MAX_TRIALS_UI = 50
 #: Trials a fresh session runs: the fewest that give every headline its 95% interval (Explore's readouts and
@@ -229,7 +233,7 @@ def decode(query: Mapping[str, str], known_datasets: list[str] | None = None) ->
         cfg["mechanism"] = v
 
     def set_epsilon(v: str) -> None:
-        cfg["epsilon"] = _number(v, float, *EPSILON_RANGE, "epsilon")
+        cfg["epsilon"] = _number(v, float, *EPSILON_LINK_RANGE, "epsilon")
 
     def set_grid(v: str) -> None:
         cfg["grid_side"] = _number(v, int, 2, MAX_GRID_SIDE, "grid side d")

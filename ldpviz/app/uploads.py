@@ -140,14 +140,21 @@ def box_phrase(box: tuple[float, float, float, float]) -> str:
 
 
 def bounds_step(container: Any, *, filename: str, why: str, box: tuple[float, float, float, float] | None,
-                inside: int, total: int, key: str, on_accept: Any, field: str) -> None:
+                inside: int, total: int, key: str, on_accept: Any, field: str, needed: int = 0,
+                unit: str = "rows") -> None:
     """Ask for the box a file needs as the next step (not an error): what to do, the suggested box with its rows,
     a button that accepts it, and the reason in the tool's own words folded away (issue 27: six of ten error
     boxes a newcomer met were this). ``field`` names the bounds field to type into; ``on_accept`` gets the box's
-    text."""
+    text. ``needed``: the file is too small for the private map tiles, which need more than ``needed - 1``
+    ``unit`` in one tile (issue 36: said before any search, as ``ldpviz od`` does)."""
     text = bbox_text(box) if box is not None else ""
-    lines = [f"**Next step: choose the area of {filename} to study.** ldpviz could not pick a region from the rows "
-             f"by itself, so the map needs a box (west, south, east, north in degrees) typed in '{field}'."]
+    if needed:
+        why_short = (f"The private map tiles that choose a region without bounds need at least {needed:,} {unit} in "
+                     f"one tile to tell it apart from noise; this file has {total:,} {unit} in all")
+    else:
+        why_short = "ldpviz could not pick a region from the rows by itself"
+    lines = [f"**Next step: choose the area of {filename} to study.** {why_short}, so the map needs a box (west, "
+             f"south, east, north in degrees) typed in '{field}'."]
     if box is not None:
         lines.append(f"Suggested: `{text}`, {box_phrase(box)}, holds **{inside:,} of {total:,} rows** "
                      f"({100 * inside / max(total, 1):.0f}%). It is read from where most of your rows are; accept "
@@ -249,6 +256,9 @@ def trip_uploader(container: Any, page: str) -> str | None:
                               "box suggested from your rows is labelled as read from them). Empty: the Data page's "
                               "rule for uploads (private map tiles paid with ε0 once per person by default).")
     if file is None:
+        message = ss.get("trip_message")
+        if message and message[0] == "bounds" and message[1].get("page") == page:
+            ss.pop("trip_message")      # the file waiting for its box was removed
         return None
     attempt = (page, getattr(file, "file_id", file.name), ss.get(f"w:trip_bounds:{page}", ""))
     if ss.get("trip_attempt") == attempt:
@@ -268,7 +278,8 @@ def trip_uploader(container: Any, page: str) -> str | None:
         ss["trip_suggested_bbox"] = sug.bbox if sug is not None else None    # its provenance, if typed back
         ss["trip_message"] = ("bounds", {"filename": file.name, "why": str(exc), "page": page,
                                          "box": sug.bbox if sug is not None else None,
-                                         "inside": getattr(sug, "rows_inside", 0), "total": getattr(sug, "rows_total", 0)})
+                                         "inside": getattr(sug, "rows_inside", 0), "total": getattr(sug, "rows_total", 0),
+                                         "needed": getattr(exc, "needed", 0)})
         return None
     except LdpvizInputError as exc:
         ss["trip_message"] = ("error", f"**The trips file could not be used:** {exc}")
@@ -295,7 +306,8 @@ def show_trip_message(container: Any, selected: str | None = None) -> None:
         m = rest[0]
         bounds_step(container, filename=m["filename"], why=m["why"], box=m["box"], inside=m["inside"],
                     total=m["total"], key=f"fix:trip_bounds:{m['page']}", field="Bounds for your trips",
-                    on_accept=lambda text: st.session_state.update({f"w:trip_bounds:{m['page']}": text}))
+                    on_accept=lambda text: st.session_state.update({f"w:trip_bounds:{m['page']}": text}),
+                    needed=m.get("needed", 0), unit="people")
     elif kind == "error":
         container.error(rest[0], icon=":material/error:")
     elif kind == "success" and (selected is None or selected == rest[0]):

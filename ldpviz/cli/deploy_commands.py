@@ -19,9 +19,11 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--mechanism", required=True, help="mechanism name (see 'ldpviz mechanisms')")
     p.add_argument("--epsilon", type=float, required=True, help="privacy budget epsilon of one report")
     p.add_argument("--grid", type=int, default=32, help="grid side d (d x d cells)")
-    p.add_argument("--bbox", metavar="W,S,E,N", help="the region as typed bounds in degrees (W > E crosses 180)")
-    p.add_argument("--dataset", default="minneapolis-stops", help="bundled dataset whose --region preset to use")
-    p.add_argument("--region", help="region preset of --dataset (see 'ldpviz datasets'); public, not from data")
+    from ldpviz.cli.data_options import add_data_arguments
+    # the same data options as every command (issue 36): --dataset NAME --region PRESET, --bbox W,S,E,N (with
+    # --bbox-from: a box suggested from the rows is refused, with the reason), or --csv FILE framed by the paid
+    # private tiles (--region-rule, --region-epsilon), which the ledger then charges
+    add_data_arguments(p, dataset_help="bundled dataset whose --region preset to use")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="mechanism parameter")
     p.add_argument("--expected-users", type=int, help="planned number of reports (UG fixes its grid from it)")
     p.add_argument("--reports-per-person", type=int, default=1,
@@ -63,15 +65,21 @@ def _params(pairs: list[str]) -> dict[str, Any]:
 
 
 def _region(args: argparse.Namespace):
-    from ldpviz.cli.data_options import bbox_region
-    require(not (args.bbox and args.region), "give either --region or --bbox, not both")
-    if args.bbox:
-        return bbox_region(args.bbox)
-    require(args.region is not None, "give the region: --bbox W,S,E,N (typed bounds) or --region PRESET of "
-                                     "--dataset; a region fitted to the users' data cannot be sent to phones")
-    from ldpviz.data import datasets
-    from ldpviz.experiment import resolve_region
-    return resolve_region(datasets.load(args.dataset), args.region)
+    """The collection's region from the shared data options: a typed box, a preset, or a file's region (its typed
+    or suggested box, or the paid private tiles). Where it came from travels with it (``Region.data_use``,
+    ``epsilon_spent``); :func:`ldpviz.deploy.spec.check_deployable` refuses one read from the data unpaid."""
+    from ldpviz.cli.data_options import load_data
+    require(args.bbox or args.region is not None or args.csv,
+            "give the region: --bbox W,S,E,N (typed bounds), --region PRESET of --dataset, or --csv FILE (its region "
+            "chosen by the paid private map tiles); a region fitted to the users' data cannot be sent to phones")
+    user = load_data(args)
+    if args.csv and not args.bbox:
+        return user.data.default_region
+    if isinstance(user.region, str):
+        from ldpviz.data import datasets
+        from ldpviz.experiment import resolve_region
+        return resolve_region(datasets.load(args.dataset), user.region)
+    return user.region
 
 
 def cmd_deploy(args: argparse.Namespace) -> int:

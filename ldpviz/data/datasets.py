@@ -318,7 +318,9 @@ def frame_points(points: ReadPoints, *, bbox: tuple[float, float, float, float] 
         try:   # the rule shared with trajectory uploads
             whole = regions.upload_region(points.lon, points.lat, filename, frame=frame)
         except RegionTooLargeError as exc:
-            raise NeedsBounds(str(exc), points, exc.suggestion) from None
+            needs = NeedsBounds(str(exc), points, exc.suggestion)
+            needs.needed = getattr(exc, "needed", 0)        # too few rows for the private tiles: how many they need
+            raise needs from None
     if progress is not None:
         progress(1.0, f"kept {report.rows_kept:,} of {report.rows_read:,} rows")
     return Dataset(name=f"upload:{filename}", label=filename,

@@ -35,6 +35,7 @@ from ldpviz.data.dataset_types import Dataset
 from ldpviz.decide import decision_report, one_collection, tradeoff
 from ldpviz.errors import LdpvizInputError
 from ldpviz.experiment import Scenario
+from ldpviz.geo import region_choice
 from ldpviz.mechanisms import accounting
 from ldpviz.mechanisms.base import CENTRAL_DP, GEO_I, GEO_I_UNIT, LDP, UNIT_PERSON, UNIT_ROW
 
@@ -228,6 +229,8 @@ def ledger_for(mech: Any, region: Any, cfg: Mapping[str, Any], people: int | Non
     basis = f"{reports} report{'s' if reports != 1 else ''} per person per collection (step 2)"
     notes = [] if reports == 1 else [
         f"the accuracy was simulated with one report per person; {reports} reports per person are charged here"]
+    if region_choice.origin(region) in (region_choice.ORIGIN_SUGGESTION, region_choice.ORIGIN_DATA):
+        notes.append(f"not covered by ε: the region was {region.data_use}")     # read from the rows, unpaid
     if people is not None:
         ones = np.ones(max(int(people), 1))
         parts = []
@@ -335,20 +338,17 @@ def need_text(metric: str, target: float) -> str:
 
 # ---- step 5: sign ---------------------------------------------------------------------------------------------
 
-def command(cfg: Mapping[str, Any], mechanisms_: list[str], upload_filename: str | None = None,
-            bbox: tuple[float, float, float, float] | None = None) -> str:
-    """The ``ldpviz target`` command that reproduces step 4 (for an upload, the ``--csv FILE --bbox=...`` form)."""
-    parts = ["ldpviz", "target"]
-    if upload_filename:
-        parts += ["--csv", upload_filename]
-        if bbox is not None:
-            parts += [f"--bbox={','.join(f'{v:g}' for v in bbox)}"]
-    else:
-        parts += ["--dataset", str(cfg["dataset"])]
-        if bbox is not None:
-            parts += [f"--bbox={','.join(f'{v:g}' for v in bbox)}"]
-        elif cfg.get("region"):
-            parts += ["--region", str(cfg["region"])]
+def command(cfg: Mapping[str, Any], mechanisms_: list[str], region: Any = None,
+            dataset: Dataset | None = None) -> str:
+    """The ``ldpviz target`` command that reproduces step 4. Its data options are the ones every printed command
+    uses (:func:`ldpviz.decide.decision_report.data_arguments`): ``--dataset NAME --region PRESET`` or
+    ``--bbox=W,S,E,N``; for a user's file ``--csv FILE`` and its framing (``--bbox=W,S,E,N``, with
+    ``--bbox-from suggestion`` for the box read from the rows, or the paid private tiles and their epsilon0).
+    ``region``: the preset's name, or the Region (defaults to the config's preset)."""
+    where = region if region is not None else cfg.get("region")
+    sc = Scenario(dataset=str(cfg["dataset"]), mechanism=mechanisms_[0] if mechanisms_ else "grr", epsilon=1.0,
+                  grid_side=int(cfg["grid_side"]), region=where, seed=int(cfg.get("seed", 0)))
+    parts = ["ldpviz", "target", *decision_report.data_arguments(sc, dataset)]
     parts += ["--grid", str(int(cfg["grid_side"])), "--metric", str(cfg["decide_metric"]),
               "--at-most", f"{float(cfg['decide_target']):g}"]
     if cfg.get("n_users"):
@@ -360,7 +360,7 @@ def command(cfg: Mapping[str, Any], mechanisms_: list[str], upload_filename: str
     parts += ["--seed", str(int(cfg.get("seed", 0)))]
     for name in mechanisms_:
         parts += ["--mechanism", name]
-    return " ".join(shlex.quote(p) if not p.startswith("--bbox=") else p for p in parts) + " --json"
+    return " ".join(p if p.startswith("--bbox=") else shlex.quote(p) for p in parts) + " --json"
 
 
 def trips_command(cfg: Mapping[str, Any], mechanisms_: list[str], trips: trajectories.Trajectories, region: Any,
@@ -370,13 +370,13 @@ def trips_command(cfg: Mapping[str, Any], mechanisms_: list[str], trips: traject
     seed, side = int(cfg.get("seed", 0)), int(cfg["grid_side"])
     if trips.name in trajectories.names():
         load = f"trips = trajectories.load({trips.name!r})"
-    else:
-        box = getattr(region, "bounds", None)
-        load = (f"trips = trajectories.load_trajectory_file({trips.label!r}"
-                + (f", bbox={tuple(box)!r}" if box is not None else "") + ")   # your file")
+    else:        # the file framed as on the page: its box (and where the box came from) or its paid tiles
+        load = ("from ldpviz.mechanisms.fo.private_region import upload_frame\n"
+                f"trips = trajectories.load_trajectory_file({trips.label!r}"
+                f"{decision_report.python_framing(trips.default_region)})   # your file")
     where = f"trips.presets[{preset!r}]" if preset else (
-        f"region_choice.stated_region({tuple(region.bounds)!r})" if getattr(region, "bounds", None) is not None
-        else "trips.default_region")
+        f"region_choice.stated_region({tuple(region.bounds)!r}, data_use={region.data_use!r})"
+        if getattr(region, "bounds", None) is not None else "trips.default_region")
     users = int(cfg["n_users"]) if cfg.get("n_users") else None
     lines = ["from ldpviz.data import trajectories", "from ldpviz.decide import decision_flow, tradeoff",
              "from ldpviz.geo import region_choice", load,
@@ -506,13 +506,17 @@ def record_sections(cfg: Mapping[str, Any], *, data_label: str, rows_text: str, 
     return head, tail
 
 
-def record_json(cfg: Mapping[str, Any], answers: list[dict[str, Any]], chosen: str | None) -> dict[str, Any]:
-    """The flow's choices and answers as JSON (embedded in the signed report beside its own numbers)."""
+def record_json(cfg: Mapping[str, Any], answers: list[dict[str, Any]], chosen: str | None,
+                region: Any = None) -> dict[str, Any]:
+    """The flow's choices and answers as JSON (embedded in the signed report beside its own numbers), with the
+    region's provenance (:func:`ldpviz.geo.region_choice.origin`) when ``region`` is given."""
     keep = ("mechanism", "privacy_model", "reached", "epsilon", "n_users", "probability", "confidence",
             "miss_chance_max", "misses", "trials", "mean", "ci_low", "ci_high", "message", "scan_warning",
             "attacker_error_m")
     return {"choices": {k: cfg.get(k) for k in DEFAULTS if k != "decide_pins"} | {
                 k: cfg.get(k) for k in ("dataset", "region", "bbox", "grid_side", "n_users", "seed")},
             "unit": unit_of(cfg), "chosen": chosen,
+            **({"region_origin": region_choice.origin(region), "region_data_use": region.data_use,
+                "region_epsilon0": float(region.epsilon_spent)} if region is not None else {}),
             "answers": [{k: r.get(k) for k in keep} | {"ledger_total": (r.get("ledger") or {}).get("total")}
                         for r in answers]}

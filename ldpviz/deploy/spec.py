@@ -35,6 +35,7 @@ import ldpviz
 from ldpviz import mechanisms
 from ldpviz.deploy import client as _client
 from ldpviz.errors import LdpvizInputError, require
+from ldpviz.geo import region_choice
 from ldpviz.geo.domain import AEQD, EARTH_RADIUS_M, Grid, Region
 from ldpviz.mechanisms.base import CENTRAL_DP, GEO_I, GEO_I_UNIT_M, NO_PRIVACY, Mechanism
 
@@ -153,6 +154,7 @@ def region_section(region: Region, side: int) -> dict:
         "center_lon": float(region.center_lon), "center_lat": float(region.center_lat),
         "side_m": float(region.side_m), "bounds": list(region.bounds) if region.bounds is not None else None,
         "name": region.name, "data_use": region.data_use, "epsilon_spent": float(region.epsilon_spent),
+        "origin": region_choice.origin(region),     # where it came from (typed, preset, private tiles; issue 36)
         "projection": "aeqd" if aeqd else "local",
         "projection_text": region.projection,
         "ellipsoid": {"a": WGS84_A, "f": WGS84_F} if aeqd else None,

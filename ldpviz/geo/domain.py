@@ -333,8 +333,11 @@ class Region:
 
     @property
     def typed_bounds(self) -> str:
-        """'typed bounds W,S,E,N' for a region with :attr:`bounds`, else ''."""
-        return f"typed bounds {bounds_text(self.bounds)}" if self.bounds is not None else ""
+        """'typed bounds W,S,E,N' for a region with :attr:`bounds` ('suggested bounds W,S,E,N' when the box was read
+        from the rows, :attr:`data_use`), else ''."""
+        if self.bounds is None:
+            return ""
+        return f"{'suggested' if self.data_use else 'typed'} bounds {bounds_text(self.bounds)}"
 
     def outline_lonlat(self) -> list[list[float]]:
         """Closed polygon of the region's border, for maps (densified where the projection curves it)."""

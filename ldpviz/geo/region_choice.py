@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ldpviz.geo import quadkey
-from ldpviz.errors import LdpvizInputError, RegionTooLargeError, require
+from ldpviz.errors import LdpvizInputError, RegionTooLargeError, TooFewToFrame, require
 from ldpviz.geo.domain import Region, bounds_text, lon_span, wrap_lon
 from ldpviz.geo.region_suggestion import suggest_bbox
 
@@ -43,7 +43,8 @@ def stated_region(bbox: Sequence[float], name: str | None = None, data_use: str 
 
     The grid covers the square around the box; the box itself is kept as
     :attr:`Region.bounds`, so only the points inside it belong to the region (the
-    rows ``ldpviz run --csv --bbox`` keeps). Named "typed bounds W,S,E,N" unless ``name`` is given.
+    rows ``ldpviz run --csv --bbox`` keeps). Named "typed bounds W,S,E,N" ("suggested bounds W,S,E,N" with a
+    ``data_use``) unless ``name`` is given.
     ``data_use``: how the box was read from data, if it was (a box the tool suggested from the rows).
     """
     try:
@@ -53,7 +54,42 @@ def stated_region(bbox: Sequence[float], name: str | None = None, data_use: str 
     require(len(values) == 4, f"a bbox is four numbers W, S, E, N in degrees, got {len(values)}")
     square = Region.from_bbox(*values)
     bounds = tuple(values)
-    return replace(square, name=name or f"typed bounds {bounds_text(bounds)}", bounds=bounds, data_use=data_use)
+    region = replace(square, bounds=bounds, data_use=data_use)
+    return replace(region, name=name or region.typed_bounds)
+
+
+#: Where a region came from (:func:`origin`), from least to most dependent on the users' data: a preset of a
+#: bundled data set, a box typed in (ldpviz cannot tell where it came from), the private map tiles paid with
+#: epsilon0 per row (covered, added to each person's total), the box ldpviz suggested from the rows (not covered),
+#: and any other region read from the rows (public tiles, fitted: not covered).
+ORIGIN_PRESET, ORIGIN_TYPED, ORIGIN_PRIVATE_TILES, ORIGIN_SUGGESTION, ORIGIN_DATA = (
+    "preset", "typed", "private-tiles", "suggestion", "data")
+ORIGINS = (ORIGIN_PRESET, ORIGIN_TYPED, ORIGIN_PRIVATE_TILES, ORIGIN_SUGGESTION, ORIGIN_DATA)
+
+
+def origin(region: Region) -> str:
+    """The region's provenance, one of :data:`ORIGINS`, read from the region itself (its ``epsilon_spent``,
+    ``bounds`` and ``data_use``: the one place it is kept), so every page, command, report, ledger and
+    collection.json that carries the region carries where it came from."""
+    if region.epsilon_spent > 0:
+        return ORIGIN_PRIVATE_TILES
+    if region.bounds is not None:
+        return ORIGIN_SUGGESTION if region.data_use else ORIGIN_TYPED
+    return ORIGIN_DATA if region.data_use else ORIGIN_PRESET
+
+
+def origin_text(region: Region) -> str:
+    """The region's provenance in one line, as the signed record and the pages state it."""
+    kind = origin(region)
+    if kind == ORIGIN_PRIVATE_TILES:
+        return f"private map tiles, paid with ε0 = {region.epsilon_spent:g} per person and charged in the ledger"
+    if kind == ORIGIN_SUGGESTION:
+        return "the box ldpviz suggested from the file's rows: read from the data, not covered by ε"
+    if kind == ORIGIN_TYPED:
+        return "a box typed in: ldpviz read no users' data to choose it"
+    if kind == ORIGIN_DATA:
+        return f"read from the rows ({region.data_use}): not covered by ε"
+    return "a preset of the data set: chosen without reading users' data"
 
 
 def coarse_extent(lon: np.ndarray, lat: np.ndarray, level: int = COARSE_LEVEL) -> tuple[float, float, float, float]:
@@ -110,6 +146,17 @@ def upload_region(lon: np.ndarray, lat: np.ndarray, filename: str, bbox: Sequenc
         return frame(lon, lat)
     except RegionTooLargeError:
         raise
+    except TooFewToFrame as exc:       # a clear stop before any search: the count needed, and a box (issue 36)
+        try:
+            suggestion = suggest_bbox(lon, lat)
+            hint = f" For example {suggestion.sentence()}."
+        except LdpvizInputError:
+            suggestion, hint = None, ""
+        refused = RegionTooLargeError(f"'{filename}' is too small for the private map tiles to choose its region: "
+                                      f"{str(exc).rstrip('.')}. Give a bbox (W,S,E,N) of the area to study.{hint}",
+                                      suggestion)
+        refused.needed, refused.have = exc.needed, exc.have     # pages say the count needed before asking
+        raise refused from None
     except LdpvizInputError as exc:
         try:
             suggestion = suggest_bbox(lon, lat)

@@ -12,7 +12,7 @@ from ldpviz.app import compute, controls, longrun, session, state, ui, uploads
 from ldpviz import mechanisms
 from ldpviz.data import datasets, trajectories
 from ldpviz.decide import decision_flow as flow, explain, one_collection, tradeoff
-from ldpviz.errors import LdpvizInputError
+from ldpviz.errors import LdpvizInputError, clause
 from ldpviz.experiment import runtime_model
 from ldpviz.mechanisms import estimation
 from ldpviz.geo import region_choice
@@ -59,9 +59,11 @@ def answer_table(ranked: list[dict], turn: str) -> list[dict]:
             for i, r in enumerate(ranked)]
 
 
-def in_depth(page: str, label: str) -> None:
-    """A link to the page that shows a step in depth, carrying every choice."""
-    st.markdown(f"[{label} →](./{page}?{urlencode(state.encode(cfg))})")
+def in_depth(page: str, label: str, **chosen) -> None:
+    """A link to the page that shows a step in depth, carrying every choice (and ``chosen`` over them: the
+    mechanism and ε an answer found). Explore is the dashboard's root page (ldpviz.app.router.PAGES: no path)."""
+    path = "" if page == "Explore" else page
+    st.markdown(f"[{label} →](./{path}?{urlencode(state.encode({**cfg, **chosen}))})")
 
 
 cfg = session.setup_page("Decide")
@@ -90,21 +92,27 @@ if file is not None:
             ss["decide_attempt"] = attempt
             points = uploads.read_points((attempt[0], "", "", True), file, filename=file.name,
                                          max_bytes=MAX_UPLOAD_BYTES, wrap_longitudes=True)
-            loaded = uploads.frame(points, bounds, state.UPLOAD_RULES[0], float(cfg["upload_epsilon0"]))
+            suggested = (ss.get("decide_suggestion") or {}).get("box")   # the box suggested from these rows, if any
+            loaded = uploads.frame(points, bounds, state.UPLOAD_RULES[0], float(cfg["upload_epsilon0"]),
+                                   suggested=suggested)     # bounds equal to it are stated as read from the rows
             ss["uploads"][loaded.name] = loaded
             ss.pop("decide_suggestion", None)
             session.set_and_rerun(dataset=loaded.name, region=next(iter(loaded.presets)), decide_trips="")
-    except datasets.NeedsBounds as exc:
+    except datasets.NeedsBounds as exc:       # too few for the private tiles, or too wide: a box, before any search
         box, inside = uploads.suggestion(exc.points, state.SUGGEST_SIDE_KM)
-        ss["decide_suggestion"] = (", ".join(f"{v:g}" for v in box), inside, exc.points.lon.size)
+        ss["decide_suggestion"] = {"box": box, "inside": inside, "total": exc.points.lon.size, "why": str(exc),
+                                   "filename": file.name, "needed": getattr(exc, "needed", 0)}
     except LdpvizInputError as exc:
-        st.error(f"**{file.name} could not be used:** {exc}. The dataset below stays selected.",
+        st.error(f"**{file.name} could not be used:** {clause(exc)}. The dataset below stays selected.",
                  icon=":material/error:")
-if ss.get("decide_suggestion"):
-    text, inside, total = ss["decide_suggestion"]
-    st.info(f"Your file needs bounds. Suggested: `{text}` (the densest box about {state.SUGGEST_SIDE_KM:,.0f} km "
-            f"across, holding {inside:,} of {total:,} rows; read from your rows).", icon=":material/crop_free:")
-    st.button("Use the suggested bounds", key="decide:suggest", on_click=lambda: cfg.update(upload_bounds=text))
+if file is None:
+    ss.pop("decide_suggestion", None)      # the file was removed: nothing waits for its box
+if ss.get("decide_suggestion"):      # the same step as the Data page's: what to do, the box, the reason
+    sug = ss["decide_suggestion"]
+    uploads.bounds_step(st, filename=sug["filename"], why=sug["why"], box=sug["box"], inside=sug["inside"],
+                        total=sug["total"], key="decide:suggest", field="Bounds of your file",
+                        on_accept=lambda text: cfg.update(upload_bounds=text), needed=sug["needed"])
+    st.stop()       # the steps below are for this file: nothing is searched until it has its box (issue 36)
 
 if str(cfg.get("decide_trips") or "").startswith(uploads.PREFIX):
     held_trips = uploads.held_trips(cfg["decide_trips"])      # a reload or a link: the server may still hold it
@@ -119,6 +127,9 @@ if just and just[0] == "success" and ss.get("decide_trip_selected") != just[1] a
     ss["decide_trip_selected"] = just[1]           # a trips file just loaded: select it (once)
     session.set_and_rerun(decide_trips=just[1], region=None)
 uploads.show_trip_message(st, cfg.get("decide_trips") or None)
+waiting = ss.get("trip_message")
+if waiting and waiting[0] == "bounds" and waiting[1].get("page") == "decide":
+    st.stop()       # the trips just uploaded need a box first: nothing is searched until then (issue 36)
 if cfg.get("decide_trips") and cfg["decide_trips"] not in trip_names:
     st.warning(f"The trips file {cfg['decide_trips'].split(':')[-1]!r} is no longer held by this server (uploads "
                "are kept in memory only): upload it again above. The first dataset is selected meanwhile.",
@@ -366,7 +377,17 @@ if len(pins) == 2:       # one collection each, at its answer, on one colour sca
                                               vmax=vmax, **px),
                             height=px["height"], key=f"decide:map:{pin}")
             st.caption(f"{ui.metric_label(metric)} of this collection: {ui.fmt_metric(metric, res.mean()[metric])}")
-in_depth("Explore", "One mechanism in depth on the Explore page")
+shown = next((r for r in ranked if r["reached"] and r["mechanism"] == cfg.get("mechanism")),
+             next((r for r in ranked if r["reached"]), None))    # the one step 5 signs by default
+if shown is None:
+    in_depth("Explore", "One mechanism in depth on the Explore page")
+elif turn == "users":    # a link carries any ε a mechanism accepts (state.EPSILON_LINK_RANGE), as step 4's does
+    in_depth("Explore", f"{shown['mechanism']} in depth on the Explore page, with the users found",
+             mechanism=shown["mechanism"], n_users=int(shown["n_users"]), epsilon=float(cfg["decide_epsilon"]))
+else:      # at the ε found, rounded up as Compare's 'Use ε' does (so the target stays met)
+    eps = min(state.epsilon_for_use(float(shown["epsilon"])), state.EPSILON_LINK_RANGE[1])
+    in_depth("Explore", f"{shown['mechanism']} in depth on the Explore page at ε = {eps:g}",
+             mechanism=shown["mechanism"], epsilon=eps)
 
 # ---- 5. Sign -----------------------------------------------------------------------------------------------------
 st.header("5 · Sign")
@@ -388,17 +409,17 @@ with st.container(border=True):
 session.sync_url(cfg)
 base_url = str(getattr(st.context, "url", "") or "").split("?")[0]
 link = f"{base_url}?{urlencode(state.encode(cfg))}"
-bbox = cfg["bbox"] if choice == state.REGION_BBOX else (region.bounds if upload_name else None)
+region_arg = choice if choice != state.REGION_BBOX and not upload_name else region   # a preset by name, else the Region
 if trips is None:
-    cli = flow.command({**cfg, "region": choice if choice != state.REGION_BBOX else None}, eligible, upload_name,
-                       bbox)
+    cli = flow.command(cfg, eligible, region_arg, data)
 else:        # `ldpviz target` reads points; trips reproduce through the API, one point per person as here
     cli = flow.trips_command(cfg, eligible, trips, region, choice if choice != state.REGION_BBOX else None)
 sections = flow.record_sections(cfg, data_label=labels.get(name, name), rows_text=rows_text,
-                                region_text=f"{region.name} ({ui.fmt_metres(region.side_m)} square)",
+                                region_text=f"{region.name} ({ui.fmt_metres(region.side_m)} square); where it came "
+                                            f"from: {region_choice.origin_text(region)}",
                                 cell_text=f"{side} × {side} cells of {ui.fmt_metres(region.side_m / int(side))}",
                                 answers=ranked, chosen=chosen, why_not=why_not, link=link, cli=cli)
-decision_json = flow.record_json(cfg, ranked, chosen)
+decision_json = flow.record_json(cfg, ranked, chosen, region)
 
 
 signed_data = compute.dataset_arg(name) or data     # read now: the button builds the report outside this run
@@ -455,10 +476,11 @@ try:
                        "application/zip", on_click="ignore", key="decide:deploy")
     command = deploy_command(flow.scenario(name, region, chosen, int(side), n_users, int(cfg["seed"])).with_(
         epsilon=float(pick["epsilon"])), region,
-        {choice: region} if choice != state.REGION_BBOX and trips is None else None)
+        {choice: region} if choice != state.REGION_BBOX and trips is None else None, data)
     if command:
         st.markdown("**The same bundle on the command line:**")
         st.code(command, language="bash")
 except LdpvizInputError as exc:
-    st.info(f"No phone bundle for {chosen}: {exc}", icon=":material/info:")
+    refused = decision_report.deploy_refusal(region)     # the reason `ldpviz deploy` gives, in its words
+    st.info(f"No phone bundle for {chosen}: {refused or clause(exc)}.", icon=":material/info:")
 

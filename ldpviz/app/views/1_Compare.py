@@ -118,9 +118,9 @@ def goal_seek_table(table: pd.DataFrame, mode: str, metric: str, target: float, 
             col = cols[i % len(cols)]
             if by_eps:
                 eps = state.epsilon_for_use(float(row["epsilon"]))
-                if not state.EPSILON_RANGE[0] <= eps <= state.EPSILON_RANGE[1]:
+                if not state.EPSILON_LINK_RANGE[0] <= eps <= state.EPSILON_LINK_RANGE[1]:
                     col.caption(f"{label}: ε = {eps:g} is outside the dashboard's range "
-                                f"{state.EPSILON_RANGE[0]:g}-{state.EPSILON_RANGE[1]:g}.")
+                                f"{state.EPSILON_LINK_RANGE[0]:g}-{state.EPSILON_LINK_RANGE[1]:g}.")
                     continue
                 if col.button(f"Use ε = {eps:g} · {label}", key=f"goal:use:{row['mechanism']}",
                               help="Opens Explore with this mechanism at this ε (rounded up, so the target stays met)."):
@@ -190,9 +190,9 @@ if mode != "at_epsilon":
                                         "the runs timed so far",
                                         f"goal:{mode}:{metric}:{target}:" + "|".join(map(repr, seeks))):
             st.stop()
-        keys = [compute.goal_seek_key(mode, sc, metric, target, compute.get_dataset(sc.dataset)[1]) for sc in seeks]
-        calls = [lambda sc=sc: compute.goal_answer(mode, sc, metric, float(target), compute.dataset_arg(sc.dataset))
-                 for sc in seeks]
+        keys = [compute.goal_seek_key(mode, sc, metric, target, data.key) for sc in seeks]
+        # the data object itself goes to the seek threads (they have no session to look an upload up in: issue 36)
+        calls = [lambda sc=sc: compute.goal_answer(mode, sc, metric, float(target), data.dataset) for sc in seeks]
         held = {i for i in range(len(seeks)) if keys[i] in compute.goal_seeks_held()}
         todo = [i for i in range(len(seeks)) if i not in held]
         found: dict[int, dict] = {}

@@ -9,13 +9,14 @@ by (issue 20.6): these paid tiles by default, the public tiles only as an explic
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Callable
 
 import numpy as np
 from scipy import special
 
-from ldpviz.errors import require
+from ldpviz.errors import TooFewToFrame, require
 from ldpviz.geo import quadkey
 from ldpviz.geo.domain import Region, wrap_lon
 from ldpviz.geo.region_choice import COARSE_LEVEL, public_tile_region, tile_extent
@@ -63,13 +64,20 @@ def private_tile_region(lon: np.ndarray, lat: np.ndarray, epsilon0: float, seed:
     side = 1 << level
     tx, ty = quadkey.lonlat_to_tile_xy(wrap_lon(lon), lat, level)
     counts = np.bincount(ty * side + tx, minlength=side * side)
-    rng = np.random.default_rng([int(seed), 0x5E610])
-    reports = fo.olh_aggregate_support(counts, epsilon0, rng)
     p_star, q_star = fo.olh_support_probabilities(epsilon0, fo.olh_buckets(epsilon0))
     support_cut = binomial_isf(alpha / (side * side), lon.size, q_star)   # empty tile: Sup ~ Bin(n, q*)
     threshold = (support_cut - lon.size * q_star) / (p_star - q_star)   # the same cut on the count estimate
-    kept = np.flatnonzero(reports.support > support_cut)
     many = "rows" if reporter == "row" else "people"
+    # Too few to frame: even with everyone in one tile, its estimated count would be expected at n, not above the
+    # cut, so a tile kept is as likely noise as people (200 people, threshold 323: a tile in Antarctica). Refused
+    # before any report is counted, with the number needed, so the caller asks for a box (issue 36).
+    if lon.size <= threshold:
+        raise TooFewToFrame(f"the private map tiles need more than {threshold:,.0f} {many} in one tile to tell it apart "
+                            f"from noise at epsilon0 = {epsilon0:g}, and there are {lon.size:,} {many} in all",
+                            needed=int(math.floor(threshold)) + 1, have=lon.size)
+    rng = np.random.default_rng([int(seed), 0x5E610])
+    reports = fo.olh_aggregate_support(counts, epsilon0, rng)
+    kept = np.flatnonzero(reports.support > support_cut)
     require(kept.size > 0, f"with epsilon0 = {epsilon0:g} no map tile holds enough of the {lon.size:,} {many} to be "
                            f"told apart from noise (threshold {threshold:,.0f} {many}); give a bbox, a larger "
                            "epsilon0 or a coarser level")
