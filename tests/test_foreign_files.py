@@ -24,6 +24,7 @@ from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import AppTest
 
 from ldpviz.cli.commands import main
+from ldpviz.mechanisms.base import UNIT_PERSON
 
 ROOT = Path(__file__).resolve().parents[1]
 VIEWS = ROOT / "ldpviz/app/views"
@@ -276,7 +277,7 @@ def test_small_file_is_a_clear_stop_that_asks_for_a_box(tmp_path, capsys):
     assert not at.dataframe and not any(h.value.startswith("4 ·") for h in at.header), "no search before the box"
     path = write(frame, tmp_path, "small.csv")
     code, _, err = cli(f"ldpviz target --csv {path} --grid 8 --metric w2_m --at-most 1000 --mechanism grr", capsys)
-    assert code == 2 and f"need more than {needed - 1:,} rows" in err and "--bbox-from suggestion" in err, err
+    assert code == 2 and f"need at least {needed:,} rows" in err and "--bbox-from suggestion" in err, err
 
 
 @pytest.mark.slow
@@ -313,7 +314,8 @@ def test_small_trips_file_asks_for_a_box_then_answers_per_person(tmp_path, capsy
     run(at)
     assert not at.error, [e.value for e in at.error]
     answers = at.session_state["decide_answers"]
-    assert all(a["ledger"]["unit"] == "person" for a in answers if a["reached"])
+    assert at.session_state["cfg"]["decide_trips"].startswith("upload:")
+    assert all(a["ledger"]["unit"] == UNIT_PERSON for a in answers if a["reached"])
     monkeypatch.chdir(tmp_path)
     write(frame, tmp_path, "trips.csv")
     code = next(c.value for c in at.code if c.value.startswith("from ldpviz.data import trajectories"))

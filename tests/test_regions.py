@@ -223,17 +223,35 @@ def test_region_spent_from_a_stated_budget():
 
 
 def test_private_region_keeps_noise_tiles_with_probability_at_most_alpha():
-    """50 rows at epsilon0 = 0.1 carry almost no signal: over 200 seeds a region (a tile kept) appears at most
-    6 times (Bonferroni bound alpha = 1%: P[Binomial(200, 0.01) > 6] < 0.5%); otherwise one clear message."""
-    lon, lat = contiguous_us(50)
+    """20,000 rows spread over the contiguous US at epsilon0 = 0.1 (about 500 per level-6 tile against a threshold
+    near 13,000) carry almost no signal: over 200 seeds a region (a tile kept) appears at most 6 times (Bonferroni
+    bound alpha = 1%: P[Binomial(200, 0.01) > 6] < 0.5%); otherwise one clear message. (Fewer rows than the
+    threshold are refused before any report is read: the next test.)"""
+    lon, lat = contiguous_us(20_000)
     accepted = 0
     for seed in range(200):
         try:
             private_region.private_tile_region(lon, lat, epsilon0=0.1, seed=seed)
             accepted += 1
         except LdpvizInputError as exc:
-            assert "no map tile holds enough of the 50 rows" in str(exc)
+            assert "no map tile holds enough of the 20,000 rows" in str(exc)
     assert accepted <= 6
+
+
+def test_too_few_rows_for_the_private_tiles_is_refused_with_the_count_needed():
+    """Issue 36: 50 rows at epsilon0 = 0.1 (or 200 people at 0.5) cannot clear the threshold even all in one tile,
+    so the rule refuses before reading a report, saying how many it needs (a noise tile was framed before: 200
+    people, 0 inside); every seed gives the same refusal."""
+    from ldpviz.errors import TooFewToFrame
+    lon, lat = contiguous_us(50)
+    needed = set()
+    for seed in range(20):
+        with pytest.raises(TooFewToFrame) as err:
+            private_region.private_tile_region(lon, lat, epsilon0=0.1, seed=seed)
+        assert err.value.have == 50 and err.value.needed > 50
+        needed.add(err.value.needed)
+        assert f"need at least {err.value.needed:,} rows in one tile" in str(err.value)
+    assert len(needed) == 1
 
 
 # ---------------------------------------------------------------- 20.6: an upload's default region is paid for

@@ -72,9 +72,10 @@ def private_tile_region(lon: np.ndarray, lat: np.ndarray, epsilon0: float, seed:
     # cut, so a tile kept is as likely noise as people (200 people, threshold 323: a tile in Antarctica). Refused
     # before any report is counted, with the number needed, so the caller asks for a box (issue 36).
     if lon.size <= threshold:
-        raise TooFewToFrame(f"the private map tiles need more than {threshold:,.0f} {many} in one tile to tell it apart "
+        needed = int(math.floor(threshold)) + 1
+        raise TooFewToFrame(f"the private map tiles need at least {needed:,} {many} in one tile to tell it apart "
                             f"from noise at epsilon0 = {epsilon0:g}, and there are {lon.size:,} {many} in all",
-                            needed=int(math.floor(threshold)) + 1, have=lon.size)
+                            needed=needed, have=lon.size)
     rng = np.random.default_rng([int(seed), 0x5E610])
     reports = fo.olh_aggregate_support(counts, epsilon0, rng)
     kept = np.flatnonzero(reports.support > support_cut)
