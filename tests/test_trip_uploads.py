@@ -51,7 +51,9 @@ def test_flows_upload_counts_the_trips_the_cli_counts(tmp_path, capsys):
     first = page("6_Flows.py", d="4")
     first.file_uploader[0].set_value(("my_trips.csv", path.read_bytes(), "text/csv")).run()
     assert any("Next step: choose the area of my_trips.csv" in i.value for i in first.info)
-    assert any("of the 300 people" in c.value for c in first.caption)        # 'Why ldpviz asks', folded away
+    assert any("300 people in all" in c.value for c in first.caption)        # 'Why ldpviz asks', folded away
+    # too few for the private tiles: the step says how many people they need (issue 36), counted in people
+    assert any("need at least" in i.value and "this file has 300 people in all" in i.value for i in first.info)
     at = page("6_Flows.py", d="4")
     at.text_input(key="w:trip_bounds:flows").set_value(BOX)
     at.file_uploader[0].set_value(("my_trips.csv", path.read_bytes(), "text/csv")).run()

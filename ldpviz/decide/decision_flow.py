@@ -229,7 +229,8 @@ def ledger_for(mech: Any, region: Any, cfg: Mapping[str, Any], people: int | Non
     basis = f"{reports} report{'s' if reports != 1 else ''} per person per collection (step 2)"
     notes = [] if reports == 1 else [
         f"the accuracy was simulated with one report per person; {reports} reports per person are charged here"]
-    if region_choice.origin(region) in (region_choice.ORIGIN_SUGGESTION, region_choice.ORIGIN_DATA):
+    if region is not None and region_choice.origin(region) in (region_choice.ORIGIN_SUGGESTION,
+                                                               region_choice.ORIGIN_DATA):
         notes.append(f"not covered by ε: the region was {region.data_use}")     # read from the rows, unpaid
     if people is not None:
         ones = np.ones(max(int(people), 1))
