@@ -144,7 +144,7 @@ REFUSED = {
     "old .xls workbook": (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 512, "Book1.xls", "spreadsheet"),
     "all rows unusable": (b"lat,lon\nabc,def\n,\n", "bad.csv", "none of the rows"),
     "projected metres, not degrees": (b"lat,lon\n4980000,480000\n4980100,480100\n", "utm.csv", "projected metres"),
-    "points on two continents": (b"lat,lon\n44.9,-93.2\n48.8,2.3\n", "world.csv", "cannot be framed"),
+    "points on two continents": (b"lat,lon\n44.9,-93.2\n48.8,2.3\n", "world.csv", "a bbox (W,S,E,N)"),
     "parquet with nested coordinates": (
         _parquet(pa.table({"lat": [[44.9, 44.91]] * 3, "lon": [-93.2, -93.21, -93.22]})), "nested.parquet",
         "nested values"),

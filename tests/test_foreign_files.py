@@ -138,8 +138,10 @@ def cli(command: str, capsys) -> tuple[int, str, str]:
 
 
 # The Decide settings every case shares: the page opens on a synthetic set, Geo-I accepted (two mechanisms), d = 8,
-# 1,000 users, an easy W2 target (so every case reaches it quickly), planar Laplace signed (it has a phone client), a purpose, an owner, a retention.
-DECIDE = dict(ds="normal", d="8", dcm="geoi", dcmet="w2_m", users="1000", mech="planar-laplace", dcpur="traffic planning",
+# 1,000 users, an easy W2 target (so every case reaches it quickly), planar Laplace signed (it has a phone client),
+# a purpose, an owner, a retention.
+DECIDE = dict(ds="normal", d="8", dcm="geoi", dcmet="w2_m", users="1000", mech="planar-laplace",
+              dcpur="traffic planning",
               dcown="the officer", dcret="30 days")
 
 
@@ -221,7 +223,8 @@ def compare_and_explore(at: AppTest) -> None:
     ex = page("0_Explore.py", **query)
     run(ex)
     assert not ex.warning or not any("ignored" in w.value for w in ex.warning), [w.value for w in ex.warning]
-    assert ex.session_state["cfg"]["dataset"] == query["ds"] and ex.session_state["cfg"]["epsilon"] == float(query["eps"])
+    shown = ex.session_state["cfg"]
+    assert shown["dataset"] == query["ds"] and shown["epsilon"] == float(query["eps"])
 
     compare = next(h for label, h in hrefs.items() if "Compare page" in label)
     query = dict(parse_qsl(urlsplit(compare).query))

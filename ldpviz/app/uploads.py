@@ -278,8 +278,8 @@ def trip_uploader(container: Any, page: str) -> str | None:
         ss["trip_suggested_bbox"] = sug.bbox if sug is not None else None    # its provenance, if typed back
         ss["trip_message"] = ("bounds", {"filename": file.name, "why": str(exc), "page": page,
                                          "box": sug.bbox if sug is not None else None,
-                                         "inside": getattr(sug, "rows_inside", 0), "total": getattr(sug, "rows_total", 0),
-                                         "needed": getattr(exc, "needed", 0)})
+                                         "inside": getattr(sug, "rows_inside", 0),
+                                         "total": getattr(sug, "rows_total", 0), "needed": getattr(exc, "needed", 0)})
         return None
     except LdpvizInputError as exc:
         ss["trip_message"] = ("error", f"**The trips file could not be used:** {exc}")

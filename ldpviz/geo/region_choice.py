@@ -153,7 +153,7 @@ def upload_region(lon: np.ndarray, lat: np.ndarray, filename: str, bbox: Sequenc
         except LdpvizInputError:
             suggestion, hint = None, ""
         refused = RegionTooLargeError(f"'{filename}' is too small for the private map tiles to choose its region: "
-                                      f"{str(exc).rstrip('.')}. Give a bbox (W,S,E,N) of the area to study.{hint}",
+                                      f"{str(exc).rstrip('.')}; give a bbox (W,S,E,N) of the area to study.{hint}",
                                       suggestion)
         refused.needed, refused.have = exc.needed, exc.have     # pages say the count needed before asking
         raise refused from None
