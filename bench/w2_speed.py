@@ -358,7 +358,8 @@ def issue38_only(args, log) -> str:
     res = issue38(args.issue38_reps, log)
     load1 = os.getloadavg()
     sec = issue38_section(res)
-    sec[2:2] = [prov(seeds="0", trials=f"{args.issue38_reps} interleaved repetition(s)", quick=False),
+    sec[2:2] = ["", prov(seeds="0", trials=f"{args.issue38_reps} interleaved repetition(s)",
+                         quick=False).replace("(full run)", "(this section only: --only-issue38)"),
                 f"Load average (1-minute) at start / end of this section's run: {load0[0]:.1f} / {load1[0]:.1f} "
                 f"(2 cores, shared: CPU seconds inflate under load, the ratios are taken in the same run).", ""]
     path = Path(args.out) / "w2-speed.md"
