@@ -49,6 +49,7 @@ from ldpviz.evidence.reproduce import provenance_markdown  # noqa: E402
 from ldpviz.metrics import w2_exact  # noqa: E402
 import w2_accuracy as acc  # noqa: E402  (shared density cases and machine helpers)
 import _w2_exact_pot_sparse as baseline  # noqa: E402  (the solver before issue 28)
+import _network_simplex_pre38 as simplex_pre38  # noqa: E402  (the network simplex before issue 38)
 
 CLOSED = {
     "shift-3-4": "4 Gaussian blobs inside the grid vs the same translated by (3, 4) cells: W2 = 5",
@@ -260,6 +261,120 @@ def speed_ratio(d_big: int, d_small: int, reps: int, log) -> dict:
     return out
 
 
+def full_support_blur(d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Issue 38's full-support near-copy: six Gaussian blobs plus a floor (mass on every cell) and its 1-cell
+    Gaussian blur (the same construction as tests/test_w2_exact.py::full_support_blur)."""
+    from scipy.ndimage import gaussian_filter
+    rng = np.random.default_rng([38, d, seed])
+    y, x = np.mgrid[0:d, 0:d] + 0.5
+    p = np.full((d, d), 0.05 / (d * d))
+    for _ in range(6):
+        m, s = rng.uniform(0, d, 2), rng.uniform(0.03, 0.12) * d
+        p += rng.uniform(0.5, 2.0) * np.exp(-((x - m[0]) ** 2 + (y - m[1]) ** 2) / (2 * s * s)) / (d * d)
+    p /= p.sum()
+    q = gaussian_filter(p, 1.0)
+    return p, q / q.sum()
+
+
+def _with_simplex(cls, fn):
+    """Run ``fn`` with the certified solver's network simplex class swapped for ``cls``."""
+    from ldpviz.metrics import sparse_pairs
+    keep = sparse_pairs.TransportSimplex
+    sparse_pairs.TransportSimplex = cls
+    try:
+        return fn()
+    finally:
+        sparse_pairs.TransportSimplex = keep
+
+
+def issue38(reps: int, log, d_big: int = 256, d_pot: int = 64, budget: float = 300.0) -> dict:
+    """Exact W2 at ``d_big`` on the full-support blur and on the city blur, by the current solver and by the same
+    solver on the network simplex before issue 38, against POT's dense ot.emd2 on the full-support blur at
+    ``d_pot``; interleaved ``reps`` times in this process (CPU seconds)."""
+    from ldpviz.metrics import network_simplex
+    from scipy.ndimage import gaussian_filter
+    simplex_pre38.warm_up()            # compile (or load) the baseline's kernels outside the timings
+    true = city_cases(d_big, 0, log, only_blur=True)["blur-1"][0]
+    cases = {"full-support blur": full_support_blur(d_big), "city blur": metrics._pair(true, gaussian_filter(true, 1.0))}
+    small = full_support_blur(d_pot)
+    out = {"d_big": d_big, "d_pot": d_pot, "reps": reps, "pot_cpu": [], "pot_value": None,
+           "rows": {c: {"new": [], "old": []} for c in cases}}
+    pot_small = None
+    for rep in range(reps):
+        v, w, c = acc.timed(lambda: acc.pot_exact(*small))
+        out["pot_cpu"].append(c)
+        pot_small = v
+        log(f"issue38 rep={rep} POT dense d={d_pot}: {c:.2f} s CPU ({w:.2f} wall)")
+        for name, (p, q) in cases.items():
+            for which, cls in (("new", network_simplex.TransportSimplex), ("old", simplex_pre38.TransportSimplex)):
+                st: dict = {}
+                r, w, c = acc.timed(lambda: _with_simplex(cls, lambda: w2_exact.solve(p, q, time_budget=budget,
+                                                                                     stats=st)))
+                out["rows"][name][which].append(dict(cpu=c, wall=w, certified=r.certified, value=r.upper,
+                                                     pivots=int(st.get("pivots", 0))))
+                log(f"issue38 rep={rep} {name} {which}: {c:.2f} s CPU ({w:.2f} wall) certified={r.certified} "
+                    f"W2^2={r.upper!r} pivots={st.get('pivots', 0):,}")
+    # the small pair's certified value against POT's (the equality the tests check at d <= 45)
+    out["small_equal"] = abs(w2_exact.solve(*small).upper - pot_small ** 2) / max(1.0, pot_small ** 2)
+    return out
+
+
+def issue38_section(res: dict | None) -> list[str]:
+    if not res:
+        return []
+    med = statistics.median
+    pot = med(res["pot_cpu"])
+    out = ["<!-- issue38:begin -->",
+           f"## Exact W2 at d = {res['d_big']} against POT's dense solve at d = {res['d_pot']} (issue 38)", "",
+           f"The certified solver at d = {res['d_big']} (CPU seconds, median of {res['reps']} interleaved "
+           f"repetition(s)), with today's network simplex and with the network simplex before issue 38 "
+           "(`bench/_network_simplex_pre38.py`: depths instead of subtree sizes, pricing blocks of sqrt(arcs)), "
+           f"against POT's dense `ot.emd2` on the full-support blur at d = {res['d_pot']}: "
+           f"{pot:.2f} s CPU median ({', '.join(format(c, '.2f') for c in res['pot_cpu'])}). The full-support blur is "
+           "six Gaussian blobs plus a floor (mass on every cell) and its 1-cell Gaussian blur; the city blur is "
+           "minneapolis-stops and its 1-cell blur. At d = "
+           f"{res['d_pot']} the certified solver's W2^2 differs from POT's by {res['small_equal']:.1e} (relative).",
+           "", "| case | solver | CPU s (median) | CPU s (each) | ratio to POT d = "
+           f"{res['d_pot']} | pivots | certified | W2^2 (squared cells) |",
+           "|---|---|---:|---|---:|---:|---|---:|"]
+    for name, by in res["rows"].items():
+        for which, label in (("new", "current"), ("old", "before issue 38")):
+            runs = by[which]
+            c = med(r["cpu"] for r in runs)
+            each = ", ".join(f"{r['cpu']:.2f}" for r in runs)
+            out.append(f"| {name} | {label} | {c:.2f} | {each} | "
+                       f"{c / pot:.2f}x | {runs[-1]['pivots']:,} | "
+                       f"{'yes' if all(r['certified'] for r in runs) else 'NO'} | {runs[-1]['value']:.12g} |")
+    out += ["", "<!-- issue38:end -->", ""]
+    return out
+
+
+def issue38_only(args, log) -> str:
+    """Re-run only the issue-38 section and splice it into the existing docs/w2-speed.md (between its markers),
+    with the commit, date and load of this run."""
+    from ldpviz.evidence.reproduce import provenance_markdown as prov
+    load0 = os.getloadavg()
+    metrics.warm_up()
+    res = issue38(args.issue38_reps, log)
+    load1 = os.getloadavg()
+    sec = issue38_section(res)
+    sec[2:2] = ["", prov(seeds="0", trials=f"{args.issue38_reps} interleaved repetition(s)",
+                         quick=False).replace("(full run)", "(this section only: --only-issue38)"),
+                f"Load average (1-minute) at start / end of this section's run: {load0[0]:.1f} / {load1[0]:.1f} "
+                f"(2 cores, shared: CPU seconds inflate under load, the ratios are taken in the same run).", ""]
+    path = Path(args.out) / "w2-speed.md"
+    text = path.read_text() if path.exists() else ""
+    block = "\n".join(sec)
+    if "<!-- issue38:begin -->" in text:
+        head, rest = text.split("<!-- issue38:begin -->", 1)
+        tail = rest.split("<!-- issue38:end -->", 1)[1].lstrip("\n")
+        text = head + block + tail
+    else:
+        marker = "## Results"
+        text = text.replace(marker, block + marker, 1) if marker in text else text + "\n" + block
+    return text
+
+
 def fmt(x, digits=4):
     if x is None:
         return "-"
@@ -294,7 +409,7 @@ CITY = {
 }
 
 
-def city_cases(d: int, seed: int, log) -> dict:
+def city_cases(d: int, seed: int, log, only_blur: bool = False) -> dict:
     """``{case: (true, estimate)}`` for the real-city section (estimates are timed and logged, not scored)."""
     from scipy.ndimage import gaussian_filter
     from ldpviz.data import datasets
@@ -305,7 +420,7 @@ def city_cases(d: int, seed: int, log) -> dict:
     users = grid.bin_lonlat(ds.lon, ds.lat)
     true = np.bincount(users.cells, minlength=d * d).reshape(d, d).astype(float)
     out = {"blur-1": (true, gaussian_filter(true, 1.0))}
-    for case in list(CITY)[1:]:
+    for case in ([] if only_blur else list(CITY)[1:]):
         name, eps = case.split("-eps")
         t0 = time.perf_counter()
         est = mechanisms.create(name, grid, float(eps)).run(users, np.random.default_rng([seed, d, len(out)]))
@@ -471,7 +586,7 @@ def summary(rows: list[dict], ratio: dict | None = None, city: list[dict] | None
 
 
 def report(rows: list[dict], diag: list[dict], ratio: dict | None, city: list[dict], args, elapsed: float, load0,
-           load1, gauss: dict | None = None) -> str:
+           load1, gauss: dict | None = None, i38: dict | None = None) -> str:
     lines = [
         "# W2 time and error vs grid side: the back-and-forth method and the certified exact solver",
         "",
@@ -507,6 +622,7 @@ def report(rows: list[dict], diag: list[dict], ratio: dict | None, city: list[di
         "closed form. Times in the table are wall-clock seconds of one call (after a warm-up call that compiles "
         "numba); the speed ratio in the summary uses CPU seconds of interleaved calls.",
         "",
+        *issue38_section(i38),
         "## Results",
         "",
         *table(rows),
@@ -552,6 +668,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="time budget of the previous solver (POT sparse) per real-city case, seconds (0 skips it)")
     ap.add_argument("--gauss-reps", type=int, default=3, help="repetitions of the shifted-Gaussians goal (0 skips)")
     ap.add_argument("--skip-diagnosis", action="store_true", help="skip BFM's near-copy diagnosis")
+    ap.add_argument("--issue38-reps", type=int, default=3,
+                    help="repetitions of issue 38's section (full-support and city blur at d = 256, current vs "
+                         "previous simplex vs POT at d = 64; 0 skips)")
+    ap.add_argument("--only-issue38", action="store_true",
+                    help="run only issue 38's section and splice it into the existing w2-speed.md")
     ap.add_argument("--out", default=str(ROOT / "docs"), help="output directory (default docs/)")
     args = ap.parse_args(argv)
     if args.sides is None:
@@ -560,9 +681,15 @@ def main(argv: list[str] | None = None) -> int:
         args.pot_max_side = 32 if args.quick else 48
     if args.city_side is None:
         args.city_side = 64 if args.quick else 256
+    if args.only_issue38:
+        text = issue38_only(args, print)
+        (Path(args.out) / "w2-speed.md").write_text(text)
+        print(f"wrote {Path(args.out) / 'w2-speed.md'}")
+        return 0
     load0 = os.getloadavg()
     t0 = time.perf_counter()
     metrics.warm_up()                  # compile (or load) every numba kernel outside the timings
+    i38 = issue38(args.issue38_reps, print) if args.issue38_reps else None
     rows = measure(args.sides, args.seeds, args.pot_max_side, args.budget, print)
     gauss = gaussian_goal(args.gauss_reps, print, args.city_budget) if args.gauss_reps else None
     city = (measure_city(args.city_side, args.seeds[0], args.city_budget, print, args.baseline_budget)
@@ -570,7 +697,7 @@ def main(argv: list[str] | None = None) -> int:
     diag = ([] if args.skip_diagnosis else
             diagnose([16] if args.quick else [16, 32], DIAG_SEED, print, max_refined=32 if args.quick else 64))
     ratio = speed_ratio(max(args.sides), 32, 1 if args.quick else 3, print) if 32 in args.sides else None
-    text = report(rows, diag, ratio, city, args, time.perf_counter() - t0, load0, os.getloadavg(), gauss)
+    text = report(rows, diag, ratio, city, args, time.perf_counter() - t0, load0, os.getloadavg(), gauss, i38)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "w2-speed.md").write_text(text)

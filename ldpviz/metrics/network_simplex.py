@@ -2,10 +2,12 @@
 
 The primal network simplex on a spanning-tree basis (Dantzig; Ahuja, Magnanti & Orlin, *Network Flows* (1993),
 ch. 11), organised as LEMON's ``NetworkSimplex`` (the solver POT wraps) is: an artificial root joined to every
-node, the tree kept as parent / predecessor-arc / direction / depth / thread (preorder) arrays, node potentials,
-Dantzig's rule applied within blocks of arcs ("block search" pricing), and Cunningham's leaving-arc rule on a
-strongly feasible tree (every zero-flow tree arc points to the root), which rules out cycling on degenerate pivots.
-This is our own implementation of that algorithm; two things differ from a one-shot solver:
+node, the tree kept as parent / predecessor-arc / direction arrays with a thread (preorder, and its reverse), each
+node's subtree size and the last node of its subtree in the thread (the "extended threaded index" of Barr, Glover
+& Klingman (1979), as in LEMON), node potentials, Dantzig's rule applied within blocks of arcs ("block search"
+pricing), and Cunningham's leaving-arc rule on a strongly feasible tree (every zero-flow tree arc points to the
+root), which rules out cycling on degenerate pivots. This is our own implementation of that algorithm; two things
+differ from a one-shot solver:
 
 * **Arcs can be added to a live solve.** A new arc enters as a non-tree arc at flow 0, so the current basis stays
   primal feasible and the simplex simply continues from it: a column-generation round (``w2_exact``'s certificate
@@ -15,6 +17,14 @@ This is our own implementation of that algorithm; two things differ from a one-s
   level's duals). Each greedy arc exhausts one of its ends, so every tree of the greedy forest has at most one
   node left with residual mass; that node hangs the tree from the root by its artificial arc, carrying the
   residual (a source's artificial arc points to the root, so a zero-flow one keeps the tree strongly feasible).
+
+What a pivot costs (issue 38). The basis trees of near-copies on a grid are deep (about 1,300 nodes at d = 256 on
+a full-support 1-cell blur), and one pivot in ten re-hangs a subtree of 10,000 to 100,000 nodes. The thread is
+therefore re-linked only at the stem (the path from the entering arc's end to the leaving arc, reversed), subtree
+sizes and ends change only along the cycle and the chain of ancestors that ended with the moved subtree, and the
+one walk over a subtree is the potentials' shift: over the moved subtree, or over all the other nodes by the
+opposite amount when those are fewer (potentials matter only up to a common constant). Before, every pivot walked
+the moved subtree twice to recompute depths and the thread: 2.8x the CPU time on that case, the same pivots.
 
 Costs are expected to be integers (squared cell distances): the potentials are sums and differences of costs and
 of the integer artificial cost, so they are exact in floating point and a reduced cost is either 0 or at least
@@ -36,10 +46,14 @@ import numpy as np
 __all__ = ["TransportSimplex", "warm_up"]
 
 _TREE, _LOWER, _OFF = 0, 1, 2
-#: Pricing block: this many times sqrt(number of arcs), at least _MIN_BLOCK (0.25 to 16 measured within 15% of
-#: each other on a translation at d = 128: fewer pivots with larger blocks, each priced longer).
-BLOCK_FACTOR = 1.0
-_MIN_BLOCK = 64
+#: Pricing block: this many times sqrt(number of arcs), at least _MIN_BLOCK. Small blocks win on grids (issue 38;
+#: one-off run, 8 cases d = 128-256, factors 0.05-1): the arcs are sorted by source cell, so a small block sweeps
+#: the grid and picks local entering arcs, whose cycles are short and whose pivots move small subtrees; at factor
+#: 0.1 a full-support 1-cell blur at d = 256 took 125k pivots instead of 166k and 40% of the CPU time, the city
+#: blur 0.73 s instead of 1.01, far transport (shifted Gaussians, blobs vs blobs, GRR estimates) 0.65-0.8x.
+#: Factor 1 was LEMON's default; 4 to 16 gave more pivots, not fewer.
+BLOCK_FACTOR = 0.1
+_MIN_BLOCK = 16
 #: Pivots per compiled call: the caller checks its deadline between calls (a pivot costs microseconds to a
 #: fraction of a millisecond at d = 256, so a deadline is seen within a few seconds at worst).
 _CHUNK = 20_000
@@ -55,7 +69,7 @@ def _find(uf, x):
 
 @numba.njit(cache=True, nogil=True)
 def _crash(n1, n2, supply, tail, head, cost, flow, state, order,
-           parent, pred, up, thread, rev_thread, depth, pi):
+           parent, pred, up, thread, rev_thread, succ, last_succ, pi):
     """Greedy basis from the real arcs in ``order`` (module docstring); fills the tree arrays."""
     N = n1 + n2
     R = N
@@ -111,7 +125,6 @@ def _crash(n1, n2, supply, tail, head, cost, flow, state, order,
     stack = np.empty(N, np.int64)
     parent[R] = -1
     pred[R] = -1
-    depth[R] = 0
     pi[R] = 0.0
     last = R
     for s0 in range(N):
@@ -152,7 +165,6 @@ def _crash(n1, n2, supply, tail, head, cost, flow, state, order,
         parent[att] = R
         pred[att] = a
         up[att] = tail[a] == att
-        depth[att] = 1
         pi[att] = -cost[a] if up[att] else cost[a]
         flow[a] = res[att]
         state[a] = _TREE
@@ -177,12 +189,33 @@ def _crash(n1, n2, supply, tail, head, cost, flow, state, order,
                     parent[y] = x
                     pred[y] = e
                     up[y] = tail[e] == y
-                    depth[y] = depth[x] + 1
                     pi[y] = pi[x] - cost[e] if up[y] else pi[x] + cost[e]
                     stack[top] = y
                     top += 1
     thread[last] = R
     rev_thread[R] = last
+    _subtree_sizes(R, parent, rev_thread, succ, last_succ)
+
+
+@numba.njit(cache=True, nogil=True)
+def _subtree_sizes(R, parent, rev_thread, succ, last_succ):
+    """Each node's subtree size and the last node of its subtree in preorder, from the thread (reverse preorder:
+    a node is reached after all its descendants, and its last child first)."""
+    n = succ.shape[0]
+    for x in range(n):
+        succ[x] = 1
+        last_succ[x] = -1
+    x = rev_thread[R]
+    while True:
+        if last_succ[x] < 0:
+            last_succ[x] = x
+        if x == R:
+            break
+        p = parent[x]
+        succ[p] += succ[x]
+        if last_succ[p] < 0:
+            last_succ[p] = last_succ[x]
+        x = rev_thread[x]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -198,14 +231,15 @@ def _recompute_potentials(R, cost, parent, pred, up, thread, pi):
 
 
 @numba.njit(cache=True, nogil=True)
-def _simplex(N, m_end, tail, head, cost, flow, state, parent, pred, up, thread, rev_thread, depth, pi,
-             block, next_arc, max_pivots, tol, snodes, start, stack, stem_at, end):
+def _simplex(N, m_end, tail, head, cost, flow, state, parent, pred, up, thread, rev_thread, succ, last_succ, pi,
+             block, next_arc, max_pivots, tol, stem, s_thr, s_rev, s_last, s_after, s_succ):
     """Pivot until no real arc prices below ``-tol`` or ``max_pivots`` pivots: ``(optimal, pivots, next_arc)``."""
     n_real = m_end - N
     if n_real <= 0:
         return True, 0, next_arc
     if next_arc < N or next_arc >= m_end:
         next_arc = N
+    n_nodes = N + 1
     it = 0
     while True:
         # ---- entering arc: the most negative reduced cost within the first block that has one
@@ -234,16 +268,13 @@ def _simplex(N, m_end, tail, head, cost, flow, state, parent, pred, up, thread, 
         next_arc = e
         first = tail[e_in]
         second = head[e_in]
-        # ---- the cycle's apex
+        # ---- the cycle's apex: a node with the smaller subtree is not an ancestor of the other
         u = first
         v = second
         while u != v:
-            if depth[u] > depth[v]:
+            if succ[u] < succ[v]:
                 u = parent[u]
-            elif depth[v] > depth[u]:
-                v = parent[v]
             else:
-                u = parent[u]
                 v = parent[v]
         join = u
         # ---- leaving arc (Cunningham): flow runs join -> first -> second -> join
@@ -291,7 +322,7 @@ def _simplex(N, m_end, tail, head, cost, flow, state, parent, pred, up, thread, 
         flow[e_out] = 0.0
         state[e_out] = _LOWER if e_out >= N else _OFF
         state[e_in] = _TREE
-        # ---- the subtree below the leaving arc is re-hung from the entering arc
+        # ---- the subtree S of u_out is re-hung from the entering arc: u_in (in S) takes v_in as its parent
         if side == 1:
             u_in = first
             v_in = second
@@ -300,90 +331,98 @@ def _simplex(N, m_end, tail, head, cost, flow, state, parent, pred, up, thread, 
             v_in = first
         rc_in = cost[e_in] + pi[first] - pi[second]
         sigma = rc_in if u_in == second else -rc_in
-        # the stem u_in = x_0, x_1 = parent(x_0), ..., x_k = u_out (old parents); stem_at[x] = its index
+        v_out = parent[u_out]
+        # the stem x_0 = u_in, x_1 = parent(x_0), ..., x_k = u_out, with each one's old thread links, subtree
+        # end and size (the thread is re-linked only at these nodes)
         k = 0
         x = u_in
-        stack[0] = x
-        stem_at[x] = 0
-        while x != u_out:
+        while True:
+            stem[k] = x
+            s_thr[k] = thread[x]
+            s_rev[k] = rev_thread[x]
+            s_last[k] = last_succ[x]
+            s_after[k] = thread[last_succ[x]]
+            s_succ[k] = succ[x]
+            if x == u_out:
+                break
             x = parent[x]
             k += 1
-            stack[k] = x
-            stem_at[x] = k
-        # pass 1: the subtree in its old preorder (snodes) and each stem node's old subtree as the range
-        # [start[i], end[i]) of it (nested: x_i's range holds x_(i-1)'s)
-        d0 = depth[u_out]
-        s = 0
-        lo = k
-        x = u_out
-        start[k] = 0
-        snodes[0] = x
-        s = 1
-        x = thread[x]
-        while depth[x] > d0:
-            dx = depth[x]
-            while lo < k and depth[stack[lo]] >= dx:
-                end[lo] = s
-                lo += 1
-            j = stem_at[x]
-            if j >= 0:
-                start[j] = s
-                lo = j
-            snodes[s] = x
-            s += 1
-            x = thread[x]
-        for j in range(lo, k + 1):
-            end[j] = s
-        prev = rev_thread[u_out]
-        thread[prev] = x
-        rev_thread[x] = prev
-        nxt = thread[v_in]
-        # pass 2: the new preorder hangs x_0's old subtree from v_in, then each x_i (i >= 1) with its old
-        # subtree less x_(i-1)'s; depths shift by a constant per segment, potentials by sigma
-        prev = v_in
-        base = depth[v_in] + 1
-        for i in range(k + 1):
-            shift = base + i - depth[stack[i]]
-            if i == 0:
-                a0, a1, b0, b1 = start[0], end[0], 0, 0
-            else:
-                a0, a1, b0, b1 = start[i], start[i - 1], end[i - 1], end[i]
-            for r in range(a0, a1):
-                y = snodes[r]
-                depth[y] += shift
-                pi[y] += sigma
-                thread[prev] = y
-                rev_thread[y] = prev
-                prev = y
-            for r in range(b0, b1):
-                y = snodes[r]
-                depth[y] += shift
-                pi[y] += sigma
-                thread[prev] = y
-                rev_thread[y] = prev
-                prev = y
-        thread[prev] = nxt
-        rev_thread[nxt] = prev
-        # reverse the path u_in .. u_out
-        x = u_in
+        size = s_succ[k]
+        l_old = s_last[k]
+        # the new preorder of S: x_0's subtree as it was, then for i = 1..k: x_i, the part of its old subtree
+        # before x_(i-1)'s (A_i) and the part after it (B_i), each a run of whole subtrees of its other children
+        tail_ = s_last[0]
+        for i in range(1, k + 1):
+            x = stem[i]
+            thread[tail_] = x
+            rev_thread[x] = tail_
+            tail_ = x
+            if s_thr[i] != stem[i - 1]:                  # A_i: thread(x_i) .. the node before x_(i-1)
+                thread[tail_] = s_thr[i]
+                rev_thread[s_thr[i]] = tail_
+                tail_ = s_rev[i - 1]
+            if s_last[i] != s_last[i - 1]:               # B_i: after x_(i-1)'s subtree .. x_i's old end
+                thread[tail_] = s_after[i - 1]
+                rev_thread[s_after[i - 1]] = tail_
+                tail_ = s_last[i]
+        l_new = tail_
+        # cut S out of the thread (between the node before u_out and the node after its subtree), then insert
+        # it right after v_in
+        before = s_rev[k]
+        after = s_after[k]
+        thread[before] = after
+        rev_thread[after] = before
+        after = thread[v_in]
+        thread[v_in] = u_in
+        rev_thread[u_in] = v_in
+        thread[l_new] = after
+        rev_thread[after] = l_new
+        # subtree ends: the ancestors of u_out whose subtree ended with S now end before it; then the
+        # ancestors of v_in whose subtree ended at v_in now end with S; the stem nodes all end at S's new end
+        x = v_out
+        while x >= 0 and last_succ[x] == l_old:
+            last_succ[x] = before
+            x = parent[x]
+        x = v_in
+        while x >= 0 and last_succ[x] == v_in:
+            last_succ[x] = l_new
+            x = parent[x]
+        # subtree sizes: S leaves the path v_out .. join and joins the path v_in .. join
+        x = v_out
+        while x != join:
+            succ[x] -= size
+            x = parent[x]
+        x = v_in
+        while x != join:
+            succ[x] += size
+            x = parent[x]
+        # reverse the stem: x_i's new subtree is S less x_(i-1)'s old one
         new_par = v_in
         new_pred = e_in
         new_up = tail[e_in] == u_in
-        while True:
-            old_par = parent[x]
+        for i in range(k + 1):
+            x = stem[i]
             old_pred = pred[x]
             old_up = up[x]
             parent[x] = new_par
             pred[x] = new_pred
             up[x] = new_up
-            if x == u_out:
-                break
+            last_succ[x] = l_new
+            succ[x] = size if i == 0 else size - s_succ[i - 1]
             new_par = x
             new_pred = old_pred
             new_up = not old_up
-            x = old_par
-        for i in range(k + 1):
-            stem_at[stack[i]] = -1
+        # potentials: S moves by sigma, or (the smaller walk) every other node, the root included, by -sigma
+        if 2 * size <= n_nodes:
+            x = u_in
+            for _ in range(size):
+                pi[x] += sigma
+                x = thread[x]
+        else:
+            x = after
+            for _ in range(n_nodes - size):
+                pi[x] -= sigma
+                x = thread[x]
         it += 1
 
 
@@ -431,15 +470,16 @@ class TransportSimplex:
         self.up = np.zeros(n, np.bool_)
         self.thread = np.empty(n, np.int64)
         self.rev_thread = np.empty(n, np.int64)
-        self.depth = np.empty(n, np.int64)
+        self.succ = np.empty(n, np.int64)
+        self.last_succ = np.empty(n, np.int64)
         self.pi = np.zeros(n, np.float64)
-        self._work = tuple(np.full(n, -1, np.int64) for _ in range(5))   # stem_at must start at -1
+        self._work = tuple(np.empty(n, np.int64) for _ in range(6))
         self.next_arc = N
         self.pivots = 0
         key = costs if order_key is None else np.asarray(order_key, dtype=np.float64)
         order = np.argsort(key, kind="stable").astype(np.int64) + N
         _crash(n1, n2, np.concatenate([a, b]), self.tail, self.head, self.cost, self.flow, self.state, order,
-               self.parent, self.pred, self.up, self.thread, self.rev_thread, self.depth, self.pi)
+               self.parent, self.pred, self.up, self.thread, self.rev_thread, self.succ, self.last_succ, self.pi)
         self.optimal = False
 
     @property
@@ -483,7 +523,7 @@ class TransportSimplex:
             chunk = _CHUNK if max_pivots is None else min(_CHUNK, max_pivots - done)
             optimal, it, self.next_arc = _simplex(
                 self.N, self.m_end, self.tail, self.head, self.cost, self.flow, self.state, self.parent,
-                self.pred, self.up, self.thread, self.rev_thread, self.depth, self.pi, block, self.next_arc,
+                self.pred, self.up, self.thread, self.rev_thread, self.succ, self.last_succ, self.pi, block, self.next_arc,
                 chunk, 0.5 if self.max_cost == math.floor(self.max_cost) else 1e-9, *self._work)
             self.pivots += it
             done += it
@@ -492,7 +532,7 @@ class TransportSimplex:
                 # a pricing pass on exact potentials confirms it (round-off cannot hide an entering arc)
                 optimal, it, self.next_arc = _simplex(
                     self.N, self.m_end, self.tail, self.head, self.cost, self.flow, self.state, self.parent,
-                    self.pred, self.up, self.thread, self.rev_thread, self.depth, self.pi, block, self.next_arc,
+                    self.pred, self.up, self.thread, self.rev_thread, self.succ, self.last_succ, self.pi, block, self.next_arc,
                     0, 0.5 if self.max_cost == math.floor(self.max_cost) else 1e-9, *self._work)
                 if optimal:
                     self.optimal = True
