@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ldpviz.cli import option_checks
 from ldpviz.errors import LdpvizInputError, require
 
 
@@ -39,7 +40,7 @@ def add_commands(sub: Any) -> None:
     e.add_argument("--bootstrap", type=int, default=40, help="bootstrap resamples for the intervals (default 40)")
     e.add_argument("--max-bytes", type=int, help="refuse a reports file larger than this many bytes (no limit by "
                                                  "default; the file is streamed either way)")
-    e.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling")
+    e.add_argument("--seed", type=option_checks.seed, default=0, help="seed of the bootstrap resampling")
     e.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     e.set_defaults(fn=cmd_estimate)
 
