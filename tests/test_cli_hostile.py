@@ -829,3 +829,24 @@ def test_target_stops_at_once_on_ctrl_c():
     waited = time.monotonic() - t0
     assert proc.returncode == 130 and err.endswith("ldpviz: interrupted\n") and "Traceback" not in err
     assert waited < 5.0, f"took {waited:.1f} s to stop"
+
+
+def test_printed_commands_quote_every_path(tmp_path, capsys):
+    """`deploy --out 'dep$(...)'` printed its `ldpviz estimate` follow-up with the path bare: pasted into a shell
+    it would run the `$(...)`. Printed commands are formatted by one helper (ldpviz.shell.command_line); the printed
+    line, run by a shell, gets the path as one word and runs nothing else."""
+    from ldpviz.shell import command_line
+    assert command_line(["ldpviz", "run", "--bbox=-93.3,44.9,-93.2,45", "--csv", "my data.csv"]) == \
+        "ldpviz run --bbox=-93.3,44.9,-93.2,45 --csv 'my data.csv'"
+    out = tmp_path / "dep$(touch pwned) x"
+    assert main(["deploy", "--mechanism", "grr", "--epsilon", "1", "--grid", "4", f"--bbox={MINNEAPOLIS}",
+                 "--out", str(out)]) == 0
+    line = next(s for s in capsys.readouterr().out.splitlines() if "estimate with:" in s).split("estimate with: ")[1]
+    import shlex
+    assert shlex.split(line) == ["ldpviz", "estimate", "--spec", str(out / "collection.json"), "--reports", "REPORTS",
+                                 "--out", "RESULT"]
+    shell = subprocess.run(["bash", "-c", f"{shlex.quote(sys.executable)} -m {line}"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert not (tmp_path / "pwned").exists()
+    assert shell.returncode == 2 and "REPORTS" in shell.stderr and "Traceback" not in shell.stderr, shell.stderr

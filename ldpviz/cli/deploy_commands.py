@@ -11,6 +11,7 @@ from typing import Any
 
 from ldpviz.cli import option_checks
 from ldpviz.errors import LdpvizInputError, require
+from ldpviz.shell import command_line
 
 
 def add_commands(sub: Any) -> None:
@@ -101,7 +102,9 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     if spec["client"]["kind"] == "curator":
         print("  central DP: the trusted curator's side only (phones send true cells to the curator; no phone client)")
     print(f"  spec digest (build it into the app: createClient(spec, {{expectedDigest}})): {spec['digest']}")
-    print(f"  estimate with: ldpviz estimate --spec {out / 'collection.json'} --reports REPORTS --out RESULT")
+    estimate = command_line(["ldpviz", "estimate", "--spec", out / "collection.json", "--reports", "REPORTS",
+                             "--out", "RESULT"])
+    print(f"  estimate with: {estimate}")
     if spec["ledger"].get("warning"):
         print(f"ldpviz: warning: {spec['ledger']['warning']}", file=sys.stderr)
     if args.zip:
