@@ -21,6 +21,8 @@ from ldpviz.errors import LdpvizInputError
 
 #: The Streamlit script (it only calls :func:`ldpviz.app.router.main`).
 SCRIPT = Path(__file__).resolve().parent / "entry" / "dashboard.py"
+#: ``python -m streamlit`` with a larger limit on a request's head (a long link reaches the page and its message).
+SERVER_MODULE = "ldpviz.app.entry.streamlit_server"
 DEFAULT_ADDRESS = "127.0.0.1"   # this machine only; 0.0.0.0 shares it on the network on purpose (README)
 DEFAULT_PORT = 8501
 #: The Data page reads uploads in chunks up to 1 GB (ldpviz/app/views/4_Data.py MAX_UPLOAD_BYTES).
@@ -30,7 +32,7 @@ MAX_UPLOAD_MB = 1024
 def streamlit_command(port: int = DEFAULT_PORT, address: str = DEFAULT_ADDRESS, *,
                       extra: list[str] | None = None) -> list[str]:
     """The argv that serves the dashboard on ``address:port`` with this project's settings."""
-    return [sys.executable, "-m", "streamlit", "run", str(SCRIPT),
+    return [sys.executable, "-m", SERVER_MODULE, "run", str(SCRIPT),
             "--server.port", str(port), "--server.address", address, "--server.headless", "true",
             "--server.runOnSave", "false", "--server.maxUploadSize", str(MAX_UPLOAD_MB),
             "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal",
