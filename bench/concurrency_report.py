@@ -91,7 +91,7 @@ def run(sessions: int = 5, rounds: int = 3, users: int = 5000, grid: int = 16) -
                 pages = [c.new_page() for c in contexts]
                 start = time.perf_counter()
                 for i, page in enumerate(pages):
-                    page.goto(f"{url}/?ds={DATASETS[i % len(DATASETS)]}&users={users}&d={grid}&eps=1")
+                    page.goto(f"{url}/?ds={DATASETS[i % len(DATASETS)]}&users={users}&d={grid}&eps=1", timeout=180_000)
                 for page in pages:
                     page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=120_000)
                     _wait_idle(page)
