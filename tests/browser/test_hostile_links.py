@@ -34,7 +34,8 @@ def test_a_200_kb_link_value_is_refused_on_the_page(server, browser):
 def test_a_saved_region_of_a_lost_upload_is_named(server, browser):
     walk = Walk(browser, server)
     try:
-        walk.page.goto(f"{server}/?{urlencode({**SMALL, 'ds': 'upload:0123abcd:my trips.csv', 'region': 'My area', 'rc': '-93.25,44.95,3000.0'})}")
+        lost = {"ds": "upload:0123abcd:my trips.csv", "region": "My area", "rc": "-93.25,44.95,3000.0"}
+        walk.page.goto(f"{server}/?{urlencode({**SMALL, **lost})}")
         walk.idle()
         text = walk.main_text()
         assert "the uploaded file 'my trips.csv' is no longer held by this server" in text, text[:1500]

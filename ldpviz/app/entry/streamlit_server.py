@@ -60,7 +60,7 @@ def raise_request_head_limit() -> bool:
 
 if __name__ == "__main__":
     import os
-    arenas = int(os.environ.get("LDPVIZ_MALLOC_ARENAS", MALLOC_ARENAS))   # 0: glibc's default (the benchmark's baseline)
+    arenas = int(os.environ.get("LDPVIZ_MALLOC_ARENAS", MALLOC_ARENAS))   # 0: glibc's default (a baseline)
     if arenas > 0:
         limit_malloc_arenas(arenas)
     raise_request_head_limit()
