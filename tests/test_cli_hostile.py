@@ -613,3 +613,243 @@ def test_sweep_refuses_an_option_its_vary_replaces(argv, needle, capsys):
     """`sweep --epsilon 3 --vary epsilon=1,2` ran epsilon 1 and 2 and dropped the 3 without a word."""
     err = one_line_exit(["sweep", *argv], capsys)
     assert needle in err and "scenarios" not in err
+
+
+# ---------------------------------------------------------------- issue 39: the last hostile cases
+#: Each command's required options (the empty-value walk puts the option under test after them).
+REQUIRED = {"target": ["--at-most", "1"], "report": ["--mechanism", "grr", "--epsilon", "1", "--out", "x.html"],
+            "deploy": ["--mechanism", "grr", "--epsilon", "1", "--out", "dep"],
+            "estimate": ["--spec", "c.json", "--reports", "r.csv"]}
+
+
+def _value_options():
+    """(command, option, action) for every option of every command that takes text (not a number or a flag)."""
+    from ldpviz.cli.commands import _subcommands, build_parser
+    for name, sub in _subcommands(build_parser()).items():
+        for action in sub._actions:
+            if action.option_strings and action.nargs != 0 and action.type in (None, str):
+                yield name, action.option_strings[0], action
+
+
+@pytest.mark.parametrize("command, option", [(c, o) for c, o, _ in _value_options()])
+def test_every_text_option_refuses_an_empty_value(command, option, capsys):
+    """`run --bbox ''` and `run --csv ''` ran the bundled dataset without a word; `app --address ''` served on
+    every interface. Every text option of every command refuses an empty (or blank) value before any work,
+    through argparse's choices or in one line; only an option whose own default is empty takes it as that."""
+    action = next(a for c, o, a in _value_options() if (c, o) == (command, option))
+    for empty in ("", "  "):
+        argv = [command, *REQUIRED.get(command, []), option, empty]
+        if action.default == "":
+            continue                                   # --repeats-basis: empty is its default (no reason given)
+        if action.choices:
+            with pytest.raises(SystemExit) as exc:
+                main(argv)
+            assert exc.value.code == 2 and "invalid choice" in capsys.readouterr().err
+        else:
+            err = one_line_exit(argv, capsys)
+            assert err == f"ldpviz: error: {option} is empty; give a value or leave the option out (an empty value " \
+                          "never stands for the default)"
+
+
+@pytest.mark.parametrize("command, needs", [("run", []), ("sweep", ["--vary", "epsilon=1,2"]),
+                                            ("od", []), ("navigate", []), ("target", REQUIRED["target"]),
+                                            ("report", REQUIRED["report"]), ("estimate", REQUIRED["estimate"])])
+def test_every_seed_option_refuses_a_negative_seed_the_same_way(command, needs, capsys):
+    """`od --seed -1 --json` reached numpy as a traceback; every --seed is one argparse type (one message)."""
+    with pytest.raises(SystemExit) as exc:
+        main([command, *needs, "--seed", "-1"])
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and len(err.splitlines()) == 1
+    assert "argument --seed: must be a whole number >= 0 (random generators take no negative seed), got '-1'" in err
+    from ldpviz.cli.commands import _subcommands, build_parser
+    seeds = {name for name, sub in _subcommands(build_parser()).items()
+             for a in sub._actions if "--seed" in a.option_strings}
+    assert seeds == {"run", "sweep", "od", "navigate", "target", "report", "estimate"}
+
+
+@pytest.mark.parametrize("command, needs, low", [("run", [], 1), ("sweep", ["--vary", "epsilon=1,2"], 1),
+                                                 ("od", [], 1), ("target", REQUIRED["target"], 3),
+                                                 ("report", REQUIRED["report"], 2)])
+def test_every_trials_option_is_capped_by_the_one_limit(command, needs, low, capsys):
+    """`od --trials 101` ran 210 s where run and sweep stop at 100: one cap (ldpviz.limits) for every command,
+    and the core's od_trials refuses beyond it too."""
+    from ldpviz import experiment, limits
+    assert experiment.MAX_TRIALS is limits.MAX_TRIALS == 100
+    for value in (str(low - 1), "101"):
+        with pytest.raises(SystemExit) as exc:
+            main([command, *needs, "--trials", value])
+        assert exc.value.code == 2
+        assert f"--trials: must be a whole number from {low} to 100" in capsys.readouterr().err
+    from ldpviz.flows import od
+    with pytest.raises(LdpvizInputError, match="from 1 to 100"):
+        od.od_trials("atlantic-storms", "grr", 1.0, 4, trials=101)
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--delay", "1e308"], "give a delay of at most"), (["--speed", "1e-300"], "give a higher speed")])
+def test_navigate_refuses_route_times_that_overflow(argv, needle, capsys):
+    """`navigate --delay 1e308` was an IndexError: Dijkstra's route times overflowed to infinity, every goal
+    looked unreachable and the route walk indexed scipy's -9999 'no predecessor'. Route times are bounded where a
+    float still counts whole seconds; the largest delay allowed still runs."""
+    assert main(["navigate", *NEEDS["navigate"], *argv]) == 2
+    full = capsys.readouterr().err
+    err = full.strip().splitlines()[-1]                  # after the heartbeat's line, if the run took a second
+    assert "Traceback" not in full and err.startswith("ldpviz: error: route times too large to count")
+    assert needle in err
+    from ldpviz.flows import navigation
+    largest = float(err.split("at most ")[1].split(" s")[0]) if "at most" in err else None
+    if largest is not None:
+        assert main(["navigate", *NEEDS["navigate"], "--delay", f"{largest * 0.99:g}", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["trips"] == 5
+    assert navigation.MAX_ROUTE_S == 2.0**53
+
+
+@pytest.mark.parametrize("address, needle", [("999.1.1.1", "is not an address this machine can listen on"),
+                                             ("not an address", "is not an address this machine can listen on"),
+                                             ("192.0.2.1", "cannot listen there")])
+def test_app_refuses_an_address_it_cannot_serve_before_printing_a_url(address, needle, capsys):
+    """`app --address 999.1.1.1` printed its URL and then died in a socket.gaierror traceback; 192.0.2.1 (a
+    documentation address, on no interface here) could not be bound either. Refused in one line, no URL."""
+    err = one_line_exit(["app", "--address", address, "--port", "8599"], capsys)
+    assert needle in err and "serving" not in err and "http://" not in err
+
+
+def test_app_refuses_a_port_in_use(capsys):
+    import socket
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        err = one_line_exit(["app", "--port", str(port)], capsys)
+    assert f"something already listens on 127.0.0.1:{port}" in err
+
+
+def test_closed_stdout_in_process(monkeypatch, capsys):
+    """stdout closed by the shell (`>&-`: Python's sys.stdout is None): print() dropped the JSON without a word
+    and the flush raised AttributeError. Status 1 and one line; a command printing nothing on stdout runs."""
+    monkeypatch.setattr(sys, "stdout", None)
+    assert main(["datasets", "--json"]) == 1
+    assert capsys.readouterr().err == "ldpviz: error: cannot write the output: standard output is closed\n"
+    monkeypatch.setattr(sys, "stdout", None)
+    with pytest.raises(SystemExit) as exc:             # argparse's refusals still go to stderr
+        main(["run", "--epsilon", "x"])
+    assert exc.value.code == 2 and "invalid float value" in capsys.readouterr().err
+
+
+def test_closed_stdout_end_to_end():
+    """`ldpviz run --json >&-`: one line on stderr, status 1, no traceback."""
+    proc = subprocess.run([sys.executable, "-m", "ldpviz", "run", "--grid", "4", "--users", "500", "--json"],
+                          stderr=subprocess.PIPE, text=True, timeout=300, preexec_fn=lambda: os.close(1))
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "ldpviz: error: cannot write the output: standard output is closed"
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("argv", [["run", "--help"], ["--help"], ["target", "--help"]])
+def test_help_on_a_full_disk(argv):
+    """`ldpviz run --help > /dev/full` exited 0 having written nothing (argparse swallows the failed write):
+    status 1 and one line, as for any other output."""
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "ldpviz", *argv], stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=120)
+    assert proc.returncode == 1
+    assert proc.stderr == "ldpviz: error: cannot write the output: No space left on device\n"
+
+
+def test_help_into_a_closed_pipe_in_process(monkeypatch, capsys):
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    pipe = open(write_end, "w")
+    monkeypatch.setattr(sys, "stdout", pipe)
+    try:
+        assert main(["run", "--help"]) == EXIT_BROKEN_PIPE
+    finally:
+        monkeypatch.undo()
+        _close_failed(pipe)
+    assert capsys.readouterr().err == ""
+
+
+def test_duplicate_column_names_are_refused_naming_them(trips_csv, points_csv, tmp_path, capsys):
+    """A trips file with two `person` columns ran on the first without a word (pandas renames the second
+    'person.1'); points files with a second lat or lon, and Parquet files, the same. Unnamed columns (trailing
+    separators) may repeat."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    twice = tmp_path / "twice.csv"
+    twice.write_text(trips_csv.read_text().replace("person,lat,lon\n", "person,lat,lon,person\n", 1)
+                     .replace("\n", ",x\n").replace("person,lat,lon,person,x\n", "person,lat,lon,person\n", 1))
+    err = one_line_exit(["od", "--file", str(twice), *NEEDS["od"]], capsys)
+    assert "'twice.csv' names the column 'person' more than once" in err
+    lats = tmp_path / "lats.csv"
+    lats.write_text(points_csv.read_text().replace("lat,lon\n", "lat,lon,lat\n", 1).replace("\n", ",1\n")
+                    .replace("lat,lon,lat,1\n", "lat,lon,lat\n", 1))
+    assert "names the column 'lat' more than once" in one_line_exit(["run", "--csv", str(lats), "--grid", "4"],
+                                                                       capsys)
+    table = pa.table([pa.array(["a", "b"]), pa.array([44.95, 44.96]), pa.array([-93.25, -93.2]),
+                      pa.array(["c", "d"]), pa.array([1.0, 2.0])], names=["person", "lat", "lon", "person", "lon"])
+    pq.write_table(table, tmp_path / "twice.parquet")
+    err = one_line_exit(["od", "--file", str(tmp_path / "twice.parquet"), *NEEDS["od"]], capsys)
+    assert "names the columns 'person', 'lon' more than once" in err
+    err = one_line_exit(["run", "--file", str(tmp_path / "twice.parquet"), "--grid", "4"], capsys)
+    assert "names the columns 'person', 'lon' more than once" in err
+    trailing = tmp_path / "trailing.csv"
+    trailing.write_text(points_csv.read_text().replace("\n", ",,\n"))
+    assert main(["run", "--csv", str(trailing), "--bbox", MINNEAPOLIS, "--grid", "4", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_users"] == 300
+
+
+def test_sweep_interrupted_on_its_own_line(monkeypatch, capsys):
+    """Ctrl+C during a sweep: 'interrupted' starts its own line, not the end of the progress bar."""
+    from ldpviz import experiment
+
+    def interrupted(scenario, vary, *, progress, **kwargs):
+        progress(1, 3)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(experiment, "sweep", interrupted)
+    assert main(["sweep", "--grid", "4", "--vary", "epsilon=1,2,3"]) == 130
+    assert capsys.readouterr().err.endswith("1/3 scenarios\nldpviz: interrupted\n")
+
+
+@pytest.mark.slow
+def test_target_stops_at_once_on_ctrl_c():
+    """Ctrl+C on `ldpviz target` with two goal seeks on threads: the process used to wait 11.5 s for the running
+    seeks (Python joins a pool's threads at exit). It now leaves without them: well before either seek could
+    finish (each takes tens of seconds here), with status 130 and one line."""
+    import signal
+    import time
+    proc = subprocess.Popen([sys.executable, "-m", "ldpviz", "target", "--metric", "w2_m", "--at-most", "300",
+                             "--mechanism", "dam", "--mechanism", "planar-laplace", "--grid", "16"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seen = ""
+    while "2 at a time" not in seen:                   # the heartbeat: both seeks are running
+        seen += proc.stderr.read(1)
+        assert proc.poll() is None, seen
+    proc.send_signal(signal.SIGINT)
+    t0 = time.monotonic()
+    err = proc.stderr.read()
+    proc.wait(timeout=120)
+    waited = time.monotonic() - t0
+    assert proc.returncode == 130 and err.endswith("ldpviz: interrupted\n") and "Traceback" not in err
+    assert waited < 5.0, f"took {waited:.1f} s to stop"
+
+
+def test_printed_commands_quote_every_path(tmp_path, capsys):
+    """`deploy --out 'dep$(...)'` printed its `ldpviz estimate` follow-up with the path bare: pasted into a shell
+    it would run the `$(...)`. Printed commands are formatted by one helper (ldpviz.shell.command_line); the printed
+    line, run by a shell, gets the path as one word and runs nothing else."""
+    from ldpviz.shell import command_line
+    assert command_line(["ldpviz", "run", "--bbox=-93.3,44.9,-93.2,45", "--csv", "my data.csv"]) == \
+        "ldpviz run --bbox=-93.3,44.9,-93.2,45 --csv 'my data.csv'"
+    out = tmp_path / "dep$(touch pwned) x"
+    assert main(["deploy", "--mechanism", "grr", "--epsilon", "1", "--grid", "4", f"--bbox={MINNEAPOLIS}",
+                 "--out", str(out)]) == 0
+    line = next(s for s in capsys.readouterr().out.splitlines() if "estimate with:" in s).split("estimate with: ")[1]
+    import shlex
+    assert shlex.split(line) == ["ldpviz", "estimate", "--spec", str(out / "collection.json"), "--reports", "REPORTS",
+                                 "--out", "RESULT"]
+    shell = subprocess.run(["bash", "-c", f"{shlex.quote(sys.executable)} -m {line}"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert not (tmp_path / "pwned").exists()
+    assert shell.returncode == 2 and "REPORTS" in shell.stderr and "Traceback" not in shell.stderr, shell.stderr

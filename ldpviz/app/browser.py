@@ -118,7 +118,8 @@ def page_assets() -> None:
 WIDTH_KEY = "ldpviz_window_px"
 
 #: A first visit (no width cookie when the session started): the page keeps the width in the cookie and loads
-#: itself once more, so this very visit is framed to its real columns. Once per tab (sessionStorage), never a
+#: itself once more, at the address it was opened at, so this very visit is framed to its real columns and the
+#: link is read again with its warnings. Once per tab (sessionStorage), never a
 #: loop: with cookies blocked the page simply stays framed for the narrowest desktop.
 _FIRST_VISIT_JS = """<div id="ldpviz-first-visit"></div><script>
 (function () {
@@ -126,7 +127,13 @@ _FIRST_VISIT_JS = """<div id="ldpviz-first-visit"></div><script>
   if (w.sessionStorage.getItem("ldpviz_vw_reloaded")) return;
   w.sessionStorage.setItem("ldpviz_vw_reloaded", "1");
   document.cookie = "ldpviz_vw=" + Math.round(w.innerWidth) + "; path=/; SameSite=Strict";
-  if (document.cookie.indexOf("ldpviz_vw=") >= 0) w.location.reload();
+  // Load the address the tab was opened at, not the current one: the first run may already have rewritten the
+  // link (dropping what it could not use), and a reload of that lost the link's warnings.
+  const opened = w.performance && w.performance.getEntriesByType
+    ? (w.performance.getEntriesByType("navigation")[0] || {}).name : null;
+  if (document.cookie.indexOf("ldpviz_vw=") >= 0) {
+    if (opened) w.location.replace(opened); else w.location.reload();
+  }
 })();
 </script>"""
 

@@ -550,9 +550,10 @@ def seek_poll(slot: Any, seeks: int) -> Callable[[], None]:
 
 
 @st.cache_resource
-def goal_seeks_held() -> set:
-    """Keys of the goal seeks this server has answered (:func:`held_goal_seek`)."""
-    return set()
+def goal_seeks_held() -> longrun.Seen:
+    """Keys of the goal seeks this server has answered (:func:`held_goal_seek`); bounded like every server-wide
+    container (a key forgotten means the answer is sought again on a thread, as when its cache entry expires)."""
+    return longrun.Seen(1024)
 
 
 @st.cache_data(max_entries=16, ttl=RESULT_TTL_S, show_spinner=False, hash_funcs={Scenario: repr})

@@ -53,6 +53,20 @@ def dataset_label(name: str, load: bool = True) -> str:
     return f"{data.label}{' (synthetic)' if data.synthetic else ''}"
 
 
+def _region_lost(linked: str, name: str, shown: str) -> str:
+    """Why the link's region is not shown: a saved region of an uploaded file this server no longer holds (after a
+    restart, as the link's upload itself), or a region this session does not know."""
+    owners = [ds for ds, saved in st.session_state["saved_regions"].items() if linked in saved and ds != name]
+    lost = [ds for ds in owners if ds.startswith("upload:") and ds not in st.session_state["uploads"]]
+    if lost:
+        return (f"The link's saved region {linked!r} was drawn on the uploaded file '{lost[0].split(':', 2)[-1]}', "
+                "which this server no longer holds (uploads and the regions saved on them are kept in memory only, "
+                f"for a day or until the server restarts); showing {dataset_label(name)}'s {shown!r} instead. Upload "
+                f"the file again on the Data page: {linked!r} returns to its Region list.")
+    return (f"The link's region {linked!r} is not one of {dataset_label(name)}'s regions (it may have been saved in "
+            f"another session); showing {shown!r} instead.")
+
+
 def data_controls(cfg: dict[str, Any], show_users: bool = True) -> Data | None:
     """Dataset, region (preset, saved, fit-to-data, typed bounds) and number of users."""
     st.sidebar.header("Data")
@@ -71,8 +85,10 @@ def data_controls(cfg: dict[str, Any], show_users: bool = True) -> Data | None:
     options = list(data.presets) + [r for r in saved if r not in data.presets] + [state.REGION_FIT, state.REGION_BBOX]
     linked = st.session_state.pop("link_region", None)
     if linked is not None and linked not in options:
-        st.warning(f"The link's region {linked!r} is not one of {dataset_label(name)}'s regions (it may have been "
-                   f"saved in another session); showing {options[0]!r} instead.", icon=":material/link_off:")
+        message = _region_lost(linked, name, options[0])
+        # kept with the link's warnings: the page's next runs show it again (session.init), until the user moves on
+        st.session_state["link_warnings"] = [*st.session_state.get("link_warnings", []), message]
+        st.warning(message, icon=":material/link_off:")
     choice = bind(cfg, "region", st.sidebar.selectbox, "Region", options, valid=options,
                   help="A preset square of the dataset, one you saved on the Data page, the square that fits "
                        "all points, or bounds you type in (west, south, east, north in degrees).")

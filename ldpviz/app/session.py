@@ -70,6 +70,24 @@ class _KeysRead(dict):
         return super().__contains__(key)
 
 
+#: Longest link value read (characters): the longest a page writes, a pinned setting, is a few hundred. A 200 kB
+#: value used to end in the server's bare "400" page (the server now reads such a link: ldpviz.app.entry.
+#: streamlit_server) and would be quoted whole in a warning; it is ignored with a short one.
+MAX_LINK_VALUE = 4096
+#: Longest link parameter name read (the longest a page writes is a mechanism parameter's, p.NAME).
+MAX_LINK_KEY = 64
+
+
+def _too_long(key: str, value: str) -> str:
+    """The warning for a link parameter too long to read, quoting neither in full."""
+    shown = key if len(key) <= MAX_LINK_KEY else f"{key[:20]}..."
+    what = "name" if len(key) > MAX_LINK_KEY else "value"
+    size = len(key) if what == "name" else len(value)
+    limit = MAX_LINK_KEY if what == "name" else MAX_LINK_VALUE
+    return (f"link parameter '{shown}' ignored: its {what} is {size:,} characters long, more than the "
+            f"{limit:,} any setting of this dashboard takes (a link cut or pasted twice?)")
+
+
 def current_query() -> dict[str, str]:
     return {k: st.query_params.get(k) for k in st.query_params.keys()}
 
@@ -90,7 +108,13 @@ def init() -> dict[str, Any]:
     # navigating: a differing address then is one the browser had not yet updated (the run that wrote the
     # newer one was interrupted by this change), and adopting it would undo the change.
     by_widget = ss.pop(WIDGET_CHANGED, False)
+    if by_widget or (ss.get("_page_switched") and not fresh):
+        ss.pop("link_warnings", None)    # the user has moved on; until then every run shows the link's warnings
     if fresh or (query and query != ss.get(URL_WRITTEN) and not by_widget):
+        written = query
+        fits = {k: len(k) <= MAX_LINK_KEY and len(v) <= MAX_LINK_VALUE for k, v in query.items()}
+        long_warnings = [_too_long(k, v) for k, v in query.items() if not fits[k]]
+        query = {k: v for k, v in query.items() if fits[k]}
         for name in uploads.names_in(query):     # a link to an upload this server still holds
             held = uploads.get(name)
             if held is not None:
@@ -105,19 +129,21 @@ def init() -> dict[str, Any]:
                             f"{', '.join(repr(k) for k in unread)} ignored: not a setting of this dashboard "
                             "(a typo, or a link from another version?)")
         ss[CFG] = cfg
-        ss[URL_WRITTEN] = query
+        ss[URL_WRITTEN] = written
+        warnings = long_warnings + warnings
         ss["link_region"] = cfg.get("region") if "region" in query else None
         ss["link_warnings"] = warnings
-    shown = ss["link_warnings_shown"] = ss.pop("link_warnings", [])    # again if this run is redrawn (redraw)
+    # Shown on every run until the user changes a setting or the page: a run the page or the browser starts by
+    # itself (a redraw, a warm cache's second run) used to drop them, so a link's problems went unsaid.
+    shown = ss["link_warnings_shown"] = list(ss.get("link_warnings", []))
     for warning in shown:
         st.warning(warning, icon=":material/link_off:")
     return ss[CFG]
 
 
 def redraw() -> None:
-    """Run the page again at once with what it showed (Explore, when its other trials have finished): the
-    link's warnings of this run are shown again, not lost."""
-    st.session_state["link_warnings"] = st.session_state.get("link_warnings_shown", [])
+    """Run the page again at once with what it showed (Explore, when its other trials have finished); the link's
+    warnings are shown again (:func:`init` keeps them until the user moves on)."""
     st.rerun()
 
 

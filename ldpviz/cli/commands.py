@@ -11,6 +11,7 @@ and a refusal answer at once, and a subcommand's options are added only when tha
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -50,6 +51,23 @@ class _Parser(argparse.ArgumentParser):
     def format_usage(self) -> str:
         self.fill()
         return super().format_usage()
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        """Help and usage on stdout, written and flushed here: argparse's own swallows a failed write, so
+        ``ldpviz run --help > /dev/full`` exited 0 having written nothing (main() reports the error)."""
+        if message:
+            stream = sys.stdout if file is None else file
+            stream.write(message)
+            stream.flush()
+
+    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
+        if message and sys.stderr is not None:       # an error: on stderr, if the shell left it open
+            try:
+                sys.stderr.write(message)
+                sys.stderr.flush()
+            except OSError:
+                pass
+        sys.exit(status)
 
     def error(self, message: str) -> None:  # one line, no usage dump
         self.exit(2, f"ldpviz: error: {message} (see 'ldpviz {self.prog.split()[-1]} --help')\n"
@@ -215,17 +233,24 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             raise LdpvizInputError(f"--vary {changed}: {exc}") from None
     data = user.data
 
+    bar_open = [False]                                # the progress line is drawn and not yet ended
+
     def progress(done: int, total: int) -> None:
         width = 30
         filled = int(width * done / total)
         print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} scenarios", end="", file=sys.stderr,
               flush=True)
+        bar_open[0] = done < total
         if done == total:
             print(file=sys.stderr)
 
     from ldpviz.experiment import executors as parallel
-    with parallel.executor_for(args.workers, args.scheduler) as executor:
-        df = experiment.sweep(scenario, vary, dataset=data, executor=executor, progress=progress)
+    try:
+        with parallel.executor_for(args.workers, args.scheduler) as executor:
+            df = experiment.sweep(scenario, vary, dataset=data, executor=executor, progress=progress)
+    finally:                                          # Ctrl+C or an error: its line starts after the bar
+        if bar_open[0]:
+            print(file=sys.stderr)
     held = int(df["n_users"].max()) if "n_users" in df and len(df) else None
     for asked in sorted({int(v) for v in vary.get("n_users", [scenario.n_users]) if v is not None}):
         if held is not None and asked > held:        # the CSV's n_users column has the users who took part
@@ -293,8 +318,8 @@ def build_parser(lazy: bool = False) -> argparse.ArgumentParser:
         p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                        help="mechanism parameter, repeatable")
         p.add_argument("--users", type=int, help="number of users (seeded subsample)")
-        p.add_argument("--seed", type=int, default=0)
-        p.add_argument("--trials", type=int, default=1)
+        p.add_argument("--seed", type=option_checks.seed, default=0)
+        p.add_argument("--trials", type=option_checks.trials(), default=1)
         if name == "run":
             p.add_argument("--json", action="store_true", help="print one JSON object")
             p.add_argument("--scheduler", help="split the users into partitions and perturb them on a Dask cluster: "
@@ -350,6 +375,7 @@ def cmd_app(args: argparse.Namespace) -> int:
     from ldpviz.app import launch
     if not 0 < args.port < 65536:
         raise LdpvizInputError(f"--port must be between 1 and 65535, got {args.port}")
+    launch.check_address(args.address, args.port)    # before the URL is printed: a bad one is refused, not served
     print(f"ldpviz: serving the dashboard on http://{args.address}:{args.port} (Ctrl+C stops it)", file=sys.stderr)
     command = launch.streamlit_command(args.port, args.address)
     sys.stdout.flush()
@@ -411,8 +437,8 @@ def _add_flow_commands(sub: Any) -> None:
     p.add_argument("--epsilon", type=float, default=2.0, help="budget per OD pair (epsilon/2 per end)")
     p.add_argument("--grid", type=int, default=8, help="grid side d (d x d cells, (d x d)^2 OD pairs)")
     p.add_argument("--estimator", default="lasso", help="lasso (paper), em (maximum likelihood) or unbiased")
-    p.add_argument("--trials", type=int, default=1)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--trials", type=option_checks.trials(), default=1)
+    p.add_argument("--seed", type=option_checks.seed, default=0)
     p.add_argument("--users", type=int, help="number of trips (seeded subsample, or synthetic pairs)")
     p.add_argument("--top-k", type=int, default=10, help="k of the top-k flow precision")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="mechanism parameter")
@@ -434,7 +460,7 @@ def _add_flow_commands(sub: Any) -> None:
                                                    "(default: twice the mean per cell)")
     p.add_argument("--max-updates", type=int, help="cap on location updates per trip, enforced on the phone "
                                                    "(default: no cap); bounds every trip at cap x epsilon")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=option_checks.seed, default=0)
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="mechanism parameter")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(fn=cmd_navigate)
@@ -456,33 +482,92 @@ def _drop_stdout() -> None:
 EXIT_BROKEN_PIPE = 141
 
 
+class _ClosedStdout:
+    """Stands in for a standard output the shell closed (``ldpviz run --json >&-``): Python then sets
+    ``sys.stdout`` to None, print() drops every line without a word and the exit flush raised AttributeError.
+    Writing to it fails as writing to a closed file does; a command that prints nothing still runs."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+    def flush(self) -> None:
+        pass
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+
+def _output_failed(err: OSError) -> int:
+    """The exit status for a failed write to stdout, saying why on stderr (when it is open)."""
+    if isinstance(err, BrokenPipeError):               # e.g. | head -c 10: the reader has all it wanted
+        _drop_stdout()
+        return EXIT_BROKEN_PIPE
+    _drop_stdout()
+    _say(f"ldpviz: error: cannot write the output: {err.strerror or err}")
+    return 1
+
+
+def _say(line: str) -> None:
+    """One line on stderr; nothing when the shell closed it (``2>&-``)."""
+    if sys.stderr is not None:
+        try:
+            print(line, file=sys.stderr)
+        except OSError:
+            pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``ldpviz`` command line; the exit status (2: refused, 1: output failed, 130: Ctrl+C)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:                          # also while a command's options and modules load
+        _say("ldpviz: interrupted")
+        if argv is None:                               # this process's own command line, not a call from Python
+            _leave_without_waiting(130)
+        return 130
+
+
+def _leave_without_waiting(code: int) -> None:
+    """End the process now when worker threads still run (``target``'s goal seeks): at exit Python joins them,
+    so Ctrl+C took 11.5 s to stop ``target``, and a daemon thread torn down inside C++ code aborts the process
+    instead. The threads hold nothing to save (results only, never a file), so the streams are flushed and the
+    process leaves with ``os._exit``."""
+    import threading
+    if not any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.current_thread()):
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    os._exit(code)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    if sys.stdout is None:
+        sys.stdout = _ClosedStdout()                   # type: ignore[assignment]
     parser = build_parser(lazy=True)
     argv = sys.argv[1:] if argv is None else argv
     command = _subcommands(parser).get(next((a for a in argv if not a.startswith("-")), ""))
     if command is not None:
         command.fill()                                 # its options, before negative values are joined to them
-    args = parser.parse_args(join_signed_values(argv, cli_input.value_options(parser)))
     try:
+        args = parser.parse_args(join_signed_values(argv, cli_input.value_options(parser)))
+    except OSError as err:                             # --help (or usage) could not be written
+        return _output_failed(err)
+    try:
+        option_checks.check_no_empty_values(_subcommands(parser)[args.command], args)
         code = args.fn(args)
         sys.stdout.flush()                             # a closed pipe or full disk shows here, not at exit
         return code
     except LdpvizInputError as err:
-        print(f"ldpviz: error: {err}", file=sys.stderr)
+        _say(f"ldpviz: error: {err}")
         return 2
-    except KeyboardInterrupt:
-        print("ldpviz: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:                            # e.g. | head -c 10: the reader has all it wanted
-        _drop_stdout()
-        return EXIT_BROKEN_PIPE
     except OSError as err:                             # writing the output failed (disk full, I/O error), or a file
         if err.filename:
-            print(f"ldpviz: error: {err.filename!r}: {err.strerror or err}", file=sys.stderr)
-        else:
-            _drop_stdout()
-            print(f"ldpviz: error: cannot write the output: {err.strerror or err}", file=sys.stderr)
-        return 1
+            _say(f"ldpviz: error: {err.filename!r}: {err.strerror or err}")
+            return 1
+        return _output_failed(err)
 
 
 if __name__ == "__main__":

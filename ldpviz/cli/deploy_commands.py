@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ldpviz.cli import option_checks
 from ldpviz.errors import LdpvizInputError, require
+from ldpviz.shell import command_line
 
 
 def add_commands(sub: Any) -> None:
@@ -41,7 +43,7 @@ def add_commands(sub: Any) -> None:
     e.add_argument("--bootstrap", type=int, default=40, help="bootstrap resamples for the intervals (default 40)")
     e.add_argument("--max-bytes", type=int, help="refuse a reports file larger than this many bytes (no limit by "
                                                  "default; the file is streamed either way)")
-    e.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling")
+    e.add_argument("--seed", type=option_checks.seed, default=0, help="seed of the bootstrap resampling")
     e.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     e.set_defaults(fn=cmd_estimate)
 
@@ -108,7 +110,9 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     if spec["client"]["kind"] == "curator":
         print("  central DP: the trusted curator's side only (phones send true cells to the curator; no phone client)")
     print(f"  spec digest (build it into the app: createClient(spec, {{expectedDigest}})): {spec['digest']}")
-    print(f"  estimate with: ldpviz estimate --spec {out / 'collection.json'} --reports REPORTS --out RESULT")
+    estimate = command_line(["ldpviz", "estimate", "--spec", out / "collection.json", "--reports", "REPORTS",
+                             "--out", "RESULT"])
+    print(f"  estimate with: {estimate}")
     if spec["ledger"].get("warning"):
         print(f"ldpviz: warning: {spec['ledger']['warning']}", file=sys.stderr)
     if args.zip:

@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 from ldpviz import wording
-from ldpviz.cli import data_options as cli_input
+from ldpviz.cli import data_options as cli_input, option_checks
 from ldpviz.cli.privacy_warning import print_privacy_warning, privacy_warning
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.mechanisms.base import EPSILON_MAX, EPSILON_MIN, GEO_I, GEO_I_UNIT
@@ -31,7 +31,7 @@ from ldpviz.mechanisms.base import EPSILON_MAX, EPSILON_MIN, GEO_I, GEO_I_UNIT
 def _add_scenario_arguments(p: argparse.ArgumentParser) -> None:
     cli_input.add_data_arguments(p)
     p.add_argument("--grid", type=int, default=32, help="grid side d (d x d cells)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=option_checks.seed, default=0)
 
 
 def _jsonable(value: Any) -> Any:
@@ -57,8 +57,6 @@ def cmd_target(args: argparse.Namespace) -> int:
     require(args.epsilon is None or args.users is None,
             "give --users (find the smallest epsilon for that many users) or --epsilon (find the users needed "
             "at that epsilon), not both")
-    require(args.trials is None or 3 <= args.trials <= experiment.MAX_TRIALS,
-            f"--trials must be from 3 to {experiment.MAX_TRIALS} (a tolerance bound needs three), got {args.trials!r}")
     for flag, value in (("--probability", args.probability), ("--confidence", args.confidence)):
         require(math.isfinite(value) and 0.5 <= value < 1, f"{flag} must be from 0.5 to below 1, got {value!r}")
     require(args.epsilon is None or (math.isfinite(args.epsilon) and EPSILON_MIN <= args.epsilon <= EPSILON_MAX),
@@ -172,8 +170,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     require(args.out, "report needs --out FILE.html")
     cli_input.check_output_file(args.out)
     cli_input.require_number(args.r, "--r", above=0)
-    require(2 <= args.trials <= experiment.MAX_TRIALS,
-            f"--trials must be from 2 to {experiment.MAX_TRIALS} (confidence intervals need two), got {args.trials!r}")
     require(args.r is None or (math.isfinite(args.r) and args.r > 0), f"--r must be a distance > 0 m, got {args.r!r}")
     params: dict[str, Any] = {}
     for pair in args.param:
@@ -267,8 +263,9 @@ def _target_options(tp: argparse.ArgumentParser) -> None:
     tp.add_argument("--users", type=int, help="number of users (seeded subsample) when solving for epsilon")
     tp.add_argument("--epsilon", type=float,
                     help="solve for the number of users needed at this epsilon instead of for epsilon")
-    tp.add_argument("--trials", type=int, help=f"collections per decision, on the search's streams and on fresh "
-                                               f"ones (default {DEFAULT_TRIALS})")
+    tp.add_argument("--trials", type=option_checks.trials(3, "a tolerance bound needs three"),
+                    help=f"collections per decision, on the search's streams and on fresh ones "
+                         f"(default {DEFAULT_TRIALS})")
     tp.add_argument("--probability", type=float, default=PROBABILITY,
                     help="share of single collections that must meet the target (default %(default)s)")
     tp.add_argument("--confidence", type=float, default=CONFIDENCE,
@@ -286,7 +283,8 @@ def _report_options(rp: argparse.ArgumentParser) -> None:
     rp.add_argument("--epsilon", type=float, required=True, help="privacy budget epsilon (Geo-I: per km)")
     rp.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="mechanism parameter")
     rp.add_argument("--users", type=int, help="number of users (seeded subsample)")
-    rp.add_argument("--trials", type=int, default=10, help="trials for the confidence intervals (default 10)")
+    rp.add_argument("--trials", type=option_checks.trials(2, "confidence intervals need two"), default=10,
+                    help="trials for the confidence intervals (default 10)")
     rp.add_argument("--r", type=float, help="distance r (m) for 'the attacker lands within r of the person' "
                                            "(default: 1%% of the region's side)")
     rp.add_argument("--no-audit", action="store_true", dest="no_audit", help="skip the quick audit")

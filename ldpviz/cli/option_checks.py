@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import argparse
 
+from typing import Callable
+
 from ldpviz.errors import LdpvizInputError, require
+from ldpviz.limits import MAX_TRIALS
 
 # The region rules' names and default budget, as ldpviz.mechanisms.fo.private_region defines them (a test pins
 # them equal): importing that module loads scipy.stats and the frequency oracles, which a command's --help or
@@ -72,6 +75,50 @@ def file_limits(args: argparse.Namespace, default_max_bytes: int) -> tuple[int, 
     return (default_max_bytes if args.max_bytes is None else int(args.max_bytes),
             args.region_rule or PRIVATE_TILES,
             DEFAULT_REGION_EPSILON if args.region_epsilon is None else float(args.region_epsilon))
+
+
+def check_no_empty_values(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse an option given an empty value (``--bbox ''``, ``--csv ''``, ``--address ''``, an empty
+    ``--param``): for most options empty read as "not given" and the bundled data or every interface was used
+    without a word. Every value option of the command is checked, repeatable ones item by item; an empty value
+    equal to the option's own default (e.g. ``--repeats-basis ''``) is that default."""
+    for action in parser._actions:
+        if not action.option_strings or action.nargs == 0:
+            continue
+        value = getattr(args, action.dest, None)
+        items = value if isinstance(value, list) else [value]
+        if any(isinstance(item, str) and not item.strip() for item in items) and value != action.default:
+            raise LdpvizInputError(f"{action.option_strings[0]} is empty; give a value or leave the option out "
+                                   "(an empty value never stands for the default)")
+
+
+def seed(text: str) -> int:
+    """``--seed`` of every command (an argparse type): a whole number >= 0, as numpy's generators take it; -1
+    used to reach numpy as a traceback in ``od``."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0 (random generators take no negative seed), "
+                                         f"got {text!r}")
+    return value
+
+
+def trials(minimum: int = 1, why: str = "") -> Callable[[str], int]:
+    """``--trials`` of every command (an argparse type): a whole number from ``minimum`` to
+    :data:`ldpviz.limits.MAX_TRIALS`, the one cap; ``why`` says why the minimum is what it is."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or not minimum <= value <= MAX_TRIALS:
+            raise argparse.ArgumentTypeError(f"must be a whole number from {minimum} to {MAX_TRIALS}"
+                                             f"{f' ({why})' if why else ''}, got {text!r}")
+        return value
+    parse.__name__ = "trials"        # argparse names the type in its own messages
+    return parse
 
 
 #: sweep's --vary names and the options they replace in every scenario.

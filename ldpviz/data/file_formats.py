@@ -62,8 +62,21 @@ def _columns_error(columns: list[str], filename: str, lat_column: str | None, lo
         "or choose them explicitly (lat_column= and lon_column=).")
 
 
+def refuse_duplicate_columns(columns: list[Any], filename: str) -> None:
+    """Refuse a header naming a column twice (two ``person`` columns, two ``lat``): which one holds the data
+    cannot be told, and readers silently took the first (pandas renames the second ``person.1``). Unnamed
+    columns (trailing separators) are not names and may repeat."""
+    names = [str(c).replace("\ufeff", "").strip() for c in columns]
+    seen: set[str] = set()
+    twice = [n for n in names if n and (n in seen or seen.add(n))]
+    require(not twice, f"'{filename}' names the column{'s' if len(set(twice)) > 1 else ''} "
+                       f"{', '.join(map(repr, dict.fromkeys(twice)))} more than once; which one holds the data "
+                       "cannot be told: rename or remove the extra column")
+
+
 def resolve_columns(columns: list[str], filename: str, lat_column: str | None, lon_column: str | None,
              notes: list[str] | None = None) -> tuple[int, int]:
+    refuse_duplicate_columns(columns, filename)
     lat_i = find_column(columns, lat_column, LAT_NAMES)
     lon_i = find_column(columns, lon_column, LON_NAMES)
     if lat_i is None or lon_i is None:

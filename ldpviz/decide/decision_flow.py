@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import html
 import math
-import shlex
 from typing import Any, Mapping
 
 from ldpviz import mechanisms
@@ -38,6 +37,7 @@ from ldpviz.experiment import Scenario
 from ldpviz.geo import region_choice
 from ldpviz.mechanisms import accounting
 from ldpviz.mechanisms.base import CENTRAL_DP, GEO_I, GEO_I_UNIT, LDP, UNIT_PERSON, UNIT_ROW
+from ldpviz.shell import command_line
 
 #: The privacy models an officer may accept, and how the page names them.
 MODELS = {LDP: "Local DP (each phone randomises its own report)",
@@ -361,7 +361,7 @@ def command(cfg: Mapping[str, Any], mechanisms_: list[str], region: Any = None,
     parts += ["--seed", str(int(cfg.get("seed", 0)))]
     for name in mechanisms_:
         parts += ["--mechanism", name]
-    return " ".join(p if p.startswith("--bbox=") else shlex.quote(p) for p in parts) + " --json"
+    return command_line([*parts, "--json"])
 
 
 def trips_command(cfg: Mapping[str, Any], mechanisms_: list[str], trips: trajectories.Trajectories, region: Any,

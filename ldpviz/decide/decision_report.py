@@ -17,7 +17,6 @@ import datetime as _dt
 import html
 import json
 import math
-import shlex
 from typing import Any, Mapping
 
 
@@ -34,6 +33,7 @@ from ldpviz.metrics import METRIC_INFO
 from ldpviz.decide.privacy_scale import common_terms
 from ldpviz.geo.domain import Region, bounds_text
 from ldpviz.mechanisms.fo.private_region import PRIVATE_TILES, PUBLIC_TILES
+from ldpviz.shell import command_line
 
 #: The quick audit: a 4 x 4 grid over a nominal 10 km square, this many samples per input.
 AUDIT_SIDE = 4
@@ -192,13 +192,13 @@ def _reproduction(scenario: experiment.Scenario, r_m: float,
               f"epsilon={scenario.epsilon!r}, grid_side={scenario.grid_side}, region=data.default_region, "
               f"params={dict(scenario.params)!r}, n_users={scenario.n_users!r}, seed={scenario.seed}, "
               f"trials={scenario.trials}), data)\nprint(result.summary())")
-        return " ".join(shlex.quote(a) for a in args), py
+        return command_line(args), py
     py = (f"from ldpviz import Scenario, run\n"
           f"result = run(Scenario(dataset={scenario.dataset!r}, mechanism={scenario.mechanism!r}, "
           f"epsilon={scenario.epsilon!r}, grid_side={scenario.grid_side}, region={scenario.region!r}, "
           f"params={dict(scenario.params)!r}, n_users={scenario.n_users!r}, seed={scenario.seed}, "
           f"trials={scenario.trials}))\nprint(result.summary())")
-    return " ".join(shlex.quote(a) for a in args), py
+    return command_line(args), py
 
 
 def deploy_refusal(region: Any) -> str:
@@ -241,7 +241,7 @@ def deploy_command(scenario: experiment.Scenario, region: Any, presets: dict | N
         return None
     for key, value in scenario.params:
         args += ["--param", f"{key}={value}"]
-    return " ".join(a if a.startswith("--bbox=") else shlex.quote(a) for a in [*args, "--out", "bundle/"])
+    return command_line([*args, "--out", "bundle/"])
 
 
 def _deploy_section(scenario: experiment.Scenario, region: Any, presets: dict,

@@ -34,8 +34,8 @@ from ldpviz.wording import plural
 from ldpviz.mechanisms import accounting, estimation
 from ldpviz.mechanisms.base import Estimate
 from ldpviz.experiment.report_description import describe as describe_reports
+from ldpviz.limits import MAX_TRIALS   # declared once, for every command
 
-MAX_TRIALS = 100
 
 
 @dataclass(frozen=True)

@@ -58,13 +58,18 @@ import pandas as pd
 from ldpviz import mechanisms, wording
 from ldpviz.mechanisms import accounting
 from ldpviz.geo.domain import Grid, Region
-from ldpviz.errors import require
+from ldpviz.errors import LdpvizInputError, require
 from ldpviz.mechanisms.base import validate_epsilon
 
 MAX_NAV_GRID_SIDE = 64
 #: The unit of a per-trip total (the location updates of one trip).
 UNIT_TRIP = "one trip"
 MAX_TRIPS = 5_000
+#: Longest time a route may take, in seconds: below 2**53 a float still counts whole seconds exactly, so the
+#: route times Dijkstra sums and the trip's elapsed-minus-predicted comparisons stay meaningful. A larger
+#: ``delay_s`` (or a crawling ``speed_mps``) made Dijkstra's sums overflow to infinity: every goal looked
+#: unreachable and the route walk indexed its "no predecessor" marker (-9999), an IndexError.
+MAX_ROUTE_S = float(2**53)
 
 
 def check_update_mechanism(mechanism: str) -> type:
@@ -190,7 +195,10 @@ def _route(graph: scipy.sparse.csr_matrix, start: int, goal: int) -> list[int]:
     _, pred = dijkstra(graph, indices=start, return_predecessors=True)
     path = [goal]
     while path[-1] != start:
-        path.append(int(pred[path[-1]]))
+        step = int(pred[path[-1]])
+        if step < 0:     # scipy's "no predecessor": the grid is connected, so only overflowing costs get here
+            raise LdpvizInputError(f"no route from cell {start} to cell {goal}: the route times overflow")
+        path.append(step)
     return path[::-1]
 
 
@@ -282,6 +290,13 @@ def simulate_navigation(users_lon: np.ndarray, users_lat: np.ndarray, origin_lon
     base = grid.cell_m / speed_mps
     delay = base if delay_s is None else float(delay_s)
     require(math.isfinite(delay) and delay >= 0, f"delay must be >= 0 seconds, got {delay_s!r}")
+    worst = grid.n_cells * (base + delay)            # a route through every cell, each congested
+    room = MAX_ROUTE_S / grid.n_cells - base           # the largest delay that keeps every route countable
+    require(worst <= MAX_ROUTE_S,
+            f"route times too large to count: a route over the {grid.n_cells:,} cells could take {worst:.3g} s "
+            f"(free-flow {base:.3g} s a cell at {speed_mps:g} m/s, plus a delay of {delay:.3g} s per congested "
+            f"cell), beyond {MAX_ROUTE_S:.3g} s where a float stops counting whole seconds; "
+            + (f"give a delay of at most {room:.3g} s" if delay_s is not None and room > 0 else "give a higher speed"))
     require(threshold is None or (math.isfinite(float(threshold)) and float(threshold) >= 0),
             f"threshold (users in a cell above which it is congested) must be a number >= 0, got {threshold!r}")
     thr = 2.0 * n / grid.n_cells if threshold is None else float(threshold)

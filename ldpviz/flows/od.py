@@ -55,6 +55,7 @@ from ldpviz import mechanisms, wording
 from ldpviz.wording import plural
 from ldpviz.geo.domain import Binned, Grid, Region
 from ldpviz.errors import require
+from ldpviz.limits import MAX_TRIALS
 from ldpviz.mechanisms.estimation import norm_sub
 from ldpviz.mechanisms import accounting
 from ldpviz.mechanisms.base import UNIT_PERSON, validate_epsilon
@@ -584,7 +585,8 @@ def od_trials(dataset: Any, mechanism: str, epsilon: float, grid_side: int, *, r
 
     ``path="aggregate"`` draws each run's joint statistic from the OD counts (see :func:`run_od`).
     """
-    require(isinstance(trials, (int, np.integer)) and trials >= 1, f"trials must be >= 1, got {trials!r}")
+    require(isinstance(trials, (int, np.integer)) and 1 <= trials <= MAX_TRIALS,
+            f"trials must be a whole number from 1 to {MAX_TRIALS}, got {trials!r}")
     pairs, reg, source = load_od_pairs(dataset, region, n_users, seed)
     runs = [run_od(pairs.origin_lon, pairs.origin_lat, pairs.dest_lon, pairs.dest_lat, reg, grid_side, mechanism,
                    epsilon, estimator=estimator, seed=seed + t, top_k=top_k, params=params,

@@ -36,9 +36,10 @@ def answer(turn: str, metric: str, target: float, probability: float, epsilon: f
 
 
 @st.cache_resource
-def overran() -> set:
-    """Searches started without a click that ran past their time (their keys): they wait for Start next time."""
-    return set()
+def overran() -> longrun.Seen:
+    """Searches started without a click that ran past their time (their keys): they wait for Start next time
+    (bounded: the oldest forgotten would start by itself once more)."""
+    return longrun.Seen(1024)
 
 
 def answer_table(ranked: list[dict], turn: str) -> list[dict]:
