@@ -214,6 +214,18 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict:
     return out
 
 
+def _json_record(text: str) -> tuple[dict | None, str]:
+    """One JSON line as a record, or the reason it is refused: REPEATED (a key twice), MALFORMED (not JSON, or
+    not an object)."""
+    try:
+        rec = json.loads(text, object_pairs_hook=_pairs)
+    except _Repeated:
+        return None, REPEATED
+    except (ValueError, RecursionError):
+        return None, MALFORMED
+    return (rec, "") if isinstance(rec, dict) else (None, MALFORMED)
+
+
 class Checker:
     """The spec's report rules: fields, digest, domain."""
 
@@ -518,17 +530,11 @@ class _Reader:
         if self.fmt is None:
             if text.startswith("{"):
                 self.json_like = True
-                try:
-                    rec = json.loads(text, object_pairs_hook=_pairs)
-                except _Repeated:
+                rec, reason = _json_record(text)
+                if reason == REPEATED:
                     self.fmt = "json"
-                    out.reject(REPEATED, line_no)
-                    return
-                except (ValueError, RecursionError):
-                    out.reject(MALFORMED, line_no)
-                    return
-                if not isinstance(rec, dict):
-                    out.reject(MALFORMED, line_no)
+                if reason:
+                    out.reject(reason, line_no)
                     return
                 self.fmt = "json"
             else:
@@ -545,16 +551,9 @@ class _Reader:
             if not text.startswith("{"):
                 out.reject(MALFORMED, line_no)
                 return
-            try:
-                rec = json.loads(text, object_pairs_hook=_pairs)
-            except _Repeated:
-                out.reject(REPEATED, line_no)
-                return
-            except (ValueError, RecursionError):
-                out.reject(MALFORMED, line_no)
-                return
-            if not isinstance(rec, dict):
-                out.reject(MALFORMED, line_no)
+            rec, reason = _json_record(text)
+            if reason:
+                out.reject(reason, line_no)
                 return
         else:
             if self.header_repeats:
