@@ -54,3 +54,40 @@ def length(metres: float) -> str:
     if v < 0.01:
         return sign + "under 1 cm"
     return sign + f"{float(f'{v:.3g}'):g} m"
+
+
+#: e^x is written out up to x = 300 ln 10; beyond it (and where a float overflows) "more than 10^300".
+LOG_TIMES_LIMIT = 300.0 * math.log(10.0)
+_LARGE = ((1e9, "billion"), (1e6, "million"))
+
+
+def times(log_ratio: float) -> str:
+    """How many times likelier, from the ratio's log (nothing overflows), for people: '4.48', '22,026',
+    'about 82 million' (not '81,867,951'), 'about 3.1 billion', '2.7 x 10^43', 'more than 10^300'."""
+    x = float(log_ratio)
+    if math.isnan(x):
+        return "undetermined"
+    if x > LOG_TIMES_LIMIT:
+        return "more than 10^300"
+    if x > math.log(1e12):
+        exponent = math.floor(x / math.log(10.0))
+        mantissa = math.exp(x - exponent * math.log(10.0))
+        if mantissa >= 9.95:
+            mantissa, exponent = 1.0, exponent + 1
+        return f"{mantissa:.2g} x 10^{exponent}"
+    ratio = math.exp(x)
+    for size, word in _LARGE:
+        if ratio >= size:
+            n = float(f"{ratio / size:.2g}")
+            if n >= 1000:           # 999.6 billion rounds to 1,000 billion: say a trillion
+                return "about 1 trillion"
+            return f"about {n:g} {word}"
+    if ratio >= 100:
+        return f"{ratio:,.0f}"
+    return f"{ratio:.3g}"
+
+
+def times_finer(ratio: float) -> str:
+    """A size ratio for people: '40×', '4.5×', '1,200×'."""
+    r = float(ratio)
+    return f"{r:,.0f}×" if r >= 10 else f"{float(f'{r:.2g}'):g}×"

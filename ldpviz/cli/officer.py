@@ -61,6 +61,8 @@ def cmd_target(args: argparse.Namespace) -> int:
         require(math.isfinite(value) and 0.5 <= value < 1, f"{flag} must be from 0.5 to below 1, got {value!r}")
     require(args.epsilon is None or (math.isfinite(args.epsilon) and EPSILON_MIN <= args.epsilon <= EPSILON_MAX),
             f"--epsilon must be from {EPSILON_MIN:g} to {EPSILON_MAX:g}, got {args.epsilon!r}")
+    require(math.isfinite(args.limit) and 0 < args.limit <= EPSILON_MAX,
+            f"--limit must be an epsilon above 0 and at most {EPSILON_MAX:g}, got {args.limit!r}")
     require(args.users is None or args.users >= 1, f"--users must be at least 1, got {args.users!r}")
     require(args.r is None or (math.isfinite(args.r) and args.r > 0), f"--r must be a distance > 0 m, got {args.r!r}")
     require(args.r is None or not args.no_attacker,          # options that cannot act are refused (issue 30.3)
@@ -95,9 +97,18 @@ def cmd_target(args: argparse.Namespace) -> int:
         for i, future in tradeoff.seeks_side_by_side([seek(name) for name in args.mechanism], costs):
             found_by_index[i] = future.result()
             beat.step(f"target: {args.mechanism[i]} answered ({len(found_by_index)}/{len(args.mechanism)})")
-    for i, name in enumerate(args.mechanism):        # printed in the order asked, whichever finished first
+    from ldpviz.decide import feasibility
+    from ldpviz.geo.domain import Grid, Region
+    from ldpviz.mechanisms.accounting import collection_ledger
+    region_obj = user.region if isinstance(user.region, Region) else experiment.resolve_region(data, user.region)
+    cell_m = Grid(region_obj, args.grid).cell_m
+
+    def ledger_at(setting):          # what a row pays at a setting: the accountant's ledger, region included
+        return collection_ledger(setting, region_obj)
+
+    for i, name in enumerate(args.mechanism):        # JSON results in the order asked, whichever finished first
         found = found_by_index[i]
-        row = found.to_dict()
+        row = feasibility.apply_limit(found.to_dict(), args.limit, ledger_at)
         row["epsilon_unit"] = f"per {GEO_I_UNIT}" if found.privacy_model == GEO_I else ""
         eps_found = row.get("epsilon")
         # tradeoff's warning is privacy_scale.weak_privacy_warning at the answer (the one source of the text)
@@ -105,15 +116,44 @@ def cmd_target(args: argparse.Namespace) -> int:
         if args.json:                                   # the text lines carry it as WARNING: ...
             print_privacy_warning(row["privacy_warning"], name)
         results.append(row)
-        lines.append(_line(row, mode))
-        if row.get("reached") and row.get("ledger"):       # what a row pays at the answer (the accountant)
-            lines.append(f"  privacy: {row['ledger']['sentence']}")
+    inverse = feasibility.needs_inverse(results, mode)
+    if inverse:                                       # none meets the target within the limit: what each reaches there
+        def at_limit(i: int):
+            base = experiment.Scenario(dataset=user.name, mechanism=results[i]["mechanism"], epsilon=1.0,
+                                       grid_side=args.grid, region=user.region, n_users=args.users, seed=args.seed,
+                                       trials=trials)
+            return lambda: tradeoff.reading_at(base, args.metric, args.at_most, results[i]["limit_epsilon"],
+                                               trials=trials, dataset=data)
+        with cli_input.Heartbeat("target") as beat:
+            beat.step(f"target: what {len(inverse)} mechanisms reach at the limit epsilon {args.limit:g}")
+            for j, future in tradeoff.seeks_side_by_side([at_limit(i) for i in inverse]):
+                results[inverse[j]]["at_limit"] = future.result()
+    summary = feasibility.limit_summary(results, args.limit, args.metric, args.at_most, cell_m)
+    key = "epsilon" if mode == "epsilon" else "n_users"
+    grouped = feasibility.rank_by_model(results, feasibility.MODEL_ORDER, key)
+    if summary["lead"]:
+        lines += [summary["lead"]] + [f"  {line}" for line in summary["lines"]] + [""]
+    elif summary["cell_note"]:
+        lines += [f"Note: {summary['cell_note']}", ""]
+    for model, rows in grouped:                      # ranked within a privacy model: different scales
+        lines.append(f"{feasibility.MODEL_HEADINGS.get(model, model)}:")
+        for k, row in enumerate(rows):
+            mark = f"{k + 1}." if row.get("reached") else "-"
+            over = ("" if row.get("within_limit") or not row.get("reached") else
+                    f"\n{'':<17}beyond your limit of epsilon {args.limit:g} per person in one collection")
+            lines.append(f"{mark:<3}{_line(row, mode, args.metric)}{over}")
+            if row.get("reached") and row.get("ledger"):       # what a row pays at the answer (the accountant)
+                lines.append(f"  privacy: {row['ledger']['sentence']}")
     notes = _capped_notes(args.users, results) if mode == "epsilon" else []
     if not args.json:
         print("\n".join(lines + [f"  note: {note}" for note in notes]))
     region = user.region.name if hasattr(user.region, "name") else user.region
     out = {"mode": mode, "dataset": user.name, "region": region, "grid": args.grid, "metric": args.metric,
-           "at_most": args.at_most, "seed": args.seed, "reading": "one collection",
+           "at_most": args.at_most, "seed": args.seed, "reading": "one collection", "cell_m": cell_m,
+           "limit": args.limit, "feasible": summary["feasible"], "lead": summary["lead"],
+           "at_limit_lines": summary["lines"], "cell_note": summary["cell_note"],
+           "groups": [{"model": m, "heading": feasibility.MODEL_HEADINGS.get(m, m),
+                       "ranked": [r["mechanism"] for r in rows]} for m, rows in grouped],
            "probability": args.probability, "confidence": args.confidence, "trials": trials,
            "rule": tradeoff.rule_text(args.probability, args.confidence, trials),
            "results": results, "notes": notes, "seconds": time.perf_counter() - t0}
@@ -134,7 +174,8 @@ def _capped_notes(asked: int | None, results: list[dict[str, Any]]) -> list[str]
     return [wording.capped(asked, max(held))] if asked is not None and held and asked > max(held) else []
 
 
-def _line(row: dict[str, Any], mode: str) -> str:
+def _line(row: dict[str, Any], mode: str, metric: str = "") -> str:
+    from ldpviz.decide.feasibility import metric_text
     from ldpviz.decide.one_collection import chance_text
     name = f"{row['mechanism']:<16}"
     if not row["reached"]:
@@ -143,15 +184,16 @@ def _line(row: dict[str, Any], mode: str) -> str:
     one = (f"one collection meets {row['metric']} <= {row['target']:g} with probability >= {row['probability']:.0%} "
            f"({row['confidence']:.0%} confidence; chance one misses at most {chance_text(row['miss_chance_max'])}, "
            f"{row['misses']} of {row['trials']} fresh collections missed)")
-    mean = (f"; mean {row['mean']:.4g} (95% CI {row['ci_low']:.4g} to {row['ci_high']:.4g}: the mean "
+    mean = (f"; mean {metric_text(metric, row['mean'])} (95% CI {metric_text(metric, row['ci_low'])} to "
+            f"{metric_text(metric, row['ci_high'])}: the mean "
             f"{'meets' if row['mean_met'] else 'does not meet'} it)") if row["mean"] is not None else ""
-    precision = (f" (monte carlo, standard error {row['attacker_error_se_m']:,.0f} m)"
+    precision = (f" (monte carlo, standard error {wording.length(row['attacker_error_se_m'])})"
                  if str(row.get("attacker_method", "")).startswith("monte carlo") else "")
     within = ""
     if row.get("attacker_within_r") is not None and row.get("attacker_r_m"):
         note = f" ({row['attacker_r_note']})" if row.get("attacker_r_note") else ""
-        within = f", within {row['attacker_r_m']:,.0f} m{note} {row['attacker_within_r']:.1%} of the time"
-    attacker = (f"; attacker off by {row['attacker_error_m']:,.0f} m{precision}{within}"
+        within = f", within {wording.length(row['attacker_r_m'])}{note} {row['attacker_within_r']:.1%} of the time"
+    attacker = (f"; attacker off by {wording.length(row['attacker_error_m'])}{precision}{within}"
                 if row["attacker_error_m"] is not None
                 else (f"; attacker: {row['attacker_note']}" if row["attacker_note"] else ""))
     unit = f" {row['epsilon_unit']}" if row["epsilon_unit"] else ""
@@ -253,6 +295,7 @@ def add_commands(sub: Any) -> None:
 
 def _target_options(tp: argparse.ArgumentParser) -> None:
     from ldpviz.decide.one_collection import CONFIDENCE, PROBABILITY
+    from ldpviz.decide.feasibility import DEFAULT_LIMIT
     from ldpviz.decide.tradeoff import DEFAULT_TRIALS, TARGET_METRICS
     _add_scenario_arguments(tp)
     tp.add_argument("--metric", choices=TARGET_METRICS, default="w2_m", help="accuracy metric (lower is better)")
@@ -272,6 +315,10 @@ def _target_options(tp: argparse.ArgumentParser) -> None:
                     help="confidence of that statement (one-sided normal tolerance bound; default %(default)s)")
     tp.add_argument("--r", type=float, help="distance r (m) for 'the attacker lands within r of the person' "
                                            "(default: 1%% of the region's side)")
+    tp.add_argument("--limit", type=float, default=DEFAULT_LIMIT, metavar="EPSILON",
+                    help="the largest epsilon per person in one collection you accept (Geo-I: between neighbouring "
+                         "cells; default %(default)s): where no mechanism meets the target within it, the answer "
+                         "says so first and what each reaches at it")
     tp.add_argument("--no-attacker", action="store_true", dest="no_attacker",
                     help="skip the attacker's error at the answer (faster)")
     tp.add_argument("--json", action="store_true", help="print one JSON object")

@@ -138,8 +138,8 @@ def plan(*, every: str = "day", period: float = 1.0, period_unit: str = "year", 
     sentence = (f"Collecting {span} is {n:,} collections. Each charges a person {one.text()}; over the period "
                 f"they add up to {every_total.text()} for one person's reports (sequential composition)")
     sentence += (": nothing is protected." if every_total.exposed else
-                 f": together they can make one location up to e^{judged:.3g} = {accounting.ratio_text(judged)} "
-                 f"times likelier than another{apart}.")
+                 f": together they can make one location up to {accounting.ratio_text(judged)} times likelier "
+                 f"(e^{judged:.3g}) than another{apart}.")
     return {"every": every, "times_per": times_per, "period": float(period), "period_unit": period_unit,
             "collections": n, "per_collection_epsilon": per, "total_epsilon": every_total.figure(),
             "per_collection_text": one.headline(), "total_text": every_total.headline(),

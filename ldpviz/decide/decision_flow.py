@@ -31,7 +31,7 @@ from typing import Any, Mapping
 from ldpviz import mechanisms
 from ldpviz.data import trajectories
 from ldpviz.data.dataset_types import Dataset
-from ldpviz.decide import decision_report, one_collection, tradeoff
+from ldpviz.decide import decision_report, feasibility, one_collection, tradeoff
 from ldpviz.errors import LdpvizInputError
 from ldpviz.experiment import Scenario
 from ldpviz.geo import region_choice
@@ -61,12 +61,15 @@ DEFAULTS: dict[str, Any] = {
     "decide_metric": "w2_m", "decide_target": TARGET_DEFAULTS["w2_m"], "decide_turn": "epsilon",
     "decide_epsilon": 1.0, "decide_pins": [], "decide_probability": one_collection.PROBABILITY,
     "decide_purpose": "", "decide_owner": "", "decide_retention": "", "decide_trips": "",
+    # the officer's limit: the largest epsilon per person in one collection they accept (issue 36), and the
+    # mechanism they sign ("": the top of the first table, :func:`signed`)
+    "decide_limit": feasibility.DEFAULT_LIMIT, "decide_chosen": "",
 }
 #: Their link keys.
 KEYS = {"decide_unit": "dcu", "decide_reports": "dcr", "decide_every": "dce", "decide_models": "dcm",
         "decide_metric": "dcmet", "decide_target": "dct", "decide_turn": "dcturn", "decide_epsilon": "dceps",
         "decide_pins": "dcpin", "decide_probability": "dcp", "decide_purpose": "dcpur", "decide_owner": "dcown",
-        "decide_retention": "dcret", "decide_trips": "dctr"}
+        "decide_retention": "dcret", "decide_trips": "dctr", "decide_limit": "dclim", "decide_chosen": "dcsign"}
 #: Link keys of the shared choices the flow reads (the dataset, region, grid, users and seed are the dashboard's).
 SHARED = ("dataset", "region", "bbox", "grid_side", "n_users", "seed")
 TEXT_MAX = 300
@@ -120,6 +123,12 @@ def decode(query: Mapping[str, str], cfg: dict[str, Any], warnings: list[str]) -
             return _float(text, 0.001, 50, "epsilon")
         if field == "decide_probability":
             return _float(text, 0.5, 0.999, "probability")
+        if field == "decide_limit":
+            return _float(text, 0.001, 50, "the largest epsilon per person")
+        if field == "decide_chosen":
+            if text and text not in mechanisms.available():
+                raise LdpvizInputError("must be a mechanism name")
+            return text
         return str(text)[:TEXT_MAX]
 
     for field, key in KEYS.items():
@@ -319,11 +328,39 @@ def quick_limits(predicted_s: Mapping[int, float], budget_s: float) -> dict[int,
     return {k: v * scale for k, v in limits.items()}
 
 
-def rank(rows: list[dict[str, Any]], turn: str = "epsilon") -> list[dict[str, Any]]:
-    """Reached first, by the epsilon (or users) needed; unreached after, in their order."""
+def rank(rows: list[dict[str, Any]], turn: str = "epsilon", models: list[str] | tuple[str, ...] = ()) \
+        -> list[dict[str, Any]]:
+    """Ranked within each privacy model (:func:`ldpviz.decide.feasibility.rank_by_model`: epsilon per report and
+    epsilon per km are different scales), the accepted ``models`` in their order first; in each group reached
+    first, by the epsilon (or users) needed, unreached after. Each row gets ``rank`` (1, 2, ... within its model;
+    None when unreached) and ``model_heading``."""
     key = "epsilon" if turn == "epsilon" else "n_users"
-    reached = sorted((r for r in rows if r.get("reached")), key=lambda r: (float(r[key]), r["mechanism"]))
-    return reached + [r for r in rows if not r.get("reached")]
+    out = []
+    for model, group in feasibility.rank_by_model(rows, models or feasibility.MODEL_ORDER, key):
+        for i, r in enumerate(group):
+            r["rank"] = i + 1 if r.get("reached") else None
+            r["model_heading"] = feasibility.MODEL_HEADINGS.get(model, model)
+            out.append(r)
+    return out
+
+
+def groups(ranked: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """:func:`rank`'s rows as (heading, rows) in order: one table per privacy model."""
+    out: list[tuple[str, list[dict[str, Any]]]] = []
+    for r in ranked:
+        if not out or out[-1][0] != r["model_heading"]:
+            out.append((r["model_heading"], []))
+        out[-1][1].append(r)
+    return out
+
+
+def signed(ranked: list[dict[str, Any]], chosen: str | None = None) -> str | None:
+    """The mechanism the signed decision is for: the officer's ``chosen`` where it reached the target, else the
+    top of the first table (:func:`rank`) that has a reached answer."""
+    reached = [r["mechanism"] for r in ranked if r.get("reached")]
+    if chosen in reached:
+        return chosen
+    return reached[0] if reached else None
 
 
 def epsilon_text(row: Mapping[str, Any]) -> str:

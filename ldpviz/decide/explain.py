@@ -16,7 +16,7 @@ import math
 from typing import Any
 
 from ldpviz.errors import require
-from ldpviz.wording import length, number, plural  # noqa: F401 -- the pages' wording helpers, re-exported
+from ldpviz.wording import length, times, number, plural  # noqa: F401 -- the pages' wording helpers, re-exported
 from ldpviz.mechanisms.base import CENTRAL_DP, GEO_I, GEO_I_UNIT, GEO_I_UNIT_M, LDP, NO_PRIVACY
 from ldpviz.metrics import METRIC_INFO
 from ldpviz.decide.privacy_scale import ratio_text
@@ -62,8 +62,8 @@ def _belief(log_ratio: float) -> str:
 def exp_ratio_text(exponent: float) -> str:
     """e^exponent in words: the number up to a million, else its power of ten ('about 10^158', not 'more than a
     million' for e^365)."""
-    if exponent < math.log(1e6):
-        return f"{math.exp(exponent):.3g}"
+    if exponent < math.log(1e12):       # '4.48', '22,026', 'about 82 million' (ldpviz.wording.times)
+        return times(exponent)
     return f"about 10^{int(exponent / math.log(10))}"
 
 
@@ -81,8 +81,8 @@ def epsilon_plain(epsilon: float, model: str = LDP, *, distances_m: tuple[float,
     require(isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon > 0,
             f"epsilon must be a number > 0, got {epsilon!r}")
     if model == LDP:
-        return (f"epsilon = {epsilon:g} means that one report makes no location more than e^{epsilon:g} = "
-                f"{_times(epsilon)} times likelier than any other. Worked example: someone who thought two places "
+        return (f"epsilon = {epsilon:g} means that one report makes no location more than "
+                f"{_times(epsilon)} times likelier (e^{epsilon:g}) than any other. Worked example: someone who thought two places "
                 f"equally likely (50% / 50%) before seeing the report can believe at most {_belief(epsilon)} "
                 f"after it. Smaller epsilon: stronger privacy and noisier maps.")
     if model == GEO_I:

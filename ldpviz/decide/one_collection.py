@@ -111,8 +111,10 @@ def miss_chance_bound(values: np.ndarray, target: float, lower_better: bool, con
 
 
 def read(values: np.ndarray, target: float, lower_better: bool, probability: float = PROBABILITY,
-         confidence: float = CONFIDENCE) -> Reading:
-    """The rule over these collections' values (all of them)."""
+         confidence: float = CONFIDENCE, floor: float | None = None) -> Reading:
+    """The rule over these collections' values (all of them). ``floor``: the least value the metric can take (0 for
+    a distance or a divergence, :data:`ldpviz.metrics.NONNEGATIVE_METRICS`): the mean's interval is clipped there,
+    so a distance never reads "95% CI -7.2 to 173"."""
     v = np.asarray(values, dtype=float)
     n = len(v)
     mean = float(np.mean(v))
@@ -126,10 +128,28 @@ def read(values: np.ndarray, target: float, lower_better: bool, probability: flo
     z = (target - mean) / s * sign if s > 0 and math.isfinite(s) else (math.inf if sign * mean <= sign * target
                                                                          else -math.inf)
     mean_edge = mean + sign * half
-    return Reading(met=met, bound=bound, mean=mean, ci_low=mean - half, ci_high=mean + half, trials=n,
+    low = mean - half if floor is None else max(mean - half, float(floor))
+    return Reading(met=met, bound=bound, mean=mean, ci_low=low, ci_high=mean + half, trials=n,
                    misses=misses, miss_chance=float(special.ndtr(-z)),
                    miss_chance_max=miss_chance_bound(v, target, lower_better, confidence),
                    mean_met=bool(sign * mean_edge <= sign * target))
+
+
+def one_collection_range(values: np.ndarray, coverage: float = 0.95,
+                         floor: float | None = None) -> tuple[float, float, float]:
+    """(mean, low, high): where ONE more collection's metric falls with probability ``coverage``, from ``values``
+    over independent collections: the normal prediction interval m -+ t_{(1+c)/2, n-1} s sqrt(1 + 1/n)
+    (Krishnamoorthy & Mathew 2009, sec. 1.2), the low end clipped at ``floor`` (0 for a distance)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return math.nan, math.nan, math.nan
+    mean = float(v.mean())
+    if v.size < 2:
+        return mean, mean, mean
+    half = float(special.stdtrit(v.size - 1, 0.5 + coverage / 2)) * float(v.std(ddof=1)) * math.sqrt(1 + 1 / v.size)
+    low = mean - half if floor is None else max(mean - half, float(floor))
+    return mean, low, mean + half
 
 
 class Rule:
@@ -143,8 +163,10 @@ class Rule:
     """
 
     def __init__(self, values: Values, target: float, lower_better: bool, trials: int = DEFAULT_TRIALS,
-                 probability: float = PROBABILITY, confidence: float = CONFIDENCE, chunk: int = 1) -> None:
+                 probability: float = PROBABILITY, confidence: float = CONFIDENCE, chunk: int = 1,
+                 floor: float | None = None) -> None:
         self.values, self.target, self.lower_better = values, float(target), lower_better
+        self.floor = floor
         self.chunk = max(1, int(chunk))
         self.trials, self.probability, self.confidence = int(trials), probability, confidence
         self.exact_stop = early_stop_is_exact(self.trials, probability, confidence)
@@ -181,13 +203,15 @@ class Rule:
                     v = self.values(x, min(self.trials, t + self.chunk - 1))
                 if self.misses(float(v[t - 1])):
                     v = v[:t]
-                    r = read(v, self.target, self.lower_better, self.probability, self.confidence) if t > 1 else \
+                    r = read(v, self.target, self.lower_better, self.probability, self.confidence, self.floor) if t > 1 \
+                        else \
                         Reading(False, math.inf if self.lower_better else -math.inf, float(v[0]), math.nan, math.nan,
                                 1, 1, math.nan, 1.0, False)
                     r.met, r.stopped_early = False, t < self.trials
                     self.seen[x] = r
                     return r
-        r = read(self.values(x, self.trials), self.target, self.lower_better, self.probability, self.confidence)
+        r = read(self.values(x, self.trials), self.target, self.lower_better, self.probability, self.confidence,
+                 self.floor)
         self.seen[x] = r
         return r
 

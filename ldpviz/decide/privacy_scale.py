@@ -67,7 +67,7 @@ def _length(metres: float) -> str:
 def _up_to(log_ratio: float) -> str:
     """'at most 4.48' or, when the number is itself a lower bound, 'more than 10^300'."""
     text = ratio_text(log_ratio)
-    return text if text.startswith("more than") else f"at most {text}"
+    return text if text.startswith("more than") else f"at most {text.removeprefix('about ')}"
 
 
 def region_diagonal_m(grid: Grid) -> float:
@@ -110,8 +110,8 @@ def common_terms(mechanism: Mechanism | str, grid: Grid | None = None, epsilon: 
         out.update(max_ratio=ratio, max_ratio_text=ratio_text(eps), ldp_equivalent_epsilon=eps)
         out["sentence"] = (
             f"Local differential privacy, epsilon = {eps:g}: each phone randomises its own location before "
-            f"sending it, so one report makes no location more than e^{eps:g} = {ratio_text(eps)} times "
-            f"likelier than any other, wherever the two are. Protects {PROTECTED_UNIT}.")
+            f"sending it, so one report makes no location more than {ratio_text(eps)} times "
+            f"likelier (e^{eps:g}) than any other, wherever the two are. Protects {PROTECTED_UNIT}.")
     elif model == GEO_I:
         per_km = mech.epsilon_per_cell * GEO_I_UNIT_M / grid.cell_m
         slack = float(mech.geo_slack_m())
@@ -129,7 +129,7 @@ def common_terms(mechanism: Mechanism | str, grid: Grid | None = None, epsilon: 
                    ldp_equivalent_epsilon=across)
         slack_text = (f" plus a snapping slack of {_length(slack)} (the cell diagonal: positions are snapped to "
                       f"cell centres), so even two neighbours a metre apart may differ by e^({per_km:.3g} x "
-                      f"{slack / GEO_I_UNIT_M:.3g}) = {ratio_text(mech.geo_log_ratio_bound(0.0))} times"
+                      f"{slack / GEO_I_UNIT_M:.3g}), {ratio_text(mech.geo_log_ratio_bound(0.0))} times"
                       if slack > 0 else "")
         out["sentence"] = (
             f"Geo-indistinguishability, epsilon = {per_km:.3g} per {GEO_I_UNIT}: each phone randomises its own "
@@ -144,7 +144,7 @@ def common_terms(mechanism: Mechanism | str, grid: Grid | None = None, epsilon: 
         out["sentence"] = (
             f"Central differential privacy, epsilon = {eps:g}: phones send their exact locations to a trusted "
             f"aggregator, who sees them all; only the published map is protected (adding or removing one person "
-            f"changes the probability of any map by at most e^{eps:g} = {ratio_text(eps)} times). "
+            f"changes the probability of any map by at most {ratio_text(eps)} times, e^{eps:g}). "
             f"Not comparable with local models: it needs trust in the aggregator.")
     else:
         out.update(max_ratio=math.inf, max_ratio_text="unbounded (no privacy)", ldp_equivalent_epsilon=math.inf)

@@ -120,6 +120,13 @@ class Evaluator:
             self._mechanisms[key] = mechanisms.create(self.base.mechanism, grid, epsilon, **self.base.param_dict)
         return self._mechanisms[key]
 
+    def setting(self) -> dict[str, Any] | None:
+        """What the accountant reads of this mechanism (:class:`ldpviz.decide.feasibility.Setting`, as a dict), from
+        any setting built so far; None when none was (every setting refused)."""
+        from ldpviz.decide.feasibility import Setting
+        mech = next(iter(self._mechanisms.values()), None)
+        return None if mech is None else Setting.of(mech).to_dict()
+
     def values(self, epsilon: float, n_users: int | None = None, trials: int | None = None,
                stream: int = 0) -> np.ndarray:
         """The metric of trials 0 .. trials-1 (default ``base.trials``) at this setting; trials already run
@@ -193,7 +200,7 @@ def frontier(base: Scenario, mechanism_names: Iterable[str], epsilons: Iterable[
         model = mechanisms.get(name).privacy_model
         for n in n_list:
             for eps in eps_list:
-                mean, lo, hi = mean_ci(ev.values(eps, n))
+                mean, lo, hi = mean_ci(ev.values(eps, n), floor=_floor(metric))
                 row = {"mechanism": name, "privacy_model": model, "epsilon": eps,
                        "n_users": len(ev.users(n)[1].cells), metric: mean, f"{metric}_lo": lo, f"{metric}_hi": hi,
                        "trials": base.trials}
@@ -272,6 +279,9 @@ class GoalResult:
     attacker_r_note: str = ""
     #: what a row pays at the answer (the accountant's ledger, region included; None when unreached)
     ledger: dict[str, Any] | None = None
+    #: what the accountant reads of the mechanism at any epsilon (:class:`ldpviz.decide.feasibility.Setting`):
+    #: the officer's limit is judged on it (:func:`ldpviz.decide.feasibility.apply_limit`)
+    setting: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -282,6 +292,11 @@ def _privacy_at(mech: Any) -> tuple[str, dict[str, Any]]:
     warning is judged on the ledger's per-row total (:mod:`ldpviz.mechanisms.accounting`)."""
     ledger = collection_ledger(mech, mech.grid.region)
     return weak_privacy_warning(mech, ledger) or "", ledger.to_dict()
+
+
+def _floor(metric: str) -> float | None:
+    """The least value ``metric`` can take (0 for distances and divergences), where intervals are clipped."""
+    return 0.0 if metric in metrics.NONNEGATIVE_METRICS else None
 
 
 def _lower_is_better(metric: str) -> bool:
@@ -364,7 +379,7 @@ def target_epsilon(base: Scenario, metric: str, at_most: float, *, n_users: int 
     lower_better = _lower_is_better(metric)
     lo_lim, hi_lim = eps_range
     rule = dict(target=at_most, lower_better=lower_better, trials=trials, probability=probability,
-                confidence=confidence, chunk=_chunk(base.mechanism, trials))
+                confidence=confidence, chunk=_chunk(base.mechanism, trials), floor=_floor(metric))
     search = one_collection.Rule(lambda e, t: ev.values(e, n_users, t), **rule)
     fresh = one_collection.Rule(lambda e, t: ev.values(e, n_users, t, stream=one_collection.FRESH_STREAM), **rule)
     with estimation.stop_after(time_limit_s):
@@ -396,8 +411,29 @@ def target_epsilon(base: Scenario, metric: str, at_most: float, *, n_users: int 
         if attacker:
             _set_attacker(result, _attacker_fields(ev, scan.answer, n_users, r_m))
     result.evaluations, result.runs = ev.evaluations, ev.runs
+    result.setting = ev.setting()
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def reading_at(base: Scenario, metric: str, at_most: float, epsilon: float, *,
+               trials: int = one_collection.DEFAULT_TRIALS, dataset: datasets.Dataset | None = None,
+               coverage: float = 0.95) -> dict[str, Any]:
+    """The inverse question: what ``metric`` one collection reaches at ``epsilon`` (e.g. the officer's limit) with
+    ``base.n_users`` users (None: everyone in the region, as the epsilon question), over
+    ``trials`` fresh collections (the streams a goal seek decides on): the mean, the range one collection falls in
+    with probability ``coverage`` (:func:`ldpviz.decide.one_collection.one_collection_range`, clipped at 0 for a
+    non-negative metric) and how many met ``at_most``. A setting the mechanism refuses gives ``note``."""
+    ev = Evaluator(base, metric, dataset)
+    out: dict[str, Any] = {"epsilon": float(epsilon), "trials": int(trials), "coverage": coverage}
+    try:
+        values = ev.values(epsilon, base.n_users, trials, stream=one_collection.FRESH_STREAM)
+    except LdpvizInputError as err:
+        return {**out, "mean": None, "low": None, "high": None, "met": 0, "note": str(err)}
+    mean, low, high = one_collection.one_collection_range(values, coverage, floor=_floor(metric))
+    lower = _lower_is_better(metric)
+    met = int(np.sum(values <= at_most) if lower else np.sum(values >= at_most))
+    return {**out, "mean": mean, "low": low, "high": high, "met": met, "note": ""}
 
 
 def users_needed(base: Scenario, metric: str, at_most: float, *, r_m: float | None = None, attacker: bool = True,
@@ -422,7 +458,7 @@ def users_needed(base: Scenario, metric: str, at_most: float, *, r_m: float | No
         return lambda n, t: ev.values(base.epsilon, None if int(n) >= everyone else int(n), t, stream=stream)
 
     rule = dict(target=at_most, lower_better=_lower_is_better(metric), trials=trials, probability=probability,
-                confidence=confidence, chunk=_chunk(base.mechanism, trials))
+                confidence=confidence, chunk=_chunk(base.mechanism, trials), floor=_floor(metric))
     search = one_collection.Rule(values(0), **rule)
     fresh = one_collection.Rule(values(one_collection.FRESH_STREAM), **rule)
     low = min(MIN_USERS, everyone)
@@ -447,6 +483,7 @@ def users_needed(base: Scenario, metric: str, at_most: float, *, r_m: float | No
         if attacker:
             _set_attacker(result, _attacker_fields(ev, base.epsilon, None, r_m))
     result.evaluations, result.runs = ev.evaluations, ev.runs
+    result.setting = ev.setting()
     result.seconds = time.perf_counter() - t0
     return result
 

@@ -38,6 +38,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
+from ldpviz import wording
 from ldpviz.errors import require
 from ldpviz.mechanisms.base import CENTRAL_DP, GEO_I, GEO_I_UNIT_M, LDP, NO_PRIVACY, UNIT_PERSON, UNIT_ROW
 
@@ -63,22 +64,9 @@ LOG_RATIO_TEXT_LIMIT = 300.0 * math.log(10.0)
 
 
 def ratio_text(log_ratio: float) -> str:
-    """e^log_ratio in words, from its log so nothing overflows: '4.48', '22,026', '3.1 x 10^57', or
-    'more than 10^300'."""
-    if math.isnan(log_ratio):
-        return "undetermined"
-    if log_ratio > LOG_RATIO_TEXT_LIMIT:
-        return "more than 10^300"
-    if log_ratio > math.log(1e12):
-        exponent = math.floor(log_ratio / math.log(10.0))
-        mantissa = math.exp(log_ratio - exponent * math.log(10.0))
-        if mantissa >= 9.95:
-            mantissa, exponent = 1.0, exponent + 1
-        return f"{mantissa:.2g} x 10^{exponent}"
-    ratio = math.exp(log_ratio)
-    if ratio >= 100:
-        return f"{ratio:,.0f}"
-    return f"{ratio:.3g}"
+    """e^log_ratio in words, from its log so nothing overflows: '4.48', '22,026', 'about 82 million',
+    '3.1 x 10^57', or 'more than 10^300' (:func:`ldpviz.wording.times`, the one rule for people)."""
+    return wording.times(log_ratio)
 
 
 def _length(metres: float) -> str:
@@ -313,21 +301,21 @@ class Ledger:
         if single and total.geo_per_km > 0:
             cell = self.reference_m
             return (f"{head} (judged on {named}): at epsilon = {total.geo_per_km:.3g} per km on cells of "
-                    f"{_length(cell)}, one report can make a person's cell e^{local:,.3g} = {ratio_text(local)} "
-                    "times likelier than the neighbouring cell, so the report all but reveals the cell (accuracy "
+                    f"{_length(cell)}, one report can make a person's cell {ratio_text(local)} times likelier "
+                    f"(e^{local:,.3g}) than the neighbouring cell, so the report all but reveals the cell (accuracy "
                     f"figures such as W2 = 0 m or an attacker's error of 0 m say the same). {advice}: keep epsilon "
                     "per km x cell side in km (plus any slack) below it, with a smaller epsilon or smaller cells.")
         if single:
             what = "the published map" if total.central > local else "one report"
             return (f"{head} (judged on {named}): epsilon = {_number(worst)} lets {what} make one location "
-                    f"e^{_number(worst)} = {ratio_text(worst)} times likelier than another. {advice}; choose a "
+                    f"{ratio_text(worst)} times likelier (e^{_number(worst)}) than another. {advice}; choose a "
                     "smaller epsilon.")
         where = (f" between positions {_length(self.reference_m)} apart (neighbouring cells)"
                  if total.geo_per_km > 0 and self.reference_m > 0 else "")
         what = "the published map" if total.central > local else f"one {_unit_noun(self.unit)}'s reports"
         fewer = "fewer collections, " if self.repeats > 1 else ""
-        return (f"{head}: {named} is {total.text()}{where}, so {what} can make one place e^{worst:.3g} = "
-                f"{ratio_text(worst)} times likelier than another. {advice}; choose a smaller epsilon, {fewer}or "
+        return (f"{head}: {named} is {total.text()}{where}, so {what} can make one place "
+                f"{ratio_text(worst)} times likelier (e^{worst:.3g}) than another. {advice}; choose a smaller epsilon, {fewer}or "
                 f"fewer reports per {_unit_noun(self.unit)}.")
 
     def to_dict(self) -> dict[str, Any]:
