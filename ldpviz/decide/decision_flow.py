@@ -38,6 +38,7 @@ from ldpviz.geo import region_choice
 from ldpviz.mechanisms import accounting
 from ldpviz.mechanisms.base import CENTRAL_DP, GEO_I, GEO_I_UNIT, LDP, UNIT_PERSON, UNIT_ROW
 from ldpviz.shell import command_line
+from ldpviz.wording import length
 
 #: The privacy models an officer may accept, and how the page names them.
 MODELS = {LDP: "Local DP (each phone randomises its own report)",
@@ -105,7 +106,7 @@ def decode(query: Mapping[str, str], cfg: dict[str, Any], warnings: list[str]) -
             models = [codes.get(c.strip()) for c in text.split(",") if c.strip()]
             if not models or None in models:
                 raise LdpvizInputError(f"must be some of {', '.join(codes)}")
-            return [m for m in MODELS if m in models]
+            return list(dict.fromkeys(models))     # the officer's order: it orders step 4's tables
         if field == "decide_pins":
             names = [n for n in text.split(",") if n]
             unknown = [n for n in names if n not in mechanisms.available()]
@@ -276,6 +277,25 @@ def answer(goal: Mapping[str, Any], mech: Any, region: Any, cfg: Mapping[str, An
     return row
 
 
+def with_limit(rows: list[dict[str, Any]], region: Any, cfg: Mapping[str, Any],
+               people: int | None = None) -> list[dict[str, Any]]:
+    """Each answer with the officer's limit (step 4's "largest epsilon per person in one collection I accept"),
+    judged on the flow's own ledger (:func:`ledger_for`: the region, reports per person, the unit):
+    :func:`ldpviz.decide.feasibility.apply_limit`."""
+    limit = float(cfg.get("decide_limit", feasibility.DEFAULT_LIMIT))
+    return [feasibility.apply_limit(r, limit, lambda s: ledger_for(s, region, cfg, people)) for r in rows]
+
+
+def limit_text(row: Mapping[str, Any]) -> str:
+    """Step 4's column: whether the answer is within the officer's limit ('yes', 'no: needs 18.2 > 5')."""
+    if not row.get("reached"):
+        return "—"
+    if row.get("within_limit"):
+        return "yes"
+    eps = row.get("limit_epsilon")
+    return "no" + (f": your limit allows ε {feasibility.epsilon_text(eps, row['privacy_model'])}" if eps else "")
+
+
 def start_now(predicted_s: Mapping[int, float], threads: int, budget_s: float) -> list[int]:
     """Step 4's seeks that start without a click: shortest predicted first while the group's wall time, run
     ``threads`` at a time, stays within ``budget_s`` (at least the shortest one, so a first answer always comes
@@ -395,6 +415,8 @@ def command(cfg: Mapping[str, Any], mechanisms_: list[str], region: Any = None,
         parts += ["--epsilon", f"{float(cfg['decide_epsilon']):g}"]
     if float(cfg.get("decide_probability", one_collection.PROBABILITY)) != one_collection.PROBABILITY:
         parts += ["--probability", f"{float(cfg['decide_probability']):g}"]
+    if float(cfg.get("decide_limit", feasibility.DEFAULT_LIMIT)) != feasibility.DEFAULT_LIMIT:
+        parts += ["--limit", f"{float(cfg['decide_limit']):g}"]
     parts += ["--seed", str(int(cfg.get("seed", 0)))]
     for name in mechanisms_:
         parts += ["--mechanism", name]
@@ -475,6 +497,8 @@ def record_sections(cfg: Mapping[str, Any], *, data_label: str, rows_text: str, 
         ("4. Question", "the smallest epsilon found at the users there are" if turn == "epsilon" else
          f"the fewest users found at epsilon {float(cfg['decide_epsilon']):g}"),
         ("4. Rule", tradeoff.rule_text(float(cfg.get("decide_probability", 0.95)))),
+        ("4. The largest ε per person in one collection accepted",
+         f"{float(cfg.get('decide_limit', feasibility.DEFAULT_LIMIT)):g} (Geo-I: between neighbouring cells)"),
         ("4. Seed", str(cfg.get("seed", 0))),
     ]
     if pick is not None and pick.get("reached"):
@@ -490,25 +514,38 @@ def record_sections(cfg: Mapping[str, Any], *, data_label: str, rows_text: str, 
                    f"{_e(decision_report.metric_value(metric, pick['ci_high']))}). {_e(decision_report.sentence(pick['message']))}</p>")
         if pick.get("attacker_error_m") is not None:
             verdict += (f"<p>An attacker who knows the population density and sees one report is off by "
-                        f"{pick['attacker_error_m']:,.0f} m on average.</p>")
+                        f"{_e(length(pick['attacker_error_m']))} on average.</p>")
         for key in ("scan_warning", "warning", "ledger_warning"):
             if pick.get(key):
                 verdict += f"<p class='warn'><strong>Warning:</strong> {_e(pick[key])}</p>"
         ledger = pick.get("ledger") or {}
+        one, over = pick.get("ledger_one", ""), pick.get("ledger_sentence", "")
         ledger_html = ("<ul>" + "".join(f"<li>{_e(line)}</li>" for line in ledger.get("lines", [])) + "</ul>"
-                       f"<p><strong>{_e(pick.get('ledger_one', ''))}</strong></p>"
-                       f"<p><strong>{_e(pick.get('ledger_sentence', ''))}</strong></p>")
+                       f"<p><strong>{_e(one)}</strong></p>"
+                       + (f"<p><strong>{_e(over)}</strong></p>" if over and over != one else ""))
         year_total = ledger.get("total", {}).get("text") or pick.get("ledger_sentence", "")
     else:
         verdict = "<p class='warn'><strong>No mechanism chosen, or the chosen one did not reach the target.</strong></p>"
         ledger_html, year_total = "", "not decided"
+    def alt_row(r: Mapping[str, Any]) -> str:
+        return (f"<tr><td>{_e(r.get('rank') or '—')}</td><td>{_e(r['mechanism'])}</td><td>{_e(epsilon_text(r))}</td>"
+                f"<td>{_e(format(r['n_users'], ',') if r.get('n_users') else '')}</td>"
+                f"<td>{_e(limit_text(r) if 'within_limit' in r else '')}</td>"
+                f"<td>{_e(one_collection.chance_text(r.get('miss_chance_max')) if r.get('reached') else '')}</td>"
+                f"<td>{_e('' if r.get('attacker_error_m') is None else length(r['attacker_error_m']))}</td>"
+                f"<td>{_e(r.get('ledger_one', '') if r.get('reached') else r.get('message', ''))}</td></tr>")
+
+    ranked = answers if all("model_heading" in r for r in answers) else rank(list(answers), turn,
+                                                                              cfg.get("decide_models") or ())
     alt_rows = "".join(
-        f"<tr><td>{_e(r['mechanism'])}</td><td>{_e(r['privacy_model'])}</td><td>{_e(epsilon_text(r))}</td>"
-        f"<td>{_e(format(r['n_users'], ',') if r.get('n_users') else '')}</td>"
-        f"<td>{_e(one_collection.chance_text(r.get('miss_chance_max')) if r.get('reached') else '')}</td>"
-        f"<td>{_e('' if r.get('attacker_error_m') is None else format(r['attacker_error_m'], ',.0f') + ' m')}</td>"
-        f"<td>{_e(r.get('ledger_one', '') if r.get('reached') else r.get('message', ''))}</td></tr>"
-        for r in answers)
+        f"<tr><th colspan='8'>{_e(heading)}</th></tr>" + "".join(alt_row(r) for r in rows)
+        for heading, rows in groups(ranked))
+    limit = float(cfg.get("decide_limit", feasibility.DEFAULT_LIMIT))
+    summary = feasibility.limit_summary(ranked, limit, metric, target) if any("within_limit" in r for r in ranked) \
+        else None
+    lead = (f"<p class='warn'><strong>{_e(summary['lead'])}</strong></p><ul>"
+            + "".join(f"<li>{_e(line)}</li>" for line in summary["lines"]) + "</ul>") if summary and summary["lead"] \
+        else ""
     left_out = "".join(f"<li>{_e(n)}: {_e(w)}</li>" for n, w in why_not.items())
     not_covered = [
         "The tolerance bound assumes the metric varies like a normal variable from one collection to the next; "
@@ -528,11 +565,11 @@ def record_sections(cfg: Mapping[str, Any], *, data_label: str, rows_text: str, 
             ("Total epsilon per person over a year", year_total),
             ("Signed", signed_by or "________________________  date ____________")]
     head = f"""<h2>Decision: every choice</h2>{_rows(choices)}
-<h2>Decision: the answer</h2>{verdict}
+<h2>Decision: the answer</h2>{lead}{verdict}
 <h2>Decision: the ledger (what each person pays on the schedule of step 2)</h2>{ledger_html}
-<h2>Decision: alternatives, ranked by the {'epsilon' if turn == 'epsilon' else 'users'} they need</h2>
-<table><tr><th>mechanism</th><th>model</th><th>epsilon</th><th>users</th><th>chance one collection misses (at most)</th>
-<th>attacker off by</th><th>total per person, one collection</th></tr>{alt_rows}</table>
+<h2>Decision: alternatives, ranked within each privacy model by the {'epsilon' if turn == 'epsilon' else 'users'} they need</h2>
+<table><tr><th>rank</th><th>mechanism</th><th>epsilon</th><th>users</th><th>within your limit</th>
+<th>chance one collection misses (at most)</th><th>attacker off by</th><th>total per {_e(unit_noun(cfg))}, one collection</th></tr>{alt_rows}</table>
 <h3>Left out, and why not</h3><ul>{left_out or '<li>none</li>'}</ul>
 <h2>Decision: what this does not cover</h2><ul>{''.join(f'<li>{_e(t)}</li>' for t in not_covered)}</ul>
 """
@@ -544,13 +581,17 @@ def record_sections(cfg: Mapping[str, Any], *, data_label: str, rows_text: str, 
     return head, tail
 
 
+def unit_noun(cfg: Mapping[str, Any]) -> str:
+    return "person" if unit_of(cfg) == "person" else "row"      # the ledger's own noun (accounting)
+
+
 def record_json(cfg: Mapping[str, Any], answers: list[dict[str, Any]], chosen: str | None,
                 region: Any = None) -> dict[str, Any]:
     """The flow's choices and answers as JSON (embedded in the signed report beside its own numbers), with the
     region's provenance (:func:`ldpviz.geo.region_choice.origin`) when ``region`` is given."""
     keep = ("mechanism", "privacy_model", "reached", "epsilon", "n_users", "probability", "confidence",
             "miss_chance_max", "misses", "trials", "mean", "ci_low", "ci_high", "message", "scan_warning",
-            "attacker_error_m")
+            "attacker_error_m", "rank", "model_heading", "limit", "limit_epsilon", "within_limit", "at_limit")
     return {"choices": {k: cfg.get(k) for k in DEFAULTS if k != "decide_pins"} | {
                 k: cfg.get(k) for k in ("dataset", "region", "bbox", "grid_side", "n_users", "seed")},
             "unit": unit_of(cfg), "chosen": chosen,

@@ -34,6 +34,7 @@ from ldpviz.decide.privacy_scale import common_terms
 from ldpviz.geo.domain import Region, bounds_text
 from ldpviz.mechanisms.fo.private_region import PRIVATE_TILES, PUBLIC_TILES
 from ldpviz.shell import command_line
+from ldpviz.wording import length
 
 #: The quick audit: a 4 x 4 grid over a nominal 10 km square, this many samples per input.
 AUDIT_SIDE = 4
@@ -62,9 +63,14 @@ def _e(text: Any) -> str:
 
 
 def _num(value: Any, digits: int = 4) -> str:
+    """A number for people, never in exponent form ('39,600', '0.0421', '0.000012')."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "—"
-    return f"{value:.{digits}g}"
+    v = float(value)
+    if abs(v) >= 10 ** digits:
+        return f"{v:,.0f}"
+    text = f"{v:.{digits}g}"
+    return text if "e" not in text else f"{v:.12f}".rstrip("0").rstrip(".")
 
 
 def _jsonable(value: Any) -> Any:
@@ -304,8 +310,9 @@ def _protects(ledger: Any) -> str:
     return f"{ledger.unit}: all of their reports in one collection (the ledger counts them)"
 
 
-def rows_sentence(dataset: datasets.Dataset, result: experiment.Result) -> str:
-    """n as the tool knows it: rows in the file and rows that take part, never a claim about people."""
+def rows_sentence(dataset: datasets.Dataset, result: experiment.Result, unit: str | None = None) -> str:
+    """n as the tool knows it: rows in the file and rows that take part, never a claim about people. ``unit``: the
+    unit a signed decision protects (its ledger's); a person there is stated as the officer's statement."""
     if is_trips(dataset.name):
         return (f"{dataset.n:,} people, one point each, taken from their trips; n = {result.n_users:,} of them inside "
                 "the region take part, each sending one report. Each row here is one person, so what is said per "
@@ -314,7 +321,10 @@ def rows_sentence(dataset: datasets.Dataset, result: experiment.Result) -> str:
     kind = "synthetic rows" if dataset.synthetic else "rows"
     text = (f"{dataset.n:,} {kind} in the data set; n = {result.n_users:,} rows inside the region take part, each "
             "sending one report.")
-    if dataset.report is not None or dataset.name.startswith("upload:"):
+    if unit == accounting.UNIT_PERSON:
+        text += (" The decision (step 2) states that the unit is a person, each sending one row per collection: "
+                 "what this report says per person is per row of the file.")
+    elif dataset.report is not None or dataset.name.startswith("upload:"):
         text += (" ldpviz cannot tell from the file whether two rows belong to the same person, so the guarantee "
                  "(section 3) protects one row, not one person.")
     return text
@@ -351,8 +361,7 @@ def metric_value(metric: str, value: Any) -> str:
     if value is None or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
         return "—"
     if metric.endswith("_m"):
-        v = float(value)
-        return f"{v / 1000:,.3g} km" if abs(v) >= 10_000 else f"{v:,.0f} m"
+        return length(float(value))
     return _num(value)
 
 
@@ -397,7 +406,8 @@ def _target_html(t: Mapping[str, Any]) -> str:
 def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | None = None, audit: bool = True,
                  r_m: float | None = None, result: experiment.Result | None = None,
                  goal: Mapping[str, Any] | None = None, metric: str | None = None, target: float | None = None,
-                 decision: tuple[str, str] | None = None, decision_json: Mapping[str, Any] | None = None) -> str:
+                 decision: tuple[str, str] | None = None, decision_json: Mapping[str, Any] | None = None,
+                 ledger: accounting.Ledger | None = None) -> str:
     """The decision report for ``scenario`` as one self-contained HTML string.
 
     ``scenario.trials`` (at least 2) sets the confidence intervals and the spread map;
@@ -408,7 +418,9 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
     and ``target``: the target this setting answers, stated with its one-collection reading
     (:func:`target_reading`). ``decision``: the Decide flow's (head, tail) HTML
     (:func:`ldpviz.decide.decision_flow.record_sections`): the report is then the signed decision, its
-    choices first and the sign-off last. The numbers stated are also given as JSON (the last section,
+    choices first and the sign-off last; ``ledger``: the decision's own ledger (its unit, reports per person and
+    schedule, :func:`ldpviz.decide.decision_flow.ledger_for`), stated instead of one report per row once, so the
+    report names one unit and one schedule. The numbers stated are also given as JSON (the last section,
     ``<pre id="ldpviz-report-json">``, no script).
     """
     require(scenario.trials >= 2, "the report needs at least 2 trials for its confidence intervals")
@@ -421,10 +433,12 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
     mech = mechanisms.create(scenario.mechanism, grid, scenario.epsilon, **scenario.param_dict)
     terms = common_terms(mech)
     model = mech.privacy_model
-    ledger = result.ledger if result.ledger is not None else accounting.collection_ledger(mech, region)
+    decided = ledger is not None
+    if ledger is None:
+        ledger = result.ledger if result.ledger is not None else accounting.collection_ledger(mech, region)
     population = grid.histogram(grid.bin_lonlat(dataset.lon, dataset.lat).cells)
     r_m = resolve_r_m(grid, r_m)
-    r_text = f"{r_m:,.0f} m" + (f" ({r_note(grid, r_m)})" if r_note(grid, r_m) else "")
+    r_text = length(r_m) + (f" ({r_note(grid, r_m)})" if r_note(grid, r_m) else "")
     attack = attackers(mech, population, r_m=r_m, n_users=scenario.n_users)
     now = _dt.datetime.now(_dt.timezone.utc)
 
@@ -459,7 +473,9 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
             continue
         mean, lo, hi = result.metric_ci(metric)
         info = metric_explanation(metric)
-        metric_rows.append([info["label"], _num(mean), f"{_num(lo)} to {_num(hi)}", info["unit"],
+        metric_rows.append([info["label"], metric_value(metric, mean) if metric.endswith("_m") else _num(mean),
+                            f"{metric_value(metric, lo)} to {metric_value(metric, hi)}" if metric.endswith("_m")
+                            else f"{_num(lo)} to {_num(hi)}", "distance" if metric.endswith("_m") else info["unit"],
                             "lower" if info["lower_is_better"] else "higher", info["good"], info["poor"]])
     w2_mean = result.metric_ci("w2_m")[0] if "w2_m" in result.metrics.columns else None
 
@@ -468,16 +484,16 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
         def pm(value: str, se: str, a) -> str:
             return value if a.method == "exact" else f"{value} ± {se}"
 
-        rows = [[a.prior_label, pm(f"{a.best_guess_error_m:,.0f}", f"{a.best_guess_error_se_m:,.0f}", a),
-                 pm(f"{a.within_r:.1%}", f"{a.within_r_se:.1%}", a), f"{a.no_report_error_m:,.0f}",
+        rows = [[a.prior_label, pm(length(a.best_guess_error_m), length(a.best_guess_error_se_m), a),
+                 pm(f"{a.within_r:.1%}", f"{a.within_r_se:.1%}", a), length(a.no_report_error_m),
                  f"{a.no_report_within_r:.1%}"] for a in (attack["population"], attack["uniform"])]
         pop = attack["population"]
         how = ("Computed exactly from the mechanism's channel." if pop.method == "exact" else
                f"Computed by {_e(pop.method)}: people drawn from the population, one report each from the "
                "mechanism's own client code, each report's posterior exact; ± is one standard error.")
         attack_html = (f"<p>{_e(attack['sentence'])}</p>" +
-                       _table(["attacker", "best guess off by (m)", f"within {r_m:,.0f} m", "without the report (m)",
-                               f"within {r_m:,.0f} m without the report"], rows, {1, 2, 3, 4}) +
+                       _table(["attacker", "best guess off by", f"within {length(r_m)}", "without the report",
+                               f"within {length(r_m)} without the report"], rows, {1, 2, 3, 4}) +
                        "<p class='note'>The attacker knows the mechanism, sees one person's report and makes the "
                        "guess that minimises the expected distance (Bayes' rule; Shokri et al. S&amp;P'11). "
                        "Both the errors and 'within " + _e(r_text) + "' are measured from people's exact positions "
@@ -499,8 +515,7 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
         ["Data set", f"{dataset.label} ({dataset.name})"],
         ["Region", f"{experiment.region_line(region, result.n_users)}; centred at "
                    f"{region.center_lat:.4f}, {region.center_lon:.4f}"],
-        ["Grid", f"{grid.side} x {grid.side} cells of " + (f"{grid.cell_m / 1000:,.3g} km" if grid.cell_m >= 10_000
-                                                          else f"{grid.cell_m:,.0f} m")],
+        ["Grid", f"{grid.side} x {grid.side} cells of {length(grid.cell_m)}"],
         ["Rows taking part (n)", f"{result.n_users:,}" + (f" ({result.n_outside:,} rows outside the region left out)"
                                                            if result.n_outside else "")],
         ["Mechanism", f"{mech.label} ({mech.name}); {model}; {citations.readable(mech.reference)}"],
@@ -513,11 +528,11 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
                   ["Largest probability ratio between two places (one report)", terms["max_ratio_text"]],
                   ["LDP-equivalent epsilon over this region", _num(terms["ldp_equivalent_epsilon"])]]
     if "ratio_at_r" in terms:
-        scale_rows.insert(2, [f"Ratio between places {terms['r_m']:g} m apart", terms["ratio_at_r_text"]])
-        scale_rows.insert(3, [f"Ratio between neighbouring cells ({grid.cell_m:,.0f} m apart)",
+        scale_rows.insert(2, [f"Ratio between places {length(terms['r_m'])} apart", terms["ratio_at_r_text"]])
+        scale_rows.insert(3, [f"Ratio between neighbouring cells ({length(grid.cell_m)} apart)",
                               terms["ratio_neighbour_cells_text"]])
         if terms.get("slack_m"):
-            scale_rows.insert(4, ["Snapping slack added to every distance", f"{terms['slack_m']:,.0f} m"])
+            scale_rows.insert(4, ["Snapping slack added to every distance", length(terms["slack_m"])])
     warning = (f"<p class='verdict fail'><strong>Warning:</strong> {_e(ledger.warning())}</p>"
                if ledger.warning() else "")
     lines = experiment.guarantee_lines(result)      # word for word what Explore shows
@@ -533,10 +548,16 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
     start_html = (f"<p class='verdict fail'><strong>Not an estimate:</strong> {_e(start)}</p>" if start else "")
     total = accounting.region_total_sentence(ledger)
     region_total = f"<p><strong>{_e(total[0].upper() + total[1:])}.</strong></p>" if total else ""
-    yearly = ledger.repeated(365, "daily for a year")
     ledger_html = (f"<h3>What each {noun} pays (the ledger)</h3><ul class='ledger'>" +
                    "".join(f"<li>{_e(line)}</li>" for line in ledger.lines()) +
                    f"</ul><p><strong>{_e(ledger.sentence())}</strong></p>")
+    if decided:        # the decision's schedule is in its ledger: no second, made-up one
+        repeat_note = ""
+    else:
+        yearly = ledger.repeated(365, "daily for a year")
+        repeat_note = (f"<p class=\"note\">Repeated collections add up: collecting daily for a year (365 collections) "
+                       f"gives a total per {noun} of {_e(yearly.total().text())} (sequential composition; see "
+                       "ldpviz.mechanisms.accounting).</p>")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{_e(title)}</title><style>{_CSS}</style></head><body>
@@ -551,7 +572,7 @@ Data set: {_e(dataset.label)}.</p>
 
 <h2>2. Data provenance</h2>
 <p>{_e(dataset.description)}</p>
-<p class="note">{_e(rows_sentence(dataset, result))}</p>{f'<ul class="note">{notes}</ul>' if notes else ''}
+<p class="note">{_e(rows_sentence(dataset, result, ledger.unit if decided else None))}</p>{f'<ul class="note">{notes}</ul>' if notes else ''}
 
 <h2>3. The guarantee</h2>
 <p class="guarantee">{prefix}<strong>{_e(lines.guarantee)}</strong></p>{region_total}
@@ -561,8 +582,7 @@ Data set: {_e(dataset.label)}.</p>
 <p>{_e(epsilon_plain(terms['epsilon'], model, slack_m=terms.get('slack_m', 0.0)))}</p>
 {_table(["On the common scale", ""], scale_rows)}
 {ledger_html}
-<p class="note">Repeated collections add up: collecting daily for a year (365 collections) gives a total per {noun} of
-{_e(yearly.total().text())} (sequential composition; see ldpviz.mechanisms.accounting).</p>
+{repeat_note}
 
 <h2>4. Maps</h2>
 {start_html}<div class="maps">{''.join(maps)}</div>

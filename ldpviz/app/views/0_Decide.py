@@ -11,7 +11,7 @@ import streamlit as st
 from ldpviz.app import compute, controls, longrun, session, state, ui, uploads
 from ldpviz import mechanisms
 from ldpviz.data import datasets, trajectories
-from ldpviz.decide import decision_flow as flow, explain, one_collection, tradeoff
+from ldpviz.decide import decision_flow as flow, explain, feasibility, one_collection, tradeoff
 from ldpviz.errors import LdpvizInputError, clause
 from ldpviz.experiment import runtime_model
 from ldpviz.mechanisms import estimation
@@ -43,21 +43,32 @@ def overran() -> longrun.Seen:
 
 
 def answer_table(ranked: list[dict], turn: str) -> list[dict]:
-    """Step 4's table: rank, ε (or users) needed, the chance one collection misses, the attacker, the ledger."""
-    return [{"rank": str(i + 1) if r["reached"] else "—", "mechanism": r["mechanism"], "model": r["privacy_model"],
+    """Step 4's table (one privacy model): rank within the model, ε (or users) needed, within the officer's limit,
+    the chance one collection misses, the attacker, the ledger."""
+    return [{"rank": str(r["rank"]) if r.get("rank") else "—", "mechanism": r["mechanism"], "model": r["privacy_model"],
              ("ε needed" if turn == "epsilon" else "users needed"):
                  flow.epsilon_text(r) if turn == "epsilon" else (f"{r['n_users']:,}" if r["reached"]
                                                                  else "not reached"),
+             "within your limit": flow.limit_text(r),
              "chance one collection misses (at most)": one_collection.chance_text(r["miss_chance_max"])
                  if r["reached"] else "—",
              "attacker off by": ui.fmt_metres(r["attacker_error_m"]) if r.get("attacker_error_m") is not None
                  else (f"— ({r['attacker_note']})" if r.get("attacker_note") else "—"),
-             "ε per person, one collection": r.get("ledger_one_headline") or "—",
-             "ε per person over a year": r.get("ledger_year_headline") or "—",
+             f"ε per {flow.unit_noun(cfg)}, one collection": r.get("ledger_one_headline") or "—",
+             f"ε per {flow.unit_noun(cfg)} over a year": r.get("ledger_year_headline") or "—",
              "note": r["message"],
              "warnings": "; ".join(x for x in (r.get("scan_warning"), r.get("ledger_warning") or r.get("warning"))
                                    if x)}
-            for i, r in enumerate(ranked)]
+            for r in ranked]
+
+
+def answer_tables(ranked: list[dict], turn: str, slot=None) -> None:
+    """One table per privacy model under its heading (ε per report and ε per km are different scales)."""
+    box = slot.container() if slot is not None else st.container()
+    for n, (heading, rows) in enumerate(flow.groups(ranked)):
+        box.markdown(f"**{heading}**")
+        box.dataframe(answer_table(rows, turn), hide_index=True,
+                      **({} if slot is not None else {"key": f"decide:answers:{n}"}))
 
 
 def in_depth(page: str, label: str, **chosen) -> None:
@@ -246,10 +257,15 @@ grid_options = [d for d in state.GRID_OPTIONS if d <= 64]
 side = session.bind(cfg, "grid_side", c3.selectbox, "Cells (grid d × d)", grid_options, valid=grid_options,
                     format_func=lambda d: f"{d} × {d}")        # labels fixed: a region change must not reset it
 c3.caption(f"cells of {ui.fmt_metres(region.side_m / int(side))}")
+c2.caption(f"beside cells of {ui.fmt_metres(region.side_m / int(side))}" if metric.endswith("_m") else
+           f"of everyone; areas of 1% of the region")
 probability = session.bind(cfg, "decide_probability", c2.number_input, "Share of collections that must meet it",
                            min_value=0.5, max_value=0.999, step=0.01, format="%.3g")
 st.markdown(f"**The need:** {flow.need_text(metric, float(target))}, in "
             f"{probability:.0%} of collections (one collection is what you will run).")
+fine = feasibility.cell_note(metric, float(target), region.side_m / int(side))
+if fine:
+    st.warning(fine, icon=":material/grid_on:")
 in_depth("Compare", "Every metric side by side on the Compare page")
 
 # ---- 4. The answer -----------------------------------------------------------------------------------------------
@@ -260,6 +276,11 @@ turn = session.bind(cfg, "decide_turn", st.segmented_control, "Question", list(f
 if turn == "users":
     session.bind(cfg, "decide_epsilon", st.number_input, "ε (fixed)", min_value=0.001, max_value=50.0,
                  format="%g")
+limit = session.bind(cfg, "decide_limit", st.number_input, "The largest ε per person in one collection I accept",
+                     min_value=0.001, max_value=50.0, format="%g",
+                     help="Judged on the ledger (the region, reports per person); Geo-I between neighbouring "
+                          "cells. Where no mechanism meets the target within it, the answer says so first and what "
+                          "each reaches at it.")
 session.sync_url(cfg)
 if not eligible:
     st.info("Accept at least one privacy model in step 2.")
@@ -340,16 +361,37 @@ for j, future in tradeoff.seeks_side_by_side(calls, costs, poll=compute.seek_pol
         stopped.append(k)
     left = sum(1 for i in pending if i not in answered and i not in stopped and eligible[i] not in why_not)
     if left:
-        table_slot.dataframe(answer_table(flow.rank([answered[i] for i in sorted(answered)], turn), turn),
-                             hide_index=True)
+        answer_tables(flow.rank([answered[i] for i in sorted(answered)], turn, models), turn, table_slot)
         status.caption(f"{explain.plural(left, 'mechanism')} still searching ...")
 if stopped:       # predicted quick but not: they join the ones that wait for Start (named there)
     st.rerun()
-rows = [answered[k] for k in sorted(answered)]    # the eligible list's order, whichever finished first
-ranked = flow.rank(rows, turn)
+rows = flow.with_limit([answered[k] for k in sorted(answered)], region, cfg, people)   # eligible order
+inverse = feasibility.needs_inverse(rows, turn)
+if inverse:        # none meets the target within the limit: what each reaches there (one collection)
+    status.caption(f"No mechanism meets the target within ε {float(limit):g}: reading what each reaches there ...")
+    inv_keys = [repr(("decide-limit", scenarios[eligible.index(rows[i]["mechanism"])], key, metric,
+                      float(target), rows[i]["limit_epsilon"])) for i in inverse]
+
+    def at_limit(i: int):
+        sc = scenarios[eligible.index(rows[i]["mechanism"])]
+        return lambda: tradeoff.reading_at(sc, metric, float(target), rows[i]["limit_epsilon"], dataset=data_arg)
+
+    todo = [j for j, k_ in enumerate(inv_keys) if k_ not in compute.goal_seeks_held()]
+    for j in range(len(inverse)):
+        if j not in todo:
+            rows[inverse[j]]["at_limit"] = compute.held_goal_seek(inv_keys[j], at_limit(inverse[j]))
+    for j, future in tradeoff.seeks_side_by_side([at_limit(inverse[j]) for j in todo]):
+        jj = todo[j]
+        rows[inverse[jj]]["at_limit"] = compute.held_goal_seek(inv_keys[jj], at_limit(inverse[jj]),
+                                                               _found=future.result())
+ranked = flow.rank(rows, turn, models)
 ss["decide_answers"] = ranked          # the answers as shown (tests compare them with `ldpviz target`)
 status.empty()
-table_slot.dataframe(answer_table(ranked, turn), hide_index=True, key="decide:answers")
+summary = feasibility.limit_summary(ranked, float(limit), metric, float(target), region.side_m / int(side))
+if summary["lead"]:
+    st.error(summary["lead"] + "\n" + "\n".join(f"- {line}" for line in summary["lines"]), icon=":material/block:")
+table_slot.empty()
+answer_tables(ranked, turn)
 st.caption(f"Met = {tradeoff.rule_text(float(probability))}. ε is the smallest found on a scan (x2 apart, refined "
            "to 5%), not a proven smallest. The attacker knows the population density and sees one report.")
 for r in ranked:
@@ -396,25 +438,34 @@ if not reached:
     st.info("No eligible mechanism reaches the target: loosen the target, accept another model, or add users.")
     st.stop()
 c1, c2 = st.columns(2)
-chosen = session.bind(cfg, "mechanism", c1.selectbox, "Mechanism chosen", reached, valid=reached,
-                      help="The top-ranked by default.")
+top = flow.signed(ranked)
+top_heading = next(r["model_heading"] for r in ranked if r["mechanism"] == top)
+session.bind(cfg, "decide_chosen", c1.selectbox, "Mechanism signed", [""] + reached, valid=[""] + reached,
+             format_func=lambda m: m or f"{top}: the top of the first table ({top_heading.split(':')[0]})",
+             help="The top of the first table (your accepted models in their order) unless you choose another.")
+chosen = flow.signed(ranked, cfg.get("decide_chosen"))
+cfg["mechanism"] = chosen
 session.bind(cfg, "decide_purpose", c2.text_input, "Purpose of the collection")
 c1, c2 = st.columns(2)
 session.bind(cfg, "decide_owner", c1.text_input, "Owner (who answers for it)")
 session.bind(cfg, "decide_retention", c2.text_input, "Retention (how long the data is kept)")
 pick = next(r for r in ranked if r["mechanism"] == chosen)
+st.markdown(f"**The signed decision is for {chosen}** ({pick['privacy_model']}, ε {flow.epsilon_text(pick)}"
+            f"{'' if cfg.get('decide_chosen') else ', the top of the first table'}).")
 with st.container(border=True):
     st.markdown(f"**What each person pays with {chosen}** (the accountant's ledger)")
     st.markdown("\n".join(f"- {line}" for line in pick["ledger"]["lines"]))
-    st.markdown(f"{pick['ledger_one']}  \n{pick['ledger_sentence']}")
+    st.markdown(pick["ledger_one"] + ("" if pick["ledger_sentence"] == pick["ledger_one"]
+                                      else f"  \n{pick['ledger_sentence']}"))
 session.sync_url(cfg)
 base_url = str(getattr(st.context, "url", "") or "").split("?")[0]
 link = f"{base_url}?{urlencode(state.encode(cfg))}"
 region_arg = choice if choice != state.REGION_BBOX and not upload_name else region   # a preset by name, else the Region
+used = {**cfg, "n_users": n_users, "decide_limit": float(limit)}   # the users the answer ran on: the data's
 if trips is None:
-    cli = flow.command(cfg, eligible, region_arg, data)
+    cli = flow.command(used, eligible, region_arg, data)
 else:        # `ldpviz target` reads points; trips reproduce through the API, one point per person as here
-    cli = flow.trips_command(cfg, eligible, trips, region, choice if choice != state.REGION_BBOX else None)
+    cli = flow.trips_command(used, eligible, trips, region, choice if choice != state.REGION_BBOX else None)
 sections = flow.record_sections(cfg, data_label=labels.get(name, name), rows_text=rows_text,
                                 region_text=f"{region.name} ({ui.fmt_metres(region.side_m)} square); where it came "
                                             f"from: {region_choice.origin_text(region)}",
@@ -433,8 +484,10 @@ def signed_report() -> str:
     sc = flow.scenario(name, region, chosen, int(side), int(pick["n_users"]) if turn == "users" else n_users,
                        int(cfg["seed"])).with_(epsilon=float(pick["epsilon"]), trials=max(2, int(pick["trials"])))
     result = compute.cached_run(sc, key, signed_data)
+    mech = mechanisms.create(chosen, Grid(region, int(side)), float(pick["epsilon"]))
     return decision_report.build_report(sc, dataset=signed_data, result=result, goal=pick,
-                               decision=sections, decision_json=decision_json)
+                               decision=sections, decision_json=decision_json,
+                               ledger=flow.ledger_for(mech, region, cfg, people))
 
 
 st.download_button("Download the signed decision (HTML)", signed_report, "ldpviz-decision.html", "text/html",
