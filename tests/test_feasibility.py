@@ -64,6 +64,7 @@ def test_epsilon_at_the_limit_is_where_the_ledger_reaches_it():
     assert eps == pytest.approx(2.25)
     assert feasibility.per_person(ledger_at(grr.at(eps))) == pytest.approx(5.0)
     assert feasibility.epsilon_at_limit(ledger_at, grr, 0.4) is None
+    assert feasibility.epsilon_at_limit(ledger_at, grr, 0.5001) is None       # below the smallest epsilon (0.001)
     pl = Setting("planar-laplace", GEO_I, 1.0, 39_600.0)
     eps = feasibility.epsilon_at_limit(lambda s: accounting.collection_ledger(s), pl, 5.0)
     assert eps == pytest.approx(5.0 / 39.6)
@@ -250,3 +251,29 @@ def test_decide_page_ranks_each_model_apart_in_the_officers_order_and_names_the_
     assert any(t.startswith(f"**The signed decision is for {top}**") and "the top of the first table" in t
                for t in text)
     assert at.number_input(key="w:decide_limit").value == feasibility.DEFAULT_LIMIT
+
+
+def test_signed_report_states_the_decisions_unit_and_schedule_once():
+    """A signed decision (a person, monthly): the report's own ledger section is the decision's (per person, 12
+    collections), never 'daily for a year', its lines stated once, and no sentence says it protects one row."""
+    from ldpviz import mechanisms
+    from ldpviz.experiment import Scenario, resolve_region
+    from ldpviz.data import datasets
+    from ldpviz.geo.domain import Grid
+
+    cfg = {**state.defaults(), "decide_every": "monthly", "decide_unit": "person", "decide_target": 800.0}
+    region = resolve_region(datasets.load("normal"), None)
+    mech = mechanisms.create("grr", Grid(region, 8), 2.0)
+    ledger = flow.ledger_for(mech, region, cfg)
+    goal = {"mechanism": "grr", "privacy_model": LDP, "metric": "w2_m", "target": 800.0, "epsilon": 2.0,
+            "n_users": 1000, "reached": True, "probability": 0.95, "confidence": 0.95, "miss_chance_max": 0.01,
+            "misses": 0, "trials": 3, "mean": 700.0, "ci_low": 650.0, "ci_high": 750.0, "message": "found"}
+    row = flow.answer(goal, mech, region, cfg)
+    sections = flow.record_sections(cfg, data_label="d", rows_text="r", region_text="b", cell_text="c",
+                                    answers=[row], chosen="grr", why_not={}, link="l", cli="c")
+    sc = Scenario(dataset="normal", mechanism="grr", epsilon=2.0, grid_side=8, n_users=1000, trials=2)
+    html = decision_report.build_report(sc, audit=False, goal=row, decision=sections, ledger=ledger)
+    assert "daily for a year" not in html and "collected monthly for a year" in html
+    assert "What each person pays" in html and "What each row pays" not in html
+    assert "protects one row, not one person" not in html
+    assert html.count(f"<li>{ledger.lines()[0]}</li>") == 1            # the ledger's lines listed once

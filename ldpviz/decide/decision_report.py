@@ -551,7 +551,11 @@ def build_report(scenario: experiment.Scenario, *, dataset: datasets.Dataset | N
     ledger_html = (f"<h3>What each {noun} pays (the ledger)</h3><ul class='ledger'>" +
                    "".join(f"<li>{_e(line)}</li>" for line in ledger.lines()) +
                    f"</ul><p><strong>{_e(ledger.sentence())}</strong></p>")
-    if decided:        # the decision's schedule is in its ledger: no second, made-up one
+    if decided:        # the decision's ledger is stated once, above; its schedule is its own, no made-up one
+        ledger_html = (f"<h3>What each {noun} pays (the ledger)</h3><p>As in “Decision: the ledger” above: "
+                       f"{_e(ledger.per_collection().text())} in one collection"
+                       + (f", {_e(ledger.total().text())} over {ledger.repeats} collections" if ledger.repeats > 1
+                          else "") + ".</p>")
         repeat_note = ""
     else:
         yearly = ledger.repeated(365, "daily for a year")

@@ -104,14 +104,16 @@ class Setting:
 
 def epsilon_at_limit(ledger_at: Callable[[Setting], Ledger], setting: Setting, limit: float) -> float | None:
     """The mechanism's epsilon (its own unit) at which ``ledger_at``'s per-person total in one collection is
-    ``limit``, within the searchable range; None where the fixed charges (a paid region) already exceed it.
+    ``limit``, at most the searchable range's top; None where the fixed charges (a paid region) already exceed it
+    or it is below the smallest epsilon a mechanism accepts.
     Charges are linear in epsilon: the total is read at epsilon 1 and 2, solved, and checked at the answer."""
     t1, t2 = per_person(ledger_at(setting.at(1.0))), per_person(ledger_at(setting.at(2.0)))
     slope, fixed = t2 - t1, 2 * t1 - t2
     if not (math.isfinite(slope) and slope > 0) or limit <= fixed:
         return None
-    eps = min(max((limit - fixed) / slope, EPSILON_MIN), EPSILON_MAX)
-    assert per_person(ledger_at(setting.at(eps))) <= limit * (1 + 1e-9) + 1e-12, "charges not linear in epsilon"
+    eps = min((limit - fixed) / slope, EPSILON_MAX)
+    if eps < EPSILON_MIN or per_person(ledger_at(setting.at(eps))) > limit * (1 + 1e-9) + 1e-12:
+        return None          # below the smallest epsilon a mechanism accepts (or the ledger is not linear)
     return float(eps)
 
 
@@ -179,7 +181,9 @@ def limit_summary(goals: Sequence[Mapping[str, Any]], limit: float, metric: str,
     if goals and not inside:
         lead = (f"No mechanism meets {metric} ≤ {metric_text(metric, target)} within your limit of ε {limit:g} per "
                 f"person in one collection." + (f" {note}" if note else "") +
-                " What each reaches at your limit (one collection):")
+                (" What each reaches at your limit (one collection):" if lines else
+                 f" Your limit is below what any of them can be run at (the smallest ε is {EPSILON_MIN:g}, after "
+                 "any charge for the region)."))
     return {"limit": float(limit), "feasible": bool(inside), "within": inside, "lead": lead, "lines": lines,
             "cell_note": note}
 

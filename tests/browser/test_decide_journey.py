@@ -100,7 +100,21 @@ def test_decide_from_a_national_file_to_a_signed_decision(server, browser, tmp_p
         walk.page.get_by_text("4 · The answer").first.scroll_into_view_if_needed()
         text = walk.main_text()
         assert "planar-laplace" in text and "sem-geoi" in text and "Why not the other" in text
+        # ranked within the privacy model, under its heading; the officer's limit (default 5) and its column
+        assert "Geo-indistinguishability: ranked by ε per km" in text and "Local DP: ranked" not in text
+        assert main_input(walk, "The largest ε per person in one collection").input_value() == "5"
+        assert "within your limit" in text and "The signed decision is for" in text
         walk.shot("decide-answers")
+        # a limit no mechanism meets: the answer leads with it and what each reaches there; then back to 5
+        fill(walk, "The largest ε per person in one collection", "0.5")
+        wait_for_answers(walk)
+        walk.page.get_by_text("No mechanism meets").first.scroll_into_view_if_needed()
+        text = walk.main_text()
+        assert "within your limit of ε 0.5" in text and "planar-laplace (Geo-I) at ε" in text, text[-3000:]
+        walk.shot("decide-limit")
+        fill(walk, "The largest ε per person in one collection", "5")
+        wait_for_answers(walk)
+        assert "No mechanism meets" not in walk.main_text()
         # 4. pin both, see two maps
         for name in ("planar-laplace", "sem-geoi"):
             pins = walk.page.locator('[data-testid="stMain"] [data-testid="stMultiSelect"] input').nth(1)
@@ -152,6 +166,7 @@ def test_decide_from_a_national_file_to_a_signed_decision(server, browser, tmp_p
                      "8 × 8", "Storm shelter planning", "Data Protection Office", "90 days", "probability at least 90%",
                      "Total epsilon per person over a year", "--csv", "--bbox=-80.5,38.5,-70.5,43.5",
                      "what this does not cover", "Left out, and why not",
+                     "The largest ε per person in one collection accepted", "Geo-indistinguishability: ranked by",
                      # the signed decision IS the decision report: the target, maps, interval, attacker, audit
                      "Signed decision", "The target and the answer", f"≤ {TARGET}", "4. Maps", "95% CI",
                      "6. What an attacker learns", "7. Audit", "Sign-off"):
