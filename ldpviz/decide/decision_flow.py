@@ -50,7 +50,7 @@ UNITS = {"report": "one location report", "person": "a person (all their reports
 #: How often the collection runs, as collections per year (the sign-off's total over a year).
 EVERY = {"once": 1, "yearly": 1, "quarterly": 4, "monthly": 12, "weekly": 52, "daily": 365}
 #: Needs in plain words -> the goal seek's metric ({t}: the target as the officer typed it).
-NEEDS = {"w2_m": "Where people are: the map's mass within {t} m of where it truly is (W2 distance)",
+NEEDS = {"w2_m": "Where people are: the map's mass within {t} of where it truly is (W2 distance)",
          "aqe": "Counts in areas of 1% of the region, off by at most {t} of everyone (AQE)"}
 TARGET_DEFAULTS = {"w2_m": 800.0, "aqe": 0.05}
 #: Step 4 answers either question: the epsilon needed at the users there are, or the users needed at an epsilon.
@@ -391,7 +391,7 @@ def epsilon_text(row: Mapping[str, Any]) -> str:
 
 
 def need_text(metric: str, target: float) -> str:
-    return NEEDS[metric].format(t=f"{target:g}" if metric != "aqe" else f"{target:.1%}")
+    return NEEDS[metric].format(t=length(target) if metric != "aqe" else f"{target:.1%}")
 
 
 # ---- step 5: sign ---------------------------------------------------------------------------------------------

@@ -168,18 +168,20 @@ def at_limit_text(metric: str, reading: Mapping[str, Any], model: str) -> str:
 
 
 def limit_summary(goals: Sequence[Mapping[str, Any]], limit: float, metric: str, target: float,
-                  cell_m: float | None = None) -> dict[str, Any]:
+                  cell_m: float | None = None, waiting: int = 0) -> dict[str, Any]:
     """What the answer leads with, given each goal's ``within_limit`` and (where not) ``at_limit`` reading:
     ``feasible`` (some mechanism meets the target within the limit), ``within`` (their names), ``lead`` (the
     sentence that opens the answer when none does, '' otherwise), ``lines`` (per mechanism, what the metric
-    reaches at the limit) and ``cell_note``."""
+    reaches at the limit) and ``cell_note``. ``waiting``: mechanisms not searched yet (the lead then speaks of
+    those searched so far)."""
     inside = [g["mechanism"] for g in goals if g.get("within_limit")]
     note = cell_note(metric, target, cell_m) if cell_m else None
     lines = [f"{g['mechanism']} ({g['privacy_model']}) {at_limit_text(metric, g['at_limit'], g['privacy_model'])}"
              for g in goals if not g.get("within_limit") and g.get("at_limit")]
     lead = ""
     if goals and not inside:
-        lead = (f"No mechanism meets {metric} ≤ {metric_text(metric, target)} within your limit of ε {limit:g} per "
+        who = "No mechanism" if not waiting else f"No mechanism searched so far ({waiting} not yet)"
+        lead = (f"{who} meets {metric} ≤ {metric_text(metric, target)} within your limit of ε {limit:g} per "
                 f"person in one collection." + (f" {note}" if note else "") +
                 (" What each reaches at your limit (one collection):" if lines else
                  f" Your limit is below what any of them can be run at (the smallest ε is {EPSILON_MIN:g}, after "

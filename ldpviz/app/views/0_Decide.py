@@ -249,7 +249,7 @@ in_depth("Mechanisms", "What each mechanism protects, on the Mechanisms page")
 st.header("3 · What the map must show")
 c1, c2, c3 = st.columns([2, 1, 1])
 metric = session.bind(cfg, "decide_metric", c1.radio, "The need", list(flow.NEEDS), valid=list(flow.NEEDS),
-                      format_func=lambda m: flow.NEEDS[m].format(t="x"))
+                      format_func=lambda m: flow.NEEDS[m].format(t="x m" if m == "w2_m" else "x"))
 session.reset_when_changed(cfg, "decide_metric", "decide_target", flow.TARGET_DEFAULTS[metric])
 target = session.bind(cfg, "decide_target", c2.number_input, f"x = ({ui.metric_label(metric)} at most)",
                       min_value=0.0001, format="%g")
@@ -387,7 +387,8 @@ if inverse:        # none meets the target within the limit: what each reaches t
 ranked = flow.rank(rows, turn, models)
 ss["decide_answers"] = ranked          # the answers as shown (tests compare them with `ldpviz target`)
 status.empty()
-summary = feasibility.limit_summary(ranked, float(limit), metric, float(target), region.side_m / int(side))
+summary = feasibility.limit_summary(ranked, float(limit), metric, float(target), region.side_m / int(side),
+                                    waiting=len(later))
 if summary["lead"]:
     st.error(summary["lead"] + "\n" + "\n".join(f"- {line}" for line in summary["lines"]), icon=":material/block:")
 table_slot.empty()
