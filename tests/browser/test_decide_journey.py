@@ -105,13 +105,13 @@ def test_decide_from_a_national_file_to_a_signed_decision(server, browser, tmp_p
         assert main_input(walk, "The largest ε per person in one collection").input_value() == "5"
         assert "within your limit" in text and "The signed decision is for" in text
         walk.shot("decide-answers")
-        # a limit no mechanism meets: the answer leads with it and what each reaches there; then back to 5
-        fill(walk, "The largest ε per person in one collection", "0.5")
+        # a limit no mechanism meets (1 for 2 reports on 109 km cells): the lead, what each reaches there; back to 5
+        fill(walk, "The largest ε per person in one collection", "1")
         wait_for_answers(walk)
-        walk.page.get_by_text("within your limit of ε 0.5").first.scroll_into_view_if_needed()
+        walk.page.get_by_text("within your limit of ε 1 ").first.scroll_into_view_if_needed()
         text = walk.main_text()
-        assert "within your limit of ε 0.5" in text and "sem-geoi (Geo-I) at ε" in text, text[-3000:]
-        assert walk.query().get("dclim") == "0.5"
+        assert "within your limit of ε 1 " in text and "sem-geoi (Geo-I) at ε" in text, text[-3000:]
+        assert walk.query().get("dclim") == "1"
         walk.shot("decide-limit")
         fill(walk, "The largest ε per person in one collection", "5")
         wait_for_answers(walk)
