@@ -226,7 +226,7 @@ def test_decide_page_notes_a_target_finer_than_a_cell_and_leads_with_the_limit()
     at = _page(ds="normal", users="2000", d="8", dcm="cdp", dcmet="w2_m", dct="300", dclim="0.01")
     assert any("beside cells of 1.25 km" in c.value for c in at.caption)
     assert any("4.2× finer than a cell (1.25 km)" in w.value for w in at.warning)
-    lead = [e.value for e in at.error if e.value.startswith("No mechanism meets")]
+    lead = [e.value for e in at.error if e.value.startswith("No mechanism")]     # (some may wait for Start)
     assert lead and "within your limit of ε 0.01" in lead[0]
     answers = at.session_state["decide_answers"]
     assert all(a["at_limit"]["epsilon"] == pytest.approx(0.01) for a in answers if a.get("limit_epsilon"))
@@ -238,6 +238,12 @@ def test_decide_page_ranks_each_model_apart_in_the_officers_order_and_names_the_
     """Central DP accepted first, then Geo-I: two tables under their headings in that order, each ranked from 1,
     with the limit column; the signed mechanism is the top of the first table and the page says so."""
     at = _page(ds="normal", users="2000", d="8", dcm="cdp,geoi", dcmet="w2_m", dct="1500")
+    for _ in range(3):          # the mechanisms that wait for Start (opening the page searches only a few)
+        start = [b for b in at.button if str(b.label).startswith("Start (")]
+        if not start:
+            break
+        start[0].click().run()
+        assert not at.exception, [e.value for e in at.exception]
     text = [m.value for m in at.markdown]
     heads = [t for t in text if t.startswith("**") and "ranked by" in t]
     assert heads == ["**Central DP: ranked by ε of the published map**",
