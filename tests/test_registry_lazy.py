@@ -20,11 +20,18 @@ def _fresh(code: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_source_scan_finds_every_registered_mechanism_in_its_module():
-    """The names read from the sources (no import) are exactly the registry's, each in the module that
-    registers it."""
-    mechanisms.available()
-    assert mechanisms._where() == {name: cls.__module__ for name, cls in mechanisms._REGISTRY.items()}
+def test_the_table_is_exactly_what_the_package_registers():
+    """Importing every module of the package registers exactly the names of mechanisms.MECHANISMS, each the
+    class the table names in the module it names (a mechanism added without its table line fails here)."""
+    import importlib
+    import pkgutil
+
+    for module in pkgutil.walk_packages(mechanisms.__path__, prefix="ldpviz.mechanisms."):
+        importlib.import_module(module.name)
+    built_in = {name: cls for name, cls in mechanisms._REGISTRY.items() if cls.__module__.startswith("ldpviz.")}
+    assert [name for name, _, _ in mechanisms.MECHANISMS] == mechanisms.available()[:len(mechanisms.MECHANISMS)]
+    assert {name: getattr(importlib.import_module(module), cls) for name, module, cls in mechanisms.MECHANISMS} \
+        == built_in
 
 
 def test_one_mechanism_imports_its_module_only_and_the_order_is_unchanged():
@@ -43,24 +50,16 @@ def test_one_mechanism_imports_its_module_only_and_the_order_is_unchanged():
         assert _fresh(code.format(args=repr(first)))["order"] == plain["order"] == alone["order"]
 
 
-def test_the_walk_order_builds_no_ast(monkeypatch):
-    """Listing mechanisms after some were asked for reads the imports from bytecode, never ``ast.parse``: the
-    dashboard's pages run on threads and CPython 3.11 cannot build ASTs on two at once (tests/test_launch.py).
-    The order is the order of the modules' imports: a module comes after every ldpviz module it imports."""
+def test_listing_the_mechanisms_builds_no_ast(monkeypatch):
+    """Listing mechanisms reads the table, never ``ast.parse``: the dashboard's pages run on threads and
+    CPython 3.11 cannot build ASTs on two at once (tests/test_launch.py)."""
     import ast
-    import pkgutil
 
-    walk = [m.name for m in sorted(pkgutil.walk_packages(mechanisms.__path__, prefix="ldpviz.mechanisms."),
-                                   key=lambda m: m.name)]
     parsed, real = [], ast.parse
     monkeypatch.setattr(ast, "parse", lambda *args, **kwargs: parsed.append(args[1:2]) or real(*args, **kwargs))
-    order = mechanisms._import_order(walk)
-    monkeypatch.undo()
-    assert parsed == []
-    assert sorted(order) == sorted(set(order)) and set(walk) <= set(order)
-    rank = {module: i for i, module in enumerate(order)}
-    assert rank["ldpviz.mechanisms.estimation"] < rank["ldpviz.mechanisms.fo.oracles"]
-    assert rank["ldpviz.mechanisms.dam.kernels"] < rank["ldpviz.mechanisms.dam.disk_area"]
+    names = mechanisms.available()
+    assert parsed == [] and names[:2] == ["exact", "grr"] and len(names) == len(set(names))
+
 
 def test_light_quantiles_equal_scipy_stats():
     """k_factor, the miss chance and the mean's t interval read scipy.special; they equal what scipy.stats'

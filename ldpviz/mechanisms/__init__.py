@@ -1,10 +1,11 @@
 """The mechanism registry: every mechanism, found by its registry name.
 
 Each family lives in its own subpackage here (``dam/``, ``fo/``, ``grids/``, ``srr/``, ``heatmaps/``)
-with the helpers it needs beside it, and registers its classes with :func:`register`; every module
-below this package is imported automatically, so adding a family means adding a subpackage and
-nothing else. :func:`get` and :func:`create` import only the module declaring the name asked for (found
-by reading the sources), :func:`available` and :func:`describe` every module.
+with the helpers it needs beside it; its classes register themselves with :func:`register`. The table
+:data:`MECHANISMS` declares every built-in mechanism, one line each (registry name, module, class), in the
+order :func:`available` lists them: adding a family means adding its subpackage and its lines there.
+:func:`get` and :func:`create` import only the module declaring the name asked for (a command's start-up
+does not pay for every family's kernels), :func:`available` and :func:`describe` every listed module.
 
 >>> from ldpviz import mechanisms
 >>> mechanisms.available()[:2]          # doctest: +SKIP
@@ -14,12 +15,8 @@ by reading the sources), :func:`available` and :func:`describe` every module.
 
 from __future__ import annotations
 
-import dis
 import importlib
-import pkgutil
-import re
 import threading
-from pathlib import Path
 from typing import Any
 
 from ldpviz.geo.domain import Grid
@@ -27,18 +24,57 @@ from ldpviz.errors import LdpvizInputError
 from ldpviz.mechanisms.base import (CENTRAL_DP, GEO_I, LDP, NO_PRIVACY, Estimate, Mechanism, Param,
                                     validate_epsilon)
 
+_FO, _DAM, _GRIDS = "ldpviz.mechanisms.fo.oracles", "ldpviz.mechanisms.dam", "ldpviz.mechanisms.grids.decompositions"
+_HEAT, _SRR = "ldpviz.mechanisms.heatmaps.dp_heatmap", "ldpviz.mechanisms.srr"
+
+#: every built-in mechanism: (registry name, module that declares it, class), in the order available() lists them
+MECHANISMS: tuple[tuple[str, str, str], ...] = (
+    ("exact", _FO, "Exact"),
+    ("grr", _FO, "GRR"),
+    ("olh", _FO, "OLH"),
+    ("oue", _FO, "OUE"),
+    ("hr", _FO, "HR"),
+    ("dam", f"{_DAM}.disk_area", "DAM"),
+    ("dam-ns", f"{_DAM}.disk_area", "DAMNonShrink"),
+    ("huem", f"{_DAM}.disk_area", "HUEM"),
+    ("planar-laplace", f"{_DAM}.planar_laplace", "PlanarLaplace"),
+    ("sem-geoi", f"{_DAM}.sem_geoi", "SEMGeoI"),
+    ("mdsw", f"{_DAM}.square_wave", "MDSW"),
+    ("ug", _GRIDS, "UG"),
+    ("privag", _GRIDS, "PrivAG"),
+    ("aag", _GRIDS, "AAG"),
+    ("dp-heatmap", _HEAT, "DPHeatmap"),
+    ("laplace", _HEAT, "LaplaceHeatmap"),
+    ("laplace-top", _HEAT, "LaplaceTop"),
+    ("srr", f"{_SRR}.staircase", "SRR"),
+    ("olh-h", f"{_SRR}.olh_h", "OLHH"),
+    ("pldp", f"{_SRR}.pldp", "PLDP"),
+    ("grr-tiles", f"{_SRR}.tile_baselines", "GRRTiles"),
+    ("hr-tiles", f"{_SRR}.tile_baselines", "HRTiles"),
+)
+_WHERE: dict[str, tuple[str, str]] = {name: (module, cls) for name, module, cls in MECHANISMS}
+
 _REGISTRY: dict[str, type[Mechanism]] = {}
 _LOADED = False
-#: every registry name in the order a walk of the package registers them (what available() lists)
-_ORDER: list[str] = []
 _LOCK = threading.RLock()
 
 
 def register(cls: type[Mechanism]) -> type[Mechanism]:
-    """Class decorator: add a mechanism to the registry under ``cls.name``."""
+    """Class decorator: add a mechanism to the registry under ``cls.name`` (the built-in ones are also listed
+    in :data:`MECHANISMS`; a class registered only here, a plug-in's or a test's, is listed after them)."""
     if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
         raise RuntimeError(f"two mechanisms registered as {cls.name!r}")
     _REGISTRY[cls.name] = cls
+    return cls
+
+
+def _import(name: str) -> type[Mechanism]:
+    """Import the module the table names for ``name`` and return its class (registered by that import)."""
+    module, cls_name = _WHERE[name]
+    cls = getattr(importlib.import_module(module), cls_name)
+    if _REGISTRY.get(name) is not cls:
+        raise RuntimeError(f"MECHANISMS lists {name!r} as {module}.{cls_name}, which registers "
+                           f"{getattr(cls, 'name', None)!r}")
     return cls
 
 
@@ -47,100 +83,16 @@ def _load_all() -> None:
     if _LOADED:
         return
     with _LOCK:
-        if _LOADED:
-            return
-        early = bool(_REGISTRY)
-        order = [m.name for m in sorted(pkgutil.walk_packages(__path__, prefix=f"{__name__}."), key=lambda m: m.name)]
-        for module in order:
-            importlib.import_module(module)
-        names = list(_REGISTRY)
-        if early:     # a get() imported some modules first: list them in the order a walk alone registers them
-            rank = {module: i for i, module in enumerate(_import_order(order))}
-            names.sort(key=lambda name: rank.get(_REGISTRY[name].__module__, len(rank)))   # stable: a module's
-        _ORDER[:] = names                                                                 # classes keep their order
-        _LOADED = True
-
-
-def _import_order(walk: list[str]) -> list[str]:
-    """The order in which importing ``walk`` one by one first imports each module of this package: a module's
-    top-level imports from this package run before its own body (read from the sources, not imported)."""
-    root, seen, out = Path(__file__).parent, set(), []
-
-    def source(module: str) -> Path | None:
-        parts = module.split(".")[1:]                      # drop "ldpviz"
-        rel = Path(*parts[1:]) if len(parts) > 1 else Path()
-        for path in (root / rel.with_suffix(".py") if parts[1:] else None, root / rel / "__init__.py"):
-            if path is not None and path.is_file():
-                return path
-        return None
-
-    def visit(module: str) -> None:
-        if module in seen or not module.startswith(__name__):
-            return
-        seen.add(module)
-        path = source(module)
-        if path is None:
-            return
-        for imported, names in _from_imports(path):
-            if imported.startswith(__name__):
-                visit(imported)
-                for name in names:                           # "from package import submodule"
-                    if source(f"{imported}.{name}") is not None:
-                        visit(f"{imported}.{name}")
-        out.append(module)
-
-    for module in walk:
-        visit(module)
-    return out
-
-
-def _from_imports(path: Path) -> list[tuple[str, tuple[str, ...]]]:
-    """``(module, names)`` of each absolute ``from module import names`` that importing ``path`` runs (its body's,
-    not its functions'), in order, read from the bytecode compiled from its source. Not from an AST: CPython 3.11
-    cannot build ASTs on two threads at once (``ast.parse`` fails with "AST constructor recursion depth mismatch",
-    CPython gh-106905), and the dashboard lists mechanisms on its pages' threads."""
-    code = compile(path.read_text(encoding="utf-8"), str(path), "exec", dont_inherit=True)
-    steps = list(dis.get_instructions(code))
-    found = []
-    for before_level, before_names, step in zip(steps, steps[1:], steps[2:]):
-        if step.opname == "IMPORT_NAME" and before_level.argval == 0 and isinstance(before_names.argval, tuple):
-            found.append((step.argval, before_names.argval))
-    return found
-
-
-#: ``name = "grr"`` inside a class that ``@register`` decorates (how every mechanism declares its name)
-_DECLARED = re.compile(r'^@register\s*\nclass\s+\w+\b[^\n]*:\n(?:[ \t]+[^\n]*\n|[ \t]*\n)*?[ \t]+name\s*(?::[^=\n]*)?='
-                       r'\s*["\']([^"\']+)["\']', re.M)
-_WHERE: dict[str, str] | None = None
-
-
-def _where() -> dict[str, str]:
-    """Registry name -> the module declaring it, read from the sources without importing them, so creating one
-    mechanism imports its own module only (a command's start-up does not pay for every family's kernels). A name
-    this scan misses is still found: :func:`get` then imports every module, as before."""
-    global _WHERE
-    if _WHERE is None:
-        where: dict[str, str] = {}
-        root = Path(__file__).parent
-        for path in sorted(root.rglob("*.py")):
-            try:
-                text = path.read_text(encoding="utf-8")
-            except OSError:
-                continue
-            if "@register" not in text:
-                continue
-            module = ".".join((__name__, *path.relative_to(root).with_suffix("").parts))
-            for name in _DECLARED.findall(text):
-                where.setdefault(name, module)
-        _WHERE = where
-    return _WHERE
+        if not _LOADED:
+            for name, _, _ in MECHANISMS:
+                _import(name)
+            _LOADED = True
 
 
 def available() -> list[str]:
-    """Registry names of every mechanism, in registration order."""
+    """Registry names of every mechanism: the table's, in its order, then any registered besides."""
     _load_all()
-    listed = set(_ORDER)
-    return _ORDER + [name for name in list(_REGISTRY) if name not in listed]   # registered later (plug-ins, tests)
+    return [name for name, _, _ in MECHANISMS] + [name for name in list(_REGISTRY) if name not in _WHERE]
 
 
 def get(name: str) -> type[Mechanism]:
@@ -148,15 +100,10 @@ def get(name: str) -> type[Mechanism]:
     declares it when the registry does not hold it yet."""
     if name in _REGISTRY:
         return _REGISTRY[name]
-    module = _where().get(name)
-    if module is not None:
-        importlib.import_module(module)
-        if name in _REGISTRY:
-            return _REGISTRY[name]
-    _load_all()
-    if name not in _REGISTRY:
+    if name not in _WHERE:
         raise LdpvizInputError(f"unknown mechanism {name!r}; available: {', '.join(available())}")
-    return _REGISTRY[name]
+    with _LOCK:
+        return _import(name)
 
 
 def create(name: str, grid: Grid, epsilon: float, **params: Any) -> Mechanism:
@@ -180,5 +127,5 @@ def describe() -> list[dict[str, Any]]:
     return rows
 
 
-__all__ = ["register", "available", "get", "create", "describe", "Mechanism", "Param", "Estimate",
+__all__ = ["MECHANISMS", "register", "available", "get", "create", "describe", "Mechanism", "Param", "Estimate",
            "LDP", "CENTRAL_DP", "GEO_I", "NO_PRIVACY", "validate_epsilon"]
