@@ -19,18 +19,18 @@ reports (``Mechanism.perturb``); this module draws the *same statistic* directly
   node with probability p* and every other node independently with probability 1/g. Levels are
   split by counts (multinomial over the L x L level pairs); the support bits are drawn per user
   (their sum of outer products has no closed form) without hashing, and summed at node level exactly
-  as :func:`ldpviz.flows.od._olhh_statistic` does, second moment included.
+  as :func:`ldpviz.flows.od_statistics.olhh_accumulate` does, second moment included.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import scipy.sparse
 
 from ldpviz.errors import LdpvizInputError
-from ldpviz.flows.od_statistics import JointStatistic, _olhh_level_parts, _olhh_response
+from ldpviz.flows.od_statistics import JointStatistic, _olhh_response, olhh_accumulate
 from ldpviz.mechanisms.fo.oracles import olh_buckets, olh_support_probabilities
 from ldpviz.mechanisms.srr.olh_h import OLHHReports, hierarchy
 from ldpviz.mechanisms.srr.pldp import MAX_PROJECTION_ENTRIES, pcep_channel, projection_dim, projection_signs
@@ -86,7 +86,9 @@ def one_symbol_histogram(C: np.ndarray, A_o: np.ndarray, A_d: np.ndarray, rng: n
 
 
 def _olhh_statistic(C: np.ndarray, mech: Any, domain: LocationDomain, rng: np.random.Generator) -> Any:
-
+    """OLH-H's joint statistic of users with true OD counts ``C``: each (leaf pair, level pair) gets a multinomial
+    share of its users, whose support bits are drawn under a fully random hash (:func:`_supports`) and
+    accumulated by the per-user path's kernel (:func:`ldpviz.flows.od_statistics.olhh_accumulate`)."""
     levels = hierarchy(domain)
     L, d = len(levels), domain.size
     g = olh_buckets(mech.epsilon)
@@ -95,29 +97,18 @@ def _olhh_statistic(C: np.ndarray, mech: Any, domain: LocationDomain, rng: np.ra
                        mech.epsilon)
     flat = np.asarray(C, dtype=np.int64).ravel()
     split = rng.multinomial(flat, np.full(L * L, 1.0 / (L * L)))        # users per (leaf pair, level pair)
-    S = np.zeros((d, d))
-    spread, gram_o, gram_d = _olhh_level_parts(levels, A, d)
-    for a, (nodes_a, index_a) in enumerate(levels):
-        for b, (nodes_b, index_b) in enumerate(levels):
-            cnt = split[:, a * L + b]
-            pairs = np.flatnonzero(cnt)
-            if not len(pairs):
-                continue
-            users = np.repeat(pairs, cnt[pairs])
-            x_node, y_node = index_a[users // d], index_b[users % d]
-            S_ab = np.zeros((len(nodes_a), len(nodes_b)))
-            for lo in range(0, len(users), _CHUNK):
-                s_o = _supports(x_node[lo:lo + _CHUNK], len(nodes_a), p, q, rng)
-                s_d = _supports(y_node[lo:lo + _CHUNK], len(nodes_b), p, q, rng)
-                S_ab += s_o.T @ s_d
-                gram_o[a] += s_o.T @ s_o
-                gram_d[b] += s_d.T @ s_d
-            S += S_ab[np.ix_(index_a, index_b)]
-    # sum over users of (B^T s)^2 = diag(B^T (sum s s^T) B): the plug-in second moment of _olhh_statistic
-    m2_o = sum(((G @ B) * B).sum(axis=0) for G, B in zip(gram_o, spread))
-    m2_d = sum(((G @ B) * B).sum(axis=0) for G, B in zip(gram_d, spread))
-    n = int(flat.sum())
-    return JointStatistic(S, A, A, n, exact=False, S2=np.outer(m2_o, m2_d) / max(n, 1) ** 2)
+
+    def supports(a: int, b: int, n_a: int, n_b: int) -> Iterator[tuple[np.ndarray, np.ndarray]] | None:
+        cnt = split[:, a * L + b]
+        pairs = np.flatnonzero(cnt)
+        if not len(pairs):
+            return None
+        users = np.repeat(pairs, cnt[pairs])
+        x_node, y_node = levels[a][1][users // d], levels[b][1][users % d]
+        return ((_supports(x_node[lo:lo + _CHUNK], n_a, p, q, rng), _supports(y_node[lo:lo + _CHUNK], n_b, p, q, rng))
+                for lo in range(0, len(users), _CHUNK))
+
+    return olhh_accumulate(levels, A, int(flat.sum()), supports)
 
 
 def _supports(own: np.ndarray, n_nodes: int, p: float, q: float, rng: np.random.Generator) -> np.ndarray:

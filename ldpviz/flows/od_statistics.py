@@ -6,7 +6,7 @@ counts (:mod:`ldpviz.flows.od_simulate`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 import scipy.sparse
@@ -81,31 +81,29 @@ def _olhh_response(reports: OLHHReports, epsilon: float) -> np.ndarray:
     return q + (p - q) * same / len(levels)
 
 
-def _olhh_statistic(rep_o: OLHHReports, rep_d: OLHHReports, epsilon: float) -> JointStatistic:
-    """Support-pair counts of OLH-H, built per pair of levels at node level (not per leaf).
+def olhh_accumulate(levels: list, A: np.ndarray, n: int,
+                    supports: Callable[[int, int, int, int], Iterable[tuple[np.ndarray, np.ndarray]] | None]
+                    ) -> JointStatistic:
+    """The OLH-H joint statistic from support bits, built per pair of levels at node level (not per leaf).
 
-    A report at level l supports every leaf under its supported level-l nodes, so for the users who
-    picked levels (a, b) the leaf counts are the node counts ``S_ab = sum s_o s_d^T`` (N_a x N_b)
-    spread to leaves. Working on nodes costs n * N_a * N_b instead of n * d^2 per level pair.
-    The second moment for the Lasso weights uses the product of the two ends' mean squared scores
-    (independence between the ends), because its exact value needs an O(n d^2) pass.
+    ``supports(a, b, N_a, N_b)`` yields, chunk by chunk, the float32 support bits ``(s_o, s_d)`` (users x N_a,
+    users x N_b) of the users who picked levels (a, b), or None when none did. A report at level l supports
+    every leaf under its supported level-l nodes, so the leaf counts of those users are the node counts
+    ``S_ab = sum s_o s_d^T`` spread to leaves: n * N_a * N_b instead of n * d^2 per level pair. The second
+    moment for the Lasso weights is the product of the two ends' mean squared scores (independence between
+    the ends), because its exact value needs an O(n d^2) pass. One kernel for the per-user reports (below)
+    and the by-count draw (:mod:`ldpviz.flows.od_simulate`).
     """
-    levels = hierarchy(rep_o.domain)
-    A = _olhh_response(rep_o, epsilon)
-    d, n = rep_o.domain.size, len(rep_o.levels)
+    d = A.shape[0]
     S = np.zeros((d, d))
     spread, gram_o, gram_d = _olhh_level_parts(levels, A, d)
     for a, (nodes_a, index_a) in enumerate(levels):
         for b, (nodes_b, index_b) in enumerate(levels):
-            users = np.flatnonzero((rep_o.levels == a) & (rep_d.levels == b))
-            if not len(users):
+            chunks = supports(a, b, len(nodes_a), len(nodes_b))
+            if chunks is None:
                 continue
             S_ab = np.zeros((len(nodes_a), len(nodes_b)), dtype=np.float64)
-            for lo in range(0, len(users), _CHUNK):
-                u = users[lo:lo + _CHUNK]
-                s_o = olh_supports(OLHReports(rep_o.seeds[u], rep_o.buckets[u], rep_o.g), len(nodes_a))
-                s_d = olh_supports(OLHReports(rep_d.seeds[u], rep_d.buckets[u], rep_d.g), len(nodes_b))
-                s_o, s_d = s_o.astype(np.float32), s_d.astype(np.float32)
+            for s_o, s_d in chunks:
                 S_ab += s_o.T @ s_d
                 gram_o[a] += s_o.T @ s_o
                 gram_d[b] += s_d.T @ s_d
@@ -113,8 +111,21 @@ def _olhh_statistic(rep_o: OLHHReports, rep_d: OLHHReports, epsilon: float) -> J
     # sum over users of (B^T s)^2 = diag(B^T (sum s s^T) B)
     m2_o = sum(((G @ B) * B).sum(axis=0) for G, B in zip(gram_o, spread))
     m2_d = sum(((G @ B) * B).sum(axis=0) for G, B in zip(gram_d, spread))
-    S2 = np.outer(m2_o, m2_d) / max(n, 1) ** 2
-    return JointStatistic(S, A, A, n, exact=False, S2=S2)
+    return JointStatistic(S, A, A, n, exact=False, S2=np.outer(m2_o, m2_d) / max(n, 1) ** 2)
+
+
+def _olhh_statistic(rep_o: OLHHReports, rep_d: OLHHReports, epsilon: float) -> JointStatistic:
+    """Support-pair counts of OLH-H from the paired per-user reports (:func:`olhh_accumulate`)."""
+
+    def supports(a: int, b: int, n_a: int, n_b: int) -> Iterator[tuple[np.ndarray, np.ndarray]] | None:
+        users = np.flatnonzero((rep_o.levels == a) & (rep_d.levels == b))
+        if not len(users):
+            return None
+        return ((olh_supports(OLHReports(rep_o.seeds[u], rep_o.buckets[u], rep_o.g), n_a).astype(np.float32),
+                 olh_supports(OLHReports(rep_d.seeds[u], rep_d.buckets[u], rep_d.g), n_b).astype(np.float32))
+                for u in (users[lo:lo + _CHUNK] for lo in range(0, len(users), _CHUNK)))
+
+    return olhh_accumulate(hierarchy(rep_o.domain), _olhh_response(rep_o, epsilon), len(rep_o.levels), supports)
 
 
 def joint_statistic(mech: Any, rep_o: Any, rep_d: Any) -> JointStatistic:
