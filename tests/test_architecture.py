@@ -1,5 +1,6 @@
-"""The package's shape (docs/architecture.md): no import cycles, imports run down the layers, the core
-never imports Streamlit, and at most 12 modules sit directly in ``ldpviz/``.
+"""The package's shape (docs/architecture.md): no import cycles, imports run down the layers, the doc's import
+table is the code's import graph between subpackages, the core never imports Streamlit, and at most 12 modules
+sit directly in ``ldpviz/``.
 
 Every ``import`` counts, including those inside functions: a cycle hidden in a function is still a cycle.
 """
@@ -138,6 +139,72 @@ def test_imports_run_down_the_layers():
 def test_every_subpackage_has_a_layer():
     subpackages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
     assert subpackages <= set(RANK), subpackages - set(RANK)
+
+
+DOC = PACKAGE.parent / "docs" / "architecture.md"
+_TABLE = re.compile(r"<!-- import-table: start -->\n(.*?)<!-- import-table: end -->", re.S)
+
+
+def documented_imports(text: str) -> dict[str, set[str]]:
+    """The import table of docs/architecture.md: importing subpackage -> the subpackages it imports."""
+    found = _TABLE.search(text)
+    assert found, "docs/architecture.md has no import table between its <!-- import-table --> markers"
+    table: dict[str, set[str]] = {}
+    for row in found.group(1).splitlines():
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        names = [re.findall(r"`(\w+)`", c) for c in cells]
+        if len(cells) == 2 and len(names[0]) == 1:
+            table[names[0][0]] = set(names[1])
+    return table
+
+
+def subpackage_imports() -> dict[tuple[str, str], str]:
+    """Every import from one subpackage into another (the pages in ``app/views`` included), with one module
+    import that makes it."""
+    mods = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    arrows: dict[tuple[str, str], str] = {}
+    for name, path in sorted(mods.items()):
+        mine = layer(name)
+        for target in sorted(imports_of(path, set(mods))):
+            theirs = layer(target)
+            if mine is not None and theirs is not None and theirs != mine:
+                arrows.setdefault((mine, theirs), f"{name} imports {target}")
+    return arrows
+
+
+def import_table_differences(code: dict[tuple[str, str], str], doc: dict[str, set[str]],
+                             subpackages: set[str]) -> list[str]:
+    """What to change in docs/architecture.md's import table so that it is the code's import graph."""
+    documented = {(a, b) for a, targets in doc.items() for b in targets}
+    out = [f"add `{b}` to the row of `{a}` (arrow {a} -> {b}: {code[(a, b)]})"
+           for a, b in sorted(set(code) - documented)]
+    out += [f"remove `{b}` from the row of `{a}` (arrow {a} -> {b}: no module of {a} imports {b})"
+            for a, b in sorted(documented - set(code))]
+    out += [f"add a row for `{name}`" for name in sorted(subpackages - set(doc))]
+    out += [f"remove the row of `{name}` (no such subpackage)" for name in sorted(set(doc) - subpackages)]
+    return out
+
+
+def test_the_import_table_is_the_import_graph():
+    """Every arrow in docs/architecture.md's import table exists in the code, and every import between two
+    subpackages in the code is in the table (and every subpackage has its row)."""
+    subpackages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    problems = import_table_differences(subpackage_imports(), documented_imports(DOC.read_text(encoding="utf-8")),
+                                        subpackages)
+    assert not problems, "docs/architecture.md, import table:\n" + "\n".join(problems)
+
+
+def test_the_import_table_check_can_fail():
+    """A planted missing arrow, a planted extra arrow and a missing row are each named."""
+    doc = documented_imports("<!-- import-table: start -->\n| subpackage | imports |\n|---|---|\n"
+                             "| `geo` | |\n| `data` | `geo`, `mechanisms` |\n<!-- import-table: end -->\n")
+    assert doc == {"geo": set(), "data": {"geo", "mechanisms"}}
+    problems = import_table_differences({("data", "geo"): "x", ("geo", "data"): "ldpviz.geo.a imports ldpviz.data.b"},
+                                        doc, {"geo", "data", "mechanisms"})
+    assert problems == ["add `data` to the row of `geo` (arrow geo -> data: ldpviz.geo.a imports ldpviz.data.b)",
+                        "remove `mechanisms` from the row of `data` (arrow data -> mechanisms: no module of data "
+                        "imports mechanisms)",
+                        "add a row for `mechanisms`"]
 
 
 def test_at_most_twelve_modules_at_the_top():
