@@ -119,7 +119,8 @@ def _supports(own: np.ndarray, n_nodes: int, p: float, q: float, rng: np.random.
 
 
 def simulate_statistic(mech: Any, domain: LocationDomain, C: np.ndarray, rng: np.random.Generator) -> Any:
-    """The :class:`ldpviz.flows.od.JointStatistic` of users with true OD counts ``C`` (domain positions), drawn by counts."""
+    """The :class:`ldpviz.flows.od.JointStatistic` of users with true OD counts ``C`` (domain positions), drawn
+    by counts."""
 
     name, eps = mech.name, mech.epsilon
     if name == "olh-h":

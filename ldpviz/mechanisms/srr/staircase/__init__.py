@@ -61,8 +61,9 @@ of reported positions. The staircase channel is alpha_m everywhere plus one step
 (m - 1)) on each inner interval (:func:`staircase_channel`), i.e. a mixture of uniform draws: over the
 whole domain with weight alpha_m |D|, over inner interval j with weight step x |interval j|. So the
 users at x split over those components as one multinomial, and every component is uniform on a
-contiguous range of sorted positions, whose summed draws :func:`ldpviz.mechanisms.srr.range_draws.uniform_range_histogram`
-returns exactly in O(ranges x log |D| + |D|) binomials, independent of n (:func:`aggregate_histogram`).
+contiguous range of sorted positions, whose summed draws
+:func:`ldpviz.mechanisms.srr.range_draws.uniform_range_histogram` returns exactly in O(ranges x log |D| + |D|)
+binomials, independent of n (:func:`aggregate_histogram`).
 
 The parts, one job each: ``_domain`` (the location domain), ``_plan`` (the offline part), ``_online``
 (perturbation and estimation), ``_srr`` (the mechanism); this face re-exports every name they define.

@@ -211,9 +211,9 @@ def groups_for(domain: LocationDomain, ball: np.ndarray, m: int, c: float) -> di
     for j in range(1, m):
         t = thr[:, j - 1]
         inside = t <= bits
-        l, h = quadkey.prefix_interval(domain.codes, domain.codes, np.minimum(t, bits), bits)
-        lo[:, j] = np.where(inside, l, pos)
-        hi[:, j] = np.where(inside, h, pos)
+        first, end = quadkey.prefix_interval(domain.codes, domain.codes, np.minimum(t, bits), bits)
+        lo[:, j] = np.where(inside, first, pos)
+        hi[:, j] = np.where(inside, end, pos)
     sizes = np.diff(hi - lo, axis=1)
     # beta_j(x): smallest LCP present in G_j(x).
     present = ball[:, :bits + 1] > ball[:, 1:bits + 2]
