@@ -96,6 +96,7 @@ st.markdown("Upload a CSV or Parquet file with one row per person and latitude/l
             "A reload, or a link opened on this server, finds it again until the server stops (at most a day).")
 
 file = st.file_uploader("CSV or Parquet file", type=["csv", "txt", "tsv", "gz", "parquet", "pq"], key="w:upload")
+uploads.show_released(st)
 c1, c2 = st.columns(2)
 lat_col = session.bind(cfg, "lat_column", c1.text_input, "Latitude column (blank = find it)")
 lon_col = session.bind(cfg, "lon_column", c2.text_input, "Longitude column (blank = find it)")
