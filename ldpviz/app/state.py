@@ -415,9 +415,10 @@ def pin_query(cfg: Mapping[str, Any], saved_regions: Mapping[str, Mapping[str, R
     return encode({**defaults(), **{f: cfg.get(f) for f in PIN_FIELDS}}, saved_regions)
 
 
-def pin_config(pin: Mapping[str, str], known_datasets: list[str] | None = None) -> tuple[dict[str, Any], list[str]]:
+def pin_config(pin: Mapping[str, str], known_datasets: list[str] | None = None,
+               released: Mapping[str, str] | None = None, budget: str = "") -> tuple[dict[str, Any], list[str]]:
     """A pin's query (:func:`pin_query`) -> (config, warnings), as :func:`decode` reads a link."""
-    return decode(pin, known_datasets)
+    return decode(pin, known_datasets, released, budget)
 
 
 def _set_pin(cfg: dict[str, Any], text: str, known_datasets: list[str]) -> None:
