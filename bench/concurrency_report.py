@@ -30,6 +30,23 @@ CHROMIUM_ARGS = serve.CHROMIUM_ARGS
 DATASETS = ["normal", "uniform", "szipf", "mnormal", "gmm", "normal", "uniform", "szipf"]
 
 
+def bounded_text() -> str:
+    """What the server keeps and its bounds (issue 39), from the settings themselves."""
+    from ldpviz.app import compute, uploads
+    return ("What the server keeps is bounded. Every server-wide cache in ldpviz/app has a size limit "
+            f"(st.cache_data and st.cache_resource with max_entries, e.g. {compute.MAX_RESULTS} results for an "
+            "hour; the held goal seeks and finished runs as bounded LRUs). What one session holds of its uploads, "
+            "points and trips files together, is bounded in bytes: "
+            f"{uploads.SESSION_UPLOAD_MB:g} MB (ldpviz/app/uploads.py; the environment variable "
+            "LDPVIZ_SESSION_UPLOAD_MB changes it). Beyond it the least recently used upload is released (never "
+            "the one just uploaded or asked for), and the page that asks for it says so and to upload it again. "
+            "The store every "
+            f"session shares, so that a reload or a link finds an upload again, keeps at most {uploads.MAX_HELD} "
+            f"files and {uploads.SERVER_UPLOAD_MB:g} MB (LDPVIZ_SERVER_UPLOAD_MB), each for at most "
+            f"{uploads.MAX_AGE_S // 3600} hours. The sessions above upload nothing (they use synthetic datasets), "
+            "so these upload bounds are not measured in the table: tests/test_upload_budget.py checks them.")
+
+
 def rss_mb(pid: int) -> float:
     """Resident memory of a process and its children, MB (from /proc)."""
     total = 0
@@ -189,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
               "glibc's default (8 arenas per core) memory the sessions freed stayed with the process."
               + (" The right-hand column is the same load on a server with the default arenas, run first."
                  if baseline is not None else ""),
-              f"Machine load (1-minute average) before and after: {load_before[0]:.1f}, {load_after[0]:.1f} "
+              "", bounded_text(),
+              "", f"Machine load (1-minute average) before and after: {load_before[0]:.1f}, {load_after[0]:.1f} "
               f"({os.cpu_count()} cores; above {os.cpu_count()} other work was running)."]
     lines += ["", f"Final epsilon per session (pass 1): "
               f"{', '.join(q.get('eps', '?') for q in result['pass1_queries'])}; "

@@ -77,9 +77,18 @@ def fit_region(dataset_key: str, _dataset: datasets.Dataset) -> Region:
 DERIVED = "derived_datasets"
 
 
+#: Derived datasets one session holds (the most recently derived last; the oldest beyond it are dropped and
+#: derived again when asked for: they are a function of data the session holds).
+MAX_DERIVED = 4
+
+
 def derive(data: datasets.Dataset) -> datasets.Dataset:
     """Hold ``data`` (points derived from other data, e.g. trips) under its name for this session's runs."""
-    st.session_state.setdefault(DERIVED, {})[data.name] = data
+    derived = st.session_state.setdefault(DERIVED, {})
+    derived.pop(data.name, None)
+    derived[data.name] = data
+    while len(derived) > MAX_DERIVED:
+        derived.pop(next(iter(derived)))
     return data
 
 

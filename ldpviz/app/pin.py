@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ldpviz.app import compute, state, ui
+from ldpviz.app import compute, state, ui, uploads
 from ldpviz.app.session import cfg as session_cfg
 from ldpviz.decide import explain, privacy_scale
 from ldpviz.geo import region_choice as regions
@@ -56,7 +56,8 @@ def _region_arg(pinned: dict[str, Any], data: Any, key: str, pin: dict[str, str]
 
 def scenario(pin: dict[str, str]) -> Scenario:
     """The pinned Scenario, built as the sidebar builds the current one (so an unchanged pin is a cache hit)."""
-    pinned, warnings = state.pin_config(pin, state.known_datasets(st.session_state.get("uploads", {})))
+    pinned, warnings = state.pin_config(pin, state.known_datasets(st.session_state.get("uploads", {})),
+                                        uploads.released(), uploads.session_budget_text())
     if warnings:
         raise LdpvizInputError("; ".join(warnings))
     data, key = compute.get_dataset(pinned["dataset"])

@@ -118,9 +118,10 @@ def init() -> dict[str, Any]:
         for name in uploads.names_in(query):     # a link to an upload this server still holds
             held = uploads.get(name)
             if held is not None:
-                ss["uploads"][name] = held
+                uploads.hold(held)
         read = _KeysRead(query)
-        cfg, warnings = state.decode(read, state.known_datasets(ss["uploads"]))
+        cfg, warnings = state.decode(read, state.known_datasets(ss["uploads"]), uploads.released(),
+                                     uploads.session_budget_text())
         for ds, (name, region) in state.decode_saved_region(read).items():
             ss["saved_regions"].setdefault(ds, {})[name] = region
         unread = [k for k in query if k not in read.keys_read and not k.startswith("p.")]
@@ -133,12 +134,38 @@ def init() -> dict[str, Any]:
         warnings = long_warnings + warnings
         ss["link_region"] = cfg.get("region") if "region" in query else None
         ss["link_warnings"] = warnings
+    _released_selections(ss[CFG], by_widget)
     # Shown on every run until the user changes a setting or the page: a run the page or the browser starts by
     # itself (a redraw, a warm cache's second run) used to drop them, so a link's problems went unsaid.
     shown = ss["link_warnings_shown"] = list(ss.get("link_warnings", []))
     for warning in shown:
         st.warning(warning, icon=":material/link_off:")
+    for notice in ss.get(RELEASED_NOTICES, []):
+        st.warning(notice, icon=":material/memory:")
     return ss[CFG]
+
+
+#: Session key: what :func:`_released_selections` says, kept until the user next works a widget.
+RELEASED_NOTICES = "released_notices"
+
+
+def _released_selections(config: dict[str, Any], by_widget: bool) -> None:
+    """A setting that names an upload this session released (issue 39: its uploads are bounded in bytes) goes back
+    to its default, and the file is named on every page until the user next works a widget: never silently."""
+    ss = st.session_state
+    if by_widget:
+        ss.pop(RELEASED_NOTICES, None)
+    released = uploads.released()
+    held = {**ss.get("uploads", {}), **ss.get("trip_uploads", {})}
+    defaults = state.defaults()
+    for key, value in list(config.items()):
+        if isinstance(value, str) and value in released and value not in held:
+            config[key] = defaults.get(key)
+            notice = state.lost_upload(value, True, uploads.session_budget_text())
+            notice = notice[0].upper() + notice[1:] + "."
+            notices = ss.setdefault(RELEASED_NOTICES, [])
+            if notice not in notices:
+                notices.append(notice)
 
 
 def redraw() -> None:

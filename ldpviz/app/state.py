@@ -205,11 +205,26 @@ def param_specs(mechanism: str) -> dict[str, Any]:
 
 # ---- URL <-> config -------------------------------------------------------------------------
 
-def decode(query: Mapping[str, str], known_datasets: list[str] | None = None) -> tuple[dict[str, Any], list[str]]:
-    """Query parameters -> (config, warnings). Every bad value is dropped with a warning, never raised."""
+def lost_upload(name: str, released: bool = False, budget: str = "") -> str:
+    """Why the upload ``name`` (``upload:<fingerprint>:<file name>``) is not there, and what to do: the server no
+    longer holds it, or this session ``released`` it to keep its uploads within ``budget`` (issue 39)."""
+    filename = name.split(":", 2)[-1]
+    if released:
+        return (f"your earlier file '{filename}' was released to keep the server's memory bounded (a session "
+                f"holds {budget or 'a limited amount'} of uploads, the most recently used first); upload it again "
+                "to use it")
+    return (f"the uploaded file '{filename}' is no longer held by this server (uploads are kept in memory only, for "
+            "a day or until the server restarts); upload it again on the Data page")
+
+
+def decode(query: Mapping[str, str], known_datasets: list[str] | None = None, released: Mapping[str, str] | None = None,
+           budget: str = "") -> tuple[dict[str, Any], list[str]]:
+    """Query parameters -> (config, warnings). Every bad value is dropped with a warning, never raised.
+    ``released``: uploads this session released (:func:`lost_upload` names them), ``budget`` its upload budget."""
     cfg = defaults()
     warnings: list[str] = []
     known_datasets = known_datasets or datasets.names()
+    released = released or {}
 
     def take(key: str, parse) -> None:
         if key not in query:
@@ -221,9 +236,7 @@ def decode(query: Mapping[str, str], known_datasets: list[str] | None = None) ->
 
     def set_dataset(v: str) -> None:
         if v.startswith("upload:") and v not in known_datasets:
-            raise LdpvizInputError(
-                f"the uploaded file '{v.split(':', 2)[-1]}' is no longer held by this server (uploads are kept "
-                "in memory only, for a day or until the server restarts); upload it again on the Data page")
+            raise LdpvizInputError(lost_upload(v, released.get(v) is not None, budget))
         if v not in known_datasets:
             raise LdpvizInputError(f"unknown dataset {v!r}")
         cfg["dataset"] = v
@@ -402,9 +415,10 @@ def pin_query(cfg: Mapping[str, Any], saved_regions: Mapping[str, Mapping[str, R
     return encode({**defaults(), **{f: cfg.get(f) for f in PIN_FIELDS}}, saved_regions)
 
 
-def pin_config(pin: Mapping[str, str], known_datasets: list[str] | None = None) -> tuple[dict[str, Any], list[str]]:
+def pin_config(pin: Mapping[str, str], known_datasets: list[str] | None = None,
+               released: Mapping[str, str] | None = None, budget: str = "") -> tuple[dict[str, Any], list[str]]:
     """A pin's query (:func:`pin_query`) -> (config, warnings), as :func:`decode` reads a link."""
-    return decode(pin, known_datasets)
+    return decode(pin, known_datasets, released, budget)
 
 
 def _set_pin(cfg: dict[str, Any], text: str, known_datasets: list[str]) -> None:

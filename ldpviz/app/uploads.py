@@ -2,19 +2,27 @@
 
 An upload is renamed ``upload:<fingerprint>:<file name>`` so that the link (``ds=``)
 names exactly that content. Besides the session (``st.session_state["uploads"]``)
-it is kept in a small in-memory store of this server process, bounded in count
-and age, so a reload or a link opened on this server finds it again; after the
+it is kept in a small in-memory store of this server process, bounded in count,
+bytes and age, so a reload or a link opened on this server finds it again; after the
 server restarts, or once it has aged out, the link says to upload the file again.
+
+What one session holds (points and trips files together) is bounded in bytes
+(:func:`session_budget_bytes`): beyond it the least recently used upload is
+released, never the one just loaded, and the page that would use it names it
+(:func:`released`) instead of dropping it silently (issue 39).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import sys
 import threading
 import time
 from collections import OrderedDict
 from typing import Any, Mapping
 
+import numpy as np
 import streamlit as st
 
 from ldpviz.data import datasets, trajectories
@@ -25,6 +33,48 @@ from ldpviz.mechanisms.fo.private_region import upload_frame
 PREFIX = "upload:"
 MAX_HELD = 8
 MAX_AGE_S = 24 * 3600
+#: Megabytes of uploaded data one session holds (its points and trips files together, as held in memory);
+#: the least recently used upload beyond it is released. The environment variable LDPVIZ_SESSION_UPLOAD_MB
+#: overrides it.
+SESSION_UPLOAD_MB = 200.0
+#: Megabytes the server's shared store keeps for reloads and links (every session's uploads together); the
+#: environment variable LDPVIZ_SERVER_UPLOAD_MB overrides it.
+SERVER_UPLOAD_MB = 800.0
+#: Session keys: the uploads' use order (least recent first) and the released ones (name -> file name).
+ORDER, RELEASED = "upload_order", "released_uploads"
+
+
+def _megabytes(variable: str, default: float) -> int:
+    """Bytes from the environment variable ``variable`` (megabytes, >= 0), else ``default`` megabytes."""
+    try:
+        mb = float(os.environ.get(variable, default))
+    except ValueError:
+        mb = default
+    return int(max(mb, 0.0) * 2**20) if np.isfinite(mb) else int(default * 2**20)
+
+
+def session_budget_bytes() -> int:
+    """Bytes of uploads one session holds (:data:`SESSION_UPLOAD_MB`, or LDPVIZ_SESSION_UPLOAD_MB)."""
+    return _megabytes("LDPVIZ_SESSION_UPLOAD_MB", SESSION_UPLOAD_MB)
+
+
+def server_budget_bytes() -> int:
+    """Bytes of uploads the server's shared store holds (:data:`SERVER_UPLOAD_MB`, or LDPVIZ_SERVER_UPLOAD_MB)."""
+    return _megabytes("LDPVIZ_SERVER_UPLOAD_MB", SERVER_UPLOAD_MB)
+
+
+def held_bytes(data: Any) -> int:
+    """The memory an upload's arrays hold: their bytes, and for text columns (object arrays) the strings too,
+    estimated from up to 64 evenly spaced values (a shared string is counted once per row: an upper bound)."""
+    total = 0
+    for f in dataclasses.fields(data):
+        value = getattr(data, f.name, None)
+        if isinstance(value, np.ndarray):
+            total += value.nbytes
+            if value.dtype == object and value.size:
+                sample = value[::max(1, value.size // 64)][:64]
+                total += int(value.size * float(np.mean([sys.getsizeof(v) for v in sample])))
+    return total
 
 
 class _Store:
@@ -36,11 +86,14 @@ class _Store:
         self._lock = threading.Lock()
 
     def put(self, data: datasets.Dataset) -> None:
+        """Hold ``data``; the oldest beyond :data:`MAX_HELD` files or :func:`server_budget_bytes` are dropped
+        (never ``data`` itself)."""
         with self._lock:
             self._items[data.name] = (time.monotonic(), data)
             self._items.move_to_end(data.name)
-            while len(self._items) > MAX_HELD:
-                self._items.popitem(last=False)
+            budget, total = server_budget_bytes(), sum(held_bytes(d) for _, d in self._items.values())
+            while len(self._items) > 1 and (len(self._items) > MAX_HELD or total > budget):
+                total -= held_bytes(self._items.popitem(last=False)[1][1])
 
     def get(self, name: str) -> datasets.Dataset | None:
         with self._lock:
@@ -71,8 +124,63 @@ def keep(data: datasets.Dataset) -> datasets.Dataset:
     """Fingerprint an upload, hold it on the server and in the session; returns the held dataset."""
     data = fingerprinted(data)
     _store().put(data)
-    st.session_state.setdefault("uploads", {})[data.name] = data
+    hold(data)
     return data
+
+
+def hold(data: Any) -> None:
+    """Hold an upload (points or trips) in this session as the one in use now: the least recently used others
+    beyond :func:`session_budget_bytes` are released and remembered by name (:func:`released`)."""
+    ss = st.session_state
+    shelf = "trip_uploads" if isinstance(data, trajectories.Trajectories) else "uploads"
+    ss.setdefault(shelf, {})[data.name] = data
+    ss.setdefault(RELEASED, {}).pop(data.name, None)
+    touch(data.name)
+    held = {**ss.get("uploads", {}), **ss.get("trip_uploads", {})}
+    order = ss[ORDER] = [n for n in ss[ORDER] if n in held]
+    order[:0] = [n for n in held if n not in order]     # held without a use recorded: the oldest
+    sizes = {n: held_bytes(d) for n, d in held.items()}
+    total, budget = sum(sizes.values()), session_budget_bytes()
+    for name in list(order):
+        if total <= budget:
+            break
+        if name == data.name:
+            continue
+        for key in ("uploads", "trip_uploads"):
+            gone = ss.get(key, {}).pop(name, None)
+            if gone is not None:
+                ss[RELEASED][name] = gone.label
+        order.remove(name)
+        total -= sizes[name]
+
+
+def touch(name: str) -> None:
+    """Record that this session used the upload ``name`` now (the most recently used is released last)."""
+    order = st.session_state.setdefault(ORDER, [])
+    if name in order:
+        order.remove(name)
+    order.append(name)
+
+
+def released() -> dict[str, str]:
+    """This session's uploads released to keep the server's memory bounded: name -> file name."""
+    return dict(st.session_state.get(RELEASED, {}))
+
+
+def show_released(container: Any) -> None:
+    """Name, beside an uploader, this session's files released to keep the server's memory bounded (none: nothing)."""
+    names = sorted(set(released().values()))
+    if names:
+        files = ", ".join(f"'{n}'" for n in names)
+        container.caption(f"Your earlier file{'s' if len(names) > 1 else ''} {files} "
+                          f"{'were' if len(names) > 1 else 'was'} released to keep the server's memory bounded (a "
+                          f"session holds {session_budget_text()} of uploads, the most recently used first); upload "
+                          f"{'one' if len(names) > 1 else 'it'} again to use it.")
+
+
+def session_budget_text() -> str:
+    """'200 MB': the session's upload budget as the page names it."""
+    return f"{session_budget_bytes() / 2**20:,.3g} MB"
 
 
 def get(name: str) -> datasets.Dataset | None:
@@ -214,7 +322,8 @@ def held_trips(name: str) -> trajectories.Trajectories | None:
     if held is None:
         kept = _store().get(name)
         if isinstance(kept, trajectories.Trajectories):
-            held = trip_uploads()[name] = kept
+            hold(kept)
+            held = kept
     return held
 
 
@@ -246,6 +355,7 @@ def trip_uploader(container: Any, page: str) -> str | None:
                                         "columns used. Read with the same checks as `ldpviz od --file`; kept in "
                                         "this server's memory only, for this session and the Flows and People "
                                         "pages.")
+    show_released(container)
     cleared = clear_bounds_for_a_new_file(file, f"trip_file_seen:{page}", ss.get(bounds_key, ""))
     if cleared:
         ss[bounds_key] = ""
@@ -286,7 +396,7 @@ def trip_uploader(container: Any, page: str) -> str | None:
         return None
     trips = fingerprinted(trips)
     _store().put(trips)
-    trip_uploads()[trips.name] = trips
+    hold(trips)
     region = trips.default_region
     ss["trip_message"] = ("success", trips.name, (f"The bounds typed for the previous file ({cleared}) were cleared "
                                                   "for this one. " if cleared else "") + f"Loaded **{trips.label}**: {trips.n_people:,} "

@@ -88,6 +88,7 @@ st.caption("Five steps from your file to a signed decision about the one collect
 st.header("1 · Your data")
 file = st.file_uploader("Upload points (CSV or Parquet; latitude and longitude in degrees), or pick a dataset below",
                         type=["csv", "txt", "tsv", "gz", "parquet", "pq"], key="w:decide_upload")
+uploads.show_released(st)
 held = ss["uploads"].get(cfg.get("dataset"))
 if held is not None and not str(cfg.get("upload_bounds") or "").strip() and held.default_region.bounds is not None:
     cfg["upload_bounds"] = ", ".join(f"{v:g}" for v in held.default_region.bounds)   # a reload or link: its box
@@ -107,7 +108,6 @@ if file is not None:
             suggested = (ss.get("decide_suggestion") or {}).get("box")   # the box suggested from these rows, if any
             loaded = uploads.frame(points, bounds, state.UPLOAD_RULES[0], float(cfg["upload_epsilon0"]),
                                    suggested=suggested)     # bounds equal to it are stated as read from the rows
-            ss["uploads"][loaded.name] = loaded
             ss.pop("decide_suggestion", None)
             session.set_and_rerun(dataset=loaded.name, region=next(iter(loaded.presets)), decide_trips="")
     except datasets.NeedsBounds as exc:       # too few for the private tiles, or too wide: a box, before any search

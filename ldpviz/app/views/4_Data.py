@@ -93,9 +93,12 @@ cfg = session.setup_page("Data")
 st.title("Data: bring your own points")
 st.markdown("Upload a CSV or Parquet file with one row per person and latitude/longitude columns in degrees "
             "(WGS 84). The file is kept in this server's memory only: never written to disk or sent anywhere. "
-            "A reload, or a link opened on this server, finds it again until the server stops (at most a day).")
+            "A reload, or a link opened on this server, finds it again until the server stops (at most a day). "
+            f"A session holds {uploads.session_budget_text()} of uploads: beyond that your least recently used "
+            "file is released, and named here.")
 
 file = st.file_uploader("CSV or Parquet file", type=["csv", "txt", "tsv", "gz", "parquet", "pq"], key="w:upload")
+uploads.show_released(st)
 c1, c2 = st.columns(2)
 lat_col = session.bind(cfg, "lat_column", c1.text_input, "Latitude column (blank = find it)")
 lon_col = session.bind(cfg, "lon_column", c2.text_input, "Longitude column (blank = find it)")
