@@ -300,7 +300,7 @@ START_FIT_POOL_SHARE = 1e-3
 
 
 #: Random sign probes that estimate the mechanism's own share of the report noise (:func:`start_fit_noise`).
-START_FIT_PROBES = 64
+START_FIT_PROBES = 32
 
 
 def start_fit_noise(forward, start: np.ndarray) -> np.ndarray:
@@ -309,9 +309,13 @@ def start_fit_noise(forward, start: np.ndarray) -> np.ndarray:
     forward(sqrt(f) v)(y)^2 (unbiased for every y). With p = forward(f), p(y) - D(y) is the variance of one
     report's indicator of y given where its person is: 0 for a noise-free channel, p(y)(1 - p(y)) roughly for
     one that ignores where the person is."""
-    v = np.random.default_rng(HOLDOUT_SEED).choice([-1.0, 1.0], size=(START_FIT_PROBES, *start.shape))
-    out = forward(np.sqrt(np.maximum(start, 0.0))[None] * v)
-    return np.mean(out * out, axis=0)
+    rng = np.random.default_rng(HOLDOUT_SEED)
+    root = np.sqrt(np.maximum(start, 0.0))
+    total = 0.0
+    for _ in range(START_FIT_PROBES):        # one probe a pass (a stack of one): the batched and one-trial EM agree
+        out = forward((root * rng.choice([-1.0, 1.0], size=start.shape))[None])[0]
+        total = total + out * out
+    return total / START_FIT_PROBES
 
 
 def reports_fit_start(counts: np.ndarray, p_start: np.ndarray, d_start: np.ndarray) -> tuple[float, float]:
@@ -393,7 +397,7 @@ def start_map_tests(forward, start: np.ndarray, best: np.ndarray, held_out: np.n
                 "held_out_reports": int(m), "best_step": int(best_steps[t])}
         if counts is not None:
             if t == 0 or not np.array_equal(start[t], start[0]):
-                d_start = start_fit_noise(lambda x: forward(x), start[t])
+                d_start = start_fit_noise(forward, start[t])
             z, pval = reports_fit_start(counts[t], pred_start[t], d_start)
             test.update(fit_z=z, fit_p=pval, informative=informative or z > START_MAP_Z)
         out.append(test)
