@@ -464,8 +464,8 @@ class SEMGeoI(TwoPaths, Mechanism):
         d, k = self.grid.side, self.k
         counts = np.stack([np.asarray(h.counts, dtype=float) for h in hists])
         forward, adjoint = matrix_maps(self.tables.member / k, (d, d))
-        densities, infos = expectation_maximisation_batch(counts, forward, adjoint, (d, d),
-                                                          smoothing=self.postprocess == "ems")
+        densities, infos = expectation_maximisation_batch(counts, forward, adjoint, (d, d),     # k cells a report
+                                                          smoothing=self.postprocess == "ems", one_report_each=k == 1)
         return [Estimate(density, raw=c.reshape(d, d), info={
             "reports": int(hist.n), "subset_size": k, "subset_size_paper": self.k_paper,
             "eps_prime_per_cell": self.eps_prime,
