@@ -46,7 +46,7 @@ def wait_for_answers(walk: Walk, name: str, limit_s: int = 300) -> None:
     """Start the search when the page asks (the rest of the mechanisms wait for the officer), then wait for the
     sign step; a screenshot of the page as it stands every half minute (build/screenshots/journey-<name>.png)."""
     walk.idle()
-    start = walk.page.locator('[data-testid="stMain"] button', has_text=re.compile(r"^Start \("))
+    start = walk.page.locator('[data-testid="stMain"] button', has_text=re.compile(r"Start \("))
     if start.count():
         start.first.click()
     ready = walk.page.get_by_text("Download the signed decision (HTML)").first
