@@ -42,6 +42,25 @@ def open_decide(walk: Walk, **query: str) -> None:
     walk.idle()
 
 
+def steps_kept(walk: Walk, target: str) -> None:
+    """Steps 2-3 still hold what the link set before the file (Geo-I accepted, the target): the box step stops the
+    page before them, and they must not come back empty."""
+    text = walk.main_text()
+    assert "0 mechanisms eligible" not in text and "Accept at least one privacy model" not in text, (
+        "steps 2-3 lost their settings after the box step: " + text[text.find("2 · Who"):][:1500])
+    assert main_value(walk, "x = (") == target, main_value(walk, "x = (")
+
+
+def main_value(walk: Walk, label_start: str) -> str:
+    return walk.page.locator(f'[data-testid="stMain"] input[aria-label^="{label_start}"]').first.input_value()
+
+
+#: Found by these journeys (issue 36 follow-up): in Chromium, after Decide's box step (the suggested box accepted,
+#: or a box typed for trips) steps 2-3 come back at the widgets' minimums (no privacy model, target 0.0001, 4 x 4,
+#: share 0.5), so no search runs. AppTest does not show it. Strict: the journeys must pass once it is fixed.
+STEPS_RESET = pytest.mark.xfail(strict=True, reason="Decide's steps 2-3 reset after the box step in a browser")
+
+
 def wait_for_answers(walk: Walk, name: str, limit_s: int = 300) -> None:
     """Start the search when the page asks (the rest of the mechanisms wait for the officer), then wait for the
     sign step; a screenshot of the page as it stands every half minute (build/screenshots/journey-<name>.png)."""
@@ -110,6 +129,7 @@ def link(walk: Walk, has_text: str) -> str:
     return href if href.startswith("http") else f"{walk.url}/{href.removeprefix('./')}"
 
 
+@STEPS_RESET
 def test_national_file_suggested_box_signed_offline_then_explore_and_compare(server, browser, tmp_path):
     path = write(north_east(np.random.default_rng(36)), tmp_path, "northeast.csv")
     walk = Walk(browser, server, 1440, 1000)
@@ -125,6 +145,7 @@ def test_national_file_suggested_box_signed_offline_then_explore_and_compare(ser
         walk.idle()
         text = walk.main_text()
         assert "Uploaded: northeast.csv" in text and "suggested bounds" in text, text[:2000]
+        steps_kept(walk, "300000")
         wait_for_answers(walk, "foreign-national-waiting")
         walk.check_clean("Decide on the national file after the answers")
         walk.page.get_by_text("4 · The answer").first.scroll_into_view_if_needed()
@@ -191,6 +212,7 @@ def test_national_file_suggested_box_signed_offline_then_explore_and_compare(ser
 TRIPS_BOX = "-93.34, 44.88, -93.18, 45.06"
 
 
+@STEPS_RESET
 def test_trips_file_too_few_people_then_typed_box_signed_offline_and_deployed(server, browser, tmp_path):
     path = write(trips(np.random.default_rng(4)), tmp_path, "trips.csv")
     walk = Walk(browser, server, 1440, 1000)
@@ -210,6 +232,7 @@ def test_trips_file_too_few_people_then_typed_box_signed_offline_and_deployed(se
         type_bounds(walk, "Bounds for your trips", TRIPS_BOX)
         text = walk.main_text()
         assert "Your trips: trips.csv" in text and "The unit is a person" in text, text[:3000]
+        steps_kept(walk, "5000")
         wait_for_answers(walk, "foreign-trips-waiting")
         walk.check_clean("Decide on the trips file after the answers")
         walk.page.get_by_text("4 · The answer").first.scroll_into_view_if_needed()
