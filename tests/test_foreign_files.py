@@ -25,56 +25,10 @@ from streamlit.testing.v1 import AppTest
 
 from ldpviz.cli.commands import main
 from ldpviz.mechanisms.base import UNIT_PERSON
+from tests.foreign_files import antimeridian, city, national, small, trips, write
 
 ROOT = Path(__file__).resolve().parents[1]
 VIEWS = ROOT / "ldpviz/app/views"
-
-
-# ---- the files -------------------------------------------------------------------------------------------------
-
-def national(rng: np.random.Generator) -> pd.DataFrame:
-    """Continental-US-like spread (4,000 rows) plus Alaska (200): no private tile region frames it, the page
-    suggests the densest box."""
-    lon = np.concatenate([rng.uniform(-124, -67, 4000), rng.uniform(-165, -140, 200)])
-    lat = np.concatenate([rng.uniform(25, 49, 4000), rng.uniform(58, 70, 200)])
-    return pd.DataFrame({"lat": lat, "lon": lon})
-
-
-def antimeridian(rng: np.random.Generator) -> pd.DataFrame:
-    """1,000 points around Fiji, on both sides of 180 degrees."""
-    lon = (rng.normal(180.0, 1.2, 1000) + 180.0) % 360.0 - 180.0
-    lat = rng.normal(-17.5, 0.8, 1000)
-    return pd.DataFrame({"latitude": lat, "longitude": lon})
-
-
-def small(rng: np.random.Generator) -> pd.DataFrame:
-    """150 points in one city: fewer than the private map tiles need."""
-    return pd.DataFrame({"lat": rng.uniform(44.89, 45.05, 150), "lon": rng.uniform(-93.33, -93.19, 150)})
-
-
-def city(rng: np.random.Generator) -> pd.DataFrame:
-    """6,000 points packed in one city: the paid private tiles frame it."""
-    centre = rng.choice(3, 6000)
-    lon = np.array([-93.27, -93.23, -93.30])[centre] + rng.normal(0, 0.01, 6000)
-    lat = np.array([44.98, 44.95, 45.01])[centre] + rng.normal(0, 0.008, 6000)
-    return pd.DataFrame({"lat": lat, "lon": lon})
-
-
-def trips(rng: np.random.Generator) -> pd.DataFrame:
-    """200 people x 15 points (person, seq, lat, lon): too few people for the private tiles."""
-    rows = []
-    for person in range(200):
-        at = rng.uniform([-93.33, 44.89], [-93.19, 45.05])
-        for seq in range(15):
-            at = at + rng.normal(0, 0.003, 2)
-            rows.append((f"p{person}", seq, at[1], at[0]))
-    return pd.DataFrame(rows, columns=["person", "seq", "lat", "lon"])
-
-
-def write(frame: pd.DataFrame, folder: Path, name: str) -> Path:
-    path = folder / name
-    frame.to_csv(path, index=False)
-    return path
 
 
 # ---- the pages ---------------------------------------------------------------------------------------------------

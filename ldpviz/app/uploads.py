@@ -213,7 +213,7 @@ def read_points(read_key: tuple, file: object, **kwargs: object) -> datasets.Rea
 
 
 #: How a region reads when its bounds are the box the page suggested from the rows.
-SUGGESTED_USE = ("the box the Data page suggested from where most of the file's rows are (the densest box, {size}, "
+SUGGESTED_USE = ("the box ldpviz suggested from where most of the file's rows are (the densest box, {size}, "
                  "in whole degrees): it depends on the rows and is not covered by epsilon")
 
 

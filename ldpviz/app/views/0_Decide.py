@@ -435,6 +435,9 @@ else:      # at the ε found, rounded up as Compare's 'Use ε' does (so the targ
 
 # ---- 5. Sign -----------------------------------------------------------------------------------------------------
 st.header("5 · Sign")
+if not reached and later:      # not an answer: some mechanisms have not been searched yet
+    st.info(f"No answer yet: {explain.plural(len(later), 'mechanism')} wait for Start in step 4.")
+    st.stop()
 if not reached:
     st.info("No eligible mechanism reaches the target: loosen the target, accept another model, or add users.")
     st.stop()
