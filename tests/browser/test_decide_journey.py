@@ -15,6 +15,7 @@ import pandas as pd
 
 import pytest
 
+from ldpviz.app import serve
 from ldpviz.cli import main as cli_main
 from test_journey import DOWNLOADS, Walk
 from test_regions_journey import CITY, NORTH_EAST, national_csv, upload
@@ -66,9 +67,13 @@ def accept_only_geo_i(walk: Walk) -> None:
 def wait_for_answers(walk: Walk) -> None:
     """Start the search when the page asks (a long one waits for the officer), then wait for step 5."""
     walk.idle()
-    start = walk.page.locator('[data-testid="stMain"] button', has_text=re.compile(r"^Start \("))
+    # the button's icon text comes before "Start (": an anchored pattern never matched, so the journey signed what
+    # the quick group alone had answered
+    start = walk.page.locator('[data-testid="stMain"] button', has_text=re.compile(r"Start \("))
     if start.count():
         start.first.click()
+        walk.page.wait_for_timeout(1_000)
+        serve.wait_until_idle(walk.page, 600_000)       # every remaining mechanism searched (one press answers all)
     walk.page.get_by_text("Download the signed decision (HTML)").first.wait_for(timeout=600_000)
     walk.idle()
 
