@@ -412,17 +412,14 @@ def test_warm_started_levels_equal_pot_where_mass_moves_far(d):
 
 
 def full_support_blur(d: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """A smooth mixture with mass on every cell (six Gaussian blobs plus a floor) and its 1-cell Gaussian blur:
-    issue 38's full-support near-copy, whose optimal basis is one deep spanning tree."""
-    rng = np.random.default_rng([38, d, seed])
-    y, x = np.mgrid[0:d, 0:d] + 0.5
-    p = np.full((d, d), 0.05 / (d * d))
-    for _ in range(6):
-        m, s = rng.uniform(0, d, 2), rng.uniform(0.03, 0.12) * d
-        p += rng.uniform(0.5, 2.0) * np.exp(-((x - m[0]) ** 2 + (y - m[1]) ** 2) / (2 * s * s)) / (d * d)
-    p /= p.sum()
-    q = gaussian_filter(p, 1.0)
-    return p, q / q.sum()
+    """Issue 38's full-support near-copy, the pair bench/w2_speed.py times (one construction for both)."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "bench" / "w2_speed.py"
+    spec = importlib.util.spec_from_file_location("w2_speed", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.full_support_blur(d, seed)
 
 
 @pytest.mark.parametrize("d, seed", [(20, 0), (27, 1), (32, 2), pytest.param(45, 3, marks=pytest.mark.slow)])
