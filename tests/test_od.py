@@ -407,3 +407,23 @@ def test_every_multi_trip_result_states_the_per_person_total(tmp_path, capsys):
     assert storms["max_trips_per_person"] == 1 and storms["persons_known"]
     gravity = od.od_trials("minneapolis-stops", "grr", 2.0, 4, n_users=500)
     assert not gravity["persons_known"] and "synthetic pairs: one trip per synthetic person" in gravity["guarantee"]
+
+
+def test_lp_polish_stops_when_column_generation_cycles(monkeypatch):
+    """The null-space LP of a degenerate SRR design (the Flows page's default: the bundled storm tracks, 289 trips
+    in the Gulf of Mexico box, 16 x 16 grid, eps = 1) used to cycle: its duals priced in columns that never
+    improved it, for all 50 rounds (36 s on a 2-core machine), and then it gave up.
+
+    Property (seed 0): column generation stops within 10 LP solves, the polish is used and the Lasso meets its
+    KKT tolerance.
+    """
+    import scipy.optimize
+
+    pairs, reg, _ = od.load_od_pairs("atlantic-storms", "Gulf of Mexico and Florida", None, 0)
+    calls = []
+    solve = scipy.optimize.linprog
+    monkeypatch.setattr(scipy.optimize, "linprog", lambda *a, **k: calls.append(1) or solve(*a, **k))
+    res = od.run_od(pairs.origin_lon, pairs.origin_lat, pairs.dest_lon, pairs.dest_lat, reg, 16, "srr", 1.0,
+                    estimator="lasso", seed=0, left_out=pairs.left_out, person=pairs.person)
+    assert len(calls) <= 10, len(calls)
+    assert res.info["converged"] and res.info["lp_rounds"] >= 1, res.info
