@@ -43,7 +43,13 @@ def setup_page(title: str) -> dict[str, Any]:
     ss = st.session_state
     ss["_page_switched"] = ss.get("_page") != title   # the first run of a page after another page's
     ss["_page"] = title
+    ss[DRAWN_BEFORE] = ss.get(DRAWN_NOW, set())       # the bound widgets the previous run drew (see keep)
+    ss[DRAWN_NOW] = set()
     return init()
+
+
+#: Session keys: the bound widgets drawn by the previous run and by this one (:func:`keep`).
+DRAWN_BEFORE, DRAWN_NOW = "_widgets_drawn_before", "_widgets_drawn_now"
 
 
 #: The favicon, served by this server (a Material icon or an emoji would be fetched from a third-party host).
@@ -197,8 +203,16 @@ def keep(key: str, value: Any, store: Callable[[Any], None]) -> dict[str, Any]:
     # Seed on a page's first run (a widget of the same key on another page left a value Streamlit does not
     # give the new widget), when the key is gone, or when code changed the setting. Never otherwise: writing
     # the value the widget already has would send it back to the browser and undo a fast second change.
-    if ss.get("_page_switched", True) or key not in ss or ss[key] != value:
+    # Also when the previous run did not draw it (a run that stopped early: Decide's box step stops the page before
+    # steps 2-5). The browser then dropped the widget, and draws it anew from what this run sends; Streamlit may
+    # still hold its old value server-side, and sends the widget's default unless the value is written here (issue
+    # 36: in Chromium, steps 2-3 came back at the widgets' minimums while the config still held the link's values).
+    drawn = ss.get(DRAWN_NOW)
+    if (ss.get("_page_switched", True) or key not in ss or ss[key] != value
+            or key not in ss.get(DRAWN_BEFORE, ())):
         ss[key] = value
+    if drawn is not None:
+        drawn.add(key)
 
     def changed() -> None:
         st.session_state[WIDGET_CHANGED] = True

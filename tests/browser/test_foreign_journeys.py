@@ -44,7 +44,8 @@ def open_decide(walk: Walk, **query: str) -> None:
 
 def steps_kept(walk: Walk, target: str) -> None:
     """Steps 2-3 still hold what the link set before the file (Geo-I accepted, the target): the box step stops the
-    page before them, and they must not come back empty."""
+    page before them, and they must not come back empty (they did in Chromium, at the widgets' minimums, until
+    ldpviz.app.session.keep re-sent every widget the previous run had not drawn; AppTest did not show it)."""
     text = walk.main_text()
     assert "0 mechanisms eligible" not in text and "Accept at least one privacy model" not in text, (
         "steps 2-3 lost their settings after the box step: " + text[text.find("2 · Who"):][:1500])
@@ -55,10 +56,6 @@ def main_value(walk: Walk, label_start: str) -> str:
     return walk.page.locator(f'[data-testid="stMain"] input[aria-label^="{label_start}"]').first.input_value()
 
 
-#: Found by these journeys (issue 36 follow-up): in Chromium, after Decide's box step (the suggested box accepted,
-#: or a box typed for trips) steps 2-3 come back at the widgets' minimums (no privacy model, target 0.0001, 4 x 4,
-#: share 0.5), so no search runs. AppTest does not show it. Strict: the journeys must pass once it is fixed.
-STEPS_RESET = pytest.mark.xfail(strict=True, reason="Decide's steps 2-3 reset after the box step in a browser")
 
 
 def wait_for_answers(walk: Walk, name: str, limit_s: int = 300) -> None:
@@ -129,7 +126,6 @@ def link(walk: Walk, has_text: str) -> str:
     return href if href.startswith("http") else f"{walk.url}/{href.removeprefix('./')}"
 
 
-@STEPS_RESET
 def test_national_file_suggested_box_signed_offline_then_explore_and_compare(server, browser, tmp_path):
     path = write(north_east(np.random.default_rng(36)), tmp_path, "northeast.csv")
     walk = Walk(browser, server, 1440, 1000)
@@ -212,7 +208,6 @@ def test_national_file_suggested_box_signed_offline_then_explore_and_compare(ser
 TRIPS_BOX = "-93.34, 44.88, -93.18, 45.06"
 
 
-@STEPS_RESET
 def test_trips_file_too_few_people_then_typed_box_signed_offline_and_deployed(server, browser, tmp_path):
     path = write(trips(np.random.default_rng(4)), tmp_path, "trips.csv")
     walk = Walk(browser, server, 1440, 1000)
