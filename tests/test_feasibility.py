@@ -178,6 +178,36 @@ def test_numbers_for_people():
 # ---- the national file: the feasibility note and the inverse answer, on the command line -------------------------------
 
 @pytest.mark.slow
+def test_target_judges_the_limit_on_decides_ledger_reports_and_unit(capsys):
+    """Issue 36: the printed command judged the limit per row with one report while the page judged it per person
+    with step 2's reports. With 3 reports per person, `ldpviz target` (as Decide prints it) gives each answer the
+    page's ledger (3 reports, per person) and the same epsilon at the limit as the page's with_limit; per report,
+    the ledger is per row."""
+    cfg = {**state.defaults(), "dataset": "normal", "grid_side": 8, "n_users": 2_000, "decide_limit": 3.0,
+           "decide_reports": 3, "decide_metric": "w2_m", "decide_target": 5_000.0}
+    cli = flow.command(cfg, ["grr"])
+    assert "--reports 3" in cli and "--unit" not in cli
+    argv = cli.split()[1:]
+    assert main([*argv, "--no-attacker", "--trials", "3"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    row = out["results"][0]
+    assert out["reports"] == 3 and out["limit_unit"] == "person" and row["reached"]
+    assert row["ledger"]["unit"] == accounting.UNIT_PERSON
+    assert row["limit_epsilon"] == pytest.approx(1.0)             # 3 reports of epsilon 1 reach the limit of 3
+    from ldpviz.experiment import resolve_region
+    from ldpviz.data import datasets
+    region = resolve_region(datasets.load("normal"), cfg["region"])
+    page = flow.with_limit([{k: v for k, v in row.items() if k not in ("limit", "limit_epsilon", "within_limit")}],
+                           region, cfg)[0]
+    assert page["limit_epsilon"] == pytest.approx(row["limit_epsilon"]) and page["within_limit"] == row["within_limit"]
+    per_report = flow.command({**cfg, "decide_reports": 1, "decide_unit": "report"}, ["grr"])
+    assert "--unit report" in per_report and "--reports" not in per_report
+    assert main([*per_report.split()[1:], "--no-attacker", "--trials", "3"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["limit_unit"] == "row" and out["results"][0]["ledger"]["unit"] == accounting.UNIT_ROW
+    assert out["results"][0]["limit_epsilon"] == pytest.approx(3.0)
+
+
 def test_target_on_a_national_file_says_the_target_is_finer_than_a_cell_and_what_the_limit_reaches(tmp_path, capsys):
     """~8,000 places over the north-east box at d = 32 (cells of ~40 km), W2 at most 1 km: the LDP mechanisms
     need far more than a limit of 5, so the answer leads with that, says the target is ~40x finer than a cell and

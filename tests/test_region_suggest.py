@@ -115,3 +115,36 @@ def test_binomial_isf_equals_scipy_stats():
         for p in (1e-6, 1e-3, 0.01, 0.1, 0.3, 0.5, 0.9):
             for a in (0.5, 0.05, 1e-3, 1e-6, 1e-9, 0.05 / 4**10):
                 assert binomial_isf(a, n, p) == binom.isf(a, n, p), (a, n, p)
+
+
+@pytest.mark.parametrize("centre_lon", [-93.27, 179.97], ids=["city", "city across 180"])
+def test_a_city_sized_file_gets_a_box_near_its_rows(centre_lon):
+    """Issue 36: rows spanning ~10 km (a city, here also one straddling 180) got a whole-degree box, ~111 km, so
+    most of its map cells were empty. Property: the box is refined (edges on a grid of 1/64-degree multiples, no
+    side more than 4x the rows' span plus two fine cells), still holds every row, and rows_inside counts exactly
+    the rows in_bbox keeps."""
+    rng = np.random.default_rng(36)
+    lon = (centre_lon + rng.uniform(-0.06, 0.06, 500) + 180.0) % 360.0 - 180.0
+    lat = 44.97 + rng.uniform(-0.05, 0.05, 500)
+    box = suggest_bbox(lon, lat)
+    assert box.rows_inside == lon.size == int(datasets.in_bbox(lon, lat, box.bbox).sum())
+    assert not all(float(v).is_integer() for v in box.bbox)
+    assert all(float(v * 64).is_integer() for v in box.bbox), box.bbox
+    width, height = box.size_km()
+    assert width < 4 * 0.12 * 111 * np.cos(np.radians(45)) + 2 * 1.8 and height < 4 * 0.10 * 111 + 2 * 1.8, box
+    Region.from_bbox(*box.bbox)
+    if centre_lon > 179:
+        assert box.west > box.east
+
+
+def test_a_trips_suggestion_counts_people(tmp_path):
+    """A trips file too small for the private tiles: its suggestion is read from one point per person and says
+    'people', not 'rows' (issue 36: '200 of 200 rows' for 200 people with 3,000 rows)."""
+    from ldpviz.data import trajectories
+    from tests.foreign_files import trips, write as write_trips
+    path = write_trips(trips(np.random.default_rng(36)), tmp_path, "trips.csv")
+    with pytest.raises(RegionTooLargeError) as exc:
+        trajectories.load_trajectory_file(path, filename="trips.csv", frame=upload_frame())
+    box = exc.value.suggestion
+    assert box is not None and box.unit == "people"
+    assert f"of the {box.rows_total:,} people" in str(exc.value) and " rows (" not in str(exc.value)

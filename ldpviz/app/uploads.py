@@ -27,6 +27,7 @@ import streamlit as st
 
 from ldpviz.data import datasets, trajectories
 from ldpviz.errors import LdpvizInputError, RegionTooLargeError
+from ldpviz.geo.domain import bounds_text
 from ldpviz.geo.region_suggestion import SUGGESTED_DATA_USE, box_size_km, suggest_bbox
 from ldpviz.mechanisms.fo.private_region import upload_frame
 
@@ -214,7 +215,8 @@ def read_points(read_key: tuple, file: object, **kwargs: object) -> datasets.Rea
 
 #: How a region reads when its bounds are the box the page suggested from the rows.
 SUGGESTED_USE = ("the box ldpviz suggested from where most of the file's rows are (the densest box, {size}, "
-                 "in whole degrees): it depends on the rows and is not covered by epsilon")
+                 "in whole degrees, or finer cells for rows that span a few degrees or less): it depends on the rows "
+                 "and is not covered by epsilon")
 
 
 def frame(points: datasets.ReadPoints, bounds: tuple[float, float, float, float] | None, rule: str,
@@ -237,8 +239,9 @@ def suggestion(points: datasets.ReadPoints, side_km: float) -> tuple[tuple[float
 
 
 def bbox_text(box: tuple[float, float, float, float]) -> str:
-    """'W, S, E, N' as a bounds field reads it."""
-    return ", ".join(f"{v:g}" for v in box)
+    """'W, S, E, N' as a bounds field reads it, exactly (six decimals at most: a suggested box's edges are multiples
+    of 1/64 degree, and the typed-back box must equal it to keep its provenance)."""
+    return bounds_text(box).replace(",", ", ")
 
 
 def box_phrase(box: tuple[float, float, float, float]) -> str:
@@ -264,8 +267,8 @@ def bounds_step(container: Any, *, filename: str, why: str, box: tuple[float, fl
     lines = [f"**Next step: choose the area of {filename} to study.** {why_short}, so the map needs a box (west, "
              f"south, east, north in degrees) typed in '{field}'."]
     if box is not None:
-        lines.append(f"Suggested: `{text}`, {box_phrase(box)}, holds **{inside:,} of {total:,} rows** "
-                     f"({100 * inside / max(total, 1):.0f}%). It is read from where most of your rows are; accept "
+        lines.append(f"Suggested: `{text}`, {box_phrase(box)}, holds **{inside:,} of {total:,} {unit}** "
+                     f"({100 * inside / max(total, 1):.0f}%). It is read from where most of your {unit} are; accept "
                      "it, or type your own box.")
     container.info("\n\n".join(lines), icon=":material/crop_free:")
     if box is not None:

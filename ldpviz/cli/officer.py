@@ -64,6 +64,7 @@ def cmd_target(args: argparse.Namespace) -> int:
     require(math.isfinite(args.limit) and 0 < args.limit <= EPSILON_MAX,
             f"--limit must be an epsilon above 0 and at most {EPSILON_MAX:g}, got {args.limit!r}")
     require(args.users is None or args.users >= 1, f"--users must be at least 1, got {args.users!r}")
+    require(1 <= args.reports <= 10_000, f"--reports must be from 1 to 10000, got {args.reports!r}")
     require(args.r is None or (math.isfinite(args.r) and args.r > 0), f"--r must be a distance > 0 m, got {args.r!r}")
     require(args.r is None or not args.no_attacker,          # options that cannot act are refused (issue 30.3)
             "--r is the attacker's distance; with --no-attacker it would do nothing")
@@ -97,22 +98,29 @@ def cmd_target(args: argparse.Namespace) -> int:
         for i, future in tradeoff.seeks_side_by_side([seek(name) for name in args.mechanism], costs):
             found_by_index[i] = future.result()
             beat.step(f"target: {args.mechanism[i]} answered ({len(found_by_index)}/{len(args.mechanism)})")
-    from ldpviz.decide import feasibility
+    from ldpviz.decide import decision_flow, feasibility
     from ldpviz.geo.domain import Grid, Region
-    from ldpviz.mechanisms.accounting import collection_ledger
     region_obj = user.region if isinstance(user.region, Region) else experiment.resolve_region(data, user.region)
     cell_m = Grid(region_obj, args.grid).cell_m
+    flow_cfg = {"decide_reports": args.reports, "decide_unit": args.unit}   # Decide's step 2, as the page asks it
+    noun = decision_flow.unit_noun(flow_cfg)
 
-    def ledger_at(setting):          # what a row pays at a setting: the accountant's ledger, region included
-        return collection_ledger(setting, region_obj)
+    def ledger_at(setting):          # what a person (or row) pays in one collection: the ledger Decide judges on
+        return decision_flow.ledger_for(setting, region_obj, flow_cfg)
 
     for i, name in enumerate(args.mechanism):        # JSON results in the order asked, whichever finished first
         found = found_by_index[i]
         row = feasibility.apply_limit(found.to_dict(), args.limit, ledger_at)
         row["epsilon_unit"] = f"per {GEO_I_UNIT}" if found.privacy_model == GEO_I else ""
         eps_found = row.get("epsilon")
-        # tradeoff's warning is privacy_scale.weak_privacy_warning at the answer (the one source of the text)
-        row["privacy_warning"] = (row.get("warning") or None) if row.get("reached") and eps_found else None
+        if row.get("reached") and row.get("setting"):    # the ledger the limit was judged on (Decide's), at the answer
+            flow_ledger = ledger_at(feasibility.Setting.from_dict(row["setting"]))
+            row["ledger"] = flow_ledger.to_dict()
+            row["ledger_warning"] = flow_ledger.warning() or None
+        # tradeoff's warning is privacy_scale.weak_privacy_warning at the answer (the one source of the text); the
+        # ledger's own warning first where it judges more than one report (as Decide's table shows it)
+        row["privacy_warning"] = ((row.get("ledger_warning") or row.get("warning") or None)
+                                  if row.get("reached") and eps_found else None)
         if args.json:                                   # the text lines carry it as WARNING: ...
             print_privacy_warning(row["privacy_warning"], name)
         results.append(row)
@@ -140,9 +148,9 @@ def cmd_target(args: argparse.Namespace) -> int:
         for k, row in enumerate(rows):
             mark = f"{k + 1}." if row.get("reached") else "-"
             over = ("" if row.get("within_limit") or not row.get("reached") else
-                    f"\n{'':<17}beyond your limit of epsilon {args.limit:g} per person in one collection")
+                    f"\n{'':<17}beyond your limit of epsilon {args.limit:g} per {noun} in one collection")
             lines.append(f"{mark:<3}{_line(row, mode, args.metric)}{over}")
-            if row.get("reached") and row.get("ledger"):       # what a row pays at the answer (the accountant)
+            if row.get("reached") and row.get("ledger"):       # what one pays at the answer (the accountant)
                 lines.append(f"  privacy: {row['ledger']['sentence']}")
     notes = _capped_notes(args.users, results) if mode == "epsilon" else []
     if not args.json:
@@ -150,7 +158,8 @@ def cmd_target(args: argparse.Namespace) -> int:
     region = user.region.name if hasattr(user.region, "name") else user.region
     out = {"mode": mode, "dataset": user.name, "region": region, "grid": args.grid, "metric": args.metric,
            "at_most": args.at_most, "seed": args.seed, "reading": "one collection", "cell_m": cell_m,
-           "limit": args.limit, "feasible": summary["feasible"], "lead": summary["lead"],
+           "limit": args.limit, "limit_unit": noun, "reports": args.reports, "unit": args.unit,
+           "feasible": summary["feasible"], "lead": summary["lead"],
            "at_limit_lines": summary["lines"], "cell_note": summary["cell_note"],
            "groups": [{"model": m, "heading": feasibility.MODEL_HEADINGS.get(m, m),
                        "ranked": [r["mechanism"] for r in rows]} for m, rows in grouped],
@@ -316,9 +325,17 @@ def _target_options(tp: argparse.ArgumentParser) -> None:
     tp.add_argument("--r", type=float, help="distance r (m) for 'the attacker lands within r of the person' "
                                            "(default: 1%% of the region's side)")
     tp.add_argument("--limit", type=float, default=DEFAULT_LIMIT, metavar="EPSILON",
-                    help="the largest epsilon per person in one collection you accept (Geo-I: between neighbouring "
-                         "cells; default %(default)s): where no mechanism meets the target within it, the answer "
-                         "says so first and what each reaches at it")
+                    help="the largest epsilon per person (per row with --unit report) in one collection you accept, "
+                         "judged on the ledger: the region and --reports (Geo-I: between neighbouring cells; "
+                         "default %(default)s): where no mechanism meets the target within it, the answer says so "
+                         "first and what each reaches at it")
+    tp.add_argument("--reports", type=int, default=1, metavar="N",
+                    help="reports per person per collection, each paying epsilon (Decide's step 2; default 1): the "
+                         "ledger and the --limit count them; the accuracy is simulated with one report per person")
+    from ldpviz.decide.decision_flow import UNITS
+    tp.add_argument("--unit", choices=list(UNITS), default="person",
+                    help="what the guarantee protects (Decide's step 2): 'person' (all their reports in a "
+                         "collection; default) or 'report' (one location report, the ledger per row)")
     tp.add_argument("--no-attacker", action="store_true", dest="no_attacker",
                     help="skip the attacker's error at the answer (faster)")
     tp.add_argument("--json", action="store_true", help="print one JSON object")

@@ -419,7 +419,7 @@ def load_trajectory_file(source: Any, *, filename: str | None = None, person_col
     # (issue 26: framing from every row charged a person with L points L x epsilon0).
     one_lon, one_lat = one_point_per_person(persons[order], lon_k, lat_k)
     whole = regions.upload_region(one_lon, one_lat, filename, bbox, frame=_per_person(region_frame),
-                                  bbox_data_use=bbox_data_use)
+                                  bbox_data_use=bbox_data_use, unit="people")
     return Trajectories(name=f"upload:{filename}", label=filename,
                         description=f"Uploaded trajectories '{filename}'. {report.summary()}",
                         person=persons[order], trip=trips[order], lon=lon_k, lat=lat_k, time=t,

@@ -417,6 +417,10 @@ def command(cfg: Mapping[str, Any], mechanisms_: list[str], region: Any = None,
         parts += ["--probability", f"{float(cfg['decide_probability']):g}"]
     if float(cfg.get("decide_limit", feasibility.DEFAULT_LIMIT)) != feasibility.DEFAULT_LIMIT:
         parts += ["--limit", f"{float(cfg['decide_limit']):g}"]
+    if int(cfg.get("decide_reports", 1)) != 1:     # the limit is judged on the same ledger as the page's
+        parts += ["--reports", str(int(cfg["decide_reports"]))]
+    if unit_of(cfg) != "person":
+        parts += ["--unit", unit_of(cfg)]
     parts += ["--seed", str(int(cfg.get("seed", 0)))]
     for name in mechanisms_:
         parts += ["--mechanism", name]

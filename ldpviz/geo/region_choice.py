@@ -126,7 +126,7 @@ def tile_extent(tx: np.ndarray, ty: np.ndarray, level: int) -> tuple[float, floa
 
 def upload_region(lon: np.ndarray, lat: np.ndarray, filename: str, bbox: Sequence[float] | None = None,
                   frame: Callable[[np.ndarray, np.ndarray], Region] | None = None,
-                  bbox_data_use: str = "") -> Region:
+                  bbox_data_use: str = "", unit: str = "rows") -> Region:
     """The region of an uploaded file (points or trajectories): the one rule both share.
 
     A stated ``bbox`` (W, S, E, N) wins and reads no data (the loader has already dropped and counted the rows
@@ -135,7 +135,8 @@ def upload_region(lon: np.ndarray, lat: np.ndarray, filename: str, bbox: Sequenc
     :func:`ldpviz.mechanisms.fo.private_region.upload_frame` (private tiles paid with epsilon0 per row by
     default; public tiles, not private, only when asked). This layer never picks a region by itself: with
     neither, :class:`~ldpviz.errors.RegionTooLargeError` asks for a box, and a file the rule cannot frame gets
-    the densest continent-sized box as its ``suggestion`` (:func:`ldpviz.geo.region_suggestion.suggest_bbox`).
+    the densest continent-sized box as its ``suggestion`` (:func:`ldpviz.geo.region_suggestion.suggest_bbox`),
+    its count in ``unit`` (a trips file passes one point per person: "people").
     """
     if bbox is not None:
         return stated_region(bbox, data_use=bbox_data_use)
@@ -148,7 +149,7 @@ def upload_region(lon: np.ndarray, lat: np.ndarray, filename: str, bbox: Sequenc
         raise
     except TooFewToFrame as exc:       # a clear stop before any search: the count needed, and a box (issue 36)
         try:
-            suggestion = suggest_bbox(lon, lat)
+            suggestion = suggest_bbox(lon, lat, unit)
             hint = f" For example {suggestion.sentence()}."
         except LdpvizInputError:
             suggestion, hint = None, ""
@@ -159,7 +160,7 @@ def upload_region(lon: np.ndarray, lat: np.ndarray, filename: str, bbox: Sequenc
         raise refused from None
     except LdpvizInputError as exc:
         try:
-            suggestion = suggest_bbox(lon, lat)
+            suggestion = suggest_bbox(lon, lat, unit)
             hint = f" For example {suggestion.sentence()}."
         except LdpvizInputError:
             suggestion, hint = None, ""

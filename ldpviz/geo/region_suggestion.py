@@ -4,8 +4,14 @@ A national or world file cannot be framed by one square of at most
 :data:`ldpviz.geo.domain.MAX_REGION_SIDE_M` (a continent). :func:`suggest_bbox`
 finds the continent-sized box of whole degrees that holds the most rows, then
 shrinks it to the occupied 1-degree cells inside it. What is read: the count of
-rows per 1-degree cell (about 111 km), nothing finer, so the box's edges are
-whole degrees and no single row's position shows in them beyond its cell.
+rows per 1-degree cell (about 111 km), so the box's edges are whole degrees and
+no single row's position shows in them beyond its cell. A file whose rows span
+fewer than :data:`MIN_CELLS_ACROSS` such cells (a city, a small trips file) is
+refined in halves, to cells as fine as :data:`FINEST_CELL_DEG` (about 1.7 km),
+until its rows span that many cells (issue 36: a city's suggested box was a whole
+degree, ~111 km, around ~10 km of data, so its map cells were mostly empty). The
+finer the cell, the closer the edges follow the rows; the box is stated as read
+from the rows (not covered by epsilon) either way.
 
 The suggestion is for the analyst who holds the file; a region the analyst then
 states with ``--bbox`` (or on the Data page) is a stated region, and the rows
@@ -21,11 +27,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ldpviz.geo.domain import MAX_REGION_SIDE_M, Region, in_bbox, lon_span, wrap_lon
+from ldpviz.geo.domain import MAX_REGION_SIDE_M, Region, bounds_text, in_bbox, lon_span, wrap_lon
 from ldpviz.errors import LdpvizInputError, require
 
 #: Cell size (degrees) of the occupancy the suggestion reads.
 CELL_DEG = 1.0
+#: A box narrower than this many cells is refined (cells halved) down to :data:`FINEST_CELL_DEG`.
+MIN_CELLS_ACROSS = 8
+FINEST_CELL_DEG = 1.0 / 64
 _KM_PER_DEG = 111.195          # one degree of a great circle on the mean Earth (radius 6,371 km)
 _TRY_FRACTIONS = (0.95, 0.85, 0.75, 0.6, 0.45, 0.3)   # of the largest side, while the box does not fit
 
@@ -33,13 +42,16 @@ _TRY_FRACTIONS = (0.95, 0.85, 0.75, 0.6, 0.45, 0.3)   # of the largest side, whi
 #: ``--bbox-from`` value of a box pasted from a suggestion, and how such a region reads in a guarantee.
 FROM_SUGGESTION = "suggestion"
 SUGGESTED_DATA_USE = ("the box ldpviz suggested from the file's rows (the densest continent-sized box, read from the "
-                      f"count of rows per {CELL_DEG:g}-degree cell, about 111 km): it depends on the users' data and "
-                      "is not covered by epsilon")
+                      f"count of rows per {CELL_DEG:g}-degree cell, about 111 km, or per finer cell down to "
+                      f"1/{round(1 / FINEST_CELL_DEG)} degree for rows that span a few degrees or less): it depends "
+                      "on the users' data and is not covered by epsilon")
 
 
 @dataclass(frozen=True)
 class SuggestedBox:
-    """A W, S, E, N box in whole degrees (W > E crosses 180) and how many rows lie inside it."""
+    """A W, S, E, N box on a grid of whole degrees, or of finer cells for a small file (W > E crosses 180), and how
+    many rows lie inside it (``unit``: what a row is, "rows" or, for a trips file read one point per person,
+    "people")."""
 
     west: float
     south: float
@@ -47,14 +59,16 @@ class SuggestedBox:
     north: float
     rows_inside: int
     rows_total: int
+    unit: str = "rows"
 
     @property
     def bbox(self) -> tuple[float, float, float, float]:
         return (self.west, self.south, self.east, self.north)
 
     def as_text(self) -> str:
-        """``W,S,E,N`` as the command line and the Data page take it."""
-        return ",".join(f"{v:g}" for v in self.bbox)
+        """``W,S,E,N`` as the command line and the Data page take it, exactly (a refined box's edges are
+        multiples of 1/64 degree: six decimals)."""
+        return bounds_text(self.bbox)
 
     def size_km(self) -> tuple[float, float]:
         """(width, height) of the box in km: its width along its middle latitude, its height north to south."""
@@ -69,7 +83,7 @@ class SuggestedBox:
     def sentence(self) -> str:
         share = 100.0 * self.rows_inside / max(self.rows_total, 1)
         return (f"the densest continent-sized box, {self.as_text()} (W,S,E,N), holds {self.rows_inside:,} of the "
-                f"{self.rows_total:,} rows ({share:.0f}%)")
+                f"{self.rows_total:,} {self.unit} ({share:.0f}%)")
 
 
 def box_size_km(bbox: tuple[float, float, float, float]) -> tuple[float, float]:
@@ -125,6 +139,33 @@ def _tight_box(counts: np.ndarray, i: int, j: int, half_rows: int, width: int) -
     return west, float(max(south, -90.0)), east, float(min(north, 90.0))
 
 
+def _refined(lon: np.ndarray, lat: np.ndarray, box: tuple[float, float, float, float]
+             ) -> tuple[float, float, float, float]:
+    """``box`` shrunk to the occupied cells of the finest grid (halving from 1 degree, at most to
+    :data:`FINEST_CELL_DEG`) on which the rows inside it span fewer than :data:`MIN_CELLS_ACROSS` cells at the
+    previous, coarser level; ``box`` itself when its rows already span that many 1-degree cells. Every row inside
+    ``box`` stays inside: the finer cells nest in the coarser ones."""
+    inside = in_bbox(lon, lat, box)
+    lon_in, lat_in = lon[inside], lat[inside]
+    if not lon_in.size:
+        return box
+    cell, out = CELL_DEG, box
+    while True:
+        south = math.floor(float(lat_in.min()) / cell) * cell
+        north = (math.floor(float(lat_in.max()) / cell) + 1) * cell
+        centres = (np.unique(np.floor(wrap_lon(lon_in) / cell)) + 0.5) * cell
+        west_c, east_c = lon_span(centres)
+        across = max(round((north - south) / cell), round(((east_c - west_c) % 360.0) / cell) + 1)
+        if cell < CELL_DEG:
+            west = float(wrap_lon(west_c - cell / 2))
+            east = west_c + ((east_c - west_c) % 360.0) + cell / 2
+            east = float(east if east <= 180.0 else wrap_lon(east))
+            out = (west, float(max(south, -90.0)), 180.0 if east == -180.0 else east, float(min(north, 90.0)))
+        if across >= MIN_CELLS_ACROSS or cell <= FINEST_CELL_DEG:
+            return out
+        cell /= 2.0
+
+
 def _fits(box: tuple[float, float, float, float]) -> bool:
     try:
         Region.from_bbox(*box)
@@ -133,14 +174,15 @@ def _fits(box: tuple[float, float, float, float]) -> bool:
     return True
 
 
-def suggest_bbox(lon: np.ndarray, lat: np.ndarray) -> SuggestedBox:
+def suggest_bbox(lon: np.ndarray, lat: np.ndarray, unit: str = "rows") -> SuggestedBox:
     """The continent-sized whole-degree box holding the most rows (see the module docstring).
 
     Tries windows of 95%, 85%, ... of the largest region side centred on every
     occupied 1-degree cell (longitude wraps, so a box may cross 180), keeps the
     one holding the most rows, shrinks it to its occupied cells, and checks that
-    :meth:`Region.from_bbox` accepts it. ``rows_inside`` counts the rows inside
-    the returned box exactly as ``--bbox`` filters them.
+    :meth:`Region.from_bbox` accepts it; rows spanning fewer than :data:`MIN_CELLS_ACROSS`
+    degrees are then framed on finer cells (:func:`_refined`). ``rows_inside`` counts the rows
+    inside the returned box exactly as ``--bbox`` filters them.
     """
     lon = np.asarray(lon, dtype=float).ravel()
     lat = np.asarray(lat, dtype=float).ravel()
@@ -166,6 +208,8 @@ def suggest_bbox(lon: np.ndarray, lat: np.ndarray) -> SuggestedBox:
                 break
             box = _tight_box(counts, i, j, half_rows, int(width_cols[i]))
             if _fits(box):
+                fine = _refined(lon, lat, box)
+                box = fine if _fits(fine) else box
                 inside = int(in_bbox(lon, lat, box).sum())
-                return SuggestedBox(*box, rows_inside=inside, rows_total=int(lon.size))
+                return SuggestedBox(*box, rows_inside=inside, rows_total=int(lon.size), unit=unit)
     raise LdpvizInputError("no continent-sized box could be found around these points; give a bbox (W,S,E,N)")

@@ -91,7 +91,7 @@ file = st.file_uploader("Upload points (CSV or Parquet; latitude and longitude i
 uploads.show_released(st)
 held = ss["uploads"].get(cfg.get("dataset"))
 if held is not None and not str(cfg.get("upload_bounds") or "").strip() and held.default_region.bounds is not None:
-    cfg["upload_bounds"] = ", ".join(f"{v:g}" for v in held.default_region.bounds)   # a reload or link: its box
+    cfg["upload_bounds"] = uploads.bbox_text(held.default_region.bounds)   # a reload or a link: its box
 bounds_text = session.bind(cfg, "upload_bounds", st.text_input, "Bounds of your file W, S, E, N in degrees (blank: "
                            "the paid private map tiles choose the region)", placeholder="e.g. -5.2, 41.3, 9.6, 51.1",
                            help="Only the rows inside the box are studied (as `--bbox` on the command line); typed "
