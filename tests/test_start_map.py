@@ -166,3 +166,17 @@ def test_reports_fit_start_null_calibration():
     assert rejected / 200 < 0.06
     exact = np.bincount(people, minlength=k).astype(float)
     assert estimation.reports_fit_start(exact, start[0], start[0])[0] <= estimation.START_MAP_Z   # identity: D = f
+
+
+def test_the_reading_at_a_limit_says_start_map_not_n_a():
+    """Issue 36: the inverse question (what one collection reaches at the officer's limit) at an epsilon where every
+    collection stays at the start map read 'W2 n/a on average'. Property: no mean, a note that says the estimate
+    stayed at the start map for each collection, and the limit line shows that note."""
+    from ldpviz.decide import feasibility
+    base = experiment.Scenario(dataset="minneapolis-stops", mechanism="sem-geoi", epsilon=0.5, grid_side=32,
+                               n_users=20_000, seed=0, trials=3)
+    reading = tradeoff.reading_at(base, "w2_m", 500.0, 0.5, trials=3)
+    assert reading["mean"] is None and reading["at_start"] == 3 and reading["met"] == 0
+    assert "every collection stayed at the estimate's start map" in reading["note"], reading
+    line = feasibility.at_limit_text("w2_m", reading, "geo-i")
+    assert "n/a" not in line and "start map" in line, line

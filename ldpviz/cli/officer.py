@@ -136,7 +136,7 @@ def cmd_target(args: argparse.Namespace) -> int:
             beat.step(f"target: what {len(inverse)} mechanisms reach at the limit epsilon {args.limit:g}")
             for j, future in tradeoff.seeks_side_by_side([at_limit(i) for i in inverse]):
                 results[inverse[j]]["at_limit"] = future.result()
-    summary = feasibility.limit_summary(results, args.limit, args.metric, args.at_most, cell_m)
+    summary = feasibility.limit_summary(results, args.limit, args.metric, args.at_most, cell_m, noun=noun)
     key = "epsilon" if mode == "epsilon" else "n_users"
     grouped = feasibility.rank_by_model(results, feasibility.MODEL_ORDER, key)
     if summary["lead"]:

@@ -545,8 +545,8 @@ def record_sections(cfg: Mapping[str, Any], *, data_label: str, rows_text: str, 
         f"<tr><th colspan='8'>{_e(heading)}</th></tr>" + "".join(alt_row(r) for r in rows)
         for heading, rows in groups(ranked))
     limit = float(cfg.get("decide_limit", feasibility.DEFAULT_LIMIT))
-    summary = feasibility.limit_summary(ranked, limit, metric, target) if any("within_limit" in r for r in ranked) \
-        else None
+    summary = (feasibility.limit_summary(ranked, limit, metric, target, noun=unit_noun(cfg))
+               if any("within_limit" in r for r in ranked) else None)
     lead = (f"<p class='warn'><strong>{_e(summary['lead'])}</strong></p><ul>"
             + "".join(f"<li>{_e(line)}</li>" for line in summary["lines"]) + "</ul>") if summary and summary["lead"] \
         else ""

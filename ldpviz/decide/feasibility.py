@@ -164,16 +164,18 @@ def at_limit_text(metric: str, reading: Mapping[str, Any], model: str) -> str:
     return (f"at ε {epsilon_text(reading['epsilon'], model)}: {metric} {metric_text(metric, reading['mean'])} on "
             f"average; one collection {metric_text(metric, reading['low'])} to "
             f"{metric_text(metric, reading['high'])} ({reading['coverage']:.0%} of collections); "
-            f"{reading['met']} of {reading['trials']} collections met the target")
+            f"{reading['met']} of {reading['trials']} collections met the target"
+            + (f" ({reading['start_note']})" if reading.get("start_note") else ""))
 
 
 def limit_summary(goals: Sequence[Mapping[str, Any]], limit: float, metric: str, target: float,
-                  cell_m: float | None = None, waiting: int = 0) -> dict[str, Any]:
+                  cell_m: float | None = None, waiting: int = 0, noun: str = "person") -> dict[str, Any]:
     """What the answer leads with, given each goal's ``within_limit`` and (where not) ``at_limit`` reading:
     ``feasible`` (some mechanism meets the target within the limit), ``within`` (their names), ``lead`` (the
     sentence that opens the answer when none does, '' otherwise), ``lines`` (per mechanism, what the metric
     reaches at the limit) and ``cell_note``. ``waiting``: mechanisms not searched yet (the lead then speaks of
-    those searched so far)."""
+    those searched so far). ``noun``: whom the limit is per (the ledger's unit: "person", or "row" for a guarantee
+    per report)."""
     inside = [g["mechanism"] for g in goals if g.get("within_limit")]
     note = cell_note(metric, target, cell_m) if cell_m else None
     lines = [f"{g['mechanism']} ({g['privacy_model']}) {at_limit_text(metric, g['at_limit'], g['privacy_model'])}"
@@ -182,7 +184,7 @@ def limit_summary(goals: Sequence[Mapping[str, Any]], limit: float, metric: str,
     if goals and not inside:
         who = "No mechanism" if not waiting else f"No mechanism searched so far ({waiting} not yet)"
         lead = (f"{who} meets {metric} ≤ {metric_text(metric, target)} within your limit of ε {limit:g} per "
-                f"person in one collection." + (f" {note}" if note else "") +
+                f"{noun} in one collection." + (f" {note}" if note else "") +
                 (" What each reaches at your limit (one collection):" if lines else
                  f" Your limit is below what any of them can be run at (the smallest ε is {EPSILON_MIN:g}, after "
                  "any charge for the region)."))

@@ -430,10 +430,19 @@ def reading_at(base: Scenario, metric: str, at_most: float, epsilon: float, *,
         values = ev.values(epsilon, base.n_users, trials, stream=one_collection.FRESH_STREAM)
     except LdpvizInputError as err:
         return {**out, "mean": None, "low": None, "high": None, "met": 0, "note": str(err)}
-    mean, low, high = one_collection.one_collection_range(values, coverage, floor=_floor(metric))
     lower = _lower_is_better(metric)
     met = int(np.sum(values <= at_most) if lower else np.sum(values >= at_most))
-    return {**out, "mean": mean, "low": low, "high": high, "met": met, "note": ""}
+    answered = values[np.isfinite(values)]      # a collection left at EM's start map has no reading (a miss)
+    at_start = int(values.size - answered.size)
+    start = (f"{at_start} of {values.size} collections stayed at the estimate's start map (the uniform map): they "
+             "say nothing about where people are and count as misses")
+    if not answered.size:
+        return {**out, "mean": None, "low": None, "high": None, "met": 0, "at_start": at_start,
+                "note": f"every collection stayed at the estimate's start map (the uniform map): at this ε the "
+                        f"estimate says nothing about where people are ({start.split(':')[0]})"}
+    mean, low, high = one_collection.one_collection_range(answered, coverage, floor=_floor(metric))
+    return {**out, "mean": mean, "low": low, "high": high, "met": met, "at_start": at_start,
+            "note": "", "start_note": start if at_start else ""}
 
 
 def users_needed(base: Scenario, metric: str, at_most: float, *, r_m: float | None = None, attacker: bool = True,

@@ -388,7 +388,7 @@ ranked = flow.rank(rows, turn, models)
 ss["decide_answers"] = ranked          # the answers as shown (tests compare them with `ldpviz target`)
 status.empty()
 summary = feasibility.limit_summary(ranked, float(limit), metric, float(target), region.side_m / int(side),
-                                    waiting=len(later))
+                                    waiting=len(later), noun=flow.unit_noun(cfg))
 if summary["lead"]:
     st.error(summary["lead"] + "\n" + "\n".join(f"- {line}" for line in summary["lines"]), icon=":material/block:")
 table_slot.empty()
