@@ -44,14 +44,14 @@ wheel-check: $(BIN)/python
 
 .PHONY: reproduce-quick
 reproduce-quick: install-test
-	$(BIN)/python -m ldpviz reproduce --quick
+	$(BIN)/python -m ldpviz reproduce --quick --jobs 2
 
 ## Benchmark gate (issue 38): ratio benchmarks against references measured in the same run, judged against
 ## bench/gate_thresholds.json; fails (exit 1) naming the benchmark, its ratio and its threshold. Report in build/.
 ## Re-measure the thresholds after a speed change: $(BIN)/python bench/gate.py --measure --install
 .PHONY: bench-gate
 bench-gate: install-test
-	$(BIN)/python bench/gate.py --out build/bench-gate
+	$(BIN)/python bench/gate.py --out build/bench-gate --budget 300
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis artifacts

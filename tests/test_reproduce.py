@@ -188,3 +188,18 @@ def test_provenance_states_the_load_beside_the_commit():
     text = reproduce.provenance_markdown()
     (line,) = [x for x in text.splitlines() if x.startswith("- Load: ")]
     assert "when the run started" in line and f"on {os.cpu_count()} cores" in line
+
+
+def test_scripts_side_by_side_keep_their_own_outputs_and_order(repo: Path) -> None:
+    """--jobs 2 (CI's smoke run): the same statuses in the same order as one at a time, and each script's outputs
+    are its own files, moved into the output folder (no private folder left behind)."""
+    bench = repo / "bench"
+    (bench / "d_good.py").write_text(textwrap.dedent(GOOD.replace("good-report", "other-report")))
+    one, _ = reproduce.reproduce(quick=True, out=repo / "one", repo=repo, echo=False)
+    two, manifest = reproduce.reproduce(quick=True, out=repo / "two", repo=repo, echo=False, jobs=2)
+    assert [(r.name, r.status) for r in two] == [(r.name, r.status) for r in one]
+    outputs = {r.name: r.outputs for r in two}
+    assert outputs["a_good"] == ["good-report.md"] and outputs["d_good"] == ["other-report.md"]
+    assert (repo / "two" / "good-report.md").is_file() and (repo / "two" / "other-report.md").is_file()
+    assert not [p for p in (repo / "two").iterdir() if p.name.endswith(".run")]
+    assert "[other-report.md](other-report.md)" in manifest.read_text()

@@ -207,11 +207,27 @@ def _load_line() -> str:
 
 
 # ------------------------------------------------------------------ running
-def run_script(script: Path, repo: Path, out: Path, quick: bool, timeout: float | None) -> ScriptRun:
+def run_script(script: Path, repo: Path, out: Path, quick: bool, timeout: float | None,
+               private: bool = False) -> ScriptRun:
+    """Run one script into ``out``; its outputs are the files it wrote or changed there. ``private``: (scripts run
+    side by side) it writes into its own folder first, then its files move into ``out``, so each script's outputs
+    are its own."""
     record = ScriptRun(script.stem)
     ok, why = follows_convention(script, repo)
     if not ok:
         record.status = f"skipped: {why}"
+        return record
+    if private:
+        import shutil
+        own = out / f".{script.stem}.run"
+        shutil.rmtree(own, ignore_errors=True)
+        own.mkdir(parents=True)
+        record = run_script(script, repo, own, quick, timeout)
+        for name in record.outputs:
+            target = out / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(own / name, target)
+        shutil.rmtree(own, ignore_errors=True)
         return record
     before = _snapshot(out)
     cmd = [sys.executable, str(script), *(["--quick"] if quick else []), "--out", str(out)]
@@ -276,8 +292,10 @@ def refresh_index(docs: Path) -> Path:
 
 def reproduce(quick: bool = False, out: Path | str | None = None, only: Sequence[str] = (),
               timeout: float | None = None, repo: Path | None = None,
-              echo: bool = True) -> tuple[list[ScriptRun], Path]:
-    """Run the bench scripts; return what happened and the manifest's path."""
+              echo: bool = True, jobs: int = 1) -> tuple[list[ScriptRun], Path]:
+    """Run the bench scripts; return what happened and the manifest's path. ``jobs``: scripts run at once (each is
+    its own process); the manifest lists them in their order whatever order they finish in. A full run (into docs/)
+    that measures speed should keep 1: scripts side by side would time each other's load."""
     repo = repo or find_repo()
     scripts = discover(repo)
     require(len(scripts) > 0, f"no benchmark scripts found in {repo / 'bench'}")
@@ -289,15 +307,20 @@ def reproduce(quick: bool = False, out: Path | str | None = None, only: Sequence
     out = Path(out) if out is not None else repo / ("build/reproduce-quick" if quick else "docs")
     out.mkdir(parents=True, exist_ok=True)
     timeout = timeout if timeout is not None else (QUICK_TIMEOUT_S if quick else None)
-    runs = []
-    for i, script in enumerate(scripts, 1):
+    require(jobs >= 1, f"--jobs must be at least 1, got {jobs!r}")
+
+    def one(i: int, script: Path) -> ScriptRun:
         if echo:
             print(f"[{i}/{len(scripts)}] bench/{script.name} ...", file=sys.stderr, flush=True)
-        run = run_script(script, repo, out, quick, timeout)
-        runs.append(run)
+        run = run_script(script, repo, out, quick, timeout, private=jobs > 1)
         if echo:
-            print(f"    {run.status} ({run.seconds:.1f} s){': ' + ', '.join(run.outputs) if run.outputs else ''}",
-                  file=sys.stderr, flush=True)
+            print(f"    [{i}/{len(scripts)}] bench/{script.name}: {run.status} ({run.seconds:.1f} s)"
+                  f"{': ' + ', '.join(run.outputs) if run.outputs else ''}", file=sys.stderr, flush=True)
+        return run
+
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=jobs) as pool:      # threads only wait on the scripts' processes
+        runs = list(pool.map(one, range(1, len(scripts) + 1), scripts))
     manifest = write_manifest(runs, out, repo, quick)
     if out.resolve() == (repo / "docs").resolve() and not only:
         refresh_index(out)
@@ -316,6 +339,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run only this bench script (name without .py), repeatable")
     parser.add_argument("--timeout", type=float, help="seconds allowed per script (default: 900 with --quick, "
                                                       "no limit otherwise)")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help="scripts run side by side (default 1; CI's smoke run uses 2: it checks that every "
+                             "script runs, it measures nothing)")
     parser.add_argument("--list", action="store_true", help="list the bench scripts and whether they follow "
                                                             "the --quick/--out convention, then stop")
 
@@ -329,7 +355,7 @@ def run_from_args(args: argparse.Namespace) -> int:
             ok, why = follows_convention(script, repo)
             print(f"{script.name:<28} {'ok' if ok else why}")
         return 0
-    runs, manifest = reproduce(quick=args.quick, out=args.out, only=args.only, timeout=args.timeout)
+    runs, manifest = reproduce(quick=args.quick, out=args.out, only=args.only, timeout=args.timeout, jobs=args.jobs)
     failed = [r for r in runs if not r.ok]
     print(f"{len(runs) - len(failed)} of {len(runs)} bench scripts succeeded; see {manifest}", file=sys.stderr)
     for run in failed:
