@@ -83,7 +83,7 @@ def test_decide_from_a_national_file_to_a_signed_decision(server, browser, tmp_p
     walk = Walk(browser, server, 1440, 1000)
     try:
         walk.page.goto(f"{server}/Decide?d=8&users=0")
-        walk.page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=60_000)
+        walk.page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=180_000)
         walk.idle()
         # 1. Your data: typed bounds, then the file
         fill(walk, "Bounds of your file", NORTH_EAST)
@@ -244,7 +244,7 @@ def test_decide_from_uploaded_trips_to_a_signed_decision(server, browser, tmp_pa
     walk = Walk(browser, server, 1440, 1000)
     try:
         walk.page.goto(f"{server}/Decide?d=8&users=0")
-        walk.page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=60_000)
+        walk.page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=180_000)
         walk.idle()
         # 1. Your data: trips, with typed bounds
         walk.page.get_by_text("Or upload trips").first.click()

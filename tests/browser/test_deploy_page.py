@@ -103,14 +103,14 @@ def test_data_page_opens_collected_reports(server, browser, tmp_path):
     walk = Walk(browser, server)
     try:
         walk.page.goto(f"{server}/Data")
-        walk.page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=60_000)
+        walk.page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=180_000)
         walk.idle()
         uploader = walk.page.locator('[data-testid="stFileUploader"]')
         uploader.filter(has_text="collection.json").locator("input[type=file]").set_input_files(str(spec_path))
         walk.idle()
         uploader.filter(has_text="Reports").locator("input[type=file]").set_input_files(str(reports))
         walk.page.get_by_text("Valid reports").first.wait_for(timeout=120_000)
-        walk.page.locator('[data-testid="stDeckGlJsonChart"]').last.wait_for(timeout=60_000)
+        walk.page.locator('[data-testid="stDeckGlJsonChart"]').last.wait_for(timeout=180_000)
         walk.idle()
         text = walk.main_text()
         assert "400" in text and "malformed" in text and "What each person paid" in text

@@ -32,7 +32,7 @@ PAGES = [  # (url path, screenshot name, has an epsilon slider)
 ]
 
 
-def wait_idle(page, timeout_ms: int = 60_000) -> None:
+def wait_idle(page, timeout_ms: int = 180_000) -> None:
     """Until the script run has finished and stays finished (see ldpviz.app.serve.wait_until_idle)."""
     serve.wait_until_idle(page, timeout_ms)
 
@@ -51,7 +51,7 @@ def assert_no_exception(page) -> None:
 def move_epsilon(page) -> None:
     """One step right on the ε select-slider, via the keyboard as a user would."""
     slider = page.locator('[data-testid="stSidebar"] input[aria-label^="Privacy budget"]').first
-    slider.wait_for(state="attached", timeout=30_000)
+    slider.wait_for(state="attached", timeout=90_000)
     slider.focus()
     slider.press("ArrowRight")
 
@@ -62,8 +62,8 @@ def test_page_renders_and_reacts_to_epsilon(server, browser, path, name, has_eps
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
         page.goto(f"{server}/{path}?{SMALL}&trials=2")
-        page.wait_for_selector('[data-testid="stSidebar"]', timeout=60_000)
-        page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=60_000)
+        page.wait_for_selector('[data-testid="stSidebar"]', timeout=180_000)
+        page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=180_000)
         wait_idle(page)
         assert_no_exception(page)
         # A link straight to a page gets the app's own navigation (Explore first), not Streamlit's
@@ -76,17 +76,17 @@ def test_page_renders_and_reacts_to_epsilon(server, browser, path, name, has_eps
             move_epsilon(page)
             page.wait_for_function("""(before) => {
                 const m = document.querySelector('[data-testid="stMain"]');
-                return m && m.innerText !== before; }""", arg=before, timeout=60_000)
+                return m && m.innerText !== before; }""", arg=before, timeout=180_000)
             wait_idle(page)
             assert_no_exception(page)
             assert main_text(page) != before
             assert "eps=1.25" in page.url, page.url   # one step right of 1; the new setting is in the link
         if page.locator('[data-testid="stDeckGlJsonChart"]').count():
-            page.locator('[data-testid="stDeckGlJsonChart"] canvas').first.wait_for(timeout=30_000)
+            page.locator('[data-testid="stDeckGlJsonChart"] canvas').first.wait_for(timeout=90_000)
         tables = page.locator('[data-testid="stDataFrame"]:visible')   # (not those in a closed expander)
         if tables.count():   # tables draw on a canvas, lazily
             tables.first.scroll_into_view_if_needed()
-            tables.first.locator("canvas").first.wait_for(state="attached", timeout=30_000)
+            tables.first.locator("canvas").first.wait_for(state="attached", timeout=90_000)
         page.wait_for_timeout(1500)   # let the maps and tables paint
         page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
     finally:
@@ -99,11 +99,11 @@ def test_explore_screenshot_per_mechanism(server, browser, mechanism):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
         page.goto(f"{server}/?{SMALL}&mech={mechanism}")
-        page.locator('[data-testid="stMetric"]').first.wait_for(timeout=60_000)
+        page.locator('[data-testid="stMetric"]').first.wait_for(timeout=180_000)
         wait_idle(page)
         assert_no_exception(page)
         assert "estimate is on average" in main_text(page)
-        page.locator('[data-testid="stDeckGlJsonChart"] canvas').first.wait_for(timeout=30_000)
+        page.locator('[data-testid="stDeckGlJsonChart"] canvas').first.wait_for(timeout=90_000)
         page.wait_for_timeout(1500)
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SHOTS / f"explore-{mechanism}.png"), full_page=True)
@@ -116,7 +116,7 @@ def test_link_reopens_the_same_view(server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
         page.goto(f"{server}/?{SMALL}&eps=2.5")
-        page.locator('[data-testid="stMetric"]').first.wait_for(timeout=60_000)
+        page.locator('[data-testid="stMetric"]').first.wait_for(timeout=180_000)
         wait_idle(page)
         sidebar = page.locator('[data-testid="stSidebar"]').inner_text()
         assert "2.5" in sidebar

@@ -78,7 +78,7 @@ class Walk:
 
     def nav(self, title: str) -> None:
         self.page.locator('[data-testid="stSidebarNav"] a', has_text=re.compile(f"^{re.escape(title)}$")).click()
-        self.page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=60_000)
+        self.page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=180_000)
         self.idle()
 
     def step_slider(self, label: str, steps: int) -> None:
@@ -130,7 +130,7 @@ def test_settings_survive_every_page_reload_and_back(server, browser):
     walk = Walk(browser, server)
     try:
         walk.page.goto(f"{server}/?ds=normal&users=5000&d=16")
-        walk.page.locator('[data-testid="stMetric"]').first.wait_for(timeout=60_000)
+        walk.page.locator('[data-testid="stMetric"]').first.wait_for(timeout=180_000)
         walk.idle()
         walk.step_slider("Privacy budget", 6)          # 1 -> 2.5
         walk.step_slider("Grid side", -1)                # 16 -> 12
@@ -150,7 +150,7 @@ def test_settings_survive_every_page_reload_and_back(server, browser):
             walk.shot(title.lower().replace(" ", "-"))
         assert "At ε = 2.5, GRR's estimate" in walk.main_text()
         walk.page.reload()
-        walk.page.locator('[data-testid="stMetric"]').first.wait_for(timeout=60_000)
+        walk.page.locator('[data-testid="stMetric"]').first.wait_for(timeout=180_000)
         walk.idle()
         assert_settings_kept(walk, "Explore after a reload")
         walk.page.go_back()
@@ -170,7 +170,7 @@ def test_mechanisms_map_click_moves_the_true_cell(server, browser):
     try:
         walk.page.goto(f"{server}/Mechanisms?ds=normal&mech=grr&cd=8")
         canvas = walk.page.locator('[data-testid="stDeckGlJsonChart"] canvas').first
-        canvas.wait_for(timeout=60_000)
+        canvas.wait_for(timeout=180_000)
         walk.idle()
         walk.page.wait_for_timeout(1500)
         before = walk.query().get("cell", "4,4")   # the default: the centre cell
@@ -200,7 +200,7 @@ def download(walk: Walk, label: str) -> Path:
     for attempt in range(3):
         walk.idle()
         try:
-            with walk.page.expect_download(timeout=60_000) as info:
+            with walk.page.expect_download(timeout=180_000) as info:
                 walk.page.locator('[data-testid="stDownloadButton"] button', has_text=label).first.click()
         except PlaywrightTimeout:
             continue
@@ -236,7 +236,7 @@ def test_upload_save_region_and_exports(server, browser, tmp_path):
         bounds.press("Enter")
         walk.idle()
         walk.page.locator('[data-testid="stFileUploader"] input[type="file"]').first.set_input_files(str(upload_csv(tmp_path)))
-        walk.page.locator('[data-testid="stAlert"]', has_text="Loaded").first.wait_for(timeout=60_000)
+        walk.page.locator('[data-testid="stAlert"]', has_text="Loaded").first.wait_for(timeout=180_000)
         walk.idle()
         text = walk.main_text()
         assert "were dropped" in text and "20 of 210 rows" in text, text[:1500]
@@ -275,7 +275,7 @@ def test_upload_save_region_and_exports(server, browser, tmp_path):
         walk.shot("explore-upload-before-export")
         walk.page.locator('[data-testid="stExpander"]', has_text="Export and reproduce").first.locator("summary").click()
         walk.page.locator('[data-testid="stDownloadButton"] button', has_text="Grids (CSV)").first.wait_for(
-            state="visible", timeout=30_000)
+            state="visible", timeout=90_000)
         DOWNLOADS.mkdir(parents=True, exist_ok=True)
         files = {}
         for label in ("Configuration (JSON)", "Metrics per trial (CSV)", "Grids (CSV)", "Grids (GeoJSON)",
@@ -314,7 +314,7 @@ def test_maps_fit_their_columns(server, browser, width, height):
         for path in ("?ds=normal&users=3000&d=16", "Compare?ds=normal&users=3000&d=16&cmp=grr,dam,ug",
                      "Mechanisms?ds=normal&mech=grr&cd=8"):
             walk.page.goto(f"{server}/{path}")
-            walk.page.locator('[data-testid="stDeckGlJsonChart"] canvas').first.wait_for(timeout=60_000)
+            walk.page.locator('[data-testid="stDeckGlJsonChart"] canvas').first.wait_for(timeout=180_000)
             walk.idle()
             walk.page.wait_for_timeout(1500)
             charts = walk.page.locator('[data-testid="stDeckGlJsonChart"]')

@@ -166,7 +166,7 @@ def test_one_history_entry_per_settled_change_and_the_basemap_offline(server, br
         page.locator('[data-testid="stMetric"]').first.wait_for(timeout=120_000)
         serve.wait_until_idle(page, 120_000)
         status = page.locator("#ldpviz-basemap-status")
-        page.wait_for_function("() => document.getElementById('ldpviz-basemap-status')?.textContent", timeout=30_000)
+        page.wait_for_function("() => document.getElementById('ldpviz-basemap-status')?.textContent", timeout=90_000)
         text = status.inner_text()
         assert re.search(r"Basemap: loaded|could not load", text), text
         start = page.evaluate("() => history.length")

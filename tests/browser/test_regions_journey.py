@@ -85,7 +85,7 @@ def go(walk: Walk, title: str, path: str) -> None:
         walk.nav(title)
         return
     walk.page.goto(f"{walk.url}/{path}?{urlencode(walk.query())}")
-    walk.page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=60_000)
+    walk.page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=180_000)
     walk.idle()
 
 

@@ -51,13 +51,13 @@ def test_the_earlier_upload_is_named_as_released(server, browser, tmp_path):
     walk = Walk(browser, server)
     try:
         walk.page.goto(f"{server}/Data")
-        walk.page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=60_000)
+        walk.page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=180_000)
         walk.idle()
         type_bounds(walk, "Bounds W, S, E, N", CITY)
         upload(walk, points_csv(tmp_path / "a.csv", 1))
         assert "Your earlier file" not in walk.main_text()      # one file fits: nothing released yet
         upload(walk, points_csv(tmp_path / "b.csv", 2))
-        walk.page.get_by_text("Your earlier file 'a.csv' was released").first.wait_for(timeout=60_000)
+        walk.page.get_by_text("Your earlier file 'a.csv' was released").first.wait_for(timeout=180_000)
         text = walk.main_text()
         assert "Your earlier file 'a.csv' was released to keep the server's memory bounded" in text
         assert "upload it again to use it" in text
