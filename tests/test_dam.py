@@ -267,12 +267,23 @@ def test_huem_weights_match_nested_disk_sum(epsilon: float) -> None:
 
 
 @pytest.mark.parametrize("name", ["dam", "huem"])
-@pytest.mark.parametrize("side,params", [(256, {}), (16, {"radius_factor": 20.0}), (128, {"radius": 1024.0})])
+@pytest.mark.parametrize("side,params", [(256, {}), (16, {"radius": 128.0}), (128, {"radius": 1024.0})])
 def test_large_grids_and_radii_run(name: str, side: int, params: dict) -> None:
-    """Large grids (d = 256, the default radius) and the largest radii run in modest memory and give a
-    distribution (they exhausted memory through a binary dilation before)."""
+    """Large grids (d = 256, the default radius) and the largest radii (8 grid sides; 1,024 cells) run in modest
+    memory and give a distribution (they exhausted memory through a binary dilation before)."""
     grid = Grid(Region(0, 0, 10_000), side)
     users = grid.bin_unit(np.clip(np.random.default_rng(1).normal(0.5, 0.1, (2000, 2)), 0, 1))
     with em_stopping_rule("legacy"):   # memory is the point here; converged EM on 65,536 cells takes minutes
         est = mechanisms.create(name, grid, 1.0, **params).run(users, np.random.default_rng(2))
     assert est.density.shape == (side, side) and est.density.sum() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("name", ["dam", "dam-ns", "huem"])
+def test_a_radius_beyond_eight_grid_sides_is_refused_with_the_reason(name: str) -> None:
+    """A disk of more than 8 d (radius_factor 20 at eps = 1 on 16 x 16: 270 cells) puts a report anywhere in a box
+    hundreds of times the region: refused, saying so and naming the largest radius accepted; 8 d itself runs."""
+    grid = Grid(Region(0, 0, 10_000), 16)
+    for params in ({"radius_factor": 20.0}, {"radius": 129.0}, {"radius": 1024.0}):
+        with pytest.raises(LdpvizInputError, match="more than 8 times the grid's side .* at most 128 cells"):
+            mechanisms.create(name, grid, 1.0, **params)
+    assert mechanisms.create(name, grid, 1.0, radius=128.0).radius_cells == 128

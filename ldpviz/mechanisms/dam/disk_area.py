@@ -44,6 +44,11 @@ FAMILY_SPATIAL = "Spatial LDP (DAM paper)"
 PAPER = "dam-disk-area-mechanism.md"
 #: Largest disk radius (cells) accepted; the output box is (d + 2 b_hat)^2 cells.
 MAX_RADIUS_CELLS = 1024
+#: ... and at most this many grid sides: the paper's radii are at most ~2.5 d (eq. 12's optimum is below 1.5 d at
+#: any epsilon, and its sweep goes to 1.67 x that). A disk of 64 d (1,024 cells on a 16 x 16 grid) puts each report
+#: anywhere in a box ~16,000 times the region's area, carries practically no information about where the person
+#: is, and took 40 s per collection to estimate (an EM over 2,064 x 2,064 output cells for 256 input cells).
+MAX_RADIUS_SIDES = 8
 #: Dense channels are only built up to this many entries.
 MAX_DENSE_ENTRIES = 40_000_000
 
@@ -88,6 +93,12 @@ class SpatialAreaMechanism(Mechanism):
         require(self.radius_cells <= MAX_RADIUS_CELLS,
                 f"the disk radius of {self.radius_cells} cells is too large (at most {MAX_RADIUS_CELLS}); "
                 f"lower radius or radius_factor")
+        require(self.radius_cells <= MAX_RADIUS_SIDES * d,
+                f"the disk radius of {self.radius_cells} cells is more than {MAX_RADIUS_SIDES} times the grid's side "
+                f"({d} cells): every report would land anywhere in a box {((d + 2 * self.radius_cells) / d) ** 2:,.0f} "
+                f"times the region's area and say practically nothing about where the person is (the paper's radii "
+                f"are at most about 2.5 x the side); use a radius of at most {MAX_RADIUS_SIDES * d} cells, or a "
+                "smaller radius_factor")
         weight, footprint = self.kernel()
         self.chan = DiskChannel(d, weight, footprint)
 
