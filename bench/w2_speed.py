@@ -355,7 +355,7 @@ def issue38_only(args, log) -> str:
     from ldpviz.evidence.reproduce import provenance_markdown as prov
     load0 = os.getloadavg()
     metrics.warm_up()
-    res = issue38(args.issue38_reps, log)
+    res = issue38(args.issue38_reps, log, **(dict(d_big=64, d_pot=32) if args.quick else {}))
     load1 = os.getloadavg()
     sec = issue38_section(res)
     sec[2:2] = ["", prov(seeds="0", trials=f"{args.issue38_reps} interleaved repetition(s)",
@@ -666,11 +666,12 @@ def main(argv: list[str] | None = None) -> int:
                                                   "64 with --quick)")
     ap.add_argument("--baseline-budget", type=float, default=60.0,
                     help="time budget of the previous solver (POT sparse) per real-city case, seconds (0 skips it)")
-    ap.add_argument("--gauss-reps", type=int, default=3, help="repetitions of the shifted-Gaussians goal (0 skips)")
+    ap.add_argument("--gauss-reps", type=int, help="repetitions of the shifted-Gaussians goal (default 3; 1 with "
+                                                   "--quick; 0 skips)")
     ap.add_argument("--skip-diagnosis", action="store_true", help="skip BFM's near-copy diagnosis")
-    ap.add_argument("--issue38-reps", type=int, default=3,
+    ap.add_argument("--issue38-reps", type=int,
                     help="repetitions of issue 38's section (full-support and city blur at d = 256, current vs "
-                         "previous simplex vs POT at d = 64; 0 skips)")
+                         "previous simplex vs POT at d = 64; with --quick once, at d = 64 vs POT at 32; 0 skips)")
     ap.add_argument("--only-issue38", action="store_true",
                     help="run only issue 38's section and splice it into the existing w2-speed.md")
     ap.add_argument("--out", default=str(ROOT / "docs"), help="output directory (default docs/)")
@@ -681,6 +682,11 @@ def main(argv: list[str] | None = None) -> int:
         args.pot_max_side = 32 if args.quick else 48
     if args.city_side is None:
         args.city_side = 64 if args.quick else 256
+    if args.gauss_reps is None:
+        args.gauss_reps = 1 if args.quick else 3
+    if args.issue38_reps is None:
+        args.issue38_reps = 1 if args.quick else 3
+    i38_sides = dict(d_big=64, d_pot=32) if args.quick else {}      # the smoke run: the same code, small
     if args.only_issue38:
         text = issue38_only(args, print)
         (Path(args.out) / "w2-speed.md").write_text(text)
@@ -689,7 +695,7 @@ def main(argv: list[str] | None = None) -> int:
     load0 = os.getloadavg()
     t0 = time.perf_counter()
     metrics.warm_up()                  # compile (or load) every numba kernel outside the timings
-    i38 = issue38(args.issue38_reps, print) if args.issue38_reps else None
+    i38 = issue38(args.issue38_reps, print, **i38_sides) if args.issue38_reps else None
     rows = measure(args.sides, args.seeds, args.pot_max_side, args.budget, print)
     gauss = gaussian_goal(args.gauss_reps, print, args.city_budget) if args.gauss_reps else None
     city = (measure_city(args.city_side, args.seeds[0], args.city_budget, print, args.baseline_budget)
