@@ -173,6 +173,9 @@ def compare_and_explore(at: AppTest) -> None:
     assert explore.startswith("./?"), explore          # Explore is the root page (router.PAGES)
     query = dict(parse_qsl(urlsplit(explore).query))
     chosen = next(a for a in at.session_state["decide_answers"] if a["mechanism"] == query["mech"])
+    from ldpviz.decide import decision_flow
+    signs = decision_flow.signed(at.session_state["decide_answers"], at.session_state["cfg"].get("decide_chosen"))
+    assert query["mech"] == signs, (query["mech"], signs)      # the one step 5 signs, not Explore's last mechanism
     assert float(query["eps"]) >= chosen["epsilon"] and float(query["eps"]) <= chosen["epsilon"] * 1.01
     ex = page("0_Explore.py", **query)
     run(ex)

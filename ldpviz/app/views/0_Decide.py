@@ -421,8 +421,8 @@ if len(pins) == 2:       # one collection each, at its answer, on one colour sca
                                               vmax=vmax, **px),
                             height=px["height"], key=f"decide:map:{pin}")
             st.caption(f"{ui.metric_label(metric)} of this collection: {ui.fmt_metric(metric, res.mean()[metric])}")
-shown = next((r for r in ranked if r["reached"] and r["mechanism"] == cfg.get("mechanism")),
-             next((r for r in ranked if r["reached"]), None))    # the one step 5 signs by default
+signs = flow.signed(ranked, cfg.get("decide_chosen"))      # the one step 5 signs (the officer's, else the top)
+shown = next((r for r in ranked if r["reached"] and r["mechanism"] == signs), None)
 if shown is None:
     in_depth("Explore", "One mechanism in depth on the Explore page")
 elif turn == "users":    # a link carries any ε a mechanism accepts (state.EPSILON_LINK_RANGE), as step 4's does
