@@ -129,14 +129,18 @@ def _tight_box(counts: np.ndarray, i: int, j: int, half_rows: int, width: int) -
     occupied_cols = col_idx[np.flatnonzero(window.sum(0))]
     south = -90.0 + occupied_rows.min() * CELL_DEG
     north = -90.0 + (occupied_rows.max() + 1) * CELL_DEG
-    centres = -180.0 + (occupied_cols + 0.5) * CELL_DEG
-    west_c, east_c = lon_span(centres)
-    west = float(wrap_lon(west_c - CELL_DEG / 2))
-    east = west_c + ((east_c - west_c) % 360.0) + CELL_DEG / 2
-    east = float(east if east <= 180.0 else wrap_lon(east))
-    if east == -180.0:
-        east = 180.0
+    west, east = _cell_edges(lon_span(-180.0 + (occupied_cols + 0.5) * CELL_DEG), CELL_DEG)
     return west, float(max(south, -90.0)), east, float(min(north, 90.0))
+
+
+def _cell_edges(centre_span: tuple[float, float], cell: float) -> tuple[float, float]:
+    """West and east edges of the cells whose centres span ``centre_span`` (west, east; west > east crosses 180),
+    ``cell`` degrees wide; an east edge at 180 is written 180, not -180."""
+    west_c, east_c = centre_span
+    west = float(wrap_lon(west_c - cell / 2))
+    east = west_c + ((east_c - west_c) % 360.0) + cell / 2
+    east = float(east if east <= 180.0 else wrap_lon(east))
+    return west, 180.0 if east == -180.0 else east
 
 
 def _refined(lon: np.ndarray, lat: np.ndarray, box: tuple[float, float, float, float]
@@ -157,10 +161,8 @@ def _refined(lon: np.ndarray, lat: np.ndarray, box: tuple[float, float, float, f
         west_c, east_c = lon_span(centres)
         across = max(round((north - south) / cell), round(((east_c - west_c) % 360.0) / cell) + 1)
         if cell < CELL_DEG:
-            west = float(wrap_lon(west_c - cell / 2))
-            east = west_c + ((east_c - west_c) % 360.0) + cell / 2
-            east = float(east if east <= 180.0 else wrap_lon(east))
-            out = (west, float(max(south, -90.0)), 180.0 if east == -180.0 else east, float(min(north, 90.0)))
+            west, east = _cell_edges((west_c, east_c), cell)
+            out = (west, float(max(south, -90.0)), east, float(min(north, 90.0)))
         if across >= MIN_CELLS_ACROSS or cell <= FINEST_CELL_DEG:
             return out
         cell /= 2.0
