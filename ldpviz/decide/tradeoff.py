@@ -434,15 +434,15 @@ def reading_at(base: Scenario, metric: str, at_most: float, epsilon: float, *,
     met = int(np.sum(values <= at_most) if lower else np.sum(values >= at_most))
     answered = values[np.isfinite(values)]      # a collection left at EM's start map has no reading (a miss)
     at_start = int(values.size - answered.size)
-    start = (f"{at_start} of {values.size} collections stayed at the estimate's start map (the uniform map): they "
-             "say nothing about where people are and count as misses")
     if not answered.size:
         return {**out, "mean": None, "low": None, "high": None, "met": 0, "at_start": at_start,
-                "note": f"every collection stayed at the estimate's start map (the uniform map): at this ε the "
-                        f"estimate says nothing about where people are ({start.split(':')[0]})"}
+                "note": f"every collection stayed at the estimate's start map (the uniform map; {at_start} of "
+                        f"{values.size}): at this ε the estimate says nothing about where people are"}
     mean, low, high = one_collection.one_collection_range(answered, coverage, floor=_floor(metric))
+    start = (f"{at_start} of {values.size} collections stayed at the estimate's start map (the uniform map): they "
+             "say nothing about where people are and count as misses") if at_start else ""
     return {**out, "mean": mean, "low": low, "high": high, "met": met, "at_start": at_start,
-            "note": "", "start_note": start if at_start else ""}
+            "note": "", "start_note": start}
 
 
 def users_needed(base: Scenario, metric: str, at_most: float, *, r_m: float | None = None, attacker: bool = True,
