@@ -77,6 +77,17 @@ def wait_for_answers(walk: Walk, name: str, limit_s: int = 300) -> None:
     walk.idle()
 
 
+def answers_after_the_box(walk: Walk, name: str, target: str) -> str:
+    """After the box step: steps 2-3 kept (target ``target``), the answers awaited, the page clean, a screenshot of
+    step 4 (journey-foreign-<name>-answer.png); returns the page's text."""
+    steps_kept(walk, target)
+    wait_for_answers(walk, f"foreign-{name}-waiting")
+    walk.check_clean(f"Decide on the {name} file after the answers")
+    walk.page.get_by_text("4 · The answer").first.scroll_into_view_if_needed()
+    walk.shot(f"foreign-{name}-answer")
+    return walk.main_text()
+
+
 def signed_offline(walk: Walk, browser, name: str) -> tuple[str, str]:
     """Download the signed decision, open it from file:// in a fresh page with every request blocked, and return
     (its visible text, its HTML). Nothing it shows may need the network."""
@@ -141,12 +152,7 @@ def test_national_file_suggested_box_signed_offline_then_explore_and_compare(ser
         walk.idle()
         text = walk.main_text()
         assert "Uploaded: northeast.csv" in text and "suggested bounds" in text, text[:2000]
-        steps_kept(walk, "300000")
-        wait_for_answers(walk, "foreign-national-waiting")
-        walk.check_clean("Decide on the national file after the answers")
-        walk.page.get_by_text("4 · The answer").first.scroll_into_view_if_needed()
-        walk.shot("foreign-national-answer")
-        text = walk.main_text()
+        text = answers_after_the_box(walk, "national", "300000")
         assert "planar-laplace" in text, text[:3000]
         commands = printed_commands(text)
         target = next(c for c in commands if c.startswith("ldpviz target"))
@@ -227,12 +233,7 @@ def test_trips_file_too_few_people_then_typed_box_signed_offline_and_deployed(se
         type_bounds(walk, "Bounds for your trips", TRIPS_BOX)
         text = walk.main_text()
         assert "Your trips: trips.csv" in text and "The unit is a person" in text, text[:3000]
-        steps_kept(walk, "5000")
-        wait_for_answers(walk, "foreign-trips-waiting")
-        walk.check_clean("Decide on the trips file after the answers")
-        walk.page.get_by_text("4 · The answer").first.scroll_into_view_if_needed()
-        walk.shot("foreign-trips-answer")
-        text = walk.main_text()
+        text = answers_after_the_box(walk, "trips", "5000")
         assert "of one of the person's points" in text, text[:3000]
         code = walk.page.locator('[data-testid="stMain"] [data-testid="stCode"]', has_text="trajectories").first
         assert "trips.csv" in code.inner_text() and "upload:" not in code.inner_text()
