@@ -116,8 +116,8 @@ def measure_extra(size: tuple[int, int], paths: list[tuple[str, str]]) -> tuple[
     return out, rows
 
 
-def fit_calibration(rows: list[dict], measured_on: str,
-                    extra: dict[str, float] | None = None) -> runtime_model.Calibration:
+def fit_calibration(rows: list[dict], measured_on: str, extra: dict[str, float] | None = None,
+                    probe_s: float | None = None) -> runtime_model.Calibration:
     models = {}
     for key in sorted({(r["mechanism"], r["path"]) for r in rows}):
         mine = [r for r in rows if (r["mechanism"], r["path"]) == key]
@@ -129,7 +129,7 @@ def fit_calibration(rows: list[dict], measured_on: str,
     metrics = runtime_model.fit([(r["n"], r["D"], r["metrics"]) for r in rows])
     tables = {"*": runtime_model.metrics_table(rows)}
     tables.update({name: runtime_model.metrics_table(rows, name) for name in sorted({r["mechanism"] for r in rows})})
-    return runtime_model.Calibration(models, metrics, measured_on, tables)
+    return runtime_model.Calibration(models, metrics, measured_on, tables, probe_s)
 
 
 def fit_error(cal: runtime_model.Calibration, rows: list[dict]) -> dict[str, float]:
@@ -171,7 +171,10 @@ def main(argv: list[str] | None = None) -> int:
         stored = json.loads(Path(args.refit).read_text(encoding="utf-8"))
         rows, skipped, extra_rows = stored["runs"], [], stored.get("extra_trial_runs", [])
         extra = {k: v["extra"][0] for k, v in stored["models"].items() if "extra" in v}
+        probe_s = runtime_model.Calibration.from_json(stored).probe_seconds
     else:
+        probe_s = runtime_model.time_probe()      # this machine's speed, kept beside the coefficients
+        print(f"probe ({runtime_model.PROBE_TEXT}): {probe_s:.3f} s CPU", file=sys.stderr, flush=True)
         rows, skipped = measure(sizes, args.slow)
         more, more_skipped = measure(extra_sizes, args.slow, only=(extra_name, extra_path))
         rows, skipped = rows + more, skipped + more_skipped
@@ -185,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
                    f"{', '.join(f'({n:,}, {d})' for n, d in extra_sizes)} for the metrics), one run each, 'normal' data, on "
                    f"{host.get('processor', 'this machine')} ({runtime_model.cores()} cores, mean load {mean_load:.1f}; "
                    f"CPU seconds, which the load does not inflate), {datetime.date.today().isoformat()}")
-    cal = fit_calibration(rows, measured_on, extra)
+    cal = fit_calibration(rows, measured_on, extra, probe_s)
     target = out / "runtime-calibration.json"
     target.write_text(json.dumps({**cal.to_json(), "runs": rows, "extra_trial_runs": extra_rows}, indent=1) + "\n",
                       encoding="utf-8")
@@ -223,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
              f"Written to `{target.name}`"
              + (" and installed as `ldpviz/data/runtime_calibration.json`. " if args.install else ". ") +
              f"{len(rows)} runs in {time.perf_counter() - started:,.0f} s.", "",
+             (f"Machine speed probe ({runtime_model.PROBE_TEXT}): {probe_s:.3f} s CPU here, kept in the file; a server "
+              "times the same probe once and scales every calibrated prediction by the ratio "
+              "(`runtime_model.machine_factor`)." if probe_s else "No machine speed probe in this calibration."), "",
              "## Fit: median relative error on the measured sizes", "",
              "| mechanism / path | median error |", "|---|---|"]
     lines += [f"| {k} | {v:.0%} |" for k, v in errors.items()]

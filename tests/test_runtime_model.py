@@ -40,6 +40,36 @@ def test_stored_calibration_covers_every_mechanism_and_path():
     assert runtime_model.predict("no-such-mechanism", "auto", 10, 10, 1) is None
 
 
+def test_machine_factor_scales_predictions_by_the_probe(monkeypatch):
+    """A server times the calibration's probe run once and scales every calibrated prediction by its CPU seconds
+    over the calibrating machine's: a calibration whose probe took half this machine's time predicts twice as long
+    here (within the probe's own noise), a pinned factor wins, a calibration without a probe scales by 1, and the
+    factor is kept within its bounds. The shipped calibration carries its probe."""
+    shipped = runtime_model.calibration()
+    assert shipped.probe_seconds and shipped.probe_seconds > 0
+    assert runtime_model.Calibration.from_json(shipped.to_json()).probe_seconds == shipped.probe_seconds
+    here = runtime_model.time_probe()
+    base = shipped.idle_seconds("oue", "auto", 20_000, 1024, 1)
+
+    def factor_with(probe_s, pinned=""):
+        monkeypatch.setenv("LDPVIZ_MACHINE_FACTOR", pinned)
+        cal = runtime_model.Calibration(shipped.models, shipped.metrics, shipped.measured_on, shipped.metrics_tables,
+                                        probe_s)
+        monkeypatch.setattr(runtime_model, "calibration", lambda: cal)
+        runtime_model.machine_factor.cache_clear()
+        try:
+            return runtime_model.machine_factor(), runtime_model.predict("oue", "auto", 20_000, 1024, 1)
+        finally:
+            runtime_model.machine_factor.cache_clear()
+
+    factor, seconds = factor_with(here / 2)
+    assert 1.3 < factor < 3.0                   # 2 up to the probe's repeat-to-repeat noise
+    assert seconds == pytest.approx(base * factor)
+    assert factor_with(here / 2, pinned="1.5") == (1.5, pytest.approx(base * 1.5))
+    assert factor_with(None) == (1.0, pytest.approx(base))
+    assert factor_with(here * 1000)[0] == runtime_model.MACHINE_FACTOR_BOUNDS[0]
+
+
 def test_metrics_table_interpolates_what_was_measured_and_holds_beyond():
     """The measured metrics table gives back each measured size exactly, lies between its neighbours in log n and
     log D, holds the nearest size outside the table, and borrows the growth with n of the nearest grid measured at

@@ -25,6 +25,13 @@ means the same on a busy server as on an idle one. A prediction is shown as a ra
 with the words that the load may slow it. :func:`slowdown` (``max(1, load / cores)``) remains for a page that
 wants to say how busy the server is.
 
+The machine (issue 36). The calibration is measured on one machine; a server on another runs at another speed
+(the shipped file, measured on an AMD EPYC, predicted the Intel Xeon that ran docs/goal-seek-shapes.md 2-4x
+short). The file also keeps the CPU seconds of one fixed probe run (:data:`PROBE`) on the machine that measured it,
+and :func:`machine_factor` times the same probe once per process here: every calibrated prediction is scaled by
+the ratio. ``LDPVIZ_MACHINE_FACTOR`` sets the factor instead (the test suite pins it to 1, so what a test sees does
+not depend on the machine it runs on).
+
 The coefficients and how they were measured (machine, date, sizes, load) are in
 ``ldpviz/data/runtime_calibration.json``; :data:`CALIBRATION_FILE` is read once.
 """
@@ -35,6 +42,7 @@ import functools
 import json
 import math
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -154,6 +162,8 @@ class Calibration:
     #: measured metrics seconds per mechanism (``"*"``: every run), :func:`metrics_table`; read by
     #: :meth:`metrics_seconds` in place of the fitted ``metrics`` curve when present
     metrics_tables: dict[str, tuple[tuple[float, float, float], ...]] = field(default_factory=dict)
+    #: CPU seconds of :data:`PROBE` on the machine that measured the calibration (None: not measured)
+    probe_seconds: float | None = None
 
     def metrics_seconds(self, mechanism: str, n_users: int, cells: int) -> float:
         """What one trial's metrics cost: interpolated from the measured table of this mechanism (else of every
@@ -194,7 +204,8 @@ class Calibration:
     def to_json(self) -> dict[str, Any]:
         return {"measured_on": self.measured_on, "features": list(FEATURE_NAMES), "metrics": list(self.metrics),
                 "models": {k: {part: list(c) for part, c in v.items()} for k, v in self.models.items()},
-                "metrics_tables": {k: [list(row) for row in v] for k, v in self.metrics_tables.items()}}
+                "metrics_tables": {k: [list(row) for row in v] for k, v in self.metrics_tables.items()},
+                **({"probe": {"run": PROBE_TEXT, "cpu_s": self.probe_seconds}} if self.probe_seconds else {})}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Calibration":
@@ -202,7 +213,67 @@ class Calibration:
         return cls({k: {part: tuple(c) for part, c in v.items()} for k, v in data["models"].items()},
                    tuple(data["metrics"]), str(data["measured_on"]),
                    {k: tuple(tuple(float(x) for x in row) for row in v)
-                    for k, v in data.get("metrics_tables", {}).items()})
+                    for k, v in data.get("metrics_tables", {}).items()},
+                   _probe_seconds(data.get("probe")))
+
+
+def _probe_seconds(probe: Any) -> float | None:
+    """The stored probe's CPU seconds, if it is this version's probe and a positive number."""
+    try:
+        seconds = float(probe["cpu_s"])
+    except (TypeError, KeyError, ValueError):
+        return None
+    return seconds if probe.get("run") == PROBE_TEXT and math.isfinite(seconds) and seconds > 0 else None
+
+
+#: The probe run that measures this machine's speed against the calibrating machine's: one GRR trial on the
+#: aggregate path, 20,000 users of the synthetic 'normal' data on a 32 x 32 grid (about 0.1 s; its perturbation,
+#: EM-free estimate and W2 readout are the arithmetic most runs spend their time on).
+PROBE = {"dataset": "normal", "mechanism": "grr", "grid_side": 32, "n_users": 20_000,
+         "params": {"path": "aggregate"}, "seed": 0, "trials": 1}
+PROBE_TEXT = "experiment.run: grr, aggregate path, 20,000 users of 'normal', d = 32, one trial, seed 0"
+#: The probe's repeats after one warm-up run (imports, first-use caches); their least CPU time is the figure.
+PROBE_REPEATS = 3
+#: The factor is kept within these bounds: a probe disturbed beyond them says more about the moment than the
+#: machine.
+MACHINE_FACTOR_BOUNDS = (0.25, 4.0)
+
+
+def time_probe() -> float:
+    """CPU seconds of :data:`PROBE` here: the least of :data:`PROBE_REPEATS` runs after a warm-up."""
+    from ldpviz import experiment
+    scenario = experiment.Scenario(**PROBE)
+    experiment.run(scenario)
+    best = math.inf
+    for _ in range(PROBE_REPEATS):
+        started = time.process_time()
+        experiment.run(scenario)
+        best = min(best, time.process_time() - started)
+    return best
+
+
+@functools.lru_cache(maxsize=1)
+def machine_factor() -> float:
+    """How much slower this machine runs the calibration's work than the machine that measured it (a ratio of
+    :data:`PROBE`'s CPU seconds, timed once per process; ``LDPVIZ_MACHINE_FACTOR`` overrides it; 1 where the
+    calibration has no probe or the probe cannot run)."""
+    pinned = os.environ.get("LDPVIZ_MACHINE_FACTOR", "").strip()
+    if pinned:
+        try:
+            value = float(pinned)
+            if math.isfinite(value) and value > 0:
+                return value
+        except ValueError:
+            pass
+    cal = calibration()
+    if cal is None or not cal.probe_seconds:
+        return 1.0
+    try:
+        here = time_probe()
+    except Exception:  # noqa: BLE001 -- a prediction must never fail: without the probe, the calibration as stored
+        return 1.0
+    low, high = MACHINE_FACTOR_BOUNDS
+    return min(max(here / cal.probe_seconds, low), high)
 
 
 @functools.lru_cache(maxsize=1)
@@ -226,11 +297,13 @@ RANGE = 1.5
 
 
 def predict(mechanism: str, path: str, n_users: int, cells: int, trials: int) -> float | None:
-    """Quiet-machine seconds from the stored calibration; None if the mechanism was not calibrated."""
+    """Quiet-machine seconds from the stored calibration on this machine (scaled by :func:`machine_factor`); None
+    if the mechanism was not calibrated."""
     cal = calibration()
     if cal is None:
         return None
-    return cal.idle_seconds(mechanism, path, max(int(n_users), 1), max(int(cells), 1), max(int(trials), 1))
+    seconds = cal.idle_seconds(mechanism, path, max(int(n_users), 1), max(int(cells), 1), max(int(trials), 1))
+    return None if seconds is None else seconds * machine_factor()
 
 
 #: What a goal seek costs in one-trial runs of its mechanism, per mechanism: written by
