@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps(row), flush=True)
     ldp_rows: list[dict] = []
     if args.national_ldp:
-        ldp = [n for n in mechanisms.names() if mechanisms.get(n).privacy_model == mechanisms.LDP]
+        ldp = [n for n in mechanisms.available() if mechanisms.get(n).privacy_model == mechanisms.LDP]
         for name in ldp:
             row = {"file": "national", "national_ldp": True, **one(data["national"], name, 32)}
             ldp_rows.append(row)
