@@ -180,3 +180,31 @@ def test_the_reading_at_a_limit_says_start_map_not_n_a():
     assert "every collection stayed at the estimate's start map" in reading["note"], reading
     line = feasibility.at_limit_text("w2_m", reading, "geo-i")
     assert "n/a" not in line and "start map" in line, line
+
+
+def test_sweep_says_which_rows_stayed_at_the_start(tmp_path, capsys):
+    """`ldpviz sweep` (SEM-Geo-I, d = 16, 3,000 users; 0.5 stays at the start, 4 per km leaves it, fixed seed): the
+    CSV flags the start-map row in the run's words and only it; stderr names that row and says what it means."""
+    import pandas as pd
+    out = tmp_path / "sweep.csv"
+    assert main(["sweep", "--mechanism", "sem-geoi", "--grid", "16", "--users", "3000", "--vary", "epsilon=0.5,4",
+                 "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    df = pd.read_csv(out, keep_default_na=False).set_index("epsilon")
+    assert list(df["estimate_informative"]) == [False, True] and list(df["start_map_trials"]) == [1, 0]
+    assert df.loc[0.5, "start_map"].startswith(estimation.START_MAP_TEXT) and df.loc[4.0, "start_map"] == ""
+    note = next(line for line in err.splitlines() if "uniform starting map" in line)
+    assert note.startswith("note: 1 of 2 rows stayed at (or within noise of) the uniform starting map "
+                           "(sem-geoi at epsilon = 0.5: 1 of 1 trial): the reports carry too little information at "
+                           "these settings"), note
+    assert "epsilon = 4" not in note
+
+
+def test_a_sweep_of_informative_settings_says_nothing(tmp_path, capsys):
+    out = tmp_path / "sweep.csv"
+    assert main(["sweep", "--mechanism", "sem-geoi", "--grid", "16", "--users", "3000", "--vary", "epsilon=4,8",
+                 "--out", str(out)]) == 0
+    assert "starting map" not in capsys.readouterr().err
+    import pandas as pd
+    assert pd.read_csv(out)["estimate_informative"].all()
+
