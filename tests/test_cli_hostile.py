@@ -799,6 +799,39 @@ def test_duplicate_column_names_are_refused_naming_them(trips_csv, points_csv, t
     assert json.loads(capsys.readouterr().out)["n_users"] == 300
 
 
+def test_duplicate_column_names_differing_in_case_or_spaces_are_refused(trips_csv, points_csv, tmp_path, capsys):
+    """Column lookup ignores case and surrounding spaces, so the duplicate check does too (issue 39.9): a trips file
+    headed `person;trip;lat;lon;Person` ran on 'person' without a word, a points file `lat,lon,LAT` on 'lat' with
+    only a note. Both are refused naming both spellings, for trips and points, CSV and Parquet, every command."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    body = trips_csv.read_text().splitlines()[1:]
+    semi = tmp_path / "semi.csv"
+    semi.write_text("person;trip;lat;lon;Person\n" + "".join(
+        f"{person};t1;{lat};{lon};other\n" for person, lat, lon in (row.split(",") for row in body)))
+    want = "names the column 'person' (as 'person' and 'Person') more than once; column names are matched ignoring"
+    for command in ("od", "navigate"):
+        err = one_line_exit([command, "--file", str(semi), *NEEDS[command]], capsys)
+        assert f"'semi.csv' {want}" in err, err
+    lats = tmp_path / "lats.csv"
+    lats.write_text(points_csv.read_text().replace("lat,lon\n", "lat,lon, LAT \n", 1).replace("\n", ",1\n")
+                    .replace("lat,lon, LAT ,1\n", "lat,lon, LAT \n", 1))
+    for command in ("run", "sweep", "report"):
+        out = ["--out", str(tmp_path / "r.html")] if command == "report" else []
+        err = one_line_exit([command, "--csv", str(lats), *NEEDS[command], *out], capsys)
+        assert "names the column 'lat' (as 'lat' and 'LAT') more than once; column names are matched" in err, err
+    table = pa.table([pa.array([44.95, 44.96]), pa.array([-93.25, -93.2]), pa.array([1.0, 2.0])],
+                     names=["lat", "Lon", "lon"])
+    pq.write_table(table, tmp_path / "case.parquet")
+    err = one_line_exit(["run", "--file", str(tmp_path / "case.parquet"), "--grid", "4"], capsys)
+    assert "names the column 'Lon' (as 'Lon' and 'lon') more than once" in err, err
+    distinct = tmp_path / "distinct.csv"                 # different names that merely contain another are fine
+    distinct.write_text(points_csv.read_text().replace("lat,lon\n", "lat,lon,latitude_note\n", 1)
+                        .replace("\n", ",1\n").replace("lat,lon,latitude_note,1\n", "lat,lon,latitude_note\n", 1))
+    assert main(["run", "--csv", str(distinct), "--bbox", MINNEAPOLIS, "--grid", "4", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_users"] == 300
+
+
 def test_sweep_interrupted_on_its_own_line(monkeypatch, capsys):
     """Ctrl+C during a sweep: 'interrupted' starts its own line, not the end of the progress bar."""
     from ldpviz import experiment

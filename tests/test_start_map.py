@@ -180,3 +180,54 @@ def test_the_reading_at_a_limit_says_start_map_not_n_a():
     assert "every collection stayed at the estimate's start map" in reading["note"], reading
     line = feasibility.at_limit_text("w2_m", reading, "geo-i")
     assert "n/a" not in line and "start map" in line, line
+
+
+def test_sweep_says_which_rows_stayed_at_the_start(tmp_path, capsys):
+    """`ldpviz sweep` (SEM-Geo-I, d = 16, 3,000 users; 0.5 stays at the start, 4 per km leaves it, fixed seed): the
+    CSV flags the start-map row in the run's words and only it; stderr names that row and says what it means."""
+    import pandas as pd
+    out = tmp_path / "sweep.csv"
+    assert main(["sweep", "--mechanism", "sem-geoi", "--grid", "16", "--users", "3000", "--vary", "epsilon=0.5,4",
+                 "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    df = pd.read_csv(out, keep_default_na=False).set_index("epsilon")
+    assert list(df["estimate_informative"]) == [False, True] and list(df["start_map_trials"]) == [1, 0]
+    assert df.loc[0.5, "start_map"].startswith(estimation.START_MAP_TEXT) and df.loc[4.0, "start_map"] == ""
+    note = next(line for line in err.splitlines() if "uniform starting map" in line)
+    assert note.startswith("note: 1 of 2 rows stayed at (or within noise of) the uniform starting map "
+                           "(sem-geoi at epsilon = 0.5: 1 of 1 trial): the reports carry too little information at "
+                           "these settings"), note
+    assert "epsilon = 4" not in note
+
+
+def test_a_sweep_of_informative_settings_says_nothing(tmp_path, capsys):
+    out = tmp_path / "sweep.csv"
+    assert main(["sweep", "--mechanism", "sem-geoi", "--grid", "16", "--users", "3000", "--vary", "epsilon=4,8",
+                 "--out", str(out)]) == 0
+    assert "starting map" not in capsys.readouterr().err
+    import pandas as pd
+    assert pd.read_csv(out)["estimate_informative"].all()
+
+
+def test_tradeoffs_marks_and_names_start_map_points():
+    """Trade-offs, SEM-Geo-I and GRR at d = 32 on 3,000 users over 0.5 and 1: SEM-Geo-I's estimate is the uniform
+    start at both (marked on every curve and named under the charts, in the run's words); GRR has no such test and
+    is never named."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "ldpviz/app/views/2_Trade-offs.py"),
+                           default_timeout=300)
+    for key, value in {"ds": "minneapolis-stops", "users": "3000", "d": "32", "trials": "1", "smech": "sem-geoi,grr",
+                       "vary": "epsilon", "vals": "0.5,1"}.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    note = next(w.value for w in at.warning if "Not an estimate" in w.value)
+    assert "2 of 4 runs stayed at (or within noise of) the uniform starting map" in note, note
+    assert "SEM-Geo-I (subset exponential mechanism) at ε (privacy budget) = 0.5: 1 of 1 trial" in note
+    assert estimation.START_MAP_TEXT.split(":")[0] in note and "GRR" not in note
+    for chart in at.get("plotly_chart"):
+        marked = [t for t in json.loads(chart.proto.spec)["data"] if t.get("name") == "stayed at the uniform start map"]
+        assert len(marked) == 1 and marked[0]["x"] == [0.5, 1.0]
+        assert all("SEM-Geo-I" in text and "starting map" in text for text in marked[0]["text"])

@@ -297,12 +297,9 @@ def cached_channel(mechanism: str, grid_side: int, region: Region, epsilon: floa
 # ---- sweeps -----------------------------------------------------------------------------------------
 
 def sweep_rows(result: Result) -> list[dict[str, Any]]:
-    """One row per trial, in the layout of ``experiment.sweep`` (so ``summarise`` applies)."""
-    s = result.scenario
-    base = {"dataset": s.dataset, "mechanism": s.mechanism, "epsilon": s.epsilon, "grid_side": s.grid_side,
-            "n_users": result.n_users, "seed": s.seed, **{f"param_{k}": v for k, v in s.params}}
-    return [{**base, **row, "seconds": result.timings["total"] / s.trials}
-            for row in result.metrics.to_dict("records")]
+    """One row per trial, in the layout of ``experiment.sweep`` (so ``summarise`` applies), with whether each
+    trial's estimate left its uniform start (``experiment.START_MAP_COLUMNS``)."""
+    return result.trial_rows()
 
 
 def result_table(result: Result) -> pd.DataFrame:

@@ -255,6 +255,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     for asked in sorted({int(v) for v in vary.get("n_users", [scenario.n_users]) if v is not None}):
         if held is not None and asked > held:        # the CSV's n_users column has the users who took part
             print(f"note: {wording.capped(asked, held)}", file=sys.stderr)
+    # rows whose estimate never left its uniform start say so, as run's note does (issue 37.14)
+    varied = [c for c in dict.fromkeys(["mechanism", *(k if k in df.columns else f"param_{k}" for k in vary)])
+              if c in df.columns]
+    start = experiment.start_map_sweep_note(experiment.summarise(df, varied), varied, unit="row") if len(df) else None
+    if start:
+        print(f"note: {start} The CSV says so per row: estimate_informative, start_map_trials, start_map.",
+              file=sys.stderr)
     if args.out:
         cli_input.write_text(args.out, df.to_csv(index=False))
         print(f"wrote {len(df)} rows to {args.out}", file=sys.stderr)

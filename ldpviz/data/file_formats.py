@@ -64,14 +64,28 @@ def _columns_error(columns: list[str], filename: str, lat_column: str | None, lo
 
 def refuse_duplicate_columns(columns: list[Any], filename: str) -> None:
     """Refuse a header naming a column twice (two ``person`` columns, two ``lat``): which one holds the data
-    cannot be told, and readers silently took the first (pandas renames the second ``person.1``). Unnamed
-    columns (trailing separators) are not names and may repeat."""
-    names = [str(c).replace("\ufeff", "").strip() for c in columns]
-    seen: set[str] = set()
-    twice = [n for n in names if n and (n in seen or seen.add(n))]
-    require(not twice, f"'{filename}' names the column{'s' if len(set(twice)) > 1 else ''} "
-                       f"{', '.join(map(repr, dict.fromkeys(twice)))} more than once; which one holds the data "
-                       "cannot be told: rename or remove the extra column")
+    cannot be told, and readers silently took the first (pandas renames the second ``person.1``). Names are
+    compared as the column lookup compares them (:func:`find_column`: case, surrounding spaces and quotes
+    ignored), so ``person`` and ``Person`` are the same column twice; both spellings are named. Unnamed columns
+    (trailing separators) are not names and may repeat."""
+    spellings: dict[str, list[str]] = {}
+    for c in columns:
+        if key := _norm(c):
+            spellings.setdefault(key, []).append(str(c).replace("\ufeff", "").strip())
+    twice = [names for names in spellings.values() if len(names) > 1]
+    if not twice:
+        return
+    differ = [names for names in twice if len(set(names)) > 1]
+
+    def named(names: list[str]) -> str:
+        forms = list(dict.fromkeys(names))
+        return repr(forms[0]) + (f" (as {', '.join(map(repr, forms[:-1]))} and {forms[-1]!r})" if len(forms) > 1
+                                 else "")
+
+    raise LdpvizInputError(
+        f"'{filename}' names the column{'s' if len(twice) > 1 else ''} {', '.join(named(n) for n in twice)} more "
+        "than once" + ("; column names are matched ignoring case and surrounding spaces" if differ else "")
+        + "; which one holds the data cannot be told: rename or remove the extra column")
 
 
 def resolve_columns(columns: list[str], filename: str, lat_column: str | None, lon_column: str | None,

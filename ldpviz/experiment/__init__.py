@@ -134,6 +134,19 @@ class Result:
         return (f"In {k} of {t} trials {estimation.START_MAP_TEXT.replace('the map shown', 'the estimate')}; the map "
                 "shown (trial 1) left it.")
 
+    def trial_rows(self, **extra: Any) -> list[dict[str, Any]]:
+        """One row per trial, the layout of :func:`sweep` (so :func:`summarise` applies): the scenario, ``extra``
+        columns, the trial's metrics, seconds, and whether its estimate left the uniform starting map
+        (:data:`START_MAP_COLUMNS`)."""
+        s = self.scenario
+        base = {"dataset": s.dataset, "mechanism": s.mechanism, "epsilon": s.epsilon, "grid_side": s.grid_side,
+                "n_users": self.n_users, "seed": s.seed, **{f"param_{k}": v for k, v in s.params}, **extra}
+        stayed = self.start_map_trials()
+        return [{**base, **row, "seconds": self.timings["total"] / s.trials,
+                 "estimate_informative": not stayed[i], "start_map_trials": int(sum(stayed)),
+                 "start_map": estimation.start_map_text(self.estimates[i].info) or ""}
+                for i, row in enumerate(self.metrics.to_dict("records"))]
+
     def approximate_readouts(self) -> dict[str, Any]:
         """The first trial's transport readouts that are approximate (empty when every value is exact)."""
         return {k: r for k, r in (self.readouts[0] if self.readouts else {}).items() if not r.exact}
@@ -381,17 +394,19 @@ def guarantee_lines(result: Result) -> GuaranteeLines:
 
 # ---- sweeps ---------------------------------------------------------------------------
 
+#: The sweep's columns on whether a trial's estimate left its uniform starting map (issue 37.14), in the run's words.
+START_MAP_COLUMNS = {
+    "estimate_informative": "False where this trial's estimate stayed at (or within noise of) the uniform starting "
+                            f"map: {estimation.START_MAP_TEXT}; its metrics measure that map, not an estimate",
+    "start_map_trials": "how many of this setting's trials stayed at the uniform starting map (as ldpviz run --json)",
+    "start_map": "this trial's words when it stayed at the start (as ldpviz run's note); empty where it left",
+}
+
+
 def _sweep_task(scenario: Scenario, dataset: datasets.Dataset | None) -> list[dict[str, Any]]:
     result = run(scenario, dataset)
-    base = {"dataset": scenario.dataset, "mechanism": scenario.mechanism, "epsilon": scenario.epsilon,
-            "grid_side": scenario.grid_side, "n_users": result.n_users, "seed": scenario.seed,
-            **{f"param_{k}": v for k, v in scenario.params},
-            # what a row pays, from the accountant (one text per model: Geo-I and central DP are no single number)
-            "total_per_row": result.ledger.total().text() if result.ledger is not None else ""}
-    rows = []
-    for _, m in result.metrics.iterrows():
-        rows.append({**base, **m.to_dict(), "seconds": result.timings["total"] / scenario.trials})
-    return rows
+    # what a row pays, from the accountant (one text per model: Geo-I and central DP are no single number)
+    return result.trial_rows(total_per_row=result.ledger.total().text() if result.ledger is not None else "")
 
 
 def check_scenario(scenario: Scenario) -> None:
@@ -461,4 +476,33 @@ def summarise(df: pd.DataFrame, by: list[str], confidence: float = 0.95) -> pd.D
         out[f"{col}_lo"] = low.clip(lower=0.0) if col in metrics.NONNEGATIVE_METRICS or col == "seconds" else low
         out[f"{col}_hi"] = out[col] + np.nan_to_num(half)
     out["trials"] = counts
+    if "estimate_informative" in df.columns:      # trials whose estimate stayed at the uniform start (issue 37.14)
+        out["start_map_trials"] = groups["estimate_informative"].apply(
+            lambda v: int((~v.astype(bool)).sum()))
     return out.reset_index()
+
+
+def start_map_sweep_note(summary: pd.DataFrame, columns: Iterable[str], labels: Mapping[str, str] | None = None,
+                         unit: str = "run") -> str | None:
+    """One sentence naming the settings of a :func:`summarise` table (grouped by ``columns``, the first naming the
+    mechanism) whose estimate stayed at the uniform starting map in some trials, with what that means in the run's
+    words (:data:`ldpviz.mechanisms.estimation.START_MAP_TEXT`); None where every estimate left its start.
+    ``labels``: a display name per column (default the column's name); ``unit``: what one trial's line is called."""
+    if "start_map_trials" not in summary.columns:
+        return None
+    hit = summary[summary["start_map_trials"] > 0]
+    if hit.empty:
+        return None
+    first, *rest = [c for c in columns if c in summary.columns]
+    labels = labels or {}
+
+    def setting(row: pd.Series) -> str:
+        where = ", ".join(f"{labels.get(c, c)} = {wording.number(row[c])}" for c in rest)
+        return (f"{row[first]}{' at ' + where if where else ''}: {int(row['start_map_trials'])} of "
+                f"{plural(int(row['trials']), 'trial')}")
+
+    stayed, total = int(hit["start_map_trials"].sum()), int(summary["trials"].sum())
+    return (f"{stayed} of {plural(total, unit)} stayed at (or within noise of) the uniform starting map ("
+            + "; ".join(setting(row) for _, row in hit.iterrows())
+            + f"): {estimation.START_MAP_TEXT.replace('the map shown', 'the estimate')}, so "
+            f"{'its' if stayed == 1 else 'their'} metrics measure that map, not an estimate.")

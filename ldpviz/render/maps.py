@@ -431,11 +431,14 @@ def sweep_figure(summary: pd.DataFrame, x: str, metric: str, *, group: str = "me
     ``current`` marks the current setting with a dashed vertical line. ``floor`` clips the band
     below (e.g. 0 for distances: a t-interval over few trials can dip below what is possible).
     Lines take their mechanism's colour (:func:`mechanism_colour`); ``mechanism_of`` maps a group value that is a
-    display label to its registry name.
+    display label to its registry name. Where ``summary`` has ``start_map_trials`` (summarise of rows with
+    ``estimate_informative``), a point whose estimate stayed at the uniform starting map in some trial is circled
+    with an X and says so on hover (issue 37.14).
     """
     if metric.endswith("_m"):
         summary, metric_label = in_km(summary, [metric, f"{metric}_lo", f"{metric}_hi"], metric_label or metric)
     fig = go.Figure()
+    start_legend = True
     for name, part in summary.groupby(group, sort=False):
         part = part.sort_values(x)
         colour = mechanism_colour((mechanism_of or {}).get(str(name), str(name)))
@@ -450,6 +453,18 @@ def sweep_figure(summary: pd.DataFrame, x: str, metric: str, *, group: str = "me
                                      showlegend=False, legendgroup=str(name)))
         fig.add_trace(go.Scatter(x=xs, y=part[metric].tolist(), mode="lines+markers", name=str(name),
                                  line={"color": colour}, legendgroup=str(name)))
+        flat = part[part["start_map_trials"] > 0] if "start_map_trials" in part else part.iloc[:0]
+        if len(flat):
+            from ldpviz.mechanisms.estimation import START_MAP_TEXT
+            words = START_MAP_TEXT.replace("the map shown", "the estimate")
+            trials = flat["trials"] if "trials" in flat else pd.Series(1, index=flat.index)
+            fig.add_trace(go.Scatter(
+                x=flat[x].tolist(), y=flat[metric].tolist(), mode="markers", name="stayed at the uniform start map",
+                marker={"symbol": "circle-x-open", "size": 15, "color": colour, "line": {"width": 2}},
+                legendgroup="start_map", showlegend=start_legend, hovertemplate="%{text}<extra></extra>",
+                text=[f"{name}: {int(k)} of {int(t)} trial(s) stayed at the uniform starting map: {words}"
+                      for k, t in zip(flat["start_map_trials"], trials)]))
+            start_legend = False
     if current is not None:
         fig.add_vline(x=current, line_dash="dash", line_color="#444")
         # Placed by hand: plotly's vline annotation lands off the line on log axes (it needs log10(x) there).

@@ -223,6 +223,10 @@ with sweep_box, session.guard("the sweep", where="above or in the sidebar"):
                                x_label=axes[vary], log_x=log_x, floor=ui.metric_floor(key),
                                mechanism_of={label: n for n, label in shown_as.items()})
         cols[i % 2].plotly_chart(fig, key=f"fig:{key}")
+    # points whose estimate never left its uniform start are marked on the curves and named here (issue 37.14)
+    start_map = experiment.start_map_sweep_note(summary, ["mechanism", x], {x: axes[vary]})
+    if start_map:
+        st.warning(f"**Not an estimate (circled ✕ on the curves):** {start_map}", icon=":material/blur_on:")
     if int(cfg["trials"]) == 1:
         st.caption("Bands are 95% confidence intervals over trials; raise Trials in the sidebar to see them.")
     d1, d2 = st.columns(2)
