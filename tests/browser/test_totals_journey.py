@@ -1,5 +1,6 @@
-"""Issue 37 in a real browser: the Trade-offs budget panel splits a total through the accountant, Explore says when
-an estimate never left its uniform start and Compare does not rank it, and Flows' worst-trip metric is the ledger's
+"""Issue 37 in a real browser: the Trade-offs budget panel splits a total through the accountant, Trade-offs marks and
+names the sweep points whose estimate never left its uniform start, Explore says when an estimate never left its
+uniform start and Compare does not rank it, and Flows' worst-trip metric is the ledger's
 figure.
 Screenshots: build/screenshots/journey-totals-*.png.
 """
@@ -29,6 +30,20 @@ def test_budget_start_map_and_worst_trip(server, browser):
         assert "the region's ε0 included" in text
         walk.page.get_by_text("Budget over time").first.scroll_into_view_if_needed()
         walk.shot("totals-budget")
+
+        # Trade-offs over SEM-Geo-I and GRR at d = 32, 0.5 and 1: SEM-Geo-I's points are the uniform start, marked on
+        # the curves (a legend entry of their own) and named under the charts; GRR is not named
+        walk.page.goto(f"{server}/Trade-offs?ds=minneapolis-stops&users=3000&d=32&trials=1&smech=sem-geoi,grr"
+                       "&vary=epsilon&vals=0.5,1")
+        walk.idle()
+        walk.check_clean("Trade-offs with start maps")
+        note = walk.page.get_by_text("Not an estimate (circled ✕ on the curves)").first
+        note.wait_for(timeout=180_000)
+        text = walk.main_text()
+        assert "2 of 4 runs stayed at (or within noise of) the uniform starting map" in text, text[:3000]
+        assert walk.page.get_by_text("stayed at the uniform start map").count() >= 1      # the charts' legend entry
+        note.scroll_into_view_if_needed()
+        walk.shot("totals-tradeoffs-start-map")
 
         # SEM-Geo-I at d = 32 and 0.5 per km: the map is the uniform start, and the page says so above the maps
         walk.page.goto(f"{server}/?ds=minneapolis-stops&users=20000&d=32&mech=sem-geoi&eps=0.5&trials=1")
