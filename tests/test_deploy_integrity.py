@@ -6,6 +6,8 @@ one clear sentence."""
 from __future__ import annotations
 
 import copy
+import functools
+import hashlib
 import json
 import math
 import random
@@ -51,11 +53,11 @@ def _all_specs() -> list[dict]:
     return out
 
 
-def _node(tmp_path, texts=(), values=(), expect=None) -> list[dict]:
+def _node(tmp_path, texts=(), values=(), expect=None, disks=(), domains=()) -> list[dict]:
     node = need_node()
     job = tmp_path / "verify-job.json"
     job.write_text(json.dumps({"client": str(CLIENT_JS), "texts": list(texts), "values": list(values),
-                               "expect": expect}))
+                               "expect": expect, "disks": list(disks), "domains": list(domains)}))
     out = subprocess.run([node, str(VERIFY), str(job)], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     return [json.loads(line) for line in out.stdout.splitlines()]
@@ -245,14 +247,16 @@ def test_a_pinned_digest_refuses_a_replaced_spec(tmp_path):
 def test_estimate_refuses_a_tampered_spec(tmp_path, capsys):
     """`ldpviz estimate` recomputes the digest and rebuilds the sampler from the mechanism, epsilon and grid: the raised
     keep is refused with its digest unchanged and with it recomputed, and so is any client field the rebuild does not
-    give (here one of DAM's area shares, which the phone only bounds by e^eps)."""
+    give (here DAM's whole disk for another radius: a consistent, private channel the phone accepts, as it does not
+    read the mechanism's parameters, but not the one the mechanism's radius gives)."""
     grr = _spec("grr", eps=1.0, d=32)
     reports = tmp_path / "r.jsonl"
     reports.write_text("".join(json.dumps({"spec": grr["digest"], "y": i % 64}) + "\n" for i in range(200)))
     dam = _spec("dam", eps=1.0, d=32)
     t = copy.deepcopy(dam)
-    t["client"]["bump"][0][1] //= 2          # a disk cell's area share halved: still e^eps at most, but not DAM
-    assert pyclient.Client(_redigest(t))     # the phone bounds these weights; the estimate checks them exactly
+    t["client"] = copy.deepcopy(_spec("dam", {"radius": 3.0}, eps=1.0, d=32)["client"])
+    assert t["client"]["radius"] != dam["client"]["radius"]
+    assert pyclient.Client(_redigest(t))     # the phone derives the disk from the radius the client section states
     cases = [(_raised_keep(grr), "changed after it was made"), (_redigest(_raised_keep(grr)), "keep/other"),
              (_redigest(t), "client section differs")]
     for i, (spec, why) in enumerate(cases):
@@ -263,6 +267,229 @@ def test_estimate_refuses_a_tampered_spec(tmp_path, capsys):
         assert why in err and "Traceback" not in err, err
         with pytest.raises(LdpvizInputError, match=why):
             deployed.estimate_reports(spec, reports)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Lists the phone derives (issue 37 item 9's gap): the disk's mask and bump, the public domain, OLH-H's hierarchy;
+# SRR's staircase intervals checked for the structure its ratio bound needs
+# ---------------------------------------------------------------------------------------------------------------
+
+DISKS = ("dam", "dam-ns", "huem")
+DISK_EPS = (0.05, 0.3, 1.0, 2.7, 6.0, 12.0)
+DISK_SIDES = (1, 2, 3, 5, 8)
+
+
+def _disk_cases() -> list[tuple[str, int, float, float | None]]:
+    """(mechanism, d, epsilon, radius or None for the default) over a range, with radius 0 and the largest allowed."""
+    from ldpviz.mechanisms.dam.disk_area import MAX_RADIUS_SIDES
+    return [(name, d, eps, radius) for name in DISKS for d in DISK_SIDES for eps in DISK_EPS
+            for radius in (None, 0.0, 1.0, 2.0, 7.0, float(MAX_RADIUS_SIDES * d)) if radius is None or radius <= 8 * d]
+
+
+def _disk_client(name: str, d: int, eps: float, radius: float | None) -> dict:
+    return specs.client_section(specs.deployable_mechanism(name, Grid(BOX, d), eps,
+                                                           {} if radius is None else {"radius": radius}))
+
+
+def test_python_client_derives_the_disk_the_spec_builder_writes():
+    """client.py's mask, base and bump are ldpviz's own (spec.py's _disk over kernels.DiskChannel) byte for byte, for
+    DAM, DAM-NS and HUEM at 6 epsilons, 5 grids and radii 0, 1, 2, 7, the default and MAX_RADIUS_SIDES x d."""
+    cases = _disk_cases()
+    assert len(cases) > 500
+    for name, d, eps, radius in cases:
+        c = _disk_client(name, d, eps, radius)
+        got = pyclient.derive_disk(name, d, c["radius"], eps)
+        assert (got["mask"], got["base"], got["bump"]) == (c["mask"], c["base"], c["bump"]), (name, d, eps, radius)
+
+
+def test_client_js_derives_the_disk_the_spec_builder_writes(tmp_path):
+    cases = _disk_cases()
+    sections = [_disk_client(name, d, eps, radius) for name, d, eps, radius in cases]
+    rows = _node(tmp_path, disks=[{"name": name, "d": d, "radius": c["radius"], "eps": eps}
+                                  for (name, d, eps, _), c in zip(cases, sections)])
+    assert len(rows) == len(cases)
+    for case, c, row in zip(cases, sections, rows):
+        assert (row["mask"], row["base"], row["bump"]) == (c["mask"], c["base"], c["bump"]), case
+
+
+@functools.lru_cache(maxsize=None)
+def _largest_disk(name: str) -> tuple[int, str, int, str]:
+    """The disk at both radius limits (1,024 cells = 8 sides of a 128 x 128 grid): (radius, SHA-256 of the mask's
+    JSON, base, SHA-256 of the bump's JSON), as spec.py writes it (3.8 million mask cells, 3.3 million offsets)."""
+    from ldpviz.mechanisms.dam.disk_area import MAX_RADIUS_CELLS, MAX_RADIUS_SIDES
+    assert MAX_RADIUS_CELLS == MAX_RADIUS_SIDES * 128
+    c = _disk_client(name, 128, 1.3, float(MAX_RADIUS_CELLS))
+    return c["radius"], _sha(c["mask"]), c["base"], _sha(c["bump"])
+
+
+def _sha(value: object) -> str:
+    return hashlib.sha256(json.dumps(value, separators=(",", ":")).encode()).hexdigest()
+
+
+def test_python_client_derives_the_largest_disk():
+    """At the largest radius allowed (HUEM: its ring levels are the most float-sensitive)."""
+    radius, mask_sha, base, bump_sha = _largest_disk("huem")
+    got = pyclient.derive_disk("huem", 128, radius, 1.3)
+    assert (_sha(got["mask"]), got["base"], _sha(got["bump"])) == (mask_sha, base, bump_sha)
+
+
+def test_client_js_derives_the_largest_disk(tmp_path):
+    need_node()
+    radius, mask_sha, base, bump_sha = _largest_disk("huem")
+    row, = _node(tmp_path, disks=[{"name": "huem", "d": 128, "radius": radius, "eps": 1.3, "hash": True}])
+    assert (row["mask"], row["base"], row["bump"]) == (mask_sha, base, bump_sha)
+
+
+DOMAIN_SIDES = list(range(1, 70)) + [100, 127, 128, 129, 255, 256, 257, 1000, 1024]
+
+
+def _domain(d: int) -> dict:
+    from ldpviz.mechanisms.srr.olh_h import hierarchy
+    from ldpviz.mechanisms.srr.staircase import grid_domain
+    dom = grid_domain(Grid(BOX, d))
+    levels = hierarchy(dom)
+    return {"block": int(dom.block), "cells": dom.cells.tolist(), "sizes": [len(n) for n, _ in levels],
+            "index": [i.astype(int).tolist() for _, i in levels]}
+
+
+def test_python_client_derives_the_public_domain_and_its_hierarchy():
+    """domain_order and domain_hierarchy are grid_domain's blocks in quadtree order and OLH-H's hierarchy."""
+    for d in DOMAIN_SIDES:
+        block, cells, _ = pyclient.domain_order(d)
+        sizes, index = pyclient.domain_hierarchy(d)
+        assert {"block": block, "cells": cells, "sizes": sizes, "index": index} == _domain(d), d
+
+
+def test_client_js_derives_the_public_domain_and_its_hierarchy(tmp_path):
+    assert _node(tmp_path, domains=DOMAIN_SIDES) == [_domain(d) for d in DOMAIN_SIDES]
+
+
+def _other_cell(c: dict) -> int:
+    """A cell of the box outside the spec's mask."""
+    inside = set(c["mask"])
+    return next(k for k in range(c["box_side"] ** 2) if k not in inside)
+
+
+def _derived_tampers() -> list[tuple[str, dict, str]]:
+    """(label, tampered spec with its digest recomputed, the start of the sentence both clients refuse it with)."""
+    out = []
+    for name in DISKS:
+        spec = _spec(name, eps=1.0)
+        r, d = spec["client"]["radius"], spec["region"]["grid_side"]
+        mask_says = f"the spec's client.mask is not the output domain of {name}'s disk of radius {r} on its {d} x {d} grid"
+        t = copy.deepcopy(spec)
+        t["client"]["mask"] = [t["client"]["mask"][0]]        # issue 37's case: every report in the true cell's disk
+        out.append((f"{name} mask shrunk to one cell", _redigest(t), mask_says))
+        t = copy.deepcopy(spec)
+        m = t["client"]["mask"]
+        m[3], m[-4] = m[-4], m[3]
+        out.append((f"{name} mask entries swapped", _redigest(t), mask_says))
+        t = copy.deepcopy(spec)
+        t["client"]["mask"] = sorted(t["client"]["mask"] + [_other_cell(t["client"])])
+        out.append((f"{name} mask extended", _redigest(t), mask_says))
+        bump_says = f"the spec's client.bump is not the disk weights {name} gives at its epsilon with radius {r}"
+        t = copy.deepcopy(spec)
+        w = 2 * r + 1
+        t["client"]["bump"].append([r * w + r, next(wt for o, wt in t["client"]["bump"] if o == r * w + r)])
+        out.append((f"{name} own cell listed twice", _redigest(t), bump_says))
+        t = copy.deepcopy(spec)
+        t["client"]["bump"].insert(0, [0, 1])                  # the box corner: outside the disk
+        out.append((f"{name} offset outside the disk", _redigest(t), bump_says))
+        t = copy.deepcopy(spec)
+        t["client"]["bump"][0][1] //= 2
+        out.append((f"{name} a share halved", _redigest(t), bump_says))
+    t = _spec("dam", eps=1.0)
+    t["mechanism"]["name"] = "grr"
+    out.append(("disk for another mechanism", _redigest(t),
+                "the spec runs the disk sampler for a mechanism that is not dam, dam-ns or huem"))
+    srr = _spec("srr", eps=1.0)
+    t = copy.deepcopy(srr)
+    c = t["client"]
+    D = len(c["domain_cells"])
+    c["m"], c["levels"], c["lo"], c["hi"] = 1, [1], [[x, x] for x in range(D)], [[x, x + 1] for x in range(D)]
+    out.append(("srr reports the true position", _redigest(t),
+                "the spec's staircase intervals (client.lo, client.hi) of position 0 are not nested from the empty one "
+                "at it to the whole domain"))
+    t = copy.deepcopy(srr)
+    t["client"]["hi"][5][-1] -= 1
+    out.append(("srr outer interval short", _redigest(t), "the spec's staircase intervals (client.lo, client.hi) of "
+                                                          "position 5 are not nested"))
+    for name in ("grr-tiles", "srr", "hr-tiles", "olh-h"):
+        spec = _spec(name, eps=1.0)
+        cells_says = "the spec's client.domain_cells is not the quadtree order of the 8 x 8 blocks of its 8 x 8 grid"
+        t = copy.deepcopy(spec)
+        t["client"]["domain_cells"] = t["client"]["domain_cells"][:-1]
+        if "D" in t["client"]:
+            t["client"]["D"] -= 1
+        out.append((f"{name} domain cell dropped", _redigest(t), cells_says))
+        t = copy.deepcopy(spec)
+        cells = t["client"]["domain_cells"]
+        cells[0], cells[1] = cells[1], cells[0]
+        out.append((f"{name} domain cells swapped", _redigest(t), cells_says))
+    t = _spec("grr-tiles", eps=1.0)
+    t["client"]["block"] = 2
+    out.append(("tiles block", _redigest(t), "the spec's client.block is 2, not the 1 cells per block side its 8 x 8 "
+                                             "grid gives"))
+    hier_says = "the spec's hierarchy (client.level_sizes, client.level_index) is not the quadtree hierarchy of its domain"
+    t = _spec("olh-h", eps=1.0)
+    t["client"]["level_index"][0][0] = 1 - t["client"]["level_index"][0][0]
+    out.append(("olh-h node swapped", _redigest(t), hier_says))
+    t = _spec("olh-h", eps=1.0)
+    t["client"]["level_sizes"].pop()
+    t["client"]["level_index"].pop()
+    out.append(("olh-h leaves dropped", _redigest(t), hier_says))
+    return out
+
+
+DERIVED_TAMPERS = _derived_tampers()
+
+
+@pytest.mark.parametrize("label,spec,says", DERIVED_TAMPERS, ids=[t[0] for t in DERIVED_TAMPERS])
+def test_python_client_refuses_a_list_it_derives(label, spec, says):
+    with pytest.raises(pyclient.SpecError) as err:
+        pyclient.Client(spec)
+    assert str(err.value).startswith(f"ldpviz client: {says}"), str(err.value)
+    assert pyclient.Client(_spec("dam", eps=1.0))
+
+
+def test_client_js_refuses_a_list_it_derives_with_the_same_sentence(tmp_path):
+    rows = _node(tmp_path, texts=[json.dumps(spec) for _, spec, _ in DERIVED_TAMPERS])
+    for (label, spec, says), row in zip(DERIVED_TAMPERS, rows):
+        assert row.get("error_name") == "SpecError", (label, row)
+        with pytest.raises(pyclient.SpecError) as err:
+            pyclient.Client(spec)
+        assert row["error"] == str(err.value) and row["error"].startswith(f"ldpviz client: {says}"), label
+
+
+def test_the_shrunk_mask_would_have_leaked_the_cell():
+    """Why it matters: on 1,024 cells at epsilon 1, a DAM report lands in the true cell's disk (the bump) 37% of the
+    time under the signed channel, and 99.97% of the time with the mask cut to one cell, where every other report is
+    that one cell: a cell outside a far location's disk then has probability 0 from it, and no epsilon bounds that."""
+    spec = _spec("dam", eps=1.0, d=32)
+    c = spec["client"]
+    bump = sum(wt for _, wt in c["bump"])
+    assert bump / (bump + len(c["mask"]) * c["base"]) < 0.38
+    assert bump / (bump + c["base"]) > 0.9997
+    with pytest.raises(pyclient.SpecError, match="client.mask"):
+        pyclient.Client(_redigest({**spec, "client": {**c, "mask": c["mask"][:1]}}))
+
+
+def _disk_specs() -> list[dict]:
+    from ldpviz.mechanisms.dam.disk_area import MAX_RADIUS_SIDES
+    return [_spec(name, {} if radius is None else {"radius": float(radius)}, eps, d, UNICODE_BOX if d % 2 else BOX)
+            for name in DISKS for eps in (0.3, 2.7) for d in (1, 5, 8) for radius in (None, 0, MAX_RADIUS_SIDES * d)]
+
+
+def test_python_client_accepts_the_untampered_disks():
+    """The specs ldpviz writes for the disk mechanisms, radius 0 to the largest allowed, pass both clients' checks."""
+    for spec in _disk_specs():
+        assert pyclient.Client(spec).digest == spec["digest"]
+
+
+def test_client_js_accepts_the_untampered_disks(tmp_path):
+    disk_specs = _disk_specs()
+    rows = _node(tmp_path, texts=[json.dumps(spec) for spec in disk_specs])
+    assert [row.get("accepted", row.get("error")) for row in rows] == [spec["digest"] for spec in disk_specs]
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -246,6 +246,163 @@ export function squareWaveRadius(eps) {
   return (eps * e - e + 1) / (2 * e * (e - 1 - eps));
 }
 
+/** The disk mechanisms (DAM paper) and whether their footprint also holds the cells the circle crosses with the
+ * centre outside (DAM's border shrinkage, HUEM's nested disks) or only those whose centre is inside (DAM-NS). */
+const DISK_CROSSED = { dam: true, "dam-ns": false, huem: true };
+/** Largest disk radius, in cells and in grid sides (ldpviz.mechanisms.dam.disk_area). */
+const MAX_RADIUS_CELLS = 1024;
+const MAX_RADIUS_SIDES = 8;
+/** Largest public grid domain (ldpviz.mechanisms.srr.staircase): at most 64 x 64 blocks of cells. */
+const MAX_DOMAIN_BLOCKS_SIDE = 64;
+
+/** The largest whole number whose square is at most n (n a whole number below 2^53). */
+function isqrt(n) {
+  let s = Math.floor(Math.sqrt(n));
+  while (s * s > n) s--;
+  while ((s + 1) * (s + 1) <= n) s++;
+  return s;
+}
+
+/** reach[a] for a = 0..radius: the footprint holds offset (dy, dx) iff |dy| <= radius and |dx| <= reach[|dy|]
+ * (kernels.dam_weights in whole numbers, as client.py's disk_reach). */
+export function diskReach(radius, crossed) {
+  const reach = [];
+  for (let a = 0; a <= radius; a++) {
+    let t = isqrt(radius * radius - a * a);
+    const rest = 4 * radius * radius - Math.max(2 * a - 1, 0) ** 2;
+    if (crossed && rest > 0) t = Math.max(t, Math.floor((isqrt(rest - 1) + 1) / 2));
+    reach.push(Math.min(t, radius));
+  }
+  return reach;
+}
+
+/** The output domain (kernels.output_support) row by row of the (d + 2r)^2 box: [first flat index, cells] per row. */
+function diskMaskRow(d, radius, reach, i) {
+  const box = d + 2 * radius, t = reach[Math.max(radius - i, i - (radius + d - 1), 0)];
+  return [i * box + radius - t, d + 2 * t];
+}
+
+/** share[a][b]: W - 1 at every footprint offset (|dy|, |dx|) = (a, b), in the same double-precision operations as
+ * kernels.dam_weights / huem_weights and DiskChannel (as client.py's disk_shares). */
+export function diskShares(name, radius, eps, reach) {
+  const r = radius, out = [];
+  if (name !== "huem") {
+    const em1 = Math.expm1(eps);
+    for (let a = 0; a <= r; a++) {
+      const row = [];
+      for (let b = 0; b <= reach[a]; b++) {
+        let high = 1;
+        if (a * a + b * b > r * r) {
+          const delta = r / Math.sqrt(a * a + b * b) - 1;
+          high = Math.min(Math.max(4 * (delta * b + 0.5) * (delta * a + 0.5), 0), 1);
+        }
+        row.push(Math.max((1 + em1 * high) - 1, 0));
+      }
+      out.push(row);
+    }
+    return out;
+  }
+  if (r === 0) return [[Math.max(Math.exp(eps) - 1, 0)]];
+  const levels = [NaN];
+  for (let k = 1; k <= r; k++) levels.push(Math.exp((1 - (k - 1) / r) * eps));
+  levels.push(1);
+  for (let a = 0; a <= r; a++) {
+    const row = [];
+    for (let b = 0; b <= reach[a]; b++) {
+      const rho2 = a * a + b * b;
+      let w = 1;
+      const kIn = rho2 ? isqrt(rho2 - 1) + 1 : 1;          // the smallest k >= 1 with k^2 >= rho2
+      if (kIn <= r) w += levels[kIn] - 1;
+      const k = rho2 ? isqrt(rho2 - 1) : 0;                 // the largest k with k^2 < rho2
+      if (k >= 1 && k <= r && 4 * k * k > Math.max(2 * a - 1, 0) ** 2 + Math.max(2 * b - 1, 0) ** 2) {
+        const delta = k / Math.sqrt(rho2) - 1;
+        w += (levels[k] - levels[k + 1]) * Math.min(Math.max(4 * (delta * b + 0.5) * (delta * a + 0.5), 0), 1);
+      }
+      row.push(Math.max(w - 1, 0));
+    }
+    out.push(row);
+  }
+  return out;
+}
+
+/** The disk's total weight in units of the floor: the output domain's cells plus every share. */
+function diskTotal(d, radius, reach, shares) {
+  let cells = 0;
+  for (let i = 0; i < d + 2 * radius; i++) cells += diskMaskRow(d, radius, reach, i)[1];
+  let sum = 0;
+  shares.forEach((row, a) => {
+    const rest = row.slice(1).reduce((acc, x) => acc + x, 0);
+    sum += a === 0 ? row[0] + 2 * rest : 2 * row[0] + 4 * rest;
+  });
+  return cells + sum;
+}
+
+/** The mask, base and bump a disk mechanism gives on the d x d grid (what ldpviz.deploy.spec writes; for tests). */
+export function deriveDisk(name, d, radius, eps) {
+  const reach = diskReach(radius, DISK_CROSSED[name]), shares = diskShares(name, radius, eps, reach);
+  const base = 2 ** Math.max(0, Math.floor(Math.log2(WEIGHT_LIMIT / diskTotal(d, radius, reach, shares))));
+  const mask = [], bump = [], w = 2 * radius + 1;
+  for (let i = 0; i < d + 2 * radius; i++) {
+    const [start, n] = diskMaskRow(d, radius, reach, i);
+    for (let j = 0; j < n; j++) mask.push(start + j);
+  }
+  for (let dy = -radius; dy <= radius; dy++) {
+    const t = reach[Math.abs(dy)], row = shares[Math.abs(dy)];
+    for (let dx = -t; dx <= t; dx++) {
+      const wt = Math.floor(row[Math.abs(dx)] * base);
+      if (wt > 0) bump.push([(dy + radius) * w + dx + radius, wt]);
+    }
+  }
+  return { mask, base, bump };
+}
+
+/** The quadtree code of block (row, col): base-4 digits 2 x row bit + col bit (ldpviz.geo.quadkey.interleave). */
+function quadkey(col, row) {
+  let code = 0;
+  for (let bit = 0; (col >> bit) || (row >> bit); bit++) {
+    code += (((col >> bit) & 1) + 2 * ((row >> bit) & 1)) * 4 ** bit;
+  }
+  return code;
+}
+
+/** {block, cells, codes} of the public grid domain: the ceil(d / k)^2 blocks in increasing quadtree code
+ * (ldpviz.mechanisms.srr.staircase.grid_domain), as client.py's domain_order. */
+export function domainOrder(d) {
+  const block = Math.max(1, Math.ceil(d / MAX_DOMAIN_BLOCKS_SIDE)), side = Math.ceil(d / block);
+  const pairs = [];
+  for (let i = 0; i < side * side; i++) pairs.push([quadkey(i % side, Math.floor(i / side)), i]);
+  pairs.sort((p, q) => p[0] - q[0]);
+  return { block, cells: pairs.map((p) => p[1]), codes: pairs.map((p) => p[0]) };
+}
+
+/** OLH-H's levels over the public grid domain (ldpviz.mechanisms.srr.olh_h.hierarchy): [level sizes, each
+ * position's node index per level], as client.py's domain_hierarchy. */
+export function domainHierarchy(d) {
+  const { block, codes } = domainOrder(d), side = Math.ceil(d / block);
+  let depth = 1;
+  while (2 ** depth < side) depth++;
+  const sizes = [], index = [];
+  for (let level = 1; level <= depth; level++) {
+    const div = 4 ** (depth - level), row = [];
+    let prev = -1, n = 0;
+    for (const code of codes) {
+      const p = Math.floor(code / div);
+      if (p !== prev) {
+        n++;
+        prev = p;
+      }
+      row.push(n - 1);
+    }
+    if (n >= 2 || level === depth) {
+      sizes.push(n);
+      index.push(row);
+    }
+  }
+  return [sizes, index];
+}
+
+const sameList = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
+
 /** Every parameter that sets the sampler's privacy, derived here from the mechanism's epsilon (and the grid), equals
  * the spec's up to the one unit an integer weight is floored by; sizes and indices are consistent (as client.py). */
 export function checkChannel(spec) {
@@ -254,9 +411,10 @@ export function checkChannel(spec) {
   let D = 0;
   if (c.map === "cell") D = d * d;
   else if (c.map === "domain") {
-    const blocks = c.block >= 1 ? Math.ceil(d / c.block) : 0, cells = c.domain_cells;
-    if (!(c.block >= 1 && cells.length && cells.every((x) => x < blocks * blocks) && new Set(cells).size === cells.length)) {
-      refuse("'s domain cells do not fit its grid");
+    const { block, cells } = domainOrder(d), side = Math.ceil(d / block);
+    if (c.block !== block) refuse(`'s client.block is ${c.block}, not the ${block} cells per block side its ${d} x ${d} grid gives`);
+    if (!sameList(c.domain_cells, cells)) {
+      refuse(`'s client.domain_cells is not the quadtree order of the ${side} x ${side} blocks of its ${d} x ${d} grid`);
     }
     D = cells.length;
   } else if (c.map === "uniform-grid") {
@@ -280,10 +438,10 @@ export function checkChannel(spec) {
     }
     if (g > 1 && c.keep + (g - 1) * c.other > WEIGHT_LIMIT) refuse("'s weights exceed 2^52");
     if (kind === "olh-h") {
-      const sizes = c.level_sizes, index = c.level_index;
-      if (!(sizes.length && index.length === sizes.length &&
-            index.every((row, l) => row.length === D && row.every((v) => v < sizes[l])))) {
-        refuse("'s hierarchy (level_sizes, level_index) does not fit its domain");
+      const [sizes, index] = domainHierarchy(d);
+      if (!(sameList(c.level_sizes, sizes) && c.level_index.length === index.length &&
+            index.every((row, l) => sameList(c.level_index[l], row)))) {
+        refuse("'s hierarchy (client.level_sizes, client.level_index) is not the quadtree hierarchy of its domain");
       }
     }
   } else if (kind === "oue") {
@@ -298,16 +456,52 @@ export function checkChannel(spec) {
     if (!(S >= 1 && ratioIs(E, S, e))) refuse(`'s weights in_set/other give e^${logRatio(E, S)} where epsilon ${g6(eps)} gives e^${g6(eps)}`);
     if ((b / 2) * (E + S) + (B * b - b) * S > WEIGHT_LIMIT) refuse("'s weights exceed 2^52");
   } else if (kind === "disk") {
-    const r = c.radius, box = c.box_side, base = c.base, bump = c.bump, w = 2 * r + 1;
-    if (!(box === d + 2 * r && base >= 1 && bump.length && bump.every(([o]) => o < w * w) && c.mask.every((x) => x < box * box))) {
-      refuse("'s disk (radius, box_side, mask, bump) does not fit its grid");
+    const name = spec.mechanism.name, r = c.radius, box = c.box_side, base = c.base, bump = c.bump, w = 2 * r + 1;
+    if (!(typeof name === "string" && has(DISK_CROSSED, name))) {
+      refuse("runs the disk sampler for a mechanism that is not dam, dam-ns or huem");
     }
+    if (!(box === d + 2 * r && base >= 1 && bump.length && bump.every(([o]) => o < w * w))) {
+      refuse("'s disk (radius, box_side, bump) does not fit its grid");
+    }
+    if (r > Math.min(MAX_RADIUS_CELLS, MAX_RADIUS_SIDES * d)) {
+      refuse(`'s disk radius ${r} is above the largest allowed (${MAX_RADIUS_CELLS} cells and ${MAX_RADIUS_SIDES} grid sides)`);
+    }
+    const reach = diskReach(r, DISK_CROSSED[name]), mask = c.mask;
+    let pos = 0;
+    for (let i = 0; i < box && pos >= 0; i++) {     // the output domain, row by row; stops at the first miss
+      const [start, n] = diskMaskRow(d, r, reach, i);
+      if (pos + n > mask.length) pos = -1;
+      for (let j = 0; j < n && pos >= 0; j++) if (mask[pos + j] !== start + j) pos = -1;
+      if (pos >= 0) pos += n;
+    }
+    if (pos !== mask.length) refuse(`'s client.mask is not the output domain of ${name}'s disk of radius ${r} on its ${d} x ${d} grid`);
     const top = bump.reduce((acc, [, wt]) => Math.max(acc, wt), 0);
     const centre = bump.find(([o]) => o === r * w + r);
     // the own cell has weight e^eps (DAM paper Def. 8), every other at most that: the ratio bound is the signed one
     if (!(centre && centre[1] === top && ratioIs(base + top, base, e))) {
       refuse(`'s disk weights give e^${logRatio(base + top, base)} where epsilon ${g6(eps)} gives e^${g6(eps)} at the own cell`);
     }
+    const shares = diskShares(name, r, eps, reach), total = diskTotal(d, r, reach, shares);
+    let pow = 1;
+    while (pow < base) pow *= 2;
+    if (!(pow === base && total * base <= WEIGHT_LIMIT * (1 + 1e-9) && (base === 1 || 2 * total * base > WEIGHT_LIMIT * (1 - 1e-9)))) {
+      refuse(`'s client.base ${base} is not the largest power of two that keeps the disk's total weight within 2^52`);
+    }
+    let i = 0, bad = -1;
+    rows: for (let dy = -r; dy <= r; dy++) {        // every weight within one floored unit of W - 1
+      const t = reach[Math.abs(dy)], row = shares[Math.abs(dy)];
+      for (let dx = -t; dx <= t; dx++) {
+        const k = (dy + r) * w + dx + r, want = Math.floor(row[Math.abs(dx)] * base);
+        let got = 0;
+        if (i < bump.length && bump[i][0] === k) got = bump[i++][1];
+        if (Math.abs(got - want) > 1 + 1e-12 * want) {
+          bad = k;
+          break rows;
+        }
+      }
+    }
+    if (bad < 0 && i < bump.length) bad = bump[i][0];          // an offset left over: outside the disk or repeated
+    if (bad >= 0) refuse(`'s client.bump is not the disk weights ${name} gives at its epsilon with radius ${r} (first difference at offset ${bad})`);
     if (c.mask.length * base + bump.reduce((acc, [, wt]) => acc + wt, 0) > WEIGHT_LIMIT) refuse("'s weights exceed 2^52");
   } else if (kind === "staircase") {
     const m = c.m, L = c.levels, lo = c.lo, hi = c.hi;
@@ -315,6 +509,14 @@ export function checkChannel(spec) {
     if (!(m >= 1 && L.length === m && L.every((v) => v >= 1) && lo.length === D && hi.length === D && lo.every((a, i) => fits(a, hi[i])))) {
       refuse("'s staircase (m, levels, lo, hi) does not fit its domain");
     }
+    // L-SRR Alg. 1's groups: nested intervals of sorted positions, from the empty one at x to the whole domain, so
+    // every position is reported from every input (Theorem 3.3's ratio below then bounds the channel)
+    lo.forEach((a, x) => {
+      const z = hi[x];
+      let nested = a[0] === x && z[0] === x && a[m] === 0 && z[m] === D;
+      for (let j = 0; j < m && nested; j++) nested = a[j + 1] <= a[j] && z[j] <= z[j + 1];
+      if (!nested) refuse(`'s staircase intervals (client.lo, client.hi) of position ${x} are not nested from the empty one at it to the whole domain`);
+    });
     let dmin = Infinity, dmax = 0;
     for (let i = 0; i < D; i++) {
       let dens = 0;

@@ -307,6 +307,157 @@ def square_wave_radius(eps: float) -> float:
     return (eps * e - e + 1.0) / (2.0 * e * (e - 1.0 - eps))
 
 
+#: The disk mechanisms (DAM paper) and whether their footprint also holds the cells the circle crosses with the
+#: centre outside (DAM's border shrinkage, HUEM's nested disks) or only the cells whose centre is inside (DAM-NS).
+DISK_CROSSED = {"dam": True, "dam-ns": False, "huem": True}
+#: Largest disk radius, in cells and in grid sides (ldpviz.mechanisms.dam.disk_area).
+MAX_RADIUS_CELLS = 1024
+MAX_RADIUS_SIDES = 8
+#: Largest public grid domain (ldpviz.mechanisms.srr.staircase): at most 64 x 64 blocks of cells.
+MAX_DOMAIN_BLOCKS_SIDE = 64
+
+
+def disk_reach(radius: int, crossed: bool) -> list[int]:
+    """``reach[a]`` for a = 0..radius: the disk's footprint holds the offset (dy, dx) iff |dy| <= radius and
+    |dx| <= reach[|dy|]. ldpviz.mechanisms.dam.kernels.dam_weights in whole numbers: the cell's centre within the
+    radius (a^2 + b^2 <= r^2), or, with ``crossed``, its nearest point strictly inside ((2a - 1)^2 + (2b - 1)^2 <
+    4 r^2, a term 0 when 2a - 1 < 0). Both conditions shrink away from the centre, so each row is one interval."""
+    r = int(radius)
+    reach = []
+    for a in range(r + 1):
+        t = math.isqrt(r * r - a * a)
+        rest = 4 * r * r - max(2 * a - 1, 0) ** 2
+        if crossed and rest > 0:
+            t = max(t, (math.isqrt(rest - 1) + 1) // 2)
+        reach.append(min(t, r))
+    return reach
+
+
+def disk_mask_rows(d: int, radius: int, reach: list[int]):
+    """The output domain (kernels.output_support: the d x d grid grown by the footprint) row by row of the
+    (d + 2r) x (d + 2r) box: (first flat index, number of cells) per row, in increasing order. A box cell is in it
+    iff the footprint holds its offset from the nearest input cell."""
+    box = d + 2 * radius
+    for i in range(box):
+        t = reach[max(radius - i, i - (radius + d - 1), 0)]
+        yield i * box + radius - t, d + 2 * t
+
+
+def disk_shares(name: str, radius: int, eps: float, reach: list[int]) -> list[list[float]]:
+    """``share[a][b]``: the disk's weight above the floor, W - 1, at every offset (|dy|, |dx|) = (a, b) of the
+    footprint (b <= reach[a]), in the same double-precision operations as kernels.dam_weights (DAM, DAM-NS:
+    W = 1 + (e^eps - 1) x the high area, Theorem VI.1's shrunken area for a crossed cell) and kernels.huem_weights
+    (HUEM, Appendix A: ring levels e^((1 - (k - 1)/r) eps) as nested disks) with DiskChannel's W - 1."""
+    r = int(radius)
+    out = []
+    if name != "huem":
+        em1 = math.expm1(eps)
+        for a in range(r + 1):
+            row = []
+            for b in range(reach[a] + 1):
+                if a * a + b * b <= r * r:
+                    high = 1.0
+                else:
+                    delta = r / math.sqrt(a * a + b * b) - 1.0
+                    high = min(max(4.0 * (delta * b + 0.5) * (delta * a + 0.5), 0.0), 1.0)
+                row.append(max((1.0 + em1 * high) - 1.0, 0.0))
+            out.append(row)
+        return out
+    if r == 0:
+        return [[max(math.exp(eps) - 1.0, 0.0)]]
+    levels = [math.nan] + [math.exp((1.0 - (k - 1) / r) * eps) for k in range(1, r + 1)] + [1.0]
+    for a in range(r + 1):
+        row = []
+        for b in range(reach[a] + 1):
+            rho2 = a * a + b * b
+            w = 1.0
+            k_in = max(math.isqrt(rho2 - 1) + 1 if rho2 else 1, 1)        # the smallest k >= 1 with k^2 >= rho2
+            if k_in <= r:
+                w += levels[k_in] - 1.0
+            k = math.isqrt(rho2 - 1) if rho2 else 0                         # the largest k with k^2 < rho2
+            if 1 <= k <= r and 4 * k * k > max(2 * a - 1, 0) ** 2 + max(2 * b - 1, 0) ** 2:
+                delta = k / math.sqrt(rho2) - 1.0                         # circle k crosses the cell, centre outside
+                area = min(max(4.0 * (delta * b + 0.5) * (delta * a + 0.5), 0.0), 1.0)
+                w += (levels[k] - levels[k + 1]) * area
+            row.append(max(w - 1.0, 0.0))
+        out.append(row)
+    return out
+
+
+def disk_bump(radius: int, reach: list[int], shares: list[list[float]], base: int):
+    """The sampler's bump as ``[offset, floor(share x base)]`` over the footprint's offsets in increasing order
+    (offset = (dy + r)(2r + 1) + dx + r), zero weights included."""
+    w = 2 * radius + 1
+    for dy in range(-radius, radius + 1):
+        t, row = reach[abs(dy)], shares[abs(dy)]
+        for dx in range(-t, t + 1):
+            yield (dy + radius) * w + dx + radius, math.floor(row[abs(dx)] * base)
+
+
+def disk_total(d: int, radius: int, reach: list[int], shares: list[list[float]]) -> float:
+    """The disk's total weight in units of the floor: the output domain's cells plus every share."""
+    cells = sum(n for _, n in disk_mask_rows(d, radius, reach))
+    return cells + sum(row[0] + 2 * sum(row[1:]) if a == 0 else 2 * row[0] + 4 * sum(row[1:])
+                       for a, row in enumerate(shares))
+
+
+def derive_disk(name: str, d: int, radius: int, eps: float) -> dict:
+    """The ``mask``, ``base`` and ``bump`` a disk mechanism gives on the d x d grid (what ldpviz.deploy.spec writes;
+    for the tests: the check compares row by row without building these lists)."""
+    reach = disk_reach(radius, DISK_CROSSED[name])
+    shares = disk_shares(name, radius, eps, reach)
+    base = 1 << max(0, int(math.floor(math.log2(WEIGHT_LIMIT / disk_total(d, radius, reach, shares)))))
+    return {"mask": [k for s, n in disk_mask_rows(d, radius, reach) for k in range(s, s + n)], "base": base,
+            "bump": [[k, wt] for k, wt in disk_bump(radius, reach, shares, base) if wt > 0]}
+
+
+def domain_block(d: int) -> int:
+    """Cells per block side of the public grid domain: the smallest k with ceil(d / k) <= 64
+    (ldpviz.mechanisms.srr.staircase.grid_block)."""
+    return max(1, -(-d // MAX_DOMAIN_BLOCKS_SIDE))
+
+
+def _quadkey(col: int, row: int) -> int:
+    """The quadtree code of block (row, col): base-4 digits 2 x row bit + col bit (ldpviz.geo.quadkey.interleave)."""
+    code = 0
+    for bit in range(max(col.bit_length(), row.bit_length())):
+        code |= ((col >> bit) & 1) << (2 * bit) | ((row >> bit) & 1) << (2 * bit + 1)
+    return code
+
+
+def domain_order(d: int) -> tuple[int, list[int], list[int]]:
+    """``(block, cells, codes)`` of the public grid domain: the ceil(d / k)^2 blocks in increasing quadtree code
+    (ldpviz.mechanisms.srr.staircase.grid_domain), each block's flat index and its code."""
+    block = domain_block(d)
+    side = -(-d // block)
+    pairs = sorted((_quadkey(i % side, i // side), i) for i in range(side * side))
+    return block, [i for _, i in pairs], [code for code, _ in pairs]
+
+
+def domain_hierarchy(d: int) -> tuple[list[int], list[list[int]]]:
+    """OLH-H's levels over the public grid domain (ldpviz.mechanisms.srr.olh_h.hierarchy): level l's nodes are the
+    distinct leading 2l bits of the codes; a level is kept from the first with two nodes down to the leaves.
+    Returns each kept level's number of nodes and each domain position's node index there."""
+    block, _, codes = domain_order(d)
+    side = -(-d // block)
+    depth = 1
+    while (1 << depth) < side:
+        depth += 1
+    sizes, index = [], []
+    for level in range(1, depth + 1):
+        shift = 2 * (depth - level)
+        row, prev, n = [], None, 0
+        for code in codes:                      # codes increase, so do their prefixes: a node's index is a count
+            p = code >> shift
+            if p != prev:
+                n, prev = n + 1, p
+            row.append(n - 1)
+        if n >= 2 or level == depth:
+            sizes.append(n)
+            index.append(row)
+    return sizes, index
+
+
 def check_channel(spec: dict) -> None:
     """Every parameter that sets the privacy of the sampler, derived here from the mechanism's epsilon (and the
     grid), equals the spec's, up to the one unit an integer weight is floored by; the structural ones (sizes,
@@ -319,11 +470,13 @@ def check_channel(spec: dict) -> None:
     if mp == "cell":
         D = d * d
     elif mp == "domain":
-        blocks = -(-d // int(c["block"])) if c["block"] >= 1 else 0
-        cells = c["domain_cells"]
-        if not (c["block"] >= 1 and cells and all(x < blocks * blocks for x in cells)
-                and len(set(cells)) == len(cells)):
-            _refuse("'s domain cells do not fit its grid")
+        block, cells, _ = domain_order(d)
+        side = -(-d // block)
+        if c["block"] != block:
+            _refuse(f"'s client.block is {c['block']}, not the {block} cells per block side its {d} x {d} grid gives")
+        if c["domain_cells"] != cells:
+            _refuse(f"'s client.domain_cells is not the quadtree order of the {side} x {side} blocks of its {d} x {d} "
+                    "grid")
         D = len(cells)
     elif mp == "uniform-grid":
         if not 1 <= c["side"] <= 1 << 12:
@@ -349,11 +502,9 @@ def check_channel(spec: dict) -> None:
                     f"where epsilon {eps:g} gives e^{eps:g}")
         if g > 1 and c["keep"] + (g - 1) * c["other"] > WEIGHT_LIMIT:
             _refuse("'s weights exceed 2^52")
-        if kind == "olh-h":
-            sizes, index = c["level_sizes"], c["level_index"]
-            if not (sizes and len(index) == len(sizes) and
-                    all(len(row) == D and all(v < size for v in row) for row, size in zip(index, sizes))):
-                _refuse("'s hierarchy (level_sizes, level_index) does not fit its domain")
+        if kind == "olh-h" and [c["level_sizes"], c["level_index"]] != list(domain_hierarchy(d)):
+            _refuse("'s hierarchy (client.level_sizes, client.level_index) is not the quadtree hierarchy of its "
+                    "domain")
     elif kind == "oue":
         q = 1.0 / (e + 1.0)
         Q = c["q_numerator"]
@@ -368,17 +519,49 @@ def check_channel(spec: dict) -> None:
         if (b // 2) * (E + S) + (B * b - b) * S > WEIGHT_LIMIT:
             _refuse("'s weights exceed 2^52")
     elif kind == "disk":
+        name = spec["mechanism"].get("name")
         r, box, base, bump = c["radius"], c["box_side"], c["base"], c["bump"]
         w = 2 * r + 1
-        if not (box == d + 2 * r and base >= 1 and all(o < w * w for o, _ in bump)
-                and all(x < box * box for x in c["mask"]) and bump):
-            _refuse("'s disk (radius, box_side, mask, bump) does not fit its grid")
+        if not (isinstance(name, str) and name in DISK_CROSSED):
+            _refuse("runs the disk sampler for a mechanism that is not dam, dam-ns or huem")
+        if not (box == d + 2 * r and base >= 1 and all(o < w * w for o, _ in bump) and bump):
+            _refuse("'s disk (radius, box_side, bump) does not fit its grid")
+        if r > min(MAX_RADIUS_CELLS, MAX_RADIUS_SIDES * d):
+            _refuse(f"'s disk radius {r} is above the largest allowed ({MAX_RADIUS_CELLS} cells and "
+                    f"{MAX_RADIUS_SIDES} grid sides)")
+        reach = disk_reach(r, DISK_CROSSED[name])
+        mask, pos = c["mask"], 0
+        for start, n in disk_mask_rows(d, r, reach):      # the output domain, row by row; stops at the first miss
+            if pos + n > len(mask) or mask[pos:pos + n] != list(range(start, start + n)):
+                pos = -1
+                break
+            pos += n
+        if pos != len(mask):
+            _refuse(f"'s client.mask is not the output domain of {name}'s disk of radius {r} on its {d} x {d} grid")
         centre = [wt for o, wt in bump if o == r * w + r]
         top = max(wt for _, wt in bump)
         # the own cell has weight e^eps (DAM paper Def. 8), every other at most that: the ratio bound is the signed one
         if not (centre and centre[0] == top and _ratio_is(base + top, base, e)):
             _refuse(f"'s disk weights give e^{_log_ratio(base + top, base)} where epsilon {eps:g} gives e^{eps:g} "
                     "at the own cell")
+        shares = disk_shares(name, r, eps, reach)
+        total = disk_total(d, r, reach, shares)
+        if not (base & (base - 1) == 0 and total * base <= WEIGHT_LIMIT * (1 + 1e-9)
+                and (base == 1 or 2 * total * base > WEIGHT_LIMIT * (1 - 1e-9))):
+            _refuse(f"'s client.base {base} is not the largest power of two that keeps the disk's total weight "
+                    "within 2^52")
+        i = 0
+        for k, want in disk_bump(r, reach, shares, base):   # every weight within one floored unit of W - 1
+            got = 0
+            if i < len(bump) and bump[i][0] == k:
+                got, i = bump[i][1], i + 1
+            if abs(got - want) > 1 + 1e-12 * want:
+                break
+        else:
+            k = bump[i][0] if i < len(bump) else -1          # an offset left over: outside the disk or repeated
+        if k >= 0:
+            _refuse(f"'s client.bump is not the disk weights {name} gives at its epsilon with radius {r} (first "
+                    f"difference at offset {k})")
         if len(c["mask"]) * base + sum(wt for _, wt in bump) > WEIGHT_LIMIT:
             _refuse("'s weights exceed 2^52")
     elif kind == "staircase":
@@ -387,6 +570,13 @@ def check_channel(spec: dict) -> None:
                 all(len(a) == m + 1 and len(z) == m + 1 and all(0 <= a[j] and z[j] <= D for j in range(m + 1))
                     for a, z in zip(lo, hi))):
             _refuse("'s staircase (m, levels, lo, hi) does not fit its domain")
+        # L-SRR Alg. 1's groups: nested intervals of sorted positions, from the empty one at x to the whole domain,
+        # so every position is reported from every input (Theorem 3.3's ratio below then bounds the channel)
+        for x, (a, z) in enumerate(zip(lo, hi)):
+            if not (a[0] == z[0] == x and a[m] == 0 and z[m] == D
+                    and all(a[j + 1] <= a[j] and z[j] <= z[j + 1] for j in range(m))):
+                _refuse(f"'s staircase intervals (client.lo, client.hi) of position {x} are not nested from the "
+                        "empty one at it to the whole domain")
         dens = []
         for a, z in zip(lo, hi):
             sizes = [(z[j + 1] - a[j + 1]) - (z[j] - a[j]) for j in range(m)]
