@@ -12,7 +12,6 @@ mechanism (``--all``) <= 30 s, the first answer <= 3 s, on a quiet 2-core machin
 
     python bench/target_mode.py                  # writes docs/target-mode.md (d = 32, all users)
     python bench/target_mode.py --all            # also times every LDP mechanism, and each LDP / Geo-I seek alone
-    python bench/target_mode.py --all --install  # ... and installs each seek's cost in one-trial runs
     python bench/target_mode.py --quick --out /tmp/t   # smoke run: d = 8, 5,000 users, 20 checks
     python bench/target_mode.py --command [--hog 2]   # only the section on `ldpviz target` as typed (issue 38)
 
@@ -25,9 +24,9 @@ machine loaded on purpose) and reports both readings with the load average.
 The seeks run as the Decide page and ``ldpviz target`` run them: side by side, one per core
 (:func:`ldpviz.decide.tradeoff.seeks_side_by_side`). The speed section has a baseline measured in the same run:
 the same seeks one after another (the path before), and whether the answers are identical. ``--all`` also times
-every LDP and Geo-I seek alone and writes its cost in one-trial runs of its mechanism (seconds over
-:func:`ldpviz.experiment.runtime_model.predict` at one trial) to DIR/goal-seek-runs.json; ``--install`` copies it
-to ldpviz/data/goal_seek_runs.json, which the pages' time predictions read.
+every LDP and Geo-I seek alone and reports its cost in one-trial runs of its mechanism (seconds over
+:func:`ldpviz.experiment.runtime_model.predict` at one trial). The table the pages' time predictions read is
+measured by ``bench/goal_seek_runs.py`` (CPU seconds, per grid side and outcome).
 """
 
 from __future__ import annotations
@@ -230,8 +229,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(ROOT / "docs"), help="output directory (default docs/)")
     ap.add_argument("--no-baseline", action="store_true",
                     help="skip the baseline (the same 4 seeks one after another, the path before)")
-    ap.add_argument("--install", action="store_true", help="with --all: install each seek's cost in one-trial runs "
-                                                           "as ldpviz/data/goal_seek_runs.json")
     ap.add_argument("--target", type=float, default=1000.0, help="W2 target in metres (default 1000)")
     ap.add_argument("--command", action="store_true",
                     help="only the section on `ldpviz target --mechanism planar-laplace` as typed (fresh processes)")
@@ -327,12 +324,6 @@ def main(argv: list[str] | None = None) -> int:
         ratios = {f.mechanism: w / one_run(f.mechanism) for f, w, _ in alone_rows if one_run(f.mechanism)}
         median = float(sorted(ratios.values())[len(ratios) // 2]) if ratios else None
         alone = (alone_rows, ratios, median, la, os.getloadavg())
-        table = {"measured_on": f"bench/target_mode.py --all: {DATASET}, d = {grid}, W2 <= {target:g} m, "
-                                f"{tradeoff.DEFAULT_TRIALS} collections per decision, seeks one at a time",
-                 "runs": {**{k: round(v, 2) for k, v in ratios.items()}, **({"*": round(median, 2)} if median else {})}}
-        (out / "goal-seek-runs.json").write_text(json.dumps(table, indent=1) + "\n")
-        if args.install:
-            runtime_model.GOAL_SEEK_FILE.write_text(json.dumps(table, indent=1) + "\n")
 
     lines = ["# Target mode (goal seek): one collection, speed and answers", "",
              provenance_markdown(seeds=f"{seed} (search: default_rng([{seed}, t]); fresh decision: "
@@ -414,11 +405,10 @@ def main(argv: list[str] | None = None) -> int:
         alone_rows, ratios, median, la, lb = alone
         lines += ["", "### What a goal seek costs, for the pages' time predictions", "",
                   f"Each LDP and Geo-I seek alone (load {la[0]:.1f} / {lb[0]:.1f}), over the run-time model's "
-                  "prediction of one run of its mechanism at one trial (runtime-calibration.md): the pages predict a "
-                  "seek as that many one-trial runs"
-                  + (" (installed as `ldpviz/data/goal_seek_runs.json`)" if args.install else "")
-                  + f"; a mechanism not listed uses the median, {median:.0f}. Measured here, so these predictions "
-                  "are in-sample for this data set and grid; elsewhere they rest on the one-run model.", "",
+                  "prediction of one run of its mechanism at one trial (runtime-calibration.md), wall seconds at a "
+                  f"W2 target of {target:g} m (median {median:.0f} runs). The pages' table is measured in CPU "
+                  "seconds, per grid side and per outcome, by `bench/goal_seek_runs.py` (docs/goal-seek-runs.md).",
+                  "",
                   "| mechanism | alone: wall s | one run predicted s | seek / one run |", "|---|---|---|---|"]
         lines += [f"| {f.mechanism} | {w:.2f} | {w / ratios[f.mechanism]:.3f} | {ratios[f.mechanism]:.1f} |"
                   if f.mechanism in ratios else f"| {f.mechanism} | {w:.2f} | — | — |" for f, w, _ in alone_rows]

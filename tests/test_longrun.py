@@ -79,6 +79,9 @@ def test_prediction_words_say_what_will_happen():
     assert "busy one takes longer" in label
     for word in ("cost model", "bench", "calibrat", "load (", "x6", "predicted"):
         assert word not in label, word
+    seek = longrun.announcement("the smallest ε found for 4 mechanisms", 120.0, 20.0)
+    assert "If no ε reaches the target, the search ends after its scan: about 13-30 s." in seek
+    assert "ends after its scan" not in longrun.announcement("a seek", 20.0, 20.0)     # the same range: said once
 
 
 def test_the_default_runs_at_once_on_a_loaded_server(monkeypatch):

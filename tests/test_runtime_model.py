@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import math
+
 import numpy as np
 import pytest
 
@@ -90,11 +93,41 @@ def test_metrics_table_interpolates_what_was_measured_and_holds_beyond():
 
 def test_goal_seek_prediction_scales_with_its_collections_and_side_by_side_wall_is_bounded():
     from ldpviz.experiment import runtime_model as rm
-    table = rm.goal_seek_table()             # the installed file (bench/target_mode.py --all --install)
-    assert table and all(v > 0 for v in table.values())
-    assert rm.goal_seek_runs(10, "aag") == table["aag"]
-    assert rm.goal_seek_runs(10, "no-such-mechanism") == table.get("*", rm.GOAL_SEEK_RUNS)
+    table = rm.goal_seek_table()             # the installed file (bench/goal_seek_runs.py --install)
+    assert {32, 64} <= set(table)
+    assert all(v > 0 for per in table.values() for runs in per.values() for v in runs.values())
+    assert rm.goal_seek_runs(10, "aag", 32 ** 2) == table[32]["reached"]["aag"]
+    assert rm.goal_seek_runs(10, "no-such-mechanism", 32 ** 2) == table[32]["reached"]["*"]
+    assert rm.goal_seek_runs(10, "grr", 32 ** 2, "scan") == table[32]["scan"]["grr"]
     assert rm.goal_seek_runs(3) < rm.goal_seek_runs(10) < rm.goal_seek_runs(20)
+    assert rm.goal_seek_runs(3, "grr", branch="scan") == rm.goal_seek_runs(20, "grr", branch="scan")
     assert rm.side_by_side_seconds([8.0, 1.0, 1.0], 2) == 8.0          # the longest bounds it
     assert rm.side_by_side_seconds([4.0, 4.0, 4.0, 4.0], 2) == 8.0     # the total over the threads
     assert rm.side_by_side_seconds([], 2) == 0.0
+
+
+def test_goal_seek_runs_interpolate_between_measured_sides_and_hold_beyond(tmp_path, monkeypatch):
+    """The seek's cost in one-trial runs follows the measured sides in log cells (geometric between d = 32 and
+    64), is held outside them, falls back to the median ("*") for an unlisted mechanism, and a table of the
+    earlier single-side form reads as d = 32's reached outcome with the scan its share."""
+    from ldpviz.experiment import runtime_model as rm
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps({"sides": {"32": {"reached": {"grr": 10.0, "*": 20.0}, "scan": {"grr": 2.0}},
+                                          "64": {"reached": {"grr": 40.0, "*": 20.0}, "scan": {"grr": 8.0}}}}))
+    monkeypatch.setattr(rm, "GOAL_SEEK_FILE", path)
+    rm.goal_seek_table.cache_clear()
+    try:
+        assert rm.goal_seek_runs(10, "grr", 32 ** 2) == pytest.approx(10.0)
+        assert rm.goal_seek_runs(10, "grr", 45 ** 2) == pytest.approx(10.0 * 4.0 ** (math.log(45 ** 2 / 32 ** 2)
+                                                                                      / math.log(4.0)))
+        assert rm.goal_seek_runs(10, "grr", 16 ** 2) == pytest.approx(10.0)        # held below
+        assert rm.goal_seek_runs(10, "grr", 128 ** 2) == pytest.approx(40.0)       # held above
+        assert rm.goal_seek_runs(10, "grr", 64 ** 2, "scan") == pytest.approx(8.0)
+        assert rm.goal_seek_runs(10, "dam", 64 ** 2) == pytest.approx(20.0)
+        assert rm.goal_seek_runs(10, "dam", 64 ** 2, "scan") == pytest.approx(20.0 * rm.SCAN_SHARE)
+        path.write_text(json.dumps({"runs": {"grr": 12.0, "*": 18.0}}))
+        rm.goal_seek_table.cache_clear()
+        assert rm.goal_seek_runs(10, "grr", 64 ** 2) == pytest.approx(12.0)
+        assert rm.goal_seek_runs(10, "grr", 64 ** 2, "scan") == pytest.approx(12.0 * rm.SCAN_SHARE)
+    finally:
+        rm.goal_seek_table.cache_clear()

@@ -501,10 +501,11 @@ def blackbox_row(mechanism: str, grid_side: int, region: Region, epsilon: float,
             "seconds": float(res.seconds), "summary": res.summary(), "confidence": float(res.confidence)}
 
 
-def goal_seek_seconds(scenario: Scenario, trials: int) -> float:
+def goal_seek_seconds(scenario: Scenario, trials: int, branch: str = "reached") -> float:
     """Quiet-machine seconds a goal seek of ``scenario`` is predicted to take at ``trials`` collections per
     decision: one one-trial run (:func:`predicted_seconds`) times the seek's cost in such runs and the data's shape
-    (:func:`runtime_model.goal_seek_seconds`). Decide and Compare both predict with it."""
+    (:func:`runtime_model.goal_seek_seconds`); ``branch`` "scan": if no epsilon reaches the target. Decide and
+    Compare both predict with it."""
     one, basis = predicted_seconds(scenario.with_(trials=1))
     cell_m = None
     if one > 0:
@@ -514,7 +515,8 @@ def goal_seek_seconds(scenario: Scenario, trials: int) -> float:
         except LdpvizInputError:
             cell_m = None                  # a region that cannot be resolved: predicted without the shape
     return runtime_model.goal_seek_seconds(scenario.mechanism, 1, int(scenario.grid_side) ** 2, trials,
-                                           cell_m=cell_m, one_run_s=one, measured=basis.startswith("measured"))
+                                           cell_m=cell_m, one_run_s=one, measured=basis.startswith("measured"),
+                                           branch=branch)
 
 
 def goal_answer(mode: str, scenario: Scenario, metric: str, target: float,
@@ -574,6 +576,7 @@ def frontier(scenario: Scenario, names: tuple[str, ...], epsilons: tuple[float, 
                       for name, attack in zip(names, attackers)], ignore_index=True)
 
 
-def approved_if_long(label: str, seconds: float, basis: str, run_key: str) -> bool:
-    """True when a computation predicted at ``seconds`` may run now: short, or started by the user."""
-    return seconds <= longrun.LONG_S or longrun.announce(label, seconds, basis, run_key)
+def approved_if_long(label: str, seconds: float, basis: str, run_key: str, unreached_s: float | None = None) -> bool:
+    """True when a computation predicted at ``seconds`` may run now: short, or started by the user. ``unreached_s``:
+    a goal seek's time if no epsilon reaches its target, said beside it."""
+    return seconds <= longrun.LONG_S or longrun.announce(label, seconds, basis, run_key, unreached_s)

@@ -244,14 +244,20 @@ def stopped_notice() -> None:
                     icon=":material/stop_circle:")
 
 
-def announcement(label: str, predicted_s: float) -> str:
-    """What a long run will do, in words: 'About 15-30 s: DAM at d = 128 with 5 trials. ...'."""
+def announcement(label: str, predicted_s: float, unreached_s: float | None = None) -> str:
+    """What a long run will do, in words: 'About 15-30 s: DAM at d = 128 with 5 trials. ...'. ``unreached_s``: a
+    goal seek's time when no epsilon reaches its target (the scan alone), said beside the main prediction."""
     when = runtime_model.fmt_range(predicted_s)
-    return (f"**{when[0].upper() + when[1:]}: {label}** on a quiet server; a busy one takes longer. Start it when you are ready; you can stop it "
-            "while it runs, and a finished run is kept, so coming back to these settings is instant.")
+    other = ""
+    if unreached_s is not None and runtime_model.fmt_range(unreached_s) != when:
+        other = (f" If no ε reaches the target, the search ends after its scan: "
+                 f"{runtime_model.fmt_range(unreached_s)}.")
+    return (f"**{when[0].upper() + when[1:]}: {label}** on a quiet server; a busy one takes longer.{other} Start it "
+            "when you are ready; you can stop it while it runs, and a finished run is kept, so coming back to these "
+            "settings is instant.")
 
 
-def announce(label: str, predicted_s: float, basis: str, run_key: str) -> bool:
+def announce(label: str, predicted_s: float, basis: str, run_key: str, unreached_s: float | None = None) -> bool:
     """A long run's :func:`announcement` with a Start button; True once the user started it. ``basis`` (what
     the prediction rests on) is not shown: the words say what will happen, not how it was predicted."""
     approved = st.session_state.setdefault("longrun:approved", set())
@@ -259,7 +265,7 @@ def announce(label: str, predicted_s: float, basis: str, run_key: str) -> bool:
         return True
     slot = st.empty()                     # the notice and its Start button go away once started
     with slot.container():
-        st.info(announcement(label, predicted_s), icon=":material/hourglass_top:")
+        st.info(announcement(label, predicted_s, unreached_s), icon=":material/hourglass_top:")
         started = st.button(f"Start ({runtime_model.fmt_range(predicted_s)[len('about '):]})", type="primary",
                             key=f"longrun:start:{run_key}", icon=":material/play_arrow:")
     if started:

@@ -306,37 +306,72 @@ def predict(mechanism: str, path: str, n_users: int, cells: int, trials: int) ->
     return None if seconds is None else seconds * machine_factor()
 
 
-#: What a goal seek costs in one-trial runs of its mechanism, per mechanism: written by
-#: ``bench/target_mode.py --all --install`` (its seek time over its one-run prediction, docs/target-mode.md).
+#: What a goal seek costs in one-trial runs of its mechanism, per grid side, outcome and mechanism: written by
+#: ``bench/goal_seek_runs.py --install`` (its CPU over the calibrated one-run prediction, docs/goal-seek-runs.md).
 GOAL_SEEK_FILE = Path(__file__).resolve().parents[1] / "data" / "goal_seek_runs.json"
 #: The same for a mechanism the file does not name (or without the file): the measured median, else this.
 GOAL_SEEK_RUNS = 26.0
+#: A seek's two outcomes: some epsilon reaches the target (scan, rule, refinement, fresh decision, attacker), or
+#: none does (the scan alone: one collection at each of its values, ``one_collection.scan_epsilon``).
+BRANCHES = ("reached", "scan")
+#: The scan's share of a reached seek's collections (about 15 values at one collection, then about 6 settings at
+#: 10), for a table without the scan outcome.
+SCAN_SHARE = 15 / (15 + 6 * 10)
 
 
 @functools.lru_cache(maxsize=1)
-def goal_seek_table() -> dict[str, float]:
-    """``{mechanism: one-trial runs a goal seek costs}`` from :data:`GOAL_SEEK_FILE` (``"*"``: the median);
-    empty when the file is missing or unreadable."""
+def goal_seek_table() -> dict[int, dict[str, dict[str, float]]]:
+    """``{grid side: {outcome: {mechanism: one-trial runs a goal seek costs}}}`` from :data:`GOAL_SEEK_FILE`
+    (``"*"``: the median; a file of the earlier form, ``{"runs": {...}}`` measured at d = 32, reads as that side's
+    reached outcome); empty when the file is missing or unreadable."""
     try:
         data = json.loads(GOAL_SEEK_FILE.read_text(encoding="utf-8"))
-        return {str(k): float(v) for k, v in data["runs"].items() if float(v) > 0}
+        sides = data["sides"] if "sides" in data else {str(REFERENCE_SIDE): {"reached": data["runs"]}}
+        return {int(side): {str(b): {str(k): float(v) for k, v in runs.items() if float(v) > 0}
+                            for b, runs in per.items() if b in BRANCHES}
+                for side, per in sides.items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
 
 
-def goal_seek_runs(trials: int = 10, mechanism: str | None = None) -> float:
-    """One-trial runs a goal seek of ``mechanism`` costs at ``trials`` collections per decision: the measured
-    figure at 10 (:func:`goal_seek_table`; it simulates 60-140 collections, but stacked trials and the one scored
-    metric make each cost a fraction of a full run, and the scan reaches epsilons where some mechanisms cost
-    more), scaled by the collections it simulates: about 15 scan values at one collection, then about 6
-    settings at ``trials``."""
+def _runs_at(per_side: dict[str, dict[str, float]], branch: str, mechanism: str | None) -> float | None:
+    runs = per_side.get(branch) or {}
+    value = runs.get(str(mechanism), runs.get("*"))
+    if value is None and branch == "scan":          # a table without the scan outcome: its share of a reached seek
+        reached = _runs_at(per_side, "reached", mechanism)
+        value = None if reached is None else reached * SCAN_SHARE
+    return value
+
+
+def goal_seek_runs(trials: int = 10, mechanism: str | None = None, cells: int | None = None,
+                   branch: str = "reached") -> float:
+    """One-trial runs a goal seek of ``mechanism`` costs on ``cells`` cells (default the reference d = 32) at
+    ``trials`` collections per decision, when some epsilon reaches the target (``branch`` "reached") or when none
+    does ("scan"): the measured figures (:func:`goal_seek_table`), interpolated between the measured grid sides in
+    log cells and held beyond them (a seek's answer lies at another epsilon than the one run's, where W2 and EM cost
+    more or less, so its cost grows with the grid at its own rate). A reached seek scales by the collections it
+    simulates: about 15 scan values at one collection, then about 6 settings at ``trials``; the scan does not."""
     table = goal_seek_table()
-    runs = table.get(str(mechanism), table.get("*", GOAL_SEEK_RUNS))
-    return runs * (15 + 6 * int(trials)) / (15 + 6 * 10)
+    cells = REFERENCE_SIDE ** 2 if cells is None else max(int(cells), 1)
+    known = sorted((side * side, _runs_at(per, branch, mechanism)) for side, per in table.items())
+    known = [(c, v) for c, v in known if v]
+    if not known:
+        runs = GOAL_SEEK_RUNS * (1.0 if branch == "reached" else SCAN_SHARE)
+    elif cells <= known[0][0]:
+        runs = known[0][1]
+    elif cells >= known[-1][0]:
+        runs = known[-1][1]
+    else:
+        (c0, v0), (c1, v1) = next((a, b) for a, b in zip(known, known[1:]) if a[0] <= cells <= b[0])
+        t = math.log(cells / c0) / math.log(c1 / c0)
+        runs = v0 * (v1 / v0) ** t
+    return runs * (15 + 6 * int(trials)) / (15 + 6 * 10) if branch == "reached" else runs
 
 
-#: Where goal_seek_runs.json was measured: cells of this many metres at d = REFERENCE_SIDE (minneapolis-stops).
-REFERENCE_CELL_M, REFERENCE_SIDE = 20_000.0 / 32, 32
+#: Where goal_seek_runs.json was measured: the bundled city (minneapolis-stops), this many metres wide, so cells of
+#: REFERENCE_WIDTH_M / d at each measured side d; REFERENCE_SIDE: the side an older single-side table was measured at.
+REFERENCE_WIDTH_M, REFERENCE_SIDE = 20_000.0, 32
+REFERENCE_CELL_M = REFERENCE_WIDTH_M / REFERENCE_SIDE
 #: The goal seek's scan: epsilon per km from EPSILON_MIN doubling up to EPSILON_MAX (one_collection.scan_epsilon).
 SCAN_EPSILONS = tuple(0.001 * 2.0 ** k for k in range(16))
 
@@ -353,34 +388,37 @@ def shape_factor(mechanism: str, side: int, cell_m: float | None, measured: bool
     """How much more a goal seek costs than its one-trial runs at epsilon 1 say, from the noise scale against the
     cell size (issue 36): planar Laplace's EM runs on s x s sub-cells wherever its noise is narrower than a cell,
     so its cost follows the scan-averaged latent grid. Against the seek where its cost in runs was measured (the
-    bundled city, :data:`REFERENCE_CELL_M`): with ``measured`` False the one run is the calibrated model's, which
+    bundled city at the same side, cells of :data:`REFERENCE_WIDTH_M` / d): with ``measured`` False the one run is the calibrated model's, which
     knows users and cells but not sub-cells, so the factor is the scan-averaged latent cells per cell here over
     the reference's; with ``measured`` True the one run was timed at epsilon 1 here (its sub-cells included), so
     the factor is the scan's average over the latent grid at epsilon 1, here over the reference's. 1 on cells no
-    larger than the reference's (measured, docs/goal-seek-shapes.md: the city at d = 64 and a small file cost what
-    the reference's runs say; fewer sub-cells there did not make the seek cheaper) and for other mechanisms, whose
+    larger than the reference's (measured, docs/goal-seek-shapes.md: a small file costs what the city's runs say;
+    fewer sub-cells there did not make the seek cheaper) and for other mechanisms, whose
     cost does not depend on the cell size."""
-    if mechanism != "planar-laplace" or not cell_m or float(cell_m) <= REFERENCE_CELL_M:
+    side = max(int(side), 1)
+    ref_cell = REFERENCE_WIDTH_M / side          # the city at this side, where the seek's runs were measured
+    if mechanism != "planar-laplace" or not cell_m or float(cell_m) <= ref_cell:
         return 1.0
-    side, cell_m = int(side), float(cell_m)
+    cell_m = float(cell_m)
     here = _latent_cells(side, cell_m) / (_latent_cells(side, cell_m, (1.0,)) if measured else side ** 2)
-    ref = _latent_cells(REFERENCE_SIDE, REFERENCE_CELL_M) / (
-        _latent_cells(REFERENCE_SIDE, REFERENCE_CELL_M, (1.0,)) if measured else REFERENCE_SIDE ** 2)
+    ref = _latent_cells(side, ref_cell) / (_latent_cells(side, ref_cell, (1.0,)) if measured else side ** 2)
     return here / ref
 
 
 def goal_seek_seconds(mechanism: str, n_users: int, cells: int, trials: int = 10, cell_m: float | None = None,
-                      one_run_s: float | None = None, path: str = "auto", measured: bool = False) -> float:
+                      one_run_s: float | None = None, path: str = "auto", measured: bool = False,
+                      branch: str = "reached") -> float:
     """Quiet-machine seconds of a goal seek: one one-trial run at epsilon 1 (``one_run_s``, timed on this server
     when ``measured``, else the calibrated model's) times the seek's cost in such runs (:func:`goal_seek_runs`)
-    times the data's shape (:func:`shape_factor`: the noise scale against the cell size). Every page and bench
-    predicts with it."""
+    times the data's shape (:func:`shape_factor`: the noise scale against the cell size). ``branch``: "reached"
+    (some epsilon reaches the target) or "scan" (none does: the scan alone). Every page and bench predicts with it."""
     if one_run_s is None:
         one_run_s, measured = predict(mechanism, path, n_users, cells, 1), False
         if one_run_s is None:                # not calibrated: the median mechanism's cost per user-cell
             one_run_s = 2e-6 * n_users + 2e-5 * cells
     side = int(round(math.sqrt(max(int(cells), 1))))
-    return float(one_run_s) * goal_seek_runs(trials, mechanism) * shape_factor(mechanism, side, cell_m, measured)
+    return (float(one_run_s) * goal_seek_runs(trials, mechanism, cells, branch)
+            * shape_factor(mechanism, side, cell_m, measured))
 
 
 def side_by_side_seconds(seconds: Sequence[float], threads: int) -> float:

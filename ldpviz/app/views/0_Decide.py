@@ -308,11 +308,22 @@ every_s = {k: compute.goal_seek_seconds(scenarios[k], tradeoff.DEFAULT_TRIALS) f
 quick = flow.quick_group(every_s, min(longrun.DECIDE_OPEN_CPU_S, longrun.DECIDE_QUICK_S * threads))
 now = [k for k in quick if k in seek_s and seek_keys[k] not in overran() and k not in by_click]
 later = [k for k in pending if k not in now and k not in by_click]
+
+
+def unreached_s(ks: list[int], n_threads: int) -> float | None:
+    """The seeks' predicted wall time if no ε reaches the target (their scans alone); None for the users question."""
+    if turn == "users":
+        return None
+    return runtime_model.side_by_side_seconds(
+        [compute.goal_seek_seconds(scenarios[k], tradeoff.DEFAULT_TRIALS, "scan") for k in ks], n_threads)
+
+
 if later:     # the long rest (many mechanisms, a fine grid, many users) starts when the officer says so
     names_later = [eligible[k] for k in later]
     if longrun.announce(f"{explain.plural(len(later), 'more mechanism')} ({', '.join(names_later)})",
                         runtime_model.side_by_side_seconds([seek_s[k] for k in later], threads),
-                        "the runs timed so far", "decide:" + str(hash(tuple(seek_keys[k] for k in later)))):
+                        "the runs timed so far", "decide:" + str(hash(tuple(seek_keys[k] for k in later))),
+                        unreached_s(later, threads)):
         clicked.update(seek_keys[k] for k in pending)
         by_click, later = list(pending), []
     else:
