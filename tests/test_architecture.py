@@ -253,6 +253,8 @@ _CHANNEL_ARITHMETIC = {
     ("flows/od_lasso_solver.py", "nonnegative_kron_qp"): "eps_active is the solver's active-set tolerance, not a privacy epsilon",
     ("deploy/client.py", "square_wave_radius"): "the Square Wave's radius b from its epsilon (Li et al. SIGMOD'20), "
                                                 "a channel parameter the phone re-derives",
+    ("deploy/client.py", "disk_shares"): "HUEM's ring levels e^((1 - (k - 1)/r) eps) (DAM paper App. A), channel "
+                                         "weights the phone re-derives from the signed epsilon",
 }
 
 

@@ -851,9 +851,12 @@ def test_target_stops_at_once_on_ctrl_c():
     finish (each takes tens of seconds here), with status 130 and one line."""
     import signal
     import time
+    # Ctrl+C's default action restored in the child: a process started in the background by a non-interactive shell
+    # (`make test &`) inherits SIGINT ignored, and Python then installs no handler for it
     proc = subprocess.Popen([sys.executable, "-m", "ldpviz", "target", "--metric", "w2_m", "--at-most", "300",
                              "--mechanism", "dam", "--mechanism", "planar-laplace", "--grid", "16"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     seen = ""
     while "2 at a time" not in seen:                   # the heartbeat: both seeks are running
         seen += proc.stderr.read(1)

@@ -129,7 +129,7 @@ def test_tradeoffs_budget_panel_reads_the_accountant():
     at = _tradeoffs(bev="day", bper="1", bunit="week", bfrom="1", btot="7")
     assert not at.exception
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["ε per collection"] == "1" and metrics["Total ε (one person, whole period)"] == "7"
+    assert metrics["Charged per collection"] == "1" and metrics["Total ε (one person, whole period)"] == "7"
     at = _tradeoffs(bev="day", bper="1", bunit="week", eps="2")
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Total ε (one person, whole period)"] == "14"

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from streamlit.testing.v1 import AppTest
 
 import test_app
@@ -278,10 +280,52 @@ def test_tradeoffs_budget_over_time_derives_epsilon_from_a_total():
     at = app("ldpviz/app/views/2_Trade-offs.py", smech="grr", vary="epsilon", vals="1", bfrom="1", btot="36.5")
     at.run()
     assert_clean(at)
-    assert {m.label: m.value for m in at.metric}["ε per collection"] == "0.1"
+    assert {m.label: m.value for m in at.metric}["Charged per collection"] == "0.1"
     at.button(key="budget:use").click().run()
     assert_clean(at)
     assert at.query_params["eps"] in (["0.1"], "0.1")
+
+
+def test_tradeoffs_budget_pays_an_uploaded_paid_region_every_collection():
+    """An uploaded city file framed on the Data page by the paid private-tiles rule at ε0 = 0.25 reaches the
+    Trade-offs page's budget through the accountant (issue 37.3). GRR, daily for one week = 7 collections; each
+    collection charges a person the region's ε0 (each person reports their map tile once per collection) plus the
+    report's ε, added by sequential composition:
+      toggle off, sidebar ε = 1: total = 7 x (1 + 0.25) = 8.75 (without the region: 7 x 1 = 7);
+      from a total of 7: the report's ε = 7/7 - 0.25 = 0.75 (offered as the sidebar's ε; without the region: 1),
+      and at that ε the total is again 7 x (0.75 + 0.25) = 7. "Charged per collection" is the report's ε plus ε0
+      (1.25, then 1); the button names the report's ε and says the region is charged besides."""
+    from tests.foreign_files import city
+    epsilon0 = 0.25
+    data = AppTest.from_file(str(test_app.ROOT / "ldpviz/app/views/4_Data.py"), default_timeout=120)
+    data.run()
+    data.number_input(key="w:upload_epsilon0").set_value(epsilon0)   # the rule defaults to the private tiles
+    frame = city(np.random.default_rng(37))
+    data.file_uploader[0].set_value(("city.csv", frame.to_csv(index=False).encode(), "text/csv"))
+    data.run()
+    assert_clean(data)
+    link = state.encode(data.session_state["cfg"])          # the upload and its paid region, as a link carries them
+    assert link["ds"].startswith("upload:") and link["region"] == f"Private tiles (ε0 = {epsilon0:g})", link
+    week = dict(link, smech="grr", vary="epsilon", vals="1", bev="day", btimes="1", bper="1", bunit="week")
+
+    at = app("ldpviz/app/views/2_Trade-offs.py", **week, eps="1")
+    at.run()
+    assert_clean(at)
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["Collections"] == "7" and shown["Total ε (one person, whole period)"] == "8.75", shown
+    assert shown["Charged per collection"] == "1.25", shown          # 1 + 0.25: the report and the region
+    assert any("add up to ε = 8.75 (LDP)" in m.value for m in at.markdown), [m.value for m in at.markdown]
+
+    at = app("ldpviz/app/views/2_Trade-offs.py", **week, eps="1", bfrom="1", btot="7")
+    at.run()
+    assert_clean(at)
+    assert {m.label: m.value for m in at.metric}["Charged per collection"] == "1"      # 0.75 + 0.25
+    use = [b.label for b in at.button if b.key == "budget:use"]
+    assert use == ["Use ε = 0.75 per report in the sidebar; the region's ε0 is charged besides"], use
+    at.button(key="budget:use").click().run()
+    assert_clean(at)
+    assert at.query_params["eps"] in (["0.75"], "0.75")
+    assert {m.label: m.value for m in at.metric}["Total ε (one person, whole period)"] == "7"
 
 
 def test_tradeoffs_frontier_and_users_axis():

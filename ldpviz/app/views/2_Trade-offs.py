@@ -88,7 +88,7 @@ def budget_panel() -> None:
                             total_epsilon=float(total) if from_total else None, epsilon_unit=unit, ledger=ledger)
         k1, k2, k3 = st.columns(3)
         k1.metric("Collections", f"{found['collections']:,}", help=explain.readout_help("collections"))
-        k2.metric("ε per collection", found["per_collection_text"],
+        k2.metric("Charged per collection", found["per_collection_text"],
                   help=explain.readout_help("epsilon_per_collection"))
         k3.metric("Total ε (one person, whole period)", found["total_text"],
                   help=explain.readout_help("total_epsilon"))
@@ -97,7 +97,8 @@ def budget_panel() -> None:
             st.warning(warning[0].upper() + warning[1:] + ".")
         per = round(found["per_collection_epsilon"], 3)
         if from_total and state.EPSILON_RANGE[0] <= per <= state.EPSILON_RANGE[1] and per != cfg["epsilon"]:
-            if st.button(f"Use ε = {per:g} per collection in the sidebar", key="budget:use"):
+            paid = "; the region's ε0 is charged besides" if ledger is not None and len(ledger.charges) > 1 else ""
+            if st.button(f"Use ε = {per:g} per report in the sidebar{paid}", key="budget:use"):
                 session.set_and_rerun(epsilon=per)
         st.caption("Protects all of one person's reports over the period; totals add up by sequential "
                    "composition (Dwork & Roth, Thm 3.16), exact for a person who stays put.")
