@@ -83,8 +83,9 @@ def table(rows: list[dict], sides: list[int], measured_on: str) -> dict:
     for side in sides:
         per = {}
         for branch in ("reached", "scan"):
-            runs = {r["mechanism"]: round(r[f"{branch}_runs"], 2) for r in rows
-                    if r["d"] == side and r.get(f"{branch}_runs") and (branch == "scan" or r["reached"])}
+            runs = {r["mechanism"]: round(r[f"{branch}_runs"], 2) for r in rows      # seeks that ran (a mechanism
+                    if r["d"] == side and r["runs"] and r.get(f"{branch}_runs")     # refusing every epsilon did not)
+                    and (branch == "scan" or r["reached"])}
             if runs:
                 values = sorted(runs.values())
                 runs["*"] = values[len(values) // 2]
@@ -103,12 +104,14 @@ def report(rows: list[dict], sides: list[int], quick: bool, target: float, loads
              "", "**reached**: a goal seek's CPU over the calibrated model's one-trial run (this machine's speed "
              "factor taken out). **scan**: the scan alone (one collection at each of its values), what a seek costs "
              "when no epsilon reaches the target. A mechanism whose seek did not reach the target here has no "
-             "reached figure (the median stands in).", "",
+             "reached figure (the median stands in); the pages interpolate between the sides in log cells and hold "
+             "the end values beyond them.", "",
              "| mechanism | d | users | one run predicted (s) | seek CPU (s) | collections | reached: runs | "
              "scan CPU (s) | scan: runs |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         one = f"{r['one_run_s']:.3f}" if r["one_run_s"] else "—"
-        reached = f"{r['reached_runs']:.1f}" if r.get("reached_runs") and r["reached"] else "not reached"
+        reached = (f"{r['reached_runs']:.1f}" if r.get("reached_runs") and r["reached"] else
+                   "not reached" if r["runs"] else "refused at every ε (no seek)")
         scan = f"{r['scan_runs']:.1f}" if r.get("scan_runs") else "—"
         lines.append(f"| {r['mechanism']} | {r['d']} | {r['users']:,} | {one} | {r['reached_cpu_s']:.2f} | "
                      f"{r['runs']} | {reached} | {r['scan_cpu_s']:.2f} | {scan} |")

@@ -503,20 +503,24 @@ def blackbox_row(mechanism: str, grid_side: int, region: Region, epsilon: float,
 
 def goal_seek_seconds(scenario: Scenario, trials: int, branch: str = "reached") -> float:
     """Quiet-machine seconds a goal seek of ``scenario`` is predicted to take at ``trials`` collections per
-    decision: one one-trial run (:func:`predicted_seconds`) times the seek's cost in such runs and the data's shape
-    (:func:`runtime_model.goal_seek_seconds`); ``branch`` "scan": if no epsilon reaches the target. Decide and
-    Compare both predict with it."""
-    one, basis = predicted_seconds(scenario.with_(trials=1))
-    cell_m = None
-    if one > 0:
-        try:
-            cell_m = Grid(experiment.resolve_region(get_dataset(scenario.dataset)[0], scenario.region),
-                          int(scenario.grid_side)).cell_m
-        except LdpvizInputError:
-            cell_m = None                  # a region that cannot be resolved: predicted without the shape
-    return runtime_model.goal_seek_seconds(scenario.mechanism, 1, int(scenario.grid_side) ** 2, trials,
-                                           cell_m=cell_m, one_run_s=one, measured=basis.startswith("measured"),
-                                           branch=branch)
+    decision (:func:`runtime_model.goal_seek_seconds`): the calibrated model's one-trial run on this machine (its
+    speed probe), times the seek's cost in such runs, which bench/goal_seek_runs.py measures against that same
+    model, and the data's shape; ``branch`` "scan": if no epsilon reaches the target. A run timed on this server
+    does not replace the model here: one run being cached or timed says little of a seek's 17-150 collections at
+    other epsilons (a cached run used to predict a seek at 0 s). Decide and Compare both predict with it."""
+    data, _ = get_dataset(scenario.dataset)
+    n_users, cells = min(scenario.n_users or data.n, data.n), int(scenario.grid_side) ** 2
+    path = runtime_model.path_of(scenario.params)
+    try:
+        cell_m = Grid(experiment.resolve_region(data, scenario.region), int(scenario.grid_side)).cell_m
+    except LdpvizInputError:
+        cell_m = None                      # a region that cannot be resolved: predicted without the shape
+    one = runtime_model.predict(scenario.mechanism, path, n_users, cells, 1)
+    measured = one is None                 # not calibrated: this server's timings of such runs, if any
+    if measured:
+        one = longrun.timings().predict(scenario.mechanism, n_users, cells, 1, path=path)[0]
+    return runtime_model.goal_seek_seconds(scenario.mechanism, n_users, cells, trials, cell_m=cell_m, one_run_s=one,
+                                           path=path, measured=measured, branch=branch)
 
 
 def goal_answer(mode: str, scenario: Scenario, metric: str, target: float,
