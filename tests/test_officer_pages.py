@@ -138,6 +138,29 @@ def test_compare_groups_by_model_and_shows_the_common_scale():
     assert float(table["LDP-equivalent ε"].iloc[1]) > 1      # Geo-I across the whole region
 
 
+def test_a_long_goal_seek_states_both_outcomes(monkeypatch):
+    """Compare's long-search notice gives the seek's predicted time and, when no ε reaches the target, the shorter
+    time of its scan alone (both from runtime_model.goal_seek_seconds: the table measures a scan at a fraction of a
+    reached seek for GRR); the users question has no such outcome and says none. The threshold is lowered so the
+    notice shows (at d = 64, where the two round apart)."""
+    from ldpviz.app import longrun
+    from ldpviz.experiment import runtime_model
+    monkeypatch.setattr(longrun, "LONG_S", 1e-6)
+    at = app("ldpviz/app/views/1_Compare.py", cmp="grr", cmode="target_epsilon", metric="w2_m", tgt="2000", d="64")
+    at.run()
+    assert_clean(at)
+    notice = " ".join(i.value for i in at.info)
+    assert "on a quiet server" in notice, notice
+    scan = re.search(r"If no ε reaches the target, the search ends after its scan: (about [^.]+)\.", notice)
+    assert scan and notice.index("**About") < notice.index(scan.group(0)), notice
+    assert runtime_model.goal_seek_runs(10, "grr", 64 * 64, "scan") < runtime_model.goal_seek_runs(10, "grr", 64 * 64)
+    at = app("ldpviz/app/views/1_Compare.py", cmp="grr", cmode="users_needed", metric="w2_m", tgt="2000")
+    at.run()
+    assert_clean(at)
+    notice = " ".join(i.value for i in at.info)
+    assert "on a quiet server" in notice and "ends after its scan" not in notice, notice
+
+
 def test_compare_target_mode_finds_epsilon_and_users():
     """Target mode: GRR's smallest ε found for W2 <= 2 km is met by one collection with probability 95% (decided on
     10 fresh collections whatever the sidebar's trials) and the attacker columns are filled; 'users needed' answers
