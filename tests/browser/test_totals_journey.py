@@ -23,6 +23,9 @@ def test_budget_start_map_and_worst_trip(server, browser):
         walk.page.goto(f"{server}/Trade-offs?ds=normal&users=3000&d=8&smech=grr&vary=epsilon&vals=0.5,2"
                        "&bev=day&bper=1&bunit=week&bfrom=1&btot=7")
         walk.idle()
+        # the readouts, waited for: under load a run can end with the columns above them still empty
+        walk.page.get_by_text("Charged per collection").first.wait_for(timeout=90_000)
+        walk.idle()
         walk.check_clean("Trade-offs from a total")
         text = walk.main_text()
         assert re.search(r"Charged per collection\s+1\s", text) and re.search(r"whole period\)\s+7\s", text), text[:3000]
