@@ -376,7 +376,8 @@ def _derived_tampers() -> list[tuple[str, dict, str]]:
     for name in DISKS:
         spec = _spec(name, eps=1.0)
         r, d = spec["client"]["radius"], spec["region"]["grid_side"]
-        mask_says = f"the spec's client.mask is not the output domain of {name}'s disk of radius {r} on its {d} x {d} grid"
+        mask_says = (f"the spec's client.mask is not the output domain of {name}'s disk of radius {r} on its {d} x {d} "
+                     "grid")
         t = copy.deepcopy(spec)
         t["client"]["mask"] = [t["client"]["mask"][0]]        # issue 37's case: every report in the true cell's disk
         out.append((f"{name} mask shrunk to one cell", _redigest(t), mask_says))
@@ -430,7 +431,8 @@ def _derived_tampers() -> list[tuple[str, dict, str]]:
     t["client"]["block"] = 2
     out.append(("tiles block", _redigest(t), "the spec's client.block is 2, not the 1 cells per block side its 8 x 8 "
                                              "grid gives"))
-    hier_says = "the spec's hierarchy (client.level_sizes, client.level_index) is not the quadtree hierarchy of its domain"
+    hier_says = ("the spec's hierarchy (client.level_sizes, client.level_index) is not the quadtree hierarchy of its "
+                 "domain")
     t = _spec("olh-h", eps=1.0)
     t["client"]["level_index"][0][0] = 1 - t["client"]["level_index"][0][0]
     out.append(("olh-h node swapped", _redigest(t), hier_says))

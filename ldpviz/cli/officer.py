@@ -90,8 +90,8 @@ def cmd_target(args: argparse.Namespace) -> int:
                                           attacker=not args.no_attacker, r_m=args.r, **rule)
 
     n_seen = min(args.users or data.n, data.n)       # each seek's predicted seconds, as the pages predict them
-    costs = [(runtime_model.predict(name, runtime_model.path_of({}), n_seen, args.grid ** 2, 1) or 0.0)
-             * runtime_model.goal_seek_runs(trials, name, args.grid ** 2) for name in args.mechanism]
+    costs = [runtime_model.goal_seek_seconds(name, n_seen, args.grid ** 2, trials, path=runtime_model.path_of({}))
+             for name in args.mechanism]
     found_by_index: dict[int, Any] = {}
     with cli_input.Heartbeat("target") as beat:      # one seek per core, the longest predicted first
         beat.step(f"target: {len(args.mechanism)} mechanisms, {tradeoff.seek_threads(len(args.mechanism))} at a time")

@@ -179,7 +179,8 @@ READOUT_GUIDE: dict[str, dict[str, str]] = {
         "good": "few: the total stays close to one collection's ε",
         "poor": "hundreds at a fixed ε per collection: the total grows with every one"},
     "epsilon_per_collection": {
-        "label": "Charged per collection", "unit": "ε for one person per collection", "direction": "lower is more private",
+        "label": "Charged per collection", "unit": "ε for one person per collection",
+        "direction": "lower is more private",
         "help": "What one collection charges a person: the report's ε, plus the region's ε0 where the region was "
                 "paid from the users' data (charged at every collection). The sidebar's ε is the report's alone.",
         "good": "1 or below: one report moves a 50/50 guess to at most 73/27",

@@ -371,7 +371,6 @@ def goal_seek_runs(trials: int = 10, mechanism: str | None = None, cells: int | 
 #: Where goal_seek_runs.json was measured: the bundled city (minneapolis-stops), this many metres wide, so cells of
 #: REFERENCE_WIDTH_M / d at each measured side d; REFERENCE_SIDE: the side an older single-side table was measured at.
 REFERENCE_WIDTH_M, REFERENCE_SIDE = 20_000.0, 32
-REFERENCE_CELL_M = REFERENCE_WIDTH_M / REFERENCE_SIDE
 #: The goal seek's scan: epsilon per km from EPSILON_MIN doubling up to EPSILON_MAX (one_collection.scan_epsilon).
 SCAN_EPSILONS = tuple(0.001 * 2.0 ** k for k in range(16))
 
@@ -388,8 +387,8 @@ def shape_factor(mechanism: str, side: int, cell_m: float | None, measured: bool
     """How much more a goal seek costs than its one-trial runs at epsilon 1 say, from the noise scale against the
     cell size (issue 36): planar Laplace's EM runs on s x s sub-cells wherever its noise is narrower than a cell,
     so its cost follows the scan-averaged latent grid. Against the seek where its cost in runs was measured (the
-    bundled city at the same side, cells of :data:`REFERENCE_WIDTH_M` / d): with ``measured`` False the one run is the calibrated model's, which
-    knows users and cells but not sub-cells, so the factor is the scan-averaged latent cells per cell here over
+    bundled city at the same side, cells of :data:`REFERENCE_WIDTH_M` / d): with ``measured`` False the one run is
+    the calibrated model's, which knows users and cells but not sub-cells, so the factor is the scan-averaged latent cells per cell here over
     the reference's; with ``measured`` True the one run was timed at epsilon 1 here (its sub-cells included), so
     the factor is the scan's average over the latent grid at epsilon 1, here over the reference's. 1 on cells no
     larger than the reference's (measured, docs/goal-seek-shapes.md: a small file costs what the city's runs say;

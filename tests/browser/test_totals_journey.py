@@ -28,7 +28,8 @@ def test_budget_start_map_and_worst_trip(server, browser):
         walk.idle()
         walk.check_clean("Trade-offs from a total")
         text = walk.main_text()
-        assert re.search(r"Charged per collection\s+1\s", text) and re.search(r"whole period\)\s+7\s", text), text[:3000]
+        assert re.search(r"Charged per collection\s+1\s", text), text[:3000]
+        assert re.search(r"whole period\)\s+7\s", text), text[:3000]
         assert "the total per person over 7 collections (every day for 1 week) is ε = 7 (LDP)" in text
         assert "the region's ε0 included" in text
         walk.page.get_by_text("Budget over time").first.scroll_into_view_if_needed()

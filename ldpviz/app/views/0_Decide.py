@@ -291,7 +291,8 @@ scenarios = [flow.scenario(name, region, m, int(side), n_users, int(cfg["seed"])
 question = (turn, metric, float(target), float(probability), float(cfg["decide_epsilon"]) if turn == "users" else 0.0)
 seek_keys = [repr(("decide", sc, key, question)) for sc in scenarios]      # held by compute.held_goal_seek
 pending = [k for k, seek_key in enumerate(seek_keys) if seek_key not in compute.goal_seeks_held()]
-seek_s = {k: compute.goal_seek_seconds(scenarios[k], tradeoff.DEFAULT_TRIALS) for k in pending}
+every_s = {k: compute.goal_seek_seconds(scenarios[k], tradeoff.DEFAULT_TRIALS) for k in range(len(scenarios))}
+seek_s = {k: every_s[k] for k in pending}
 for k in pending:     # stopped before when started without a click: it takes at least its limit
     if seek_keys[k] in overran():
         seek_s[k] = flow.quick_limit(seek_s[k])
@@ -304,7 +305,6 @@ by_click = [k for k in pending if seek_keys[k] in clicked]
 # The quick group is chosen from every eligible mechanism, answered or not, so it is the same on every run of this
 # question: a re-run (or the next visitor) starts only what is left of it, never the next-quickest ones in turn
 # (which cascaded: 107 s of CPU before any input, issue 36).
-every_s = {k: compute.goal_seek_seconds(scenarios[k], tradeoff.DEFAULT_TRIALS) for k in range(len(scenarios))}
 quick = flow.quick_group(every_s, min(longrun.DECIDE_OPEN_CPU_S, longrun.DECIDE_QUICK_S * threads))
 now = [k for k in quick if k in seek_s and seek_keys[k] not in overran() and k not in by_click]
 later = [k for k in pending if k not in now and k not in by_click]

@@ -184,14 +184,14 @@ if mode != "at_epsilon":
         trials = tradeoff.DEFAULT_TRIALS   # the one-collection rule sets its own count (not the sidebar's trials)
         seeks = [session.scenario(cfg, data, mechanism=n).with_(trials=trials) for n in chosen]
         seek_s = [compute.goal_seek_seconds(sc, trials) for sc in seeks]
-        scan_s = [compute.goal_seek_seconds(sc, trials, "scan") for sc in seeks]
         what = "smallest ε found" if mode == "target_epsilon" else "users needed"
         if not compute.approved_if_long(f"the {what} search for {explain.plural(len(chosen), 'mechanism')}",
                                         runtime_model.side_by_side_seconds(seek_s, tradeoff.seek_threads(len(seeks))),
                                         "the runs timed so far",
                                         f"goal:{mode}:{metric}:{target}:" + "|".join(map(repr, seeks)),
-                                        runtime_model.side_by_side_seconds(scan_s, tradeoff.seek_threads(len(seeks)))
-                                        if mode == "target_epsilon" else None):
+                                        runtime_model.side_by_side_seconds(
+                                            [compute.goal_seek_seconds(sc, trials, "scan") for sc in seeks],
+                                            tradeoff.seek_threads(len(seeks))) if mode == "target_epsilon" else None):
             st.stop()
         keys = [compute.goal_seek_key(mode, sc, metric, target, data.key) for sc in seeks]
         # the data object itself goes to the seek threads (they have no session to look an upload up in: issue 36)
