@@ -61,6 +61,24 @@ class Walk:
     def idle(self) -> None:
         serve.wait_until_idle(self.page, 120_000)
 
+    def upload(self, uploader, path: Path) -> None:
+        """Give ``uploader`` (a file input) ``path`` and wait for the rerun the upload triggers to finish.
+
+        Waiting a fixed time and then for idle is not enough on a loaded machine: the upload's rerun may start
+        after the app was already seen idle, and the page is then read before it shows the file. So the walk
+        watches the app root's script state and waits until a run has started since the upload, then for idle.
+        """
+        self.page.evaluate("""() => {
+            window.__ldpvizRuns = 0;
+            const app = document.querySelector('[data-testid="stApp"]');
+            new MutationObserver(() => {
+                if (app.getAttribute('data-test-script-state') === 'running') window.__ldpvizRuns += 1;
+            }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+        }""")
+        uploader.set_input_files(str(path))
+        self.page.wait_for_function("() => window.__ldpvizRuns > 0", timeout=180_000)
+        self.idle()
+
     def query(self) -> dict[str, str]:
         return {k: v[0] for k, v in parse_qs(urlparse(self.page.url).query).items()}
 
@@ -235,7 +253,7 @@ def test_upload_save_region_and_exports(server, browser, tmp_path):
         bounds.fill("-93.30,44.94,-93.26,44.98")
         bounds.press("Enter")
         walk.idle()
-        walk.page.locator('[data-testid="stFileUploader"] input[type="file"]').first.set_input_files(str(upload_csv(tmp_path)))
+        walk.upload(walk.page.locator('[data-testid="stFileUploader"] input[type="file"]').first, upload_csv(tmp_path))
         walk.page.locator('[data-testid="stAlert"]', has_text="Loaded").first.wait_for(timeout=180_000)
         walk.idle()
         text = walk.main_text()

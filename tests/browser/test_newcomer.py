@@ -70,9 +70,7 @@ def step_text(walk: Walk) -> str:
 
 
 def upload(walk: Walk, path: Path) -> None:
-    walk.page.locator('[data-testid="stFileUploader"] input[type="file"]').first.set_input_files(str(path))
-    walk.page.wait_for_timeout(500)
-    walk.idle()
+    walk.upload(walk.page.locator('[data-testid="stFileUploader"] input[type="file"]').first, path)
 
 
 def test_first_visit_frames_maps_to_their_columns(server, browser):

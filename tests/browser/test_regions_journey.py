@@ -90,9 +90,7 @@ def go(walk: Walk, title: str, path: str) -> None:
 
 
 def upload(walk: Walk, path: Path, index: int = 0) -> None:
-    walk.page.locator('[data-testid="stFileUploader"] input[type="file"]').nth(index).set_input_files(str(path))
-    walk.page.wait_for_timeout(500)
-    walk.idle()
+    walk.upload(walk.page.locator('[data-testid="stFileUploader"] input[type="file"]').nth(index), path)
 
 
 def test_national_file_through_bounds_keeps_the_cli_rows(server, browser, tmp_path, capsys):
