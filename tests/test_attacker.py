@@ -90,6 +90,19 @@ def test_fft_route_matches_dense_product():
     np.testing.assert_allclose(_rows_times_distance(J, side, 3.5), J @ near, rtol=1e-9, atol=1e-8)
 
 
+@pytest.mark.parametrize("used", [1, 40, 1_296])
+def test_few_used_columns_route_matches_dense_product(used):
+    """Beyond d = 32, people in few cells (a small file) take the product over the used columns: the same numbers
+    as the dense product, whichever columns are used (all of them at 1,296 = 36^2 takes the FFT route)."""
+    side = 36
+    rng = np.random.default_rng(3)
+    J = np.zeros((9, side * side))
+    J[:, rng.choice(side * side, used, replace=False)] = rng.random((9, used))
+    np.testing.assert_allclose(_rows_times_distance(J, side), J @ position_distances(side), rtol=1e-9, atol=1e-8)
+    np.testing.assert_allclose(_rows_times_distance(J, side, 3.5), J @ within_matrix(side, 3.5),
+                               rtol=1e-9, atol=1e-8)
+
+
 def test_population_attacker_is_never_worse_and_report_helps():
     """Scored on the same people, the Bayes-optimal (population-prior) guess beats the uniform belief;
     a report at a large epsilon brings the guess closer than the prior alone."""

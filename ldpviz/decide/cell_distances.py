@@ -30,6 +30,9 @@ import numpy as np
 ROW_BATCH = 256
 #: Up to this grid side a dense product is faster than the FFT.
 _DENSE_MAX_SIDE = 32
+#: Beyond d = 32, a dense product over only the columns J uses beats the FFT's per-row cost up to about this many
+#: columns (people in a few hundred cells, as a small file has; the two agree to rounding).
+_SPARSE_MAX_COLUMNS = 1024
 
 
 def offsets(side: int) -> np.ndarray:
@@ -112,9 +115,13 @@ def within_kernel(side: int, r_cells: float) -> np.ndarray:
 def rows_times_kernel(J: np.ndarray, side: int, kernel: np.ndarray) -> np.ndarray:
     """E = J @ K for K[x, x'] = kernel[offset of x from x'] (kernel as from :func:`distance_kernel`); J is (m, d*d)."""
     m = J.shape[0]
+    r, c = np.divmod(np.arange(side * side), side)
     if side <= _DENSE_MAX_SIDE:                          # dense BLAS product is faster up to ~1k cells
-        r, c = np.divmod(np.arange(side * side), side)
         return J @ kernel[r[:, None] - r[None, :] + side - 1, c[:, None] - c[None, :] + side - 1]
+    used = np.flatnonzero(np.any(J != 0, axis=0))
+    if used.size <= _SPARSE_MAX_COLUMNS:                 # people in few cells (a small file): the used rows of K
+        ru, cu = r[used], c[used]
+        return J[:, used] @ kernel[ru[:, None] - r[None, :] + side - 1, cu[:, None] - c[None, :] + side - 1]
     size = 2 * side - 1
     fft_n = 1 << (size - 1).bit_length()
     K = np.fft.rfft2(kernel, s=(fft_n, fft_n))
