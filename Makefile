@@ -26,7 +26,7 @@ run: install
 
 ## Set up and run the whole test suite (statistical and browser tests included).
 test: install-test
-	$(BIN)/python -m pytest -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -n 2 --dist loadgroup --durations=40
 
 ## The quick inner loop: everything but slow and browser tests.
 test-fast: install-test
