@@ -103,7 +103,7 @@ def data_controls(cfg: dict[str, Any], show_users: bool = True) -> Data | None:
         region_arg, region = _typed_bounds(cfg, data)
     if show_users:
         bind(cfg, "n_users", st.sidebar.number_input, "Number of users (0 = everyone in the region)",
-             min_value=0, max_value=50_000_000, step=5_000,
+             **state.SETTING["n_users"].widget_bounds(), step=5_000,
              help="A seeded random sample of the people in the region takes part; more users, less noise.")
     if region.bounds is not None:
         inside = int(region.contains(data.lon, data.lat).sum())
@@ -451,9 +451,9 @@ def basemap_caption(on: bool) -> str:
 
 def run_controls(cfg: dict[str, Any]) -> None:
     st.sidebar.header("Repetitions")
-    bind(cfg, "seed", st.sidebar.number_input, "Seed", min_value=0, max_value=2**32 - 1, step=1,
+    bind(cfg, "seed", st.sidebar.number_input, "Seed", **state.SETTING["seed"].widget_bounds(), step=1,
          help="The same seed gives the same noise, so runs are reproducible.")
-    bind(cfg, "trials", st.sidebar.slider, "Trials", 1, state.MAX_TRIALS_UI,
+    bind(cfg, "trials", st.sidebar.slider, "Trials", state.SETTING["trials"].low, state.SETTING["trials"].high,
          help=f"Repeat the random perturbation (each trial draws fresh noise for every user). Readouts show the "
               f"mean and its 95% interval from {state.DEFAULT_TRIALS} trials on ({state.DEFAULT_TRIALS} is the "
               "default and the floor for an interval); more trials narrow it and cost proportionally more time.")

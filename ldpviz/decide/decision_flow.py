@@ -25,7 +25,6 @@ for the keys below), so a reload, a shared link and back/forward keep every step
 from __future__ import annotations
 
 import html
-import math
 from typing import Any, Mapping
 
 from ldpviz import mechanisms
@@ -36,7 +35,9 @@ from ldpviz.errors import LdpvizInputError
 from ldpviz.experiment import Scenario
 from ldpviz.geo import region_choice
 from ldpviz.mechanisms import accounting
-from ldpviz.mechanisms.base import CENTRAL_DP, GEO_I, GEO_I_UNIT, LDP, UNIT_PERSON, UNIT_ROW
+from ldpviz.mechanisms.base import (CENTRAL_DP, EPSILON_MAX, EPSILON_MIN, GEO_I, GEO_I_UNIT, LDP, UNIT_PERSON,
+                                    UNIT_ROW)
+from ldpviz.setting import FLOW_LINK, Setting, read_link, write_link
 from ldpviz.shell import command_line
 from ldpviz.wording import length
 
@@ -52,108 +53,98 @@ EVERY = {"once": 1, "yearly": 1, "quarterly": 4, "monthly": 12, "weekly": 52, "d
 #: Needs in plain words -> the goal seek's metric ({t}: the target as the officer typed it).
 NEEDS = {"w2_m": "Where people are: the map's mass within {t} of where it truly is (W2 distance)",
          "aqe": "Counts in areas of 1% of the region, off by at most {t} of everyone (AQE)"}
-TARGET_DEFAULTS = {"w2_m": 800.0, "aqe": 0.05}
+#: The Decide page's first target per need. Its W2 (800 m) is not Compare's (500 m,
+#: ldpviz.app.state.COMPARE_TARGET_DEFAULTS): each page keeps its own first value (the goal seeks timed in
+#: docs/goal-seek-*.md ran at this one).
+DECIDE_TARGET_DEFAULTS = {"w2_m": 800.0, "aqe": 0.05}
+TARGET_DEFAULTS = DECIDE_TARGET_DEFAULTS     # the name the Decide page reads
 #: Step 4 answers either question: the epsilon needed at the users there are, or the users needed at an epsilon.
 TURNS = ("epsilon", "users")
-
-#: The Decide page's choices (defaults), in the dashboard's one config dict.
-DEFAULTS: dict[str, Any] = {
-    "decide_unit": "person", "decide_reports": 1, "decide_every": "once", "decide_models": [LDP, GEO_I],
-    "decide_metric": "w2_m", "decide_target": TARGET_DEFAULTS["w2_m"], "decide_turn": "epsilon",
-    "decide_epsilon": 1.0, "decide_pins": [], "decide_probability": one_collection.PROBABILITY,
-    "decide_purpose": "", "decide_owner": "", "decide_retention": "", "decide_trips": "",
-    # the officer's limit: the largest epsilon per person in one collection they accept (issue 36), and the
-    # mechanism they sign ("": the top of the first table, :func:`signed`)
-    "decide_limit": feasibility.DEFAULT_LIMIT, "decide_chosen": "",
-}
-#: Their link keys.
-KEYS = {"decide_unit": "dcu", "decide_reports": "dcr", "decide_every": "dce", "decide_models": "dcm",
-        "decide_metric": "dcmet", "decide_target": "dct", "decide_turn": "dcturn", "decide_epsilon": "dceps",
-        "decide_pins": "dcpin", "decide_probability": "dcp", "decide_purpose": "dcpur", "decide_owner": "dcown",
-        "decide_retention": "dcret", "decide_trips": "dctr", "decide_limit": "dclim", "decide_chosen": "dcsign"}
-#: Link keys of the shared choices the flow reads (the dataset, region, grid, users and seed are the dashboard's).
-SHARED = ("dataset", "region", "bbox", "grid_side", "n_users", "seed")
 TEXT_MAX = 300
 
 
-def _float(text: str, low: float, high: float, what: str) -> float:
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        raise LdpvizInputError(f"{what} must be a number, got {text!r}") from None
-    if not (math.isfinite(value) and low <= value <= high):
-        raise LdpvizInputError(f"{what} must be from {low:g} to {high:g}, got {text!r}")
-    return value
+def _models(text: str, _context: Any = None) -> list[str]:
+    codes = {v: k for k, v in MODEL_CODES.items()}
+    models = [codes.get(c.strip()) for c in text.split(",") if c.strip()]
+    if not models or None in models:
+        raise LdpvizInputError(f"must be some of {', '.join(codes)}")
+    return list(dict.fromkeys(models))     # the officer's order: it orders step 4's tables
+
+
+def _write_models(cfg: Mapping[str, Any]) -> str | None:
+    value = cfg.get("decide_models")
+    return None if value is None or value == DEFAULTS["decide_models"] else ",".join(MODEL_CODES[m] for m in value)
+
+
+def _pins(text: str, _context: Any = None) -> list[str]:
+    names = [n for n in text.split(",") if n]
+    unknown = [n for n in names if n not in mechanisms.available()]
+    if unknown or len(names) > 2:
+        raise LdpvizInputError("must be at most two mechanism names")
+    return names
+
+
+def _trips(text: str, _context: Any = None) -> str:
+    if text and text not in trajectories.names() and not text.startswith("upload:"):
+        raise LdpvizInputError(f"must be a trips data set ({', '.join(trajectories.names())}) or an "
+                               "uploaded trips file")
+    return text
+
+
+def _chosen(text: str, _context: Any = None) -> str:
+    if text and text not in mechanisms.available():
+        raise LdpvizInputError("must be a mechanism name")
+    return text
+
+
+def _clip(text: str, _context: Any = None) -> str:
+    return str(text)[:TEXT_MAX]
+
+
+def _flow(field: str, key: str, default: Any, kind: type = str, what: str = "", low: float | None = None,
+          high: float | None = None, **rest: Any) -> Setting:
+    return Setting(field, key, default, kind, what, low, high, wording=FLOW_LINK, **rest)
+
+
+#: The Decide page's choices: config field, link key, default, bounds or choices (in the dashboard's one config dict
+#: and its link: :mod:`ldpviz.app.settings`). Text the officer types is cut to TEXT_MAX characters.
+SETTINGS: tuple[Setting, ...] = (
+    _flow("decide_unit", "dcu", "person", choices=tuple(UNITS)),
+    _flow("decide_reports", "dcr", 1, int, "reports per person", 1, 10_000),
+    _flow("decide_every", "dce", "once", choices=tuple(EVERY)),
+    _flow("decide_models", "dcm", [LDP, GEO_I], list, read=_models, write=_write_models, refused=("ldp,nope", "")),
+    _flow("decide_metric", "dcmet", "w2_m", choices=tuple(NEEDS)),
+    _flow("decide_target", "dct", DECIDE_TARGET_DEFAULTS["w2_m"], float, "target", 1e-9, 1e9),
+    _flow("decide_turn", "dcturn", "epsilon", choices=TURNS),
+    _flow("decide_epsilon", "dceps", 1.0, float, "epsilon", EPSILON_MIN, EPSILON_MAX),
+    _flow("decide_pins", "dcpin", [], list, read=_pins, refused=("grr,olh,oue", "no such mechanism")),
+    _flow("decide_probability", "dcp", one_collection.PROBABILITY, float, "probability", 0.5, 0.999),
+    _flow("decide_purpose", "dcpur", "", read=_clip),
+    _flow("decide_owner", "dcown", "", read=_clip),
+    _flow("decide_retention", "dcret", "", read=_clip),
+    _flow("decide_trips", "dctr", "", read=_trips, refused=("no-such-trips", "trips.csv")),
+    # the officer's limit: the largest epsilon per person in one collection they accept (issue 36), and the
+    # mechanism they sign ("": the top of the first table, :func:`signed`)
+    _flow("decide_limit", "dclim", feasibility.DEFAULT_LIMIT, float, "the largest epsilon per person",
+          EPSILON_MIN, EPSILON_MAX),
+    _flow("decide_chosen", "dcsign", "", read=_chosen, refused=("no-such-mechanism", "grr,olh")),
+)
+#: The Decide page's choices by field, their defaults and their link keys.
+SETTING = {s.field: s for s in SETTINGS}
+DEFAULTS: dict[str, Any] = {s.field: s.default for s in SETTINGS}
+KEYS = {s.field: s.key for s in SETTINGS}
+#: Link keys of the shared choices the flow reads (the dataset, region, grid, users and seed are the dashboard's).
+SHARED = ("dataset", "region", "bbox", "grid_side", "n_users", "seed")
 
 
 def decode(query: Mapping[str, str], cfg: dict[str, Any], warnings: list[str]) -> None:
     """Read the flow's link keys into ``cfg``; a bad value is left at its default with a warning."""
-    codes = {v: k for k, v in MODEL_CODES.items()}
-
-    choices = {"decide_unit": UNITS, "decide_every": EVERY, "decide_metric": NEEDS, "decide_turn": TURNS}
-
-    def parse(field: str, text: str) -> Any:
-        if field in choices:
-            if text not in choices[field]:
-                raise LdpvizInputError(f"must be one of {', '.join(choices[field])}")
-            return text
-        if field == "decide_reports":
-            value = _float(text, 1, 10_000, "reports per person")
-            if value != int(value):
-                raise LdpvizInputError("must be a whole number")
-            return int(value)
-        if field == "decide_models":
-            models = [codes.get(c.strip()) for c in text.split(",") if c.strip()]
-            if not models or None in models:
-                raise LdpvizInputError(f"must be some of {', '.join(codes)}")
-            return list(dict.fromkeys(models))     # the officer's order: it orders step 4's tables
-        if field == "decide_pins":
-            names = [n for n in text.split(",") if n]
-            unknown = [n for n in names if n not in mechanisms.available()]
-            if unknown or len(names) > 2:
-                raise LdpvizInputError("must be at most two mechanism names")
-            return names
-        if field == "decide_target":
-            return _float(text, 1e-9, 1e9, "target")
-        if field == "decide_trips":
-            if text and text not in trajectories.names() and not text.startswith("upload:"):
-                raise LdpvizInputError(f"must be a trips data set ({', '.join(trajectories.names())}) or an "
-                                       "uploaded trips file")
-            return text
-        if field == "decide_epsilon":
-            return _float(text, 0.001, 50, "epsilon")
-        if field == "decide_probability":
-            return _float(text, 0.5, 0.999, "probability")
-        if field == "decide_limit":
-            return _float(text, 0.001, 50, "the largest epsilon per person")
-        if field == "decide_chosen":
-            if text and text not in mechanisms.available():
-                raise LdpvizInputError("must be a mechanism name")
-            return text
-        return str(text)[:TEXT_MAX]
-
-    for field, key in KEYS.items():
-        if key in query:
-            try:
-                cfg[field] = parse(field, str(query[key]))
-            except LdpvizInputError as exc:
-                warnings.append(f"link parameter {key}={query[key]!r} ignored: {exc}")
+    read_link(SETTINGS, query, cfg, warnings)
 
 
 def encode(cfg: Mapping[str, Any]) -> dict[str, str]:
     """The flow's link keys, leaving out defaults."""
-    out = {}
-    for field, key in KEYS.items():
-        value = cfg.get(field, DEFAULTS[field])
-        if value == DEFAULTS[field] or value is None:
-            continue
-        if field == "decide_models":
-            out[key] = ",".join(MODEL_CODES[m] for m in value)
-        elif field == "decide_pins":
-            out[key] = ",".join(value)
-        else:
-            out[key] = f"{value:g}" if isinstance(value, float) else str(value)
-    return out
+    return write_link(SETTINGS, cfg)
 
 
 # ---- step 2: who is eligible ---------------------------------------------------------------------------------

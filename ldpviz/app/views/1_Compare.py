@@ -166,7 +166,7 @@ if mode != "at_epsilon":
     if not cfg.get("target"):
         cfg["target"] = state.TARGET_DEFAULTS[metric]
     target = session.bind(cfg, "target", st.number_input, f"Target: {ui.metric_label(metric)} at most",
-                          min_value=0.0, format="%g",
+                          min_value=state.SETTING["target"].low, format="%g",
                           help="The accuracy you need from the one collection you will run: met when one "
                                "collection meets it with probability at least 95% (95% confidence, decided on fresh "
                                "collections; the mean alone is not enough). Each mechanism is scanned for the "

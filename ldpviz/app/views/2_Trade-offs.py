@@ -59,10 +59,11 @@ def budget_panel() -> None:
     model = by_name[chosen[0]]["privacy_model"] if chosen else mechanisms.LDP
     unit = "per km" if model == mechanisms.GEO_I else ""
     b1, b2, b3, b4 = st.columns(4)
-    times = session.bind(cfg, "budget_times", b1.number_input, "Collections", min_value=1, max_value=1000, step=1)
+    times = session.bind(cfg, "budget_times", b1.number_input, "Collections", step=1,
+                         **state.SETTING["budget_times"].widget_bounds())
     every = session.bind(cfg, "budget_every", b2.selectbox, "per", state.BUDGET_UNITS, valid=state.BUDGET_UNITS)
-    period = session.bind(cfg, "budget_period", b3.number_input, "for", min_value=0.001, max_value=1000.0,
-                          format="%g")
+    period = session.bind(cfg, "budget_period", b3.number_input, "for", format="%g",
+                          **state.SETTING["budget_period"].widget_bounds())
     period_unit = session.bind(cfg, "budget_unit", b4.selectbox, "period unit", state.BUDGET_UNITS,
                                valid=state.BUDGET_UNITS, format_func=lambda u: f"{u}(s)")
     from_total = session.bind(cfg, "budget_from_total", st.toggle, "Start from a total budget",
@@ -72,7 +73,7 @@ def budget_panel() -> None:
     label = ("Total ε per km for one person over the period (Geo-I; a paid region's ε0 is LDP, stated beside it)"
              if unit else "Total ε for one person over the period (the region's ε0 included)")
     total = (session.bind(cfg, "budget_total", st.number_input, label,
-                          min_value=0.001, max_value=100_000.0, format="%g") if from_total else None)
+                          format="%g", **state.SETTING["budget_total"].widget_bounds()) if from_total else None)
     with session.guard("the budget over time", where="above"):
         ledger = None
         if chosen and data is not None:       # what one collection charges (region's ε0 included): the accountant

@@ -129,8 +129,9 @@ rule = session.bind(cfg, "upload_rule", r1.radio, "Without bounds, frame the fil
                          "frames the tiles many rows report; ε0 adds to the mechanism's ε and every guarantee "
                          "states the total. Public tiles: the square around every occupied tile, unpaid, so one "
                          "outlier row can move it (not private).")
-epsilon0 = session.bind(cfg, "upload_epsilon0", r2.number_input, "ε0 for the region (per row)", min_value=0.05,
-                        max_value=5.0, step=0.05, disabled=rule != state.UPLOAD_RULES[0] or bool(
+epsilon0 = session.bind(cfg, "upload_epsilon0", r2.number_input, "ε0 for the region (per row)", step=0.05,
+                        **state.SETTING["upload_epsilon0"].widget_bounds(),
+                        disabled=rule != state.UPLOAD_RULES[0] or bool(
                             str(bounds_text).strip()))
 bounds_ok = True
 try:

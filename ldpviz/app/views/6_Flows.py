@@ -115,10 +115,10 @@ grid_side = controls.page_grid(cfg, "flows_grid", state.FLOWS_GRIDS, state.FLOWS
                                    "the Lasso estimator takes seconds (at most ~10 s for 1,000,000 trips on a "
                                    "loaded machine).")
 st.sidebar.header("Navigation")
-cfg.setdefault("flows_theta", 40)
+cfg.setdefault("flows_theta", state.SETTING["flows_theta"].default)
 theta = session.bind(cfg, "flows_theta", st.sidebar.select_slider, "Delay threshold θ (seconds)", THETAS,
                      valid=THETAS, help="A driver sends a location update when running θ seconds late.")
-cfg.setdefault("flows_cap", 0)
+cfg.setdefault("flows_cap", state.SETTING["flows_cap"].default)
 cap = int(session.bind(cfg, "flows_cap", st.sidebar.select_slider, "Cap on updates per trip", CAPS, valid=CAPS,
                        format_func=lambda v: "none" if v == 0 else str(v),
                        help="Enforced on the phone: after this many updates a trip keeps its plan and sends "
