@@ -79,8 +79,7 @@ def _region(args: argparse.Namespace):
         return user.data.default_region
     if isinstance(user.region, str):
         from ldpviz.data import datasets
-        from ldpviz.experiment import resolve_region
-        return resolve_region(datasets.load(args.dataset), user.region)
+        return datasets.load(args.dataset).resolve_region(user.region)
     return user.region
 
 

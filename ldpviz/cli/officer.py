@@ -100,7 +100,7 @@ def cmd_target(args: argparse.Namespace) -> int:
             beat.step(f"target: {args.mechanism[i]} answered ({len(found_by_index)}/{len(args.mechanism)})")
     from ldpviz.decide import decision_flow, feasibility
     from ldpviz.geo.domain import Grid, Region
-    region_obj = user.region if isinstance(user.region, Region) else experiment.resolve_region(data, user.region)
+    region_obj = user.region if isinstance(user.region, Region) else data.resolve_region(user.region)
     cell_m = Grid(region_obj, args.grid).cell_m
     flow_cfg = {"decide_reports": args.reports, "decide_unit": args.unit}   # Decide's step 2, as the page asks it
     noun = decision_flow.unit_noun(flow_cfg)
@@ -238,7 +238,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                              + ("" if args.no_audit else " and a quick audit")):
         html = report.build_report(scenario, dataset=user.data, audit=not args.no_audit, r_m=args.r)
     data = user.data if user.data is not None else datasets.load(user.name)
-    region = user.region if isinstance(user.region, Region) else experiment.resolve_region(data, user.region)
+    region = user.region if isinstance(user.region, Region) else data.resolve_region(user.region)
     print_privacy_warning(privacy_warning(args.mechanism, Grid(region, args.grid), args.epsilon, params, region,
                                           dataset=user.name))
     cli_input.write_text(args.out, html)
