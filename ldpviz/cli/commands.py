@@ -74,30 +74,11 @@ class _Parser(argparse.ArgumentParser):
                   if " " in self.prog else f"ldpviz: error: {message} (see 'ldpviz --help')\n")
 
 
-def _number(text: str) -> Any:
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text
-
-
-def _params(pairs: Sequence[str]) -> dict[str, Any]:
-    out = {}
-    for pair in pairs:
-        if "=" not in pair:
-            raise LdpvizInputError(f"--param expects key=value, got {pair!r}")
-        key, value = pair.split("=", 1)
-        out[key.strip()] = _number(value.strip())
-    return out
-
-
 def _scenario_and_data(args: argparse.Namespace) -> tuple[experiment.Scenario, cli_input.UserData]:
     from ldpviz import experiment
     user = cli_input.load_data(args)
     scenario = experiment.Scenario(dataset=user.name, mechanism=args.mechanism, epsilon=args.epsilon,
-                                   grid_side=args.grid, region=user.region, params=_params(args.param),
+                                   grid_side=args.grid, region=user.region, params=option_checks.params(args.param),
                                    n_users=args.users, seed=args.seed, trials=args.trials)
     return scenario, user
 
@@ -170,7 +151,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         option_checks.check_data_options(args, partitioned=True)
         result = partitioned.run_from_args(args, cli_input.bbox_region(args.bbox, cli_input.bbox_data_use(args))
                                            if args.bbox else None,
-                                           _params(args.param)).result
+                                           option_checks.params(args.param)).result
         scenario = result.scenario
     else:
         from ldpviz.experiment import chunked                     # NAME:n=N above 10M points: chunk by chunk
@@ -211,7 +192,7 @@ def _vary(specs: Sequence[str]) -> dict[str, list[Any]]:
         if key in vary:
             raise LdpvizInputError(f"--vary {spec!r}: {key} is already varied; give its values once, "
                                    f"as {key}=v1,v2,...")
-        vary[key] = [_number(v) for v in items]
+        vary[key] = [option_checks.number(v) for v in items]
     if not vary:
         raise LdpvizInputError("sweep needs at least one --vary name=v1,v2,...")
     return vary
@@ -222,7 +203,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     cli_input.require_number(args.workers, "--workers", minimum=1)
     validate_epsilon(args.epsilon)
     vary = _vary(args.vary)
-    option_checks.check_vary_overrides(args, vary, vars(build_parser().parse_args(["sweep"])), _params(args.param))
+    option_checks.check_vary_overrides(args, vary, vars(build_parser().parse_args(["sweep"])),
+                                       option_checks.params(args.param))
     from ldpviz import experiment
     scenario, user = _scenario_and_data(args)
     for sc in experiment.expand(scenario, vary):      # every value checked before the first run
@@ -286,7 +268,7 @@ def cmd_od(args: argparse.Namespace) -> int:
     with cli_input.Heartbeat(f"od: {args.mechanism} + {args.estimator}, {args.trials} trial(s)"):
         out = od.od_trials(data, args.mechanism, args.epsilon, args.grid, region=user.region,
                            estimator=args.estimator, trials=args.trials, seed=args.seed, n_users=args.users,
-                           top_k=args.top_k, params=_params(args.param))
+                           top_k=args.top_k, params=option_checks.params(args.param))
     from ldpviz.cli.privacy_warning import print_privacy_warning
     print_privacy_warning(out["ledger"]["warning"])   # the accountant's warning on the per-person total, on stderr
     if args.json:
@@ -404,7 +386,7 @@ def cmd_navigate(args: argparse.Namespace) -> int:
         res = navigation.navigation_for_dataset(data, args.mechanism, args.epsilon, args.theta, args.grid,
                                                 region=user.region, n_trips=args.trips, seed=args.seed,
                                                 speed_mps=args.speed, delay_s=args.delay, threshold=args.threshold,
-                                                params=_params(args.param), max_updates=args.max_updates)
+                                                params=option_checks.params(args.param), max_updates=args.max_updates)
     out = {"dataset": user.name, **res.summary(),
            "region": res.settings["region"], "trips_left_out": res.settings["trips_left_out"]}
     from ldpviz.cli.privacy_warning import print_privacy_warning

@@ -24,7 +24,7 @@ from typing import Any
 from ldpviz import wording
 from ldpviz.cli import data_options as cli_input, option_checks
 from ldpviz.cli.privacy_warning import print_privacy_warning, privacy_warning
-from ldpviz.errors import LdpvizInputError, require
+from ldpviz.errors import require
 from ldpviz.mechanisms.base import EPSILON_MAX, EPSILON_MIN, GEO_I, GEO_I_UNIT
 
 
@@ -222,12 +222,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     cli_input.check_output_file(args.out)
     cli_input.require_number(args.r, "--r", above=0)
     require(args.r is None or (math.isfinite(args.r) and args.r > 0), f"--r must be a distance > 0 m, got {args.r!r}")
-    params: dict[str, Any] = {}
-    for pair in args.param:
-        if "=" not in pair:
-            raise LdpvizInputError(f"--param expects key=value, got {pair!r}")
-        key, value = pair.split("=", 1)
-        params[key.strip()] = value.strip()
+    params = option_checks.params(args.param, numbers=False)
     mechanisms.get(args.mechanism)
     mechanisms.validate_epsilon(args.epsilon)
     user = _report_data(args)
