@@ -153,7 +153,7 @@ def test_dp_heatmap_needs_a_power_of_two_and_offers_one():
 
 
 def test_compare_defaults_to_one_mechanism_per_family():
-    from ldpviz.app.session import default_comparison, mechanism_rows
+    from ldpviz.app.controls import default_comparison, mechanism_rows
     family = {r["name"]: r["family"] for r in mechanism_rows()}
     picks = default_comparison("dam")
     assert picks[0] == "dam" and 1 <= len(picks) <= 4
@@ -173,7 +173,7 @@ def test_central_dp_is_labelled_plainly_in_lists():
     rows = table[table["mechanism"].isin(central)]
     assert len(rows) == len(central)
     assert (rows["privacy model"] == "central DP (trusted aggregator)").all()
-    from ldpviz.app.session import model_tag
+    from ldpviz.app.controls import model_tag
     assert model_tag(mechanisms.CENTRAL_DP) == "central DP (trusted aggregator)"
 
 
@@ -287,7 +287,7 @@ def test_audit_passes_registered_ldp_channels():
     at.run()
     assert_clean(at)
     table = at.dataframe[0].value
-    from ldpviz.app.session import mechanism_rows
+    from ldpviz.app.controls import mechanism_rows
     assert list(table["mechanism"]) == [r["label"] for r in mechanism_rows()]
     assert not (table["verdict"] == "FAIL").any(), table
     assert (table["verdict"] == "pass").sum() >= 1

@@ -63,11 +63,11 @@ def test_pages_predict_a_seek_as_the_benchmark_judges_it(monkeypatch):
     on this server) does not replace it: such a run used to predict the seek at 0 s."""
     from ldpviz.app import compute
     from ldpviz.data import datasets
-    from ldpviz.experiment import Scenario, resolve_region
+    from ldpviz.experiment import Scenario
     from ldpviz.geo.domain import Grid
     data = datasets.load("minneapolis-stops")
     sc = Scenario(dataset="minneapolis-stops", mechanism="dam", epsilon=1.0, grid_side=32, seed=1, trials=1)
-    cell_m = Grid(resolve_region(data, sc.region), 32).cell_m
+    cell_m = Grid(data.resolve_region(sc.region), 32).cell_m
     for branch in runtime_model.BRANCHES:
         want = runtime_model.goal_seek_seconds("dam", data.n, 1024, 10, cell_m=cell_m, branch=branch)
         assert compute.goal_seek_seconds(sc, 10, branch) == pytest.approx(want)

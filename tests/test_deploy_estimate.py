@@ -17,7 +17,7 @@ from ldpviz import metrics
 from ldpviz.cli.commands import main
 from ldpviz.data import datasets
 from ldpviz.errors import LdpvizInputError
-from ldpviz.experiment import Scenario, resolve_region, run
+from ldpviz.experiment import Scenario, run
 from ldpviz.geo.domain import Grid, Region
 from ldpviz.deploy import bundle, client as pyclient, estimate as deployed, spec as specs
 
@@ -231,7 +231,7 @@ def test_round_trip_client_js_to_ldpviz_estimate(name, eps, tmp_path):
                         region="Downtown", params=per_user, trials=12, seed=3)
     sim = run(scenario)
     data = datasets.load("minneapolis-stops")
-    region = resolve_region(data, "Downtown")
+    region = data.resolve_region("Downtown")
     grid = Grid(region, 16)
     inside = region.contains(data.lon, data.lat)
     lon, lat = data.lon[inside], data.lat[inside]

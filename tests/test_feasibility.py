@@ -194,9 +194,8 @@ def test_target_judges_the_limit_on_decides_ledger_reports_and_unit(capsys):
     assert out["reports"] == 3 and out["limit_unit"] == "person" and row["reached"]
     assert row["ledger"]["unit"] == accounting.UNIT_PERSON
     assert row["limit_epsilon"] == pytest.approx(1.0)             # 3 reports of epsilon 1 reach the limit of 3
-    from ldpviz.experiment import resolve_region
     from ldpviz.data import datasets
-    region = resolve_region(datasets.load("normal"), cfg["region"])
+    region = datasets.load("normal").resolve_region(cfg["region"])
     page = flow.with_limit([{k: v for k, v in row.items() if k not in ("limit", "limit_epsilon", "within_limit")}],
                            region, cfg)[0]
     assert page["limit_epsilon"] == pytest.approx(row["limit_epsilon"]) and page["within_limit"] == row["within_limit"]
@@ -293,12 +292,12 @@ def test_signed_report_states_the_decisions_unit_and_schedule_once():
     """A signed decision (a person, monthly): the report's own ledger section is the decision's (per person, 12
     collections), never 'daily for a year', its lines stated once, and no sentence says it protects one row."""
     from ldpviz import mechanisms
-    from ldpviz.experiment import Scenario, resolve_region
+    from ldpviz.experiment import Scenario
     from ldpviz.data import datasets
     from ldpviz.geo.domain import Grid
 
     cfg = {**state.defaults(), "decide_every": "monthly", "decide_unit": "person", "decide_target": 800.0}
-    region = resolve_region(datasets.load("normal"), None)
+    region = datasets.load("normal").resolve_region(None)
     mech = mechanisms.create("grr", Grid(region, 8), 2.0)
     ledger = flow.ledger_for(mech, region, cfg)
     goal = {"mechanism": "grr", "privacy_model": LDP, "metric": "w2_m", "target": 800.0, "epsilon": 2.0,

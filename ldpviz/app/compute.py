@@ -512,7 +512,7 @@ def goal_seek_seconds(scenario: Scenario, trials: int, branch: str = "reached") 
     n_users, cells = min(scenario.n_users or data.n, data.n), int(scenario.grid_side) ** 2
     path = runtime_model.path_of(scenario.params)
     try:
-        cell_m = Grid(experiment.resolve_region(data, scenario.region), int(scenario.grid_side)).cell_m
+        cell_m = Grid(data.resolve_region(scenario.region), int(scenario.grid_side)).cell_m
     except LdpvizInputError:
         cell_m = None                      # a region that cannot be resolved: predicted without the shape
     one = runtime_model.predict(scenario.mechanism, path, n_users, cells, 1)

@@ -263,19 +263,3 @@ def open_page(view: str, **changes: Any) -> None:
     st.session_state[WIDGET_CHANGED] = True
     st.switch_page(str(Path(__file__).resolve().parent / "views" / view))
 
-
-# The sidebar and the error helpers live in their own modules (which build on this one); pages reach them
-# here too, resolved on first use (PEP 562) so that importing either module first works.
-_ELSEWHERE = {
-    **dict.fromkeys(["MODEL_MEANING", "MODEL_TAGS", "Data", "data_controls", "default_comparison",
-                     "mechanism_picker", "mechanism_rows", "map_controls", "basemap_caption", "mechanisms_multiselect", "model_tag", "param_controls",
-                     "privacy_controls", "query_controls", "run_controls", "scenario", "show_resolved_defaults"], "ldpviz.app.controls"),
-    **dict.fromkeys(["guard", "nearest_power_of_two", "offer_power_of_two", "report_bug"], "ldpviz.app.errors"),
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _ELSEWHERE:
-        import importlib
-        return getattr(importlib.import_module(_ELSEWHERE[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from ldpviz import wording
 from ldpviz.cli import data_options as cli_input, option_checks
 from ldpviz.cli.data_options import join_signed_values  # noqa: F401 (public)
-from ldpviz.errors import LdpvizInputError
+from ldpviz.errors import LdpvizInputError, require
 from ldpviz.mechanisms.base import validate_epsilon
 
 if TYPE_CHECKING:
     from ldpviz import experiment
+    from ldpviz.geo.domain import Region
 
 
 class _Parser(argparse.ArgumentParser):
@@ -74,30 +75,11 @@ class _Parser(argparse.ArgumentParser):
                   if " " in self.prog else f"ldpviz: error: {message} (see 'ldpviz --help')\n")
 
 
-def _number(text: str) -> Any:
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text
-
-
-def _params(pairs: Sequence[str]) -> dict[str, Any]:
-    out = {}
-    for pair in pairs:
-        if "=" not in pair:
-            raise LdpvizInputError(f"--param expects key=value, got {pair!r}")
-        key, value = pair.split("=", 1)
-        out[key.strip()] = _number(value.strip())
-    return out
-
-
 def _scenario_and_data(args: argparse.Namespace) -> tuple[experiment.Scenario, cli_input.UserData]:
     from ldpviz import experiment
     user = cli_input.load_data(args)
     scenario = experiment.Scenario(dataset=user.name, mechanism=args.mechanism, epsilon=args.epsilon,
-                                   grid_side=args.grid, region=user.region, params=_params(args.param),
+                                   grid_side=args.grid, region=user.region, params=option_checks.params(args.param),
                                    n_users=args.users, seed=args.seed, trials=args.trials)
     return scenario, user
 
@@ -164,13 +146,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ldpviz.cli.privacy_warning import print_privacy_warning
     user = None
     if args.scheduler is not None or args.partition_users is not None or args.workers is not None:
-        from ldpviz.experiment import partitioned                  # one scenario in partitions (ldpviz.experiment.partitioned)
-        if args.region and args.bbox:
+        if args.region and args.bbox:                            # one scenario in partitions
             raise LdpvizInputError("give either --region or --bbox, not both")
         option_checks.check_data_options(args, partitioned=True)
-        result = partitioned.run_from_args(args, cli_input.bbox_region(args.bbox, cli_input.bbox_data_use(args))
-                                           if args.bbox else None,
-                                           _params(args.param)).result
+        result = _run_partitioned(args, cli_input.bbox_region(args.bbox, cli_input.bbox_data_use(args))
+                                  if args.bbox else None, option_checks.params(args.param))
         scenario = result.scenario
     else:
         from ldpviz.experiment import chunked                     # NAME:n=N above 10M points: chunk by chunk
@@ -197,6 +177,46 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_partitioned(args: argparse.Namespace, region: Region | None, params: dict[str, Any]) -> experiment.Result:
+    """``ldpviz run --scheduler ADDRESS|local [--workers K] [--partition-users N]`` (no scheduler: serial), by
+    :func:`ldpviz.experiment.partitioned.run_partitioned`.
+
+    Synthetic data: ``--users`` is how many users to generate. A file: a Parquet
+    file or directory (``--csv``) read as a dask.dataframe, with ``--bbox`` fixing
+    the region before any row is read.
+    """
+    from ldpviz import experiment
+    from ldpviz.experiment import executors as parallel, partitioned
+
+    require(args.workers is None or args.scheduler == "local",
+            "--workers sets the size of a local cluster: use it with --scheduler local (a remote cluster has the "
+            "workers it was started with)")
+    size = args.partition_users or partitioned.DEFAULT_PARTITION_USERS
+    if args.csv:
+        require(str(args.csv).lower().rstrip("/").endswith((".parquet", ".pq", ".parq")) or os.path.isdir(args.csv),
+                f"--csv {args.csv}: a partitioned run reads Parquet (a file or a directory of files); convert the "
+                "CSV to Parquet first, or run without --scheduler/--partition-users")
+        require(region is not None, "--bbox is required to split a file: the region must be fixed before the "
+                                    "data is read in partitions")
+        source: Any = partitioned.ParquetSource(args.csv, lat_column=args.lat_column, lon_column=args.lon_column)
+        name = str(args.csv)
+    else:
+        require(args.users is not None, "--users is required to generate a synthetic dataset in partitions")
+        source = partitioned.SyntheticSource(partitioned.synthetic_sampler(args.dataset), int(args.users),
+                                             int(args.seed), int(size), f"{args.users:,} users of {args.dataset}")
+        name = args.dataset
+        if region is None:
+            region = partitioned.synthetic_region(args.region)
+    scenario = experiment.Scenario(dataset=name, mechanism=args.mechanism, epsilon=args.epsilon, grid_side=args.grid,
+                                   region=region, params=params, n_users=args.users, seed=args.seed,
+                                   trials=args.trials)
+    bar = cli_input.ProgressBar("partitions")
+    if not args.scheduler:
+        return partitioned.run_partitioned(scenario, source, region, progress=bar).result
+    with parallel.dask_client(args.scheduler, args.workers) as client:
+        return partitioned.run_partitioned(scenario, source, region, executor=client, progress=bar).result
+
+
 def _vary(specs: Sequence[str]) -> dict[str, list[Any]]:
     vary: dict[str, list[Any]] = {}
     for spec in specs:
@@ -211,7 +231,7 @@ def _vary(specs: Sequence[str]) -> dict[str, list[Any]]:
         if key in vary:
             raise LdpvizInputError(f"--vary {spec!r}: {key} is already varied; give its values once, "
                                    f"as {key}=v1,v2,...")
-        vary[key] = [_number(v) for v in items]
+        vary[key] = [option_checks.number(v) for v in items]
     if not vary:
         raise LdpvizInputError("sweep needs at least one --vary name=v1,v2,...")
     return vary
@@ -222,7 +242,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     cli_input.require_number(args.workers, "--workers", minimum=1)
     validate_epsilon(args.epsilon)
     vary = _vary(args.vary)
-    option_checks.check_vary_overrides(args, vary, vars(build_parser().parse_args(["sweep"])), _params(args.param))
+    option_checks.check_vary_overrides(args, vary, vars(build_parser().parse_args(["sweep"])),
+                                       option_checks.params(args.param))
     from ldpviz import experiment
     scenario, user = _scenario_and_data(args)
     for sc in experiment.expand(scenario, vary):      # every value checked before the first run
@@ -233,24 +254,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             raise LdpvizInputError(f"--vary {changed}: {exc}") from None
     data = user.data
 
-    bar_open = [False]                                # the progress line is drawn and not yet ended
-
-    def progress(done: int, total: int) -> None:
-        width = 30
-        filled = int(width * done / total)
-        print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} scenarios", end="", file=sys.stderr,
-              flush=True)
-        bar_open[0] = done < total
-        if done == total:
-            print(file=sys.stderr)
-
+    bar = cli_input.ProgressBar("scenarios")
     from ldpviz.experiment import executors as parallel
     try:
         with parallel.executor_for(args.workers, args.scheduler) as executor:
-            df = experiment.sweep(scenario, vary, dataset=data, executor=executor, progress=progress)
+            df = experiment.sweep(scenario, vary, dataset=data, executor=executor, progress=bar)
     finally:                                          # Ctrl+C or an error: its line starts after the bar
-        if bar_open[0]:
-            print(file=sys.stderr)
+        bar.end()
     held = int(df["n_users"].max()) if "n_users" in df and len(df) else None
     for asked in sorted({int(v) for v in vary.get("n_users", [scenario.n_users]) if v is not None}):
         if held is not None and asked > held:        # the CSV's n_users column has the users who took part
@@ -286,7 +296,7 @@ def cmd_od(args: argparse.Namespace) -> int:
     with cli_input.Heartbeat(f"od: {args.mechanism} + {args.estimator}, {args.trials} trial(s)"):
         out = od.od_trials(data, args.mechanism, args.epsilon, args.grid, region=user.region,
                            estimator=args.estimator, trials=args.trials, seed=args.seed, n_users=args.users,
-                           top_k=args.top_k, params=_params(args.param))
+                           top_k=args.top_k, params=option_checks.params(args.param))
     from ldpviz.cli.privacy_warning import print_privacy_warning
     print_privacy_warning(out["ledger"]["warning"])   # the accountant's warning on the per-person total, on stderr
     if args.json:
@@ -404,7 +414,7 @@ def cmd_navigate(args: argparse.Namespace) -> int:
         res = navigation.navigation_for_dataset(data, args.mechanism, args.epsilon, args.theta, args.grid,
                                                 region=user.region, n_trips=args.trips, seed=args.seed,
                                                 speed_mps=args.speed, delay_s=args.delay, threshold=args.threshold,
-                                                params=_params(args.param), max_updates=args.max_updates)
+                                                params=option_checks.params(args.param), max_updates=args.max_updates)
     out = {"dataset": user.name, **res.summary(),
            "region": res.settings["region"], "trips_left_out": res.settings["trips_left_out"]}
     from ldpviz.cli.privacy_warning import print_privacy_warning

@@ -8,7 +8,8 @@
   :func:`ldpviz.data.datasets.load_file`, trips through
   :func:`ldpviz.data.trajectories.load_trajectory_file`).
 * :func:`check_output_file` refuses an output path before the work starts.
-* :class:`Heartbeat` keeps stderr alive during long commands.
+* :class:`Heartbeat` keeps stderr alive during long commands; :class:`ProgressBar` counts the
+  scenarios of ``sweep`` and the partitions of a partitioned ``run``.
 * :func:`join_signed_values` keeps values such as ``-93.3,44.9,...`` and ``-inf``
   as values: argparse would read them as options.
 """
@@ -267,6 +268,32 @@ class Heartbeat:
             self._write("\n", f"{self.label}: done in {time.perf_counter() - self._t0:,.1f} s")
         else:
             self._write("\n", f"{self.label}: stopped after {time.perf_counter() - self._t0:,.1f} s")
+
+
+class ProgressBar:
+    """``[#########.....................] 3/10 scenarios`` on stderr, drawn over itself with ``\\r``, of every
+    command that counts its work (``sweep``: scenarios; ``run`` in partitions: partitions). Called as the compute
+    core's ``progress(done, total)``; the last item ends the line. :meth:`end` ends a line still open (an error or
+    Ctrl+C part way), so what follows starts on its own line."""
+
+    WIDTH = 30
+
+    def __init__(self, unit: str) -> None:
+        self.unit = unit
+        self.open = False          # drawn and not yet ended
+
+    def __call__(self, done: int, total: int) -> None:
+        filled = int(self.WIDTH * done / total)
+        print(f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {done}/{total} {self.unit}", end="",
+              file=sys.stderr, flush=True)
+        self.open = done < total
+        if done == total:
+            print(file=sys.stderr)
+
+    def end(self) -> None:
+        if self.open:
+            print(file=sys.stderr)
+            self.open = False
 
 
 #: A value that starts like a negative number: argparse reads ``-inf`` or ``-93.3,44.9,...`` as an option.

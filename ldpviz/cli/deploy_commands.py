@@ -48,24 +48,6 @@ def add_commands(sub: Any) -> None:
     e.set_defaults(fn=cmd_estimate)
 
 
-def _params(pairs: list[str]) -> dict[str, Any]:
-    """--param KEY=VALUE pairs (numbers read as numbers), as 'ldpviz run' reads them."""
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        if "=" not in pair:
-            raise LdpvizInputError(f"--param expects key=value, got {pair!r}")
-        key, value = (t.strip() for t in pair.split("=", 1))
-        for cast in (int, float):
-            try:
-                out[key] = cast(value)
-                break
-            except ValueError:
-                continue
-        else:
-            out[key] = value
-    return out
-
-
 def _region(args: argparse.Namespace):
     """The collection's region from the shared data options: a typed box, a preset, or a file's region (its typed
     or suggested box, or the paid private tiles). Where it came from travels with it (``Region.data_use``,
@@ -79,8 +61,7 @@ def _region(args: argparse.Namespace):
         return user.data.default_region
     if isinstance(user.region, str):
         from ldpviz.data import datasets
-        from ldpviz.experiment import resolve_region
-        return resolve_region(datasets.load(args.dataset), user.region)
+        return datasets.load(args.dataset).resolve_region(user.region)
     return user.region
 
 
@@ -92,7 +73,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     mechanisms.validate_epsilon(args.epsilon)
     require(args.expected_users is None or args.expected_users >= 1, "--expected-users must be at least 1")
     grid = Grid(_region(args), args.grid)
-    mech = mechanisms.create(args.mechanism, grid, args.epsilon, **_params(args.param)) \
+    mech = mechanisms.create(args.mechanism, grid, args.epsilon, **option_checks.params(args.param)) \
         if mechanisms.get(args.mechanism).privacy_model == CENTRAL_DP else None
     target = mech if mech is not None else _deployable(args, grid)
     out = Path(args.out)
@@ -123,7 +104,8 @@ def cmd_deploy(args: argparse.Namespace) -> int:
 
 def _deployable(args: argparse.Namespace, grid):
     from ldpviz.deploy import spec as specs
-    return specs.deployable_mechanism(args.mechanism, grid, args.epsilon, _params(args.param), args.expected_users)
+    return specs.deployable_mechanism(args.mechanism, grid, args.epsilon, option_checks.params(args.param),
+                                      args.expected_users)
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:

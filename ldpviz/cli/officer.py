@@ -24,7 +24,7 @@ from typing import Any
 from ldpviz import wording
 from ldpviz.cli import data_options as cli_input, option_checks
 from ldpviz.cli.privacy_warning import print_privacy_warning, privacy_warning
-from ldpviz.errors import LdpvizInputError, require
+from ldpviz.errors import require
 from ldpviz.mechanisms.base import EPSILON_MAX, EPSILON_MIN, GEO_I, GEO_I_UNIT
 
 
@@ -100,7 +100,7 @@ def cmd_target(args: argparse.Namespace) -> int:
             beat.step(f"target: {args.mechanism[i]} answered ({len(found_by_index)}/{len(args.mechanism)})")
     from ldpviz.decide import decision_flow, feasibility
     from ldpviz.geo.domain import Grid, Region
-    region_obj = user.region if isinstance(user.region, Region) else experiment.resolve_region(data, user.region)
+    region_obj = user.region if isinstance(user.region, Region) else data.resolve_region(user.region)
     cell_m = Grid(region_obj, args.grid).cell_m
     flow_cfg = {"decide_reports": args.reports, "decide_unit": args.unit}   # Decide's step 2, as the page asks it
     noun = decision_flow.unit_noun(flow_cfg)
@@ -222,12 +222,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     cli_input.check_output_file(args.out)
     cli_input.require_number(args.r, "--r", above=0)
     require(args.r is None or (math.isfinite(args.r) and args.r > 0), f"--r must be a distance > 0 m, got {args.r!r}")
-    params: dict[str, Any] = {}
-    for pair in args.param:
-        if "=" not in pair:
-            raise LdpvizInputError(f"--param expects key=value, got {pair!r}")
-        key, value = pair.split("=", 1)
-        params[key.strip()] = value.strip()
+    params = option_checks.params(args.param, numbers=False)
     mechanisms.get(args.mechanism)
     mechanisms.validate_epsilon(args.epsilon)
     user = _report_data(args)
@@ -238,7 +233,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                              + ("" if args.no_audit else " and a quick audit")):
         html = report.build_report(scenario, dataset=user.data, audit=not args.no_audit, r_m=args.r)
     data = user.data if user.data is not None else datasets.load(user.name)
-    region = user.region if isinstance(user.region, Region) else experiment.resolve_region(data, user.region)
+    region = user.region if isinstance(user.region, Region) else data.resolve_region(user.region)
     print_privacy_warning(privacy_warning(args.mechanism, Grid(region, args.grid), args.epsilon, params, region,
                                           dataset=user.name))
     cli_input.write_text(args.out, html)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from typing import Callable
+from typing import Any, Callable, Sequence
 
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.limits import MAX_TRIALS
@@ -119,6 +119,29 @@ def trials(minimum: int = 1, why: str = "") -> Callable[[str], int]:
         return value
     parse.__name__ = "trials"        # argparse names the type in its own messages
     return parse
+
+
+def number(text: str) -> Any:
+    """``text`` as a whole number, else a number, else the text itself (a ``--param`` or ``--vary`` value)."""
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def params(pairs: Sequence[str], numbers: bool = True) -> dict[str, Any]:
+    """``--param KEY=VALUE`` of every command, as a dict: key and value stripped, the value read as a number where it
+    is one (:func:`number`). ``numbers=False`` keeps every value as text, as ``report`` reads them (the mechanism's
+    declared parameter types read them later)."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise LdpvizInputError(f"--param expects key=value, got {pair!r}")
+        key, value = pair.split("=", 1)
+        out[key.strip()] = number(value.strip()) if numbers else value.strip()
+    return out
 
 
 #: sweep's --vary names and the options they replace in every scenario.

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ldpviz.errors import require
+from ldpviz.errors import LdpvizInputError, require
 from ldpviz.geo.domain import Region
 
 
@@ -105,6 +105,17 @@ class Dataset:
     @property
     def default_region(self) -> Region:
         return next(iter(self.presets.values()))
+
+    def resolve_region(self, region: str | Region | None) -> Region:
+        """A Region from one of this dataset's preset names, a Region, or None (the default view)."""
+        if region is None:
+            return self.default_region
+        if isinstance(region, Region):
+            return region
+        if region in self.presets:
+            return self.presets[region]
+        raise LdpvizInputError(f"dataset {self.name!r} has no region preset {region!r}; "
+                               f"presets: {', '.join(self.presets)}")
 
     @functools.cached_property
     def key(self) -> str:

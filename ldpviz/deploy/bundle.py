@@ -61,14 +61,14 @@ def _mechanism_of(target: Any, region: Region | None, expected_users: int | None
             return target
         return specs.deployable_mechanism(target.name, target.grid, target.epsilon, target.param_values,
                                           expected_users)
-    from ldpviz.experiment import Scenario, resolve_region
+    from ldpviz.experiment import Scenario
     require(isinstance(target, Scenario), f"write_bundle needs a Mechanism or a Scenario, got {type(target).__name__}")
     if region is None:
         if isinstance(target.region, Region):
             region = target.region
         else:
             from ldpviz.data import datasets
-            region = resolve_region(datasets.load(target.dataset), target.region)
+            region = datasets.load(target.dataset).resolve_region(target.region)
     grid = Grid(region, int(target.grid_side))
     if mechanisms.get(target.mechanism).privacy_model == CENTRAL_DP:
         return mechanisms.create(target.mechanism, grid, target.epsilon, **target.param_dict)

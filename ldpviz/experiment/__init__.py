@@ -28,7 +28,7 @@ from scipy import special   # the t quantile (stdtrit) without scipy.stats' impo
 from ldpviz.data import datasets
 from ldpviz import mechanisms, metrics
 from ldpviz.geo.domain import Binned, Grid, Region
-from ldpviz.errors import LdpvizInputError, require
+from ldpviz.errors import require
 from ldpviz import wording
 from ldpviz.wording import plural
 from ldpviz.mechanisms import accounting, estimation
@@ -226,22 +226,10 @@ def mean_ci(values: np.ndarray, confidence: float = 0.95,
     return mean, low, mean + half
 
 
-def resolve_region(dataset: datasets.Dataset, region: str | Region | None) -> Region:
-    """A Region from a preset name, a Region, or None (the dataset's default view)."""
-    if region is None:
-        return dataset.default_region
-    if isinstance(region, Region):
-        return region
-    if region in dataset.presets:
-        return dataset.presets[region]
-    raise LdpvizInputError(f"dataset {dataset.name!r} has no region preset {region!r}; "
-                           f"presets: {', '.join(dataset.presets)}")
-
-
 def prepare_users(scenario: Scenario, dataset: datasets.Dataset) -> tuple[Grid, Binned, list[str]]:
     """Clip the dataset to the scenario's region, bin it, and draw the user sample."""
     notes: list[str] = []
-    region = resolve_region(dataset, scenario.region)
+    region = dataset.resolve_region(scenario.region)
     grid = Grid(region, scenario.grid_side)
     binned = grid.bin_lonlat(dataset.lon, dataset.lat)
     if binned.n_outside:

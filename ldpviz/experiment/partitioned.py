@@ -34,7 +34,8 @@ frequency oracles and the exact histogram). Mechanisms without a client half
 the occupied domain -- need every user's data, or a plan built from a first
 round, on the server, so they cannot be split: :func:`check_splittable` says
 so. Dask is optional (``pip install 'ldpviz[cluster]'``) and imported only when
-a cluster or a Parquet source is used.
+a cluster or a Parquet source is used. The command line's half (``ldpviz run
+--scheduler``/``--partition-users``) is in :mod:`ldpviz.cli.commands`.
 """
 
 from __future__ import annotations
@@ -390,53 +391,3 @@ def _run_on_dask(client: Any, job: Job, source: PartitionSource, handles: list[A
             progress(done, len(handles))
     return out
 
-
-# ---------------------------------------------------------------------------- command line
-
-def _progress(done: int, total: int) -> None:
-    width = 30
-    filled = int(width * done / total)
-    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} partitions", end="", file=sys.stderr,
-          flush=True)
-    if done == total:
-        print(file=sys.stderr)
-
-
-def run_from_args(args: Any, region: Region | None, params: dict[str, Any]) -> PartitionedRun:
-    """``ldpviz run --scheduler ADDRESS|local [--workers K] [--partition-users N]`` (no scheduler: serial).
-
-    Synthetic data: ``--users`` is how many users to generate. A file: a Parquet
-    file or directory (``--csv``) read as a dask.dataframe, with ``--bbox`` fixing
-    the region before any row is read.
-    """
-    from ldpviz.experiment import executors as parallel
-
-    require(args.workers is None or args.scheduler == "local",
-            "--workers sets the size of a local cluster: use it with --scheduler local (a remote cluster has the "
-            "workers it was started with)")
-    size = args.partition_users or DEFAULT_PARTITION_USERS
-    if args.csv:
-        require(str(args.csv).lower().rstrip("/").endswith((".parquet", ".pq", ".parq")) or _is_dir(args.csv),
-                f"--csv {args.csv}: a partitioned run reads Parquet (a file or a directory of files); convert the "
-                "CSV to Parquet first, or run without --scheduler/--partition-users")
-        require(region is not None, "--bbox is required to split a file: the region must be fixed before the "
-                                    "data is read in partitions")
-        source: Any = ParquetSource(args.csv, lat_column=args.lat_column, lon_column=args.lon_column)
-        name = str(args.csv)
-    else:
-        require(args.users is not None, "--users is required to generate a synthetic dataset in partitions")
-        source = SyntheticSource(synthetic_sampler(args.dataset), int(args.users), int(args.seed), int(size),
-                                 f"{args.users:,} users of {args.dataset}")
-        name = args.dataset
-        if region is None:
-            region = synthetic_region(args.region)
-    scenario = Scenario(dataset=name, mechanism=args.mechanism, epsilon=args.epsilon, grid_side=args.grid,
-                        region=region, params=params, n_users=args.users, seed=args.seed, trials=args.trials)
-    if not args.scheduler:
-        return run_partitioned(scenario, source, region, progress=_progress)
-    with parallel.dask_client(args.scheduler, args.workers) as client:
-        return run_partitioned(scenario, source, region, executor=client, progress=_progress)
-
-
-def _is_dir(path: str) -> bool:
-    return os.path.isdir(path)

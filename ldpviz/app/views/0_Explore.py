@@ -10,7 +10,8 @@ import time
 import numpy as np
 import streamlit as st
 
-from ldpviz.app import compute, longrun, pin, session, state, ui
+from ldpviz.app import compute, controls, longrun, pin, session, state, ui
+from ldpviz.app.errors import guard
 from ldpviz.decide import explain, privacy_scale, decision_report as report
 from ldpviz import experiment, mechanisms
 from ldpviz.render import maps as viz
@@ -20,25 +21,25 @@ from ldpviz.mechanisms.heatmaps.dp_heatmap import heatmap
 cfg = session.setup_page("Explore")
 st.title("Explore: what private collection does to a map")
 
-data = session.data_controls(cfg)
-session.privacy_controls(cfg)
-session.query_controls(cfg)
+data = controls.data_controls(cfg)
+controls.privacy_controls(cfg)
+controls.query_controls(cfg)
 st.sidebar.header("Mechanism")
-mechanism = session.mechanism_picker(cfg)
+mechanism = controls.mechanism_picker(cfg)
 geo_note = st.sidebar.empty()   # filled once the mechanism says what its ε is per km
 run_params = {}
-with session.guard("the mechanism parameters"):
+with guard("the mechanism parameters"):
     grid = Grid(data.region, int(cfg["grid_side"])) if data is not None else None
-    run_params = session.param_controls(cfg, mechanism, grid)
-session.run_controls(cfg)
-basemap = session.map_controls(cfg)
+    run_params = controls.param_controls(cfg, mechanism, grid)
+controls.run_controls(cfg)
+basemap = controls.map_controls(cfg)
 session.sync_url(cfg)
 
 if data is None:
     st.stop()
 
-with session.guard("this scenario"):
-    scenario = session.scenario(cfg, data, params=run_params)
+with guard("this scenario"):
+    scenario = controls.scenario(cfg, data, params=run_params)
     longrun.stopped_notice()
     started = time.perf_counter()
     with st.spinner("Perturbing, estimating and scoring ..."):
@@ -59,7 +60,7 @@ with session.guard("this scenario"):
     prev = ss.get("explore_prev")
     same_data = prev is not None and prev[1] == here
     weak = None
-    with session.guard("the privacy check of this setting"):
+    with guard("the privacy check of this setting"):
         weak = privacy_scale.weak_privacy_warning(compute.built_mechanism(
             scenario.mechanism, scenario.grid_side, result.region, float(scenario.epsilon),
             tuple(sorted(dict(scenario.params).items()))), result.ledger)   # the per-row total (region included)
@@ -175,7 +176,7 @@ with session.guard("this scenario"):
                "share one colour scale and one view; the outline" + (" and light grid frame" if result.grid.side <=
                                                                      viz.MAX_GRID_LINES else " frames")
                + " the region. Hover a cell for its centre's latitude and longitude. "
-               + session.basemap_caption(basemap))
+               + controls.basemap_caption(basemap))
     if not complete:   # the other trials now, before the slower parts below (the attacker); then the page again
         with more_trials.container(), st.spinner(f"Running trials 2-{scenario.trials} for the intervals ..."):
             compute.finish_trials(scenario)
@@ -192,7 +193,7 @@ with session.guard("this scenario"):
     model = mechanisms.get(scenario.mechanism).privacy_model
     epsilon_text = None   # the summary's 'ε = ...' in the mechanism's own unit (Geo-I: per km)
     with st.expander("What ε means here, and the guarantee on one scale", icon=":material/shield:"), \
-            session.guard("the guarantee in common terms"):
+            guard("the guarantee in common terms"):
         mech = compute.built_mechanism(scenario.mechanism, scenario.grid_side, result.region,
                                        float(scenario.epsilon), tuple(sorted(dict(scenario.params).items())))
         terms = privacy_scale.common_terms(mech)
@@ -232,7 +233,7 @@ with session.guard("this scenario"):
     ui.export_section(cfg, result, {"layers": {"true_share": true_density, "estimated_share": est_density,
                                                "difference": difference}, "maps": shown_maps},
                       data.upload_filename, report.target_reading(goal, result, target_metric, target_value))
-    session.show_resolved_defaults()   # builds the mechanism once; the attacker clause reuses it
+    controls.show_resolved_defaults()   # builds the mechanism once; the attacker clause reuses it
     population = ui.population_density(data.dataset, result.grid)
     found = ui.attacker_errors_m(scenario.mechanism, result.grid, scenario.epsilon, scenario.params, population)
     sentence.markdown(ui.summary_sentence(result, found, within_r=ui.attacker_within_r(
@@ -241,4 +242,4 @@ with session.guard("this scenario"):
                                               population), pending=pending))
     if fill_pinned_attacker is not None:
         fill_pinned_attacker(found[0])
-session.show_resolved_defaults()
+controls.show_resolved_defaults()

@@ -5,6 +5,7 @@ import streamlit as st
 
 from ldpviz.mechanisms.estimation import START_MAP_TEXT
 from ldpviz.app import compute, controls, longrun, session, state, ui
+from ldpviz.app.errors import guard
 from ldpviz import experiment, mechanisms, metrics
 from ldpviz.decide import explain, one_collection, privacy_scale, decision_report as report, tradeoff
 from ldpviz.render import maps as viz
@@ -69,7 +70,7 @@ def goal_seek_table(table: pd.DataFrame, mode: str, metric: str, target: float, 
                None)
     out = pd.DataFrame({
         "mechanism": [controls.short_label(by_name[n]) for n in table["mechanism"]],
-        "privacy": [session.model_tag(m) for m in table["privacy_model"]],
+        "privacy": [controls.model_tag(m) for m in table["privacy_model"]],
         # an answer at the floor of the search meets the target at any ε: the target asks for nothing (issue 27)
         "one collection meets it": [("at any ε (met at the search floor)" if by_eps and r and e is not None
                                      and not pd.isna(e) and e <= mechanisms.base.EPSILON_MIN * (1 + 1e-9) else
@@ -141,15 +142,15 @@ def goal_seek_table(table: pd.DataFrame, mode: str, metric: str, target: float, 
 cfg = session.setup_page("Compare")
 st.title("Compare mechanisms on the same data, ε and grid")
 
-data = session.data_controls(cfg)
-session.privacy_controls(cfg)
-session.query_controls(cfg)
-session.run_controls(cfg)
-basemap = session.map_controls(cfg)
+data = controls.data_controls(cfg)
+controls.privacy_controls(cfg)
+controls.query_controls(cfg)
+controls.run_controls(cfg)
+basemap = controls.map_controls(cfg)
 
 left, right = st.columns([3, 1])
-chosen, by_name = session.mechanisms_multiselect(
-    cfg, "compare", session.default_comparison(cfg["mechanism"]), where=left,
+chosen, by_name = controls.mechanisms_multiselect(
+    cfg, "compare", controls.default_comparison(cfg["mechanism"]), where=left,
     help="Each runs with its default parameters at the ε, grid and users in the sidebar. The default picks one "
          "mechanism per family; add any other.")
 mode = session.bind(cfg, "compare_mode", st.segmented_control, "Mode", list(MODES), valid=list(MODES),
@@ -179,10 +180,10 @@ if data is None or not chosen:
     st.stop()
 
 if mode != "at_epsilon":
-    with session.guard("the target search", where="above"):
+    with guard("the target search", where="above"):
         require(float(target) > 0, "the target must be a number above 0")
         trials = tradeoff.DEFAULT_TRIALS   # the one-collection rule sets its own count (not the sidebar's trials)
-        seeks = [session.scenario(cfg, data, mechanism=n).with_(trials=trials) for n in chosen]
+        seeks = [controls.scenario(cfg, data, mechanism=n).with_(trials=trials) for n in chosen]
         seek_s = [compute.goal_seek_seconds(sc, trials) for sc in seeks]
         what = "smallest ε found" if mode == "target_epsilon" else "users needed"
         if not compute.approved_if_long(f"the {what} search for {explain.plural(len(chosen), 'mechanism')}",
@@ -219,8 +220,8 @@ if mode != "at_epsilon":
     st.stop()
 
 longrun.stopped_notice()
-with session.guard("the comparison"):
-    outcomes = compute.results_or_announce([session.scenario(cfg, data, mechanism=n) for n in chosen],
+with guard("the comparison"):
+    outcomes = compute.results_or_announce([controls.scenario(cfg, data, mechanism=n) for n in chosen],
                                            f"this comparison of {explain.plural(len(chosen), 'mechanism')}",
                                            describe=lambda sc: by_name[sc.mechanism]["label"])
 if outcomes is None:
@@ -228,11 +229,11 @@ if outcomes is None:
 results = {n: r for n, r in zip(chosen, outcomes) if not isinstance(r, Exception)}
 failed = {n: r for n, r in zip(chosen, outcomes) if isinstance(r, Exception)}
 for name, exc in failed.items():
-    with session.guard(by_name[name]["label"]):
+    with guard(by_name[name]["label"]):
         raise exc
 
 if results:
-    with session.guard("the comparison"):
+    with guard("the comparison"):
         tidy = pd.DataFrame([row for r in results.values() for row in compute.sweep_rows(r)])
         table = experiment.summarise(tidy, ["mechanism"])
         ascending = ui.lower_is_better(metric)
@@ -259,7 +260,7 @@ if results:
                     (best[f"{metric}_lo"] <= second[f"{metric}_hi"])
                 if overlap:
                     line += f", though its confidence interval overlaps {second['label']}'s"
-            lines.append((session.model_tag(model), line, len(group)))
+            lines.append((controls.model_tag(model), line, len(group)))
         if not lines:
             msg = "No mechanism's estimate left its uniform start at these settings, so none is named best."
         elif len(lines) == 1:
@@ -278,7 +279,7 @@ if results:
         shown = [metric] + [k for k in ("w2_m", "aqe", "kl", "l1", "emd_l1_m") if k != metric]
         table["label"] = [controls.short_label(by_name[n]) for n in table["mechanism"]]   # short: cells stay whole
         display = ui.confidence_table(table, "label", shown).rename(columns={"label": "mechanism"})
-        display.insert(1, "privacy", [session.model_tag(by_name[n]["privacy_model"]) for n in table["mechanism"]])
+        display.insert(1, "privacy", [controls.model_tag(by_name[n]["privacy_model"]) for n in table["mechanism"]])
         grid = Grid(data.region, int(cfg["grid_side"]))
         display.insert(2, "LDP-equivalent ε", [equivalent_epsilon(n, grid) for n in table["mechanism"]])
         display["seconds"] = table["seconds"].round(2)

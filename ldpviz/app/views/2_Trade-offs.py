@@ -6,7 +6,8 @@ import math
 import pandas as pd
 import streamlit as st
 
-from ldpviz.app import compute, longrun, session, state, ui
+from ldpviz.app import compute, controls, longrun, session, state, ui
+from ldpviz.app.errors import guard
 from ldpviz.decide import budget, explain, tradeoff
 from ldpviz import experiment, mechanisms, metrics
 from ldpviz.render import maps as viz
@@ -18,12 +19,12 @@ from ldpviz.mechanisms.base import UNIT_PERSON
 cfg = session.setup_page("Trade-offs")
 st.title("Trade-offs: accuracy against ε, grid side and parameters")
 
-data = session.data_controls(cfg)
-session.privacy_controls(cfg)
-session.query_controls(cfg)
-session.run_controls(cfg)
+data = controls.data_controls(cfg)
+controls.privacy_controls(cfg)
+controls.query_controls(cfg)
+controls.run_controls(cfg)
 
-chosen, by_name = session.mechanisms_multiselect(cfg, "sweep_mechanisms", [cfg["mechanism"]])
+chosen, by_name = controls.mechanisms_multiselect(cfg, "sweep_mechanisms", [cfg["mechanism"]])
 
 # Sweepable axes: epsilon, d, and every numeric parameter of the chosen mechanisms.
 axes = {"epsilon": "ε (privacy budget)", "grid_side": "grid side d", "n_users": "number of users"}
@@ -74,7 +75,7 @@ def budget_panel() -> None:
              if unit else "Total ε for one person over the period (the region's ε0 included)")
     total = (session.bind(cfg, "budget_total", st.number_input, label,
                           format="%g", **state.SETTING["budget_total"].widget_bounds()) if from_total else None)
-    with session.guard("the budget over time", where="above"):
+    with guard("the budget over time", where="above"):
         ledger = None
         if chosen and data is not None:       # what one collection charges (region's ε0 included): the accountant
             mech = compute.built_mechanism(chosen[0], int(cfg["grid_side"]), data.region, float(cfg["epsilon"]), ())
@@ -124,13 +125,13 @@ def frontier_panel() -> None:
     session.sync_url(cfg)
     if not on:
         return
-    with session.guard("the frontier", where="above or in the sidebar"):
+    with guard("the frontier", where="above or in the sidebar"):
         eps = (state.parse_values(values_text) if vary == "epsilon"
                else state.parse_values(state.DEFAULT_SWEEP_VALUES["epsilon"]))
         for v in eps:
             mechanisms.validate_epsilon(v)
         metric = next((k for k in shown if k in tradeoff.TARGET_METRICS), "w2_m")
-        base = session.scenario(cfg, data, mechanism=chosen[0])
+        base = controls.scenario(cfg, data, mechanism=chosen[0])
         seconds = sum(compute.predicted_seconds(base.with_(mechanism=n))[0] for n in chosen) * len(eps)
         if not compute.approved_if_long(f"the frontier of {len(chosen)} mechanism(s) at {len(eps)} ε values",
                                         seconds, "the runs timed so far",
@@ -143,7 +144,7 @@ def frontier_panel() -> None:
                                      tuple(plans[n][0] for n in chosen), key, compute.dataset_arg(base.dataset))
         if "attacker_error_m" not in table:
             table["attacker_error_m"] = None
-        labels = {n: f"{session.model_tag(by_name[n]['privacy_model'])} · {by_name[n]['label']}" for n in chosen}
+        labels = {n: f"{controls.model_tag(by_name[n]['privacy_model'])} · {by_name[n]['label']}" for n in chosen}
         st.plotly_chart(viz.frontier_figure(table, metric, metric_label=ui.metric_label(metric), labels=labels,
                                             floor=ui.metric_floor(metric)),
                         key="fig:frontier")
@@ -161,7 +162,7 @@ def frontier_panel() -> None:
 with frontier_box:
     frontier_panel()
 
-with sweep_box, session.guard("the sweep", where="above or in the sidebar"):
+with sweep_box, guard("the sweep", where="above or in the sidebar"):
     kind = int if vary in ("grid_side", "n_users") else param_kind.get(vary, float)
     values = state.parse_values(values_text, kind)
     if vary == "epsilon":
@@ -184,7 +185,7 @@ with sweep_box, session.guard("the sweep", where="above or in the sidebar"):
         if vary not in axes or (vary not in ("epsilon", "grid_side", "n_users") and vary not in own):
             skipped.append(by_name[name]["label"])
             continue
-        base = session.scenario(cfg, data, mechanism=name)
+        base = controls.scenario(cfg, data, mechanism=name)
         scenarios += experiment.expand(base, {vary: values})
     if skipped:
         st.caption(f"Not swept (no parameter '{vary}'): {', '.join(skipped)}.")
@@ -215,7 +216,7 @@ with sweep_box, session.guard("the sweep", where="above or in the sidebar"):
     tidy = pd.DataFrame(tidy_rows)
     x = vary if vary in ("epsilon", "grid_side", "n_users") else f"param_{vary}"
     summary = experiment.summarise(tidy, ["mechanism", x])
-    shown_as = {n: f"{session.model_tag(by_name[n]['privacy_model'])} · {by_name[n]['label']}"
+    shown_as = {n: f"{controls.model_tag(by_name[n]['privacy_model'])} · {by_name[n]['label']}"
                 for n in summary["mechanism"].unique()}       # labelled by privacy model: ε differs between models
     summary["mechanism"] = [shown_as[n] for n in summary["mechanism"]]
     log_x = vary in ("epsilon", "n_users") and max(values) / min(values) >= 10
@@ -236,7 +237,7 @@ with sweep_box, session.guard("the sweep", where="above or in the sidebar"):
     d2.download_button("Means and confidence intervals (CSV)", summary.to_csv(index=False),
                        "ldpviz-sweep-summary.csv", "text/csv", on_click="ignore")
     with st.expander("Reproduce with the ldpviz API"):
-        base = session.scenario(cfg, data, mechanism=chosen[0])
+        base = controls.scenario(cfg, data, mechanism=chosen[0])
         st.code(compute.python_snippet(base, data.upload_filename).replace(
             "result = run(scenario", "from ldpviz import sweep, summarise\n"
             f"runs = sweep(scenario, {{{vary!r}: {values!r}}}").replace(

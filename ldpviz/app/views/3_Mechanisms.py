@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ldpviz.app import compute, session, ui
+from ldpviz.app import compute, controls, session, ui
+from ldpviz.app.errors import guard
 from ldpviz.evidence import citations
 from ldpviz.decide import explain
 from ldpviz.decide.cell_distances import mean_distance_from_square
@@ -20,24 +21,24 @@ CHANNEL_SIDES = (4, 6, 8, 10, 12, 16, 20, 24, 32)
 cfg = session.setup_page("Mechanisms")
 st.title("Mechanisms: how each one randomises a location")
 
-data = session.data_controls(cfg, show_users=False)
-session.privacy_controls(cfg)
+data = controls.data_controls(cfg, show_users=False)
+controls.privacy_controls(cfg)
 st.sidebar.header("Mechanism")
-name = session.mechanism_picker(cfg)
+name = controls.mechanism_picker(cfg)
 cls = mechanisms.get(name)
 sides = sorted(set(CHANNEL_SIDES) | {int(cfg.get("channel_side") or 12)})
 side = session.bind(cfg, "channel_side", st.sidebar.select_slider, "Grid side for the channel pictures", sides,
                     valid=sides, help="Channels are drawn on a small grid (up to 32 × 32) so they stay readable.")
 grid = Grid(data.region, int(side)) if data is not None else None
-with session.guard("the mechanism parameters"):
-    params = session.param_controls(cfg, name, grid)
-    session.show_resolved_defaults()
-basemap = session.map_controls(cfg)
+with guard("the mechanism parameters"):
+    params = controls.param_controls(cfg, name, grid)
+    controls.show_resolved_defaults()
+basemap = controls.map_controls(cfg)
 session.sync_url(cfg)
 
 row = next(r for r in mechanisms.describe() if r["name"] == name)
 st.header(cls.label)
-st.markdown(f"**{session.model_tag(row['privacy_model'])}** · {row['family']}")
+st.markdown(f"**{controls.model_tag(row['privacy_model'])}** · {row['family']}")
 if row["summary"]:
     st.markdown(row["summary"])
 st.markdown(f"**Reference:** {citations.readable(row['reference'])}")
@@ -54,7 +55,7 @@ if row["params"]:
 if data is None:
     st.stop()
 
-with session.guard(f"the channel of {cls.label}"):
+with guard(f"the channel of {cls.label}"):
     try:
         mech = mechanisms.create(name, grid, float(cfg["epsilon"]), **params)
     except LdpvizInputError:   # a grid this mechanism refuses (dp-heatmap: not a power of two)

@@ -9,6 +9,7 @@ import pydeck as pdk
 import streamlit as st
 
 from ldpviz.app import controls, session, state, ui, uploads
+from ldpviz.app.errors import guard
 from ldpviz.data import datasets
 from ldpviz.decide import explain
 from ldpviz.render import maps as viz
@@ -193,8 +194,8 @@ elif kind:
         message, icon={"error": ":material/error:", "warning": ":material/warning:",
                        "success": ":material/check_circle:"}[kind])
 
-data = session.data_controls(cfg, show_users=False)
-basemap = session.map_controls(cfg)
+data = controls.data_controls(cfg, show_users=False)
+basemap = controls.map_controls(cfg)
 session.sync_url(cfg)
 if data is None:
     st.stop()
@@ -220,7 +221,7 @@ else:
     st.subheader(data.dataset.label)
     st.caption(data.dataset.description)
 
-with session.guard("the preview"):
+with guard("the preview"):
     st.subheader("Preview")
     region = data.region
     grid = Grid(region, PREVIEW_SIDE)
@@ -235,7 +236,7 @@ with session.guard("the preview"):
                                  width_min_pixels=2, pickable=True))
     st.pydeck_chart(deck, height=px["height"], key="map:preview")
     st.caption(f"Region '{region.name or 'custom'}': {explain.plural(len(binned.cells), 'point')} inside, {binned.n_outside:,} "
-               f"outside. Blue outlines: the dataset's other regions. " + session.basemap_caption(basemap))
+               f"outside. Blue outlines: the dataset's other regions. " + controls.basemap_caption(basemap))
     suggest_grid(len(binned.cells), int(cfg["grid_side"]))
 
     st.subheader("Save a region")

@@ -10,7 +10,7 @@ import math
 import pandas as pd
 import streamlit as st
 
-from ldpviz.app import compute, session, state, ui
+from ldpviz.app import compute, controls, session, state, ui
 from ldpviz.decide import explain, privacy_scale
 from ldpviz import mechanisms
 from ldpviz.geo.domain import Grid
@@ -23,8 +23,8 @@ st.markdown("For every registered mechanism at the ε in the sidebar: the guaran
             "from one location than from another (Geo-I: e^(ε·distance), ε per km). Central-DP mechanisms assume a "
             "trusted aggregator that sees exact locations: there is no per-user report to audit.")
 
-data = session.data_controls(cfg, show_users=False)
-session.privacy_controls(cfg)
+data = controls.data_controls(cfg, show_users=False)
+controls.privacy_controls(cfg)
 sides = sorted(set(state.AUDIT_SIDES) | {int(cfg["audit_side"])})
 side = int(session.bind(cfg, "audit_side", st.sidebar.select_slider, "Audit grid side", sides, valid=sides,
                         help="Channels are measured exactly on this small grid (a guarantee claimed for every grid "
@@ -51,14 +51,14 @@ st.caption(f"Audit grid: {side} × {side} cells of {ui.fmt_metres(grid.cell_m)} 
            f"other pages use d = {cfg['grid_side']}). Every mechanism runs with its default parameters.")
 
 population = ui.population_density(data.dataset, grid)
-described = session.mechanism_rows()
+described = controls.mechanism_rows()
 rows = []
 bar = st.progress(0.0, text="Measuring channels ...")
 for i, r in enumerate(described):
     bar.progress(i / len(described), text=f"Measuring {r['label']} ({i + 1} of {len(described)}) ...")
     audit = compute.audit_row(r["name"], side, data.region, eps)
     measured = audit["measured"]
-    entry = {"mechanism": r["label"], "privacy model": session.model_tag(r["privacy_model"]),
+    entry = {"mechanism": r["label"], "privacy model": controls.model_tag(r["privacy_model"]),
              "claimed guarantee": audit["guarantee"],
              "claimed ε (as measured)": (None if audit.get("claimed") is None else round(audit["claimed"], 6)),
              "measured ε (worst case)": (None if measured is None else

@@ -14,6 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from ldpviz.app import controls, session, state, ui, uploads
+from ldpviz.app.errors import guard
 from ldpviz.data import datasets, trajectories
 from ldpviz.decide import explain
 from ldpviz.render import flow_maps as flowviz
@@ -123,11 +124,11 @@ cap = int(session.bind(cfg, "flows_cap", st.sidebar.select_slider, "Cap on updat
                        format_func=lambda v: "none" if v == 0 else str(v),
                        help="Enforced on the phone: after this many updates a trip keeps its plan and sends "
                             "nothing more, so no trip exceeds cap × ε."))
-basemap = session.map_controls(cfg)
+basemap = controls.map_controls(cfg)
 session.sync_url(cfg)
 
 eps = float(cfg["epsilon"])
-with session.guard("the OD flows"):
+with guard("the OD flows"):
     out = compute_flows(dataset, region, mechanism, estimator, eps, grid_side, int(cfg["seed"]), float(theta), cap,
                         _trips=uploads.trip_uploads().get(dataset))
     res, nav = out["flows"], out["nav"]

@@ -18,6 +18,7 @@ import pydeck as pdk
 import streamlit as st
 
 from ldpviz.app import controls, session, state, ui, uploads
+from ldpviz.app.errors import guard
 from ldpviz.app.ui import fmt_metres
 from ldpviz.data import datasets, trajectories, trajectory_generator as trajgen
 from ldpviz.decide import explain
@@ -175,10 +176,10 @@ side = controls.page_grid(cfg, "people_grid", state.PEOPLE_GRIDS, state.PEOPLE_G
                           "Heatmap grid side d", help="A power of two (dp-heatmap's pyramid needs one).")
 k = int(session.bind(cfg, "people_k", st.sidebar.slider, "k-median centres k", 1, state.PEOPLE_MAX_K,
                      help="DP k-median (App. A): k centres found on the DP coreset."))
-basemap = session.map_controls(cfg)
+basemap = controls.map_controls(cfg)
 session.sync_url(cfg)
 
-with session.guard("the user-level heatmap"):
+with guard("the user-level heatmap"):
     out = compute_people(source, region_name, method, epsilon, side, shuffle, k, int(cfg["seed"]),
                          _trips=uploads.trip_uploads().get(source))
     grid, res, centres = out["grid"], out["result"], out["centres"]
