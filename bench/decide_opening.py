@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.repeats = 1
     before = os.getloadavg()
-    opens = [fresh(OPEN, str(ROOT / "ldpviz/app/views/0_Decide.py")) for _ in range(args.repeats)]
+    opens = [fresh(OPEN, str(ROOT / "ldpviz/app/views/decide.py")) for _ in range(args.repeats)]
     superseded = [fresh(SUPERSEDED) for _ in range(args.repeats)]
     after = os.getloadavg()
     out = Path(args.out)

@@ -53,7 +53,7 @@ FACTOR = 2.0
 #: ... but never below this multiple of the largest ratio seen while measuring (a loaded machine passes).
 HEADROOM = 1.25
 REPORT = "bench-gate.md"
-DECIDE_PAGE = ROOT / "ldpviz" / "app" / "views" / "0_Decide.py"
+DECIDE_PAGE = ROOT / "ldpviz" / "app" / "views" / "decide.py"
 GOAL_SEEK_MECHANISMS = ("grr", "dam", "planar-laplace", "oue")
 
 

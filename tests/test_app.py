@@ -14,8 +14,8 @@ from ldpviz import mechanisms
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = {"ds": "normal", "users": "3000", "d": "8"}
-PAGES = ["ldpviz/app/views/1_Compare.py", "ldpviz/app/views/2_Trade-offs.py", "ldpviz/app/views/3_Mechanisms.py", "ldpviz/app/views/4_Data.py",
-         "ldpviz/app/views/5_Privacy_audit.py"]
+PAGES = ["ldpviz/app/views/compare.py", "ldpviz/app/views/trade_offs.py", "ldpviz/app/views/mechanisms.py", "ldpviz/app/views/data.py",
+         "ldpviz/app/views/privacy_audit.py"]
 
 
 def app(page: str = "app.py", base: dict[str, str] = SMALL, **query: str) -> AppTest:
@@ -52,11 +52,11 @@ def test_explore_renders_for_every_mechanism(mechanism):
 def test_mechanisms_page_follows_the_instance_not_the_class():
     """SRR draws its staircase channel on the public grid domain; with the occupied domain (built from the
     users' data) the same page explains that there is no single-user journey."""
-    at = app("ldpviz/app/views/3_Mechanisms.py", mech="srr", cd="6")
+    at = app("ldpviz/app/views/mechanisms.py", mech="srr", cd="6")
     at.run()
     assert_clean(at)
     assert len(at.get("deck_gl_json_chart")) >= 2
-    at = app("ldpviz/app/views/3_Mechanisms.py", mech="srr", cd="6", **{"p.domain": "occupied"})
+    at = app("ldpviz/app/views/mechanisms.py", mech="srr", cd="6", **{"p.domain": "occupied"})
     at.run()
     assert_clean(at)
     assert any("no single-user journey" in w.value for w in at.warning), [w.value for w in at.warning]
@@ -65,7 +65,7 @@ def test_mechanisms_page_follows_the_instance_not_the_class():
 @pytest.mark.parametrize("mechanism", mechanisms.available())
 def test_mechanisms_page_for_every_mechanism(mechanism):
     """The Mechanisms page explains each mechanism and draws its channel when it has one."""
-    at = app("ldpviz/app/views/3_Mechanisms.py", mech=mechanism, cd="6")
+    at = app("ldpviz/app/views/mechanisms.py", mech=mechanism, cd="6")
     at.run()
     assert_clean(at)
     assert at.header[0].value == mechanisms.get(mechanism).label
@@ -84,12 +84,12 @@ def test_every_page_renders(page):
 @pytest.mark.parametrize("mechanism", mechanisms.available())
 def test_compare_and_tradeoffs_for_every_mechanism(mechanism):
     """Compare and Trade-offs run each registered mechanism alone (d = 8, a power of two for dp-heatmap)."""
-    at = app("ldpviz/app/views/1_Compare.py", cmp=mechanism)
+    at = app("ldpviz/app/views/compare.py", cmp=mechanism)
     at.run()
     assert_clean(at)
     # (a mechanism whose map never left its uniform start, e.g. HUEM on 3,000 users, is named as not ranked)
     assert any("Best for this data" in s.value or "left its uniform start" in s.value for s in at.success) or at.error
-    at = app("ldpviz/app/views/2_Trade-offs.py", smech=mechanism, vary="epsilon", vals="0.5,2")
+    at = app("ldpviz/app/views/trade_offs.py", smech=mechanism, vary="epsilon", vals="0.5,2")
     at.run()
     assert_clean(at)
     assert len(at.get("plotly_chart")) == 3 or at.error
@@ -158,7 +158,7 @@ def test_compare_defaults_to_one_mechanism_per_family():
     picks = default_comparison("dam")
     assert picks[0] == "dam" and 1 <= len(picks) <= 4
     assert len({family[p] for p in picks}) == len(picks)
-    at = app("ldpviz/app/views/1_Compare.py")
+    at = app("ldpviz/app/views/compare.py")
     at.run()
     assert_clean(at)
     assert at.multiselect(key="w:compare").value == default_comparison(at.session_state["cfg"]["mechanism"])
@@ -166,7 +166,7 @@ def test_compare_defaults_to_one_mechanism_per_family():
 
 def test_central_dp_is_labelled_plainly_in_lists():
     """Sidebar, Compare and audit spell central DP out as a trusted-aggregator model."""
-    at = app("ldpviz/app/views/5_Privacy_audit.py")
+    at = app("ldpviz/app/views/privacy_audit.py")
     at.run()
     table = at.dataframe[0].value
     central = [r["label"] for r in mechanisms.describe() if r["privacy_model"] == mechanisms.CENTRAL_DP]
@@ -211,7 +211,7 @@ def test_link_restores_configuration_and_rejects_junk():
 def test_bad_upload_shows_error_and_keeps_previous_data():
     """Data page: a good file becomes the dataset; a bad one shows an error naming it and leaves the good one
     selected, without showing the good file's validation report as if it were the bad file's."""
-    at = app("ldpviz/app/views/4_Data.py")
+    at = app("ldpviz/app/views/data.py")
     at.run()
     at.text_input(key="w:upload_bounds").set_value("-93.3, 44.9, -93.2, 45.0").run()   # too few rows for tiles
     good = b"lat,lon\n44.97,-93.26\n44.98,-93.27\nnot-a-number,-93.2\n44.99,-93.25\n"
@@ -262,7 +262,7 @@ def test_state_round_trip():
 
 
 def test_compare_names_a_best_mechanism():
-    at = app("ldpviz/app/views/1_Compare.py", cmp=",".join(m for m in mechanisms.available()), metric="w2_m", trials="2")
+    at = app("ldpviz/app/views/compare.py", cmp=",".join(m for m in mechanisms.available()), metric="w2_m", trials="2")
     at.run()
     start = [b for b in at.button if b.label.startswith("Start (")]
     if start:   # on a loaded machine the 22 runs can be predicted above 5 s: then they are announced first
@@ -274,7 +274,7 @@ def test_compare_names_a_best_mechanism():
 
 
 def test_tradeoffs_sweep_draws_a_chart_per_metric():
-    at = app("ldpviz/app/views/2_Trade-offs.py", smech="grr", vary="epsilon", vals="0.5,2", trials="2")
+    at = app("ldpviz/app/views/trade_offs.py", smech="grr", vary="epsilon", vals="0.5,2", trials="2")
     at.run()
     assert_clean(at)
     assert len(at.get("plotly_chart")) == 3
@@ -283,7 +283,7 @@ def test_tradeoffs_sweep_draws_a_chart_per_metric():
 def test_audit_passes_registered_ldp_channels():
     """The audit page measures every channel on its small grid; no registered mechanism may exceed its epsilon;
     moving epsilon re-measures (new verdict text)."""
-    at = app("ldpviz/app/views/5_Privacy_audit.py", eps="0.5")
+    at = app("ldpviz/app/views/privacy_audit.py", eps="0.5")
     at.run()
     assert_clean(at)
     table = at.dataframe[0].value
@@ -304,7 +304,7 @@ def test_audit_page_black_box_column_when_available():
     from ldpviz.app import compute
     if not compute.blackbox_available():
         pytest.skip("ldpviz.evidence.audit (the black-box auditor) is not on this branch yet")
-    at = app("ldpviz/app/views/5_Privacy_audit.py")
+    at = app("ldpviz/app/views/privacy_audit.py")
     at.run()
     assert_clean(at)
     table = at.dataframe[0].value
@@ -326,12 +326,12 @@ def test_mechanisms_page_explains_missing_channels_and_journeys():
             by_kind.setdefault(kind, r["name"])
     expected = {"central": "trusted aggregator", "protocol": "no single-user journey", "no-channel": "too many to list"}
     for kind, name in by_kind.items():
-        at = app("ldpviz/app/views/3_Mechanisms.py", mech=name, cd="6")
+        at = app("ldpviz/app/views/mechanisms.py", mech=name, cd="6")
         at.run()
         assert_clean(at)
         assert any(expected[kind] in w.value for w in at.warning), (name, [w.value for w in at.warning])
     if "planar-laplace" in mechanisms.available():
-        at = app("ldpviz/app/views/3_Mechanisms.py", mech="planar-laplace", cd="32")
+        at = app("ldpviz/app/views/mechanisms.py", mech="planar-laplace", cd="32")
         at.run()
         assert_clean(at)
         assert not at.error and len(at.get("deck_gl_json_chart")) >= 2
@@ -376,7 +376,7 @@ def test_every_download_button_skips_the_rerun():
     from pathlib import Path
     root = Path(__file__).resolve().parents[1]
     calls = 0
-    for path in [*root.glob("ldpviz/app/views/*.py"), *root.glob("ldpviz/app/*.py")]:
+    for path in root.glob("ldpviz/app/**/*.py"):         # the pages, and the modules they draw from (decide_page/)
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "download_button":
                 calls += 1

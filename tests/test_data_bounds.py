@@ -28,7 +28,7 @@ def national_csv(tmp_path: Path) -> Path:
 
 
 def data_page() -> AppTest:
-    at = AppTest.from_file(str(ROOT / "ldpviz/app/views/4_Data.py"), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / "ldpviz/app/views/data.py"), default_timeout=120)
     at.query_params["ds"] = "normal"
     at.run()
     return at
@@ -127,7 +127,7 @@ def test_sidebar_typed_bounds_keep_the_cli_rows(capsys):
     stops = datasets.load("minneapolis-stops")
     square = int(Region.from_bbox(*map(float, box.split(","))).contains(stops.lon, stops.lat).sum())
     assert square > expected > 0                       # the square around the box holds more people
-    at = AppTest.from_file(str(ROOT / "ldpviz/app/views/0_Explore.py"), default_timeout=180)
+    at = AppTest.from_file(str(ROOT / "ldpviz/app/views/explore.py"), default_timeout=180)
     for key, value in {"ds": "minneapolis-stops", "region": "bounds typed in", "bbox": box, "d": "8",
                        "users": "0", "mech": "grr"}.items():
         at.query_params[key] = value

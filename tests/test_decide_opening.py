@@ -15,7 +15,7 @@ from ldpviz.decide import decision_flow as flow, tradeoff
 from ldpviz.experiment import runtime_model
 from ldpviz.mechanisms import estimation
 
-PAGE = str(Path(__file__).resolve().parents[1] / "ldpviz/app/views/0_Decide.py")
+PAGE = str(Path(__file__).resolve().parents[1] / "ldpviz/app/views/decide.py")
 
 
 def test_quick_group_fits_the_budget_shortest_first_and_always_one():

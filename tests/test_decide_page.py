@@ -15,7 +15,7 @@ from ldpviz.decide import decision_flow as flow
 from ldpviz.mechanisms.base import CENTRAL_DP, GEO_I, LDP, UNIT_PERSON
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGE = str(ROOT / "ldpviz/app/views/0_Decide.py")
+PAGE = str(ROOT / "ldpviz/app/views/decide.py")
 
 
 def page(**query: str) -> AppTest:

@@ -240,7 +240,7 @@ def _page(**query: str):
     from pathlib import Path
 
     from streamlit.testing.v1 import AppTest
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "ldpviz/app/views/0_Decide.py"),
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "ldpviz/app/views/decide.py"),
                            default_timeout=900)
     for key, value in query.items():
         at.query_params[key] = value

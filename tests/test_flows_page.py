@@ -1,4 +1,4 @@
-"""AppTest smoke test of the Flows page (ldpviz/app/views/6_Flows.py): renders, shows the readouts, no bug box."""
+"""AppTest smoke test of the Flows page (ldpviz/app/views/flows.py): renders, shows the readouts, no bug box."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_flows_page_renders_readouts_and_maps():
     """Default view (storm tracks, SRR, d = 4): L1, top-k, budget split and the navigation readouts."""
-    at = AppTest.from_file(str(ROOT / "ldpviz/app/views/6_Flows.py"), default_timeout=180)
+    at = AppTest.from_file(str(ROOT / "ldpviz/app/views/flows.py"), default_timeout=180)
     at.session_state["w:flows_grid"] = 4
     at.run()
     assert not at.exception, [e.message for e in at.exception]
@@ -26,7 +26,7 @@ def test_flows_page_renders_readouts_and_maps():
 
 def test_flows_page_switches_mechanism():
     """Another scheme and estimator recompute without errors."""
-    at = AppTest.from_file(str(ROOT / "ldpviz/app/views/6_Flows.py"), default_timeout=180)
+    at = AppTest.from_file(str(ROOT / "ldpviz/app/views/flows.py"), default_timeout=180)
     at.session_state["w:flows_grid"] = 4
     at.session_state["w:flows_mechanism"] = "grr-tiles"
     at.session_state["w:flows_estimator"] = "em"
@@ -39,7 +39,7 @@ def test_flows_page_headlines_the_worst_trip_and_the_per_person_total():
     """Navigation: the worst trip's lambda x epsilon with the mean beside it; the OD guarantee line names the most
     trips by one person (storms: one each) and how the region was chosen; the reporters' W x epsilon is stated."""
     import re
-    at = AppTest.from_file(str(ROOT / "ldpviz/app/views/6_Flows.py"), default_timeout=180)
+    at = AppTest.from_file(str(ROOT / "ldpviz/app/views/flows.py"), default_timeout=180)
     at.session_state["w:flows_grid"] = 4
     at.run()
     assert not at.exception, [e.message for e in at.exception]
@@ -56,7 +56,7 @@ def test_flows_page_cap_bounds_the_worst_trip():
     """The sidebar's cap (enforced on the phone) bounds the worst trip at cap x epsilon, and the guarantee says so;
     without the cap, at theta = 0 some trip makes more than one update (so the cap binds)."""
     import re
-    at = AppTest.from_file(str(ROOT / "ldpviz/app/views/6_Flows.py"), default_timeout=180)
+    at = AppTest.from_file(str(ROOT / "ldpviz/app/views/flows.py"), default_timeout=180)
     for key, value in {"fd": "4", "ftheta": "0", "fcap": "1"}.items():   # the page's link keys
         at.query_params[key] = value
     at.run()
@@ -64,7 +64,7 @@ def test_flows_page_cap_bounds_the_worst_trip():
     value = {m.label: m.value for m in at.metric}["Total privacy λ·ε (worst trip)"]
     assert float(re.match(r"[\d.]+", value).group()) <= 1.0          # epsilon 1, cap 1
     assert "the client sends at most 1 updates per trip" in " ".join(c.value for c in at.caption)
-    free = AppTest.from_file(str(ROOT / "ldpviz/app/views/6_Flows.py"), default_timeout=180)
+    free = AppTest.from_file(str(ROOT / "ldpviz/app/views/flows.py"), default_timeout=180)
     for key, value in {"fd": "4", "ftheta": "0"}.items():
         free.query_params[key] = value
     free.run()

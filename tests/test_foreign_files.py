@@ -102,7 +102,7 @@ DECIDE = dict(ds="normal", d="8", dcm="geoi", dcmet="w2_m", users="1000", mech="
 def decide_points(tmp_path: Path, frame: pd.DataFrame, name: str, bounds: str = "", accept: bool = False,
                   target: float = 1e6) -> AppTest:
     """Decide with ``frame`` uploaded as ``name`` (``bounds`` typed first; ``accept`` the suggested box)."""
-    at = page("0_Decide.py", dct=f"{target:g}", **DECIDE)
+    at = page("decide.py", dct=f"{target:g}", **DECIDE)
     run(at, start=False)       # the page as it opens, before the file
     if bounds:
         at.text_input[0].set_value(bounds)
@@ -177,7 +177,7 @@ def compare_and_explore(at: AppTest) -> None:
     signs = decision_flow.signed(at.session_state["decide_answers"], at.session_state["cfg"].get("decide_chosen"))
     assert query["mech"] == signs, (query["mech"], signs)      # the one step 5 signs, not Explore's last mechanism
     assert float(query["eps"]) >= chosen["epsilon"] and float(query["eps"]) <= chosen["epsilon"] * 1.01
-    ex = page("0_Explore.py", **query)
+    ex = page("explore.py", **query)
     run(ex)
     assert not ex.warning or not any("ignored" in w.value for w in ex.warning), [w.value for w in ex.warning]
     shown = ex.session_state["cfg"]
@@ -185,7 +185,7 @@ def compare_and_explore(at: AppTest) -> None:
 
     compare = next(h for label, h in hrefs.items() if "Compare page" in label)
     query = dict(parse_qsl(urlsplit(compare).query))
-    cmp = page("1_Compare.py", **{**query, "cmode": "target_epsilon", "cmp": "planar-laplace", "metric": "w2_m",
+    cmp = page("compare.py", **{**query, "cmode": "target_epsilon", "cmp": "planar-laplace", "metric": "w2_m",
                                   "tgt": query.get("dct", "1e6")})
     run(cmp)
     assert not cmp.error, [e.value for e in cmp.error]
@@ -261,7 +261,7 @@ def test_small_trips_file_asks_for_a_box_then_answers_per_person(tmp_path, capsy
     before any search; the suggested box accepted, the answer is per person, the Python printed runs and gives the
     page's answer, the signed report says the box was read from the data and deploy is refused with the reason."""
     frame = trips(np.random.default_rng(4))
-    at = page("0_Decide.py", dct="1e6", **DECIDE)
+    at = page("decide.py", dct="1e6", **DECIDE)
     run(at, start=False)
     uploader = next(u for u in at.file_uploader if "trips" in u.label.lower())
     uploader.set_value(("trips.csv", frame.to_csv(index=False).encode(), "text/csv"))

@@ -117,7 +117,7 @@ def test_budget_never_adds_ldp_and_geo_i():
 
 
 def _tradeoffs(**query: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "ldpviz/app/views/2_Trade-offs.py"), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / "ldpviz/app/views/trade_offs.py"), default_timeout=120)
     for key, value in {"ds": "normal", "users": "3000", "d": "8", "smech": "grr", "vary": "epsilon",
                        "vals": "0.5,2", **query}.items():
         at.query_params[key] = value

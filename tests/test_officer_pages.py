@@ -47,7 +47,7 @@ def test_one_attacker_on_explore_audit_and_mechanisms():
     assert re.search(r"lands within 100 m \(1% of the region's 10 km side\) of them [<\d.]+% of the time", sentence)
     from_explore = re.search(r"is off by \*\*([^*]+)\*\*", sentence).group(1)
 
-    audit = app("ldpviz/app/views/5_Privacy_audit.py", eps="1", ad="8", bb="0")
+    audit = app("ldpviz/app/views/privacy_audit.py", eps="1", ad="8", bb="0")
     audit.run()
     assert_clean(audit)
     table = audit.dataframe[0].value
@@ -55,7 +55,7 @@ def test_one_attacker_on_explore_audit_and_mechanisms():
     assert row["attacker error (population prior)"] == from_explore
     assert row["attacker error (uniform prior)"] != "—"
 
-    mech = app("ldpviz/app/views/3_Mechanisms.py", mech="grr", eps="1", cd="8")
+    mech = app("ldpviz/app/views/mechanisms.py", mech="grr", eps="1", cd="8")
     mech.run()
     assert_clean(mech)
     shown = {m.label: m.value for m in mech.metric}
@@ -128,7 +128,7 @@ def test_explore_explains_epsilon_and_geoi_per_km():
 def test_compare_groups_by_model_and_shows_the_common_scale():
     """The table is grouped by privacy model (LDP rows before Geo-I before central DP) and has common_terms'
     LDP-equivalent ε: ε itself for LDP, infinite for central DP."""
-    at = app("ldpviz/app/views/1_Compare.py", cmp="laplace,planar-laplace,grr", eps="1")
+    at = app("ldpviz/app/views/compare.py", cmp="laplace,planar-laplace,grr", eps="1")
     at.run()
     assert_clean(at)
     table = at.dataframe[0].value
@@ -146,7 +146,7 @@ def test_a_long_goal_seek_states_both_outcomes(monkeypatch):
     from ldpviz.app import longrun
     from ldpviz.experiment import runtime_model
     monkeypatch.setattr(longrun, "LONG_S", 1e-6)
-    at = app("ldpviz/app/views/1_Compare.py", cmp="grr", cmode="target_epsilon", metric="w2_m", tgt="2000", d="64")
+    at = app("ldpviz/app/views/compare.py", cmp="grr", cmode="target_epsilon", metric="w2_m", tgt="2000", d="64")
     at.run()
     assert_clean(at)
     notice = " ".join(i.value for i in at.info)
@@ -154,7 +154,7 @@ def test_a_long_goal_seek_states_both_outcomes(monkeypatch):
     scan = re.search(r"If no ε reaches the target, the search ends after its scan: (about [^.]+)\.", notice)
     assert scan and notice.index("**About") < notice.index(scan.group(0)), notice
     assert runtime_model.goal_seek_runs(10, "grr", 64 * 64, "scan") < runtime_model.goal_seek_runs(10, "grr", 64 * 64)
-    at = app("ldpviz/app/views/1_Compare.py", cmp="grr", cmode="users_needed", metric="w2_m", tgt="2000")
+    at = app("ldpviz/app/views/compare.py", cmp="grr", cmode="users_needed", metric="w2_m", tgt="2000")
     at.run()
     assert_clean(at)
     notice = " ".join(i.value for i in at.info)
@@ -165,7 +165,7 @@ def test_compare_target_mode_finds_epsilon_and_users():
     """Target mode: GRR's smallest ε found for W2 <= 2 km is met by one collection with probability 95% (decided on
     10 fresh collections whatever the sidebar's trials) and the attacker columns are filled; 'users needed' answers
     with a user count under columns that say the ε is fixed; the mode travels in the link."""
-    at = app("ldpviz/app/views/1_Compare.py", cmp="grr", cmode="target_epsilon", metric="w2_m", tgt="2000", trials="2")
+    at = app("ldpviz/app/views/compare.py", cmp="grr", cmode="target_epsilon", metric="w2_m", tgt="2000", trials="2")
     at.run()
     assert_clean(at)
     table = at.dataframe[0].value
@@ -190,7 +190,7 @@ def test_compare_target_follows_the_metric_and_opens_explore_at_the_answer():
     """Changing the target metric resets the target to that metric's default (no 'AQE <= 500'); a link's own
     target is kept on the first run; 'Use ε = ...' puts the answer (rounded up) and the mechanism in the state
     and opens Explore."""
-    at = app("ldpviz/app/views/1_Compare.py", cmp="grr", cmode="target_epsilon", metric="w2_m", tgt="2000", trials="2")
+    at = app("ldpviz/app/views/compare.py", cmp="grr", cmode="target_epsilon", metric="w2_m", tgt="2000", trials="2")
     at.run()
     assert at.session_state["cfg"]["target"] == 2000.0
     at.selectbox(key="w:metric").set_value("aqe").run()
@@ -243,16 +243,16 @@ def test_report_from_explore_states_the_goal_seeks_target_and_answer():
 def test_explore_opened_from_a_goal_seek_states_the_target():
     """Explore with the goal seek's target in the state reads its collections against it; without one it is
     silent."""
-    at = app("ldpviz/app/views/0_Explore.py", mech="grr", eps="4", d="16", users="4000", cmode="target_epsilon",
+    at = app("ldpviz/app/views/explore.py", mech="grr", eps="4", d="16", users="4000", cmode="target_epsilon",
              metric="w2_m", tgt="1500", trials="4")
     at.run()
     assert_clean(at)
     line = next(i.value for i in at.info if "Target from Compare's goal seek" in i.value)
     assert "of 4 collections meet it" in line and "≤ 1.50 km" in line and "(m)" not in line
-    plain = app("ldpviz/app/views/0_Explore.py", mech="grr", eps="4", d="16", users="4000")
+    plain = app("ldpviz/app/views/explore.py", mech="grr", eps="4", d="16", users="4000")
     plain.run()
     assert not any("Target from Compare" in i.value for i in plain.info)
-    carried = app("ldpviz/app/views/0_Explore.py", mech="grr", eps="4", d="16", users="4000", cmode="target_epsilon",
+    carried = app("ldpviz/app/views/explore.py", mech="grr", eps="4", d="16", users="4000", cmode="target_epsilon",
                   metric="w2_m", tgt="1500", trials="4")
     carried.session_state["goal_answer"] = {"mechanism": "grr", "metric": "w2_m", "target": 1500.0, "epsilon": 3.96,
                                             "epsilon_used": 4.0, "probability": 0.95, "confidence": 0.95,
@@ -266,7 +266,7 @@ def test_explore_opened_from_a_goal_seek_states_the_target():
 def test_compare_target_met_at_the_search_floor_is_not_called_reached():
     """Issue 27: a target every ε meets (W2 <= 50 km on a 10 km region) was answered 'ε 0.001, reached'. The table
     says it is met at any ε, at the search floor, and never a plain 'yes'."""
-    at = app("ldpviz/app/views/1_Compare.py", cmp="grr", cmode="target_epsilon", metric="w2_m", tgt="50000",
+    at = app("ldpviz/app/views/compare.py", cmp="grr", cmode="target_epsilon", metric="w2_m", tgt="50000",
              trials="2")
     at.run()
     assert_clean(at)
@@ -295,12 +295,12 @@ def test_tradeoff_state_round_trip():
 def test_tradeoffs_budget_over_time_derives_epsilon_from_a_total():
     """Daily for a year at the sidebar's ε = 0.5 adds up to 182.5; from a total of 36.5 over daily collections
     the page derives ε = 0.1 per collection and offers to use it in the sidebar."""
-    at = app("ldpviz/app/views/2_Trade-offs.py", smech="grr", vary="epsilon", vals="1", eps="0.5")
+    at = app("ldpviz/app/views/trade_offs.py", smech="grr", vary="epsilon", vals="1", eps="0.5")
     at.run()
     assert_clean(at)
     shown = {m.label: m.value for m in at.metric}
     assert shown["Collections"] == "365" and shown["Total ε (one person, whole period)"] == "182"
-    at = app("ldpviz/app/views/2_Trade-offs.py", smech="grr", vary="epsilon", vals="1", bfrom="1", btot="36.5")
+    at = app("ldpviz/app/views/trade_offs.py", smech="grr", vary="epsilon", vals="1", bfrom="1", btot="36.5")
     at.run()
     assert_clean(at)
     assert {m.label: m.value for m in at.metric}["Charged per collection"] == "0.1"
@@ -320,7 +320,7 @@ def test_tradeoffs_budget_pays_an_uploaded_paid_region_every_collection():
       (1.25, then 1); the button names the report's ε and says the region is charged besides."""
     from tests.foreign_files import city
     epsilon0 = 0.25
-    data = AppTest.from_file(str(test_app.ROOT / "ldpviz/app/views/4_Data.py"), default_timeout=120)
+    data = AppTest.from_file(str(test_app.ROOT / "ldpviz/app/views/data.py"), default_timeout=120)
     data.run()
     data.number_input(key="w:upload_epsilon0").set_value(epsilon0)   # the rule defaults to the private tiles
     frame = city(np.random.default_rng(37))
@@ -331,7 +331,7 @@ def test_tradeoffs_budget_pays_an_uploaded_paid_region_every_collection():
     assert link["ds"].startswith("upload:") and link["region"] == f"Private tiles (ε0 = {epsilon0:g})", link
     week = dict(link, smech="grr", vary="epsilon", vals="1", bev="day", btimes="1", bper="1", bunit="week")
 
-    at = app("ldpviz/app/views/2_Trade-offs.py", **week, eps="1")
+    at = app("ldpviz/app/views/trade_offs.py", **week, eps="1")
     at.run()
     assert_clean(at)
     shown = {m.label: m.value for m in at.metric}
@@ -339,7 +339,7 @@ def test_tradeoffs_budget_pays_an_uploaded_paid_region_every_collection():
     assert shown["Charged per collection"] == "1.25", shown          # 1 + 0.25: the report and the region
     assert any("add up to ε = 8.75 (LDP)" in m.value for m in at.markdown), [m.value for m in at.markdown]
 
-    at = app("ldpviz/app/views/2_Trade-offs.py", **week, eps="1", bfrom="1", btot="7")
+    at = app("ldpviz/app/views/trade_offs.py", **week, eps="1", bfrom="1", btot="7")
     at.run()
     assert_clean(at)
     assert {m.label: m.value for m in at.metric}["Charged per collection"] == "1"      # 0.75 + 0.25
@@ -354,7 +354,7 @@ def test_tradeoffs_budget_pays_an_uploaded_paid_region_every_collection():
 def test_tradeoffs_frontier_and_users_axis():
     """The frontier toggle draws metric against attacker error (one trace per mechanism: GRR's attacker exact, OUE's
     by Monte Carlo; a central-DP heatmap has none and says so); the sweep may vary the number of users."""
-    at = app("ldpviz/app/views/2_Trade-offs.py", smech="grr,oue,laplace", vary="epsilon", vals="0.5,2", fr="1")
+    at = app("ldpviz/app/views/trade_offs.py", smech="grr,oue,laplace", vary="epsilon", vals="0.5,2", fr="1")
     at.run()
     assert_clean(at)
     import json
@@ -362,7 +362,7 @@ def test_tradeoffs_frontier_and_users_axis():
     assert len(fig["data"]) == 2 and all(len(t["x"]) == 2 for t in fig["data"])   # GRR and OUE, one point per ε
     assert all(t["x"][0] > t["x"][1] for t in fig["data"])                # the attacker does better at ε = 2
     assert any("Not drawn (no attacker error" in c.value for c in at.caption)     # the central-DP heatmap
-    at = app("ldpviz/app/views/2_Trade-offs.py", smech="grr", vary="n_users", vals="500,2000")
+    at = app("ldpviz/app/views/trade_offs.py", smech="grr", vary="n_users", vals="500,2000")
     at.run()
     assert_clean(at)
     assert any("2 settings" in c.value for c in at.caption)
@@ -371,12 +371,12 @@ def test_tradeoffs_frontier_and_users_axis():
 
 def test_compare_offers_a_decision_report_with_two_trials():
     """With 2 trials Compare offers the decision report for a chosen mechanism; with 1 it says why not."""
-    at = app("ldpviz/app/views/1_Compare.py", cmp="grr,planar-laplace", trials="2")
+    at = app("ldpviz/app/views/compare.py", cmp="grr,planar-laplace", trials="2")
     at.run()
     assert_clean(at)
     assert at.selectbox(key="w:report_mechanism").options
     assert any(getattr(b, "label", "") == "Decision report (HTML)" for b in at.get("download_button"))
-    at = app("ldpviz/app/views/1_Compare.py", cmp="grr", trials="1")
+    at = app("ldpviz/app/views/compare.py", cmp="grr", trials="1")
     at.run()
     assert_clean(at)
     assert any("needs 2 or more trials" in c.value for c in at.caption)
@@ -387,7 +387,7 @@ def test_several_long_runs_in_one_comparison(monkeypatch):
     runs each scenario in its own child process, each with its own Stop button, and names a best mechanism."""
     from ldpviz.app import longrun
     monkeypatch.setattr(longrun, "LONG_S", 0.0)
-    at = app("ldpviz/app/views/1_Compare.py", cmp="grr,exact", metric="w2_m", seed="11")
+    at = app("ldpviz/app/views/compare.py", cmp="grr,exact", metric="w2_m", seed="11")
     at.run()
     start = [b for b in at.button if b.label.startswith("Start (")]
     assert start, "the comparison was not announced"

@@ -14,7 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "ldpviz" / "app" / "views").glob("[0-9]_*.py"))
+PAGES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "ldpviz" / "app" / "views").glob("*.py"))
 SETTINGS = {
     "small": {"ds": "normal", "users": "3000", "d": "8", "mech": "grr"},
     "one user": {"ds": "normal", "users": "1", "d": "4", "mech": "grr"},

@@ -1,4 +1,4 @@
-"""AppTest checks of the People page (ldpviz/app/views/7_People.py) and the Flows page's link and CSV download.
+"""AppTest checks of the People page (ldpviz/app/views/people.py) and the Flows page's link and CSV download.
 
 Small settings (d = 8, few centres) so each test runs in a few seconds. Every statistical
 reading uses the page's fixed seed 0 (the shared default).
@@ -19,8 +19,8 @@ from streamlit.testing.v1 import AppTest
 from ldpviz.app import state
 
 ROOT = Path(__file__).resolve().parents[1]
-PEOPLE = str(ROOT / "ldpviz/app/views/7_People.py")
-FLOWS = str(ROOT / "ldpviz/app/views/6_Flows.py")
+PEOPLE = str(ROOT / "ldpviz/app/views/people.py")
+FLOWS = str(ROOT / "ldpviz/app/views/flows.py")
 
 
 class _Storage(MemoryMediaFileStorage):

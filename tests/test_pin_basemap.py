@@ -25,7 +25,7 @@ SMALL = {"ds": "normal", "users": "3000", "d": "8"}
 
 
 def explore(**query: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "ldpviz/app/views/0_Explore.py"), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / "ldpviz/app/views/explore.py"), default_timeout=120)
     for key, value in {**SMALL, **query}.items():
         at.query_params[key] = value
     return at
@@ -99,11 +99,11 @@ def test_pin_survives_a_page_switch():
     at.run()
     at.button(key="pin:on").click().run()
     kept = dict(at.session_state["cfg"]["pin"])
-    at.switch_page("ldpviz/app/views/1_Compare.py").run()
+    at.switch_page("ldpviz/app/views/compare.py").run()
     assert_clean(at)
     assert at.title[0].value.startswith("Compare")
     assert at.session_state["cfg"]["pin"] == kept
-    at.switch_page("ldpviz/app/views/0_Explore.py").run()
+    at.switch_page("ldpviz/app/views/explore.py").run()
     assert_clean(at)
     assert at.session_state["cfg"]["pin"] == kept
     assert any("Pinned setting vs current" in h.value for h in at.subheader)
@@ -219,15 +219,15 @@ def test_readout_table_says_which_setting_is_better():
 
 
 READOUT_PAGES = [  # (page, link) small settings; every st.metric on each must explain itself
-    ("ldpviz/app/views/0_Explore.py", {**SMALL, "trials": "2"}),
-    ("ldpviz/app/views/2_Trade-offs.py", {**SMALL, "smech": "grr", "vals": "1"}),
-    ("ldpviz/app/views/3_Mechanisms.py", {"ds": "normal", "mech": "grr", "cd": "6"}),
-    ("ldpviz/app/views/6_Flows.py", {"fd": "4"}),
-    ("ldpviz/app/views/7_People.py", {"pd": "8", "pk": "2", "pshuf": "1"}),
+    ("ldpviz/app/views/explore.py", {**SMALL, "trials": "2"}),
+    ("ldpviz/app/views/trade_offs.py", {**SMALL, "smech": "grr", "vals": "1"}),
+    ("ldpviz/app/views/mechanisms.py", {"ds": "normal", "mech": "grr", "cd": "6"}),
+    ("ldpviz/app/views/flows.py", {"fd": "4"}),
+    ("ldpviz/app/views/people.py", {"pd": "8", "pk": "2", "pshuf": "1"}),
 ]
 
 
-@pytest.mark.parametrize("page,query", READOUT_PAGES, ids=[p.split("_", 1)[1][:-3] for p, _ in READOUT_PAGES])
+@pytest.mark.parametrize("page,query", READOUT_PAGES, ids=[Path(p).stem for p, _ in READOUT_PAGES])
 def test_every_readout_states_its_unit_and_what_good_and_poor_look_like(page, query):
     """Each st.metric's help comes from ldpviz.decide.explain.readout_help: a unit in brackets, a direction, and what good
     and poor values look like (the one exception: the People page's 'Privacy unit', which is not a number)."""
@@ -259,11 +259,11 @@ def test_readout_help_covers_every_guide_entry_and_refuses_unknown_keys():
         explain.readout_help("nope")
 
 
-@pytest.mark.parametrize("page,query", [("ldpviz/app/views/1_Compare.py", {**SMALL, "cmp": "grr,dam"}),
-                                        ("ldpviz/app/views/3_Mechanisms.py", {"ds": "normal", "mech": "grr", "cd": "6"}),
-                                        ("ldpviz/app/views/7_People.py", {"pd": "8", "pk": "2"}),
-                                        ("ldpviz/app/views/4_Data.py", {"ds": "normal"}),
-                                        ("ldpviz/app/views/6_Flows.py", {"fd": "4"})],
+@pytest.mark.parametrize("page,query", [("ldpviz/app/views/compare.py", {**SMALL, "cmp": "grr,dam"}),
+                                        ("ldpviz/app/views/mechanisms.py", {"ds": "normal", "mech": "grr", "cd": "6"}),
+                                        ("ldpviz/app/views/people.py", {"pd": "8", "pk": "2"}),
+                                        ("ldpviz/app/views/data.py", {"ds": "normal"}),
+                                        ("ldpviz/app/views/flows.py", {"fd": "4"})],
                          ids=["Compare", "Mechanisms", "People", "Data", "Flows"])
 def test_other_map_pages_follow_the_basemap_setting(page, query):
     """The basemap choice is the session's, not Explore's: off by default on every map page, on when the link says

@@ -123,7 +123,7 @@ def test_explore_shows_the_warning():
     neighbouring cell) the page shows the warning outside any expander; at 1 per km (2.5) it does not. (The
     dashboard's LDP epsilon stops at 10, so Geo-I is where it can fire.)"""
     def explore(eps: str) -> AppTest:
-        at = AppTest.from_file(str(ROOT / "ldpviz/app/views/0_Explore.py"), default_timeout=180)
+        at = AppTest.from_file(str(ROOT / "ldpviz/app/views/explore.py"), default_timeout=180)
         for key, value in {"ds": "normal", "users": "2000", "d": "4", "mech": "planar-laplace", "eps": eps}.items():
             at.query_params[key] = value
         at.run()
@@ -149,7 +149,7 @@ def test_explore_on_a_fiji_sized_region_does_not_overflow():
     """Issue 20: planar Laplace at 1 per km on a 3,356 km region (bounds -15,-15,15,15; d = 16, two trials) used to
     raise OverflowError in the guarantee box. Explore now runs cleanly, states the region-wide ratio as 'more than
     10^300' and shows the no-privacy warning (210 km cells: e^210 between neighbours)."""
-    at = AppTest.from_file(str(ROOT / "ldpviz/app/views/0_Explore.py"), default_timeout=300)
+    at = AppTest.from_file(str(ROOT / "ldpviz/app/views/explore.py"), default_timeout=300)
     for key, value in {"ds": "normal", "users": "2000", "d": "16", "mech": "planar-laplace", "eps": "1",
                        "region": "bounds typed in", "bbox": "-15,-15,15,15", "trials": "2"}.items():
         at.query_params[key] = value

@@ -105,7 +105,7 @@ def test_compare_never_ranks_a_start_map():
     from pathlib import Path
 
     from streamlit.testing.v1 import AppTest
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "ldpviz/app/views/1_Compare.py"),
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "ldpviz/app/views/compare.py"),
                            default_timeout=300)
     for key, value in {"ds": "minneapolis-stops", "users": "20000", "d": "32", "eps": "0.5", "trials": "2",
                        "cmp": "sem-geoi,grr", "metric": "w2_m"}.items():
@@ -216,7 +216,7 @@ def test_tradeoffs_marks_and_names_start_map_points():
     from pathlib import Path
 
     from streamlit.testing.v1 import AppTest
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "ldpviz/app/views/2_Trade-offs.py"),
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "ldpviz/app/views/trade_offs.py"),
                            default_timeout=300)
     for key, value in {"ds": "minneapolis-stops", "users": "3000", "d": "32", "trials": "1", "smech": "sem-geoi,grr",
                        "vary": "epsilon", "vals": "0.5,1"}.items():

@@ -48,13 +48,13 @@ def test_flows_upload_counts_the_trips_the_cli_counts(tmp_path, capsys):
     path = trips_csv(tmp_path)
     assert cli.main(["od", "--file", str(path), "--grid", "4", "--json", "--bbox", BOX]) == 0
     expected = json.loads(capsys.readouterr().out)["n_users"]
-    first = page("6_Flows.py", d="4")
+    first = page("flows.py", d="4")
     first.file_uploader[0].set_value(("my_trips.csv", path.read_bytes(), "text/csv")).run()
     assert any("Next step: choose the area of my_trips.csv" in i.value for i in first.info)
     assert any("300 people in all" in c.value for c in first.caption)        # 'Why ldpviz asks', folded away
     # too few for the private tiles: the step says how many people they need (issue 36), counted in people
     assert any("need at least" in i.value and "this file has 300 people in all" in i.value for i in first.info)
-    at = page("6_Flows.py", d="4")
+    at = page("flows.py", d="4")
     at.text_input(key="w:trip_bounds:flows").set_value(BOX)
     at.file_uploader[0].set_value(("my_trips.csv", path.read_bytes(), "text/csv")).run()
     assert not at.exception, [e.message for e in at.exception]
@@ -68,7 +68,7 @@ def test_flows_upload_counts_the_trips_the_cli_counts(tmp_path, capsys):
     assert any("typed bounds -93.34,44.88,-93.18,45.06" in c.value for c in at.caption), \
         [c.value for c in at.caption]
     # kept across pages: People lists it and studies its 300 people
-    people = AppTest.from_file(str(ROOT / "ldpviz/app/views/7_People.py"), default_timeout=180)
+    people = AppTest.from_file(str(ROOT / "ldpviz/app/views/people.py"), default_timeout=180)
     people.session_state["trip_uploads"] = at.session_state["trip_uploads"]
     people.query_params["d"] = "8"
     people.run()
@@ -77,7 +77,7 @@ def test_flows_upload_counts_the_trips_the_cli_counts(tmp_path, capsys):
 
 def test_people_upload_studies_each_person_and_states_units(tmp_path):
     path = trips_csv(tmp_path)
-    at = page("7_People.py", d="8", pk="2")
+    at = page("people.py", d="8", pk="2")
     at.text_input(key="w:trip_bounds:people").set_value(BOX)
     at.file_uploader[0].set_value(("my_trips.csv", path.read_bytes(), "text/csv")).run()
     assert not at.exception, [e.message for e in at.exception]
@@ -89,7 +89,7 @@ def test_people_upload_studies_each_person_and_states_units(tmp_path):
 
 
 def test_bad_trips_file_is_explained(tmp_path):
-    at = page("6_Flows.py", d="4")
+    at = page("flows.py", d="4")
     at.file_uploader[0].set_value(("bad.csv", b"a,b\n1,2\n", "text/csv")).run()
     assert not at.exception
     assert any("trips file could not be used" in e.value for e in at.error)
@@ -98,13 +98,13 @@ def test_bad_trips_file_is_explained(tmp_path):
 def test_page_grids_follow_the_shared_d_where_allowed():
     """Flows' OD grid follows the shared d when it is 4, 8 or 16, else uses 8 and says why; People says why
     Shuffle is off for laplace-top."""
-    at = page("6_Flows.py", d="4")
+    at = page("flows.py", d="4")
     assert at.select_slider(key="w:flows_grid").value == 4
     assert any("Follows the shared grid side d = 4" in c.value for c in at.sidebar.caption)
-    at = page("6_Flows.py", d="32", fd="4")
+    at = page("flows.py", d="32", fd="4")
     assert at.select_slider(key="w:flows_grid").value == 4
     assert any("Set on this page; the shared grid side is d = 32" in c.value for c in at.sidebar.caption)
-    at = page("7_People.py", d="8", pmeth="laplace-top", pk="2")
+    at = page("people.py", d="8", pmeth="laplace-top", pk="2")
     assert at.toggle(key="w:people_shuffle").disabled
     assert any("laplace-top has no shuffled version" in c.value for c in at.sidebar.caption)
 
@@ -120,7 +120,7 @@ def test_flows_trip_box_suggested_from_the_rows_keeps_its_provenance(tmp_path):
         rows += [(f"p{person}", 0, seq, lon0 + rng.normal(0, 0.03), lat0 + rng.normal(0, 0.03)) for seq in range(3)]
     path = tmp_path / "two_cities.csv"
     pd.DataFrame(rows, columns=["person", "trip", "seq", "lon", "lat"]).to_csv(path, index=False)
-    at = page("6_Flows.py", d="4")
+    at = page("flows.py", d="4")
     at.file_uploader[0].set_value(("two_cities.csv", path.read_bytes(), "text/csv")).run()
     step = next(i.value for i in at.info if "Next step: choose the area of two_cities.csv" in i.value)
     box = step.split("`")[1]
@@ -128,7 +128,7 @@ def test_flows_trip_box_suggested_from_the_rows_keeps_its_provenance(tmp_path):
     assert not at.exception, [e.message for e in at.exception]
     message = " ".join(s.value for s in at.success)
     assert "the box ldpviz suggested from the file's rows" in message and "not covered by epsilon" in message, message
-    at = page("6_Flows.py", d="4")                            # a new session: the same box typed, not suggested
+    at = page("flows.py", d="4")                            # a new session: the same box typed, not suggested
     at.text_input(key="w:trip_bounds:flows").set_value(box).run()
     at.file_uploader[0].set_value(("two_cities.csv", path.read_bytes(), "text/csv")).run()
     message = " ".join(s.value for s in at.success)
@@ -155,7 +155,7 @@ def test_trips_that_only_need_a_box_get_it_as_a_step_on_flows_and_people(tmp_pat
     People it is a step: the suggested box with its rows, a button that accepts it, and the file loads with that
     box without being uploaded again; the 'Loaded' banner shows only while that file is the selected data."""
     path = national_trips_csv(tmp_path)
-    for name, key in (("6_Flows.py", "flows"), ("7_People.py", "people")):
+    for name, key in (("flows.py", "flows"), ("people.py", "people")):
         at = page(name, d="8")
         at.file_uploader[0].set_value(("nation_trips.csv", path.read_bytes(), "text/csv")).run()
         assert not at.exception, [e.message for e in at.exception]

@@ -59,7 +59,7 @@ def texts(at: AppTest) -> str:
 def upload_two_points_files(monkeypatch) -> tuple[AppTest, str, str]:
     """The Data page with a.csv then b.csv uploaded under the tiny budget: (page, name of a, name of b)."""
     monkeypatch.setenv("LDPVIZ_SESSION_UPLOAD_MB", TINY_MB)
-    at = page("4_Data.py").run()
+    at = page("data.py").run()
     at.text_input(key="w:upload_bounds").set_value(BOX).run()
     at.file_uploader[0].set_value(("a.csv", points_csv(1), "text/csv")).run()
     assert not at.exception, [e.message for e in at.exception]
@@ -91,7 +91,7 @@ def test_without_a_budget_set_both_files_are_held(monkeypatch):
     """The default budget (200 MB) holds both small files: nothing is released, nothing is said."""
     monkeypatch.delenv("LDPVIZ_SESSION_UPLOAD_MB", raising=False)
     assert uploads.session_budget_bytes() == 200 * 2**20
-    at = page("4_Data.py").run()
+    at = page("data.py").run()
     at.text_input(key="w:upload_bounds").set_value(BOX).run()
     for i, name in enumerate(("a.csv", "b.csv")):
         at.file_uploader[0].set_value((name, points_csv(i + 1), "text/csv")).run()
@@ -105,7 +105,7 @@ def test_a_page_that_asks_for_the_released_file_names_it(monkeypatch):
     is kept as small, so the link cannot find a.csv there either: while the store holds a file, a link restores it.)"""
     monkeypatch.setenv("LDPVIZ_SERVER_UPLOAD_MB", TINY_MB)
     at, first, _ = upload_two_points_files(monkeypatch)
-    explore = page("0_Explore.py")
+    explore = page("explore.py")
     for key in SESSION_KEYS:
         if key in at.session_state:
             explore.session_state[key] = at.session_state[key]
@@ -117,7 +117,7 @@ def test_a_page_that_asks_for_the_released_file_names_it(monkeypatch):
     assert "upload it again to use it" in said
     assert explore.session_state["cfg"]["dataset"] == datasets.names()[0]
 
-    linked = page("0_Explore.py", ds=first)       # a link naming it, in the session that released it
+    linked = page("explore.py", ds=first)       # a link naming it, in the session that released it
     for key in (uploads.RELEASED, uploads.ORDER):
         linked.session_state[key] = at.session_state[key]
     linked.run()
@@ -131,7 +131,7 @@ def test_trips_count_in_the_same_budget_and_the_one_just_loaded_is_kept(monkeypa
     now is kept, even alone above the budget), and Flows names the released points file."""
     at, _, second = upload_two_points_files(monkeypatch)
     monkeypatch.setenv("LDPVIZ_SESSION_UPLOAD_MB", "0.001")        # 1 KB: smaller than any one file
-    flows = page("6_Flows.py")
+    flows = page("flows.py")
     for key in SESSION_KEYS:
         if key in at.session_state:
             flows.session_state[key] = at.session_state[key]

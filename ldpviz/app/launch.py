@@ -25,7 +25,7 @@ SCRIPT = Path(__file__).resolve().parent / "entry" / "dashboard.py"
 SERVER_MODULE = "ldpviz.app.entry.streamlit_server"
 DEFAULT_ADDRESS = "127.0.0.1"   # this machine only; 0.0.0.0 shares it on the network on purpose (README)
 DEFAULT_PORT = 8501
-#: The Data page reads uploads in chunks up to 1 GB (ldpviz/app/views/4_Data.py MAX_UPLOAD_BYTES).
+#: The Data page reads uploads in chunks up to 1 GB (ldpviz/app/views/data.py MAX_UPLOAD_BYTES).
 MAX_UPLOAD_MB = 1024
 
 

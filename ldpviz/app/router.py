@@ -16,18 +16,23 @@ import streamlit as st
 from ldpviz.app import errors, session
 
 VIEWS = Path(__file__).resolve().parent / "views"
-#: (file in views/, title, url path); Explore is the default page at the root address.
+#: (file in views/, title, url path); Explore is the default page at the root address. The files have importable
+#: names (``ldpviz.app.views.trade_offs``); the titles and url paths are the pages' public names, the ones links and
+#: the sidebar carry, and stay as they were when the files were named ``0_Decide.py``, ``2_Trade-offs.py``, ...
 PAGES = [
-    ("0_Decide.py", "Decide", "Decide"),      # first: the guided decision (issue 27)
-    ("0_Explore.py", "Explore", None),
-    ("1_Compare.py", "Compare", "Compare"),
-    ("2_Trade-offs.py", "Trade-offs", "Trade-offs"),
-    ("3_Mechanisms.py", "Mechanisms", "Mechanisms"),
-    ("4_Data.py", "Data", "Data"),
-    ("5_Privacy_audit.py", "Privacy audit", "Privacy_audit"),
-    ("6_Flows.py", "Flows", "Flows"),
-    ("7_People.py", "People", "People"),
+    ("decide.py", "Decide", "Decide"),      # first: the guided decision (issue 27)
+    ("explore.py", "Explore", None),
+    ("compare.py", "Compare", "Compare"),
+    ("trade_offs.py", "Trade-offs", "Trade-offs"),
+    ("mechanisms.py", "Mechanisms", "Mechanisms"),
+    ("data.py", "Data", "Data"),
+    ("privacy_audit.py", "Privacy audit", "Privacy_audit"),
+    ("flows.py", "Flows", "Flows"),
+    ("people.py", "People", "People"),
 ]
+#: The default page's own url path: the one Streamlit inferred from its old file name ``0_Explore.py``. Streamlit
+#: derives a page's identity (its script hash) from it, so it is kept, although the page is served at the root.
+DEFAULT_URL_PATH = "Explore"
 
 
 def _warm_metrics() -> None:
@@ -46,6 +51,6 @@ def main() -> None:
     # The favicon is set once here, served by this server. No page icons: Streamlit makes a Material icon the
     # page's favicon and fetches it from a third-party host.
     st.set_page_config(page_title="ldpviz", page_icon=session.PAGE_ICON, layout="wide")
-    pages = [st.Page(str(VIEWS / file), title=title, default=url is None, **({"url_path": url} if url else {}))
+    pages = [st.Page(str(VIEWS / file), title=title, default=url is None, url_path=url or DEFAULT_URL_PATH)
              for file, title, url in PAGES]
     errors.run_page(st.navigation(pages))

@@ -256,7 +256,7 @@ def reset_when_changed(config: dict[str, Any], watched: str, field: str, default
 
 
 def open_page(view: str, **changes: Any) -> None:
-    """Change settings from code and open the page ``view`` (a file in ``views/``, e.g. "0_Explore.py") with
+    """Change settings from code and open the page ``view`` (a file in ``views/``, e.g. "explore.py") with
     them: Compare's "Use ε = …" opens Explore at the answer. The path is absolute, so it matches the page the
     router registered whichever script started the server."""
     cfg().update(changes)

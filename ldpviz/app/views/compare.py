@@ -128,12 +128,12 @@ def goal_seek_table(table: pd.DataFrame, mode: str, metric: str, target: float, 
                     # the answer's own collections come along: Explore's interval is then over as many (issue 27),
                     # and the answer with its reading, for Explore's report and JSON (ui.goal_for)
                     st.session_state[ui.GOAL_KEY] = {**ui.goal_row(row), "epsilon_used": eps}
-                    session.open_page("0_Explore.py", mechanism=row["mechanism"], epsilon=eps,
+                    session.open_page("explore.py", mechanism=row["mechanism"], epsilon=eps,
                                       trials=min(int(row["trials"]), state.MAX_TRIALS_UI))
             elif col.button(f"Use {int(row['n_users']):,} users · {label}", key=f"goal:use:{row['mechanism']}",
                             help="Opens Explore with this mechanism and this number of users."):
                 st.session_state[ui.GOAL_KEY] = ui.goal_row(row)
-                session.open_page("0_Explore.py", mechanism=row["mechanism"], n_users=int(row["n_users"]),
+                session.open_page("explore.py", mechanism=row["mechanism"], n_users=int(row["n_users"]),
                                   trials=min(int(row["trials"]), state.MAX_TRIALS_UI))
     st.download_button("Target search (CSV)", table.to_csv(index=False), "ldpviz-target.csv", "text/csv",
                        on_click="ignore")
