@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     sides = [int(s) for s in (args.sides or ("8,16" if args.quick else "32,64")).split(",")]
     n_users = 3000 if args.quick else None
-    target = flow.TARGET_DEFAULTS["w2_m"] * (3.0 if args.quick else 1.0)
+    target = flow.DECIDE_TARGET_DEFAULTS["w2_m"] * (3.0 if args.quick else 1.0)
     data = datasets.load(DATASET)
     names, _ = flow.eligible(["LDP", "Geo-I"])
     if args.quick:

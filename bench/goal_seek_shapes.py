@@ -39,7 +39,7 @@ MECHANISMS = ("grr", "oue", "dam", "planar-laplace")
 FROM_LOG = (" (the rows it printed, written with --from-log: nothing measured again; predictions recomputed by "
             "the current model from the logged sizes and one-run times)")
 SEED = 2026
-TARGET_M = flow.TARGET_DEFAULTS["w2_m"]
+TARGET_M = flow.DECIDE_TARGET_DEFAULTS["w2_m"]
 
 
 def files(quick: bool) -> dict[str, datasets.Dataset]:

@@ -195,9 +195,9 @@ def test_compare_target_follows_the_metric_and_opens_explore_at_the_answer():
     assert at.session_state["cfg"]["target"] == 2000.0
     at.selectbox(key="w:metric").set_value("aqe").run()
     assert_clean(at)
-    assert at.session_state["cfg"]["target"] == state.TARGET_DEFAULTS["aqe"]
+    assert at.session_state["cfg"]["target"] == state.COMPARE_TARGET_DEFAULTS["aqe"]
     at.selectbox(key="w:metric").set_value("w2_m").run()
-    assert at.session_state["cfg"]["target"] == state.TARGET_DEFAULTS["w2_m"]
+    assert at.session_state["cfg"]["target"] == state.COMPARE_TARGET_DEFAULTS["w2_m"]
     found = float(at.dataframe[0].value.iloc[0]["ε found"])
     use = [b for b in at.button if b.key == "goal:use:grr"]
     assert use and use[0].label.startswith("Use ε = ")

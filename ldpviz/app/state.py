@@ -47,7 +47,6 @@ QUERY_RHO_OPTIONS: tuple[float, ...] = (0.005, 0.01, 0.05, 0.1, 0.25)
 #: the metric resets the target to its metric's default. Its W2 (500 m) is not the Decide page's (800 m,
 #: ldpviz.decide.decision_flow.DECIDE_TARGET_DEFAULTS).
 COMPARE_TARGET_DEFAULTS = {"w2_m": 500.0, "aqe": 0.05, "kl": 0.1, "l1": 0.2}
-TARGET_DEFAULTS = COMPARE_TARGET_DEFAULTS     # the name Compare reads
 
 
 def epsilon_for_use(epsilon: float) -> float:

@@ -57,7 +57,6 @@ NEEDS = {"w2_m": "Where people are: the map's mass within {t} of where it truly 
 #: ldpviz.app.state.COMPARE_TARGET_DEFAULTS): each page keeps its own first value (the goal seeks timed in
 #: docs/goal-seek-*.md ran at this one).
 DECIDE_TARGET_DEFAULTS = {"w2_m": 800.0, "aqe": 0.05}
-TARGET_DEFAULTS = DECIDE_TARGET_DEFAULTS     # the name the Decide page reads
 #: Step 4 answers either question: the epsilon needed at the users there are, or the users needed at an epsilon.
 TURNS = ("epsilon", "users")
 TEXT_MAX = 300

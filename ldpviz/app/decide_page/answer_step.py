@@ -61,10 +61,10 @@ def the_answer(state_: DecideState) -> Answers:
                         format_func={"epsilon": "ε needed with the users there are",
                                      "users": "Users needed at a fixed ε"}.get)
     if turn == "users":
-        session.bind(cfg, "decide_epsilon", st.number_input, "ε (fixed)", min_value=0.001, max_value=50.0,
-                     format="%g")
+        session.bind(cfg, "decide_epsilon", st.number_input, "ε (fixed)", format="%g",
+                     **state.SETTING["decide_epsilon"].widget_bounds())
     limit = session.bind(cfg, "decide_limit", st.number_input, "The largest ε per person in one collection I accept",
-                         min_value=0.001, max_value=50.0, format="%g",
+                         format="%g", **state.SETTING["decide_limit"].widget_bounds(),
                          help="Judged on the ledger (the region, reports per person); Geo-I between neighbouring "
                               "cells. Where no mechanism meets the target within it, the answer says so first and "
                               "what each reaches at it.")

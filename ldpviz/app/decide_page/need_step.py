@@ -18,7 +18,7 @@ def what_the_map_must_show(state_: DecideState) -> Need:
     c1, c2, c3 = st.columns([2, 1, 1])
     metric = session.bind(cfg, "decide_metric", c1.radio, "The need", list(flow.NEEDS), valid=list(flow.NEEDS),
                           format_func=lambda m: flow.NEEDS[m].format(t="x m" if m == "w2_m" else "x"))
-    session.reset_when_changed(cfg, "decide_metric", "decide_target", flow.TARGET_DEFAULTS[metric])
+    session.reset_when_changed(cfg, "decide_metric", "decide_target", flow.DECIDE_TARGET_DEFAULTS[metric])
     target = session.bind(cfg, "decide_target", c2.number_input, f"x = ({ui.metric_label(metric)} at most)",
                           min_value=0.0001, format="%g")
     grid_options = [d for d in state.GRID_OPTIONS if d <= 64]
@@ -28,7 +28,7 @@ def what_the_map_must_show(state_: DecideState) -> Need:
     c2.caption(f"beside cells of {ui.fmt_metres(region.side_m / int(side))}" if metric.endswith("_m") else
                "of everyone; areas of 1% of the region")
     probability = session.bind(cfg, "decide_probability", c2.number_input, "Share of collections that must meet it",
-                               min_value=0.5, max_value=0.999, step=0.01, format="%.3g")
+                               step=0.01, format="%.3g", **state.SETTING["decide_probability"].widget_bounds())
     st.markdown(f"**The need:** {flow.need_text(metric, float(target))}, in "
                 f"{probability:.0%} of collections (one collection is what you will run).")
     fine = feasibility.cell_note(metric, float(target), region.side_m / int(side))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ldpviz.app import session
+from ldpviz.app import session, state
 from ldpviz.app.decide_page.links import in_depth
 from ldpviz.app.decide_page.types import DecideState, Protection
 from ldpviz.decide import decision_flow as flow, explain
@@ -22,8 +22,9 @@ def who_is_protected(state_: DecideState) -> Protection:
     else:        # a trips file names its people: the guarantee protects a person, whatever was chosen for points
         c1.radio("The guarantee protects", [flow.UNITS["person"]], disabled=True, key="w:decide_unit_trips",
                  help="A trips file names each point's person, so the guarantee protects a person (all their trips).")
-    session.bind(cfg, "decide_reports", c2.number_input, "Reports per person per collection", min_value=1,
-                 max_value=10_000, step=1, help="Each report pays ε; the ledger adds them up per person.")
+    session.bind(cfg, "decide_reports", c2.number_input, "Reports per person per collection", step=1,
+                 **state.SETTING["decide_reports"].widget_bounds(),
+                 help="Each report pays ε; the ledger adds them up per person.")
     session.bind(cfg, "decide_every", c3.selectbox, "How often the collection runs", list(flow.EVERY),
                  valid=list(flow.EVERY), help="The ledger's total over a year composes every collection.")
     models = session.bind(cfg, "decide_models", st.multiselect, "Privacy models you accept", list(flow.MODELS),

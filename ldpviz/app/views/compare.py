@@ -163,9 +163,9 @@ metric = session.bind(cfg, "metric", right.selectbox, "Rank by" if mode == "at_e
                       metric_keys, valid=metric_keys, format_func=ui.metric_label,
                       help=explain.readout_help(cfg["metric"]) if cfg.get("metric") in metric_keys else None)
 if mode != "at_epsilon":
-    session.reset_when_changed(cfg, "metric", "target", state.TARGET_DEFAULTS[metric])
+    session.reset_when_changed(cfg, "metric", "target", state.COMPARE_TARGET_DEFAULTS[metric])
     if not cfg.get("target"):
-        cfg["target"] = state.TARGET_DEFAULTS[metric]
+        cfg["target"] = state.COMPARE_TARGET_DEFAULTS[metric]
     target = session.bind(cfg, "target", st.number_input, f"Target: {ui.metric_label(metric)} at most",
                           min_value=state.SETTING["target"].low, format="%g",
                           help="The accuracy you need from the one collection you will run: met when one "
