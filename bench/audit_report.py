@@ -225,7 +225,7 @@ def run(quick: bool, out: Path, sides: tuple[int, ...] | None = None, n_samples:
                                         f"{', '.join(map(str, sides))}; epsilons {', '.join(f'{e:g}' for e in epsilons)}"
                                         f"{reduced}",
                                  quick=quick),
-             "Method (`ldpviz/evidence/audit.py`): for each pair of hard inputs (neighbouring cells, far corners, a cell "
+             "Method (`ldpviz/evidence/audit/`): for each pair of hard inputs (neighbouring cells, far corners, a cell "
              "and the cell one radius away when the mechanism has a radius, two corners of one cell) the client "
              "half `perturb` runs on many copies of each input. Half of the reports choose candidate events "
              "(unions of the reports most likely under one input relative to the other, over the whole report "

@@ -43,7 +43,7 @@ ARGS = serve.CHROMIUM_ARGS
 
 
 #: The slider's start: its smallest value, so the moves cover the small-ε settings where EM works hardest
-#: (DAM's held-out EM took ~6 s per run there before SQUAREM acceleration; see ldpviz/mechanisms/estimation.py).
+#: (DAM's held-out EM took ~6 s per run there before SQUAREM acceleration; see ldpviz/mechanisms/estimation/).
 START_EPS = 0.1
 
 def wait_idle(page, timeout_ms: int = 120_000) -> None:

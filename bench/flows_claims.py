@@ -240,7 +240,7 @@ def main() -> None:
         f"epsilon/2 each (epsilon-LDP per OD pair by sequential composition; privacy unit: one trip's OD pair). "
         f"Locations: the {cfg['grid']} x {cfg['grid']} grid cells ({cfg['grid'] ** 4:,} OD pairs), the public grid "
         "domain of the L-SRR family for every scheme. Estimators: Lasso (the paper's, for every scheme), EM "
-        "(maximum likelihood) and the unbiased linear estimate (explaining baseline); see ldpviz/flows/od.py.",
+        "(maximum likelihood) and the unbiased linear estimate (explaining baseline); see ldpviz/flows/od/.",
         "- Data: `minneapolis-stops`, whole city, with synthetic OD pairs from a gravity model on the stops "
         "(the paper's Gowalla/Geolife/Porto/Foursquare trips are not bundled); `atlantic-storms`, Gulf of Mexico "
         "and Florida region, real tracks clipped to the region (few users: 288 storms).",

@@ -363,7 +363,7 @@ def test_the_vectorised_reader_gives_the_line_by_line_account(tmp_path, name, mo
     """On a file mixing valid reports with every kind of bad line (and small 4 kB blocks, so many block edges and a
     template learnt mid-block), the vectorised reader's account equals the line-by-line reader's exactly: counts,
     reasons, example line numbers and every accepted value in file order; and most lines took the fast path."""
-    monkeypatch.setattr(deployed, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(deployed._reader, "CHUNK_BYTES", 4096)         # where the reader reads it
     spec, spec_path, reports = _setup(tmp_path, name, n=3000)
     text = _hostile_mix(spec, reports, np.random.default_rng(1))
     for suffix, data in (("lf", text), ("crlf", text.replace("\n", "\r\n"))):
@@ -378,7 +378,7 @@ def test_the_vectorised_reader_gives_the_line_by_line_account(tmp_path, name, mo
 
 @pytest.mark.parametrize("name", ["grr", "olh"])
 def test_the_vectorised_reader_reads_csv_the_same(tmp_path, name, monkeypatch):
-    monkeypatch.setattr(deployed, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(deployed._reader, "CHUNK_BYTES", 4096)         # where the reader reads it
     spec, spec_path, reports = _setup(tmp_path, name, n=2000)
     fields = spec["report"]["fields"]
     rows = [",".join(str(r[f]) for f in fields) for r in reports]
@@ -446,7 +446,7 @@ def test_json_lines_under_a_csv_header_are_malformed(tmp_path):
 def test_olh_support_counts_summed_while_reading_give_the_same_estimate(tmp_path, monkeypatch):
     """OLH over the grid's cells keeps running support counts (flushed every SUPPORT_FLUSH reports, here 300) instead
     of every report: the estimate, its intervals and the account equal those from all reports held at once."""
-    monkeypatch.setattr(deployed, "SUPPORT_FLUSH", 300)
+    monkeypatch.setattr(deployed._account, "SUPPORT_FLUSH", 300)       # where Collected reads it
     spec, spec_path, reports = _setup(tmp_path, "olh", n=2000)
     path = _write(tmp_path / "r.jsonl", reports, ["{bad"])
     streamed = deployed.estimate_reports(spec_path, path, bootstrap=5)
@@ -462,7 +462,7 @@ def test_olh_support_counts_summed_while_reading_give_the_same_estimate(tmp_path
 def test_the_reader_relearns_a_layout_that_changes(tmp_path, monkeypatch):
     """A first line in one layout (spaced JSON) and the rest in another (compact): after one block mostly read line by
     line, the layout is learnt again and the rest is read by the vectorised path; the account is the reference's."""
-    monkeypatch.setattr(deployed, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(deployed._reader, "CHUNK_BYTES", 4096)         # where the reader reads it
     spec, spec_path, reports = _setup(tmp_path, "grr", n=3000)
     path = _write(tmp_path / "r.jsonl", [], [json.dumps(reports[0])] +
                   [json.dumps(r, separators=(",", ":")) for r in reports[1:]])

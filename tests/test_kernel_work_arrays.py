@@ -36,7 +36,7 @@ def _inputs(chan, T, seed):
 def public_scipy(monkeypatch):
     """Channels built with kernels' fallback: scipy.fft's public functions instead of the work arrays."""
     def build():
-        monkeypatch.setattr(kernels, "_pfft", None)
+        monkeypatch.setattr(kernels._fft, "_pfft", None)              # where _Convolver reads it
         return _channels()
     return build
 
@@ -101,7 +101,7 @@ def test_a_tiny_work_budget_changes_nothing(monkeypatch):
     chans = _channels()
     inputs = [_inputs(c, 2, 5) for c in chans]
     want = [_maps(c, f, r) for c, (f, r) in zip(chans, inputs)]
-    monkeypatch.setattr(kernels, "WORK_BYTES", 1)
+    monkeypatch.setattr(kernels._fft, "WORK_BYTES", 1)             # where _work_array reads it
     for _ in range(2):
         for c, (f, r), (wf, wa) in zip(chans, inputs, want):
             gf, ga = _maps(c, f, r)
@@ -113,7 +113,7 @@ def test_kept_work_arrays_stay_within_their_budget_and_count_their_bytes(monkeyp
     """The store's running byte count (kept, not re-summed per call) equals its arrays' bytes, the store stays
     within WORK_BYTES (dropping the least recently used), and an array reused or grown still gives zeros where
     its users expect them."""
-    monkeypatch.setattr(kernels, "WORK_BYTES", 3 * 8 * 10 * 10)           # room for three (1, 10, 10) arrays
+    monkeypatch.setattr(kernels._fft, "WORK_BYTES", 3 * 8 * 10 * 10)      # room for three (1, 10, 10) arrays
     result = {}
 
     def run():
@@ -129,6 +129,6 @@ def test_kept_work_arrays_stay_within_their_budget_and_count_their_bytes(monkeyp
     thread = threading.Thread(target=run)      # a fresh thread: its own, empty store
     thread.start()
     thread.join()
-    assert result["count"] == result["summed"] <= kernels.WORK_BYTES
+    assert result["count"] == result["summed"] <= kernels._fft.WORK_BYTES
     assert result["keys"] == ["d", "c"] and not result["first_kept"]     # a and b dropped, oldest first
     assert result["grown"] == (2, 10, 10) and result["zeros"]

@@ -477,69 +477,9 @@ def record_sections(cfg: Mapping[str, Any], *, data_label: str, rows_text: str, 
     turn = cfg.get("decide_turn", "epsilon")
     metric, target = cfg["decide_metric"], float(cfg["decide_target"])
     pick = next((r for r in answers if r["mechanism"] == chosen), None)
-    choices = [
-        ("1. Data", f"{data_label} ({rows_text})"),
-        ("1. Region", region_text),
-        ("2. Unit protected", UNITS[unit_of(cfg)] + ("; " + TRIPS_UNIT_TEXT if cfg.get("decide_trips") else "")),
-        ("2. Reports per person per collection", str(cfg["decide_reports"])),
-        ("2. How often collected", f"{cfg['decide_every']} ({EVERY[cfg['decide_every']]} collection"
-                                   f"{'s' if EVERY[cfg['decide_every']] != 1 else ''} a year)"),
-        ("2. Privacy models accepted", ", ".join(cfg["decide_models"])),
-        ("3. The need", need_text(metric, target)),
-        ("3. Metric and target", f"{metric} <= {target:g}"),
-        ("3. Cells", cell_text),
-        ("4. Question", "the smallest epsilon found at the users there are" if turn == "epsilon" else
-         f"the fewest users found at epsilon {float(cfg['decide_epsilon']):g}"),
-        ("4. Rule", tradeoff.rule_text(float(cfg.get("decide_probability", 0.95)))),
-        ("4. The largest ε per person in one collection accepted",
-         f"{float(cfg.get('decide_limit', feasibility.DEFAULT_LIMIT)):g} (Geo-I: between neighbouring cells)"),
-        ("4. Seed", str(cfg.get("seed", 0))),
-    ]
-    if pick is not None and pick.get("reached"):
-        verdict = (f"<p class='answer'><strong>Chosen: {_e(pick['mechanism'])} at epsilon {_e(epsilon_text(pick))}"
-                   + (f" with {int(pick['n_users']):,} users" if pick.get("n_users") else "") + "</strong>. "
-                   f"One collection meets {_e(metric)} ≤ {_e(decision_report.metric_value(metric, target))} with "
-                   f"probability at least "
-                   f"{pick['probability']:.0%} ({pick['confidence']:.0%} confidence): the chance that one collection "
-                   f"misses it is at most {_e(one_collection.chance_text(pick.get('miss_chance_max')))} "
-                   f"({pick.get('misses', 0)} of {pick['trials']} fresh collections missed). Second reading: the "
-                   f"mean over those collections is {_e(decision_report.metric_value(metric, pick['mean']))} (95% "
-                   f"interval {_e(decision_report.metric_value(metric, pick['ci_low']))} to "
-                   f"{_e(decision_report.metric_value(metric, pick['ci_high']))}). {_e(decision_report.sentence(pick['message']))}</p>")
-        if pick.get("attacker_error_m") is not None:
-            verdict += (f"<p>An attacker who knows the population density and sees one report is off by "
-                        f"{_e(length(pick['attacker_error_m']))} on average.</p>")
-        for key in ("scan_warning", "warning", "ledger_warning"):
-            if pick.get(key):
-                verdict += f"<p class='warn'><strong>Warning:</strong> {_e(pick[key])}</p>"
-        ledger = pick.get("ledger") or {}
-        one, over = pick.get("ledger_one", ""), pick.get("ledger_sentence", "")
-        ledger_html = ("<ul>" + "".join(f"<li>{_e(line)}</li>" for line in ledger.get("lines", [])) + "</ul>"
-                       f"<p><strong>{_e(one)}</strong></p>"
-                       + (f"<p><strong>{_e(over)}</strong></p>" if over and over != one else ""))
-        year_total = ledger.get("total", {}).get("text") or pick.get("ledger_sentence", "")
-    else:
-        verdict = "<p class='warn'><strong>No mechanism chosen, or the chosen one did not reach the target.</strong></p>"
-        ledger_html, year_total = "", "not decided"
-    def alt_row(r: Mapping[str, Any]) -> str:
-        return (f"<tr><td>{_e(r.get('rank') or '—')}</td><td>{_e(r['mechanism'])}</td><td>{_e(epsilon_text(r))}</td>"
-                f"<td>{_e(format(r['n_users'], ',') if r.get('n_users') else '')}</td>"
-                f"<td>{_e(limit_text(r) if 'within_limit' in r else '')}</td>"
-                f"<td>{_e(one_collection.chance_text(r.get('miss_chance_max')) if r.get('reached') else '')}</td>"
-                f"<td>{_e('' if r.get('attacker_error_m') is None else length(r['attacker_error_m']))}</td>"
-                f"<td>{_e(r.get('ledger_one', '') if r.get('reached') else r.get('message', ''))}</td></tr>")
-
-    ranked = answers if all("model_heading" in r for r in answers) else rank(list(answers), turn,
-                                                                              cfg.get("decide_models") or ())
-    alt_rows = "".join(
-        f"<tr><th colspan='8'>{_e(heading)}</th></tr>" + "".join(alt_row(r) for r in rows)
-        for heading, rows in groups(ranked))
-    limit = float(cfg.get("decide_limit", feasibility.DEFAULT_LIMIT))
-    summary = (feasibility.limit_summary(ranked, limit, metric, target, noun=unit_noun(cfg))
-               if any("within_limit" in r for r in ranked) else None)
-    lead = (f"<p class='warn'><strong>{_e(summary['lead'])}</strong></p><ul>"
-            + "".join(f"<li>{_e(line)}</li>" for line in summary["lines"]) + "</ul>") if summary and summary["lead"] \
-        else ""
+    choices = _record_choices(cfg, turn, metric, target, data_label, rows_text, region_text, cell_text)
+    verdict, ledger_html, year_total = _record_answer(pick, metric, target)
+    lead, alt_rows = _record_alternatives(cfg, answers, turn, metric, target)
     left_out = "".join(f"<li>{_e(n)}: {_e(w)}</li>" for n, w in why_not.items())
     not_covered = [
         "The tolerance bound assumes the metric varies like a normal variable from one collection to the next; "
@@ -573,6 +513,87 @@ def record_sections(cfg: Mapping[str, Any], *, data_label: str, rows_text: str, 
 <p>Command that reproduces the answer:</p><pre>{_e(cli)}</pre>
 """
     return head, tail
+
+
+def _record_choices(cfg: Mapping[str, Any], turn: str, metric: str, target: float, data_label: str,
+                    rows_text: str, region_text: str, cell_text: str) -> list[tuple[str, str]]:
+    """The record's 'every choice' rows, step by step."""
+    return [
+        ("1. Data", f"{data_label} ({rows_text})"),
+        ("1. Region", region_text),
+        ("2. Unit protected", UNITS[unit_of(cfg)] + ("; " + TRIPS_UNIT_TEXT if cfg.get("decide_trips") else "")),
+        ("2. Reports per person per collection", str(cfg["decide_reports"])),
+        ("2. How often collected", f"{cfg['decide_every']} ({EVERY[cfg['decide_every']]} collection"
+                                   f"{'s' if EVERY[cfg['decide_every']] != 1 else ''} a year)"),
+        ("2. Privacy models accepted", ", ".join(cfg["decide_models"])),
+        ("3. The need", need_text(metric, target)),
+        ("3. Metric and target", f"{metric} <= {target:g}"),
+        ("3. Cells", cell_text),
+        ("4. Question", "the smallest epsilon found at the users there are" if turn == "epsilon" else
+         f"the fewest users found at epsilon {float(cfg['decide_epsilon']):g}"),
+        ("4. Rule", tradeoff.rule_text(float(cfg.get("decide_probability", 0.95)))),
+        ("4. The largest ε per person in one collection accepted",
+         f"{float(cfg.get('decide_limit', feasibility.DEFAULT_LIMIT)):g} (Geo-I: between neighbouring cells)"),
+        ("4. Seed", str(cfg.get("seed", 0))),
+    ]
+
+
+def _record_answer(pick: Mapping[str, Any] | None, metric: str, target: float) -> tuple[str, str, str]:
+    """The chosen answer's verdict, its ledger and its total over a year (a warning and 'not decided' when no
+    mechanism was chosen or the chosen one did not reach the target)."""
+    if pick is None or not pick.get("reached"):
+        return ("<p class='warn'><strong>No mechanism chosen, or the chosen one did not reach the target.</strong></p>",
+                "", "not decided")
+    verdict = (f"<p class='answer'><strong>Chosen: {_e(pick['mechanism'])} at epsilon {_e(epsilon_text(pick))}"
+               + (f" with {int(pick['n_users']):,} users" if pick.get("n_users") else "") + "</strong>. "
+               f"One collection meets {_e(metric)} ≤ {_e(decision_report.metric_value(metric, target))} with "
+               f"probability at least "
+               f"{pick['probability']:.0%} ({pick['confidence']:.0%} confidence): the chance that one collection "
+               f"misses it is at most {_e(one_collection.chance_text(pick.get('miss_chance_max')))} "
+               f"({pick.get('misses', 0)} of {pick['trials']} fresh collections missed). Second reading: the "
+               f"mean over those collections is {_e(decision_report.metric_value(metric, pick['mean']))} (95% "
+               f"interval {_e(decision_report.metric_value(metric, pick['ci_low']))} to "
+               f"{_e(decision_report.metric_value(metric, pick['ci_high']))}). "
+               f"{_e(decision_report.sentence(pick['message']))}</p>")
+    if pick.get("attacker_error_m") is not None:
+        verdict += (f"<p>An attacker who knows the population density and sees one report is off by "
+                    f"{_e(length(pick['attacker_error_m']))} on average.</p>")
+    for key in ("scan_warning", "warning", "ledger_warning"):
+        if pick.get(key):
+            verdict += f"<p class='warn'><strong>Warning:</strong> {_e(pick[key])}</p>"
+    ledger = pick.get("ledger") or {}
+    one, over = pick.get("ledger_one", ""), pick.get("ledger_sentence", "")
+    ledger_html = ("<ul>" + "".join(f"<li>{_e(line)}</li>" for line in ledger.get("lines", [])) + "</ul>"
+                   f"<p><strong>{_e(one)}</strong></p>"
+                   + (f"<p><strong>{_e(over)}</strong></p>" if over and over != one else ""))
+    year_total = ledger.get("total", {}).get("text") or pick.get("ledger_sentence", "")
+    return verdict, ledger_html, year_total
+
+
+def _record_alternatives(cfg: Mapping[str, Any], answers: list[dict[str, Any]], turn: str, metric: str,
+                         target: float) -> tuple[str, str]:
+    """The alternatives ranked within each privacy model, as table rows, and the lead on the officer's limit
+    ('' when no row was checked against it)."""
+    def alt_row(r: Mapping[str, Any]) -> str:
+        return (f"<tr><td>{_e(r.get('rank') or '—')}</td><td>{_e(r['mechanism'])}</td><td>{_e(epsilon_text(r))}</td>"
+                f"<td>{_e(format(r['n_users'], ',') if r.get('n_users') else '')}</td>"
+                f"<td>{_e(limit_text(r) if 'within_limit' in r else '')}</td>"
+                f"<td>{_e(one_collection.chance_text(r.get('miss_chance_max')) if r.get('reached') else '')}</td>"
+                f"<td>{_e('' if r.get('attacker_error_m') is None else length(r['attacker_error_m']))}</td>"
+                f"<td>{_e(r.get('ledger_one', '') if r.get('reached') else r.get('message', ''))}</td></tr>")
+
+    ranked = answers if all("model_heading" in r for r in answers) else rank(list(answers), turn,
+                                                                              cfg.get("decide_models") or ())
+    alt_rows = "".join(
+        f"<tr><th colspan='8'>{_e(heading)}</th></tr>" + "".join(alt_row(r) for r in rows)
+        for heading, rows in groups(ranked))
+    limit = float(cfg.get("decide_limit", feasibility.DEFAULT_LIMIT))
+    summary = (feasibility.limit_summary(ranked, limit, metric, target, noun=unit_noun(cfg))
+               if any("within_limit" in r for r in ranked) else None)
+    lead = (f"<p class='warn'><strong>{_e(summary['lead'])}</strong></p><ul>"
+            + "".join(f"<li>{_e(line)}</li>" for line in summary["lines"]) + "</ul>") if summary and summary["lead"] \
+        else ""
+    return lead, alt_rows
 
 
 def unit_noun(cfg: Mapping[str, Any]) -> str:

@@ -43,6 +43,8 @@ import math
 import numba
 import numpy as np
 
+from ldpviz.metrics.csr import csr_adjacency
+
 __all__ = ["TransportSimplex", "warm_up"]
 
 _TREE, _LOWER, _OFF = 0, 1, 2
@@ -104,22 +106,9 @@ def _crash(n1, n2, supply, tail, head, cost, flow, state, order,
                 uf[ri] = rj
                 chosen[nc] = e
                 nc += 1
-    # adjacency of the forest (CSR)
-    deg = np.zeros(N + 1, np.int64)
-    for k in range(nc):
-        e = chosen[k]
-        deg[tail[e] + 1] += 1
-        deg[head[e] + 1] += 1
-    for x in range(N):
-        deg[x + 1] += deg[x]
-    adj = np.empty(2 * nc + 1, np.int64)
-    fill = deg[:N].copy()
-    for k in range(nc):
-        e = chosen[k]
-        adj[fill[tail[e]]] = e
-        fill[tail[e]] += 1
-        adj[fill[head[e]]] = e
-        fill[head[e]] += 1
+    # adjacency of the forest (CSR): adj holds positions in forest
+    forest = chosen[:nc]
+    deg, adj = csr_adjacency(N, tail[forest], head[forest])
     seen = np.zeros(N, np.bool_)
     comp = np.empty(N, np.int64)
     stack = np.empty(N, np.int64)
@@ -142,7 +131,7 @@ def _crash(n1, n2, supply, tail, head, cost, flow, state, order,
             comp[nco] = x
             nco += 1
             for k in range(deg[x], deg[x + 1]):
-                e = adj[k]
+                e = forest[adj[k]]
                 y = head[e] if tail[e] == x else tail[e]
                 if not seen[y]:
                     seen[y] = True
@@ -182,7 +171,7 @@ def _crash(n1, n2, supply, tail, head, cost, flow, state, order,
             rev_thread[x] = last
             last = x
             for k in range(deg[x], deg[x + 1]):
-                e = adj[k]
+                e = forest[adj[k]]
                 y = head[e] if tail[e] == x else tail[e]
                 if not seen[y]:
                     seen[y] = True

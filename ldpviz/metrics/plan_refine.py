@@ -28,6 +28,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ldpviz.metrics.csr import csr_adjacency
+
 __all__ = ["refine_plan", "leaf_order"]
 
 
@@ -180,19 +182,7 @@ def refine_plan(d: int, ci: np.ndarray, cj: np.ndarray, cf: np.ndarray, p: np.nd
 @numba.njit(cache=True, nogil=True)
 def _leaf_order(n, u, v):
     m = u.shape[0]
-    deg = np.zeros(n + 1, np.int64)
-    for k in range(m):
-        deg[u[k] + 1] += 1
-        deg[v[k] + 1] += 1
-    for x in range(n):
-        deg[x + 1] += deg[x]
-    adj = np.empty(2 * m + 1, np.int64)
-    fill = deg[:n].copy()
-    for k in range(m):
-        adj[fill[u[k]]] = k
-        fill[u[k]] += 1
-        adj[fill[v[k]]] = k
-        fill[v[k]] += 1
+    deg, adj = csr_adjacency(n, u, v)
     seen = np.zeros(n, np.bool_)
     used = np.zeros(m, np.bool_)
     queue = np.empty(n, np.int64)
