@@ -120,7 +120,7 @@ def write_report(path: str, rows: list[dict], args: argparse.Namespace) -> None:
              "the median [min-max] over repetitions, and the ratio is paired within repetitions.", "",
              "'collect' is what the server receives: the client half (every phone's report) on path 'per-user', "
              "the exact draw of the server's sufficient statistic on path 'aggregate' (same distribution; the "
-             "tests in tests/test_fo_paths.py and tests/test_client_paths.py check it); 'run' adds the server's "
+             "tests in tests/mechanisms/fo/test_fo_paths.py and tests/mechanisms/test_client_paths.py check it); 'run' adds the server's "
              "estimate. 'auto' is the default: the path the mechanism's cost model predicts faster for these "
              "users. PrivAG and AAG run two rounds and are timed as whole runs only.", "",
              f"Bounds: a per-user run whose first repetition took over {args.slow:g} s is not repeated; OUE's "

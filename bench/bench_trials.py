@@ -14,7 +14,7 @@ mechanism, in every repetition and in rotating order (so they share the machine'
 
 Reports the median over the repetitions of each, the goal ratios batched5 / one and mech5 / mech1 (issues 23
 and 28: at most 2) and the speed-up loop5 / batched5. Both 5-trial variants give identical numbers
-(tests/test_trials.py). A mechanism that refuses the grid (SEM-Geo-I at d = 32) is measured on the fallback
+(tests/experiment/test_trials.py). A mechanism that refuses the grid (SEM-Geo-I at d = 32) is measured on the fallback
 grid instead, and says so. Writes DIR/trials-benchmark.md (default docs/).
 
     PYTHONPATH=. python bench/bench_trials.py [--reps 3] [--users 50000] [--grid 32] [--out DIR] [--only a,b]
@@ -189,7 +189,7 @@ def main() -> int:
         "- **batched5**: `run(Scenario(..., trials=5))` now: `Mechanism.run_trials` (path and true counts once, "
         "each trial its own generator; every EM estimator on one stack of all trials) and "
         "`metrics.evaluate_trials` (AQE's true answers, KL's smoothed truth and sliced W2's sorts once).",
-        "- Both 5-trial variants give identical numbers (tests/test_trials.py).",
+        "- Both 5-trial variants give identical numbers (tests/experiment/test_trials.py).",
         "",
         "- **mech1 / mech5** (issue 28): the mechanism side alone, in CPU seconds of the process (all threads; "
         "they survive load better than wall seconds): build the mechanism and run `Mechanism.run_trials` with 1 "

@@ -362,7 +362,7 @@ def render_planar(p: dict) -> list[str]:
               f"cell off costs {p['cell_m'][coarse]:.0f} m), which is why the d = {fine} estimate itself reads "
               f"{floor:.2f}x once summed into the d = {coarse} cells. Stopping is not the cause: the held-out rule "
               f"is within {max(abs(w[(coarse, 'now')] / np.mean(oracle[coarse]) - 1), abs(w[(fine, 'now')] / np.mean(oracle[fine]) - 1)):.0%} "
-              "of the oracle stop on both grids, so the rule is kept (no re-tuning). tests/test_planar_laplace_grids.py "
+              "of the oracle stop on both grids, so the rule is kept (no re-tuning). tests/mechanisms/dam/test_planar_laplace_grids.py "
               "checks both readings on one seeded trial.", ""]
     return parts
 

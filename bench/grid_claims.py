@@ -33,7 +33,7 @@ Explaining baselines (review of the paper, issue 15 item 10), in every table:
 The paper-scale population (3.45M synthetic users, the size of the paper's
 largest data set) runs on the oracle's aggregate path (``path="aggregate"``:
 the per-cell OLH support counts drawn from their exact distribution given the
-true counts; tests/test_grids.py checks it agrees in distribution with the
+true counts; tests/mechanisms/grids/test_grids.py checks it agrees in distribution with the
 per-user path on range queries).
 """
 

@@ -298,7 +298,7 @@ DISCUSSION = """## Where we differ from the paper, and why
   The paper's datasets (Gowalla, Geolife, Porto taxis, Foursquare) are not bundled; Minneapolis stops
   (51,920 users) are one real city of comparable domain size.
 * **Seed sensitivity**: HR on the tiles varies a lot between trials at eps = 1 (see its ±);
-  tests/test_srr_claims.py (32 x 32 grid, 813 tiles, for speed) asserts only the claims that held
+  tests/mechanisms/srr/test_srr_claims.py (32 x 32 grid, 813 tiles, for speed) asserts only the claims that held
   on every seed tried there.
 * **Tool GRR/HR**: on all grid cells, empty ones included, GRR and HR are worse than on the occupied
   tiles (a larger domain); the paper's comparison is the tiles one.

@@ -263,7 +263,7 @@ def speed_ratio(d_big: int, d_small: int, reps: int, log) -> dict:
 
 def full_support_blur(d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Issue 38's full-support near-copy: six Gaussian blobs plus a floor (mass on every cell) and its 1-cell
-    Gaussian blur (tests/test_w2_exact.py checks exact W2 on this same pair against POT)."""
+    Gaussian blur (tests/metrics/test_w2_exact.py checks exact W2 on this same pair against POT)."""
     from scipy.ndimage import gaussian_filter
     rng = np.random.default_rng([38, d, seed])
     y, x = np.mgrid[0:d, 0:d] + 0.5

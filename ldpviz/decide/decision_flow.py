@@ -450,7 +450,7 @@ def trips_command(cfg: Mapping[str, Any], mechanisms_: list[str], trips: traject
 
 
 #: The officer's choices from file to signed report, in order, when every one is set (the README states the count;
-#: tests/test_decide_page.py checks it). The download is the action that ends the flow, not a choice.
+#: tests/app/test_decide_page.py checks it). The download is the action that ends the flow, not a choice.
 CHOICES = ("the file", "its bounds", "the unit protected", "reports per person per collection",
            "how often it is collected", "the privacy models accepted", "the need (metric)", "the target",
            "the cell size", "the purpose", "the owner", "the retention")

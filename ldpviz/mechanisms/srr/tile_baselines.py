@@ -10,8 +10,8 @@ frequency oracles (``ldpviz.mechanisms.fo.oracles``: L-SRR eq. 1 and ref. [38]) 
 SRR's public location domain (:func:`ldpviz.mechanisms.srr.staircase.build_location_domain`),
 so the comparison of Fig. 8 / Table 3 is like for like (with ``domain="occupied"``,
 the paper's setting; the default is the public grid domain, see srr.py). Privacy is that of the
-oracle on a domain of D values (e^eps ratio; channel tests in tests/test_fo_*.py
-and tests/test_srr_claims.py).
+oracle on a domain of D values (e^eps ratio; channel tests in tests/mechanisms/fo/test_fo_*.py
+and tests/mechanisms/srr/test_srr_claims.py).
 
 Both have the oracles' exact aggregate path over the domain's positions
 (:func:`~ldpviz.mechanisms.fo.oracles.grr_aggregate_histogram`,
