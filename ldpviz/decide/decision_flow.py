@@ -505,7 +505,8 @@ def record_sections(cfg: Mapping[str, Any], *, data_label: str, rows_text: str, 
                    f"({pick.get('misses', 0)} of {pick['trials']} fresh collections missed). Second reading: the "
                    f"mean over those collections is {_e(decision_report.metric_value(metric, pick['mean']))} (95% "
                    f"interval {_e(decision_report.metric_value(metric, pick['ci_low']))} to "
-                   f"{_e(decision_report.metric_value(metric, pick['ci_high']))}). {_e(decision_report.sentence(pick['message']))}</p>")
+                   f"{_e(decision_report.metric_value(metric, pick['ci_high']))}). "
+                   f"{_e(decision_report.sentence(pick['message']))}</p>")
         if pick.get("attacker_error_m") is not None:
             verdict += (f"<p>An attacker who knows the population density and sees one report is off by "
                         f"{_e(length(pick['attacker_error_m']))} on average.</p>")
@@ -519,7 +520,8 @@ def record_sections(cfg: Mapping[str, Any], *, data_label: str, rows_text: str, 
                        + (f"<p><strong>{_e(over)}</strong></p>" if over and over != one else ""))
         year_total = ledger.get("total", {}).get("text") or pick.get("ledger_sentence", "")
     else:
-        verdict = "<p class='warn'><strong>No mechanism chosen, or the chosen one did not reach the target.</strong></p>"
+        verdict = ("<p class='warn'><strong>No mechanism chosen, or the chosen one did not reach the "
+                   "target.</strong></p>")
         ledger_html, year_total = "", "not decided"
     def alt_row(r: Mapping[str, Any]) -> str:
         return (f"<tr><td>{_e(r.get('rank') or '—')}</td><td>{_e(r['mechanism'])}</td><td>{_e(epsilon_text(r))}</td>"
@@ -561,9 +563,11 @@ def record_sections(cfg: Mapping[str, Any], *, data_label: str, rows_text: str, 
     head = f"""<h2>Decision: every choice</h2>{_rows(choices)}
 <h2>Decision: the answer</h2>{lead}{verdict}
 <h2>Decision: the ledger (what each person pays on the schedule of step 2)</h2>{ledger_html}
-<h2>Decision: alternatives, ranked within each privacy model by the {'epsilon' if turn == 'epsilon' else 'users'} they need</h2>
+<h2>Decision: alternatives, ranked within each privacy model by the \
+{'epsilon' if turn == 'epsilon' else 'users'} they need</h2>
 <table><tr><th>rank</th><th>mechanism</th><th>epsilon</th><th>users</th><th>within your limit</th>
-<th>chance one collection misses (at most)</th><th>attacker off by</th><th>total per {_e(unit_noun(cfg))}, one collection</th></tr>{alt_rows}</table>
+<th>chance one collection misses (at most)</th><th>attacker off by</th>\
+<th>total per {_e(unit_noun(cfg))}, one collection</th></tr>{alt_rows}</table>
 <h3>Left out, and why not</h3><ul>{left_out or '<li>none</li>'}</ul>
 <h2>Decision: what this does not cover</h2><ul>{''.join(f'<li>{_e(t)}</li>' for t in not_covered)}</ul>
 """

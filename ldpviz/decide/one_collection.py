@@ -203,7 +203,8 @@ class Rule:
                     v = self.values(x, min(self.trials, t + self.chunk - 1))
                 if self.misses(float(v[t - 1])):
                     v = v[:t]
-                    r = read(v, self.target, self.lower_better, self.probability, self.confidence, self.floor) if t > 1 \
+                    r = read(v, self.target, self.lower_better, self.probability, self.confidence, self.floor) \
+                        if t > 1 \
                         else \
                         Reading(False, math.inf if self.lower_better else -math.inf, float(v[0]), math.nan, math.nan,
                                 1, 1, math.nan, 1.0, False)

@@ -30,11 +30,14 @@ from ldpviz.geo.domain import Binned
 from ldpviz.mechanisms.estimation import to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Param
-from ldpviz.mechanisms.fo.oracles import (ReportHistogram, grr_aggregate_histogram, grr_channel, grr_estimate_counts, grr_perturb)
-from ldpviz.mechanisms.fo.hadamard import (HR_VARIANT_PARAM, hadamard_aggregate_histogram, hadamard_channel, hadamard_code,
-                                        hadamard_estimate_counts, hadamard_histogram, hadamard_perturb)
+from ldpviz.mechanisms.fo.oracles import (ReportHistogram, grr_aggregate_histogram, grr_channel, grr_estimate_counts,
+                                          grr_perturb)
+from ldpviz.mechanisms.fo.hadamard import (HR_VARIANT_PARAM, hadamard_aggregate_histogram, hadamard_channel,
+                                           hadamard_code, hadamard_estimate_counts, hadamard_histogram,
+                                           hadamard_perturb)
 from ldpviz.mechanisms.path_cost import AGGREGATE, PER_USER, choose_path
-from ldpviz.mechanisms.srr.staircase import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, domain_likelihood_to_cells, domain_param, domain_to_grid, level_param)
+from ldpviz.mechanisms.srr.staircase import (FAMILY_SRR, LocationDomain, LocationDomainMechanism,
+                                             domain_likelihood_to_cells, domain_param, domain_to_grid, level_param)
 from ldpviz.mechanisms.collection_paths import TwoPaths, path_param
 
 _DOMAIN_PARAMS = (
