@@ -34,7 +34,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ldpviz.data import datasets
+from ldpviz.data import datasets  # noqa: E402
 from ldpviz import experiment, mechanisms, metrics  # noqa: E402
 from ldpviz.experiment import Scenario  # noqa: E402
 from ldpviz.evidence.reproduce import provenance_markdown  # noqa: E402
@@ -168,6 +168,9 @@ def main() -> int:
     met = sum(r[2] <= 2.0 for r in rows)
     met_mech = sum(r[1]["mech5"] <= 2.0 * r[1]["mech1"] for r in rows)
     slow = [r for r in rows if r[1]["mech5"] > 2.0 * r[1]["mech1"]]
+
+    def near_floor(r) -> bool:   # a floor above 2, and mech5 at or below 1.1x that floor
+        return r[1]["floor"] > 2.0 and r[1]["mech5"] <= 1.1 * r[1]["floor"] * r[1]["mech1"]
     lines = [
         "# Trials in one pass: 5 trials against one",
         "",
@@ -205,9 +208,9 @@ def main() -> int:
         f"{len(rows)} mechanisms. Mechanism side (mech5 / mech1): met by {met_mech} of {len(rows)}; of the "
         f"{len(rows) - met_mech} that miss, {sum(r[1]['floor'] > 2.0 for r in slow)} have a floor above 2 "
         "(the per-trial arithmetic alone is more than twice one run) and "
-        f"{sum(r[1]['floor'] > 2.0 and r[1]['mech5'] <= 1.1 * r[1]['floor'] * r[1]['mech1'] for r in slow)} of "
+        f"{sum(near_floor(r) for r in slow)} of "
         "those run at or below 1.1x their floor (what remains is that arithmetic); "
-        f"{', '.join(r[0] for r in slow if not (r[1]['floor'] > 2.0 and r[1]['mech5'] <= 1.1 * r[1]['floor'] * r[1]['mech1'])) or 'none'} "
+        f"{', '.join(r[0] for r in slow if not near_floor(r)) or 'none'} "
         "miss for another reason.",
         "",
         "| mechanism | one (s) | loop5 (s) | batched5 (s) | batched5 / one | loop5 / batched5 | mech1 (CPU s) | "
