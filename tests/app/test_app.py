@@ -14,7 +14,8 @@ from ldpviz import mechanisms
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = {"ds": "normal", "users": "3000", "d": "8"}
-PAGES = ["ldpviz/app/views/compare.py", "ldpviz/app/views/trade_offs.py", "ldpviz/app/views/mechanisms.py", "ldpviz/app/views/data.py",
+PAGES = ["ldpviz/app/views/compare.py", "ldpviz/app/views/trade_offs.py", "ldpviz/app/views/mechanisms.py",
+         "ldpviz/app/views/data.py",
          "ldpviz/app/views/privacy_audit.py"]
 
 

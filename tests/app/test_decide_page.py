@@ -261,7 +261,8 @@ def test_trips_step_one_answers_per_person_and_reproduces():
     url = _Manager.last.execute_deferred(button.proto.deferred_file_id)      # built when pressed, as a browser does
     signed = _Manager.last._storage.get_file(url.rsplit("/", 1)[-1].split(".")[0]).content.decode("utf-8")
     for text in ("Signed decision", "a person (all their trips", "one point per person", "storm shelters",
-                 "The target and the answer", "4. Maps", "7. Audit", "Sign-off", "from ldpviz.data import trajectories"):
+                 "The target and the answer", "4. Maps", "7. Audit", "Sign-off",
+                 "from ldpviz.data import trajectories"):
         assert text in signed, text
 
 

@@ -72,7 +72,8 @@ HOSTILE_LINKS = [
     {"cell": "3,x", "cd": "-1"},
     {"ds": "normal", "users": "3000", "d": "8", "eps": "0.0001"},
 ]
-PAGES = ["app.py", "ldpviz/app/views/decide.py", "ldpviz/app/views/compare.py", "ldpviz/app/views/trade_offs.py", "ldpviz/app/views/mechanisms.py", "ldpviz/app/views/data.py",
+PAGES = ["app.py", "ldpviz/app/views/decide.py", "ldpviz/app/views/compare.py", "ldpviz/app/views/trade_offs.py",
+         "ldpviz/app/views/mechanisms.py", "ldpviz/app/views/data.py",
          "ldpviz/app/views/privacy_audit.py"]
 
 

@@ -85,7 +85,8 @@ def _compile_every_page(monkeypatch) -> list[str]:
 
 
 def test_serving_a_page_builds_no_ast(launch_options, monkeypatch):
-    """With the launch options no page compile calls ``ast.parse``; with magic on (the check can fail) every one does."""
+    """With the launch options no page compile calls ``ast.parse``; with magic on (the check can fail) every one
+    does."""
     assert _compile_every_page(monkeypatch) == []
     launch_options.set_option("runner.magicEnabled", True)
     assert len(_compile_every_page(monkeypatch)) == len(PAGES)

@@ -229,8 +229,8 @@ READOUT_PAGES = [  # (page, link) small settings; every st.metric on each must e
 
 @pytest.mark.parametrize("page,query", READOUT_PAGES, ids=[Path(p).stem for p, _ in READOUT_PAGES])
 def test_every_readout_states_its_unit_and_what_good_and_poor_look_like(page, query):
-    """Each st.metric's help comes from ldpviz.decide.explain.readout_help: a unit in brackets, a direction, and what good
-    and poor values look like (the one exception: the People page's 'Privacy unit', which is not a number)."""
+    """Each st.metric's help comes from ldpviz.decide.explain.readout_help: a unit in brackets, a direction, and
+    what good and poor values look like (the one exception: the People page's 'Privacy unit', which is not a number)."""
     at = AppTest.from_file(str(ROOT / page), default_timeout=180)
     for key, value in query.items():
         at.query_params[key] = value

@@ -284,7 +284,8 @@ def test_out_on_a_full_disk(command, capsys):
 @pytest.mark.slow
 @pytest.mark.parametrize("args", [["run", "--grid", "4", "--users", "500", "--json"]])
 def test_closed_pipe_exits_quietly(args):
-    """End to end: `ldpviz ... | head -c 10` with the reader gone: status 141 (128 + SIGPIPE), no BrokenPipeError trace."""
+    """End to end: `ldpviz ... | head -c 10` with the reader gone: status 141 (128 + SIGPIPE), no BrokenPipeError
+    trace."""
     proc = subprocess.Popen([sys.executable, "-m", "ldpviz", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.close()
     err = proc.stderr.read().decode()
@@ -299,7 +300,8 @@ def test_closed_pipe_exits_quietly(args):
                                    "/dev/full"],
                                   ["report", *NEEDS["report"], "--users", "500", "--out", "/dev/full"]])
 def test_full_disk_is_one_line(args):
-    """End to end, output to a full disk (/dev/full, as stdout or as --out): one line naming the failure, no traceback."""
+    """End to end, output to a full disk (/dev/full, as stdout or as --out): one line naming the failure, no
+    traceback."""
     with open("/dev/full", "w") as full:
         proc = subprocess.run([sys.executable, "-m", "ldpviz", *args], stdout=full, stderr=subprocess.PIPE,
                               text=True, timeout=300)
@@ -358,7 +360,8 @@ def test_signed_values_join():
     options = {"--epsilon", "--bbox"}
     assert join_signed_values(["run", "--epsilon", "-inf"], options) == ["run", "--epsilon=-inf"]
     assert join_signed_values(["run", "--epsilon", "-1e-3"], options) == ["run", "--epsilon=-1e-3"]
-    assert join_signed_values(["run", "--bbox", "-93.3,44.9,-93.2,45"], options) == ["run", "--bbox=-93.3,44.9,-93.2,45"]
+    assert join_signed_values(["run", "--bbox", "-93.3,44.9,-93.2,45"], options) == ["run",
+                                                                                     "--bbox=-93.3,44.9,-93.2,45"]
     assert join_signed_values(["run", "--epsilon", "--json"], options) == ["run", "--epsilon", "--json"]
     assert join_signed_values(["run", "--json", "-inf"], options) == ["run", "--json", "-inf"]
 

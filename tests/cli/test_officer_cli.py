@@ -35,7 +35,8 @@ def test_target_users_mode_and_unreachable(capsys):
 
 
 def test_target_json_fast(capsys):
-    assert main(["target", "--grid", "8", "--users", "2000", "--metric", "aqe", "--at-most", "0.3", "--mechanism", "grr",
+    assert main(["target", "--grid", "8", "--users", "2000", "--metric", "aqe", "--at-most", "0.3", "--mechanism",
+                 "grr",
                  "--trials", "3", "--json"]) == 0
     (r,) = json.loads(capsys.readouterr().out)["results"]
     assert r["reached"] and r["bound"] <= 0.3 and r["epsilon_unit"] == "" and r["attacker_within_r"] is not None

@@ -16,7 +16,6 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -122,7 +121,8 @@ def test_mixed_rows_are_kept_or_counted_by_reason() -> None:
 
 
 def test_unicode_header_found_when_named() -> None:
-    text = "\u0428\u0438\u0440\u043e\u0442\u0430,\u0414\u043e\u043b\u0433\u043e\u0442\u0430\n44.97,-93.26\n44.98,-93.25\n"
+    text = ("\u0428\u0438\u0440\u043e\u0442\u0430,\u0414\u043e\u043b\u0433\u043e\u0442\u0430\n"
+            "44.97,-93.26\n44.98,-93.25\n")
     with pytest.raises(LdpvizInputError, match="Columns seen"):
         load_file(Upload(text.encode(), "cyrillic.csv"))
     data = load_file(Upload(text.encode(), "cyrillic.csv"), lat_column="\u0428\u0438\u0440\u043e\u0442\u0430",

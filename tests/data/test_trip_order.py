@@ -12,7 +12,6 @@ import pytest
 
 from ldpviz.cli.commands import main
 from ldpviz.data import trajectories as T
-from ldpviz.geo.domain import Region
 from ldpviz.mechanisms.fo.private_region import upload_frame
 
 BBOX = "-93.35,44.85,-93.15,45.05"

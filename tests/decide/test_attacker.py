@@ -7,10 +7,11 @@ import pytest
 
 from ldpviz import mechanisms
 from ldpviz.decide.attacker import POPULATION, UNIFORM, attack, attackers, default_r_m
-from ldpviz.decide.cell_distances import mean_distance_from_square, rows_times_distance as _rows_times_distance, square_in_disc
+from ldpviz.decide.cell_distances import (mean_distance_from_square, rows_times_distance as _rows_times_distance,
+                                          square_in_disc)
 from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError
-from ldpviz.mechanisms.dam.local_privacy import cell_distances, local_privacy
+from ldpviz.mechanisms.dam.local_privacy import local_privacy
 
 REGION = Region(-93.27, 44.97, 6000.0, "test")
 
@@ -125,7 +126,8 @@ def test_no_privacy_is_exact_and_central_dp_is_named():
     a = attack(mechanisms.create("exact", g, 1.0), POPULATION, population=population(6), r_m=half_diagonal)
     # a right cell every time: the error is the mean distance from a uniform point of a square to its centre
     mean_in_square = (np.sqrt(2) + np.log(1 + np.sqrt(2))) / 6
-    assert a.best_guess_error_m == pytest.approx(mean_in_square * g.cell_m, rel=1e-9) and a.within_r == pytest.approx(1.0)
+    assert a.best_guess_error_m == pytest.approx(mean_in_square * g.cell_m,
+                                                 rel=1e-9) and a.within_r == pytest.approx(1.0)
     both = attackers(mechanisms.create("laplace", g, 1.0), population(6))
     assert not both["available"] and "central DP" in both["reason"]
     with pytest.raises(LdpvizInputError, match="not available"):

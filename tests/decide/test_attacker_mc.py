@@ -1,4 +1,5 @@
-"""ldpviz.decide.attacker_monte_carlo: the Bayesian attacker by Monte Carlo over reports with exact per-report posteriors."""
+"""ldpviz.decide.attacker_monte_carlo: the Bayesian attacker by Monte Carlo over reports with exact per-report
+posteriors."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from ldpviz.decide.attacker import EXACT, POPULATION, UNIFORM, attack, attack_ma
 from ldpviz.decide.attacker_monte_carlo import report_likelihood
 from ldpviz.geo.domain import Grid
 from ldpviz.mechanisms.base import CENTRAL_DP
-from ldpviz.mechanisms.fo.oracles import (OLHReports, OUEReports, olh_hash_channel, olh_perturb, oue_perturb, oue_probabilities, oue_report_likelihood, olh_report_likelihood)
+from ldpviz.mechanisms.fo.oracles import (OUEReports, olh_hash_channel, olh_perturb, oue_perturb,
+                                          oue_probabilities, oue_report_likelihood, olh_report_likelihood)
 
 from test_attacker import REGION, population  # the same test region and population as the exact attacker's
 

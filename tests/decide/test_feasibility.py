@@ -175,7 +175,7 @@ def test_numbers_for_people():
     assert "e+" not in decision_report._num(39_600.0) and "e-" not in decision_report._num(0.0000123)
 
 
-# ---- the national file: the feasibility note and the inverse answer, on the command line -------------------------------
+# ---- the national file: the feasibility note and the inverse answer, on the command line -----------------------
 
 @pytest.mark.slow
 def test_target_judges_the_limit_on_decides_ledger_reports_and_unit(capsys):
@@ -234,7 +234,7 @@ def test_target_on_a_national_file_says_the_target_is_finer_than_a_cell_and_what
     assert not re.search(r"CI -", text)
 
 
-# ---- the Decide page (AppTest) ----------------------------------------------------------------------------------------
+# ---- the Decide page (AppTest) ------------------------------------------------------------------------------------
 
 def _page(**query: str):
     from pathlib import Path

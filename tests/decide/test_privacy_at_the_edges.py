@@ -31,7 +31,8 @@ def test_ratio_text_works_from_the_log():
     assert ratio_text(9190.0) == "more than 10^300" and ratio_text(math.inf) == "more than 10^300"
 
 
-@pytest.mark.parametrize("name,params", [("planar-laplace", {}), ("sem-geoi", {"calibration": "raw", "subset_size": 1})])
+@pytest.mark.parametrize("name,params", [("planar-laplace", {}), ("sem-geoi", {"calibration": "raw",
+                                                                               "subset_size": 1})])
 def test_privacy_scale_on_a_continent_does_not_overflow(name, params):
     """Geo-I at 1 per km on the 6,500 km region (d = 8, 812 km cells): every ratio is stated, the region-wide one
     as 'more than 10^300' from its finite log (9,192 for planar Laplace, the region's diagonal), and the setting is

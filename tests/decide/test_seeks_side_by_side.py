@@ -153,7 +153,7 @@ def test_closing_the_generator_cancels_a_real_goal_seek():
     def seek():
         try:
             return tradeoff.target_epsilon(base, "w2_m", 1.0, attacker=False)
-        except estimation.Cancelled as exc:
+        except estimation.Cancelled:
             outcome["cancelled"] = _time.perf_counter()
             raise
 

@@ -24,7 +24,8 @@ def test_evaluator_matches_separate_runs(metric):
 
 
 def test_frontier_points_match_separate_runs():
-    """Each frontier point's mean equals a separate experiment.run at that setting; attacker error falls with epsilon."""
+    """Each frontier point's mean equals a separate experiment.run at that setting; attacker error falls with
+    epsilon."""
     df = tradeoff.frontier(SMALL, ["grr", "oue"], [0.5, 4.0], metric="l1", n_users=[2000])
     assert len(df) == 4 and set(df["privacy_model"]) == {"LDP"}
     for _, row in df.iterrows():

@@ -100,6 +100,7 @@ def check_channel(ids: np.ndarray, p: np.ndarray, label: str, alpha: float = ALP
     assert counts.size == p.size, f"{label}: a report outside the channel's outputs"
     high = focused_split(p)
     p2, _ = g_test(np.array([counts[high].sum(), counts[~high].sum()]), np.array([p[high].sum(), p[~high].sum()]))
-    assert p2 > ALPHA_HERE, f"{label}: likeliest-outputs share {counts[high].sum() / n:.4f} vs {p[high].sum():.4f} (p={p2:.2g})"
+    assert p2 > ALPHA_HERE, \
+        f"{label}: likeliest-outputs share {counts[high].sum() / n:.4f} vs {p[high].sum():.4f} (p={p2:.2g})"
     pf, df = g_test(counts, p)
     assert pf > ALPHA_HERE, f"{label}: full G-test p = {pf:.2g} over {df} bins"

@@ -101,7 +101,8 @@ def check_reports(mech, spec: dict, uv: list[float], reports: list[dict], label:
         others = counts.sum() - counts[value]
         z_others = (others - n * (D - 1) * q) / np.sqrt(n * (D - 1) * q * (1 - q))
         z_own = (counts[value] - n * p) / np.sqrt(n * p * (1 - p))
-        assert stats.chi2.sf(z_others ** 2, 1) > ALPHA, f"{label}: other bits' share {others / n / (D - 1):.5f} vs {q:.5f}"
+        assert stats.chi2.sf(z_others ** 2,
+                             1) > ALPHA, f"{label}: other bits' share {others / n / (D - 1):.5f} vs {q:.5f}"
         assert stats.chi2.sf(z_own ** 2, 1) > ALPHA, f"{label}: own bit share {counts[value] / n:.4f}"
         chi = np.sum((counts - n * probs) ** 2 / (n * probs * (1 - probs)))
         assert stats.chi2.sf(chi, D) > ALPHA, f"{label}: bit counts chi-square {chi:.1f} over {D} bits"
@@ -141,7 +142,8 @@ def _check_subsets(mech, x: int, reports: list[dict], label: str, alpha: float) 
     p = tables.member[:, x]
     N = len(subsets)
     z = (counts - N * p) / np.sqrt(np.maximum(N * p * (1 - p), 1e-300))
-    assert stats.chi2.sf(np.max(z ** 2), 1) * n > alpha, f"{label}: a cell's membership is off (max |z| {np.abs(z).max():.2f})"
+    assert stats.chi2.sf(np.max(z ** 2),
+                         1) * n > alpha, f"{label}: a cell's membership is off (max |z| {np.abs(z).max():.2f})"
 
 
 def test_sem_geoi_whole_channel_on_a_small_grid(tmp_path):

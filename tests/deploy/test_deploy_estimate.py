@@ -182,7 +182,8 @@ def test_cli_deploy_then_estimate_writes_every_file(tmp_path, capsys):
 
 
 def test_cli_deploy_refuses_clearly(tmp_path, capsys):
-    for args, message in ((["--mechanism", "exact"], "no privacy"), (["--mechanism", "privag"], "no single phone-side report"),
+    for args, message in ((["--mechanism", "exact"], "no privacy"), (["--mechanism", "privag"],
+                                                                     "no single phone-side report"),
                           (["--mechanism", "dam"], None)):
         argv = ["deploy", *args, "--epsilon", "1", "--out", str(tmp_path / "x")]
         if message is None:

@@ -16,7 +16,6 @@ import struct
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from ldpviz import mechanisms

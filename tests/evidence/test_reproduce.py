@@ -30,7 +30,8 @@ def repo(tmp_path: Path) -> Path:
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
     bench = tmp_path / "bench"
     bench.mkdir()
-    for name, body in (("a_good", GOOD), ("b_no_flags", NO_FLAGS), ("c_fails", FAILS), ("_helper", "raise SystemExit(9)")):
+    for name, body in (("a_good", GOOD), ("b_no_flags", NO_FLAGS), ("c_fails", FAILS), ("_helper",
+                                                                                        "raise SystemExit(9)")):
         (bench / f"{name}.py").write_text(textwrap.dedent(body))
     return tmp_path
 
@@ -119,7 +120,8 @@ def test_summary_blocks_are_filled_from_the_scripts_numbers(tmp_path: Path) -> N
             f"{summaries.end_marker('grids-claims')}\n\n{summaries.begin_marker('none')}\nuntouched\n"
             f"{summaries.end_marker('none')}\nFooter.\n")
     (docs / "index.md").write_text(text)
-    (docs / "design.md").write_text(f"x\n{summaries.begin_marker('grids-claims')}\n{summaries.end_marker('grids-claims')}\n")
+    (docs / "design.md").write_text(f"x\n{summaries.begin_marker('grids-claims')}\n"
+                                    f"{summaries.end_marker('grids-claims')}\n")
     changed = summaries.refresh_summaries(docs)
     index = (docs / "index.md").read_text()
     assert sorted(p.name for p in changed) == ["design.md", "index.md"]

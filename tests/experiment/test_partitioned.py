@@ -1,4 +1,5 @@
-"""One scenario split into partitions (ldpviz.experiment.partitioned): a Dask cluster gives exactly the serial result."""
+"""One scenario split into partitions (ldpviz.experiment.partitioned): a Dask cluster gives exactly the serial
+result."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import pandas as pd
 import pytest
 
 from ldpviz.cli import commands as cli
-from ldpviz.data import datasets
 from ldpviz.experiment import partitioned
 from ldpviz.geo.domain import Region
 from ldpviz.errors import LdpvizInputError
@@ -40,7 +40,8 @@ def _same(a: partitioned.PartitionedRun, b: partitioned.PartitionedRun) -> None:
                                               ("grr", {"path": "per-user"}), ("olh", {"path": "per-user"}),
                                               ("exact", {}), ("dam", {"path": "aggregate"}),
                                               ("huem", {"path": "per-user"}), ("planar-laplace", {}),
-                                              ("mdsw", {}), ("mdsw", {"split": "budget"}), ("sem-geoi", {"subset_size": 2})])
+                                              ("mdsw", {}), ("mdsw", {"split": "budget"}), ("sem-geoi",
+                                                                                            {"subset_size": 2})])
 def test_cluster_run_equals_serial_run(client, mechanism, params):
     """Same seed, same partitions: the Dask run's estimates, truth and metrics equal the serial run's exactly
     (every partition's stream is SeedSequence([seed, trial]).spawn(P)[i]; statistics are integer sums)."""

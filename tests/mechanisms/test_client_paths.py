@@ -1,5 +1,6 @@
-"""Aggregate paths of the client mechanisms outside fo.py (tile oracles, OLH-H, PLDP, SEM-Geo-I; planar Laplace has none):
-the server's statistic has the per-user path's distribution, 'auto' picks by size, and the estimate names the path."""
+"""Aggregate paths of the client mechanisms outside fo.py (tile oracles, OLH-H, PLDP, SEM-Geo-I; planar Laplace
+has none): the server's statistic has the per-user path's distribution, 'auto' picks by size, and the estimate
+names the path."""
 
 from __future__ import annotations
 
@@ -228,7 +229,8 @@ def test_hadamard_aggregate_agrees_with_per_user_in_distribution(eps, variant):
     """Hadamard response report histograms (40 values, counts 0..59 so that both the one-by-one and the
     multinomial branch of the aggregate run where s is small), 300 seeded draws per path: means within 4.5 SE of
     the code's channel, and the paths agree in mean and in variance (15% on average)."""
-    from ldpviz.mechanisms.fo.hadamard import hadamard_aggregate_histogram, hadamard_channel, hadamard_code, hadamard_perturb
+    from ldpviz.mechanisms.fo.hadamard import (hadamard_aggregate_histogram, hadamard_channel, hadamard_code,
+                                               hadamard_perturb)
     code = hadamard_code(40, eps, variant)
     counts = np.random.default_rng(5).integers(0, 60, size=40)
     values = np.repeat(np.arange(40), counts)
@@ -241,8 +243,8 @@ def test_hadamard_aggregate_agrees_with_per_user_in_distribution(eps, variant):
 
 @pytest.mark.parametrize("name", ["grr-tiles", "hr-tiles", "olh-h", "srr", "pldp"])
 def test_reports_page_says_the_aggregate_path_sent_a_tally(name):
-    """What the server received, in words (ldpviz.experiment.report_description.describe), says 'tally' for the aggregate path's
-    statistic of every location-domain mechanism, and counts the users."""
+    """What the server received, in words (ldpviz.experiment.report_description.describe), says 'tally' for the
+    aggregate path's statistic of every location-domain mechanism, and counts the users."""
     from ldpviz.experiment.report_description import describe
     grid = Grid(Region(0.0, 0.0, 1000.0), 4)
     users = _users(4, 300)

@@ -23,7 +23,8 @@ def test_other_units_are_named():
         privacy_unit = UNIT_PERSON
 
     text = PerPerson(Grid(Region(0.0, 0.0, 1000.0), 2), 1.0).stated_guarantee()
-    assert text == "epsilon-LDP with epsilon = 1, per one person: everything one person contributes is protected together"
+    assert text == ("epsilon-LDP with epsilon = 1, per one person: everything one person contributes is protected "
+                    "together")
 
 
 def test_result_names_unit_count_and_region():
@@ -37,7 +38,8 @@ def test_result_names_unit_count_and_region():
     ds = experiment.datasets.load("uniform")
     result = experiment.run(experiment.Scenario(dataset="uniform", mechanism="grr", epsilon=1.0, grid_side=8,
                                                 region=fitted, n_users=500), ds)
-    assert any(item.startswith("Not covered by epsilon: the region was fit to the users' exact points") for item in result.coverage)
+    assert any(item.startswith("Not covered by epsilon: the region was fit to the users' exact points")
+               for item in result.coverage)
     assert result.summary()["coverage"] == result.coverage
 
 

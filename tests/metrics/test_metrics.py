@@ -265,7 +265,8 @@ def test_kl_properties():
     value = metrics.kl(p, q)
     assert math.isfinite(value) and value > 0.0
     # terms with true = 0 contribute nothing
-    t = np.zeros((2, 2)); t[0, 0] = 1.0
+    t = np.zeros((2, 2))
+    t[0, 0] = 1.0
     assert metrics.kl(t, np.array([[0.5, 0.5], [0.0, 0.0]])) == pytest.approx(math.log(2), rel=1e-6)
 
 

@@ -1,4 +1,5 @@
-"""Tests of ldpviz.metrics.w2_back_and_forth (W2 by the back-and-forth method): each docstring states the property checked."""
+"""Tests of ldpviz.metrics.w2_back_and_forth (W2 by the back-and-forth method): each docstring states the property
+checked."""
 
 from __future__ import annotations
 

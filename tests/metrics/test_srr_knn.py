@@ -25,8 +25,10 @@ def test_worse_estimates_score_worse():
 
 def test_hand_example():
     """Two users in one cell, k = 1: each one's neighbour is the other; an estimate moving one away fails."""
-    counts = np.zeros((4, 4)); counts[0, 0] = 2
-    est = np.zeros((4, 4)); est[0, 0] = 1; est[3, 3] = 1
+    counts = np.zeros((4, 4))
+    counts[0, 0] = 2
+    est = np.zeros((4, 4))
+    est[0, 0] = est[3, 3] = 1
     q = knn_quality(counts, est, k=1)
     assert q["recall"] == 0.0
     assert q["nmse"] > 0.5

@@ -241,7 +241,8 @@ def test_network_simplex_warm_start_equals_cold_solve():
         for s in (cold, warm):
             assert abs(s.cost_value - ref) <= 1e-12 * max(1.0, ref), trial
             pt, ph, pm = s.plan()
-            assert np.allclose(np.bincount(pt, pm, minlength=n1), a) and np.allclose(np.bincount(ph, pm, minlength=n2), b)
+            assert np.allclose(np.bincount(pt, pm, minlength=n1), a) and np.allclose(np.bincount(ph, pm, minlength=n2),
+                                                                                     b)
             u, v = s.duals()
             assert (C - u[:, None] - v[None, :]).min() >= -1e-9
             assert np.allclose(C[pt, ph] - u[pt] - v[ph], 0.0)

@@ -221,7 +221,8 @@ def test_trajectory_frames_and_mixed_ids():
 def test_shuffle_noise_is_calibrated_to_the_scaled_sensitivity(epsilon, scale):
     """The decoded shuffle noise of level i is DLap(e^(-eps_i / B)) / B: its variance is
     2 a / ((1 - a)^2 B^2) with a = e^(-eps_i / B) (about 2 / eps_i^2, the central Laplace's), checked
-    within 15% over 300 seeded runs (4,800 draws; the estimate's standard error is about 4%); with App. F's literal e^(-eps_i) it would be B^2 times smaller.
+    within 15% over 300 seeded runs (4,800 draws; the estimate's standard error is about 4%); with App. F's literal
+    e^(-eps_i) it would be B^2 times smaller.
     One point per person, so B y is integral and no rounding enters."""
     people = {i: [(i % 4, (i // 4) % 4)] for i in range(30)}
     dists = uh.person_distributions(_frame(people, 4), Grid(REGION, 4))

@@ -51,7 +51,9 @@ def test_maps_fetch_no_basemap_and_fine_grids_drop_grid_lines():
         deck = viz.density_deck(grid, np.ones((grid.side, grid.side)) / grid.n_cells)
         spec = json.loads(deck.to_json())
         assert spec["mapStyle"] == "__MAP_STYLE__" and "mapProvider" not in spec
-    lines = lambda g: len(layer_data(viz.density_deck(g, np.ones((g.side, g.side))), "PathLayer")[0])
+    def lines(g):
+        return len(layer_data(viz.density_deck(g, np.ones((g.side, g.side))), "PathLayer")[0])
+
     assert lines(coarse) == 2 * (viz.MAX_GRID_LINES + 1)
     assert lines(fine) == 2 * 2
 
@@ -88,7 +90,8 @@ def test_estimate_map_uses_the_adaptive_partition():
     west, south, east, north = REGION.bbox
     assert viz.record_ring(polys[0])[0] == pytest.approx([west, south], abs=1e-6)
     assert deck.layers[-1].get_polygon == "@@=" + viz.RECT_POLYGON      # local: exact rectangles, 4 numbers a cell
-    assert viz.record_ring(polys[0])[2] == pytest.approx([REGION.unit_to_lonlat(np.array([0.5, 1.0]))[0], north], abs=1e-6)
+    assert viz.record_ring(polys[0])[2] == pytest.approx([REGION.unit_to_lonlat(np.array([0.5, 1.0]))[0], north],
+                                                         abs=1e-6)
 
 
 def test_difference_map_is_symmetric():

@@ -36,7 +36,8 @@ def test_dam_beats_mdsw_and_is_at_least_as_good_as_huem(dataset):
 
 def test_dam_beats_mdsw_on_szipf():
     """W2(DAM) < W2(MDSW) on SZipf at d = 15, eps = 3.5, as the paper's text says (Sec. VII-C2: "DAM is always
-    better than MDSW"), although its own Fig. 9 shows DAM behind MDSW and HUEM on SZipf (docs/dam-claims.md reports both)."""
+    better than MDSW"), although its own Fig. 9 shows DAM behind MDSW and HUEM on SZipf (docs/dam-claims.md
+    reports both)."""
     assert mean_w2("dam", "SZipf") < mean_w2("mdsw", "SZipf")
 
 
@@ -83,7 +84,8 @@ def test_verdicts_call_a_gap_inside_the_noise_not_resolved():
     SEM-Geo-I's k as run when it was lowered from the paper's rule (issue 22)."""
     import importlib.util
     from pathlib import Path
-    spec = importlib.util.spec_from_file_location("dam_claims", Path(__file__).resolve().parents[3] / "bench" / "dam_claims.py")
+    spec = importlib.util.spec_from_file_location("dam_claims",
+                                                  Path(__file__).resolve().parents[3] / "bench" / "dam_claims.py")
     dc = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(dc)
     labels = ["dam", "dam-ns", "huem", "mdsw", "mdsw (EMS at grid resolution)", "mdsw (plain EM)", "sem-geoi",

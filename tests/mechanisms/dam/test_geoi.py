@@ -190,7 +190,8 @@ def test_refuses_tiny_epsilon():
     assert "per metre" in mechanisms.create("planar-laplace", grid(4), 1.0).guarantee()
 
 
-@pytest.mark.parametrize("name,params", [("planar-laplace", {}), ("sem-geoi", {"calibration": "raw", "subset_size": 1})])
+@pytest.mark.parametrize("name,params", [("planar-laplace", {}), ("sem-geoi", {"calibration": "raw",
+                                                                               "subset_size": 1})])
 def test_geo_i_guarantee_is_the_same_on_every_grid(name, params):
     """Epsilon is per km: on a 4 km region at d = 4, 8, 16 the claim per km is the same and the channel's
     worst log-ratio per km of distance never exceeds it. Planar Laplace is tight, so its realised loss per km

@@ -94,7 +94,8 @@ def test_calibration_matches_dam_local_privacy():
     # The paper's k = ceil(64 / (e^2 + 1)) = 8 hides the cell among 8 members: its LP floor (eps' = 50)
     # is above DAM's, so k is lowered to the largest size that can still match DAM's local privacy.
     assert sem.k_paper == 8 and 1 < sem.k < 8
-    assert sem_lp_cells(SubsetTables(8, 50.0, sem.k)) <= dam_lp / g.cell_m < sem_lp_cells(SubsetTables(8, 50.0, sem.k + 1))
+    assert sem_lp_cells(SubsetTables(8, 50.0, sem.k)) <= dam_lp / g.cell_m < sem_lp_cells(SubsetTables(8, 50.0,
+                                                                                                       sem.k + 1))
 
 
 def test_refuses_large_grids_and_oversized_reports():

@@ -64,6 +64,7 @@ def test_projection_is_bounded_and_signs_are_blockwise_identical():
     assert est.info["projection_dim"] * est.info["domain_size"] <= pldp.MAX_PROJECTION_ENTRIES
     assert est.info["projection_dim_capped"] and est.density.sum() == pytest.approx(1.0)
     with pytest.raises(LdpvizInputError, match="projection_dim"):
-        mechanisms.create("pldp", grid, 1.0, projection_dim=pldp.MAX_PROJECTION_DIM).run(users, np.random.default_rng(1))
+        mechanisms.create("pldp", grid, 1.0, projection_dim=pldp.MAX_PROJECTION_DIM).run(users,
+                                                                                         np.random.default_rng(1))
     full = np.where(np.random.default_rng(7).random((3000, 700)) < 0.5, -1, 1).astype(np.int8)
     np.testing.assert_array_equal(pldp.projection_signs(3000, 700, 7), full)

@@ -9,7 +9,7 @@ from scipy import stats
 
 from ldpviz import mechanisms
 from ldpviz.geo import quadkey
-from ldpviz.geo.domain import Binned, Grid, Region
+from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError
 from ldpviz.mechanisms.srr import staircase as S
 

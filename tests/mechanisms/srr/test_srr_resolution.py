@@ -1,4 +1,5 @@
-"""SRR's effective resolution (ldpviz.mechanisms.srr.resolution): the blocks its channel can tell apart, and the baselines."""
+"""SRR's effective resolution (ldpviz.mechanisms.srr.resolution): the blocks its channel can tell apart, and the
+baselines."""
 
 import numpy as np
 import pytest

@@ -129,4 +129,5 @@ def test_run_is_perturb_then_estimate(mechanism):
     for path in ("auto", "aggregate") if has_paths else ():
         mech = create(mechanism, grid, 1.0, path=path)
         whole = mech.run(users, np.random.default_rng(5))
-        np.testing.assert_array_equal(whole.density, mech.estimate(mech.collect(users, np.random.default_rng(5))).density)
+        np.testing.assert_array_equal(whole.density, mech.estimate(mech.collect(users,
+                                                                                np.random.default_rng(5))).density)
