@@ -32,7 +32,7 @@ test: install-test
 test-fast: install-test
 	$(BIN)/python -m pytest -n 2 -m "not slow and not browser"
 
-## Lint with ruff (the rules in pyproject.toml's [tool.ruff]); not yet in .ci/run: the tree does not pass it yet.
+## Lint with ruff (the rules in pyproject.toml's [tool.ruff]); .ci/run runs it before the tests.
 lint: install-test
 	$(BIN)/python -m ruff check .
 

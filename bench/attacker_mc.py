@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ldpviz.data import datasets
+from ldpviz.data import datasets  # noqa: E402
 from ldpviz import mechanisms  # noqa: E402
 from ldpviz.decide.attacker import POPULATION, attack  # noqa: E402
 from ldpviz.decide.attacker_monte_carlo import MC_MAX_REPORTS, MC_MIN_REPORTS, MC_SEED, MC_TARGET_RSE  # noqa: E402

@@ -137,16 +137,16 @@ def _protocol_summary(protocol: pd.DataFrame) -> str:
         bounds = f"{low:.3f}" if f"{low:.3f}" == f"{high:.3f}" else f"{low:.3f} to {high:.3f}"
         line += (f" {len(weak)} of those ({', '.join(m.split(' (')[0] for m in weak['mechanism'])}) certified only "
                  f"{bounds}, below {audit.INFORMATIVE_FRACTION:.0%} of the claim: each sample is one whole run, whose "
-                 "output (an estimated density) rarely repeats, so the audit can barely separate the inputs; these passes are "
-                 "no evidence either way, not a proof (the guarantee rests on the mechanism's proof and its channel "
-                 "tests, not on this audit).")
+                 "output (an estimated density) rarely repeats, so the audit can barely separate the inputs; these "
+                 "passes are no evidence either way, not a proof (the guarantee rests on the mechanism's proof and its "
+                 "channel tests, not on this audit).")
     if len(occupied):
         names = ", ".join(m.split(",")[0] for m in occupied["mechanism"])
         low, high = occupied["lower_bound"].min(), occupied["lower_bound"].max()
         certified = f"{low:.2f}" if f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f} to {high:.2f}"
         line += (f" The {len(occupied)} opt-in `domain=\"occupied\"` variants ({names}) fail as expected "
-                 f"(certified {certified} > {occupied['claimed'].max():g}): that domain is built from the users' true tiles, and their "
-                 "guarantee says they are not epsilon-LDP when the set of occupied tiles is private.")
+                 f"(certified {certified} > {occupied['claimed'].max():g}): that domain is built from the users' true "
+                 "tiles, and their guarantee says they are not epsilon-LDP when the set of occupied tiles is private.")
     for m, lb, c in other[["mechanism", "lower_bound", "claimed"]].itertuples(index=False):
         line += f" **FAILED: {m}** (certified {lb:.2f} > {c:g})."
     return line
@@ -222,8 +222,8 @@ def run(quick: bool, out: Path, sides: tuple[int, ...] | None = None, n_samples:
     lines = ["# Black-box privacy audit", "",
              provenance_markdown(seeds=f"{seed} (one generator per pair and input)",
                                  trials=f"{n_samples:,} client reports per input of each pair; grid sides "
-                                        f"{', '.join(map(str, sides))}; epsilons {', '.join(f'{e:g}' for e in epsilons)}"
-                                        f"{reduced}",
+                                        f"{', '.join(map(str, sides))}; epsilons "
+                                        f"{', '.join(f'{e:g}' for e in epsilons)}{reduced}",
                                  quick=quick),
              "Method (`ldpviz/evidence/audit/`): for each pair of hard inputs (neighbouring cells, far corners, a cell "
              "and the cell one radius away when the mechanism has a radius, two corners of one cell) the client "
@@ -233,8 +233,8 @@ def run(quick: bool, out: Path, sides: tuple[int, ...] | None = None, n_samples:
              "Bonferroni correction over every pair, direction and event makes all bounds hold jointly at "
              f"{confidence:.0%} confidence, so a mechanism that keeps its promise fails with probability at most "
              f"{1 - confidence:.0%}. Geo-I mechanisms are also audited on two real positions 20 m apart (at most "
-             "a tenth of a cell) across a cell edge and across a cell corner, and on a chain of pairs a tenth of a cell "
-             "apart from a seeded random place across a whole cell (it crosses any rounding line inside a cell), "
+             "a tenth of a cell) across a cell edge and across a cell corner, and on a chain of pairs a tenth of a "
+             "cell apart from a seeded random place across a whole cell (it crosses any rounding line inside a cell), "
              "and checked against epsilon times "
              "(the distance between the real positions in cell sides + the snapping slack the mechanism states: "
              "0 for planar Laplace, one cell diagonal for SEM-Geo-I); their 'lower bound' column is the largest "
@@ -270,10 +270,13 @@ def run(quick: bool, out: Path, sides: tuple[int, ...] | None = None, n_samples:
     out.mkdir(parents=True, exist_ok=True)
     path = out / "audit.md"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    numbers = {"registry_audits": int(len(registry)), "registry_passed": int((registry["status"] == audit.PASSED).sum()),
-               "registry_uninformative": int((~registry["informative"].astype(bool) & (registry["status"] == audit.PASSED)).sum()),
+    numbers = {"registry_audits": int(len(registry)),
+               "registry_passed": int((registry["status"] == audit.PASSED).sum()),
+               "registry_uninformative": int((~registry["informative"].astype(bool)
+                                              & (registry["status"] == audit.PASSED)).sum()),
                "broken_audits": int(len(broken)), "broken_caught": int((broken["status"] == audit.FAILED).sum()),
-               "protocol_audits": int(len(protocol)), "protocol_passed": int((protocol["status"] == audit.PASSED).sum())}
+               "protocol_audits": int(len(protocol)),
+               "protocol_passed": int((protocol["status"] == audit.PASSED).sum())}
     write_summary(out, "audit.md", "Privacy audit", sentences, numbers, quick=quick)
     return path
 

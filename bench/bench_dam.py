@@ -155,8 +155,9 @@ def scale_section(out_dir: Path, baseline: str, users: int, side: int, w2_side: 
              "its threads: the FFTs run on 2 threads at d = 256) are the work itself, and their ratio is the "
              "reading that survives load. The goal is judged on the total wall seconds of a quiet run (load "
              "below 1).", "",
-             "| mechanism | setup s (base / now) | draw s (base / now) | estimate s (base / now) | total s (base / now) "
-             "| CPU s (base / now) | speed-up (wall / CPU) | load (base / now) | EM evaluations (base / now) | goal |",
+             "| mechanism | setup s (base / now) | draw s (base / now) | estimate s (base / now) | total s (base / "
+             "now) | CPU s (base / now) | speed-up (wall / CPU) | load (base / now) | EM evaluations (base / now) | "
+             "goal |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for name, runs, _ in rows:
         b, n = runs["base"], runs["now"]
@@ -170,14 +171,17 @@ def scale_section(out_dir: Path, baseline: str, users: int, side: int, w2_side: 
                      f"| {b['cpu'][0]:.2f} / {n['cpu'][0]:.2f} | {tb / tn:.2f}x / {b['cpu'][0] / n['cpu'][0]:.2f}x "
                      f"| {b['load'][0]:.1f} / {n['load'][0]:.1f} | {b['iterations'][0]} / {n['iterations'][0]} "
                      f"| {goal} |")
-    lines += ["", f"W2 at d = {w2_side} ({w2_users:,} users of the same population, seeds {SEED}..{SEED + w2_seeds - 1}, "
-                  "the same reports under both codes; exact W2 (POT's network simplex) in metres of the 10 km region, mean ± sd over seeds): "
-                  "the two codes' EM runs the same transforms and steps, so the estimates differ by floating-point "
-                  "round-off only; the first table shows whether round-off moved the held-out stopping step (EM evaluations per seed).", "",
+    lines += ["",
+              f"W2 at d = {w2_side} ({w2_users:,} users of the same population, seeds {SEED}..{SEED + w2_seeds - 1}, "
+                  "the same reports under both codes; exact W2 (POT's network simplex) in metres of the 10 km region, "
+                  "mean ± sd over seeds): the two codes' EM runs the same transforms and steps, so the estimates "
+                  "differ by floating-point round-off only; the first table shows whether round-off moved the held-out "
+                  "stopping step (EM evaluations per seed).", "",
               "| mechanism | EM evaluations per seed (base / now) |", "|---|---|"] + [
                   f"| {name} | {', '.join(map(str, acc['base']['iterations']))} / "
                   f"{', '.join(map(str, acc['now']['iterations']))} |" for name, _, acc in rows] + ["",
-              "| mechanism | W2 m, base | W2 m, now | t of the paired difference (mean / its standard error) |", "|---|---|---|---|"]
+              "| mechanism | W2 m, base | W2 m, now | t of the paired difference (mean / its standard error) |",
+              "|---|---|---|---|"]
     for name, _, acc in rows:
         wb, wn = np.array(acc["base"]["w2_m"]), np.array(acc["now"]["w2_m"])
         diff = wn - wb
@@ -268,10 +272,10 @@ def whole_section(out_dir: Path, users: int, side: int, repeats: int, quick: boo
              f"`bench/bench_dam.py --whole{' --quick' if quick else ''}`: `experiment.run` (what `ldpviz run "
              f"--dataset normal:n={users} --mechanism NAME --grid {side} --epsilon 1` runs: the draw, the estimate "
              f"and every readout) for DAM and GRR, each in a fresh process with imports, numba kernels and the data "
-             f"set loaded before the clock, alternating which goes first, {repeats} time{'s' if repeats != 1 else ''}; {elapsed:.0f} s wall, load "
-             f"average (1 min) {min(loads):.1f} to {max(loads):.1f} on {os.cpu_count()} cores. CPU seconds count "
-             "every thread of the process (the FFTs run on 2 threads at d = 256); each phase's CPU seconds come "
-             "from wrapping the function `experiment.run` calls for it.", "",
+             f"set loaded before the clock, alternating which goes first, {repeats} time{'s' if repeats != 1 else ''}; "
+             f"{elapsed:.0f} s wall, load average (1 min) {min(loads):.1f} to {max(loads):.1f} on {os.cpu_count()} "
+             "cores. CPU seconds count every thread of the process (the FFTs run on 2 threads at d = 256); each "
+             "phase's CPU seconds come from wrapping the function `experiment.run` calls for it.", "",
              f"Goal (issue 38): DAM's whole run at most {WHOLE_GOAL:g}x GRR's.", "",
              "| mechanism | wall s | CPU s | draw + estimate CPU s | of which FFT transforms CPU s | readouts CPU s "
              "| readout W2 CPU s | readout EMD-L1 CPU s | readout sliced W2 CPU s | EM evaluations | W2 readout |",
@@ -373,7 +377,8 @@ def main(argv=None) -> int:
              f"`bench/bench_dam.py`{' --quick' if args.quick else ''}: {args.users:,} users on a {args.side} x "
              f"{args.side} grid, epsilon = "
              f"{args.epsilon:g}, seed {SEED}, median of {args.repeats} repeats (setup excluded from the total: it is "
-             f"done once per (grid, epsilon)). Default parameters (EM stopped by the shared held-out rule of ldpviz.mechanisms.estimation; SW-EMS at 256 buckets per axis for MDSW).\n",
+             "done once per (grid, epsilon)). Default parameters (EM stopped by the shared held-out rule of "
+             "ldpviz.mechanisms.estimation; SW-EMS at 256 buckets per axis for MDSW).\n",
              "| mechanism | setup s | perturb s | estimate s | perturb + estimate s | EM iterations | target | note |",
              "|---|---|---|---|---|---|---|---|"]
     for name, r, verdict, note in rows:

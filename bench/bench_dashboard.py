@@ -51,7 +51,8 @@ def wait_idle(page, timeout_ms: int = 120_000) -> None:
 
 
 def summary_text(page) -> str:
-    return page.locator('[data-testid="stMarkdownContainer"]').filter(has_text="estimate is on average").first.inner_text()
+    return (page.locator('[data-testid="stMarkdownContainer"]').filter(has_text="estimate is on average")
+            .first.inner_text())
 
 
 READOUT_JS = """(before) => { const m = [...document.querySelectorAll('[data-testid="stMarkdownContainer"]')]
@@ -59,7 +60,8 @@ READOUT_JS = """(before) => { const m = [...document.querySelectorAll('[data-tes
                              return m && m.innerText !== before; }"""
 #: Every readout carries its interval (the default's trials have all run; Explore draws the first trial's maps
 #: and readouts first, then redraws with the intervals).
-INTERVALS_JS = """() => [...document.querySelectorAll('[data-testid="stMetricValue"]')].some(e => e.innerText.includes("±"))"""
+INTERVALS_JS = """() => [...document.querySelectorAll('[data-testid="stMetricValue"]')]\
+.some(e => e.innerText.includes("±"))"""
 ATTACKER_JS = """() => { const m = [...document.querySelectorAll('[data-testid="stMarkdownContainer"]')]
                            .find(e => e.innerText.includes("estimate is on average"));
                          return m && !m.innerText.includes("computing how far off"); }"""
@@ -245,14 +247,16 @@ def main() -> int:
     def fmt(v: float) -> str:
         return f"{v:.2f} s"
 
+    run_options = ((" --quick" if args.quick else "")
+                   + (f" --moves {args.moves}" if not args.quick and args.moves != 20 else "")
+                   + (f" --load {args.load}" if args.load else ""))
     lines = [
         "# Dashboard benchmark",
         "",
         provenance_markdown(seeds="0 (dashboard default; 1 for the second session)",
                             trials=f"the default ({default_trials}) against the one-trial baseline, "
                                    f"{args.moves} slider moves each", quick=args.quick),
-        f"Run by `bench/bench_dashboard.py{' --quick' if args.quick else ''}{f' --moves {args.moves}' if not args.quick and args.moves != 20 else ''}"
-        f"{f' --load {args.load}' if args.load else ''}` in {wall:.0f} s; load average (1 min) {load_start:.1f} at "
+        f"Run by `bench/bench_dashboard.py{run_options}` in {wall:.0f} s; load average (1 min) {load_start:.1f} at "
         f"the start, {load_end:.1f} at the end"
         + (f", with {args.load} busy processes started by the bench for the whole run (a shared server's load)"
            if args.load else "") + ". "
@@ -261,8 +265,9 @@ def main() -> int:
         "",
         f"Scenario: Minneapolis stops (bundled), mechanism `{mechanism}`, d = 32, 50,000 users, seed 0; Streamlit "
         f"served locally with the shipped long-run threshold ({longrun.LONG_S:g} quiet-machine seconds; the load "
-        "never raises a prediction, so no setting here is announced), Debian Chromium headless via Playwright. Each column is its own server started from cold "
-        f"in this run: first the one-trial baseline (`trials=1` in the link), then the default ({default_trials} "
+        "never raises a prediction, so no setting here is announced), Debian Chromium headless via Playwright. Each "
+        "column is its own server started from cold in this run: first the one-trial baseline (`trials=1` in the "
+        f"link), then the default ({default_trials} "
         "trials, every readout with its 95% interval).",
         "",
         "| measure | one trial (baseline) | default: " + f"{default_trials} trials, with intervals | target |",
@@ -272,7 +277,7 @@ def main() -> int:
             "≤ 6 s"),
         row("a new session (second browser page, seed 1: computed, not cached) to its first readouts",
             lambda r: fmt(r["session_s"]), "≤ 3 s"),
-        row(f"ε step to the first maps and readouts (Explore draws the first trial at once), median / p95",
+        row("ε step to the first maps and readouts (Explore draws the first trial at once), median / p95",
             lambda r: f"{statistics.median(r['times_first']):.2f} s / {p95(r['times_first']):.2f} s"),
         row(f"ε step to all readouts updated (with intervals), median of {args.moves}",
             lambda r: fmt(statistics.median(r["times"]))),
@@ -293,15 +298,15 @@ def main() -> int:
         f"| Compare: page open to the script's end | {default['compare']['idle_s']:.2f} | |",
         f"| `python -c pass` (the floor, same loop) | {cli['pass']:.3f} | |",
         f"| `ldpviz --help` | {cli['help']:.3f} ({cli['help'] / cli['pass']:.1f}x the floor) | ≤ 10x the floor |",
-        f"| `ldpviz run --epsilon -1` (a refusal) | {cli['refusal']:.3f} ({cli['refusal'] / cli['pass']:.1f}x the floor) "
-        "| ≤ 10x the floor |",
+        f"| `ldpviz run --epsilon -1` (a refusal) | {cli['refusal']:.3f} ({cli['refusal'] / cli['pass']:.1f}x the "
+        "floor) | ≤ 10x the floor |",
         f"| `ldpviz run` (bundled default) | {cli['default']:.2f} ({cli['default'] / cli['compute']:.1f}x its compute "
         f"time, {cli['compute']:.2f} s: load data, run, print, in process after its imports) | ≤ 2x its compute time |",
         "",
         "Command-line rows: medians of 3 fresh processes each, interleaved with `python -c pass` in one loop.",
         "",
-        f"Every move was a new ε ({START_EPS:g} upwards in slider steps, ending at ε = {default['final_eps']}), so none "
-        "was served from the result cache.",
+        f"Every move was a new ε ({START_EPS:g} upwards in slider steps, ending at ε = {default['final_eps']}), so "
+        "none was served from the result cache.",
         "",
         "Per-step seconds, one trial: " + ", ".join(f"{t:.2f}" for t in baseline["times"]),
         "",

@@ -91,7 +91,9 @@ def write_report(path: str, rows: list[dict], args: argparse.Namespace, where: s
                      f"{r['users'] / r['phase_s']:,.0f} | {r['estimate_s']:.1f} | {r['task_s']:.2f} | "
                      f"{', '.join(f'{m:,.0f}' for m in r['worker_peak_mb'])} | {serial} |")
     same = [r for r in rows if "identical" in r]
-    lines += ["", (f"The cluster's estimate equalled the serial run's, array for array, for {sum(r['identical'] for r in same)} "
+    lines += ["",
+              ("The cluster's estimate equalled the serial run's, array for array, for "
+               f"{sum(r['identical'] for r in same)} "
                    f"of {len(same)} mechanisms." if same else "The serial comparison was not run (--no-serial)."), "",
               "How to run this on an existing cluster: see [cluster.md](cluster.md).", ""]
     with open(path, "w") as fh:

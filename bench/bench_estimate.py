@@ -4,8 +4,8 @@ The floor is what any reader of the same file must at least do: ``pyarrow.json.r
 (multi-threaded C++) and ``np.bincount`` of its report column (``y`` for GRR, ``bucket`` for OLH). The row is
 ``ldpviz.deploy.estimate.estimate_reports`` on the same file: every line checked (format, digest, fields, domain),
 every rejection counted under its reason, the mechanism's own estimate and its 95% intervals. Each measurement runs
-in a fresh process (so its peak memory is its own: VmHWM of /proc/self/status), estimate and floor interleaved, medians over
-``--repeats``; the load average is read before and after.
+in a fresh process (so its peak memory is its own: VmHWM of /proc/self/status), estimate and floor interleaved,
+medians over ``--repeats``; the load average is read before and after.
 
 Reports are made the way phones make them (client.py's compact JSON: ``{"spec":"sha256:...","y":17}``), from the
 mechanism's own per-user sampler on a fixed population (a Gaussian blob over a 64 x 64 grid), seed 0.
@@ -26,7 +26,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,7 +107,8 @@ def estimate_floor_ratio(kind: str = "grr", n: int = 1_000_000, repeats: int = 3
     assert all(e["accepted"] == n and e["rejected"] == 0 for e in est), est
     ratios = [e["wall"] / f["wall"] for e, f in zip(est, flo)]
     return {"kind": kind, "n": n, "ratio": statistics.median(ratios), "ratios": ratios,
-            "estimate_s": statistics.median(e["wall"] for e in est), "floor_s": statistics.median(f["wall"] for f in flo),
+            "estimate_s": statistics.median(e["wall"] for e in est),
+            "floor_s": statistics.median(f["wall"] for f in flo),
             "estimate_rss_mb": max(e["maxrss_mb"] for e in est), "floor_rss_mb": max(f["maxrss_mb"] for f in flo),
             "reports_per_s": n / statistics.median(e["wall"] for e in est)}
 
@@ -149,7 +149,8 @@ def write_doc(rows: list[dict], out: Path, load_before: tuple, load_after: tuple
              "The floor: `pyarrow.json.read_json` of the same file and `np.bincount` of its report column. The row: "
              "`estimate_reports` (every line checked and counted, the estimate, its 95% intervals). Issue 38's goal: "
              "a ratio of at most 2, with peak memory at most 300 MB at 10M reports.", "",
-             "| mechanism | reports | estimate (s) | floor (s) | ratio | reports/s | estimate peak MB | floor peak MB |",
+             "| mechanism | reports | estimate (s) | floor (s) | ratio | reports/s | estimate peak MB "
+             "| floor peak MB |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r['kind'].upper()} | {r['n']:,} | {r['estimate_s']:.2f} | {r['floor_s']:.2f} | "
@@ -159,7 +160,8 @@ def write_doc(rows: list[dict], out: Path, load_before: tuple, load_after: tuple
         f"{r['kind'].upper()} {r['n']:,}: " + ", ".join(f"{x:.2f}" for x in r["ratios"]) for r in rows) + "."]
     worst = max(rows, key=lambda r: r["ratio"])
     big = [r for r in rows if r["n"] >= 10_000_000]
-    lines += ["", f"The largest median ratio is {worst['ratio']:.2f} ({worst['kind'].upper()}, {worst['n']:,} reports): "
+    lines += ["",
+              f"The largest median ratio is {worst['ratio']:.2f} ({worst['kind'].upper()}, {worst['n']:,} reports): "
               + ("within" if worst["ratio"] <= 2 else "above") + " issue 38's 2x."]
     if big:
         peak = max(r["estimate_rss_mb"] for r in big)

@@ -93,7 +93,9 @@ def peer(oracle: str, values: np.ndarray, domain_size: int, epsilon: float, seed
     HadamardResponseServer = mods["hadamard_response"].HadamardResponseServer
     random.seed(seed)
     np.random.seed(seed % (2 ** 32))
-    identity = (lambda x: x)  # our values are already 0-based indices
+    def identity(x):  # our values are already 0-based indices
+        return x
+
     if oracle == "grr":
         client, server = DEClient(epsilon, domain_size, index_mapper=identity), \
             DEServer(epsilon, domain_size, index_mapper=identity)
@@ -347,7 +349,8 @@ def write_report(path: str, oracle_rows: list[dict], path_rows: list[dict], cost
         c = r["collect"]
         lines.append(f"| {r['mechanism']} | {spread(r['run']['per-user'])} | {spread(r['run']['aggregate'])} | "
                      f"{spread(r['run']['auto'])} | {r['used']['auto']} | {spread(r['ratio'], '{:,.3g}')}x | "
-                     + (f"{spread(c['per-user'])} | {spread(c['aggregate'])} | {spread(r['collect_ratio'], '{:,.3g}')}x |"
+                     + (f"{spread(c['per-user'])} | {spread(c['aggregate'])} | "
+                        f"{spread(r['collect_ratio'], '{:,.3g}')}x |"
                         if c else "- | - | - |"))
     under = [r["mechanism"] for r in path_rows if np.median(r["run"]["auto"]) < 1.0]
     over = [r for r in path_rows if np.median(r["run"]["auto"]) >= 1.0]
@@ -382,11 +385,12 @@ def write_report(path: str, oracle_rows: list[dict], path_rows: list[dict], cost
     lines += ["## 3. The path cost model", "",
               "Both paths of every oracle (client and server, epsilon = 1; "
               f"{args.cost_reps} interleaved pairs: the minimum of each path, which the coefficients are fitted to, "
-              f"and the median [min-max] of the paired ratio per-user / aggregate, which decides the faster path) for users n in {', '.join(f'{n:,}' for n in args.cost_users)} and cells D in "
+              "and the median [min-max] of the paired ratio per-user / aggregate, which decides the faster path) for "
+              f"users n in {', '.join(f'{n:,}' for n in args.cost_users)} and cells D in "
               f"{', '.join(f'{d:,}' for d in args.cost_cells)} (OLH and OUE per-user skipped above "
               f"{args.cost_max_entries:,.0f} users x cells). The code's coefficients "
-              f"(`ldpviz/mechanisms/path_cost.py`, measured on: {path_cost.MEASURED_ON}) chose the faster "
-              f"path in {agree} of {total} configurations measured here. The model is "
+              f"(`ldpviz/mechanisms/path_cost.py`, measured on: {path_cost.MEASURED_ON}) chose the faster path in "
+              f"{agree} of {total} configurations measured here. The model is "
               "t = c0 + c_n n + c_D D + c_nD n D seconds.", "",
               "| oracle | path | c0 | c_n | c_D | c_nD | refitted now: c0 | c_n | c_D | c_nD |",
               "|---|---|---|---|---|---|---|---|---|---|"]
@@ -394,7 +398,8 @@ def write_report(path: str, oracle_rows: list[dict], path_rows: list[dict], cost
         now = fitted.get(key)
         lines.append(f"| {key[0]} | {key[1]} | " + " | ".join(f"{c:.3g}" for c in coef) + " | "
                      + (" | ".join(f"{c:.3g}" for c in now) if now else "- | - | - | -") + " |")
-    lines += ["", "| oracle | users | cells | per-user (s, min) | aggregate (s, min) | paired ratio per-user / aggregate "
+    lines += ["",
+              "| oracle | users | cells | per-user (s, min) | aggregate (s, min) | paired ratio per-user / aggregate "
               "| faster (median ratio) | model's choice |", "|---|---|---|---|---|---|---|---|"]
     for r in cost_rows:
         pu = f"{r['per-user']:.4f}" if "per-user" in r else "skipped"
@@ -405,8 +410,8 @@ def write_report(path: str, oracle_rows: list[dict], path_rows: list[dict], cost
     right = sum(r["choice"] == ("aggregate" if np.median(r["ratio"]) > 1 else "per-user") for r in disk_rows)
     lines += ["", "DAM's disk channel (also DAM-NS and HUEM; `path_cost.choose_disk_path`, coefficients "
               f"{path_cost.DISK_COEFFICIENTS}): the client half (sample + bincount) against the exact aggregate "
-              f"(`DiskChannel.aggregate`), skewed true counts, {args.cost_reps} interleaved pairs (minimum of each path; the "
-              f"faster path by the median paired ratio). The model chose the faster path in {right} of "
+              f"(`DiskChannel.aggregate`), skewed true counts, {args.cost_reps} interleaved pairs (minimum of each "
+              f"path; the faster path by the median paired ratio). The model chose the faster path in {right} of "
               f"{len(disk_rows)} configurations.", "",
               "| d | epsilon | users | per-user (s, min) | aggregate (s, min) | paired ratio per-user / aggregate | "
               "model's choice |", "|---|---|---|---|---|---|---|"]

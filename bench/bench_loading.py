@@ -3,9 +3,9 @@
 For each size, write a CSV and a Parquet file of US-wide points with a few bad
 rows planted (one in 100,000 each: a missing latitude, a non-numeric longitude,
 a latitude of 95, a longitude of 600, and one longitude in (180, 540] that is
-wrapped; the CSV also gets one row with an extra field per million rows), then load each file with :func:`ldpviz.data.datasets.load_file` in a fresh
-process under ``/usr/bin/time -v``: the report gives the load seconds measured
-inside the process, the process's peak resident memory (``Maximum resident set
+wrapped; the CSV also gets one row with an extra field per million rows), then load each file with
+:func:`ldpviz.data.datasets.load_file` in a fresh process under ``/usr/bin/time -v``: the report gives the load
+seconds measured inside the process, the process's peak resident memory (``Maximum resident set
 size``, which includes Python, numpy and pandas themselves: the "baseline" row
 loads nothing), and the rows kept, dropped and changed, which must match what
 was planted. Synthetic sets (:func:`ldpviz.data.synthetic.generate`) are measured the
@@ -192,8 +192,8 @@ def main() -> int:
                          "file_mb": 0.0, **res})
         res = measure("run", "normal", stream_n, RUN_LIMIT_GIB)
         rows.append({"what": f"`ldpviz run` (grr, d = 32) on normal:n=N, {_path(res)}, under a "
-                             f"{RUN_LIMIT_GIB:g} GiB address-space limit", "rows": stream_n, "file_mb": 0.0, "limited": True,
-                     **res})
+                             f"{RUN_LIMIT_GIB:g} GiB address-space limit", "rows": stream_n, "file_mb": 0.0,
+                     "limited": True, **res})
     report = render(rows, checks, args.quick, sizes, (load_start, os.getloadavg()[0]))
     path = out_dir / "data-loading.md"
     path.write_text(report)

@@ -120,9 +120,9 @@ def write_report(path: str, rows: list[dict], args: argparse.Namespace) -> None:
              "the median [min-max] over repetitions, and the ratio is paired within repetitions.", "",
              "'collect' is what the server receives: the client half (every phone's report) on path 'per-user', "
              "the exact draw of the server's sufficient statistic on path 'aggregate' (same distribution; the "
-             "tests in tests/test_fo_paths.py and tests/test_client_paths.py check it); 'run' adds the server's "
-             "estimate. 'auto' is the default: the path the mechanism's cost model predicts faster for these "
-             "users. PrivAG and AAG run two rounds and are timed as whole runs only.", "",
+             "tests in tests/mechanisms/fo/test_fo_paths.py and tests/mechanisms/test_client_paths.py check it); 'run' "
+             "adds the server's estimate. 'auto' is the default: the path the mechanism's cost model predicts faster "
+             "for these users. PrivAG and AAG run two rounds and are timed as whole runs only.", "",
              f"Bounds: a per-user run whose first repetition took over {args.slow:g} s is not repeated; OUE's "
              f"per-user reports are skipped above {args.max_bits / 8 / 2 ** 20:,.0f} MiB of report bits; SEM-Geo-I "
              "refuses grids above 32 x 32 (reports are sets of cells), and at epsilon = 1 its LP calibration refuses "
@@ -192,7 +192,8 @@ def summary_sentences(rows: list[dict], args: argparse.Namespace) -> list[str]:
             else:
                 wrong += 1
                 misses.append(f"{r['mechanism']} (chose {r['used']['auto']}: per-user "
-                              f"{med(r, 'collect', 'per-user'):.3g} s, aggregate {med(r, 'collect', 'aggregate'):.3g} s)")
+                              f"{med(r, 'collect', 'per-user'):.3g} s, aggregate {med(r, 'collect', 'aggregate'):.3g} "
+                              "s)")
     out.append(f"Where both paths were timed, 'auto' chose the faster collect in {right} of {right + wrong} "
                "mechanisms" + (": " + ", ".join(misses) + "." if misses else "."))
     if no_agg:

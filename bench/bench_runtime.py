@@ -185,9 +185,10 @@ def main(argv: list[str] | None = None) -> int:
     measured_on = stored["measured_on"].split("; refitted")[0] + f"; refitted {datetime.date.today().isoformat()}" \
         if args.refit else (f"bench/bench_runtime.py{' --quick' if args.quick else ''}: sizes (n, d) "
                    f"{', '.join(f'({n:,}, {d})' for n, d in sizes)} (and {extra_name} / {extra_path} at "
-                   f"{', '.join(f'({n:,}, {d})' for n, d in extra_sizes)} for the metrics), one run each, 'normal' data, on "
-                   f"{host.get('processor', 'this machine')} ({runtime_model.cores()} cores, mean load {mean_load:.1f}; "
-                   f"CPU seconds, which the load does not inflate), {datetime.date.today().isoformat()}")
+                   f"{', '.join(f'({n:,}, {d})' for n, d in extra_sizes)} for the metrics), one run each, 'normal' "
+                   f"data, on {host.get('processor', 'this machine')} ({runtime_model.cores()} cores, mean load "
+                   f"{mean_load:.1f}; CPU seconds, which the load does not inflate), "
+                   f"{datetime.date.today().isoformat()}")
     cal = fit_calibration(rows, measured_on, extra, probe_s)
     target = out / "runtime-calibration.json"
     target.write_text(json.dumps({**cal.to_json(), "runs": rows, "extra_trial_runs": extra_rows}, indent=1) + "\n",

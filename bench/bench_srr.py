@@ -38,12 +38,18 @@ def main() -> None:
                               kind="occupied", level=17)
     rows = []
     for eps in epsilons:
-        t0 = time.perf_counter(); plan = S.build_plan(domain, eps); t1 = time.perf_counter()
-        S.hadamard_estimate(plan, np.ones(domain.size)); t2 = time.perf_counter()   # LU / SVD factorisation
+        t0 = time.perf_counter()
+        plan = S.build_plan(domain, eps)
+        t1 = time.perf_counter()
+        S.hadamard_estimate(plan, np.ones(domain.size))   # LU / SVD factorisation
+        t2 = time.perf_counter()
         x = rng.integers(0, domain.size, n_users)
-        t3 = time.perf_counter(); reports = S.perturb_positions(plan, x, rng); t4 = time.perf_counter()
+        t3 = time.perf_counter()
+        reports = S.perturb_positions(plan, x, rng)
+        t4 = time.perf_counter()
         counts = np.bincount(reports, minlength=domain.size).astype(float)
-        S.hadamard_estimate(plan, counts); t5 = time.perf_counter()
+        S.hadamard_estimate(plan, counts)
+        t5 = time.perf_counter()
         rows.append((eps, domain.size, plan.m, t1 - t0, t2 - t1, t4 - t3, t5 - t4))
     lines = ["# SRR benchmark", "",
              provenance_markdown(seeds=str(SEED), trials="one timed run per epsilon", quick=args.quick),

@@ -14,7 +14,7 @@ mechanism, in every repetition and in rotating order (so they share the machine'
 
 Reports the median over the repetitions of each, the goal ratios batched5 / one and mech5 / mech1 (issues 23
 and 28: at most 2) and the speed-up loop5 / batched5. Both 5-trial variants give identical numbers
-(tests/test_trials.py). A mechanism that refuses the grid (SEM-Geo-I at d = 32) is measured on the fallback
+(tests/experiment/test_trials.py). A mechanism that refuses the grid (SEM-Geo-I at d = 32) is measured on the fallback
 grid instead, and says so. Writes DIR/trials-benchmark.md (default docs/).
 
     PYTHONPATH=. python bench/bench_trials.py [--reps 3] [--users 50000] [--grid 32] [--out DIR] [--only a,b]
@@ -34,7 +34,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ldpviz.data import datasets
+from ldpviz.data import datasets  # noqa: E402
 from ldpviz import experiment, mechanisms, metrics  # noqa: E402
 from ldpviz.experiment import Scenario  # noqa: E402
 from ldpviz.evidence.reproduce import provenance_markdown  # noqa: E402
@@ -168,6 +168,9 @@ def main() -> int:
     met = sum(r[2] <= 2.0 for r in rows)
     met_mech = sum(r[1]["mech5"] <= 2.0 * r[1]["mech1"] for r in rows)
     slow = [r for r in rows if r[1]["mech5"] > 2.0 * r[1]["mech1"]]
+
+    def near_floor(r) -> bool:   # a floor above 2, and mech5 at or below 1.1x that floor
+        return r[1]["floor"] > 2.0 and r[1]["mech5"] <= 1.1 * r[1]["floor"] * r[1]["mech1"]
     lines = [
         "# Trials in one pass: 5 trials against one",
         "",
@@ -189,7 +192,7 @@ def main() -> int:
         "- **batched5**: `run(Scenario(..., trials=5))` now: `Mechanism.run_trials` (path and true counts once, "
         "each trial its own generator; every EM estimator on one stack of all trials) and "
         "`metrics.evaluate_trials` (AQE's true answers, KL's smoothed truth and sliced W2's sorts once).",
-        "- Both 5-trial variants give identical numbers (tests/test_trials.py).",
+        "- Both 5-trial variants give identical numbers (tests/experiment/test_trials.py).",
         "",
         "- **mech1 / mech5** (issue 28): the mechanism side alone, in CPU seconds of the process (all threads; "
         "they survive load better than wall seconds): build the mechanism and run `Mechanism.run_trials` with 1 "
@@ -205,9 +208,9 @@ def main() -> int:
         f"{len(rows)} mechanisms. Mechanism side (mech5 / mech1): met by {met_mech} of {len(rows)}; of the "
         f"{len(rows) - met_mech} that miss, {sum(r[1]['floor'] > 2.0 for r in slow)} have a floor above 2 "
         "(the per-trial arithmetic alone is more than twice one run) and "
-        f"{sum(r[1]['floor'] > 2.0 and r[1]['mech5'] <= 1.1 * r[1]['floor'] * r[1]['mech1'] for r in slow)} of "
+        f"{sum(near_floor(r) for r in slow)} of "
         "those run at or below 1.1x their floor (what remains is that arithmetic); "
-        f"{', '.join(r[0] for r in slow if not (r[1]['floor'] > 2.0 and r[1]['mech5'] <= 1.1 * r[1]['floor'] * r[1]['mech1'])) or 'none'} "
+        f"{', '.join(r[0] for r in slow if not near_floor(r)) or 'none'} "
         "miss for another reason.",
         "",
         "| mechanism | one (s) | loop5 (s) | batched5 (s) | batched5 / one | loop5 / batched5 | mech1 (CPU s) | "

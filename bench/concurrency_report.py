@@ -9,7 +9,7 @@ page keeps its own dataset and ends at its own epsilon (no cross-talk), and the
 server's resident memory (sampled from /proc) after a second identical pass,
 when everything is cached, stays close to the first (bounded by the caches).
 Usage: ``python bench/concurrency_report.py [--quick] [--out DIR]``;
-``tests/test_concurrency.py`` runs the same harness.
+``tests/app/test_concurrency.py`` runs the same harness.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def bounded_text() -> str:
             f"session shares, so that a reload or a link finds an upload again, keeps at most {uploads.MAX_HELD} "
             f"files and {uploads.SERVER_UPLOAD_MB:g} MB (LDPVIZ_SERVER_UPLOAD_MB), each for at most "
             f"{uploads.MAX_AGE_S // 3600} hours. The sessions above upload nothing (they use synthetic datasets), "
-            "so these upload bounds are not measured in the table: tests/test_upload_budget.py checks them.")
+            "so these upload bounds are not measured in the table: tests/app/test_upload_budget.py checks them.")
 
 
 def rss_mb(pid: int) -> float:

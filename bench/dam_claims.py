@@ -234,10 +234,12 @@ def verdicts(res: dict, datasets: tuple[str, ...], radius_factors: tuple[float, 
     # 2. SEM-Geo-I: main setting, both subset sizes
     for ds in datasets:
         dam, sem, mi = m("dam", ds), m("sem-geoi", ds), m("sem-geoi (mutual-information k)", ds)
+        where = ("lower than both" if dam < min(sem, mi) else "higher than both" if dam > max(sem, mi)
+                 else "between them")
         out.append(f"- {ds}: DAM vs SEM-Geo-I at d = 15, eps = 3.5 (same local privacy): SEM-Geo-I with "
                    f"{_k_phrase(k_used.get(('sem-geoi', 15, 3.5)))} {sem:.4f}, with the mutual-information k {mi:.4f}, "
                    f"DAM {dam:.4f}: DAM is "
-                   f"{'lower than both' if dam < min(sem, mi) else 'higher than both' if dam > max(sem, mi) else 'between them'}.")
+                   f"{where}.")
     # 3. "DAM beats SEM-Geo-I at large eps" (Sec. VII-C3, Fig. 9 p-t)
     large = [e for e in epsilons if e >= 5]
     if large:
@@ -261,9 +263,9 @@ def verdicts(res: dict, datasets: tuple[str, ...], radius_factors: tuple[float, 
                 for ds in datasets}
         huem_same = all(a for a, _ in same.values())
         ns_same = [ds for ds, (_, b) in same.items() if b]
-        out.append(f"- eps = {e:g} (b_hat = {b_hat[e]} cell{'' if b_hat[e] == 1 else 's'} on d = 15): DAM and HUEM give "
-                   f"{'identical' if huem_same else 'different'} W2 on every data set; DAM-NS is identical to DAM on "
-                   f"{', '.join(ns_same) if ns_same else 'no data set'}"
+        out.append(f"- eps = {e:g} (b_hat = {b_hat[e]} cell{'' if b_hat[e] == 1 else 's'} on d = 15): DAM and HUEM "
+                   f"give {'identical' if huem_same else 'different'} W2 on every data set; DAM-NS is identical to DAM "
+                   f"on {', '.join(ns_same) if ns_same else 'no data set'}"
                    + (f" and differs on {', '.join(ds for ds in datasets if ds not in ns_same)}."
                       if len(ns_same) < len(datasets) else "."))
     # 5. the radius sweep: where is the minimum?
@@ -322,9 +324,10 @@ def main(argv: list[str] | None = None) -> int:
              f"and the reports from `default_rng(seed + t)`). W2 in units of the region side (mean ± sd). "
              f"Planar Laplace and SEM-Geo-I use the epsilon' that gives DAM's local privacy. "
              f"Post-processing: each mechanism's default -- EM for DAM, DAM-NS, HUEM, SEM-Geo-I "
-             f"and planar Laplace (ldpviz.mechanisms.estimation's default rule: early stopping validated on 20% held-out reports, see docs/em-stopping.md); SW-EMS at 256 buckets per axis for MDSW. "
-             f"SEM-Geo-I's subset size: the paper's rule k = ceil(n / (e^eps + 1)), lowered where matching DAM's local privacy "
-             f"needs it (the table 'SEM-Geo-I's subset size k, as run' gives k per setting).{reduced}\n"]
+             "and planar Laplace (ldpviz.mechanisms.estimation's default rule: early stopping validated on 20% "
+             "held-out reports, see docs/em-stopping.md); SW-EMS at 256 buckets per axis for MDSW. SEM-Geo-I's subset "
+             "size: the paper's rule k = ceil(n / (e^eps + 1)), lowered where matching DAM's local privacy needs it "
+             f"(the table 'SEM-Geo-I's subset size k, as run' gives k per setting).{reduced}\n"]
 
     # 1. main comparison at d = 15, eps = 3.5, with the baselines' other settings
     header = ["data"] + list(ALL) + [lab for lab, _, _ in VARIANTS]
@@ -340,8 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     for ds in datasets:
         rows = []
         for name in ("dam", "dam-ns", "huem"):
-            label = (lambda f: f"{name}@{f}")
-            rows.append([name] + [cell(label(f), name, ds, 15, 3.5, {"radius_factor": f}) for f in radius_factors])
+            rows.append([name] + [cell(f"{name}@{f}", name, ds, 15, 3.5, {"radius_factor": f}) for f in radius_factors])
         hdr = ["mechanism"] + [f"{f} b (b_hat={math.floor(f * optimal + 1e-9)})" for f in radius_factors]
         parts.append(f"## W2 against the radius, {ds}, d = 15, epsilon = 3.5 (Fig. 8; optimal b = {optimal:.3f} cells)"
                      "\n\n" + _table(rows, hdr))
@@ -357,7 +359,8 @@ def main(argv: list[str] | None = None) -> int:
                     row.append(cell(name, name, ds, d, eps))
                 rows.append(row)
             fixed = "epsilon = 3.5" if key == "d" else "d = 15"
-            parts.append(f"## W2 against {label}, {ds}, {fixed}\n\n" + _table(rows, ["mechanism"] + [str(v) for v in values]))
+            parts.append(f"## W2 against {label}, {ds}, {fixed}\n\n"
+                         + _table(rows, ["mechanism"] + [str(v) for v in values]))
     b_hat = {e: mechanisms.create("dam", Grid(Region(0.0, 0.0, 10_000.0), 15), e).radius_cells for e in epsilons}
     k_rows = [[f"d = {d}, eps = {e:g}", str(used), str(paper), "paper's rule" if used == paper else "lowered"]
               for (_, d, e), (used, paper) in sorted(K_USED.items(), key=lambda kv: (kv[0][1], kv[0][2]))]

@@ -131,8 +131,10 @@ def verdicts(res: dict, datasets: tuple[str, ...]) -> list[str]:
             legacy = np.mean(res[(ds, name, "legacy 1e-3")][0])
             conv = np.mean(res[(ds, name, "converged")][0])
             change = (conv - legacy) / legacy
+            effect = ("early stopping regularised it" if change > 0.05 else "little effect" if abs(change) <= 0.05
+                      else "convergence helps")
             lines.append(f"  - {name}: converged W2 {conv:.4f} vs legacy 1e-3 {legacy:.4f} "
-                         f"({change:+.0%}; {'early stopping regularised it' if change > 0.05 else 'little effect' if abs(change) <= 0.05 else 'convergence helps'}).")
+                         f"({change:+.0%}; {effect}).")
     return lines
 
 
@@ -154,7 +156,8 @@ def render(res: dict, datasets: tuple[str, ...], n: int, trials: int, quick: boo
                   + " | ".join(f"iterations, {lab}" for lab in labels) + " |",
                   "|---|" + "---|" * (2 * len(labels))]
         for name, _ in MECHS:
-            cells = [f"{np.mean(res[(ds, name, lab)][0]):.4f} ± {np.std(res[(ds, name, lab)][0]):.4f}" for lab in labels]
+            cells = [f"{np.mean(res[(ds, name, lab)][0]):.4f} ± {np.std(res[(ds, name, lab)][0]):.4f}"
+                     for lab in labels]
             cells += [f"{np.mean(res[(ds, name, lab)][1]):.0f}" for lab in labels]
             parts.append(f"| {name} | " + " | ".join(cells) + " |")
         parts.append("")
@@ -307,7 +310,8 @@ def render_planar(p: dict) -> list[str]:
                  f"checked at 10, 20, 40, ..., 1,000 iterations) | {np.mean(oracle[coarse]):.0f} ± "
                  f"{sd(oracle[coarse]):.0f} | {np.mean(oracle[fine]):.0f} ± {sd(oracle[fine]):.0f} | "
                  f"{np.mean(oracle[coarse]) / np.mean(oracle[fine]):.2f} | "
-                 f"{np.mean([i for _, i in p[f'oracle_{coarse}']]):.0f} | {np.mean([i for _, i in p[f'oracle_{fine}']]):.0f} |")
+                 f"{np.mean([i for _, i in p[f'oracle_{coarse}']]):.0f} | "
+                 f"{np.mean([i for _, i in p[f'oracle_{fine}']]):.0f} |")
     parts += ["", "Baselines that explain the gap:", "",
               "| baseline | W2 m |", "|---|---|",
               f"| d = {fine} estimates summed into the d = {coarse} cells, scored on the d = {coarse} grid | "
@@ -337,11 +341,12 @@ def render_planar(p: dict) -> list[str]:
               f"oracle stop gives {np.mean(oracle[coarse]):.0f} m "
               f"({w[(coarse, 'now')] / np.mean(oracle[coarse]) - 1:+.0%}); at d = {fine} {w[(fine, 'now')]:.0f} m "
               f"against {np.mean(oracle[fine]):.0f} m ({w[(fine, 'now')] / np.mean(oracle[fine]) - 1:+.0%}). "
-              f"With the cell-level model the rules ranged from {min(w[(coarse, k)] for k in ('cell', 'converged', 'legacy')):.0f} "
-              f"to {max(w[(coarse, k)] for k in ('cell', 'converged', 'legacy')):.0f} m at d = {coarse}.",
+              "With the cell-level model the rules ranged from "
+              f"{min(w[(coarse, k)] for k in ('cell', 'converged', 'legacy')):.0f} to "
+              f"{max(w[(coarse, k)] for k in ('cell', 'converged', 'legacy')):.0f} m at d = {coarse}.",
               f"- The cell-level model misfits real reports at d = {coarse} (rms {p['fit_rms_z_cell']:.1f} standard "
-              f"errors): without noise its EM (converged) gives {p['noise_free_real_cell']:.0f} m on real reports against "
-              f"{p['noise_free_model_cell']:.0f} m on its own expected counts. On sub-cells the fit is "
+              f"errors): without noise its EM (converged) gives {p['noise_free_real_cell']:.0f} m on real reports "
+              f"against {p['noise_free_model_cell']:.0f} m on its own expected counts. On sub-cells the fit is "
               f"{p['fit_rms_z_now']:.1f} and W2 {w[(coarse, 'now')]:.0f} m "
               f"({(w[(coarse, 'now')] - w[(coarse, 'cell')]) / w[(coarse, 'cell')]:+.0%}).",
               f"- The rest is the grid W2 is read on: the d = {fine} estimates themselves, summed into the "
@@ -361,9 +366,10 @@ def render_planar(p: dict) -> list[str]:
               f"own grid mixes that with the metric's resolution (on {p['cell_m'][coarse]:.0f} m cells a mass one "
               f"cell off costs {p['cell_m'][coarse]:.0f} m), which is why the d = {fine} estimate itself reads "
               f"{floor:.2f}x once summed into the d = {coarse} cells. Stopping is not the cause: the held-out rule "
-              f"is within {max(abs(w[(coarse, 'now')] / np.mean(oracle[coarse]) - 1), abs(w[(fine, 'now')] / np.mean(oracle[fine]) - 1)):.0%} "
-              "of the oracle stop on both grids, so the rule is kept (no re-tuning). tests/test_planar_laplace_grids.py "
-              "checks both readings on one seeded trial.", ""]
+              "is within "
+              f"{max(abs(w[(g, 'now')] / np.mean(oracle[g]) - 1) for g in (coarse, fine)):.0%} "
+              "of the oracle stop on both grids, so the rule is kept (no re-tuning). "
+              "tests/mechanisms/dam/test_planar_laplace_grids.py checks both readings on one seeded trial.", ""]
     return parts
 
 

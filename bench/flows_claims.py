@@ -217,9 +217,10 @@ def main() -> None:
                       f"estimate takes at most {speed_big[speed_big.estimator == 'unbiased'].estimate_s.max():.2f} s, "
                       f"EM at most {speed_big[speed_big.estimator == 'em'].estimate_s.max():.1f} s and Lasso at most "
                       f"{speed_big[speed_big.estimator == 'lasso'].estimate_s.max():.1f} s.")
-    fig14_sentence = (f"The mean total bound {'falls' if falls else 'does **not** fall'} from {first.mean_total_eps:.2f} "
-                      f"(theta = {first.theta_s:g} s) to {last.mean_total_eps:.2f} (theta = {last.theta_s:g} s); the "
-                      f"largest lambda at theta = {last.theta_s:g} s is {int(last.max_updates)} (the paper: about 3 at "
+    fig14_sentence = (f"The mean total bound {'falls' if falls else 'does **not** fall'} from "
+                      f"{first.mean_total_eps:.2f} (theta = {first.theta_s:g} s) to {last.mean_total_eps:.2f} (theta = "
+                      f"{last.theta_s:g} s); the largest lambda at theta = {last.theta_s:g} s is "
+                      f"{int(last.max_updates)} (the paper: about 3 at "
                       "theta = 60 s). The guarantee is the worst trip's bound, "
                       + ", ".join(f"{r.worst_trip_eps:g} at theta = {r.theta_s:g} s" for r in fig14.itertuples())
                       + "; the traffic reporters re-send in every window and are charged W x epsilon: "
@@ -246,7 +247,8 @@ def main() -> None:
         "and Florida region, real tracks clipped to the region (few users: 288 storms).",
         f"- Navigation (App. C.1): `minneapolis-stops` as traffic, {cfg['nav_grid']} x {cfg['nav_grid']} road grid, "
         f"{cfg['nav_trips']} gravity-model trips, 10 m/s, +20 s per congested cell (more than twice the mean users "
-        "per cell), location updates when a trip runs theta seconds behind its prediction; see ldpviz/flows/navigation.py.",
+        "per cell), location updates when a trip runs theta seconds behind its prediction; see "
+        "ldpviz/flows/navigation.py.",
         "",
         "## Fig. 10: L1 over OD pairs (mean over trials)", "",
         table(od_df.pivot_table(index=["dataset", "epsilon", "estimator"], columns="scheme", values="l1",
@@ -264,9 +266,10 @@ def main() -> None:
         "pairs, epsilon = 4)", "",
         table(speed[["scheme", "estimator", "users", "od_pairs", "perturb_s", "statistic_s", "estimate_s",
                      "total_s", "iterations", "converged", "l1"]], "{:.3f}"), "",
-        speed_sentence + (" Lasso: ADMM + projected Newton on the Kronecker structure (ldpviz/flows/od_lasso_solver.py). "
-                          "Per-scheme times of both simulation paths and of both estimators, and the comparison with "
-                          "the previous L-BFGS-B solver: [od-benchmark.md](od-benchmark.md)."), "",
+        speed_sentence + (" Lasso: ADMM + projected Newton on the Kronecker structure "
+                          "(ldpviz/flows/od_lasso_solver.py). Per-scheme times of both simulation paths and of both "
+                          "estimators, and the comparison with the previous L-BFGS-B solver: "
+                          "[od-benchmark.md](od-benchmark.md)."), "",
         "## Fig. 14: total privacy bound vs theta (SRR, epsilon = 1 per update)", "",
         table(fig14, "{:.2f}"), "",
         fig14_sentence, "",
@@ -286,7 +289,7 @@ def main() -> None:
              "finds for single locations).") if min(ranks.values()) < cells else ".")
          + " The paper's domains are occupied tiles of real trips (374-3,202 "
          "locations); ours are all grid cells, and the Minneapolis trips are synthetic."),
-        (f"- **Estimator**: the paper's Lasso is specified only as 'regression of the estimated responses on the "
+        ("- **Estimator**: the paper's Lasso is specified only as 'regression of the estimated responses on the "
          "candidate OD pairs'; we regress the joint report statistic (marginals alone cannot identify a joint) "
          "with a universal-threshold penalty. Mean Lasso L1 over all cells: "
          + ", ".join(f"{k} {v:.3f}" for k, v in mean_l1.items()) + "."),

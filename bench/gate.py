@@ -409,7 +409,8 @@ def report(out_dir: Path, results: dict, verdicts: dict | None, args, elapsed: f
     meta = thresholds.get("measured", {})
     lines = ["# Benchmark gate", "",
              provenance_markdown(seeds="38 (W2 pairs, GRR estimate, runs, reports)",
-                                 trials=f"median of {_repeats_text(results, args.repeats)} per benchmark", quick=args.quick),
+                                 trials=f"median of {_repeats_text(results, args.repeats)} per benchmark",
+                                 quick=args.quick),
              f"`bench/gate.py`{' --quick' if args.quick else ''}: each benchmark's CPU seconds over its reference's, "
              f"measured right before it in the same run; the median over {_repeats_text(results, args.repeats)} is "
              f"judged against "
@@ -466,7 +467,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", help="comma-separated benchmark names")
     ap.add_argument("--budget", type=float, default=540.0,
                     help="seconds: start no repeat that would end past this (default 540; 0: no limit)")
-    ap.add_argument("--thresholds", default=str(THRESHOLDS), help="thresholds file (default bench/gate_thresholds.json)")
+    ap.add_argument("--thresholds", default=str(THRESHOLDS),
+                    help="thresholds file (default bench/gate_thresholds.json)")
     ap.add_argument("--measure", action="store_true",
                     help="re-measure: --rounds whole runs, write suggested thresholds with their spread to "
                          "DIR/bench-gate-suggested.json")

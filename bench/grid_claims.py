@@ -33,7 +33,7 @@ Explaining baselines (review of the paper, issue 15 item 10), in every table:
 The paper-scale population (3.45M synthetic users, the size of the paper's
 largest data set) runs on the oracle's aggregate path (``path="aggregate"``:
 the per-cell OLH support counts drawn from their exact distribution given the
-true counts; tests/test_grids.py checks it agrees in distribution with the
+true counts; tests/mechanisms/grids/test_grids.py checks it agrees in distribution with the
 per-user path on range queries).
 """
 
@@ -64,7 +64,8 @@ TABLE4_RHO, TABLE5_RHO, CHOICE_RHO = 0.0001, 0.04, 0.01
 UG_SIDES = (2, 3, 4, 6, 8, 10, 12, 16, 20, 24, 32, 48)
 METHODS = ("ug", "privag", "aag")
 #: Runs of every table: the methods, PrivAG with AAG's sizes, and the explaining baselines.
-ROWS = ("ug", "privag", "aag", "privag-aag-params", "privag-aag-sizes", "ug-noise-free", "privag-noise-free", "aag-noise-free", "zero")
+ROWS = ("ug", "privag", "aag", "privag-aag-params", "privag-aag-sizes", "ug-noise-free", "privag-noise-free",
+        "aag-noise-free", "zero")
 NAMES = {"ug": "UG", "privag": "PrivAG", "aag": "AAG", "privag-aag-params": "PrivAG (alpha = 0.25, sigma = 0.5)",
          "privag-aag-sizes": "PrivAG (AAG's first level, alpha, sigma)",
          "ug-noise-free": "UG, noise-free", "privag-noise-free": "PrivAG, noise-free",

@@ -227,7 +227,8 @@ def verdicts(fig1: list[dict], fig2: list[dict], fig2_users: list[dict]) -> tupl
     """Fig. 1 per metric (dp-heatmap against Laplace and against the uniform map), the n = 200 caveat and
     Fig. 2's resolution ratios: a table, the generated summary sentences and their numbers."""
     head = "| dataset | Delta | epsilon | " + " | ".join(f"{label}: vs laplace / vs uniform"
-                                                         for _, label, _ in FIG1_METRICS) + " | laplace EMD / uniform EMD |"
+                                                         for _, label,
+                                                         _ in FIG1_METRICS) + " | laplace EMD / uniform EMD |"
     table = ["Per Fig. 1 setting: does dp-heatmap beat the Laplace baseline, and the uniform map, on each metric?", "",
              head, "|---|---:|---:|" + "---|" * len(FIG1_METRICS) + "---:|"]
     counts = {k: {"laplace": 0, "uniform": 0} for k, _, _ in FIG1_METRICS}
@@ -296,11 +297,12 @@ def kl_floor_sentence(fig1: list[dict]) -> str:
     reach = [math.sqrt(2 * math.log(1 / (2 * math.pi * sg * sg * KL_FLOOR)))
              for sg in sorted({r["side"] / 64 for r in fig1})]
     return (f"KL is taken on the smoothed heatmaps (sigma = Delta/64 cells), yet for the sparse estimates it is still "
-            f"{'largely' if max(medians) >= 0.5 else 'partly'} set (median share of KL up to {100 * max(medians):.0f}%) by the {KL_FLOOR:g} floor on the estimate: over the {len(fig1)} Fig. 1 settings, cells where "
-            f"the estimate's heatmap is below the floor hold {'; '.join(parts)} (laplace and the uniform map: at most "
-            f"{100 * dense:.0f}% of the mass). Even a whole unit of estimated mass, smoothed, is below the floor "
-            f"{span(reach, '{:.1f}')} sd from where it sits, so KL ranks these estimates by how much of the truth lies "
-            "far from all of their mass; EMD, which needs no floor, is the metric to read for them.")
+            f"{'largely' if max(medians) >= 0.5 else 'partly'} set (median share of KL up to "
+            f"{100 * max(medians):.0f}%) by the {KL_FLOOR:g} floor on the estimate: over the {len(fig1)} Fig. 1 "
+            f"settings, cells where the estimate's heatmap is below the floor hold {'; '.join(parts)} (laplace and the "
+            f"uniform map: at most {100 * dense:.0f}% of the mass). Even a whole unit of estimated mass, smoothed, is "
+            f"below the floor {span(reach, '{:.1f}')} sd from where it sits, so KL ranks these estimates by how much "
+            "of the truth lies far from all of their mass; EMD, which needs no floor, is the metric to read for them.")
 
 
 if __name__ == "__main__":

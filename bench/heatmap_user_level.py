@@ -76,7 +76,7 @@ def run(frame, region, side, n, eps, trials, seed, shuffle=None, methods=METHODS
 
 
 def fmt_table(axis: str, keys, results, metric: str) -> list[str]:
-    lines = [f"| method | " + " | ".join(f"{axis} = {k:g}" for k in keys) + " |", "|---|" + "---|" * len(keys)]
+    lines = ["| method | " + " | ".join(f"{axis} = {k:g}" for k in keys) + " |", "|---|" + "---|" * len(keys)]
     for m in next(iter(results.values())):
         lines.append(f"| {m} | " + " | ".join(f"{results[k][m][metric]:.4f}" for k in keys) + " |")
     return lines
@@ -104,9 +104,9 @@ def similarity_sentence(by_eps: dict) -> str:
     if not behind:
         return "- Similarity: dp-heatmap is ahead of the Laplace baseline at every eps, as in the paper."
     return (f"- The paper finds dp-heatmap ahead on every metric; here its heatmap similarity trails the plain "
-            f"Laplace baseline at eps = {', '.join(f'{e:g}' for e in behind)} while its EMD is lower at {emd_ahead} of {len(by_eps)} eps. "
-            f"A likely reason (not tested here): similarity is taken after the Gaussian filter, which averages the "
-            f"baseline's per-cell noise away, while EMD charges for mass put far from the data.")
+            f"Laplace baseline at eps = {', '.join(f'{e:g}' for e in behind)} while its EMD is lower at {emd_ahead} of "
+            f"{len(by_eps)} eps. A likely reason (not tested here): similarity is taken after the Gaussian filter, "
+            f"which averages the baseline's per-cell noise away, while EMD charges for mass put far from the data.")
 
 
 def main() -> int:
@@ -145,7 +145,8 @@ def main() -> int:
             s = dists.aggregate()
             top = np.argsort(-s.ravel())[:512]
             base = uh.kmedian_cost(s, uh.kmedian_local_search(s, K, top))
-            res = uh.dp_kmedian_centres(dists, grid, K, eps, np.random.default_rng([args.seed, 8, int(eps * 10), trial]))
+            res = uh.dp_kmedian_centres(dists, grid, K, eps, np.random.default_rng([args.seed, 8, int(eps * 10),
+                                                                                    trial]))
             ratios.append(uh.kmedian_cost(s, res.centres_cells) / base)
         kmed.append((eps, float(np.mean(ratios)), float(np.max(ratios))))
     elapsed = time.time() - start
@@ -162,9 +163,10 @@ def main() -> int:
                       f"x{emd_side['dp-heatmap'][-1] / max(emd_side['dp-heatmap'][0], 1e-12):.2f} "
                       f"and laplace by x{emd_side['laplace'][-1] / max(emd_side['laplace'][0], 1e-12):.2f} "
                       f"(Delta = {sides[0]} to {sides[-1]}).")
-    shuffle_sentence = (f"- Communication grows from {shuffle_rows[0][1].bits_per_person:,} bits (B = {shuffle_rows[0][0]}) "
-                        f"to {shuffle_rows[-1][1].bits_per_person:,} bits (B = {shuffle_rows[-1][0]}); the EMD at the "
-                        f"largest B is {shuffle_rows[-1][2] / max(central, 1e-12):.2f} times the central algorithm's.")
+    shuffle_sentence = (f"- Communication grows from {shuffle_rows[0][1].bits_per_person:,} bits (B = "
+                        f"{shuffle_rows[0][0]}) to {shuffle_rows[-1][1].bits_per_person:,} bits (B = "
+                        f"{shuffle_rows[-1][0]}); the EMD at the largest B is "
+                        f"{shuffle_rows[-1][2] / max(central, 1e-12):.2f} times the central algorithm's.")
     generated = [fig1_sentence, delta_sentence, similarity_sentence(by_eps), shuffle_sentence]
     lines = [
         "# DP heatmaps: the user-level experiments re-run (one distribution per person)", "",
@@ -172,24 +174,27 @@ def main() -> int:
                             trials=f"{trials} per setting", quick=q),
         f"Users: {frame['person'].nunique():,} synthetic people ({len(frame):,} points, {a['min_length']}-"
         f"{a['max_length']} each) from DAM App. D's random walk over the Minneapolis stops "
-        f"(`ldpviz.data.trajectory_generator.minneapolis_trajectories(seed={args.seed})`); each trial draws n distinct people and "
-        f"normalises each person's points to weight 1 (`ldpviz.people.user_heatmaps.person_distributions`). "
+        f"(`ldpviz.data.trajectory_generator.minneapolis_trajectories(seed={args.seed})`); each trial draws n distinct "
+        f"people and normalises each person's points to weight 1 (`ldpviz.people.user_heatmaps.person_distributions`). "
         f"Privacy unit: {uh.PRIVACY_UNIT}; l1 sensitivity {uh.SENSITIVITY:g} per level (add/remove one person). "
         f"EMD exact, in region sides (lower is better); similarity on heatmaps (higher is better). "
         f"w = 20, gamma = 1/sqrt 2. Total run time {elapsed:.0f} s.", "",
-        f"## Fig. 1: vs epsilon (n = {n_default}, Delta = 64)", "", "EMD:", "", *fmt_table("eps", epsilons, by_eps, "emd"),
+        f"## Fig. 1: vs epsilon (n = {n_default}, Delta = 64)", "", "EMD:", "", *fmt_table("eps", epsilons, by_eps,
+                                                                                           "emd"),
         "", "Similarity:", "", *fmt_table("eps", epsilons, by_eps, "similarity"), "",
         fig1_sentence, "",
         "## Fig. 2: vs the number of people n (Delta = 64, eps = 10)", "", *fmt_table("n", users, by_n, "emd"), "",
         *[f"- {m}: EMD goes from {emd_n[m][0]:.4f} at n = {users[0]} to {emd_n[m][-1]:.4f} at n = {users[-1]} "
           f"({trend(emd_n[m])} in n)." for m in METHODS], "",
-        f"## Fig. 2: vs the resolution Delta (n = {n_default}, eps = 10)", "", *fmt_table("Delta", sides, by_side, "emd"), "",
+        f"## Fig. 2: vs the resolution Delta (n = {n_default}, eps = 10)", "", *fmt_table("Delta", sides, by_side,
+                                                                                          "emd"), "",
         *[f"- {m}: EMD from {emd_side[m][0]:.4f} at Delta = {sides[0]} to {emd_side[m][-1]:.4f} at Delta = {sides[-1]} "
           f"(x{emd_side[m][-1] / max(emd_side[m][0], 1e-12):.2f})." for m in METHODS],
         delta_sentence, "",
         "## App. F: shuffle model vs the scaling factor B (n = 50, eps = 5, delta = 1e-5, Delta = 64)", "",
         "| B | shares r | messages per person | bits per person | EMD |", "|---|---|---|---|---|",
-        *[f"| {b} | {p.shares} | {p.messages_per_person:,} | {p.bits_per_person:,} | {e:.4f} |" for b, p, e in shuffle_rows],
+        *[f"| {b} | {p.shares} | {p.messages_per_person:,} | {p.bits_per_person:,} | {e:.4f} |" for b, p,
+          e in shuffle_rows],
         f"| inf (central) | - | - | - | {central:.4f} |", "",
         f"- Guarantee: {shuffle_rows[-1][1].guarantee()}.",
         shuffle_sentence, "",

@@ -112,8 +112,9 @@ def main(argv: list[str] | None = None) -> int:
              "Privacy: the reports are drawn from exact positions with the noise of Andres et al. (unchanged); the "
              "kernel is the server's model for EM, the attacker and the channel audit. A midpoint rule with the same "
              "nodes for every offset keeps k(delta) <= e^(eps |delta - delta'|) k(delta') at any node count, and the "
-             "cut window drops only entries that were exact zeros (tests/test_planar_laplace_window.py; the Geo-I "
-             "tests in tests/test_geoi.py and tests/test_privacy_at_the_edges.py pass on the new rules).", "",
+             "cut window drops only entries that were exact zeros (tests/mechanisms/dam/test_planar_laplace_window.py; "
+             "the Geo-I tests in tests/mechanisms/dam/test_geoi.py and tests/decide/test_privacy_at_the_edges.py pass "
+             "on the new rules).", "",
              "| file | ε per km | ε per cell | cell-grid window before → now (cells) | cell-grid nodes before → now "
              "| kernel build "
              "before / now (s CPU) | W2 before (m) | W2 now (m) | trials' sd (m) | largest change of one trial (m) "

@@ -98,7 +98,8 @@ def main() -> int:
               f"have been off by up to {100 * worst_old[2]['old_max']:.3g}% ({worst_old[0]}).",
               f"- {sum(r.projection == LOCAL for _, r, _ in rows)} of {len(rows)} regions keep the local projection "
               "(its own scale error within 0.5%, not counting the sphere's): their grids are the same as before "
-              f"this change; their measured error is at most {100 * max(m['max'] for _, r, m in rows if r.projection == LOCAL):.3g}%, "
+              "this change; their measured error is at most "
+              f"{100 * max(m['max'] for _, r, m in rows if r.projection == LOCAL):.3g}%, "
               "mostly the sphere's."]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -169,8 +169,9 @@ def srr_trend(summary: pd.DataFrame) -> str:
     return (f"From eps = {lo:g} to {hi:g} SRR's L1 goes {trend('srr')} (Algorithm 2; with EM "
             f"{trend('srr (EM / MLE)')}), while GRR on the same tiles goes {trend(others[0])} and HR "
             f"{trend(others[1])}. At eps = {hi:g} " + (", ".join(better) if better else "none of the paper's other "
-            "schemes") + " beat SRR in L1" + (f" ({', '.join(better_em) or 'none'} beat SRR with EM)." if better != better_em
-                                              else ", with either estimator."))
+            "schemes") + " beat SRR in L1"
+            + (f" ({', '.join(better_em) or 'none'} beat SRR with EM)." if better != better_em
+               else ", with either estimator."))
 
 
 def render(df: pd.DataFrame, info: dict, trials: int, seconds: float, quick: bool) -> str:
@@ -206,10 +207,11 @@ def render(df: pd.DataFrame, info: dict, trials: int, seconds: float, quick: boo
             f"rank {srr_info[e]['rank']} of {srr_info[e]['domain_size']}" for e in EPSILONS) + ".", "",
         "SRR's effective resolution (`ldpviz.mechanisms.srr.resolution.effective_resolution`: distinct blocks of its "
         "channel, locations in one block send identical reports): " + "; ".join(
-            f"eps {e:g}: {info[('resolution', e)]['occupied']} blocks of the {info[('resolution', e)]['occupied_size']:,} "
-            f"occupied tiles (median ~{info[('resolution', e)]['occupied_side_m']:,.0f} m across), "
-            f"{info[('resolution', e)]['grid']} blocks of the {info[('resolution', e)]['grid_size']:,} cells of the "
-            f"public grid domain" for e in EPSILONS) + ".", "",
+            f"eps {e:g}: {info[('resolution', e)]['occupied']} blocks of the "
+            f"{info[('resolution', e)]['occupied_size']:,} occupied tiles (median "
+            f"~{info[('resolution', e)]['occupied_side_m']:,.0f} m across), {info[('resolution', e)]['grid']} blocks "
+            f"of the {info[('resolution', e)]['grid_size']:,} cells of the public grid domain" for e in EPSILONS) + ".",
+            "",
         "Rows without ± are deterministic baselines (no noise, no trials).", "",
         "## Fig. 8: L1 distance and KL divergence", "",
         "| mechanism | " + " | ".join(f"L1, eps={e:g}" for e in EPSILONS) + " | "
@@ -234,7 +236,8 @@ def render(df: pd.DataFrame, info: dict, trials: int, seconds: float, quick: boo
     lines += ["", DISCUSSION]
     numbers = {"claims": [{"claim": t, "holds": bool(ok), "ours": d} for t, ok, d in checked],
                "resolution": {f"{e:g}": info[("resolution", e)] for e in EPSILONS},
-               "l1": {lab: {f"{e:g}": float(summary.loc[(lab, e), ("l1", "mean")]) for e in EPSILONS} for lab in labels},
+               "l1": {lab: {f"{e:g}": float(summary.loc[(lab, e), ("l1",
+                                                                   "mean")]) for e in EPSILONS} for lab in labels},
                "precision": {lab: {f"{e:g}": float(summary.loc[(lab, e), ("precision", "mean")]) for e in EPSILONS}
                              for lab in labels}}
     return "\n".join(lines) + "\n", sentences, numbers
@@ -298,7 +301,7 @@ DISCUSSION = """## Where we differ from the paper, and why
   The paper's datasets (Gowalla, Geolife, Porto taxis, Foursquare) are not bundled; Minneapolis stops
   (51,920 users) are one real city of comparable domain size.
 * **Seed sensitivity**: HR on the tiles varies a lot between trials at eps = 1 (see its ±);
-  tests/test_srr_claims.py (32 x 32 grid, 813 tiles, for speed) asserts only the claims that held
+  tests/mechanisms/srr/test_srr_claims.py (32 x 32 grid, 813 tiles, for speed) asserts only the claims that held
   on every seed tried there.
 * **Tool GRR/HR**: on all grid cells, empty ones included, GRR and HR are worse than on the occupied
   tiles (a larger domain); the paper's comparison is the tiles one.

@@ -137,7 +137,8 @@ def command_section(out: Path, repeats: int, hogs: int, quick: bool) -> None:
                 rows.append({"cmd_wall": cw, "cmd_cpu": cc, "seek_wall": warm["wall"], "seek_cpu": warm["cpu"],
                              "proc_cpu": wc, "load": (load0 + os.getloadavg()[0]) / 2})
                 print(f"{label} [{rep + 1}/{repeats}] command {cw:.1f} s wall {cc:.1f} s CPU; warmed seek "
-                      f"{warm['wall']:.1f} s wall {warm['cpu']:.1f} s CPU; load {rows[-1]['load']:.1f}", file=sys.stderr)
+                      f"{warm['wall']:.1f} s wall {warm['cpu']:.1f} s CPU; load {rows[-1]['load']:.1f}",
+                      file=sys.stderr)
         finally:
             for h in hog_procs:
                 h.kill()

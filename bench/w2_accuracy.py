@@ -287,8 +287,8 @@ def report(results: dict, args, started: str, load0, load1, elapsed: float) -> s
         "used by `method=\"auto\"` above "
         f"{metrics.AUTO_EXACT_MAX_PAIRS:,} support pairs): solve the 2x coarsened problem recursively, "
         "solve the fine problem on the pairs the coarse plan suggests (widened by the 3x3 coarse "
-        "neighbourhood of each destination) with our network simplex (repair pairs added to the live solve), then check the dual "
-        "certificate `c_ij - u_i - v_j >= -1e-9` over *all* pairs via a separable c-transform (O(d^2) "
+        "neighbourhood of each destination) with our network simplex (repair pairs added to the live solve), then "
+        "check the dual certificate `c_ij - u_i - v_j >= -1e-9` over *all* pairs via a separable c-transform (O(d^2) "
         "lower envelope of parabolas for W2, O(d^3) for EMD-L1), "
         "adding violated pairs and re-solving until it holds. It is therefore exact, not approximate; "
         "the relative errors below are floating-point round-off.",

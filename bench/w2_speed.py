@@ -263,7 +263,7 @@ def speed_ratio(d_big: int, d_small: int, reps: int, log) -> dict:
 
 def full_support_blur(d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Issue 38's full-support near-copy: six Gaussian blobs plus a floor (mass on every cell) and its 1-cell
-    Gaussian blur (tests/test_w2_exact.py checks exact W2 on this same pair against POT)."""
+    Gaussian blur (tests/metrics/test_w2_exact.py checks exact W2 on this same pair against POT)."""
     from scipy.ndimage import gaussian_filter
     rng = np.random.default_rng([38, d, seed])
     y, x = np.mgrid[0:d, 0:d] + 0.5
@@ -295,7 +295,8 @@ def issue38(reps: int, log, d_big: int = 256, d_pot: int = 64, budget: float = 3
     from scipy.ndimage import gaussian_filter
     simplex_pre38.warm_up()            # compile (or load) the baseline's kernels outside the timings
     true = city_cases(d_big, 0, log, only_blur=True)["blur-1"][0]
-    cases = {"full-support blur": full_support_blur(d_big), "city blur": metrics._pair(true, gaussian_filter(true, 1.0))}
+    cases = {"full-support blur": full_support_blur(d_big), "city blur": metrics._pair(true, gaussian_filter(true,
+                                                                                                             1.0))}
     small = full_support_blur(d_pot)
     out = {"d_big": d_big, "d_pot": d_pot, "reps": reps, "pot_cpu": [], "pot_value": None,
            "rows": {c: {"new": [], "old": []} for c in cases}}
@@ -443,8 +444,8 @@ def measure_city(d: int, seed: int, budget: float, log, baseline_budget: float =
                        base_rounds=b.rounds)
         rows.append(row)
         log(f"city d={d} {case}: certified={row['cert']:.5f} [{row['cert_lower']:.6f}, {row['cert_upper']:.6f}] "
-            f"{row['certified']} {row['cert_s']:.1f}s ({row['cert_cpu']:.1f}s CPU, finest level {row['fine_cpu']:.1f}s, "
-            f"{row['cert_rounds']} rounds, {row['cert_pivots']:,} pivots, "
+            f"{row['certified']} {row['cert_s']:.1f}s ({row['cert_cpu']:.1f}s CPU, finest level "
+            f"{row['fine_cpu']:.1f}s, {row['cert_rounds']} rounds, {row['cert_pivots']:,} pivots, "
             f"{row['cert_arcs']:,} arcs); bfm={r.value:.4f} {row['bfm_s']:.1f}s"
             + (f"; baseline {row['base_certified']} {row['base_cpu']:.1f}s CPU" if "base_s" in row else ""))
     return rows
@@ -482,9 +483,9 @@ def city_section(rows: list[dict], budget: float) -> list[str]:
         return []
     out = [f"## Exact W2 at d = {rows[0]['d']} on a real city (issue 23)", "",
            "| case | true vs estimate |", "|---|---|", *[f"| {k} | {v} |" for k, v in CITY.items()], "",
-           f"The certified solver (`ldpviz.metrics.w2_exact`, new in issue 28: budget {budget:g} s wall) against BFM and the previous solver on the "
-           "same pair. Wall seconds include waiting for the CPU on this shared machine (load above); CPU seconds "
-           "are the solver's own work"
+           f"The certified solver (`ldpviz.metrics.w2_exact`, new in issue 28: budget {budget:g} s wall) against BFM "
+           "and the previous solver on the same pair. Wall seconds include waiting for the CPU on this shared machine "
+           "(load above); CPU seconds are the solver's own work"
            + (f"; POT's dense solver cannot run here ({rows[0]['d'] ** 4:.2g} pairs)"
               if rows[0]["d"] ** 4 > metrics.EXACT_MAX_PAIRS else "")
            + ". 'lower' and 'upper' are the certified bounds (dual value of the distance-transformed duals; "
@@ -570,9 +571,10 @@ def summary(rows: list[dict], ratio: dict | None = None, city: list[dict] | None
         med = statistics.median
         ratio_g = med(gauss["ours_cpu"]) / med(gauss["pot_cpu"])
         out.append(f"- Two Gaussians 256 x 256 shifted by (12, 16) cells: {med(gauss['ours_cpu']):.2f} s CPU median "
-                   f"({gauss['reps']} interleaved repetition(s), budget {args_budget:g} s wall; certified {gauss['certified']}, W2 "
-                   f"{gauss['ours_value']:.5f} cells) against POT's dense ot.emd2 at 32 x 32 {med(gauss['pot_cpu']):.2f} s: "
-                   f"{ratio_g:.1f}x" + ("" if gauss["certified"] else " at least (cut by the budget before certifying)")
+                   f"({gauss['reps']} interleaved repetition(s), budget {args_budget:g} s wall; certified "
+                   f"{gauss['certified']}, W2 {gauss['ours_value']:.5f} cells) against POT's dense ot.emd2 at 32 x 32 "
+                   f"{med(gauss['pot_cpu']):.2f} s: {ratio_g:.1f}x"
+                   + ("" if gauss["certified"] else " at least (cut by the budget before certifying)")
                    + f" (target <= 5x: {'met' if ratio_g <= 5 and gauss['certified'] else 'NOT met'}).")
     if ratio and ratio["bfm_cpu"]:
         med = statistics.median

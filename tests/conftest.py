@@ -7,7 +7,7 @@ and tests/browser/test_fast_ui.py, use the shipped threshold explicitly. Decide'
 (LDPVIZ_DECIDE_QUICK_S) keeps its shipped 10 s: a Decide page in a test searches what a person's would without a
 click, and tests that need every answer press Start as a person would. The run-time model's machine factor is
 pinned to 1 (LDPVIZ_MACHINE_FACTOR), so a page's predictions, and which seeks it starts without a click, do not
-depend on the speed of the machine that runs the suite; tests/test_runtime_model.py times the probe itself.
+depend on the speed of the machine that runs the suite; tests/experiment/test_runtime_model.py times the probe itself.
 """
 
 import os

@@ -239,7 +239,7 @@ def test_importing_the_core_loads_no_streamlit(entry):
     assert out.stdout.strip() == "False"
 
 
-# ------------------------------------------------------------------ no epsilon total outside the accountant (issue 37.7)
+# ---------------------------------------------------------- no epsilon total outside the accountant (issue 37.7)
 #: A name that carries a privacy epsilon (epsilon, eps, e0, epsilon0, eps_len, total_epsilon, ...).
 _EPS_NAME = re.compile(r"(?:^|_)(?:eps|epsilon\w*|e0|epsilon0)(?:_|$)|epsilon", re.I)
 #: Multiplying an epsilon by one of these converts its unit (per km -> per cell, x a distance) or splits it (a share):
@@ -250,7 +250,8 @@ _UNIT_NAME = re.compile(r"cell_m|_m$|^m$|metres|km|GEO_I_UNIT|side_m|distance|di
 #: ``ldpviz/mechanisms/`` is the mechanisms' layer (their channels) and holds the accountant itself.
 _CHANNEL_ARITHMETIC = {
     ("people/trajectory_mechanisms.py", "budgets"): "LDPTrace splits its one epsilon among its reports (Sec. 4)",
-    ("flows/od_lasso_solver.py", "nonnegative_kron_qp"): "eps_active is the solver's active-set tolerance, not a privacy epsilon",
+    ("flows/od_lasso_solver.py",
+     "nonnegative_kron_qp"): "eps_active is the solver's active-set tolerance, not a privacy epsilon",
     ("deploy/client.py", "square_wave_radius"): "the Square Wave's radius b from its epsilon (Li et al. SIGMOD'20), "
                                                 "a channel parameter the phone re-derives",
     ("deploy/client.py", "disk_shares"): "HUEM's ring levels e^((1 - (k - 1)/r) eps) (DAM paper App. A), channel "

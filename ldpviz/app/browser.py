@@ -37,7 +37,8 @@ div[data-testid="stTable"], div[data-testid="stMarkdownContainer"] table {
     linear-gradient(to right, white 30%, rgba(255,255,255,0)) left center / 40px 100% no-repeat local,
     linear-gradient(to left, white 30%, rgba(255,255,255,0)) right center / 40px 100% no-repeat local,
     radial-gradient(farthest-side at 0 50%, rgba(0,0,0,.25), rgba(0,0,0,0)) left center / 14px 100% no-repeat scroll,
-    radial-gradient(farthest-side at 100% 50%, rgba(0,0,0,.25), rgba(0,0,0,0)) right center / 14px 100% no-repeat scroll;
+    radial-gradient(farthest-side at 100% 50%, rgba(0,0,0,.25), rgba(0,0,0,0)) right center / 14px 100% no-repeat \
+scroll;
 }
 /* Data frames scroll inside their grid: keep its scroll bars visible, and mark a frame with columns out of
    sight on the right (the class is set by the page script below while that is so). */
@@ -46,7 +47,8 @@ div[data-testid="stDataFrame"].ldpviz-more-right { position: relative; }
 div[data-testid="stDataFrame"].ldpviz-more-right::after {
   content: "more columns →"; position: absolute; top: 0; right: 0; bottom: 0; width: 7rem; pointer-events: none;
   display: flex; align-items: flex-start; justify-content: flex-end; padding: 0.3rem 0.4rem 0 0;
-  font-size: 0.7rem; color: #444; background: linear-gradient(to right, rgba(255,255,255,0), rgba(255,255,255,0.95) 60%);
+  font-size: 0.7rem; color: #444; \
+background: linear-gradient(to right, rgba(255,255,255,0), rgba(255,255,255,0.95) 60%);
 }
 div[data-testid="stElementContainer"]:has(> div > #ldpviz-history) { display: none; }
 div[data-testid="stElementContainer"]:has(> div > #ldpviz-first-visit) { display: none; }

@@ -108,10 +108,10 @@ class Timings:
                 at_near = cal.idle_seconds(mechanism, path, near.n_users, near.cells, near.trials)
                 measured = near.fixed_seconds + near.trials * near.seconds_per_trial
                 return (measured * shape / max(at_near, 1e-9),
-                        f"measured runs of this mechanism on this server, scaled by its calibrated cost model")
+                        "measured runs of this mechanism on this server, scaled by its calibrated cost model")
             scale = (n_users / near.n_users) * (cells / near.cells)
             return ((near.fixed_seconds + trials * near.seconds_per_trial * scale),
-                    f"measured runs of this mechanism on this server")
+                    "measured runs of this mechanism on this server")
         calibrated = runtime_model.predict(mechanism, path, n_users, cells, trials)
         if calibrated is not None:
             return calibrated, f"the calibrated cost model of {mechanism}"
@@ -119,9 +119,9 @@ class Timings:
             near = min(records, key=lambda r: _distance(r, n_users, cells))
             scale = (n_users / near.n_users) * (cells / near.cells)
             return ((near.fixed_seconds + trials * near.seconds_per_trial * scale),
-                    f"measured runs of other mechanisms on this server")
+                    "measured runs of other mechanisms on this server")
         return (trials * (PRIOR_S_PER_USER * n_users + PRIOR_S_PER_CELL * cells),
-                f"a rough prior (nothing measured on this server yet)")
+                "a rough prior (nothing measured on this server yet)")
 
 
 def _distance(r: Measured, n_users: int, cells: int) -> float:

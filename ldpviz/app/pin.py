@@ -113,9 +113,9 @@ def readout_table(pinned: Result, current: Result, attackers: tuple[float | None
 
     ``attackers`` is (pinned, current) in metres, None entries where not available, or None while they are being
     computed; ``fmt(key, value)`` formats. ``privacy`` is (pinned, current) privacy loss between neighbouring
-    cells (:func:`ldpviz.decide.privacy_scale.neighbour_log_ratio`): it comes first, and where the current setting is less
-    private an accuracy row never reads plain "better" ("better, at less privacy"), nor plain "worse" where it is
-    more private.
+    cells (:func:`ldpviz.decide.privacy_scale.neighbour_log_ratio`): it comes first, and where the current setting
+    is less private an accuracy row never reads plain "better" ("better, at less privacy"), nor plain "worse" where
+    it is more private.
     The last column says which setting is better on each row (lower error; for the attacker, larger is more
     private), so the difference reads without knowing each metric's direction. With ``comparable`` False (other
     data or another region, issue 22) both columns stay empty: the two values are not a change.

@@ -59,7 +59,8 @@ def free_port() -> int:
 
 def start(port: int | None = None, output: int | IO[Any] | None = subprocess.DEVNULL,
           timeout_s: float = 60.0) -> tuple[subprocess.Popen, str]:
-    """Launch the dashboard (:func:`ldpviz.app.launch.streamlit_command`) headless on loopback and wait until /_stcore/health answers.
+    """Launch the dashboard (:func:`ldpviz.app.launch.streamlit_command`) headless on loopback and wait until
+    /_stcore/health answers.
 
     Returns the process and its base URL; raises RuntimeError (with the server's output when it
     was captured with ``subprocess.PIPE``) if it does not come up within ``timeout_s``.

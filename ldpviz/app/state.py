@@ -107,7 +107,8 @@ def parse_values(text: str, kind: type = float) -> list[Any]:
         try:
             value = float(part)
         except ValueError:
-            raise LdpvizInputError(f"sweep values must be numbers separated by commas; {part!r} is not a number") from None
+            raise LdpvizInputError(f"sweep values must be numbers separated by commas; {part!r} is not a "
+                                   "number") from None
         if not math.isfinite(value):
             raise LdpvizInputError(f"sweep values must be finite numbers, got {part!r}")
         if kind is int:

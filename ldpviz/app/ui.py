@@ -232,9 +232,10 @@ def readouts(result: Result, previous: dict[str, float] | None, seconds: float, 
     slots[len(keys)].metric("Run time", f"{result.timings['total']:.2f} s",
                             delta="from cache" if cached else None, delta_color="off", delta_arrow="off",
                             help=explain.readout_help(
-                                "run_time", f"This run ({trials} trial(s)): perturb {result.timings['perturb']:.2f} s, "
-                                            f"estimate {result.timings['estimate']:.2f} s, metrics "
-                                            f"{result.timings['metrics']:.2f} s per trial; page waited {seconds:.2f} s."))
+                                "run_time",
+                                f"This run ({trials} trial(s)): perturb {result.timings['perturb']:.2f} s, "
+                                f"estimate {result.timings['estimate']:.2f} s, metrics "
+                                f"{result.timings['metrics']:.2f} s per trial; page waited {seconds:.2f} s."))
     notes = []
     if "w2_m" in means:
         notes.append(f"W2 is {100 * means['w2_m'] / result.region.side_m:.2g}% of the region's side")
@@ -296,14 +297,18 @@ def attacker_plan(mechanism: str, grid_side: int) -> tuple[bool, str]:
         return False, "central DP releases no individual report, so there is no single-report attacker"
     if hasattr(cls, "local_privacy_cells"):
         ok = grid_side <= LP_MAX_SIDE_OWN
-        return ok, "" if ok else f"the attacker's error is computed up to d = {LP_MAX_SIDE_OWN} for {short_name(mechanism)}"
+        return ok, "" if ok else (f"the attacker's error is computed up to d = {LP_MAX_SIDE_OWN} for "
+                                  f"{short_name(mechanism)}")
     if compute.has_radius(mechanism):
         ok = grid_side <= LP_MAX_SIDE_DISK
-        return ok, "" if ok else f"the attacker's error is computed up to d = {LP_MAX_SIDE_DISK} (it takes seconds beyond)"
-    if not cls.has_channel:   # the Monte Carlo attacker (ldpviz.decide.attacker_monte_carlo): exact posteriors of sampled reports
+        return ok, "" if ok else (f"the attacker's error is computed up to d = {LP_MAX_SIDE_DISK} (it takes seconds "
+                                  "beyond)")
+    # the Monte Carlo attacker (ldpviz.decide.attacker_monte_carlo): exact posteriors of sampled reports
+    if not cls.has_channel:
         ok = attacker_mc.supports_monte_carlo(cls) and grid_side * grid_side <= attacker_mc.MC_MAX_CELLS
-        return ok, "" if ok else (f"the attacker's error is computed up to d = {int(np.sqrt(attacker_mc.MC_MAX_CELLS))} "
-                                  f"for {short_name(mechanism)} (by Monte Carlo over sampled reports)")
+        return ok, "" if ok else ("the attacker's error is computed up to d = "
+                                  f"{int(np.sqrt(attacker_mc.MC_MAX_CELLS))} for {short_name(mechanism)} (by Monte "
+                                  "Carlo over sampled reports)")
     ok = grid_side * grid_side <= LP_MAX_CELLS_DENSE
     return ok, "" if ok else (f"the attacker's error is computed up to {LP_MAX_CELLS_DENSE:,} cells for "
                               f"{short_name(mechanism)} (d = {int(np.sqrt(LP_MAX_CELLS_DENSE))})")
@@ -318,9 +323,9 @@ def population_density(dataset: Any, grid: Grid) -> np.ndarray:
 @st.cache_data(max_entries=128, show_spinner=False)
 def attacker_errors_cells(mechanism: str, grid_side: int, region: Region, epsilon: float, params: tuple,
                           population: np.ndarray) -> tuple[float | None, float | None, float | None, str, str]:
-    """ldpviz.decide.attacker.attackers in cell sides: (population-prior error, uniform-prior error, the population-prior
-    attacker's chance of a guess within attacker.default_r_m (1% of the region's side), why not, how it was computed: "" when exact, else
-    the Monte Carlo's size and standard error in cell sides as "N|SE")."""
+    """ldpviz.decide.attacker.attackers in cell sides: (population-prior error, uniform-prior error, the
+    population-prior attacker's chance of a guess within attacker.default_r_m (1% of the region's side), why not,
+    how it was computed: "" when exact, else the Monte Carlo's size and standard error in cell sides as "N|SE")."""
     try:
         mech = compute.built_mechanism(mechanism, grid_side, region, epsilon, params)
         found = attacker.attackers(mech, population)
@@ -406,10 +411,12 @@ def summary_sentence(result: Result, attacker: tuple[float | None, float | None,
     ci = interval(result, "w2_m")
     if ci and no_spread(ci):
         text = (f"{where} is on average **{fmt_metres(ci[0])}** from the truth (W2 distance over "
-                f"{explain.plural(result.n_users, 'user')}; the same in each of the {len(result.metrics)} trials: no spread)")
+                f"{explain.plural(result.n_users, 'user')}; the same in each of the {len(result.metrics)} trials: no "
+                "spread)")
     elif ci:
         text = (f"{where} is on average **{fmt_range('w2_m', ci)}** from the truth (W2 distance over "
-                f"{explain.plural(result.n_users, 'user')}; the 95% interval of the mean over {len(result.metrics)} trials)")
+                f"{explain.plural(result.n_users, 'user')}; the 95% interval of the mean over {len(result.metrics)} "
+                "trials)")
     elif pending:
         text = (f"{where} is on average **{fmt_metres(means.get('w2_m', np.nan))}** "
                 f"from the truth (W2 distance over {explain.plural(result.n_users, 'user')}, the first of "
@@ -424,10 +431,11 @@ def summary_sentence(result: Result, attacker: tuple[float | None, float | None,
     pop, uni, why = attacker
     if pop is not None:
         return text + (f"; an attacker's best guess of one person's location, knowing the population density "
-                       f"(the data set's own density stands in for a census), is off by **{fmt_metres(pop)}** from their exact "
-                       f"position on average"
+                       f"(the data set's own density stands in for a census), is off by **{fmt_metres(pop)}** from "
+                       f"their exact position on average"
                        + (f" and lands within {fmt_metres(default_r_m(result.grid))} "
-                          f"({r_note(result.grid, default_r_m(result.grid))}) of them {share_text(within_r)} of the time"
+                          f"({r_note(result.grid, default_r_m(result.grid))}) of them {share_text(within_r)} of the "
+                          "time"
                           if within_r is not None else "")
                        + f" (an attacker assuming a uniform spread: {fmt_metres(uni)}"
                        + (f"; both by {attacker_note}" if attacker_note else "") + ").")
@@ -467,7 +475,8 @@ def export_section(cfg: dict[str, Any], result: Result, shown: dict[str, Any], u
         cols = st.columns(max(len(shown["maps"]), 1))
         for col, (title, (values, diverging, vmax)) in zip(cols, shown["maps"].items()):
             slug = title.lower().split(":")[0].replace(" ", "-")
-            col.download_button(f"Map: {title} (PNG)", lambda v=values, t=title, dv=diverging, vm=vmax: render.density_png(
+            col.download_button(f"Map: {title} (PNG)", lambda v=values, t=title, dv=diverging, vm=vmax:
+                render.density_png(
                 grid, v, vmax=vm, diverging=dv, title=t,
                 legend="estimate − truth, share of users per cell" if dv else "share of users per cell"),
                 f"ldpviz-map-{slug}.png", "image/png", key=f"dl:png:{slug}", on_click="ignore")

@@ -402,7 +402,8 @@ def trip_uploader(container: Any, page: str) -> str | None:
     hold(trips)
     region = trips.default_region
     ss["trip_message"] = ("success", trips.name, (f"The bounds typed for the previous file ({cleared}) were cleared "
-                                                  "for this one. " if cleared else "") + f"Loaded **{trips.label}**: {trips.n_people:,} "
+                                                  "for this one. " if cleared else "")
+                                     + f"Loaded **{trips.label}**: {trips.n_people:,} "
                                      f"{'person' if trips.n_people == 1 else 'people'}, {trips.n_trips:,} "
                                      f"{'trip' if trips.n_trips == 1 else 'trips'}, {trips.n_points:,} points. "
                                      f"{trips.report.summary()} Region '{region.name}': "

@@ -5,7 +5,7 @@ Bad arguments exit with status 2 and one line naming the argument; no traceback.
 This module stays light (argparse, the registry's names, the checks of ε): the compute core (numpy's heavy
 friends scipy.stats, numba, pandas, the metrics) is imported inside the command that uses it, so ``--help``
 and a refusal answer at once, and a subcommand's options are added only when that subcommand is used
-(:class:`_Parser`). tests/test_cli_light.py holds that property.
+(:class:`_Parser`). tests/cli/test_cli_light.py holds that property.
 """
 
 from __future__ import annotations

@@ -78,7 +78,8 @@ def add_data_arguments(p: argparse.ArgumentParser, *, kind: str = POINTS, defaul
                         "report under --region-epsilon LDP, which adds to --epsilon (both stated); 'public-tiles' "
                         "frames every occupied public tile, unpaid and NOT private")
     p.add_argument("--region-epsilon", type=float,
-                   help=f"LDP budget per row spent choosing the private-tile region (default {DEFAULT_REGION_EPSILON:g});"
+                   help="LDP budget per row spent choosing the private-tile region (default "
+                        f"{DEFAULT_REGION_EPSILON:g});"
                         " the guarantee states the total epsilon0 + epsilon")
 
 

@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 
 from ldpviz.errors import LdpvizInputError, require
 from ldpviz.limits import MAX_TRIALS
+from ldpviz.mechanisms.base import validate_epsilon
 
 # The region rules' names and default budget, as ldpviz.mechanisms.fo.private_region defines them (a test pins
 # them equal): importing that module loads scipy.stats and the frequency oracles, which a command's --help or
@@ -26,7 +27,6 @@ PRIVATE_TILES = "private-tiles"
 PUBLIC_TILES = "public-tiles"
 REGION_RULES = (PRIVATE_TILES, PUBLIC_TILES)
 DEFAULT_REGION_EPSILON = 0.5
-from ldpviz.mechanisms.base import validate_epsilon
 
 #: Largest ``--max-bytes``: 1 TiB. The limit guards the disk and the time a read takes (big point files are read
 #: in chunks); a file beyond a terabyte is not something to wait for on one machine.
@@ -45,8 +45,8 @@ def check_data_options(args: argparse.Namespace, *, partitioned: bool = False) -
             validate_epsilon(args.region_epsilon)
         except LdpvizInputError as exc:
             raise LdpvizInputError(f"--region-epsilon: {exc}") from None
-    given = [f"--{name.replace('_', '-')}" for name in ("lat_column", "lon_column", "person_column", "trip_column", "seq_column",
-                                                           "time_column")
+    given = [f"--{name.replace('_', '-')}" for name in ("lat_column", "lon_column", "person_column", "trip_column",
+                                                        "seq_column", "time_column")
              if getattr(args, name, None) is not None]
     if not args.csv:
         given += [o for o, v in (("--max-bytes", args.max_bytes), ("--region-rule", args.region_rule),

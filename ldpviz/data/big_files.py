@@ -149,7 +149,8 @@ def open_large(source: Any, filename: str | None, max_bytes: int, threshold: int
 
 
 def chunks(big: LargeFile, lat_column: str | None, lon_column: str | None, notes: list[str],
-           chunk_rows: int, max_rows: int | None = None) -> Iterator[tuple[pd.Series, pd.Series, str, str, int, str, float]]:
+           chunk_rows: int, max_rows: int | None = None
+           ) -> Iterator[tuple[pd.Series, pd.Series, str, str, int, str, float]]:
     """(lat text, lon text, lat name, lon name, malformed rows, file name, fraction read) per chunk."""
 
     try:
@@ -228,7 +229,8 @@ def _float_or_text(column: Any) -> pd.Series:
 
 
 def _csv_chunks(big: LargeFile, head: bytes, lat_column: str | None, lon_column: str | None, notes: list[str],
-                chunk_rows: int, max_rows: int | None = None) -> Iterator[tuple[pd.Series, pd.Series, str, str, int, str, float]]:
+                chunk_rows: int, max_rows: int | None = None
+                ) -> Iterator[tuple[pd.Series, pd.Series, str, str, int, str, float]]:
     """CSV through pyarrow's streaming reader, only the two coordinate columns converted (as text).
 
     Rows whose field count differs from the header's go to ``invalid``, which

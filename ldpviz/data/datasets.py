@@ -228,8 +228,9 @@ def load_file(source: Any, *, filename: str | None = None, lat_column: str | Non
     ``bbox`` (W, S, E, N degrees; W > E crosses 180) keeps only the rows inside it
     (the rest are counted as "outside the bbox") and becomes the dataset's region
     (:func:`ldpviz.geo.region_choice.stated_region`), which then depends on no user's data unless
-    ``bbox_data_use`` says how the box was read from them (a box suggested from the rows). Without it ``frame(lon, lat)`` chooses the region from the rows: the command line
-    and the dashboard pass :func:`ldpviz.mechanisms.fo.private_region.upload_region`
+    ``bbox_data_use`` says how the box was read from them (a box suggested from the rows). Without it
+    ``frame(lon, lat)`` chooses the region from the rows: the command line and the dashboard pass
+    :func:`ldpviz.mechanisms.fo.private_region.upload_region`
     (private tiles paid with epsilon0 per row by default; public tiles, not private,
     only when asked). This layer never picks a region from the rows by itself: with
     neither, or when the rule frames nothing, :class:`NeedsBounds` is raised with the
@@ -259,7 +260,8 @@ def read_points(source: Any, *, filename: str | None = None, lat_column: str | N
         require(value is None or isinstance(value, str), f"{label} must be text, got {value!r}")
     require(isinstance(max_bytes, int) and max_bytes > 0,
             f"max_bytes must be a positive whole number, got {max_bytes!r}")
-    require(isinstance(chunk_rows, int) and chunk_rows >= 1, f"chunk_rows must be a whole number >= 1, got {chunk_rows!r}")
+    require(isinstance(chunk_rows, int) and chunk_rows >= 1,
+            f"chunk_rows must be a whole number >= 1, got {chunk_rows!r}")
     require(isinstance(wrap_longitudes, bool), f"wrap_longitudes must be True or False, got {wrap_longitudes!r}")
     if progress is not None:
         progress(0.0, "reading the file")
@@ -505,7 +507,6 @@ def _gunzip(raw: bytes, filename: str, max_bytes: int) -> bytes:
 
 def _read_parquet(raw: bytes, filename: str, lat_column: str | None, lon_column: str | None,
                   notes: list[str]) -> tuple[pd.Series, pd.Series, str, str, int]:
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:

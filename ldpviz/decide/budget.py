@@ -67,7 +67,8 @@ def split_budget(total_epsilon: float, n_collections: int) -> float:
             f"total epsilon must be > 0, got {total_epsilon!r}")
     require(isinstance(n_collections, int) and n_collections >= 1,
             f"number of collections must be a whole number >= 1, got {n_collections!r}")
-    return accounting.spend_total(accounting.single_report_ledger(1.0), total_epsilon, n_collections).charges[-1].epsilon
+    spent = accounting.spend_total(accounting.single_report_ledger(1.0), total_epsilon, n_collections)
+    return spent.charges[-1].epsilon
 
 
 def advanced_total(per_collection_epsilon: float, n_collections: int, delta: float = 1e-6) -> float:

@@ -82,9 +82,9 @@ def epsilon_plain(epsilon: float, model: str = LDP, *, distances_m: tuple[float,
             f"epsilon must be a number > 0, got {epsilon!r}")
     if model == LDP:
         return (f"epsilon = {epsilon:g} means that one report makes no location more than "
-                f"{_times(epsilon)} times likelier (e^{epsilon:g}) than any other. Worked example: someone who thought two places "
-                f"equally likely (50% / 50%) before seeing the report can believe at most {_belief(epsilon)} "
-                f"after it. Smaller epsilon: stronger privacy and noisier maps.")
+                f"{_times(epsilon)} times likelier (e^{epsilon:g}) than any other. Worked example: someone who thought "
+                "two places equally likely (50% / 50%) before seeing the report can believe at most "
+                f"{_belief(epsilon)} after it. Smaller epsilon: stronger privacy and noisier maps.")
     if model == GEO_I:
         parts = []
         for d in distances_m:
@@ -112,7 +112,8 @@ def metric_explanation(metric: str) -> dict[str, Any]:
             "good": guide.get("good", ""), "poor": guide.get("poor", "")}
 
 
-def metric_readout(metric: str, value: float, *, cell_m: float | None = None, region_side_m: float | None = None) -> str:
+def metric_readout(metric: str, value: float, *, cell_m: float | None = None,
+                   region_side_m: float | None = None) -> str:
     """One sentence reading a value: the value with its unit, and for distances its size in cells and region."""
     e = metric_explanation(metric)
     require(isinstance(value, (int, float)) and math.isfinite(value), f"{metric} value must be a finite number")

@@ -9,7 +9,7 @@ over ``n`` independent collections with mean ``m`` and standard deviation ``s``,
 (``t'`` the non-central t quantile) is at least the ``p``-quantile of the metric with confidence
 ``conf``. So ``U <= target`` says: with confidence ``conf``, at least a share ``p`` of single
 collections meet the target (lower is better; for higher-is-better metrics ``m - k s >= target``).
-The normal model is an assumption; ``tests/test_one_collection.py`` checks the property that
+The normal model is an assumption; ``tests/decide/test_one_collection.py`` checks the property that
 matters (the share of fresh collections meeting the target at the answer) by simulation.
 
 :func:`scan_epsilon` is the honest search on metrics that need not be monotone in epsilon
@@ -203,7 +203,8 @@ class Rule:
                     v = self.values(x, min(self.trials, t + self.chunk - 1))
                 if self.misses(float(v[t - 1])):
                     v = v[:t]
-                    r = read(v, self.target, self.lower_better, self.probability, self.confidence, self.floor) if t > 1 \
+                    r = read(v, self.target, self.lower_better, self.probability, self.confidence, self.floor) \
+                        if t > 1 \
                         else \
                         Reading(False, math.inf if self.lower_better else -math.inf, float(v[0]), math.nan, math.nan,
                                 1, 1, math.nan, 1.0, False)

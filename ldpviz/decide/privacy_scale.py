@@ -98,7 +98,8 @@ def common_terms(mechanism: Mechanism | str, grid: Grid | None = None, epsilon: 
         mech = mechanisms.create(mechanism, grid, epsilon, **params)
     else:
         mech = mechanism
-    require(isinstance(r_m, (int, float)) and math.isfinite(r_m) and r_m > 0, f"r_m must be a distance > 0 m, got {r_m!r}")
+    require(isinstance(r_m, (int, float)) and math.isfinite(r_m) and r_m > 0,
+            f"r_m must be a distance > 0 m, got {r_m!r}")
     grid = mech.grid
     eps = validate_epsilon(mech.epsilon)
     model = mech.privacy_model

@@ -414,7 +414,8 @@ def check_deployable(mech: Mechanism, curator: bool = False) -> None:
             f"'sem-geoi' with calibration={mech.calibration} is a comparison with DAM, not a setting to deploy: its "
             f"slider (DAM's epsilon = {mech.epsilon:g}) is not monotone in the guarantee it gives (here epsilon' = "
             f"{per_km:.4g} per km), so a smaller slider can mean less privacy. Deploy the guarantee itself: "
-            f"--mechanism sem-geoi --epsilon {per_km:.4g} (calibration=raw, the default: the slider is epsilon' per km)")
+            f"--mechanism sem-geoi --epsilon {per_km:.4g} (calibration=raw, the default: the slider is epsilon' "
+            "per km)")
     if not mech.has_client or name not in supported():
         raise LdpvizInputError(f"'{name}' has no single phone-side report (multi-round, or its domain is built "
                                f"from the users' data); clients exist for: {', '.join(supported())}")

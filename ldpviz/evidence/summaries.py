@@ -28,10 +28,14 @@ SUFFIX = ".summary.json"
 #: The privacy unit of what each claims report compares (its index bullet states it, so no comparison reads
 #: across units unnoticed): one place, read by :func:`write_summary` and :func:`render`.
 UNITS = {
-    'audit.md': "one report, against each mechanism's stated guarantee (a location for LDP; epsilon per km between positions for Geo-I)",
-    'dam-claims.md': "one location (epsilon-LDP for DAM, DAM-NS, HUEM and MDSW; planar Laplace and SEM-Geo-I are epsilon-Geo-I, calibrated to DAM's local privacy)",
-    'dam-trajectories.md': 'DAM per point: one location (a trajectory of m points is at m x epsilon); DAM with one sampled point and LDPTrace: one whole trajectory',
-    'flows-claims.md': 'one trip for OD flows (origin and destination at epsilon/2 each); one location update for navigation (a trip of lambda updates at lambda x epsilon)',
+    'audit.md': "one report, against each mechanism's stated guarantee (a location for LDP; epsilon per km between "
+                "positions for Geo-I)",
+    'dam-claims.md': "one location (epsilon-LDP for DAM, DAM-NS, HUEM and MDSW; planar Laplace and SEM-Geo-I are "
+                     "epsilon-Geo-I, calibrated to DAM's local privacy)",
+    'dam-trajectories.md': 'DAM per point: one location (a trajectory of m points is at m x epsilon); DAM with one '
+                           'sampled point and LDPTrace: one whole trajectory',
+    'flows-claims.md': 'one trip for OD flows (origin and destination at epsilon/2 each); one location update for '
+                       'navigation (a trip of lambda updates at lambda x epsilon)',
     'grids-claims.md': 'one location (epsilon-LDP, one report per user)',
     'heatmap-claims.md': 'one location (central epsilon-DP: a trusted aggregator sees raw locations)',
     'heatmap-user-level.md': 'one person (central epsilon-DP over per-person normalised distributions)',

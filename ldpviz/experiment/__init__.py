@@ -106,7 +106,8 @@ class Result:
     n_outside: int
     guarantee: str                   #: the mechanism's guarantee with its privacy unit named (issue 15.17)
     notes: list[str] = field(default_factory=list)
-    received: dict[str, str] = field(default_factory=dict)   #: what phones sent in trial 0 (ldpviz.experiment.report_description)
+    #: what phones sent in trial 0 (ldpviz.experiment.report_description)
+    received: dict[str, str] = field(default_factory=dict)
     coverage: list[str] = field(default_factory=list)   #: what the guarantee covers and what it does not
     #: per trial, how each transport metric was computed (metrics.TransportReadout: solver name,
     #: ``exact`` flag, and the interval holding the exact value), keyed as the metrics ("w2_m", "emd_l1_m")
@@ -221,7 +222,8 @@ def mean_ci(values: np.ndarray, confidence: float = 0.95,
     mean = float(values.mean())
     if len(values) < 2:
         return mean, mean, mean
-    half = float(special.stdtrit(len(values) - 1, 0.5 + confidence / 2)) * float(values.std(ddof=1)) / math.sqrt(len(values))
+    half = (float(special.stdtrit(len(values) - 1, 0.5 + confidence / 2)) * float(values.std(ddof=1))
+            / math.sqrt(len(values)))
     low = mean - half if floor is None else max(mean - half, floor)
     return mean, low, mean + half
 
@@ -294,8 +296,8 @@ def run(scenario: Scenario, dataset: datasets.Dataset | None = None, first: Resu
                      f"this region ({grid.region.projection} projection centred on it).")
     ledger = run_ledger(mech, grid.region, scenario.dataset)
     result = Result(scenario, grid.region, grid, true_density, estimates, pd.DataFrame(rows), timings, n,
-                    users.n_outside, guarantee_with_region(mech, grid.region, scenario.epsilon, ledger), notes, received,
-                    coverage(mech, grid.region, n, users.n_outside), readouts, batch.batched, ledger)
+                    users.n_outside, guarantee_with_region(mech, grid.region, scenario.epsilon, ledger), notes,
+                    received, coverage(mech, grid.region, n, users.n_outside), readouts, batch.batched, ledger)
     start = result.start_map_note()
     if start:                  # first: every readout of an estimate that never left its start says so (issue 37.14)
         result.notes.insert(0, start)

@@ -38,20 +38,21 @@ def describe(mech: Mechanism, reports: Any, n_users: int) -> dict[str, str]:
         if mech.privacy_model == CENTRAL_DP:
             return {"what phones sent": f"{plural(n_users, 'exact location')}, to a trusted server that adds the noise "
                                         "to the published map (central DP)"}
-        return {"what phones sent": f"{plural(n_users, 'report')} over several rounds (the protocol of {label} runs as a "
-                                    "whole, so no single report is kept here)"}
+        return {"what phones sent": f"{plural(n_users, 'report')} over several rounds (the protocol of {label} runs as "
+                                    "a whole, so no single report is kept here)"}
     if isinstance(reports, np.ndarray) and reports.ndim == 1 and np.issubdtype(reports.dtype, np.integer):
         outputs = max(mech.grid.n_cells, int(reports.max(initial=0)) + 1)
-        return {"what phones sent": f"{plural(reports.size, 'report')}, each one number: the index of a reported cell or "
-                                    f"output among {outputs:,} (about {_bits(outputs)} bits)",
+        return {"what phones sent": f"{plural(reports.size, 'report')}, each one number: the index of a reported cell "
+                                    f"or output among {outputs:,} (about {_bits(outputs)} bits)",
                 "the first reports": ", ".join(str(v) for v in reports[:FIRST].tolist())}
     if isinstance(reports, np.ndarray) and reports.ndim == 2 and not np.isin(reports, (0, 1)).all():
-        return {"what phones sent": f"{plural(reports.shape[0], 'report')}, each a set of {plural(reports.shape[1], 'cell index', 'cell indexes')} "
-                                    f"among {mech.grid.n_cells:,}",
+        return {"what phones sent": f"{plural(reports.shape[0], 'report')}, each a set of "
+                                    f"{plural(reports.shape[1], 'cell index', 'cell indexes')} among "
+                                    f"{mech.grid.n_cells:,}",
                 "the first report": ", ".join(str(v) for v in reports[0, :FIRST].tolist())}
     if isinstance(reports, np.ndarray) and reports.ndim == 2:
-        return {"what phones sent": f"{plural(reports.shape[0], 'report')}, each a vector of {reports.shape[1]:,} values "
-                                    f"({reports.shape[1]:,} bits when they are bits)",
+        return {"what phones sent": f"{plural(reports.shape[0], 'report')}, each a vector of {reports.shape[1]:,} "
+                                    f"values ({reports.shape[1]:,} bits when they are bits)",
                 "the first report": "".join(str(int(v)) for v in reports[0, :64]) + ("…" if reports.shape[1] > 64
                                                                                     else "")}
     if dataclasses.is_dataclass(reports):
@@ -70,6 +71,7 @@ def describe(mech: Mechanism, reports: Any, n_users: int) -> dict[str, str]:
                    if getattr(v, "path", None) == "aggregate"
                    or (isinstance(v, list) and v and all(getattr(x, "path", None) == "aggregate" for x in v))]
         if arrays or tallies:
-            return {"what phones sent": f"{plural(n_users, 'report')}; the server keeps only their tally, sampled exactly "
-                                        "in distribution (the aggregate path: no per-phone report is materialised)"}
+            return {"what phones sent": f"{plural(n_users, 'report')}; the server keeps only their tally, sampled "
+                                        "exactly in distribution (the aggregate path: no per-phone report is "
+                                        "materialised)"}
     return {"what phones sent": f"{plural(n_users, 'report')} ({type(reports).__name__})"}

@@ -103,7 +103,8 @@ def evaluate(coefficients: Iterable[float], n_users: float, cells: float) -> flo
     return float(np.dot(np.asarray(tuple(coefficients), dtype=float), features(n_users, cells)))
 
 
-def metrics_table(runs: Sequence[dict[str, Any]], mechanism: str | None = None) -> tuple[tuple[float, float, float], ...]:
+def metrics_table(runs: Sequence[dict[str, Any]],
+                  mechanism: str | None = None) -> tuple[tuple[float, float, float], ...]:
     """The measured metrics seconds per size: (n, D, median over the runs at that size), from ``mechanism``'s own
     runs (its estimates, noisy or smooth, set what exact W2 costs) and, beyond the largest grid it was measured on,
     the shared larger-grid runs; ``mechanism=None``: every run."""
@@ -388,8 +389,9 @@ def shape_factor(mechanism: str, side: int, cell_m: float | None, measured: bool
     cell size (issue 36): planar Laplace's EM runs on s x s sub-cells wherever its noise is narrower than a cell,
     so its cost follows the scan-averaged latent grid. Against the seek where its cost in runs was measured (the
     bundled city at the same side, cells of :data:`REFERENCE_WIDTH_M` / d): with ``measured`` False the one run is
-    the calibrated model's, which knows users and cells but not sub-cells, so the factor is the scan-averaged latent cells per cell here over
-    the reference's; with ``measured`` True the one run was timed at epsilon 1 here (its sub-cells included), so
+    the calibrated model's, which knows users and cells but not sub-cells, so the factor is the scan-averaged
+    latent cells per cell here over the reference's; with ``measured`` True the one run was timed at epsilon 1
+    here (its sub-cells included), so
     the factor is the scan's average over the latent grid at epsilon 1, here over the reference's. 1 on cells no
     larger than the reference's (measured, docs/goal-seek-shapes.md: a small file costs what the city's runs say;
     fewer sub-cells there did not make the seek cheaper) and for other mechanisms, whose

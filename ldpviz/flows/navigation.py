@@ -88,7 +88,6 @@ def navigation_guarantee(mech: Any, max_updates: int | None = None, windows: int
                          people: dict[str, Any] | None = None, ledger: accounting.Ledger | None = None) -> str:
     """The guarantee of one trip's updates, of a person's trips and of a traffic reporter, from ``mech``'s own
     stated guarantee. ``people``: :func:`person_totals` of the simulated trips (None: not known)."""
-    unit = " per km" if mech.privacy_model == mechanisms.GEO_I else ""
     eps = accounting.report_charge(mech).unit_text()     # Geo-I: the mechanism's own epsilon per km (+ slack)
     if mech.privacy_model == mechanisms.NO_PRIVACY:
         return (f"no privacy: each location update sends the exact location ({mech.name}, a reference, not a "
@@ -236,11 +235,13 @@ class NavigationResult:
         reporter = accounting.uses_ledger(self.ledger.charges[-2], windows, unit="one traffic reporter",
                                           reference_m=self.ledger.reference_m).total()
         person, worst_trip = self.ledger.total(), trip.total()
-        return {"mechanism": self.mechanism, "epsilon_per_update": per, "epsilon_slider": self.epsilon, "theta_s": self.theta_s,
+        return {"mechanism": self.mechanism, "epsilon_per_update": per, "epsilon_slider": self.epsilon,
+                "theta_s": self.theta_s,
                 "grid": self.grid.side, "trips": int(len(lam)), "mean_updates": float(lam.mean()),
                 "max_updates": int(lam.max()), "mean_total_epsilon": mean_trip.figure(),
                 "max_total_epsilon": worst_trip.figure(), "max_trip_total": worst_trip.to_dict(),
-                "trip_total_text": worst_trip.local_text() or "0", "mean_trip_total_text": mean_trip.local_text() or "0",
+                "trip_total_text": worst_trip.local_text() or "0",
+                "mean_trip_total_text": mean_trip.local_text() or "0",
                 "update_cap": self.settings.get("max_updates"),
                 "max_trips_per_person": (self.settings.get("people") or {}).get("max_trips_per_person", 1),
                 "worst_person_epsilon": person.figure(), "worst_person_total": person.to_dict(),

@@ -98,7 +98,8 @@ def local_scale_error(center_lat: float, side_m: float) -> float:
 
 
 def sphere_error(center_lat: float, side_m: float) -> float:
-    """Largest relative difference between R and WGS 84's radii of curvature (meridian M, prime vertical N) over the region's latitudes."""
+    """Largest relative difference between R and WGS 84's radii of curvature (meridian M, prime vertical N) over
+    the region's latitudes."""
     a, e2 = 6_378_137.0, 0.00669437999014
     half = math.degrees(side_m / 2.0 / EARTH_RADIUS_M)
     lats = np.radians(np.clip(np.linspace(center_lat - half, center_lat + half, 9), -90, 90))
@@ -190,7 +191,8 @@ class Region:
                              ("side_m", self.side_m)):
             require(isinstance(value, (int, float, np.floating, np.integer)) and math.isfinite(value),
                     f"region {label} must be a finite number, got {value!r}")
-        require(-180.0 <= self.center_lon <= 180.0, f"region centre longitude must be in [-180, 180], got {self.center_lon}")
+        require(-180.0 <= self.center_lon <= 180.0,
+                f"region centre longitude must be in [-180, 180], got {self.center_lon}")
         require(-85.0 <= self.center_lat <= 85.0, f"region centre latitude must be in [-85, 85], got {self.center_lat}")
         require(isinstance(self.epsilon_spent, (int, float, np.floating, np.integer))
                 and math.isfinite(self.epsilon_spent) and self.epsilon_spent >= 0,

@@ -31,7 +31,7 @@ import numpy as np
 
 from ldpviz.geo import quadkey
 from ldpviz.errors import LdpvizInputError, RegionTooLargeError, TooFewToFrame, require
-from ldpviz.geo.domain import Region, bounds_text, lon_span, wrap_lon
+from ldpviz.geo.domain import Region, lon_span, wrap_lon
 from ldpviz.geo.region_suggestion import suggest_bbox
 
 #: Bing tile level of the coarse occupancy that :func:`public_tile_region` reads (360/2^8 = 1.4 degrees).

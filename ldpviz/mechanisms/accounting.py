@@ -315,8 +315,8 @@ class Ledger:
         what = "the published map" if total.central > local else f"one {_unit_noun(self.unit)}'s reports"
         fewer = "fewer collections, " if self.repeats > 1 else ""
         return (f"{head}: {named} is {total.text()}{where}, so {what} can make one place "
-                f"{ratio_text(worst)} times likelier (e^{worst:.3g}) than another. {advice}; choose a smaller epsilon, {fewer}or "
-                f"fewer reports per {_unit_noun(self.unit)}.")
+                f"{ratio_text(worst)} times likelier (e^{worst:.3g}) than another. {advice}; choose a smaller epsilon, "
+                f"{fewer}or fewer reports per {_unit_noun(self.unit)}.")
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: every line, the totals of the worst-off and the median person, the warning."""

@@ -16,7 +16,8 @@ Sources (files in ``shared/papers/``):
   the heatmap metrics Similarity, Pearson coefficient and KL-divergence (Sec. 4,
   "Metrics");
 * ``grid-decompositions-ug-privag-aag.md`` -- range queries answered
-  area-proportionally (eq. 8) and the Average Query Error (eq. 9, Sec. 4.2).Modules by concern (this package is their flat face; every name below is importable from here):
+  area-proportionally (eq. 8) and the Average Query Error (eq. 9, Sec. 4.2).Modules by concern (this package
+  is their flat face; every name below is importable from here):
 
 * :mod:`~ldpviz.metrics.transport` -- W2 and EMD-L1: exact solvers, BFM, the ``"auto"`` rule and
   :func:`w2_progressive` (approximate first, then exact); behind it :mod:`~ldpviz.metrics.w2_exact` (certified
@@ -51,8 +52,8 @@ from ldpviz.metrics.evaluation import METRIC_INFO, NONNEGATIVE_METRICS, evaluate
 from ldpviz.metrics.knn import knn_quality  # noqa: F401  (L-SRR Sec. 6.3)
 
 __all__ = [
-    "w2", "w2_readout", "w2_progressive", "warm_up", "sliced_w2", "emd_l1", "emd_l1_readout", "TransportReadout", "kl", "kl_sigma",
-    "l1", "mse", "pearson", "similarity", "random_queries", "aqe", "true_answers", "estimate_answers",
+    "w2", "w2_readout", "w2_progressive", "warm_up", "sliced_w2", "emd_l1", "emd_l1_readout", "TransportReadout", "kl",
+    "kl_sigma", "l1", "mse", "pearson", "similarity", "random_queries", "aqe", "true_answers", "estimate_answers",
     "aqe_from_answers", "evaluate", "evaluate_trials", "METRIC_INFO", "NONNEGATIVE_METRICS", "knn_quality",
     "sliced_directions", "local_privacy",
 ]

@@ -87,7 +87,7 @@ def evaluate_trials(true_density: np.ndarray, estimates: list, *, cell_m: float,
     What depends on the truth alone is computed once: AQE's true answers (a sort of every user's point),
     KL's smoothed truth, and sliced W2's projections and sorts (:func:`_sliced_w2_many`, one sort per
     direction for all trials). Exact transport (W2, EMD-L1) is solved per trial. Every value equals
-    :func:`evaluate`'s for that estimate alone (tests/test_trials.py). Returns (one row of metrics per
+    :func:`evaluate`'s for that estimate alone (tests/experiment/test_trials.py). Returns (one row of metrics per
     estimate, one dict of transport readouts in metres per estimate).
     """
     require(len(estimates) >= 1, "evaluate_trials needs at least one estimate")

@@ -512,8 +512,8 @@ class TransportSimplex:
             chunk = _CHUNK if max_pivots is None else min(_CHUNK, max_pivots - done)
             optimal, it, self.next_arc = _simplex(
                 self.N, self.m_end, self.tail, self.head, self.cost, self.flow, self.state, self.parent,
-                self.pred, self.up, self.thread, self.rev_thread, self.succ, self.last_succ, self.pi, block, self.next_arc,
-                chunk, 0.5 if self.max_cost == math.floor(self.max_cost) else 1e-9, *self._work)
+                self.pred, self.up, self.thread, self.rev_thread, self.succ, self.last_succ, self.pi, block,
+                self.next_arc, chunk, 0.5 if self.max_cost == math.floor(self.max_cost) else 1e-9, *self._work)
             self.pivots += it
             done += it
             if optimal:
@@ -521,8 +521,8 @@ class TransportSimplex:
                 # a pricing pass on exact potentials confirms it (round-off cannot hide an entering arc)
                 optimal, it, self.next_arc = _simplex(
                     self.N, self.m_end, self.tail, self.head, self.cost, self.flow, self.state, self.parent,
-                    self.pred, self.up, self.thread, self.rev_thread, self.succ, self.last_succ, self.pi, block, self.next_arc,
-                    0, 0.5 if self.max_cost == math.floor(self.max_cost) else 1e-9, *self._work)
+                    self.pred, self.up, self.thread, self.rev_thread, self.succ, self.last_succ, self.pi, block,
+                    self.next_arc, 0, 0.5 if self.max_cost == math.floor(self.max_cost) else 1e-9, *self._work)
                 if optimal:
                     self.optimal = True
                     return True

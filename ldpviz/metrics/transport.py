@@ -52,8 +52,8 @@ Choosing a solver (``method="auto"``, issue 14 item 5, issue 15 item 14, issue 2
 1. supports' product <= :data:`AUTO_EXACT_MAX_PAIRS`: dense exact;
 2. W2: the certified solver within a time budget (:data:`AUTO_W2_BUDGET_S` seconds unless
    the caller passes ``time_budget``); above :data:`AUTO_CERTIFY_ALWAYS_SIDE` only where BFM reads a
-   near-copy (BFM's own readout stands elsewhere: accurate there, and seconds); EMD-L1: full grids up to :data:`FAST_MAX_SIDE`
-   and any grid whose supports' product is at most :data:`SUPPORT_EXACT_MAX_PAIRS`
+   near-copy (BFM's own readout stands elsewhere: accurate there, and seconds); EMD-L1: full grids up to
+   :data:`FAST_MAX_SIDE` and any grid whose supports' product is at most :data:`SUPPORT_EXACT_MAX_PAIRS`
    (sparse maps, e.g. a few hundred users at d = 256): the certified multiscale solver, exact;
 3. otherwise (W2 not certified within the budget) the back-and-forth method
    (:mod:`ldpviz.metrics.w2_back_and_forth`, under a second at d = 256; it reads low on near-copies, W2 under
@@ -118,7 +118,8 @@ SUPPORT_EXACT_MAX_PAIRS = 8_000_000
 #: lets the near-copies through, and above AUTO_CERTIFY_ALWAYS_SIDE 'auto' tries the exact solver only where BFM
 #: reads a near-copy, so it never spends its budget on far estimates before falling back. BFM there is an
 #: approximation with a certified interval, not a guarantee of a small error: ~0.3% on the synthetic cases of
-#: docs/w2-speed.md, but 14% low on a city's DAM estimate at epsilon 3, d = 256 (4.98 against 5.81 cells). 0: BFM at once. A page that must answer at once uses :func:`w2_progressive` instead.
+#: docs/w2-speed.md, but 14% low on a city's DAM estimate at epsilon 3, d = 256 (4.98 against 5.81 cells).
+#: 0: BFM at once. A page that must answer at once uses :func:`w2_progressive` instead.
 AUTO_W2_BUDGET_S = 5.0
 #: Below this W2 (in cells) a BFM readout carries a caveat: near-copies, where BFM reads low against the
 #: discrete optimum (the continuous relaxation differs; measured in docs/w2-speed.md, "Diagnosis").
@@ -505,8 +506,9 @@ def w2(true: Any, est: Any, *, cell_m: float = 1.0, method: str = "auto",
 
     ``method`` (module docstring, "Choosing a solver"): ``"exact"`` -- a
     network simplex over every pair of the two supports (zero-mass cells dropped;
-    ours up to :data:`OWN_DENSE_MAX_PAIRS` pairs, POT's ``ot.emd2`` above); ``"certified"`` -- :mod:`ldpviz.metrics.w2_exact`, coarse-to-fine sparse
-    network simplex with local arcs and an O(d^2) global certificate (exact; seconds at d = 256 on
+    ours up to :data:`OWN_DENSE_MAX_PAIRS` pairs, POT's ``ot.emd2`` above); ``"certified"`` --
+    :mod:`ldpviz.metrics.w2_exact`, coarse-to-fine sparse network simplex with local arcs and an O(d^2) global
+    certificate (exact; seconds at d = 256 on
     near-copies); ``"multiscale"`` (alias ``"fast"``) --
     the certified multiscale solver, the same optimum (to 1e-9 squared cells)
     at a fraction of the time and memory from d ~ 24 on; ``"bfm"`` -- the

@@ -18,8 +18,8 @@ duality:
    reduced cost under the coarse level's duals (times 4: costs scale with the square of the cell side), so it
    starts feasible and near the coarse optimum (issue 28: "start from a basis ordered by the coarse level's
    duals"; a greedy crash on those reduced costs alone left mass on the artificial root wherever mass travels
-   far, and the simplex spent most of its pivots driving it out). (Until issue 28 this was POT's ``ot.emd`` with a sparse cost, which in POT
-   0.9.x ignores ``potentials_init``: every repair round re-solved from scratch.)
+   far, and the simplex spent most of its pivots driving it out). (Until issue 28 this was POT's ``ot.emd`` with
+   a sparse cost, which in POT 0.9.x ignores ``potentials_init``: every repair round re-solved from scratch.)
 3. **Certificate.** The restricted optimum is the global one iff every reduced cost is non-negative,
    ``|x - y|^2 - u(x) - v(y) >= 0`` for all d^2 x d^2 pairs. ``H(x) = min_y |x - y|^2 - v(y)`` is a
    squared-distance transform of ``-v``, separable into 1-D lower envelopes of parabolas (Felzenszwalb &

@@ -75,7 +75,6 @@ prints it into docs/dam-trajectories.md.
 
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
@@ -423,8 +422,8 @@ def create(name: str, grid: Grid, epsilon: float, **params: Any) -> TrajectoryMe
     return MECHANISMS[name](grid, epsilon, **params)
 
 
-__all__ = ["run_on_trajectories", "TrajectoryMechanism", "DAMEveryPoint", "DAMOnePoint", "LDPTrace", "MECHANISMS", "create",
-           "point_density", "person_density", "grid_path", "neighbour_table", "move_index",
+__all__ = ["run_on_trajectories", "TrajectoryMechanism", "DAMEveryPoint", "DAMOnePoint", "LDPTrace", "MECHANISMS",
+           "create", "point_density", "person_density", "grid_path", "neighbour_table", "move_index",
            "UNIT_TRAJECTORY", "UNIT_LOCATION"]
 
 

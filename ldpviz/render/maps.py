@@ -268,7 +268,8 @@ def partition_records(region: Region, partition: Partition, side: int, vmax: flo
     widest = float(np.max(rects[:, 2:] - rects[:, :2], initial=0.0))
     k = 1 if per_cell_edge == 1 else min(64, per_cell_edge * max(1, int(np.ceil(side * widest))))
     shapes = _shape_fields(np.round(rect_rings_lonlat(region, rects, k), 6), region)
-    lon, lat = region.unit_to_lonlat(np.column_stack([(rects[:, 0] + rects[:, 2]) / 2, (rects[:, 1] + rects[:, 3]) / 2]))
+    lon, lat = region.unit_to_lonlat(np.column_stack([(rects[:, 0] + rects[:, 2]) / 2,
+                                                      (rects[:, 1] + rects[:, 3]) / 2]))
     return [{**shape, **at, "share": round(100 * float(partition.mass[i]), 4), "color": rgba[i].tolist(),
              "cell": f"rect {i}"} for i, shape, at in zip(shown, shapes, centre_fields(lon, lat))]
 
@@ -339,7 +340,8 @@ def picked_cell(event: object) -> int | None:
     objects = selection.get("objects", {}) if isinstance(selection, dict) else {}
     for picked in objects.values():
         for obj in picked or []:
-            if isinstance(obj, dict) and isinstance(obj.get("cell"), (int, float)) and not isinstance(obj["cell"], bool):
+            if (isinstance(obj, dict) and isinstance(obj.get("cell"), (int, float))
+                    and not isinstance(obj["cell"], bool)):
                 return int(obj["cell"])
     return None
 
@@ -412,7 +414,8 @@ def in_km(table: pd.DataFrame, columns: list[str], label: str) -> tuple[pd.DataF
     least :data:`KM_FROM_M`; else both unchanged. One rule for every chart axis (issue 27: metre axes reading
     100000)."""
     present = [c for c in columns if c in table]
-    values = pd.concat([pd.to_numeric(table[c], errors="coerce") for c in present]) if present else pd.Series([], dtype=float)
+    values = (pd.concat([pd.to_numeric(table[c], errors="coerce") for c in present]) if present
+              else pd.Series([], dtype=float))
     if not len(values) or not (values.abs().max() >= KM_FROM_M):
         return table, label
     out = table.copy()

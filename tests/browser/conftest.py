@@ -28,7 +28,8 @@ def server(request) -> str:
         yield url
         serve.stop(proc)
     text = path.read_text(errors="replace")
-    assert "Traceback" not in text, f"the server logged a traceback (see {path}):\n" + text[text.find("Traceback") - 300:][:3000]
+    assert "Traceback" not in text, \
+        f"the server logged a traceback (see {path}):\n" + text[text.find("Traceback") - 300:][:3000]
 
 
 @pytest.fixture(scope="module")

@@ -135,7 +135,8 @@ def assert_settings_kept(walk: Walk, where: str, eps: bool = True, users: bool =
     """The walk's settings are in the link and, where the page shows them, in the sidebar."""
     query = walk.query()
     for key, value in WANTED.items():
-        assert query.get(key) == value, f"{where}: link has {key}={query.get(key)!r}, wanted {value!r} ({walk.page.url})"
+        assert query.get(key) == value, \
+            f"{where}: link has {key}={query.get(key)!r}, wanted {value!r} ({walk.page.url})"
     text = walk.sidebar().inner_text()
     if eps:
         assert "2.5" in text, f"{where}: ε not shown as 2.5 in the sidebar"
@@ -291,7 +292,8 @@ def test_upload_save_region_and_exports(server, browser, tmp_path):
             walk.check_clean(f"{title} on the upload")
         # Exports: each file downloads and opens without a network.
         walk.shot("explore-upload-before-export")
-        walk.page.locator('[data-testid="stExpander"]', has_text="Export and reproduce").first.locator("summary").click()
+        walk.page.locator('[data-testid="stExpander"]',
+                          has_text="Export and reproduce").first.locator("summary").click()
         walk.page.locator('[data-testid="stDownloadButton"] button', has_text="Grids (CSV)").first.wait_for(
             state="visible", timeout=90_000)
         DOWNLOADS.mkdir(parents=True, exist_ok=True)

@@ -86,8 +86,10 @@ def check_maps(page, where: str, expected: int, framed_to_width: bool) -> None:
         box = outline_box(png)
         assert box is not None, f"{where}: map {i} shows no region outline"
         left, top, right, bottom = box
-        assert left >= 1 and top >= 1 and right <= w - 2 and bottom <= h - 2, f"{where}: map {i} cuts the outline {box} ({w}x{h})"
-        assert top <= MAX_BLANK_PX and h - 1 - bottom <= MAX_BLANK_PX, f"{where}: map {i} blank above/below {box} ({w}x{h})"
+        assert left >= 1 and top >= 1 and right <= w - 2 and bottom <= h - 2, \
+            f"{where}: map {i} cuts the outline {box} ({w}x{h})"
+        assert top <= MAX_BLANK_PX and h - 1 - bottom <= MAX_BLANK_PX, \
+            f"{where}: map {i} blank above/below {box} ({w}x{h})"
         if framed_to_width:      # the view keeps a 4% margin (render.maps.view_state): on a wide map, more pixels
             beside = max(MAX_BLANK_PX, 0.07 * w)
             assert left <= beside and w - 1 - right <= beside, f"{where}: map {i} blank beside {box} ({w}x{h})"

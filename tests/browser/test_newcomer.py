@@ -1,8 +1,8 @@
 """A newcomer's first visit with files no one tuned for (issue 27), in Debian's headless Chromium.
 
 * First visit: a fresh browser (no cookie yet) opens Explore at 1440 px; its three maps are framed to their
-  real columns on that very visit (the page keeps the window's width in a cookie and loads once more), not to the 1024 px
-  column a cookie would only fix on the next load.
+  real columns on that very visit (the page keeps the window's width in a cookie and loads once more), not to
+  the 1024 px column a cookie would only fix on the next load.
 * A file that only needs a box: a national points file on Data, a national trips file on Flows and on People.
   Each page asks for the box as a step (no red error box), shows the suggested box and a button; one click
   loads the file with that box (the rows the command line keeps for it). On a phone (390 px) too.
@@ -186,7 +186,8 @@ def test_a_narrow_window_without_a_phone_agent_keeps_the_us_outline(server, brow
                 left, top, right, bottom = box
                 assert left >= 1 and top >= 1 and right <= w - 2 and bottom <= h - 2, \
                     f"{where} cuts the outline {box} ({w}x{h})"
-                assert top <= MAX_BLANK_PX and h - 1 - bottom <= MAX_BLANK_PX, f"{where}: blank above/below {box} ({w}x{h})"
+                assert top <= MAX_BLANK_PX and h - 1 - bottom <= MAX_BLANK_PX, \
+                    f"{where}: blank above/below {box} ({w}x{h})"
             walk.check_clean(f"{path or 'Explore'}, contiguous US in a 390 px window")
             shot(walk, f"narrow-window-us-{(path or 'explore').lower()}-390")
     finally:

@@ -33,7 +33,8 @@ def national_csv(path: Path) -> Path:
              (rng.uniform(-160.0, -155.0, 800), rng.uniform(19.0, 22.0, 800))]
     lon = np.concatenate([p[0] for p in parts])
     lat = np.concatenate([p[1] for p in parts])
-    pd.DataFrame({"city": [f"c{i}" for i in range(lon.size)], "latitude": lat, "longitude": lon}).to_csv(path, index=False)
+    pd.DataFrame({"city": [f"c{i}" for i in range(lon.size)], "latitude": lat, "longitude": lon}).to_csv(path,
+                                                                                                         index=False)
     return path
 
 

@@ -18,7 +18,6 @@ at :data:`MALLOC_ARENAS` (as ``MALLOC_ARENA_MAX`` would), before any thread star
 from __future__ import annotations
 
 import inspect
-import sys
 
 #: Largest request line plus headers the server reads (uvicorn's own default is 16 KiB).
 MAX_REQUEST_HEAD_BYTES = 2 * 2**20

@@ -99,8 +99,8 @@ def goal_seek_table(table: pd.DataFrame, mode: str, metric: str, target: float, 
     ranges = "; ".join(sorted(set(table["search_range"])))
     r_note = next((n for n in table.get("attacker_r_note", pd.Series(dtype=object)) if isinstance(n, str) and n), "")
     st.markdown(f"For each mechanism, {goal}. **Meets it**: {tradeoff.rule_text()}; the mean's interval is a second "
-                f"reading. Searched: {ranges} (a scan, so 'smallest found', not a proven smallest). The attacker knows the "
-                "population density (the data set's own density stands in for a census) and sees one report at the "
+                f"reading. Searched: {ranges} (a scan, so 'smallest found', not a proven smallest). The attacker knows "
+                "the population density (the data set's own density stands in for a census) and sees one report at the "
                 "answer" + (f"; 'within' uses r = {ui.fmt_metres(r_m)}" + (f" ({r_note})" if r_note else "")
                             + ", scored against people's positions inside their cells" if r_m else "") + ".")
     st.dataframe(out, hide_index=True)
@@ -124,7 +124,8 @@ def goal_seek_table(table: pd.DataFrame, mode: str, metric: str, target: float, 
                                 f"{state.EPSILON_LINK_RANGE[0]:g}-{state.EPSILON_LINK_RANGE[1]:g}.")
                     continue
                 if col.button(f"Use ε = {eps:g} · {label}", key=f"goal:use:{row['mechanism']}",
-                              help="Opens Explore with this mechanism at this ε (rounded up, so the target stays met)."):
+                              help="Opens Explore with this mechanism at this ε (rounded up, so the target stays "
+                                   "met)."):
                     # the answer's own collections come along: Explore's interval is then over as many (issue 27),
                     # and the answer with its reading, for Explore's report and JSON (ui.goal_for)
                     st.session_state[ui.GOAL_KEY] = {**ui.goal_row(row), "epsilon_used": eps}
@@ -155,8 +156,8 @@ chosen, by_name = controls.mechanisms_multiselect(
          "mechanism per family; add any other.")
 mode = session.bind(cfg, "compare_mode", st.segmented_control, "Mode", list(MODES), valid=list(MODES),
                     format_func=MODES.get, required=True,
-                    help="Compare at the sidebar's ε; or, for a target accuracy, find each mechanism's smallest ε found "
-                         "(at the sidebar's users) or the fewest users it needs (at the sidebar's ε) for one "
+                    help="Compare at the sidebar's ε; or, for a target accuracy, find each mechanism's smallest ε "
+                         "found (at the sidebar's users) or the fewest users it needs (at the sidebar's ε) for one "
                          "collection to meet it with probability 95%.")
 metric_keys = list(metrics.METRIC_INFO) if mode == "at_epsilon" else list(tradeoff.TARGET_METRICS)
 metric = session.bind(cfg, "metric", right.selectbox, "Rank by" if mode == "at_epsilon" else "Target metric",
@@ -291,8 +292,9 @@ if results:
         st.subheader("Estimated densities")
         first = next(iter(results.values()))
         vmax = max(float(first.true_density.max()), *(float(r.estimate.density.max()) for r in results.values()))
-        panels = [("Truth", None)] + [(by_name[n]["label"] + (" · central DP (trusted aggregator)" if
-                                                             by_name[n]["privacy_model"] == mechanisms.CENTRAL_DP else ""),
+        panels = [("Truth", None)] + [(by_name[n]["label"] + (" · central DP (trusted aggregator)"
+                                                              if by_name[n]["privacy_model"] == mechanisms.CENTRAL_DP
+                                                              else ""),
                                        results[n]) for n in table["mechanism"]]
         px = ui.map_size("third", first.grid.region)
         for start in range(0, len(panels), 3):
@@ -302,7 +304,8 @@ if results:
                     st.markdown(f"**{title}**")
                     if res is None:
                         deck = viz.density_deck(first.grid, first.true_density, vmax=vmax, basemap=basemap, **px)
-                        st.caption(f"{explain.plural(first.n_users, 'user')}, before any noise")   # every map has a line above it
+                        # every map has a line above it
+                        st.caption(f"{explain.plural(first.n_users, 'user')}, before any noise")
                     else:
                         deck = viz.estimate_deck(res.grid, res.estimate.density, res.estimate.partition,
                                                  vmax=vmax, basemap=basemap, **px)
@@ -310,7 +313,8 @@ if results:
                     st.pydeck_chart(deck, height=px["height"], key=f"map:{title}")
         st.html(viz.legend_html(vmax))
         r1, r2 = st.columns([2, 1])
-        r1.download_button("Comparison (CSV)", table.to_csv(index=False), "ldpviz-compare.csv", "text/csv", on_click="ignore")
+        r1.download_button("Comparison (CSV)", table.to_csv(index=False), "ldpviz-compare.csv", "text/csv",
+                           on_click="ignore")
         if int(cfg["trials"]) >= 2:
             options = list(table["mechanism"])
             pick = session.bind(cfg, "report_mechanism", r2.selectbox, "Decision report for", options, valid=options,

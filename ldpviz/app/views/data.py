@@ -33,9 +33,9 @@ def suggest_grid(n_users: int, side: int) -> None:
         return
     fitting = [d for d in state.GRID_OPTIONS if n_users >= MIN_USERS_PER_CELL * d * d]
     if not fitting:
-        st.warning(f"Only {explain.plural(n_users, 'person', 'people')} {'is' if n_users == 1 else 'are'} in this region: too few for any grid (each cell would hold fewer "
-                   f"than {MIN_USERS_PER_CELL} on average), so every map will be mostly noise. Choose a larger "
-                   "region or add data.", icon=":material/grid_off:")
+        st.warning(f"Only {explain.plural(n_users, 'person', 'people')} {'is' if n_users == 1 else 'are'} in this "
+                   f"region: too few for any grid (each cell would hold fewer than {MIN_USERS_PER_CELL} on average), "
+                   "so every map will be mostly noise. Choose a larger region or add data.", icon=":material/grid_off:")
         return
     best = max(fitting)
     st.warning(f"{n_users:,} people in this region over {side} × {side} = {side * side:,} cells is "
@@ -235,8 +235,9 @@ with guard("the preview"):
     deck.layers.append(pdk.Layer("PathLayer", outlines, get_path="path", get_color=[0, 90, 200, 200],
                                  width_min_pixels=2, pickable=True))
     st.pydeck_chart(deck, height=px["height"], key="map:preview")
-    st.caption(f"Region '{region.name or 'custom'}': {explain.plural(len(binned.cells), 'point')} inside, {binned.n_outside:,} "
-               f"outside. Blue outlines: the dataset's other regions. " + controls.basemap_caption(basemap))
+    st.caption(f"Region '{region.name or 'custom'}': {explain.plural(len(binned.cells), 'point')} inside, "
+               f"{binned.n_outside:,} outside. Blue outlines: the dataset's other regions. "
+               + controls.basemap_caption(basemap))
     suggest_grid(len(binned.cells), int(cfg["grid_side"]))
 
     st.subheader("Save a region")

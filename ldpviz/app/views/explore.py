@@ -56,7 +56,7 @@ with guard("this scenario"):
     last = ss.get("explore_last")
     if last is None or last[0] != repr(scenario):
         ss["explore_prev"] = (last[1], last[2]) if last else None
-    ss["explore_last"] = (repr(scenario), result.mean(), here)   # the first trial's means, then all trials' 
+    ss["explore_last"] = (repr(scenario), result.mean(), here)   # the first trial's means, then all trials'
     prev = ss.get("explore_prev")
     same_data = prev is not None and prev[1] == here
     weak = None
@@ -172,8 +172,8 @@ with guard("this scenario"):
                              label="standard deviation {share} percentage points"),
             height=half["height"], key="map:spread")
         st.html(viz.legend_html(smax, "standard deviation of a cell's estimated share over trials"))
-    st.caption(f"{result.grid.side} × {result.grid.side} cells of {ui.fmt_metres(result.grid.cell_m)}{filtered}; the maps "
-               "share one colour scale and one view; the outline" + (" and light grid frame" if result.grid.side <=
+    st.caption(f"{result.grid.side} × {result.grid.side} cells of {ui.fmt_metres(result.grid.cell_m)}{filtered}; the "
+               "maps share one colour scale and one view; the outline" + (" and light grid frame" if result.grid.side <=
                                                                      viz.MAX_GRID_LINES else " frames")
                + " the region. Hover a cell for its centre's latitude and longitude. "
                + controls.basemap_caption(basemap))

@@ -163,7 +163,8 @@ with guard("the OD flows"):
         st.dataframe(flowviz.flow_table(res.grid, res.true, res.estimate, s["top_k"]), hide_index=True)
     st.download_button("Flow table (CSV)", flow_csv(res.grid, res.true, res.estimate), "ldpviz-flows.csv",
                        "text/csv", help="Every OD pair with a true or estimated share; cells numbered row by row "
-                                        "from the south-west corner (the numbering of the grid exports).", on_click="ignore")
+                                        "from the south-west corner (the numbering of the grid exports).",
+                                        on_click="ignore")
 
     st.header("Navigation with location updates")
     n = nav.summary()
@@ -182,8 +183,8 @@ with guard("the OD flows"):
                f"(mean over trips of extra time / fastest time): each {nav.grid.cell_m / 1000:,.3g} km cell takes "
                f"{nav.settings['cell_s'] / 60:,.3g} min at {nav.settings['speed_mps']:g} m/s and a congested one "
                f"+{NAV_DELAY_S:g} s.")
-    st.caption(f"Guarantee: {nav.guarantee} {nav.settings['region']} Simulation: {NAV_TRIPS} trips on a {NAV_GRID} × {NAV_GRID} road grid, "
-               f"θ = {theta} s, +{NAV_DELAY_S:g} s per congested cell.")
+    st.caption(f"Guarantee: {nav.guarantee} {nav.settings['region']} Simulation: {NAV_TRIPS} trips on a {NAV_GRID} × "
+               f"{NAV_GRID} road grid, θ = {theta} s, +{NAV_DELAY_S:g} s per congested cell.")
     ui.show_ledger(nav.ledger, "navigation (traffic reports and location updates)")
     if nav.example:
         full = ui.map_size("full", nav.grid.region)

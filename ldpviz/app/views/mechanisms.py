@@ -46,7 +46,8 @@ with st.expander("How it works: the formulas (from the implementation's document
     st.code(inspect.cleandoc(cls.__doc__ or "No documentation."), language="text")
 if row["params"]:
     st.markdown("**Parameters**")
-    st.dataframe(pd.DataFrame([{"name": p["name"], "type": p["type"], "default": "computed" if p["default"] is None else str(p["default"]),
+    st.dataframe(pd.DataFrame([{"name": p["name"], "type": p["type"],
+                                "default": "computed" if p["default"] is None else str(p["default"]),
                                 "range / choices": (", ".join(map(str, p["choices"])) if p["choices"] else
                                                     f"{p['minimum'] if p['minimum'] is not None else ''} … "
                                                     f"{p['maximum'] if p['maximum'] is not None else ''}"),
@@ -154,9 +155,11 @@ with guard(f"the channel of {cls.label}"):
                                                          "the distance a guess drawn from it is off by."))
     ratio = column.max() / column[column > 0].min() if np.any(column > 0) else np.nan
     k4.metric("Max / min report probability", explain.number(float(ratio)),
-              help=explain.readout_help("report_ratio", f"Here e^ε = {explain.number(float(np.exp(float(cfg['epsilon']))))}."))
+              help=explain.readout_help("report_ratio",
+                                        f"Here e^ε = {explain.number(float(np.exp(float(cfg['epsilon']))))}."))
 
-    pop_err, uni_err, why = ui.attacker_errors_m(name, grid, float(cfg["epsilon"]), params, hist.reshape(grid.side, grid.side))
+    pop_err, uni_err, why = ui.attacker_errors_m(name, grid, float(cfg["epsilon"]), params,
+                                                 hist.reshape(grid.side, grid.side))
     if pop_err is not None:
         a1, a2 = st.columns(2)
         a1.metric("Attacker's expected error, over everyone (population prior)", ui.fmt_metres(pop_err),

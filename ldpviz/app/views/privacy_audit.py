@@ -122,12 +122,13 @@ st.dataframe(table.apply(lambda col: col.map(lambda v: "—" if pd.isna(v) else 
              hide_index=True, column_config={
     column: st.column_config.Column(help=explain.readout_help(key)) for column, key in (
         ("measured ε (worst case)", "measured_epsilon"), ("max ratio / e^ε", "ratio_over_bound"),
-        ("attacker error (population prior)", "attacker_error_m"), ("attacker error (uniform prior)", "attacker_error_m"))
+        ("attacker error (population prior)", "attacker_error_m"),
+        ("attacker error (uniform prior)", "attacker_error_m"))
     if column in table})
 st.caption("Measured ε = max over reports of log(max P / min P) across true cells, computed exactly from each "
            "mechanism's channel with its default parameters on the audit grid; 'max ratio / e^ε' ≤ 1 means the "
-           "guarantee holds (Geo-I: the largest log-ratio per cell side of distance, compared with the slider's ε per km "
-           "times the cell side in km: the 'claimed ε (as measured)' column). Attacker error: expected "
+           "guarantee holds (Geo-I: the largest log-ratio per cell side of distance, compared with the slider's ε per "
+           "km times the cell side in km: the 'claimed ε (as measured)' column). Attacker error: expected "
            "distance between a person's cell and the best guess of a Bayesian attacker who sees one report and "
            "knows the population density (the data set's own density on the audit grid stands in for a census: a "
            "slightly stronger attacker than real census tables; Shokri et al. S&P'11). Beside it, "

@@ -192,7 +192,8 @@ with sweep_box, guard("the sweep", where="above or in the sidebar"):
     n_runs = len(scenarios) * int(cfg["trials"])
     st.caption(f"{explain.plural(len(scenarios), 'setting')} × {explain.plural(int(cfg['trials']), 'trial')} = "
                f"{explain.plural(n_runs, 'run')}; each setting is cached, "
-               f"so revisiting a sweep is instant. Current setting: {axes[vary]} = {current if current is not None else 'default'}.")
+               f"so revisiting a sweep is instant. Current setting: {axes[vary]} = "
+               f"{current if current is not None else 'default'}.")
     longrun.stopped_notice()
 
     def setting(sc) -> str:
@@ -233,7 +234,8 @@ with sweep_box, guard("the sweep", where="above or in the sidebar"):
     if int(cfg["trials"]) == 1:
         st.caption("Bands are 95% confidence intervals over trials; raise Trials in the sidebar to see them.")
     d1, d2 = st.columns(2)
-    d1.download_button("Every run (CSV)", tidy.to_csv(index=False), "ldpviz-sweep-runs.csv", "text/csv", on_click="ignore")
+    d1.download_button("Every run (CSV)", tidy.to_csv(index=False), "ldpviz-sweep-runs.csv", "text/csv",
+                       on_click="ignore")
     d2.download_button("Means and confidence intervals (CSV)", summary.to_csv(index=False),
                        "ldpviz-sweep-summary.csv", "text/csv", on_click="ignore")
     with st.expander("Reproduce with the ldpviz API"):

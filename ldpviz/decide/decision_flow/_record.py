@@ -83,7 +83,7 @@ def trips_command(cfg: Mapping[str, Any], mechanisms_: list[str], trips: traject
 
 
 #: The officer's choices from file to signed report, in order, when every one is set (the README states the count;
-#: tests/test_decide_page.py checks it). The download is the action that ends the flow, not a choice.
+#: tests/app/test_decide_page.py checks it). The download is the action that ends the flow, not a choice.
 CHOICES = ("the file", "its bounds", "the unit protected", "reports per person per collection",
            "how often it is collected", "the privacy models accepted", "the need (metric)", "the target",
            "the cell size", "the purpose", "the owner", "the retention")
@@ -134,9 +134,11 @@ def record_sections(cfg: Mapping[str, Any], *, data_label: str, rows_text: str, 
     head = f"""<h2>Decision: every choice</h2>{_rows(choices)}
 <h2>Decision: the answer</h2>{lead}{verdict}
 <h2>Decision: the ledger (what each person pays on the schedule of step 2)</h2>{ledger_html}
-<h2>Decision: alternatives, ranked within each privacy model by the {'epsilon' if turn == 'epsilon' else 'users'} they need</h2>
+<h2>Decision: alternatives, ranked within each privacy model by the \
+{'epsilon' if turn == 'epsilon' else 'users'} they need</h2>
 <table><tr><th>rank</th><th>mechanism</th><th>epsilon</th><th>users</th><th>within your limit</th>
-<th>chance one collection misses (at most)</th><th>attacker off by</th><th>total per {_e(unit_noun(cfg))}, one collection</th></tr>{alt_rows}</table>
+<th>chance one collection misses (at most)</th><th>attacker off by</th>\
+<th>total per {_e(unit_noun(cfg))}, one collection</th></tr>{alt_rows}</table>
 <h3>Left out, and why not</h3><ul>{left_out or '<li>none</li>'}</ul>
 <h2>Decision: what this does not cover</h2><ul>{''.join(f'<li>{_e(t)}</li>' for t in not_covered)}</ul>
 """

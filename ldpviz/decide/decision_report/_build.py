@@ -42,7 +42,8 @@ def _audit_section(scenario: experiment.Scenario, run_audit: bool) -> str:
     cls = "pass" if res.status == audit.PASSED else ("fail" if res.status == audit.FAILED else "")
     notes = "".join(f"<p class='note'>{_e(n)}</p>" for n in res.notes)
     return (f"<p class='verdict {cls}'><strong>{_e(res.status)}</strong>: {_e(res.summary())}</p>"
-            f"<p class='note'>Which audit ran: the black-box audit of ldpviz.evidence.audit on a {AUDIT_SIDE} x {AUDIT_SIDE} "
+            f"<p class='note'>Which audit ran: the black-box audit of ldpviz.evidence.audit on a "
+            f"{AUDIT_SIDE} x {AUDIT_SIDE} "
             f"grid over a nominal 10 km square, {res.n_samples:,} samples per input, {len(res.pairs)} pairs of "
             f"inputs, {res.confidence:.0%} confidence, seed {res.seed} ({res.seconds:.1f} s). It certifies a lower "
             f"bound on the privacy loss from the mechanism's client code; passing means no violation was found, "

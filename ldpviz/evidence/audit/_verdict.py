@@ -196,7 +196,8 @@ class AuditResult:
         if self.status == NOT_AUDITABLE:
             return f"{self.label}: {self.status}. {' '.join(self.notes)}"
         unit = " per cell side" if self.privacy_model == GEO_I else ""
-        claim = "no privacy claimed" if not math.isfinite(self.claimed) else f"claims epsilon = {self.claimed:.3g}{unit}"
+        claim = ("no privacy claimed" if not math.isfinite(self.claimed)
+                 else f"claims epsilon = {self.claimed:.3g}{unit}")
         if self.slack_cells > 0:
             claim += f" x (distance + a snapping slack of {self.slack_cells:.3g} cell sides)"
         if self.privacy_model != NO_PRIVACY and math.isfinite(self.claimed) and self.claimed != self.epsilon:

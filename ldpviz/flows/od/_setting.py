@@ -88,7 +88,8 @@ def check_od_grid(grid_side: Any) -> int:
 
 
 #: Memory one simulated OD pair takes while it is drawn, binned and reported (coordinates, unit positions,
-#: cells and two reports; peak measured with tracemalloc at 300,000 pairs: 263 (GRR) to 465 (OLH-H), rounded up): the users path holds them all.
+#: cells and two reports; peak measured with tracemalloc at 300,000 pairs: 263 (GRR) to 465 (OLH-H), rounded up):
+#: the users path holds them all.
 OD_BYTES_PER_PAIR = 500
 #: Most memory an OD run may plan to take for its pairs.
 MAX_OD_BYTES = 8 * 2**30

@@ -273,7 +273,8 @@ def planar_laplace_kernel(epsilon: float, radius: int, nodes: int | None = None)
 
 @register
 class PlanarLaplace(TwoPaths, Mechanism):
-    """Planar Laplace on each user's exact position, reported as the grid cell of the noisy point (Andres et al. CCS'13)."""
+    """Planar Laplace on each user's exact position, reported as the grid cell of the noisy point (Andres et al.
+    CCS'13)."""
 
     name = "planar-laplace"
     label = "Planar Laplace (geo-indistinguishability)"

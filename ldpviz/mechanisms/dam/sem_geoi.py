@@ -373,7 +373,8 @@ class SEMGeoI(TwoPaths, Mechanism):
 
     def _tables(self, eps_prime: float) -> SubsetTables:
         k = self.k_fixed or choose_subset_size(self.grid.side, eps_prime)
-        return SubsetTables(self.grid.side, eps_prime, max(1, min(k, self.grid.n_cells - 1)) if self.grid.n_cells > 1 else 1)
+        return SubsetTables(self.grid.side, eps_prime,
+                            max(1, min(k, self.grid.n_cells - 1)) if self.grid.n_cells > 1 else 1)
 
     def _largest_feasible_k(self, k: int, target: float) -> int:
         """The largest subset size <= k whose local privacy can still be brought down to ``target``.

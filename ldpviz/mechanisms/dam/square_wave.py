@@ -21,8 +21,9 @@ run SW-EMS on a fine bucketisation of the value domain (hundreds to 1,024 bucket
 (1, 2, 1)/4 smoothing step acts at a small fraction of the range. The default ``"ems-fine"``
 does that (FINE_BUCKETS = 256 input buckets per axis, or the grid's side if larger; reports
 bucketed as finely; 1,024 buckets cost 30 s per estimate on a loaded 2-core machine against
-0.1 s) and then sums each marginal into the grid's d buckets (exact overlaps). ``"ems"`` smooths at the grid's own resolution (1/d of the range
-per step: on a 15 x 15 grid a heavy blur, which widened DAM's lead over MDSW 1.5-2.5x) and
+0.1 s) and then sums each marginal into the grid's d buckets (exact overlaps). ``"ems"`` smooths at the
+grid's own resolution (1/d of the range per step: on a 15 x 15 grid a heavy blur, which widened DAM's lead
+over MDSW 1.5-2.5x) and
 ``"em"`` is plain EM at the grid's resolution; bench/dam_claims.py reports all three.
 
 No aggregate path (unlike the other client mechanisms, see :mod:`ldpviz.mechanisms.collection_paths`):

@@ -262,8 +262,8 @@ def expectation_maximisation_batch(counts: np.ndarray, forward, adjoint, input_s
     trial takes exactly the steps, the held-out split, the stopping decision and the step count it takes
     alone, and the one-trial estimator runs this same code on a stack of one, so trial t's estimate equals
     ``expectation_maximisation(counts[t], ...)`` up to floating-point round-off of the batched maps (none for
-    the FFT channels; tests/test_trials.py). Accelerated rules ("holdout", "converged") run batched; the plain
-    or "legacy" rules fall back to one call per trial. Returns (stack of estimates, infos).
+    the FFT channels; tests/experiment/test_trials.py). Accelerated rules ("holdout", "converged") run batched; the
+    plain or "legacy" rules fall back to one call per trial. Returns (stack of estimates, infos).
     """
     rule = rule or _RULE["rule"]
     counts = np.asarray(counts, dtype=float)

@@ -54,7 +54,8 @@ from ldpviz.errors import require
 from ldpviz.mechanisms.estimation import norm_sub, to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Mechanism, Param
-from ldpviz.mechanisms.fo.oracles import (ORACLES, PATHS, OLHReports, ReportHistogram, SupportCounts, olh_supports, oracle_counts, oracle_estimate, oracle_perturb, oracle_report_likelihood)
+from ldpviz.mechanisms.fo.oracles import (ORACLES, PATHS, OLHReports, ReportHistogram, SupportCounts, olh_supports,
+                                          oracle_counts, oracle_estimate, oracle_perturb, oracle_report_likelihood)
 from ldpviz.mechanisms.path_cost import AGGREGATE, AUTO, PER_USER, choose_path
 from ldpviz.geo.partition import Partition, rect_cell_shares
 from ldpviz.wording import plural

@@ -43,9 +43,11 @@ from ldpviz.geo.domain import Binned
 from ldpviz.mechanisms.estimation import to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Param
-from ldpviz.mechanisms.fo.oracles import (OLHReports, SupportCounts, olh_aggregate_support, olh_buckets, olh_estimate_counts, olh_perturb, olh_probabilities, olh_supports)
+from ldpviz.mechanisms.fo.oracles import (OLHReports, SupportCounts, olh_aggregate_support, olh_buckets,
+                                          olh_estimate_counts, olh_perturb, olh_probabilities, olh_supports)
 from ldpviz.mechanisms.path_cost import AGGREGATE, PER_USER, predicted_seconds
-from ldpviz.mechanisms.srr.staircase import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, domain_likelihood_to_cells, domain_param, domain_to_grid, level_param)
+from ldpviz.mechanisms.srr.staircase import (FAMILY_SRR, LocationDomain, LocationDomainMechanism,
+                                             domain_likelihood_to_cells, domain_param, domain_to_grid, level_param)
 from ldpviz.mechanisms.collection_paths import TwoPaths, path_param
 
 

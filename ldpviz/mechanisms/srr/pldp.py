@@ -46,7 +46,8 @@ from ldpviz.mechanisms.estimation import to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Param
 from ldpviz.mechanisms.path_cost import AGGREGATE, PER_USER
-from ldpviz.mechanisms.srr.staircase import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, domain_likelihood_to_cells, domain_param, domain_to_grid, level_param)
+from ldpviz.mechanisms.srr.staircase import (FAMILY_SRR, LocationDomain, LocationDomainMechanism,
+                                             domain_likelihood_to_cells, domain_param, domain_to_grid, level_param)
 from ldpviz.mechanisms.collection_paths import TwoPaths, path_param
 
 

@@ -10,8 +10,8 @@ frequency oracles (``ldpviz.mechanisms.fo.oracles``: L-SRR eq. 1 and ref. [38]) 
 SRR's public location domain (:func:`ldpviz.mechanisms.srr.staircase.build_location_domain`),
 so the comparison of Fig. 8 / Table 3 is like for like (with ``domain="occupied"``,
 the paper's setting; the default is the public grid domain, see srr.py). Privacy is that of the
-oracle on a domain of D values (e^eps ratio; channel tests in tests/test_fo_*.py
-and tests/test_srr_claims.py).
+oracle on a domain of D values (e^eps ratio; channel tests in tests/mechanisms/fo/test_fo_*.py
+and tests/mechanisms/srr/test_srr_claims.py).
 
 Both have the oracles' exact aggregate path over the domain's positions
 (:func:`~ldpviz.mechanisms.fo.oracles.grr_aggregate_histogram`,
@@ -30,11 +30,14 @@ from ldpviz.geo.domain import Binned
 from ldpviz.mechanisms.estimation import to_distribution
 from ldpviz.mechanisms import register
 from ldpviz.mechanisms.base import LDP, Estimate, Param
-from ldpviz.mechanisms.fo.oracles import (ReportHistogram, grr_aggregate_histogram, grr_channel, grr_estimate_counts, grr_perturb)
-from ldpviz.mechanisms.fo.hadamard import (HR_VARIANT_PARAM, hadamard_aggregate_histogram, hadamard_channel, hadamard_code,
-                                        hadamard_estimate_counts, hadamard_histogram, hadamard_perturb)
+from ldpviz.mechanisms.fo.oracles import (ReportHistogram, grr_aggregate_histogram, grr_channel, grr_estimate_counts,
+                                          grr_perturb)
+from ldpviz.mechanisms.fo.hadamard import (HR_VARIANT_PARAM, hadamard_aggregate_histogram, hadamard_channel,
+                                           hadamard_code, hadamard_estimate_counts, hadamard_histogram,
+                                           hadamard_perturb)
 from ldpviz.mechanisms.path_cost import AGGREGATE, PER_USER, choose_path
-from ldpviz.mechanisms.srr.staircase import (FAMILY_SRR, LocationDomain, LocationDomainMechanism, domain_likelihood_to_cells, domain_param, domain_to_grid, level_param)
+from ldpviz.mechanisms.srr.staircase import (FAMILY_SRR, LocationDomain, LocationDomainMechanism,
+                                             domain_likelihood_to_cells, domain_param, domain_to_grid, level_param)
 from ldpviz.mechanisms.collection_paths import TwoPaths, path_param
 
 _DOMAIN_PARAMS = (

@@ -184,7 +184,7 @@ class DiskChannel:
 
     def dense(self) -> np.ndarray:
         """P[y, x] over domain cells y (``mask`` order) and input cells x; columns sum to 1."""
-        d, D, R = self.side, self.out_side, self.radius
+        d, R = self.side, self.radius
         P = np.empty((len(self.mask_cells), d * d))
         base = self.mask.astype(float)
         for x in range(d * d):
@@ -292,7 +292,8 @@ class ClampedChannel:
         return float(np.minimum(np.asarray(counts, dtype=float), np.count_nonzero(self._k)).sum())
 
     def crowded_cells(self, counts: np.ndarray) -> int:
-        """Input cells with at least as many users as the kernel has offsets (one multinomial each in :meth:`aggregate`)."""
+        """Input cells with at least as many users as the kernel has offsets (one multinomial each in
+        :meth:`aggregate`)."""
         return int(np.count_nonzero(np.asarray(counts) >= np.count_nonzero(self._k)))
 
     def aggregate(self, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
