@@ -22,7 +22,7 @@ delayed frame) and ``load(handle, index)`` turns a handle into the partition's
   per partition from its own stream ``SeedSequence([seed, DATA_KEY]).spawn(P)``;
   the generator is any ``sampler(n, rng) -> (lon, lat)``
   (:func:`synthetic_sampler` gives the bundled synthetic sets as samplers that
-  draw any number of points; when datasets.py gains chunkable generators they
+  draw any number of points; when the datasets package gains chunkable generators they
   plug in here unchanged);
 * :class:`ParquetSource` -- a Parquet file or directory read as a
   ``dask.dataframe`` (one partition per Dask partition, read on the workers).
@@ -86,7 +86,7 @@ Sampler = Callable[[int, np.random.Generator], tuple[np.ndarray, np.ndarray]]
 
 @dataclass(frozen=True)
 class SyntheticSampler:
-    """A bundled synthetic set as a sampler of any number of points (lon, lat), mapped as datasets.py maps it.
+    """A bundled synthetic set as a sampler of any number of points (lon, lat), mapped as ldpviz.data.datasets maps it.
 
     ``uniform``: uniform on the square; ``normal``: Normal(0, 0, 1, 1, rho 0.5) kept in (-5, 5)^2;
     ``szipf``: independent coordinates of density 1/(ln 2 (x + 1)) on [0, 1); ``mnormal``: each point

@@ -181,7 +181,7 @@ def test_corrupt_gzip_is_one_line(command, corrupt_gz, tmp_path, capsys):
 
 def test_corrupt_gzip_streamed_is_one_line(corrupt_gz, monkeypatch):
     """The chunked reader (files over CHUNK_BYTES) refuses the same file in one line too."""
-    monkeypatch.setattr(datasets, "CHUNK_BYTES", 0)
+    monkeypatch.setattr(datasets._files, "CHUNK_BYTES", 0)
     with pytest.raises(LdpvizInputError, match="cannot be unpacked"):
         datasets.load_file(corrupt_gz)
 
@@ -195,7 +195,7 @@ def test_gzip_bomb_refused_by_ratio_while_unpacking(tmp_path, monkeypatch):
     path.write_bytes(gzip.compress(b"lat,lon\n" + b"0" * 12_000_000))
     with pytest.raises(LdpvizInputError, match="decompression bomb"):
         datasets.load_file(path, max_bytes=10**9)                       # one-shot path
-    monkeypatch.setattr(datasets, "CHUNK_BYTES", 0)
+    monkeypatch.setattr(datasets._files, "CHUNK_BYTES", 0)
     with pytest.raises(LdpvizInputError, match="decompression bomb"):
         datasets.load_file(path, max_bytes=10**9)                       # streamed path
     genuine = tmp_path / "ok.csv.gz"                                    # a real coordinate file passes
@@ -209,8 +209,8 @@ def test_gzip_bomb_refused_by_ratio_while_unpacking(tmp_path, monkeypatch):
 def test_streamed_rows_refused_from_the_rate_read(tmp_path, monkeypatch):
     """A packed file of many rows is refused from the rows per share of the file read so far, before it is all
     read (MAX_ROWS lowered to keep the test small)."""
-    monkeypatch.setattr(datasets, "CHUNK_BYTES", 0)
-    monkeypatch.setattr(datasets, "MAX_ROWS", 1_500_000)
+    monkeypatch.setattr(datasets._files, "CHUNK_BYTES", 0)
+    monkeypatch.setattr(datasets._files, "MAX_ROWS", 1_500_000)
     rng = np.random.default_rng(1)
     block = "\n".join(f"{a:.4f},{b:.4f}" for a, b in zip(rng.uniform(44, 45, 100_000), rng.uniform(-94, -93, 100_000)))
     path = tmp_path / "many.csv.gz"

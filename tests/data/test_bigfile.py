@@ -28,7 +28,7 @@ ROWS = ["lat,lon,note",
 @pytest.fixture
 def chunked(monkeypatch):
     """Every file takes the chunked path."""
-    monkeypatch.setattr(datasets, "CHUNK_BYTES", 0)
+    monkeypatch.setattr(datasets._files, "CHUNK_BYTES", 0)
 
 
 def test_chunked_csv_matches_reading_at_once(tmp_path, monkeypatch):
@@ -36,7 +36,7 @@ def test_chunked_csv_matches_reading_at_once(tmp_path, monkeypatch):
     path = tmp_path / "p.csv"
     path.write_text("\n".join(ROWS[:1] + ROWS[1:] * 5 + ["44.9,-93.2,extra,field at the end"]) + "\n")
     whole = load_file(path)
-    monkeypatch.setattr(datasets, "CHUNK_BYTES", 0)
+    monkeypatch.setattr(datasets._files, "CHUNK_BYTES", 0)
     seen = []
     parts = load_file(path, chunk_rows=4, progress=lambda f, m: seen.append((f, m)))
     assert np.array_equal(parts.lon, whole.lon) and np.array_equal(parts.lat, whole.lat)
@@ -99,7 +99,7 @@ def test_bad_last_line_after_a_full_chunk_is_counted(tmp_path, chunked):
 
 def test_streamed_gzip_bomb_stops_at_the_row_limit(tmp_path, chunked, monkeypatch):
     """A small gzip that unpacks to many rows is streamed (bounded memory) and refused past MAX_ROWS."""
-    monkeypatch.setattr(datasets, "MAX_ROWS", 50_000)
+    monkeypatch.setattr(datasets._files, "MAX_ROWS", 50_000)
     path = tmp_path / "bomb.csv.gz"
     path.write_bytes(gzip.compress(b"lat,lon\n" + b"44.9,-93.2\n" * 200_000))
     with pytest.raises(LdpvizInputError, match="more than 50,000 rows"):

@@ -1,38 +1,10 @@
-"""Datasets: bundled real points, the papers' synthetic sets, and uploaded files.
-
-Every dataset is a :class:`Dataset`: one lon/lat point per user plus named
-square regions (``presets``) to study, the first being the whole view.
-
-* ``minneapolis-stops`` -- 51,920 stops by the Minneapolis Police Department in
-  2017 (``MplsStops`` of the carData R package, from Minneapolis Open Data),
-  read from ``ldpviz/data/minneapolis_stops.parquet`` (built by
-  ``data/make_minneapolis.py``; see ``data/README.md``). Nothing is downloaded.
-* ``normal``, ``szipf``, ``mnormal`` -- the synthetic sets of the DAM paper
-  (../shared/papers/dam-disk-area-mechanism.md, Sec. VII-A).
-* ``gmm`` -- a uniform mixture of random 2-D Gaussians as in the DP heatmaps
-  paper (../shared/papers/dp-heatmaps-sparse-emd.md, App. E.3).
-* ``uniform`` -- uniform points, the featureless baseline.
-
-Synthetic points live in a planar native domain (e.g. [-5, 5]^2). They are
-mapped linearly onto a nominal 10 km x 10 km square centred on lon 0, lat 0
-("Null Island", the GIS placeholder for "no real place"), so every dataset goes
-through the same map, region and grid code. Native points outside the native
-domain are redrawn (rejection sampling), so each set has exactly its documented
-size; for the DAM paper's normals this affects about one point in a million.
-
-:func:`load_file` reads a user's CSV or Parquet file, finds the coordinate
-columns, drops unusable rows (counted by reason in a :class:`LoadReport`) and
-raises :class:`~ldpviz.errors.LdpvizInputError` with a plain message for every
-file it cannot use. The pieces below this module: :mod:`ldpviz.data.dataset_types` (Dataset,
-LoadReport), :mod:`ldpviz.data.synthetic` (the synthetic sets) and :mod:`ldpviz.data.file_formats`
-(columns, dialects, schemas) with :mod:`ldpviz.data.big_files` (chunked reading).
-"""
+"""A user's CSV or Parquet file read into points: the columns found, every dropped or changed row counted by reason, big
+files streamed in chunks."""
 
 from __future__ import annotations
 
 import codecs
 import csv
-import functools
 import gzip
 import io
 import os
@@ -47,114 +19,15 @@ import numpy as np
 import pandas as pd
 
 from ldpviz.data import big_files as bigfile
-from ldpviz.data import synthetic
-from ldpviz.data.dataset_types import Dataset, LoadReport, check_seed, content_key
-from ldpviz.data.file_formats import (LAT_NAMES, LON_NAMES, PARQUET_SUFFIXES, find_column, parquet_columns,
-                                      refuse_workbook, size_text, sniff_header)
-from ldpviz.data.synthetic import MNORMAL_COMPONENTS, SYNTHETIC_SIDE_M, gaussian_mixture
+from ldpviz.data.dataset_types import Dataset, LoadReport
+from ldpviz.data.file_formats import (LON_NAMES, PARQUET_SUFFIXES, find_column, parquet_columns, refuse_workbook,
+                                      size_text, sniff_header)
 from ldpviz.errors import LdpvizInputError, RegionTooLargeError, require
 from ldpviz.geo import region_choice as regions
-from ldpviz.geo.domain import Region, in_bounds, wrap_lon  # noqa: F401 (wrap_lon: part of this module's API)
-
-DATA_DIR = Path(__file__).resolve().parent   # the bundled files ship beside this module
-MINNEAPOLIS_FILE = DATA_DIR / "minneapolis_stops.parquet"
+from ldpviz.geo.domain import Region, in_bounds
 
 
 _MISSING_TOKENS = ["", "na", "n/a", "nan", "null", "none", "#n/a"]
-
-
-# ---------------------------------------------------------------- data types
-
-
-# ---------------------------------------------------------------- bundled real data
-def _minneapolis(seed: int) -> Dataset:
-    """2017 Minneapolis police stops; ``seed`` is ignored (real data)."""
-    if not MINNEAPOLIS_FILE.is_file():
-        raise FileNotFoundError(f"bundled data file {MINNEAPOLIS_FILE} is missing; rebuild it with "
-                                "`python data/make_minneapolis.py` (see data/README.md)")
-    frame = pd.read_parquet(MINNEAPOLIS_FILE, columns=["long", "lat"])
-    presets = {r.name: r for r in (
-        Region(-93.2650, 44.9710, 20_000.0, "Whole city"),
-        Region(-93.2700, 44.9770, 3_000.0, "Downtown"),
-        Region(-93.2800, 44.9500, 3_000.0, "Whittier and Lyndale"),
-        Region(-93.2970, 45.0020, 3_000.0, "North Minneapolis"),
-        Region(-93.2520, 44.9530, 3_000.0, "Phillips"),
-    )}
-    return Dataset(
-        name="minneapolis-stops", label="Minneapolis police stops, 2017",
-        description=(
-            f"{len(frame):,} traffic and suspicious-person or -vehicle stops made by the Minneapolis "
-            "Police Department in 2017, one point per stop (locations rounded at the source). Each stop "
-            "stands for one user. Source: data set MplsStops of the carData R package (Fox & Weisberg, "
-            "GPL-2 | GPL-3), taken from Minneapolis Open Data; see data/README.md. Regions: the whole "
-            "city (20 km square) and four dense 3 km squares chosen from the stop density."),
-        lon=frame["long"].to_numpy(np.float64), lat=frame["lat"].to_numpy(np.float64),
-        presets=presets, synthetic=False)
-
-
-# ---------------------------------------------------------------- synthetic data
-
-
-_BUILDERS: dict[str, Callable[[int], Dataset]] = {
-    "minneapolis-stops": _minneapolis,
-    **synthetic.BUILDERS,
-}
-
-
-def names() -> list[str]:
-    """Registered dataset names, real data first."""
-    return list(_BUILDERS)
-
-
-#: Each registered dataset's label, for lists that should not generate every set to name it (test_datasets
-#: checks it equals the loaded dataset's label).
-LABELS = {"minneapolis-stops": "Minneapolis police stops, 2017", "normal": "Normal (correlated, rho 0.5)",
-          "szipf": "Skew Zipf", "mnormal": "Multi-centre normal", "gmm": "Gaussian mixture (20 clusters)",
-          "uniform": "Uniform"}
-
-
-def label(name: str) -> str:
-    """A registered dataset's readable label without loading it (the name itself if unknown)."""
-    return LABELS.get(name, name)
-
-
-def load(name: str, seed: int = 0) -> Dataset:
-    """The registered dataset ``name`` (cached); ``seed`` drives synthetic generators only.
-
-    ``'normal:n=5000000'`` (any synthetic set, any n up to 100M) draws that many
-    points with :func:`ldpviz.data.synthetic.generate` (cached up to 5M points).
-    """
-    sized = synthetic.parse_name(name) if isinstance(name, str) else None
-    if sized is not None:
-        seed = check_seed(seed)
-        if sized[1] <= 5_000_000:
-            return _load_sized(sized[0], sized[1], seed)
-        return synthetic.generate(sized[0], sized[1], seed)
-    require(isinstance(name, str) and name in _BUILDERS,
-            f"unknown dataset {name!r}; choose one of: {', '.join(_BUILDERS)} "
-            "(uploaded files are read with load_file; any size of a synthetic set: e.g. 'normal:n=1000000')")
-    seed = check_seed(seed)
-    return _load_cached(name, seed if name != "minneapolis-stops" else 0)
-
-
-@functools.lru_cache(maxsize=4)
-def _load_sized(name: str, n: int, seed: int) -> Dataset:
-    return synthetic.generate(name, n, seed)
-
-
-@functools.lru_cache(maxsize=32)
-def _load_cached(name: str, seed: int) -> Dataset:
-    return _BUILDERS[name](seed)
-
-
-def describe() -> list[dict[str, Any]]:
-    """One row per registered dataset (default seed): name, label, n, synthetic, description, presets."""
-    rows = []
-    for name in _BUILDERS:
-        ds = load(name)
-        rows.append({"name": ds.name, "label": ds.label, "n": ds.n, "synthetic": ds.synthetic,
-                     "description": ds.description, "presets": list(ds.presets)})
-    return rows
 
 
 # ---------------------------------------------------------------- user files
@@ -617,7 +490,3 @@ def _to_numbers(values: pd.Series, column: str, notes: list[str],
         notes.append(f"{int(comma.sum()):,} values in column '{column}' use a decimal comma "
                      "(e.g. 44,97) and were read as decimal points.")
     return out, missing, ~missing & ~np.isfinite(out)
-
-
-__all__ = ["Dataset", "LoadReport", "content_key", "gaussian_mixture", "MNORMAL_COMPONENTS", "SYNTHETIC_SIDE_M",
-           "LAT_NAMES", "LON_NAMES", "names", "load", "describe", "load_file", "in_bbox", "wrap_longitudes"]
