@@ -236,7 +236,7 @@ def _solve_level(p: np.ndarray, q: np.ndarray, radius: int, deadline: float, sta
         done = sx.run(deadline=deadline)
         u, v = sx.duals()
         lower, new, n_bad = prob.certificate(u, v)
-        feasible = sx.artificial_flow <= 1e-12
+        feasible = sx.feasible
         cost = sx.cost_value if feasible else float("inf")
         certified = done and feasible and (n_bad == 0 or cost - lower <= _GAP_TOL * max(1.0, cost))
         stats.setdefault("levels", {})[d] = dict(rounds=rounds, arcs=int(sx.n_arcs), violations=n_bad,
