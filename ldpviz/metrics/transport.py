@@ -83,7 +83,7 @@ from ldpviz.errors import LdpvizInputError, require
 from ldpviz.metrics import w2_exact
 from ldpviz.metrics.envelope import HAVE_NUMBA, sq_distance_transform
 from ldpviz.metrics.inputs import _check_cell_m, _pair
-from ldpviz.metrics.network_simplex import TransportSimplex
+from ldpviz.metrics.network_simplex import TransportSimplex, feasible as root_ok
 from ldpviz.metrics.sparse_pairs import SparsePairs, unique_sorted
 from ldpviz.metrics.w2_back_and_forth import bfm_w2
 
@@ -183,7 +183,7 @@ def _solved(prob: SparsePairs, keys: np.ndarray, what: str) -> TransportSimplex:
 
 
 def _run(sx: TransportSimplex, what: str) -> None:
-    if not sx.run() or not sx.feasible:
+    if not sx.run() or not root_ok(sx):
         raise RuntimeError(f"{what}: network simplex did not reach a feasible optimum "
                            f"(mass {sx.artificial_flow:.3g} left on the artificial root)")
 

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ldpviz.metrics.envelope import sq_distance_transform
+from ldpviz.metrics.network_simplex import feasible as root_ok
 from ldpviz.metrics.plan_refine import leaf_order, refine_plan
 from ldpviz.metrics.sparse_pairs import SparsePairs, unique_sorted
 
@@ -236,7 +237,7 @@ def _solve_level(p: np.ndarray, q: np.ndarray, radius: int, deadline: float, sta
         done = sx.run(deadline=deadline)
         u, v = sx.duals()
         lower, new, n_bad = prob.certificate(u, v)
-        feasible = sx.feasible
+        feasible = root_ok(sx)
         cost = sx.cost_value if feasible else float("inf")
         certified = done and feasible and (n_bad == 0 or cost - lower <= _GAP_TOL * max(1.0, cost))
         stats.setdefault("levels", {})[d] = dict(rounds=rounds, arcs=int(sx.n_arcs), violations=n_bad,
