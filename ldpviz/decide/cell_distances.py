@@ -118,7 +118,7 @@ def rows_times_kernel(J: np.ndarray, side: int, kernel: np.ndarray) -> np.ndarra
     r, c = np.divmod(np.arange(side * side), side)
     if side <= _DENSE_MAX_SIDE:                          # dense BLAS product is faster up to ~1k cells
         return J @ kernel[r[:, None] - r[None, :] + side - 1, c[:, None] - c[None, :] + side - 1]
-    used = np.flatnonzero(np.any(J != 0, axis=0))
+    used = np.flatnonzero(J.any(axis=0))             # a reduction, no (m, n) temporary
     if used.size <= _SPARSE_MAX_COLUMNS:                 # people in few cells (a small file): the used rows of K
         ru, cu = r[used], c[used]
         return J[:, used] @ kernel[ru[:, None] - r[None, :] + side - 1, cu[:, None] - c[None, :] + side - 1]

@@ -564,11 +564,6 @@ class TransportSimplex:
         """Mass still routed through the root (0 at an optimum of a feasible problem, up to round-off)."""
         return float(self.flow[self.n1:self.N].sum())
 
-    @property
-    def feasible(self) -> bool:
-        """No more mass on the root than round-off leaves (:func:`feasible`)."""
-        return feasible(self)
-
     def duals(self) -> tuple[np.ndarray, np.ndarray]:
         """``(u, v)`` with ``cost - u - v >= 0`` on every held arc at an optimum (0 on the plan's arcs),
         shifted by a whole number so they are small (the shift leaves every ``u_i + v_j`` unchanged)."""
