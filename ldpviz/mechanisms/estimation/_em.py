@@ -7,8 +7,10 @@ import numpy as np
 
 from ldpviz.mechanisms.estimation._post import check_time
 from ldpviz.mechanisms.estimation._steps import (EM_RULES, EM_TOLERANCE, EM_WORK_BUDGET, HOLDOUT_FRACTION, HOLDOUT_SEED,
-                                                 MAX_EM_ITERATIONS, MIN_EM_ITERATIONS, PLAIN_WARMUP, SQUAREM_STEP_SHARE,
-                                                 _RULE, _em_loop, _per_trial, _predict, _rowsum, _smooth_stack)
+                                                 LARGE_EM_CELLS, LARGE_PLAIN_WARMUP, MAX_EM_ITERATIONS,
+                                                 MIN_EM_ITERATIONS, PATIENCE_EXTRA, PATIENCE_SHARE, PLAIN_WARMUP,
+                                                 SQUAREM_STEP_SHARE, _RULE, _em_loop, _per_trial, _predict, _rowsum,
+                                                 _smooth_stack)
 from ldpviz.mechanisms.estimation._start import start_map_tests
 
 
@@ -123,17 +125,20 @@ def _squarem_batch(counts: np.ndarray, forward, adjoint, f: np.ndarray, smoothin
                    max_evaluations: int, held_out: np.ndarray | None = None,
                    steps: np.ndarray | None = None, best_f: np.ndarray | None = None) -> tuple[np.ndarray, list[dict]]:
     """EM from ``f`` for T problems at once (leading axis): PLAIN_WARMUP single EM/EMS steps, then SQUAREM
-    cycles (S3, Varadhan & Roland 2008).
+    cycles (S3, Varadhan & Roland 2008); on a large output domain (:data:`LARGE_EM_CELLS`) LARGE_PLAIN_WARMUP.
 
     A *step* is one plain iteration or one cycle. Trial t stops after ``steps[t]`` steps, when a step changes
     its log-likelihood by less than ``threshold[t]``, after ``max_evaluations`` EM evaluations, or (with
-    ``held_out``) once its evaluations exceed 1.5 x those at its best held-out step + 50 (the plain rule's
-    patience). Every active trial is at the same step, so one pass of the forward and adjoint maps serves
+    ``held_out``) once its evaluations exceed PATIENCE_SHARE x those at its best held-out step + PATIENCE_EXTRA
+    (the plain rule's patience; on a large domain its plain-EM-equivalent progress, in the same way). Every
+    active trial is at the same step, so one pass of the forward and adjoint maps serves
     them all; a trial that stops is frozen and drops out of the stack. Each decision uses that trial's numbers
     only, so a trial takes the same steps and stops where it would alone. ``best_f`` (with ``held_out``): filled
     with each trial's map at its best held-out step (the start where no step beat it)."""
     T = counts.shape[0]
     nd = f.ndim
+    large = counts[0].size >= LARGE_EM_CELLS
+    warmup = LARGE_PLAIN_WARMUP if large else PLAIN_WARMUP
     n_all = _rowsum(counts)
     f = f.copy()
     old = np.full(T, -np.inf)
@@ -142,6 +147,7 @@ def _squarem_batch(counts: np.ndarray, forward, adjoint, f: np.ndarray, smoothin
     best = np.full(T, -np.inf)
     best_step = np.zeros(T, np.int64)
     best_evaluations = np.zeros(T, np.int64)
+    best_progress = np.zeros(T)
     progress = np.zeros(T)
     done_evaluations = np.zeros(T, np.int64)
     done_steps = np.zeros(T, np.int64)
@@ -160,9 +166,13 @@ def _squarem_batch(counts: np.ndarray, forward, adjoint, f: np.ndarray, smoothin
             better = held > best[active]
             improved = active[better]
             best[improved], best_step[improved], best_evaluations[improved] = held[better], step, evaluations - 1
+            best_progress[improved] = progress[improved]
             if best_f is not None:
                 best_f[improved] = fa[better]
-            stop = ~better & (evaluations - 1 > 1.5 * best_evaluations[active] + 50)
+            if large:
+                stop = ~better & (progress[active] > PATIENCE_SHARE * best_progress[active] + PATIENCE_EXTRA)
+            else:
+                stop = ~better & (evaluations - 1 > PATIENCE_SHARE * best_evaluations[active] + PATIENCE_EXTRA)
         conv = ~stop & (np.abs(ll - old[active]) < threshold[active])
         converged[active[conv]] = True
         stop |= conv
@@ -181,7 +191,7 @@ def _squarem_batch(counts: np.ndarray, forward, adjoint, f: np.ndarray, smoothin
                 break
         old[active] = ll
         step += 1
-        if step <= PLAIN_WARMUP:
+        if step <= warmup:
             fa = x1
             progress[active] += 1.0
             continue

@@ -68,6 +68,20 @@ SQUAREM_STEP_SHARE = 0.1
 #: Accelerated EM runs this many plain steps before its first SQUAREM cycle, so a held-out optimum within
 #: ~100 iterations (large eps, many reports) is chosen exactly as plain EM chooses it.
 PLAIN_WARMUP = 200
+#: Held-out patience (the plain rule's): a search stops once it is past PATIENCE_SHARE x its best step + PATIENCE_EXTRA
+#: without a gain (counted in EM evaluations; on a large domain in plain-EM-equivalent progress, below).
+PATIENCE_SHARE, PATIENCE_EXTRA = 1.5, 50
+#: Large output domains (at least this many output cells: DAM's family at d = 256 and epsilon near 1, about 473,000
+#: cells, or a tiny epsilon at d >= 96; never at d <= 64, where the radius is capped at 2.5 sides) run a
+#: work-saving schedule (issue 38.4): SQUAREM from step LARGE_PLAIN_WARMUP, and the held-out patience counted
+#: in the units it was set in, plain-EM-equivalent progress (a cycle of step alpha moves about 2|alpha| plain
+#: steps), instead of evaluations, which a SQUAREM cycle covers far faster. Each evaluation there is two FFTs
+#: of ~700^2 (~28 ms), and 200 plain steps then a patience of 1.5 t + 50 evaluations took 588 of them (19 s at
+#: d = 256, 1M users, epsilon 1). Measured in docs/em-large-domains.md (bench/em_large_domains.py): W2 within
+#: seed noise (-0.9% on average over 15 collections) in 0.36x the CPU (0.28x at that run). Smaller domains keep
+#: the schedule above, bit for bit.
+LARGE_EM_CELLS = 2 ** 18
+LARGE_PLAIN_WARMUP = 20
 
 
 @contextmanager
