@@ -75,3 +75,26 @@ def test_light_quantiles_equal_scipy_stats():
     mean, lo, hi = mean_ci(v, 0.9)
     half = float(stats.t.ppf(0.95, 9)) * float(v.std(ddof=1)) / np.sqrt(10)
     assert (lo, hi) == (mean - half, mean + half)
+
+
+def test_em_start_map_test_reads_scipy_special_and_equals_scipy_stats():
+    """Every EM estimate tests its reports against the start (estimation.reports_fit_start): its chi-square tail and
+    normal quantile are scipy.stats' own functions from scipy.special (importing scipy.stats cost a fresh process
+    about a second of each DAM run, issue 38.4), so a DAM estimate in a fresh process imports no scipy.stats, and
+    the two functions equal scipy.stats' bit for bit."""
+    code = ("import sys, json, numpy as np\nfrom ldpviz import mechanisms\nfrom ldpviz.geo.domain import Grid, Region\n"
+            "m = mechanisms.create('dam', Grid(Region(-93.2, 45.0, 20000.0), 16), 1.0)\n"
+            "counts = np.random.default_rng(0).multinomial(5000, np.full(m.chan.out_side ** 2, 1.0)"
+            " / m.chan.out_side ** 2)\n"
+            "from ldpviz.mechanisms.fo.oracles._common import ReportHistogram\n"
+            "m.estimate(ReportHistogram(counts, 5000))\n"
+            "print(json.dumps({'stats': 'scipy.stats' in sys.modules}))")
+    assert _fresh(code) == {"stats": False}
+    from scipy import special
+    rng = np.random.default_rng(4)
+    df, x = rng.uniform(0.1, 5e5, 2000), rng.uniform(0.0, 1.0, 2000)
+    x *= 2.0 * df
+    np.testing.assert_array_equal(special.chdtrc(df, x), stats.chi2.sf(x, df))
+    p = stats.chi2.sf(x, df)
+    p = p[p > 0]
+    np.testing.assert_array_equal(-special.ndtri(p), stats.norm.isf(p))
