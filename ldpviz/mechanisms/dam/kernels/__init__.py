@@ -24,6 +24,6 @@ from __future__ import annotations
 
 from ldpviz.mechanisms.dam.kernels._footprints import (optimal_radius, _offsets, dam_weights, huem_weights,
                                                        huem_continuous_q)
-from ldpviz.mechanisms.dam.kernels._fft import (_pfft, PARALLEL_FFT_POINTS, FLOAT32_MAX_RANGE, WORK_BYTES, _WORK,
+from ldpviz.mechanisms.dam.kernels._fft import (_pfft, FFT_WORKERS, FLOAT32_MAX_RANGE, WORK_BYTES, _WORK,
                                                 _work_array, _Convolver, _precision)
 from ldpviz.mechanisms.dam.kernels._channels import (output_support, _draw, DiskChannel, _fold_tails, ClampedChannel)

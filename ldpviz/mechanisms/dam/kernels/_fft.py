@@ -18,9 +18,12 @@ except ImportError:  # pragma: no cover - a scipy without them: the public scipy
 # ---------------------------------------------------------------------------
 # FFT convolution helpers
 # ---------------------------------------------------------------------------
-#: Transforms with at least this many points per 2-D slice run on every core (scipy.fft ``workers``); smaller
-#: ones stay on one thread, where thread start-up would cost more than it saves.
-PARALLEL_FFT_POINTS = 256 * 256
+#: Threads per transform (scipy.fft ``workers``): one. Transforms of 256^2 points and more used to run on both
+#: cores; measured on DAM at d = 256 (720^2 transforms, 1M users, epsilon 1; issue 38.4), two threads cost 5.8-6.5 s
+#: of CPU against 5.0 s on one, for 0-11% less wall time (4.45-5.0 s against 5.0 s). On a shared server, where
+#: the other core is busy, that is a fifth more work for nothing. Same numbers either way (each 1-D transform
+#: runs whole on one thread).
+FFT_WORKERS = 1
 #: A convolution may run in single precision (float32 transforms are about twice as fast) when its kernel's
 #: largest to smallest entry is at most this. Off (0): measured in issue 28, float32 round-off (~1e-7 of the
 #: largest output) is larger than the step-to-step gains of the held-out log-likelihood on its plateau, so it
@@ -80,7 +83,7 @@ class _Convolver:
         self.complex_dtype = np.dtype(np.complex64 if self.dtype == np.float32 else np.complex128)
         self.k_fft = sfft.rfft2(self.kernel, self.shape).astype(self.complex_dtype)
         self.k_flip_fft = sfft.rfft2(self.kernel[::-1, ::-1], self.shape).astype(self.complex_dtype)
-        self.workers = 2 if self.size * self.size >= PARALLEL_FFT_POINTS else 1
+        self.workers = FFT_WORKERS
 
     def _work(self, key: str, T: int, rows: int, cols: int, dtype: np.dtype) -> np.ndarray:
         return _work_array((key, self.size), T, rows, cols, dtype)
