@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ldpviz import mechanisms
+from ldpviz.mechanisms.dam.kernels import FFT_WORKERS
 from ldpviz.geo.domain import Grid, Region
 from ldpviz.errors import LdpvizInputError
 from ldpviz.evidence.reproduce import provenance_markdown
@@ -152,9 +153,9 @@ def scale_section(out_dir: Path, baseline: str, users: int, side: int, w2_side: 
              f"Goal (issue 28): setup + draw + estimate at most {SCALE_TARGET_S:g} s for the DAM family, and planar "
              f"Laplace with it.", "",
              "Wall seconds on a shared machine include waiting for the cores; the CPU seconds (this process's, all "
-             "its threads: the FFTs run on 2 threads at d = 256) are the work itself, and their ratio is the "
-             "reading that survives load. The goal is judged on the total wall seconds of a quiet run (load "
-             "below 1).", "",
+             "its threads: each code's FFTs run on the threads its kernels ask for) are the work itself, and "
+             "their ratio is the reading that survives load. The goal is judged on the total wall seconds of a "
+             "quiet run (load below 1).", "",
              "| mechanism | setup s (base / now) | draw s (base / now) | estimate s (base / now) | total s (base / "
              "now) | CPU s (base / now) | speed-up (wall / CPU) | load (base / now) | EM evaluations (base / now) | "
              "goal |",
@@ -274,8 +275,9 @@ def whole_section(out_dir: Path, users: int, side: int, repeats: int, quick: boo
              f"and every readout) for DAM and GRR, each in a fresh process with imports, numba kernels and the data "
              f"set loaded before the clock, alternating which goes first, {repeats} time{'s' if repeats != 1 else ''}; "
              f"{elapsed:.0f} s wall, load average (1 min) {min(loads):.1f} to {max(loads):.1f} on {os.cpu_count()} "
-             "cores. CPU seconds count every thread of the process (the FFTs run on 2 threads at d = 256); each "
-             "phase's CPU seconds come from wrapping the function `experiment.run` calls for it.", "",
+             f"cores. CPU seconds count every thread of the process (the FFTs run on {FFT_WORKERS} "
+             f"thread{'s' if FFT_WORKERS != 1 else ''}); each phase's CPU seconds come from wrapping the function "
+             "`experiment.run` calls for it.", "",
              f"Goal (issue 38): DAM's whole run at most {WHOLE_GOAL:g}x GRR's.", "",
              "| mechanism | wall s | CPU s | draw + estimate CPU s | of which FFT transforms CPU s | readouts CPU s "
              "| readout W2 CPU s | readout EMD-L1 CPU s | readout sliced W2 CPU s | EM evaluations | W2 readout |",
