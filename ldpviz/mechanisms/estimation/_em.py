@@ -146,8 +146,7 @@ def _squarem_batch(counts: np.ndarray, forward, adjoint, f: np.ndarray, smoothin
     converged = np.zeros(T, bool)
     best = np.full(T, -np.inf)
     best_step = np.zeros(T, np.int64)
-    best_evaluations = np.zeros(T, np.int64)
-    best_progress = np.zeros(T)
+    best_at = np.zeros(T)         # where the best held-out step was: evaluations before it, or (large) progress
     progress = np.zeros(T)
     done_evaluations = np.zeros(T, np.int64)
     done_steps = np.zeros(T, np.int64)
@@ -165,14 +164,11 @@ def _squarem_batch(counts: np.ndarray, forward, adjoint, f: np.ndarray, smoothin
         if held is not None:
             better = held > best[active]
             improved = active[better]
-            best[improved], best_step[improved], best_evaluations[improved] = held[better], step, evaluations - 1
-            best_progress[improved] = progress[improved]
+            at = progress[active] if large else np.full(active.size, evaluations - 1.0)
+            best[improved], best_step[improved], best_at[improved] = held[better], step, at[better]
             if best_f is not None:
                 best_f[improved] = fa[better]
-            if large:
-                stop = ~better & (progress[active] > PATIENCE_SHARE * best_progress[active] + PATIENCE_EXTRA)
-            else:
-                stop = ~better & (evaluations - 1 > PATIENCE_SHARE * best_evaluations[active] + PATIENCE_EXTRA)
+            stop = ~better & (at > PATIENCE_SHARE * best_at[active] + PATIENCE_EXTRA)
         conv = ~stop & (np.abs(ll - old[active]) < threshold[active])
         converged[active[conv]] = True
         stop |= conv

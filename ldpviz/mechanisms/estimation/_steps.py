@@ -71,8 +71,8 @@ PLAIN_WARMUP = 200
 #: Held-out patience (the plain rule's): a search stops once it is past PATIENCE_SHARE x its best step + PATIENCE_EXTRA
 #: without a gain (counted in EM evaluations; on a large domain in plain-EM-equivalent progress, below).
 PATIENCE_SHARE, PATIENCE_EXTRA = 1.5, 50
-#: Large output domains (at least this many output cells: DAM's family at d = 256 and epsilon near 1, about 473,000
-#: cells, or a tiny epsilon at d >= 96; never at d <= 64, where the radius is capped at 2.5 sides) run a
+#: Large output domains (at least this many output cells: DAM's family at d = 256 and epsilon up to about 2, about
+#: 473,000 cells at epsilon 1; never at d <= 128 with the paper's optimal radius, down to the smallest epsilon) run a
 #: work-saving schedule (issue 38.4): SQUAREM from step LARGE_PLAIN_WARMUP, and the held-out patience counted
 #: in the units it was set in, plain-EM-equivalent progress (a cycle of step alpha moves about 2|alpha| plain
 #: steps), instead of evaluations, which a SQUAREM cycle covers far faster. Each evaluation there is two FFTs
