@@ -4,7 +4,9 @@ Held-out EM (``ldpviz.mechanisms.estimation``) runs 200 plain EM steps before it
 held-out search once it is past 1.5 x its best evaluation + 50. On an output domain of at least
 ``LARGE_EM_CELLS`` cells (DAM's family at d = 256 and epsilon up to about 2) each evaluation is two FFT convolutions
 of about 700^2, and that schedule took 588 evaluations (19 s) at d = 256, 1M users, epsilon 1. The large-domain
-schedule starts SQUAREM after ``LARGE_PLAIN_WARMUP`` steps and counts the patience in plain-EM-equivalent progress.
+schedule starts SQUAREM after ``LARGE_PLAIN_WARMUP`` steps, counts the patience in plain-EM-equivalent progress and
+bounds SQUAREM's steps by ``LARGE_SQUAREM_STEP_SHARE`` of the progress so far; it is also run with the standard bound
+(0.1, the first large-domain schedule) to show what the larger bound changes on its own.
 
 For each setting this script draws one collection per seed and estimates it with both schedules (the same reports),
 recording the estimate's CPU seconds, its forward maps (EM evaluations), and its error against the true histogram:
@@ -45,6 +47,10 @@ FULL = [("normal:n=1000000", "dam", 1.0, 256), ("normal:n=1000000", "dam-ns", 1.
         ("minneapolis-stops", "dam", 1.0, 256)]
 QUICK = [("normal:n=20000", "dam", 1.0, 128)]
 BLOCK = 4
+#: The schedules compared: the standard one, the large-domain one with the standard SQUAREM step bound (the first
+#: large-domain schedule, issue 38.4), and the large-domain one as it runs (its own step bound).
+SHARE_ONE_TENTH = "large, step share 0.1"
+SCHEDULES = ("standard", SHARE_ONE_TENTH, "large")
 
 
 def blocks(p: np.ndarray, k: int) -> np.ndarray:
@@ -53,7 +59,7 @@ def blocks(p: np.ndarray, k: int) -> np.ndarray:
 
 
 def estimate(mech, reports, schedule: str) -> tuple[np.ndarray, dict, float, int]:
-    """The estimate under ``schedule`` ("standard" or "large"), its info, CPU seconds and forward maps."""
+    """The estimate under ``schedule`` (one of SCHEDULES), its info, CPU seconds and forward maps."""
     forward = mech.chan.forward_batch
     maps = [0]
 
@@ -62,15 +68,17 @@ def estimate(mech, reports, schedule: str) -> tuple[np.ndarray, dict, float, int
         return forward(f)
 
     mech.chan.forward_batch = counted
-    saved = _em.LARGE_EM_CELLS
+    saved = _em.LARGE_EM_CELLS, _em.LARGE_SQUAREM_STEP_SHARE
     if schedule == "standard":
         _em.LARGE_EM_CELLS = 10 ** 15
+    elif schedule == SHARE_ONE_TENTH:
+        _em.LARGE_SQUAREM_STEP_SHARE = estimation.SQUAREM_STEP_SHARE
     try:
         cpu = time.process_time()
         est = mech.estimate(reports)
         cpu = time.process_time() - cpu
     finally:
-        _em.LARGE_EM_CELLS = saved
+        _em.LARGE_EM_CELLS, _em.LARGE_SQUAREM_STEP_SHARE = saved
         del mech.chan.forward_batch
     return est.density, est.info, cpu, maps[0]
 
@@ -84,7 +92,7 @@ def measure(dataset: str, name: str, epsilon: float, side: int, seeds, block: in
     rows = []
     for seed in seeds:
         reports = mech.collect(users, np.random.default_rng([seed, 0]))
-        for schedule in ("standard", "large"):
+        for schedule in SCHEDULES:
             density, info, cpu, maps = estimate(mech, reports, schedule)
             est = density.reshape(side, side)
             coarse = metrics.w2(blocks(truth, block), blocks(est, block), cell_m=grid.cell_m * block,
@@ -100,35 +108,37 @@ def measure(dataset: str, name: str, epsilon: float, side: int, seeds, block: in
     return rows
 
 
-def summary(rows: list[dict], block: int) -> list[str]:
-    """Generated sentences: time and error of the large-domain schedule against the standard one, per setting."""
+def summary(rows: list[dict], block: int, schedule: str, against: str) -> list[str]:
+    """Generated sentences: time and error of ``schedule`` against ``against``, per setting and over all."""
     lines = []
     keys = sorted({(r["dataset"], r["mechanism"], r["epsilon"], r["d"]) for r in rows}, key=str)
     cpu_ratios, w2_changes = [], []
     for key in keys:
         mine = [r for r in rows if (r["dataset"], r["mechanism"], r["epsilon"], r["d"]) == key]
-        std = {r["seed"]: r for r in mine if r["schedule"] == "standard"}
-        lrg = {r["seed"]: r for r in mine if r["schedule"] == "large"}
-        seeds = sorted(std)
-        cpu = [lrg[s]["cpu_s"] / std[s]["cpu_s"] for s in seeds]
-        change = [lrg[s]["w2_blocks_m"] / std[s]["w2_blocks_m"] - 1 for s in seeds]
-        spread = [r["w2_blocks_m"] for r in std.values()]
+        ref = {r["seed"]: r for r in mine if r["schedule"] == against}
+        new = {r["seed"]: r for r in mine if r["schedule"] == schedule}
+        seeds = sorted(set(ref) & set(new))
+        if not seeds:
+            continue
+        cpu = [new[s]["cpu_s"] / ref[s]["cpu_s"] for s in seeds]
+        change = [new[s]["w2_blocks_m"] / ref[s]["w2_blocks_m"] - 1 for s in seeds]
+        spread = [ref[s]["w2_blocks_m"] for s in seeds]
         cpu_ratios += cpu
         w2_changes += change
         lines.append(
-            f"- {key[1]}, {key[0]}, epsilon {key[2]:g}, d = {key[3]}: the large-domain schedule took "
-            f"{statistics.mean(cpu):.2f}x the standard one's CPU ({min(cpu):.2f}-{max(cpu):.2f}; "
-            f"{statistics.mean(lrg[s]['forward_maps'] for s in seeds):.0f} forward maps against "
-            f"{statistics.mean(std[s]['forward_maps'] for s in seeds):.0f}); W2 on {block} x {block} blocks changed "
-            f"by {100 * statistics.mean(change):+.1f}% on average (per seed "
+            f"- {key[1]}, {key[0]}, epsilon {key[2]:g}, d = {key[3]}: {statistics.mean(cpu):.2f}x the CPU "
+            f"({min(cpu):.2f}-{max(cpu):.2f}; {statistics.mean(new[s]['forward_maps'] for s in seeds):.0f} forward "
+            f"maps against {statistics.mean(ref[s]['forward_maps'] for s in seeds):.0f}); W2 on {block} x {block} "
+            f"blocks changed by {100 * statistics.mean(change):+.1f}% on average (per seed "
             f"{', '.join(f'{100 * c:+.1f}%' for c in change)}), against a seed-to-seed range of "
-            f"{min(spread):.0f}-{max(spread):.0f} m under the standard schedule.")
+            f"{min(spread):.0f}-{max(spread):.0f} m under the {against} schedule.")
     if cpu_ratios:
-        lines.insert(0, f"Over all {len(cpu_ratios)} collections: CPU {statistics.mean(cpu_ratios):.2f}x the "
-                        f"standard schedule's (at most {max(cpu_ratios):.2f}x); W2 on blocks "
+        lines.insert(0, f"**{schedule} against {against}.** Over all {len(cpu_ratios)} collections: CPU "
+                        f"{statistics.mean(cpu_ratios):.2f}x (at most {max(cpu_ratios):.2f}x); W2 on blocks "
                         f"{100 * statistics.mean(w2_changes):+.1f}% on average ({100 * min(w2_changes):+.1f}% to "
                         f"{100 * max(w2_changes):+.1f}%).")
         lines.insert(1, "")
+        lines.append("")
     return lines
 
 
@@ -142,8 +152,13 @@ def report(rows: list[dict], quick: bool, seeds, loads: tuple, block: int) -> st
              f"estimate alone. Standard: {estimation.PLAIN_WARMUP} plain steps, then SQUAREM; patience "
              f"{estimation.PATIENCE_SHARE:g} x the best evaluation + {estimation.PATIENCE_EXTRA}. Large-domain (at "
              f"least {estimation.LARGE_EM_CELLS:,} output cells): {estimation.LARGE_PLAIN_WARMUP} plain steps, the "
-             "same patience in plain-EM-equivalent progress.", "",
-             "## Summary (generated from the rows below)", "", *summary(rows, block), "",
+             "same patience in plain-EM-equivalent progress, SQUAREM steps bounded by "
+             f"{estimation.LARGE_SQUAREM_STEP_SHARE:g} of the progress so far (\"{SHARE_ONE_TENTH}\": by the standard "
+             f"schedule's {estimation.SQUAREM_STEP_SHARE:g}, as the first large-domain schedule was).", "",
+             "## Summary (generated from the rows below)", "",
+             *summary(rows, block, "large", "standard"),
+             *summary(rows, block, "large", SHARE_ONE_TENTH),
+             *summary(rows, block, SHARE_ONE_TENTH, "standard"),
              "## Rows", "",
              f"W2 blocks: exact W2 between the {block} x {block} block sums of the truth and the estimate. Readout: "
              "the product's W2 readout at full resolution (its value, the back-and-forth lower bound, and its "

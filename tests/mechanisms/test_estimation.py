@@ -128,6 +128,28 @@ def test_large_domain_schedule_takes_fewer_evaluations_for_as_good_an_estimate(m
     assert err_b <= 1.05 * err_a, (err_b, err_a)
 
 
+def test_large_domain_step_bound_applies_only_to_large_domains(monkeypatch):
+    """The large-domain SQUAREM step bound (LARGE_SQUAREM_STEP_SHARE) is what a large domain's cycles read: the
+    estimate changes with it there (the wider bound taking fewer evaluations on this slow problem), and the
+    standard schedule below the threshold is the same bit for bit
+    whatever it is (seed 6, 30,000 reports)."""
+    from ldpviz.mechanisms.estimation import _em
+    counts, fwd, adj, _ = _slow_problem(30_000, 6)
+
+    def run():
+        return expectation_maximisation(counts, fwd, adj, (40,), smoothing=False, rule="holdout")
+
+    standard, _ = run()
+    monkeypatch.setattr(_em, "LARGE_SQUAREM_STEP_SHARE", 0.5)
+    np.testing.assert_array_equal(run()[0], standard)
+    monkeypatch.setattr(_em, "LARGE_EM_CELLS", counts.size)
+    wide, info_wide = run()
+    monkeypatch.setattr(_em, "LARGE_SQUAREM_STEP_SHARE", estimation.SQUAREM_STEP_SHARE)
+    narrow, info_narrow = run()
+    assert not np.array_equal(wide, narrow)
+    assert info_wide["iterations"] < info_narrow["iterations"], (info_wide, info_narrow)
+
+
 def test_large_domain_schedule_never_applies_at_d_128_and_does_at_d_256():
     """DAM's radius at the paper's optimum keeps every output box at d <= 128 under LARGE_EM_CELLS down to the
     smallest epsilon, so the grids the claims documents run keep the standard schedule; DAM at d = 256, epsilon 1

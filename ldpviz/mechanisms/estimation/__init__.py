@@ -25,6 +25,7 @@ from ldpviz.mechanisms.estimation._steps import (EM_RULES, EM_TOLERANCE, MAX_EM_
                                                  MIN_EM_ITERATIONS, HOLDOUT_FRACTION, HOLDOUT_SEED,
                                                  LEGACY_CELL_TOLERANCE, _RULE, SQUAREM_STEP_SHARE, PLAIN_WARMUP,
                                                  PATIENCE_SHARE, PATIENCE_EXTRA, LARGE_EM_CELLS, LARGE_PLAIN_WARMUP,
+                                                 LARGE_SQUAREM_STEP_SHARE,
                                                  em_stopping_rule, binomial_smooth, _rowsum, _per_trial, _smooth_stack,
                                                  _em_step, _em_loop, _predict)
 from ldpviz.mechanisms.estimation._start import (START_MAP_Z, START_MAP_TEXT, start_map_text, START_FIT_POOL_SHARE,

@@ -7,10 +7,10 @@ import numpy as np
 
 from ldpviz.mechanisms.estimation._post import check_time
 from ldpviz.mechanisms.estimation._steps import (EM_RULES, EM_TOLERANCE, EM_WORK_BUDGET, HOLDOUT_FRACTION, HOLDOUT_SEED,
-                                                 LARGE_EM_CELLS, LARGE_PLAIN_WARMUP, MAX_EM_ITERATIONS,
-                                                 MIN_EM_ITERATIONS, PATIENCE_EXTRA, PATIENCE_SHARE, PLAIN_WARMUP,
-                                                 SQUAREM_STEP_SHARE, _RULE, _em_loop, _per_trial, _predict, _rowsum,
-                                                 _smooth_stack)
+                                                 LARGE_EM_CELLS, LARGE_PLAIN_WARMUP, LARGE_SQUAREM_STEP_SHARE,
+                                                 MAX_EM_ITERATIONS, MIN_EM_ITERATIONS, PATIENCE_EXTRA, PATIENCE_SHARE,
+                                                 PLAIN_WARMUP, SQUAREM_STEP_SHARE, _RULE, _em_loop, _per_trial,
+                                                 _predict, _rowsum, _smooth_stack)
 from ldpviz.mechanisms.estimation._start import start_map_tests
 
 
@@ -125,7 +125,8 @@ def _squarem_batch(counts: np.ndarray, forward, adjoint, f: np.ndarray, smoothin
                    max_evaluations: int, held_out: np.ndarray | None = None,
                    steps: np.ndarray | None = None, best_f: np.ndarray | None = None) -> tuple[np.ndarray, list[dict]]:
     """EM from ``f`` for T problems at once (leading axis): PLAIN_WARMUP single EM/EMS steps, then SQUAREM
-    cycles (S3, Varadhan & Roland 2008); on a large output domain (:data:`LARGE_EM_CELLS`) LARGE_PLAIN_WARMUP.
+    cycles (S3, Varadhan & Roland 2008); on a large output domain (:data:`LARGE_EM_CELLS`) LARGE_PLAIN_WARMUP,
+    with steps bounded by LARGE_SQUAREM_STEP_SHARE.
 
     A *step* is one plain iteration or one cycle. Trial t stops after ``steps[t]`` steps, when a step changes
     its log-likelihood by less than ``threshold[t]``, after ``max_evaluations`` EM evaluations, or (with
@@ -139,6 +140,7 @@ def _squarem_batch(counts: np.ndarray, forward, adjoint, f: np.ndarray, smoothin
     nd = f.ndim
     large = counts[0].size >= LARGE_EM_CELLS
     warmup = LARGE_PLAIN_WARMUP if large else PLAIN_WARMUP
+    share = LARGE_SQUAREM_STEP_SHARE if large else SQUAREM_STEP_SHARE
     n_all = _rowsum(counts)
     f = f.copy()
     old = np.full(T, -np.inf)
@@ -199,7 +201,7 @@ def _squarem_batch(counts: np.ndarray, forward, adjoint, f: np.ndarray, smoothin
         alpha = np.full(active.size, -1.0)
         pos = vv > 0
         alpha[pos] = np.minimum(-np.sqrt(rr[pos] / vv[pos]), -1.0)
-        alpha = np.maximum(alpha, -np.maximum(1.0, SQUAREM_STEP_SHARE * progress[active]))
+        alpha = np.maximum(alpha, -np.maximum(1.0, share * progress[active]))
         a = _per_trial(alpha, nd)
         jump = np.maximum(fa - 2.0 * a * r + a * a * v, 0.0)
         jump /= _per_trial(_rowsum(jump), nd)
