@@ -77,9 +77,9 @@ PATIENCE_SHARE, PATIENCE_EXTRA = 1.5, 50
 #: in the units it was set in, plain-EM-equivalent progress (a cycle of step alpha moves about 2|alpha| plain
 #: steps), instead of evaluations, which a SQUAREM cycle covers far faster. Each evaluation there is two FFTs
 #: of ~700^2 (~28 ms), and 200 plain steps then a patience of 1.5 t + 50 evaluations took 588 of them (19 s at
-#: d = 256, 1M users, epsilon 1). Measured in docs/em-large-domains.md (bench/em_large_domains.py): W2 within
-#: seed noise (-0.9% on average over 15 collections) in 0.36x the CPU (0.28x at that run). Smaller domains keep
-#: the schedule above, bit for bit.
+#: d = 256, 1M users, epsilon 1). Measured in docs/em-large-domains.md (bench/em_large_domains.py, with the step
+#: bound below): W2 on 4 x 4 blocks -3.7% on average over 15 collections, within seed noise, in 0.30x the CPU
+#: (0.19x at that run). Smaller domains keep the schedule above, bit for bit.
 LARGE_EM_CELLS = 2 ** 18
 LARGE_PLAIN_WARMUP = 20
 #: SQUAREM's step bound on a large output domain: a cycle moves at most ~40% further along the path instead of
