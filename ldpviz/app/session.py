@@ -245,6 +245,15 @@ def set_and_rerun(**changes: Any) -> None:
     st.rerun()
 
 
+def trip_upload_step(config: dict[str, Any], page: str, source_key: str, region_key: str) -> None:
+    """The Flows and People pages' trips upload: the uploader, the outcome while its file is the selected source
+    (``config[source_key]``), and a file just loaded selected with its own region (``region_key`` cleared)."""
+    just_loaded = uploads.trip_uploader(st, page)
+    uploads.show_trip_message(st, config.get(source_key))
+    if just_loaded:
+        set_and_rerun(**{source_key: just_loaded, region_key: None})
+
+
 def reset_when_changed(config: dict[str, Any], watched: str, field: str, default: Any) -> None:
     """Set ``config[field]`` to ``default`` when ``config[watched]`` changed since the last run that called this
     (a target follows its metric); on the first run a value from a link is kept."""

@@ -80,10 +80,7 @@ st.markdown("Each trip reports its **origin** and its **destination** separately
             "trips go from every cell to every other cell. Below, the navigation panel: drivers send their "
             "location only when they run late, and each update costs ε (L-SRR Sec. 4.2).")
 
-just_loaded = uploads.trip_uploader(st, "flows")
-uploads.show_trip_message(st, cfg.get("flows_dataset"))
-if just_loaded:
-    session.set_and_rerun(flows_dataset=just_loaded, flows_region=None)
+session.trip_upload_step(cfg, "flows", "flows_dataset", "flows_region")
 
 st.sidebar.header("Trips")
 names = trajectories.names() + list(uploads.trip_uploads()) + datasets.names()

@@ -138,10 +138,7 @@ st.markdown("Here every person contributes **many** locations (a storm's track, 
             "a whole person changes every count by at most 1 (dp-heatmaps paper, Sec. 2.2 and Thm 3.1). "
             "Every guarantee below names what it protects: one location, one trajectory or one person.")
 
-just_loaded = uploads.trip_uploader(st, "people")
-uploads.show_trip_message(st, cfg.get("people_source"))
-if just_loaded:
-    session.set_and_rerun(people_source=just_loaded, people_region=None)
+session.trip_upload_step(cfg, "people", "people_source", "people_region")
 
 st.sidebar.header("People")
 sources = list(state.PEOPLE_SOURCES) + list(uploads.trip_uploads())
