@@ -200,7 +200,7 @@ def report(rows: list[dict], ldp_rows: list[dict], before: tuple, after: tuple, 
              f"; target W2 <= "
              f"{TARGET_M:g} m (the Decide page's default), one seek at a time on one thread",
              f"- Machine speed factor behind every prediction: {runtime_model.machine_factor():.2f} (this process's "
-             f"probe, {runtime_model.PROBE_TEXT}, over the calibration's; timed once per process, as a server does)",
+             f"probe, {runtime_model.PROBE_TEXT}, over the calibration's; timed as a server times it)",
              "",
              "## Prediction error", "",
              "Each seek is judged against the prediction for the outcome it had (in bold): the pages state both, "

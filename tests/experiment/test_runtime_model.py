@@ -131,3 +131,26 @@ def test_goal_seek_runs_interpolate_between_measured_sides_and_hold_beyond(tmp_p
         assert rm.goal_seek_runs(10, "grr", 64 ** 2, "scan") == pytest.approx(12.0 * rm.SCAN_SHARE)
     finally:
         rm.goal_seek_table.cache_clear()
+
+
+def test_machine_factor_keeps_the_fastest_probe_and_times_it_again(monkeypatch):
+    """A probe disturbed by other work (only ever slower) does not scale predictions for the life of the server:
+    after MACHINE_PROBE_REFRESH_S the probe is timed again and the fastest so far is kept, so a quiet probe
+    replaces a disturbed one and a later disturbed probe does not replace a quiet one."""
+    shipped = runtime_model.calibration()
+    monkeypatch.setenv("LDPVIZ_MACHINE_FACTOR", "")
+    probes = iter([1.5, 1.0, 3.0])
+    clock = [1000.0]
+    monkeypatch.setattr(runtime_model, "time_probe", lambda: next(probes) * shipped.probe_seconds)
+    monkeypatch.setattr(runtime_model.time, "monotonic", lambda: clock[0])
+    runtime_model.machine_factor.cache_clear()
+    try:
+        assert runtime_model.machine_factor() == pytest.approx(1.5)
+        clock[0] += runtime_model.MACHINE_PROBE_REFRESH_S / 2
+        assert runtime_model.machine_factor() == pytest.approx(1.5)     # not timed again yet
+        clock[0] += runtime_model.MACHINE_PROBE_REFRESH_S
+        assert runtime_model.machine_factor() == pytest.approx(1.0)     # the quiet probe replaces it
+        clock[0] += runtime_model.MACHINE_PROBE_REFRESH_S
+        assert runtime_model.machine_factor() == pytest.approx(1.0)     # a disturbed one does not
+    finally:
+        runtime_model.machine_factor.cache_clear()
