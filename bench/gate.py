@@ -384,10 +384,17 @@ def suggest(rounds: list[dict[str, dict]]) -> dict[str, dict]:
 # ---------------------------------------------------------------------------------------------------------------
 # output
 # ---------------------------------------------------------------------------------------------------------------
-def table(results: dict[str, dict], verdicts: dict[str, Verdict] | None) -> list[str]:
+def threshold_set(thresholds: dict, name: str) -> str:
+    """When and at which commit ``name``'s threshold was measured: its own record, else the file's."""
+    meta = (thresholds.get("benchmarks", {}).get(name) or {}).get("measured") or thresholds.get("measured", {})
+    return f"{meta.get('date', '?')}, {meta.get('commit', '?')}"
+
+
+def table(results: dict[str, dict], verdicts: dict[str, Verdict] | None, thresholds: dict | None = None
+          ) -> list[str]:
     lines = ["| benchmark | reference | CPU s (median) | reference CPU s | wall s / reference wall s | ratio "
-             "(median CPU/CPU) | ratios per repeat | threshold | verdict |",
-             "|---|---|---:|---:|---:|---:|---|---:|---|"]
+             "(median CPU/CPU) | ratios per repeat | threshold | threshold set | verdict |",
+             "|---|---|---:|---:|---:|---:|---|---:|---|---|"]
     for name, r in results.items():
         v = verdicts.get(name) if verdicts else None
         lines.append(f"| {name} | {r['reference']} | {statistics.median(r['cpu']):.2f} | "
@@ -395,6 +402,7 @@ def table(results: dict[str, dict], verdicts: dict[str, Verdict] | None) -> list
                      f"{statistics.median(r['ref_wall']):.2f} | {r['median']:.2f} | "
                      f"{', '.join(f'{x:.2f}' for x in r['ratio'])} | "
                      f"{'-' if v is None or v.threshold is None else f'{v.threshold:.2f}'} | "
+                     f"{threshold_set(thresholds or {}, name)} | "
                      f"{'not judged' if v is None else ('pass' if v.passed else 'FAIL')} |")
     return lines
 
@@ -414,14 +422,15 @@ def report(out_dir: Path, results: dict, verdicts: dict | None, args, elapsed: f
              f"`bench/gate.py`{' --quick' if args.quick else ''}: each benchmark's CPU seconds over its reference's, "
              f"measured right before it in the same run; the median over {_repeats_text(results, args.repeats)} is "
              f"judged against "
-             f"the threshold in `bench/gate_thresholds.json` (set {meta.get('date', '?')} at commit "
-             f"{meta.get('commit', '?')}: {FACTOR:g}x the median ratio then, or {HEADROOM:g}x the largest ratio "
-             f"seen while measuring if higher). {elapsed:.0f} s wall; load average (1 min) {loads[0]:.1f} before, "
+             f"the threshold in `bench/gate_thresholds.json` ({FACTOR:g}x the median ratio when it was measured, or "
+             f"{HEADROOM:g}x the largest ratio seen while measuring if higher; first set {meta.get('date', '?')} at "
+             f"commit {meta.get('commit', '?')}, each benchmark's own date in the table). {elapsed:.0f} s wall; "
+             f"load average (1 min) {loads[0]:.1f} before, "
              f"{loads[1]:.1f} after, on {os.cpu_count()} cores.", ""]
     if args.quick:
         lines += ["Quick run: small sizes, so the ratios are not comparable with the thresholds and are not judged.",
                   ""]
-    lines += table(results, verdicts) + ["", "What each benchmark and reference runs:", ""]
+    lines += table(results, verdicts, thresholds) + ["", "What each benchmark and reference runs:", ""]
     for b in BENCHES:
         if b.name in results:
             lines.append(f"- **{b.name}**: {b.what}; reference **{b.reference}**: {REFERENCES[b.reference].what}.")
@@ -525,7 +534,7 @@ def main(argv: list[str] | None = None) -> int:
                                                                  thresholds.get("benchmarks", {}))}
     elapsed = time.perf_counter() - started
     path = report(out_dir, results, verdicts, args, elapsed, (loads0, os.getloadavg()[0]), thresholds)
-    print("\n".join(table(results, verdicts)))
+    print("\n".join(table(results, verdicts, thresholds)))
     print(f"wrote {path} ({elapsed:.0f} s)")
     if verdicts:
         failed = [v for v in verdicts.values() if not v.passed]
