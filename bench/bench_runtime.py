@@ -132,8 +132,8 @@ def fit_calibration(rows: list[dict], measured_on: str, extra: dict[str, float] 
                     probe_s: float | None = None) -> runtime_model.Calibration:
     models = {}
     for key in sorted({(r["mechanism"], r["path"]) for r in rows}):
-        mine = [r for r in rows if (r["mechanism"], r["path"]) == key and r["n"] >= FIT_MIN_USERS] or \
-            [r for r in rows if (r["mechanism"], r["path"]) == key]
+        every = [r for r in rows if (r["mechanism"], r["path"]) == key]
+        mine = [r for r in every if r["n"] >= FIT_MIN_USERS] or every
         models[f"{key[0]}|{key[1]}"] = {
             "fixed": runtime_model.fit([(r["n"], r["D"], r["fixed"]) for r in mine]),
             "trial": runtime_model.fit([(r["n"], r["D"], r["trial"]) for r in mine])}

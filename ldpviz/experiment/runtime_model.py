@@ -278,7 +278,8 @@ def _fastest_probe() -> float | None:
         return _PROBES["fastest"]
 
 
-def _forget_probes() -> None:
+def forget_machine_probes() -> None:
+    """Forget the probes timed so far: the next :func:`machine_factor` times the probe afresh (tests, benches)."""
     with _PROBE_LOCK:
         _PROBES.update(fastest=None, at=-math.inf)
 
@@ -303,9 +304,6 @@ def machine_factor() -> float:
         return 1.0
     low, high = MACHINE_FACTOR_BOUNDS
     return min(max(here / cal.probe_seconds, low), high)
-
-
-machine_factor.cache_clear = _forget_probes  # type: ignore[attr-defined]  # forget the probes (tests, benches)
 
 
 @functools.lru_cache(maxsize=1)

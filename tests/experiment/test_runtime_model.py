@@ -59,11 +59,11 @@ def test_machine_factor_scales_predictions_by_the_probe(monkeypatch):
         cal = runtime_model.Calibration(shipped.models, shipped.metrics, shipped.measured_on, shipped.metrics_tables,
                                         probe_s)
         monkeypatch.setattr(runtime_model, "calibration", lambda: cal)
-        runtime_model.machine_factor.cache_clear()
+        runtime_model.forget_machine_probes()
         try:
             return runtime_model.machine_factor(), runtime_model.predict("oue", "auto", 20_000, 1024, 1)
         finally:
-            runtime_model.machine_factor.cache_clear()
+            runtime_model.forget_machine_probes()
 
     factor, seconds = factor_with(here / 2)
     assert 1.3 < factor < 3.0                   # 2 up to the probe's repeat-to-repeat noise
@@ -143,7 +143,7 @@ def test_machine_factor_keeps_the_fastest_probe_and_times_it_again(monkeypatch):
     clock = [1000.0]
     monkeypatch.setattr(runtime_model, "time_probe", lambda: next(probes) * shipped.probe_seconds)
     monkeypatch.setattr(runtime_model.time, "monotonic", lambda: clock[0])
-    runtime_model.machine_factor.cache_clear()
+    runtime_model.forget_machine_probes()
     try:
         assert runtime_model.machine_factor() == pytest.approx(1.5)
         clock[0] += runtime_model.MACHINE_PROBE_REFRESH_S / 2
@@ -153,4 +153,4 @@ def test_machine_factor_keeps_the_fastest_probe_and_times_it_again(monkeypatch):
         clock[0] += runtime_model.MACHINE_PROBE_REFRESH_S
         assert runtime_model.machine_factor() == pytest.approx(1.0)     # a disturbed one does not
     finally:
-        runtime_model.machine_factor.cache_clear()
+        runtime_model.forget_machine_probes()
