@@ -501,13 +501,16 @@ def blackbox_row(mechanism: str, grid_side: int, region: Region, epsilon: float,
             "seconds": float(res.seconds), "summary": res.summary(), "confidence": float(res.confidence)}
 
 
-def goal_seek_seconds(scenario: Scenario, trials: int, branch: str = "reached") -> float:
+def goal_seek_seconds(scenario: Scenario, trials: int, branch: str = "reached",
+                      w2_target_m: float | None = None) -> float:
     """Quiet-machine seconds a goal seek of ``scenario`` is predicted to take at ``trials`` collections per
     decision (:func:`runtime_model.goal_seek_seconds`): the calibrated model's one-trial run on this machine (its
     speed probe), times the seek's cost in such runs, which bench/goal_seek_runs.py measures against that same
     model, and the data's shape; ``branch`` "scan": if no epsilon reaches the target. A run timed on this server
     does not replace the model here: one run being cached or timed says little of a seek's 17-150 collections at
-    other epsilons (a cached run used to predict a seek at 0 s). Decide and Compare both predict with it."""
+    other epsilons (a cached run used to predict a seek at 0 s). ``w2_target_m``: the W2 target of a seek for the
+    smallest epsilon, whose depth for the data says where its answer lands (:func:`runtime_model.depth_factor`).
+    Decide and Compare both predict with it."""
     data, _ = get_dataset(scenario.dataset)
     n_users, cells = min(scenario.n_users or data.n, data.n), int(scenario.grid_side) ** 2
     path = runtime_model.path_of(scenario.params)
@@ -520,7 +523,13 @@ def goal_seek_seconds(scenario: Scenario, trials: int, branch: str = "reached") 
     if measured:
         one = longrun.timings().predict(scenario.mechanism, n_users, cells, 1, path=path)[0]
     return runtime_model.goal_seek_seconds(scenario.mechanism, n_users, cells, trials, cell_m=cell_m, one_run_s=one,
-                                           path=path, measured=measured, branch=branch)
+                                           path=path, measured=measured, branch=branch, target_m=w2_target_m)
+
+
+def w2_target(question: str, metric: str, target: float) -> float | None:
+    """The W2 target in metres a goal seek's time prediction reads (:func:`goal_seek_seconds`): a search for the
+    smallest epsilon under a W2 target; None for other metrics and for the fewest-users question."""
+    return float(target) if question in ("epsilon", "target_epsilon") and metric == "w2_m" else None
 
 
 def goal_answer(mode: str, scenario: Scenario, metric: str, target: float,

@@ -73,6 +73,12 @@ class Seeks:
         return runtime_model.side_by_side_seconds(
             [compute.goal_seek_seconds(self.scenarios[k], tradeoff.DEFAULT_TRIALS, "scan") for k in ks], n_threads)
 
+    def predicted_s(self, k: int) -> float:
+        """Seek k's predicted quiet-machine seconds if some ε reaches the target (:func:`compute.goal_seek_seconds`,
+        with the target's depth for the data)."""
+        return compute.goal_seek_seconds(self.scenarios[k], tradeoff.DEFAULT_TRIALS,
+                                         w2_target_m=compute.w2_target(self.turn, self.metric, self.target))
+
 
 @dataclass
 class Schedule:
@@ -110,8 +116,7 @@ def schedule(seeks: Seeks, clicked: set[str]) -> Schedule:
     once within a CPU budget (flow.quick_limits: opening the page costs a bounded share of the server), the others
     wait for Start."""
     pending = [k for k in range(len(seeks.keys)) if not seeks.held(k)]
-    every_s = {k: compute.goal_seek_seconds(seeks.scenarios[k], tradeoff.DEFAULT_TRIALS)
-               for k in range(len(seeks.scenarios))}
+    every_s = {k: seeks.predicted_s(k) for k in range(len(seeks.scenarios))}
     seek_s = {k: every_s[k] for k in pending}
     for k in pending:     # stopped before when started without a click: it takes at least its limit
         if seeks.keys[k] in overran():

@@ -48,10 +48,11 @@ def test_an_enclosing_cpu_limit_holds_inside_a_block_without_one():
 
 def test_planar_laplace_seek_predicted_dearer_on_large_cells():
     """The seek's prediction carries the noise scale against the cell size: planar Laplace on 38 km cells runs EM
-    on sub-cells at most of the scan's epsilons (factor > 1.5 against the city's 625 m cells, where it is 1);
-    other mechanisms do not depend on the cell size."""
+    on sub-cells at most of the scan's epsilons (factor > 1.5 against the city's 625 m cells, where it is 1), on a
+    small file's 320 m cells at fewer of them (factor below 1); other mechanisms do not depend on the cell size."""
     assert runtime_model.shape_factor("planar-laplace", 32, 625.0) == pytest.approx(1.0)
     assert runtime_model.shape_factor("planar-laplace", 32, 37_767.0) > 1.5
+    assert runtime_model.shape_factor("planar-laplace", 32, 320.0) < 0.9
     assert runtime_model.shape_factor("grr", 32, 37_767.0) == 1.0
     city = runtime_model.goal_seek_seconds("planar-laplace", 8000, 1024, 10, cell_m=625.0)
     assert runtime_model.goal_seek_seconds("planar-laplace", 8000, 1024, 10, cell_m=37_767.0) > 1.5 * city
@@ -71,6 +72,12 @@ def test_pages_predict_a_seek_as_the_benchmark_judges_it(monkeypatch):
     for branch in runtime_model.BRANCHES:
         want = runtime_model.goal_seek_seconds("dam", data.n, 1024, 10, cell_m=cell_m, branch=branch)
         assert compute.goal_seek_seconds(sc, 10, branch) == pytest.approx(want)
+        deep = runtime_model.goal_seek_seconds("dam", data.n, 1024, 10, cell_m=cell_m, branch=branch, target_m=5.0)
+        assert compute.goal_seek_seconds(sc, 10, branch, w2_target_m=5.0) == pytest.approx(deep)
+    # a seek for the smallest epsilon under a W2 target reads the target's depth; other questions do not
+    assert compute.w2_target("epsilon", "w2_m", 800.0) == compute.w2_target("target_epsilon", "w2_m", 800.0) == 800.0
+    assert compute.w2_target("users", "w2_m", 800.0) is None and compute.w2_target("epsilon", "aqe", 0.1) is None
+    assert compute.goal_seek_seconds(sc, 10, w2_target_m=5.0) < compute.goal_seek_seconds(sc, 10)  # 5 m: deep
     monkeypatch.setattr(compute, "predicted_seconds", lambda scenario: (0.0, "the cache"))
     assert compute.goal_seek_seconds(sc, 10) > compute.goal_seek_seconds(sc, 10, "scan") > 0
 

@@ -70,7 +70,8 @@ def test_schedule_starts_the_quick_group_and_waits_for_start_for_the_rest(monkey
     """Without a click the quick group starts within the CPU budget, each with a CPU limit; Start (the session's
     keys) runs every pending seek without one; a seek that overran waits for Start and is predicted at its limit."""
     predicted = {"grr": 0.5, "oue": 0.8, "dam": 60.0}     # limits of 3 s, 3 s and 180 s
-    monkeypatch.setattr(compute, "goal_seek_seconds", lambda sc, trials, branch="reached": predicted[sc.mechanism])
+    monkeypatch.setattr(compute, "goal_seek_seconds",
+                        lambda sc, trials, branch="reached", w2_target_m=None: predicted[sc.mechanism])
     monkeypatch.setattr(longrun, "DECIDE_QUICK_S", 10.0)
     monkeypatch.setattr(longrun, "DECIDE_OPEN_CPU_S", 8.0)
     key = f"test-{uuid.uuid4()}"             # seeks.overran() is server-wide: a key of this run only
@@ -101,7 +102,7 @@ def test_side_by_side_says_how_each_seek_ended(monkeypatch):
             raise LdpvizInputError("not on this grid")
         return {"mechanism": scenario.mechanism, "reached": False}
     monkeypatch.setattr(seeks, "answer", fake)
-    monkeypatch.setattr(compute, "goal_seek_seconds", lambda sc, trials, branch="reached": 1.0)
+    monkeypatch.setattr(compute, "goal_seek_seconds", lambda sc, trials, branch="reached", w2_target_m=None: 1.0)
     asked = seeks.Seeks(_scenarios(["grr", "oue", "dam"]), f"test-{uuid.uuid4()}", "epsilon", "w2_m", 4321.0, 0.95,
                         1.0)
     plan = seeks.schedule(asked, set())

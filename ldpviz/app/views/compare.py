@@ -185,7 +185,8 @@ if mode != "at_epsilon":
         require(float(target) > 0, "the target must be a number above 0")
         trials = tradeoff.DEFAULT_TRIALS   # the one-collection rule sets its own count (not the sidebar's trials)
         seeks = [controls.scenario(cfg, data, mechanism=n).with_(trials=trials) for n in chosen]
-        seek_s = [compute.goal_seek_seconds(sc, trials) for sc in seeks]
+        seek_s = [compute.goal_seek_seconds(sc, trials, w2_target_m=compute.w2_target(mode, metric, target))
+                  for sc in seeks]
         what = "smallest ε found" if mode == "target_epsilon" else "users needed"
         if not compute.approved_if_long(f"the {what} search for {explain.plural(len(chosen), 'mechanism')}",
                                         runtime_model.side_by_side_seconds(seek_s, tradeoff.seek_threads(len(seeks))),
