@@ -118,24 +118,25 @@ def metrics_table(runs: Sequence[dict[str, Any]],
     return tuple((n, d, float(np.median(v))) for (n, d), v in sorted(by.items()))
 
 
+def along(points: Sequence[tuple[float, float]], x: float, geometric: bool = False) -> float:
+    """(x, y) points read at x > 0: linear in log x between the two nearest (y linear, or with ``geometric`` linear
+    in log y), held at the end values beyond them (never extrapolated). One reading for every measured table here."""
+    points = sorted(points)
+    if x <= points[0][0]:
+        return points[0][1]
+    if x >= points[-1][0]:
+        return points[-1][1]
+    (x0, y0), (x1, y1) = next((a, b) for a, b in zip(points, points[1:]) if a[0] <= x <= b[0])
+    w = (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0)) if x1 > x0 else 0.0
+    return y0 * (y1 / y0) ** w if geometric else y0 + w * (y1 - y0)
+
+
 def interpolate(table: Sequence[tuple[float, float, float]], n_users: float, cells: float) -> float:
     """Seconds at (n, D) from a table of measured (n, D, seconds): linear in log D between the two nearest
     measured grids and, at each, linear in log n between the two nearest measured user counts (a grid measured at
     one count only grows with n as the nearest grid measured at several did); held at the nearest measured size
     outside the table (never extrapolated: the solver behind a metric changes with the grid, so no smooth curve
     carries it beyond what was measured)."""
-    def along(points: list[tuple[float, float]], x: float) -> float:
-        points = sorted(points)
-        if x <= points[0][0]:
-            return points[0][1]
-        if x >= points[-1][0]:
-            return points[-1][1]
-        for (x0, y0), (x1, y1) in zip(points, points[1:]):
-            if x0 <= x <= x1:
-                w = (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0))
-                return y0 + w * (y1 - y0)
-        return points[-1][1]  # pragma: no cover
-
     grids = sorted({d for _, d, _ in table})
     n = max(n_users, 1.0)
     rows = {d: [(nn, t) for nn, dd, t in table if dd == d] for d in grids}
@@ -377,18 +378,6 @@ def target_depth(target_m: float, cell_m: float, n_users: int) -> float:
     return float(target_m) / max(float(cell_m), 1e-9) * math.sqrt(max(int(n_users), 1))
 
 
-def _log_interp(points: Sequence[tuple[float, float]], x: float) -> float:
-    """Log-linear interpolation of (x, y > 0) points at x > 0, held at the end values beyond them."""
-    points = sorted(points)
-    if x <= points[0][0]:
-        return points[0][1]
-    if x >= points[-1][0]:
-        return points[-1][1]
-    (x0, y0), (x1, y1) = next((a, b) for a, b in zip(points, points[1:]) if a[0] <= x <= b[0])
-    t = math.log(x / x0) / math.log(x1 / x0) if x1 > x0 else 0.0
-    return y0 * (y1 / y0) ** t
-
-
 def estimated_by_em(mechanism: str) -> bool:
     """Whether ``mechanism``'s server estimate is an EM / EMS fit (it declares a ``postprocess`` parameter: the DAM
     family, planar Laplace, SEM-Geo-I, MDSW): its collections cost fewer EM steps the larger the epsilon, so where a
@@ -416,7 +405,7 @@ def depth_factor(mechanism: str, side: int, depth: float | None) -> float:
         return 1.0
     ref_cell = float(ref["width_m"]) / max(int(side), 1)
     here_ref = target_depth(float(ref["target_m"]), ref_cell, int(ref["users"]))
-    return _log_interp(curve, float(depth)) / _log_interp(curve, here_ref)
+    return along(curve, float(depth), geometric=True) / along(curve, here_ref, geometric=True)
 
 
 @functools.lru_cache(maxsize=1)
@@ -469,16 +458,8 @@ def goal_seek_runs(trials: int = 10, mechanism: str | None = None, cells: int | 
     cells = REFERENCE_SIDE ** 2 if cells is None else max(int(cells), 1)
     known = sorted((side * side, _runs_at(per, branch, mechanism)) for side, per in table.items())
     known = [(c, v) for c, v in known if v]
-    if not known:
-        runs = GOAL_SEEK_RUNS * (1.0 if branch == "reached" else SCAN_SHARE)
-    elif cells <= known[0][0]:
-        runs = known[0][1]
-    elif cells >= known[-1][0]:
-        runs = known[-1][1]
-    else:
-        (c0, v0), (c1, v1) = next((a, b) for a, b in zip(known, known[1:]) if a[0] <= cells <= b[0])
-        t = math.log(cells / c0) / math.log(c1 / c0)
-        runs = v0 * (v1 / v0) ** t
+    runs = (along(known, cells, geometric=True) if known else
+            GOAL_SEEK_RUNS * (1.0 if branch == "reached" else SCAN_SHARE))
     return runs * (15 + 6 * int(trials)) / (15 + 6 * 10) if branch == "reached" else runs
 
 
