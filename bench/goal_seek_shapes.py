@@ -158,12 +158,18 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _spread(rows: list[dict], key: str = "ratio") -> tuple[int, float, float]:
+    """How many rows' CPU / predicted (``key``) lie within 2x, and its least and largest value."""
+    ratios = [r[key] for r in rows]
+    return sum(0.5 <= x <= 2.0 for x in ratios), min(ratios), max(ratios)
+
+
 def _within_text(rows: list[dict]) -> str:
     """'15 of 16 (CPU / predicted 0.80 to 2.23; outside: huem 2.23)': the rows' predictions against their CPU."""
-    inside = [r for r in rows if 0.5 <= r["ratio"] <= 2.0]
-    outside = ", ".join(f"{r['mechanism']} {r['ratio']:.2f}" for r in rows if r not in inside)
-    return (f"{len(inside)} of {len(rows)} (CPU / predicted {min(r['ratio'] for r in rows):.2f} to "
-            f"{max(r['ratio'] for r in rows):.2f}{'; outside: ' + outside if outside else ''})")
+    inside, low, high = _spread(rows)
+    outside = ", ".join(f"{r['mechanism']} {r['ratio']:.2f}" for r in rows if not 0.5 <= r["ratio"] <= 2.0)
+    return (f"{inside} of {len(rows)} (CPU / predicted {low:.2f} to {high:.2f}"
+            f"{'; outside: ' + outside if outside else ''})")
 
 
 def _out_of_sample(rows: list[dict]) -> list[str]:
@@ -171,12 +177,11 @@ def _out_of_sample(rows: list[dict]) -> list[str]:
     other = [r for r in rows if r["file"] != "city"]
     if not other:
         return []
-    inside = [r for r in other if 0.5 <= r["ratio"] <= 2.0]
+    inside, low, high = _spread(other)
     worst = max(other, key=lambda r: max(r["ratio"], 1 / max(r["ratio"], 1e-9)))
     return ["", f"On the files the runs were not measured on ({', '.join(sorted({r['file'] for r in other}))}): "
-                f"{len(inside)} of {len(other)} within 2x (CPU / predicted {min(r['ratio'] for r in other):.2f} to "
-                f"{max(r['ratio'] for r in other):.2f}); the farthest is {worst['mechanism']} on the {worst['file']} "
-                f"file at d = {worst['d']} ({worst['ratio']:.2f})."]
+                f"{inside} of {len(other)} within 2x (CPU / predicted {low:.2f} to {high:.2f}); the farthest is "
+                f"{worst['mechanism']} on the {worst['file']} file at d = {worst['d']} ({worst['ratio']:.2f})."]
 
 
 def _predicted(row: dict, branch: str) -> str:
@@ -203,9 +208,9 @@ def _table(rows: list[dict]) -> list[str]:
 
 def report(rows: list[dict], ldp_rows: list[dict], before: tuple, after: tuple, quick: bool,
            from_log: bool = False) -> str:
-    within = [r for r in rows if 0.5 <= r["ratio"] <= 2.0]
-    ok = [r for r in rows if r.get("ratio_from_run")] or [{"ratio_from_run": float("nan")}]
-    within_run = [r for r in rows if r.get("ratio_from_run") and 0.5 <= r["ratio_from_run"] <= 2.0]
+    within, low, high = _spread(rows)
+    within_run, low_run, high_run = _spread([r for r in rows if r.get("ratio_from_run")]
+                                            or [{"ratio_from_run": float("nan")}], "ratio_from_run")
     lines = ["# Goal seeks on other shapes of data: predicted and measured", "",
              provenance_markdown(seeds=str(SEED), trials=f"{tradeoff.DEFAULT_TRIALS} fresh collections per decision",
                                  quick=quick),
@@ -228,13 +233,10 @@ def report(rows: list[dict], ldp_rows: list[dict], before: tuple, after: tuple, 
              "side measured on the bundled city: docs/goal-seek-runs.md, so the city's rows are in-sample).", "",
              f"The pages' prediction (the calibrated one-run model on this machine's speed probe, times the seek's "
              f"runs, the data's shape and, for a seek that reaches the target, the target's depth z = target / cell "
-             f"x sqrt(users), docs/goal-seek-runs.md): {len(within)} of {len(rows)} within 2x of the measured CPU "
-             f"seconds "
-             f"(CPU / predicted {min(r['ratio'] for r in rows):.2f} to {max(r['ratio'] for r in rows):.2f}). "
-             f"For comparison, from one run timed here at epsilon 1 instead of the model (the seek's runs are "
-             f"measured against the model, so the pages do not predict this way): {len(within_run)} of {len(rows)} "
-             f"within 2x (CPU / predicted {min(r['ratio_from_run'] for r in ok):.2f} to "
-             f"{max(r['ratio_from_run'] for r in ok):.2f}).",
+             f"x sqrt(users), docs/goal-seek-runs.md): {within} of {len(rows)} within 2x of the measured CPU seconds "
+             f"(CPU / predicted {low:.2f} to {high:.2f}). For comparison, from one run timed here at epsilon 1 "
+             f"instead of the model (the seek's runs are measured against the model, so the pages do not predict "
+             f"this way): {within_run} of {len(rows)} within 2x (CPU / predicted {low_run:.2f} to {high_run:.2f}).",
              *_out_of_sample(rows),
              "", *_table(rows), ""]
     pl = {(r["file"], r["d"]): r for r in rows if r["mechanism"] == "planar-laplace"}
